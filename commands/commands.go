@@ -1,0 +1,62 @@
+// Package commands holds the command envelope and the refusal type every write
+// can end in. One Go type per write lives in the subpackage of its domain.
+package commands
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/events"
+)
+
+// Command is one write, decoded and shape-checked. Checks that need state live in Decide.
+type Command interface {
+	Validate() error
+}
+
+// Envelope carries a command with everything Decide may not make itself:
+// its id, the time, the idempotency key and the principal.
+type Envelope struct {
+	ID        ulid.ULID
+	At        time.Time
+	Key       string
+	Principal events.Principal
+	Cmd       Command
+}
+
+// DerivedID is the id of the n-th thing a command makes (an order, a fill):
+// derived from the command id so replay gives the same ids.
+func (e Envelope) DerivedID(kind string, n int) string {
+	if n == 0 && kind == "" {
+		return e.ID.String()
+	}
+	return fmt.Sprintf("%s-%s%d", e.ID.String(), kind, n)
+}
+
+// Refusal is a decision not to record anything, with the spec's code, params and status.
+type Refusal struct {
+	Status int
+	Code   string
+	Params map[string]any
+	Msg    string
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+// Refuse makes a Refusal.
+func Refuse(status int, code, msg string, params map[string]any) *Refusal {
+	return &Refusal{Status: status, Code: code, Params: params, Msg: msg}
+}
+
+// Invalid is a 422 invalid_request refusal.
+func Invalid(format string, args ...any) *Refusal {
+	return &Refusal{Status: http.StatusUnprocessableEntity, Code: "invalid_request", Msg: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400 refusal for malformed input.
+func BadRequest(format string, args ...any) *Refusal {
+	return &Refusal{Status: http.StatusBadRequest, Code: "invalid_request", Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,127 @@
+package account
+
+import (
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/events"
+	ev "github.com/svc/engine/events/account"
+)
+
+// book is the paper book inside one decision: it tracks the balance and the
+// positions the decision's own events leave, so several fills in one commit chain.
+type book struct {
+	s         *State
+	env       commands.Envelope
+	mkt       trading.Market
+	balance   events.Decimal
+	positions map[string]ev.Position
+	fills     int
+	out       []events.Event
+}
+
+func newBook(s *State, env commands.Envelope, m trading.Market) *book {
+	return &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]ev.Position{}}
+}
+
+func (b *book) add(e events.Event) { b.out = append(b.out, e) }
+
+func (b *book) position(instrument string) ev.Position {
+	if p, ok := b.positions[instrument]; ok {
+		return p
+	}
+	return b.s.Positions[instrument]
+}
+
+// market places and fully fills a market order at the touch in this commit.
+func (b *book) market(id, clientOrderID, instrument, side string, qty events.Decimal, reduceOnly bool, q trading.Quote) {
+	o := ev.Order{BrokerOrderID: id, ClientOrderID: clientOrderID, Instrument: instrument, Side: side,
+		OrderType: "market", Quantity: qty, TimeInForce: "ioc", ReduceOnly: reduceOnly, CreatedAt: b.env.At}
+	b.add(ev.OrderPlaced{Order: o})
+	b.match(&Working{Order: o}, q)
+}
+
+// match fills or triggers w against quote q and reports whether it filled.
+func (b *book) match(w *Working, q trading.Quote) bool {
+	touch := q.Ask
+	if w.Side == "sell" {
+		touch = q.Bid
+	}
+	crossedStop := func() bool {
+		if w.Side == "buy" {
+			return touch.Cmp(*w.StopPrice) >= 0
+		}
+		return touch.Cmp(*w.StopPrice) <= 0
+	}
+	isLimit := w.OrderType == "limit" || (w.OrderType == "stop_limit" && w.Triggered)
+	switch {
+	case w.OrderType == "market":
+	case (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered:
+		if !crossedStop() {
+			return false
+		}
+		b.add(ev.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: touch, At: b.env.At})
+		w.Triggered = true
+		if w.OrderType == "stop_limit" {
+			isLimit = true
+		}
+	}
+	if isLimit {
+		if (w.Side == "buy" && touch.Cmp(*w.LimitPrice) > 0) || (w.Side == "sell" && touch.Cmp(*w.LimitPrice) < 0) {
+			return false
+		}
+	}
+	qty := w.Quantity.Sub(w.Filled)
+	if w.ReduceOnly {
+		qty = qty.Min(b.position(w.Instrument).Quantity.Abs())
+	}
+	if qty.Sign() <= 0 {
+		return false
+	}
+	b.fill(w, qty, touch, q)
+	return true
+}
+
+// fill records a fill of qty at price and the position and balance it leaves.
+func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
+	p := b.position(w.Instrument)
+	mult := p.Multiplier
+	if sp, ok := b.mkt.Specs[w.Instrument]; ok && sp.Multiplier.Sign() > 0 {
+		mult = sp.Multiplier
+	}
+	if mult.Sign() <= 0 {
+		mult = events.Int(1)
+	}
+	sq := signed(w.Side, qty)
+	realized := events.Int(0)
+	np := ev.Position{Instrument: w.Instrument, Quantity: p.Quantity.Add(sq), AvgPrice: p.AvgPrice, Multiplier: mult}
+	switch {
+	case p.Quantity.IsZero() || p.Quantity.Sign() == sq.Sign():
+		np.AvgPrice = p.Quantity.Abs().Mul(p.AvgPrice).Add(qty.Mul(price)).Quo(np.Quantity.Abs())
+	default:
+		closing := qty.Min(p.Quantity.Abs())
+		diff := price.Sub(p.AvgPrice)
+		if p.Quantity.Sign() < 0 {
+			diff = diff.Neg()
+		}
+		realized = diff.Mul(closing).Mul(mult)
+		switch {
+		case np.Quantity.IsZero():
+			np.AvgPrice = events.Int(0)
+		case np.Quantity.Sign() != p.Quantity.Sign():
+			np.AvgPrice = price
+		}
+	}
+	b.positions[w.Instrument] = np
+	b.balance = b.balance.Add(realized)
+	filled := w.Filled.Add(qty)
+	avg := w.Filled.Mul(w.AvgPrice).Add(qty.Mul(price)).Quo(filled)
+	b.fills++
+	touch := price
+	b.add(ev.OrderFilled{
+		BrokerOrderID: w.BrokerOrderID, FillID: b.env.DerivedID("f", b.fills), Instrument: w.Instrument,
+		Side: w.Side, Quantity: qty, Price: price, Realized: realized, Position: np, Balance: b.balance,
+		OrderFilled: filled, OrderAvgPrice: avg, Done: filled.Cmp(w.Quantity) >= 0 || w.ReduceOnly,
+		Quote: &touch, At: b.env.At,
+	})
+	w.Filled, w.AvgPrice = filled, avg
+}

@@ -1,0 +1,106 @@
+// Package account is the trading account's aggregate: pure Decide and Apply
+// over its state, with the paper book's fill rules.
+package account
+
+import (
+	"time"
+
+	"github.com/svc/engine/events"
+	ev "github.com/svc/engine/events/account"
+)
+
+// Working is an order that rests on the book.
+type Working struct {
+	ev.Order
+	Filled    events.Decimal
+	AvgPrice  events.Decimal
+	Triggered bool // a stop that triggered; a stop-limit now rests as a limit
+	UpdatedAt time.Time
+}
+
+// State is an account as its commits leave it.
+// Account state is owned by its mailbox goroutine; never touch it from another.
+type State struct {
+	ID              string
+	Open            bool
+	TenantID        string
+	Broker          string
+	AccountNumber   string
+	Label           string
+	Currency        string
+	Kind            string
+	Email           string
+	StartingBalance events.Decimal
+	Balance         events.Decimal
+	Realized        events.Decimal
+	Positions       map[string]ev.Position
+	Working         map[string]*Working
+	ClientOrderIDs  map[string]string // every clientOrderId ever accepted, to its order id
+	References      map[string]string // every balance referenceId, to a digest of its request
+}
+
+// New is the state of an account with no commits.
+func New(id string) *State {
+	return &State{
+		ID:             id,
+		Positions:      map[string]ev.Position{},
+		Working:        map[string]*Working{},
+		ClientOrderIDs: map[string]string{},
+		References:     map[string]string{},
+	}
+}
+
+// Apply folds one event into the state and returns it. Deterministic: replay of
+// the log rebuilds the live state exactly.
+func Apply(s *State, e events.Event) *State {
+	switch e := e.(type) {
+	case ev.Opened:
+		s.Open = true
+		s.TenantID, s.Broker, s.AccountNumber, s.Label = e.TenantID, e.Broker, e.AccountNumber, e.Label
+		s.Currency, s.Kind, s.Email = e.Currency, e.Kind, e.Email
+		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
+	case ev.OrderPlaced:
+		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
+		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
+	case ev.OrderFilled:
+		s.Balance = e.Balance
+		s.Realized = s.Realized.Add(e.Realized)
+		if e.Position.Quantity.IsZero() {
+			delete(s.Positions, e.Instrument)
+		} else {
+			s.Positions[e.Instrument] = e.Position
+		}
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			if e.Done {
+				delete(s.Working, e.BrokerOrderID)
+			} else {
+				w.Filled, w.AvgPrice, w.UpdatedAt = e.OrderFilled, e.OrderAvgPrice, e.At
+			}
+		}
+	case ev.OrderCanceled:
+		delete(s.Working, e.BrokerOrderID)
+	case ev.OrderReplaced:
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			w.Quantity, w.UpdatedAt = e.Quantity, e.At
+			if e.LimitPrice != nil {
+				w.LimitPrice = e.LimitPrice
+			}
+			if e.StopPrice != nil {
+				w.StopPrice = e.StopPrice
+			}
+		}
+	case ev.StopTriggered:
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			w.Triggered, w.UpdatedAt = true, e.At
+		}
+	case ev.BalanceChanged:
+		s.Balance = e.Balance
+		if e.ReferenceID != "" {
+			s.References[e.ReferenceID] = e.Op
+		}
+	}
+	return s
+}
+
+// Registry is the account's event registry.
+func Registry() events.Registry { return ev.Registry() }

@@ -1,0 +1,259 @@
+// Package engine is the command side: it turns commands into commits. It owns
+// the aggregates (through per-aggregate mailboxes), the paper book's reactor and
+// the event-log client. The gateway calls it; it never calls the gateway.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/engine/paper"
+	"github.com/svc/engine/engine/tenant"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	evtenant "github.com/svc/engine/events/tenant"
+)
+
+// Config holds the engine's dependencies.
+type Config struct {
+	Log     *eventlog.Log
+	Feed    market.Feed
+	Catalog *market.Catalog
+	// Futures is the futures price source; nil: futures orders answer feed_requires_connection.
+	Futures market.Feed
+	Now     func() time.Time
+	Metrics *Metrics
+}
+
+// Validate reports every missing dependency at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, errors.New("engine: Log is required"))
+	}
+	if c.Feed == nil {
+		errs = append(errs, errors.New("engine: Feed is required"))
+	}
+	if c.Catalog == nil {
+		errs = append(errs, errors.New("engine: Catalog is required"))
+	}
+	if c.Now == nil {
+		errs = append(errs, errors.New("engine: Now is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Engine decides and commits commands.
+type Engine struct {
+	cfg      Config
+	reg      events.Registry
+	accounts *mailbox.Group[*account.State]
+	tenants  *mailbox.Group[*tenant.State]
+	paper    *paper.Reactor
+	stopFeed func()
+}
+
+// Registry is every event type the engine writes; projections decode with it.
+func Registry() events.Registry {
+	return events.Merge(evacct.Registry(), evtenant.Registry())
+}
+
+// New makes an engine; Start warms it from the log.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, reg: Registry()}
+	e.paper = paper.New(e.wake)
+	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
+		Name:    "account",
+		Subject: evacct.Subject,
+		New:     account.New,
+		Decide:  account.Decide,
+		Apply:   account.Apply,
+		After:   func(id string, s *account.State, _ events.Committed) { e.paper.Track(id, triggers(s)) },
+	}, cfg.Log, e.reg, cfg.Metrics)
+	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
+		Name:    "tenant",
+		Subject: evtenant.Subject,
+		New:     tenant.New,
+		Decide:  tenant.Decide,
+		Apply:   tenant.Apply,
+	}, cfg.Log, e.reg, cfg.Metrics)
+	return e, nil
+}
+
+func triggers(s *account.State) map[string][]paper.Trigger {
+	out := map[string][]paper.Trigger{}
+	for _, w := range s.Working {
+		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
+			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered})
+	}
+	return out
+}
+
+// Start rebuilds every aggregate by one replay of the log and starts watching quotes.
+// It returns the last sequence replayed.
+func (e *Engine) Start(ctx context.Context) (uint64, error) {
+	accts := map[string]*account.State{}
+	revs := map[string]uint64{}
+	last, err := e.cfg.Log.Replay(ctx, 0, func(m eventlog.Msg) error {
+		id, ok := strings.CutPrefix(m.Subject, "evt.account.")
+		if !ok {
+			return nil
+		}
+		c, err := e.reg.Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("replay %s at %d: %w", m.Subject, m.Seq, err)
+		}
+		s, ok := accts[id]
+		if !ok {
+			s = account.New(id)
+			accts[id] = s
+		}
+		for _, ev := range c.Events {
+			s = account.Apply(s, ev)
+		}
+		revs[id] = m.Seq
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for id, s := range accts {
+		e.accounts.Seed(id, s, revs[id])
+		e.paper.Track(id, triggers(s))
+	}
+	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) { e.paper.OnQuote(q.Instrument, q.Bid, q.Ask) })
+	return last, nil
+}
+
+// Close stops watching quotes and lets every queued command finish.
+func (e *Engine) Close() {
+	if e.stopFeed != nil {
+		e.stopFeed()
+	}
+	e.accounts.Close()
+	e.tenants.Close()
+}
+
+// Envelope wraps cmd with a new id, the engine's time, key and principal.
+func (e *Engine) Envelope(p events.Principal, key string, cmd commands.Command) commands.Envelope {
+	return commands.Envelope{ID: ulid.Make(), At: e.cfg.Now().UTC(), Key: key, Principal: p, Cmd: cmd}
+}
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.cfg.Now() }
+
+// Catalog is the instrument catalog.
+func (e *Engine) Catalog() *market.Catalog { return e.cfg.Catalog }
+
+// Feed is the crypto price feed.
+func (e *Engine) Feed() market.Feed { return e.cfg.Feed }
+
+// market is the context attached to trading commands: every permitted
+// instrument's spec and its newest quote.
+func (e *Engine) market() trading.Market {
+	m := trading.Market{Quotes: map[string]trading.Quote{}, Specs: map[string]trading.Spec{}}
+	for _, in := range e.cfg.Catalog.All() {
+		m.Specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity}
+		src := e.cfg.Feed
+		if in.AssetClass == "futures" {
+			src = e.cfg.Futures
+		}
+		if src == nil {
+			continue
+		}
+		if q, ok := src.Quote(in.Symbol); ok {
+			m.Quotes[in.Symbol] = trading.Quote{Instrument: q.Instrument, Bid: q.Bid, Ask: q.Ask, At: q.At}
+		}
+	}
+	return m
+}
+
+// futuresUnserved refuses an order on a futures instrument when no futures source is configured.
+func (e *Engine) futuresUnserved(instrument string) error {
+	if in, ok := e.cfg.Catalog.Get(instrument); ok && in.AssetClass == "futures" && e.cfg.Futures == nil {
+		return trading.FeedRequiresConnection(instrument)
+	}
+	return nil
+}
+
+// prepare validates cmd and attaches the market context where the command needs it.
+func (e *Engine) prepare(cmd commands.Command) error {
+	if err := cmd.Validate(); err != nil {
+		return err
+	}
+	switch c := cmd.(type) {
+	case *trading.PlaceOrder:
+		if err := e.futuresUnserved(c.Instrument); err != nil {
+			return err
+		}
+		c.Market = e.market()
+	case *trading.ReplaceOrder:
+		c.Market = e.market()
+	case *trading.ClosePosition:
+		if err := e.futuresUnserved(c.Instrument); err != nil {
+			return err
+		}
+		c.Market = e.market()
+	case *trading.Flatten:
+		c.Market = e.market()
+	case *trading.Reverse:
+		if err := e.futuresUnserved(c.Instrument); err != nil {
+			return err
+		}
+		c.Market = e.market()
+	}
+	return nil
+}
+
+// Account runs cmd on the account aggregate accountID and commits its events.
+func (e *Engine) Account(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
+	if err := e.prepare(env.Cmd); err != nil {
+		return mailbox.Result{}, err
+	}
+	return e.accounts.Execute(ctx, accountID, env)
+}
+
+// Advise decides cmd on the account without committing: the refusal it would meet, or nil.
+func (e *Engine) Advise(ctx context.Context, accountID string, env commands.Envelope) error {
+	if err := e.prepare(env.Cmd); err != nil {
+		return err
+	}
+	_, err := e.accounts.DryRun(ctx, accountID, env)
+	return err
+}
+
+// InspectAccount runs fn on the account's live state in its mailbox goroutine.
+func (e *Engine) InspectAccount(ctx context.Context, accountID string, fn func(*account.State, uint64)) error {
+	return e.accounts.Inspect(ctx, accountID, fn)
+}
+
+// Tenant runs cmd on the tenant aggregate tenantID and commits its events.
+func (e *Engine) Tenant(ctx context.Context, tenantID string, env commands.Envelope) (mailbox.Result, error) {
+	if err := env.Cmd.Validate(); err != nil {
+		return mailbox.Result{}, err
+	}
+	return e.tenants.Execute(ctx, tenantID, env)
+}
+
+// wake asks an account to fill the working orders a quote crosses.
+func (e *Engine) wake(accountID, instrument string, bid, ask events.Decimal) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env := e.Envelope(events.Principal{System: "paper"}, "", &trading.FillWorking{
+		Quote: trading.Quote{Instrument: instrument, Bid: bid, Ask: ask, At: e.cfg.Now().UTC()}})
+	_, _ = e.accounts.Execute(ctx, accountID, env) // a failure leaves the order working; the next quote retries
+}

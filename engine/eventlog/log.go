@@ -1,0 +1,279 @@
+// Package eventlog is the engine's client of the commit log: a JetStream stream
+// with one subject per aggregate, embedded in-process by default.
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrConcurrency means the subject moved past the expected sequence: reload and decide again.
+var ErrConcurrency = errors.New("eventlog: wrong last sequence")
+
+// ErrOutcomeUnknown means the append was sent but its acknowledgement was lost:
+// the commit may or may not be in the log.
+var ErrOutcomeUnknown = errors.New("eventlog: append outcome unknown")
+
+// Config selects and shapes the log.
+type Config struct {
+	URL      string // empty: embedded server
+	DataDir  string // embedded storage lives under DataDir/nats
+	Sync     string // "always" (fsync before ack) or "interval"
+	Replicas int
+	Stream   string // stream name; subjects are "<prefix>.>"
+	Prefix   string // subject prefix, default "evt"
+}
+
+// Validate reports every problem with the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.URL == "" && c.DataDir == "" {
+		errs = append(errs, errors.New("eventlog: DataDir is required for the embedded server"))
+	}
+	if c.Sync != "always" && c.Sync != "interval" {
+		errs = append(errs, fmt.Errorf("eventlog: sync %q is neither always nor interval", c.Sync))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("eventlog: replicas %d outside 1..5", c.Replicas))
+	}
+	return errors.Join(errs...)
+}
+
+// Log is an open commit log.
+type Log struct {
+	srv    *server.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	name   string
+	prefix string
+}
+
+// Open starts the embedded server (unless cfg.URL is set), connects and ensures the stream.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = "EVT"
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "evt"
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{name: cfg.Stream, prefix: cfg.Prefix}
+	var err error
+	if cfg.URL == "" {
+		dir := filepath.Join(cfg.DataDir, "nats")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("eventlog: %w", err)
+		}
+		opts := &server.Options{
+			ServerName: "engine",
+			JetStream:  true,
+			StoreDir:   dir,
+			DontListen: true,
+			NoSigs:     true,
+			NoLog:      true,
+			SyncAlways: cfg.Sync == "always",
+		}
+		l.srv, err = server.NewServer(opts)
+		if err != nil {
+			return nil, fmt.Errorf("eventlog: embedded server: %w", err)
+		}
+		l.srv.Start()
+		if !l.srv.ReadyForConnections(30 * time.Second) {
+			l.srv.Shutdown()
+			return nil, errors.New("eventlog: embedded server not ready")
+		}
+		l.nc, err = nats.Connect("", nats.InProcessServer(l.srv), nats.MaxReconnects(-1))
+	} else {
+		l.nc, err = nats.Connect(cfg.URL, nats.MaxReconnects(-1), nats.Name("engine"))
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("eventlog: connect: %w", err)
+	}
+	l.js, err = jetstream.New(l.nc)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	l.stream, err = l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        cfg.Stream,
+		Subjects:    []string{cfg.Prefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Duplicates:  2 * time.Minute,
+		AllowDirect: true,
+	})
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
+	}
+	return l, nil
+}
+
+// Conn is the underlying NATS connection (for key-value buckets and benchmarks).
+func (l *Log) Conn() *nats.Conn { return l.nc }
+
+// JetStream is the JetStream context of the log's connection.
+func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// StreamName is the name of the commit stream.
+func (l *Log) StreamName() string { return l.name }
+
+// Subject prefixes a subject body with the log's prefix: Subject("account.x") is "evt.account.x".
+func (l *Log) Subject(body string) string { return l.prefix + "." + body }
+
+// Connected reports whether the log's connection is up.
+func (l *Log) Connected() bool { return l.nc != nil && l.nc.IsConnected() }
+
+// Close disconnects and stops the embedded server, waiting for it to flush.
+func (l *Log) Close() {
+	if l.nc != nil {
+		l.nc.Drain()
+		l.nc.Close()
+	}
+	if l.srv != nil {
+		l.srv.Shutdown()
+		l.srv.WaitForShutdown()
+	}
+}
+
+// Append publishes one commit to subject, guarded by the subject's expected last
+// sequence (0: the subject must be empty). msgID is the commit's dedupe id.
+// It returns the commit's stream sequence.
+func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	ack, err := l.js.PublishMsg(ctx, msg,
+		jetstream.WithExpectLastSequencePerSubject(expected),
+		jetstream.WithMsgID(msgID),
+		jetstream.WithExpectStream(l.name))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			switch apiErr.ErrorCode {
+			case 10071, 10164:
+				return 0, fmt.Errorf("append %s at %d: %w", subject, expected, ErrConcurrency)
+			}
+			return 0, fmt.Errorf("append %s: %w", subject, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, context.Canceled) {
+			return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
+		}
+		return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
+	}
+	if ack.Duplicate {
+		// The same command id was already appended within the dedupe window:
+		// the earlier append stands and is the answer.
+		return ack.Sequence, nil
+	}
+	return ack.Sequence, nil
+}
+
+// Msg is one commit as read from the log.
+type Msg struct {
+	Subject string
+	Seq     uint64
+	Data    []byte
+}
+
+// LastSeq is the stream's last sequence (0 when empty).
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: stream info: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// LastSubjectSeq is the sequence of the last commit on subject (0 when none).
+func (l *Log) LastSubjectSeq(ctx context.Context, subject string) (uint64, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: last of %s: %w", subject, err)
+	}
+	return m.Sequence, nil
+}
+
+// Load calls fn for every commit on subject in order, up to the subject's last
+// sequence as of the call; it returns that sequence (0: none).
+func (l *Log) Load(ctx context.Context, subject string, fn func(Msg) error) (uint64, error) {
+	last, err := l.LastSubjectSeq(ctx, subject)
+	if err != nil || last == 0 {
+		return 0, err
+	}
+	err = l.follow(ctx, []string{subject}, 0, last, fn)
+	return last, err
+}
+
+// Replay calls fn for every commit after sequence from, in stream order, up to
+// the stream's last sequence as of the call, and returns that sequence.
+func (l *Log) Replay(ctx context.Context, from uint64, fn func(Msg) error) (uint64, error) {
+	last, err := l.LastSeq(ctx)
+	if err != nil || last <= from {
+		return from, err
+	}
+	return last, l.follow(ctx, nil, from, last, fn)
+}
+
+// Follow calls fn for every commit after sequence from, in stream order, until
+// ctx ends or fn fails. It never returns nil before ctx ends.
+func (l *Log) Follow(ctx context.Context, from uint64, fn func(Msg) error) error {
+	return l.follow(ctx, nil, from, 0, fn)
+}
+
+func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, fn func(Msg) error) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from + 1
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("eventlog: consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
+	if err != nil {
+		return fmt.Errorf("eventlog: consume: %w", err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("eventlog: next: %w", err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("eventlog: metadata: %w", err)
+		}
+		seq := md.Sequence.Stream
+		if err := fn(Msg{Subject: m.Subject(), Seq: seq, Data: m.Data()}); err != nil {
+			return err
+		}
+		if until > 0 && seq >= until {
+			return nil
+		}
+	}
+}

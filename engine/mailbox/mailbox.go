@@ -1,0 +1,257 @@
+// Package mailbox runs aggregates: one goroutine per aggregate owns its state,
+// decides commands in arrival order and appends each decision as one commit,
+// guarded by the subject's expected sequence.
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
+)
+
+// Kind describes one aggregate type to the mailbox.
+type Kind[S any] struct {
+	Name    string
+	Subject func(id string) string
+	New     func(id string) S
+	Decide  func(S, commands.Envelope) ([]events.Event, error)
+	Apply   func(S, events.Event) S
+	// After, if set, runs in the mailbox goroutine after each commit is applied.
+	After func(id string, s S, c events.Committed)
+}
+
+// Result is the outcome of a command that was committed (Seq > 0) or changed nothing.
+type Result struct {
+	Seq    uint64 // the commit's stream sequence: the aggregate's revision
+	Events []events.Event
+}
+
+// Observer sees every command's outcome and the commit latency (for metrics).
+type Observer interface {
+	Command(kind, outcome string, commit time.Duration)
+}
+
+// MaxRetries bounds decisions repeated after a concurrency conflict.
+const MaxRetries = 5
+
+// Group runs all aggregates of one kind.
+type Group[S any] struct {
+	kind  Kind[S]
+	log   *eventlog.Log
+	reg   events.Registry
+	obs   Observer
+	mu    sync.Mutex
+	boxes map[string]*box[S]
+	wg    sync.WaitGroup
+}
+
+type request[S any] struct {
+	ctx     context.Context
+	env     commands.Envelope
+	dry     bool
+	inspect func(S, uint64)
+	reply   chan reply
+}
+
+type reply struct {
+	res Result
+	err error
+}
+
+type box[S any] struct {
+	id    string
+	in    chan request[S]
+	state S
+	rev   uint64
+	stale bool // state may be behind the log: reload before the next decision
+}
+
+// NewGroup makes the group of one aggregate kind.
+func NewGroup[S any](k Kind[S], log *eventlog.Log, reg events.Registry, obs Observer) *Group[S] {
+	return &Group[S]{kind: k, log: log, reg: reg, obs: obs, boxes: map[string]*box[S]{}}
+}
+
+// Seed installs an aggregate's state as rebuilt by a replay, before its first command.
+func (g *Group[S]) Seed(id string, s S, rev uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.boxes[id]; ok {
+		return
+	}
+	g.boxes[id] = g.start(id, s, rev, false)
+}
+
+func (g *Group[S]) start(id string, s S, rev uint64, stale bool) *box[S] {
+	b := &box[S]{id: id, in: make(chan request[S], 256), state: s, rev: rev, stale: stale}
+	g.wg.Add(1)
+	go g.run(b)
+	return b
+}
+
+func (g *Group[S]) get(id string) *box[S] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, ok := g.boxes[id]
+	if !ok {
+		b = g.start(id, g.kind.New(id), 0, true)
+		g.boxes[id] = b
+	}
+	return b
+}
+
+// Execute decides env on aggregate id and commits the events. A refusal comes
+// back as the Decide error; nothing is appended then.
+func (g *Group[S]) Execute(ctx context.Context, id string, env commands.Envelope) (Result, error) {
+	return g.send(ctx, id, request[S]{ctx: ctx, env: env})
+}
+
+// DryRun decides env on aggregate id without committing anything.
+func (g *Group[S]) DryRun(ctx context.Context, id string, env commands.Envelope) (Result, error) {
+	return g.send(ctx, id, request[S]{ctx: ctx, env: env, dry: true})
+}
+
+// Inspect runs fn on the aggregate's state inside its mailbox goroutine.
+// fn must not keep references into the state.
+func (g *Group[S]) Inspect(ctx context.Context, id string, fn func(S, uint64)) error {
+	_, err := g.send(ctx, id, request[S]{ctx: ctx, inspect: fn})
+	return err
+}
+
+// Each calls fn for the id of every aggregate the group holds.
+func (g *Group[S]) Each(fn func(id string)) {
+	g.mu.Lock()
+	ids := make([]string, 0, len(g.boxes))
+	for id := range g.boxes {
+		ids = append(ids, id)
+	}
+	g.mu.Unlock()
+	for _, id := range ids {
+		fn(id)
+	}
+}
+
+func (g *Group[S]) send(ctx context.Context, id string, r request[S]) (Result, error) {
+	r.reply = make(chan reply, 1)
+	b := g.get(id)
+	select {
+	case b.in <- r:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	select {
+	case rep := <-r.reply:
+		return rep.res, rep.err
+	case <-ctx.Done():
+		// The command may still commit: its outcome is unknown to this caller.
+		return Result{}, fmt.Errorf("%w: %v", eventlog.ErrOutcomeUnknown, ctx.Err())
+	}
+}
+
+// Close stops every mailbox after the commands already queued.
+func (g *Group[S]) Close() {
+	g.mu.Lock()
+	for _, b := range g.boxes {
+		close(b.in)
+	}
+	g.boxes = map[string]*box[S]{}
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
+func (g *Group[S]) run(b *box[S]) {
+	defer g.wg.Done()
+	for r := range b.in {
+		res, err := g.handle(b, r)
+		r.reply <- reply{res, err}
+	}
+}
+
+func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
+	s := g.kind.New(b.id)
+	last, err := g.log.Load(ctx, g.kind.Subject(b.id), func(m eventlog.Msg) error {
+		c, err := g.reg.Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("%s %s at %d: %w", g.kind.Name, b.id, m.Seq, err)
+		}
+		for _, e := range c.Events {
+			s = g.kind.Apply(s, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.state, b.rev, b.stale = s, last, false
+	return nil
+}
+
+func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
+	// A commit in flight finishes even if its caller has gone: it is bounded by
+	// its own deadline, not the request's.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if b.stale {
+			if err := g.reload(ctx, b); err != nil {
+				g.observe("unavailable", 0)
+				return Result{}, fmt.Errorf("load %s %s: %w", g.kind.Name, b.id, err)
+			}
+		}
+		if r.inspect != nil {
+			r.inspect(b.state, b.rev)
+			return Result{Seq: b.rev}, nil
+		}
+		if r.ctx.Err() != nil && attempt == 0 {
+			return Result{}, r.ctx.Err() // the caller left before anything was decided
+		}
+		evs, err := g.kind.Decide(b.state, r.env)
+		if err != nil {
+			g.observe("refused", 0)
+			return Result{}, err
+		}
+		if len(evs) == 0 || r.dry {
+			g.observe("unchanged", 0)
+			return Result{Seq: b.rev, Events: evs}, nil
+		}
+		c := events.Commit{CommandID: r.env.ID.String(), Key: r.env.Key, Principal: r.env.Principal, At: r.env.At, Events: evs}
+		data, err := g.reg.Encode(c)
+		if err != nil {
+			return Result{}, err
+		}
+		subject := g.kind.Subject(b.id)
+		start := time.Now()
+		seq, err := g.log.Append(ctx, subject, b.rev, r.env.ID.String(), data)
+		took := time.Since(start)
+		switch {
+		case errors.Is(err, eventlog.ErrConcurrency) && attempt < MaxRetries:
+			g.observe("conflict", took)
+			b.stale = true
+			continue
+		case err != nil:
+			g.observe("unknown", took)
+			b.stale = true
+			return Result{}, err
+		}
+		for _, e := range evs {
+			b.state = g.kind.Apply(b.state, e)
+		}
+		b.rev = seq
+		g.observe("committed", took)
+		if g.kind.After != nil {
+			g.kind.After(b.id, b.state, events.Committed{Subject: subject, Seq: seq, Commit: c})
+		}
+		return Result{Seq: seq, Events: evs}, nil
+	}
+}
+
+func (g *Group[S]) observe(outcome string, took time.Duration) {
+	if g.obs != nil {
+		g.obs.Command(g.kind.Name, outcome, took)
+	}
+}

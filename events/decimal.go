@@ -1,0 +1,148 @@
+package events
+
+import (
+	"bytes"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Ctx is the one apd context every decimal operation goes through:
+// 34 significant digits (decimal128), half-even rounding, traps on.
+var Ctx = apd.Context{Precision: 34, MaxExponent: apd.MaxExponent, MinExponent: apd.MinExponent, Rounding: apd.RoundHalfEven, Traps: apd.DefaultTraps}
+
+// Decimal is an exact decimal for money, prices and quantities. Its methods
+// never change the receiver: every operation returns a new value. On the wire it
+// is a decimal string; it decodes from a string or a JSON number, never via float.
+type Decimal struct{ v apd.Decimal }
+
+// ErrBadDecimal is returned for text that is not a finite decimal.
+var ErrBadDecimal = errors.New("not a finite decimal")
+
+// ParseDecimal reads a finite decimal such as "12.50" or "-3e2".
+func ParseDecimal(s string) (Decimal, error) {
+	d, _, err := apd.NewFromString(s)
+	if err != nil || d.Form != apd.Finite {
+		return Decimal{}, fmt.Errorf("%q: %w", s, ErrBadDecimal)
+	}
+	return Decimal{v: *d}, nil
+}
+
+// MustDecimal parses s and panics on failure; for constants and tests.
+func MustDecimal(s string) Decimal {
+	d, err := ParseDecimal(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// Int makes a Decimal of an integer.
+func Int(i int64) Decimal { var d Decimal; d.v.SetInt64(i); return d }
+
+// Apd returns a copy as an apd.Decimal.
+func (d Decimal) Apd() *apd.Decimal { var out apd.Decimal; out.Set(&d.v); return &out }
+
+func op(f func(z, x, y *apd.Decimal) (apd.Condition, error), a, b Decimal) Decimal {
+	var z apd.Decimal
+	if _, err := f(&z, &a.v, &b.v); err != nil {
+		panic(fmt.Sprintf("decimal: %v", err))
+	}
+	return Decimal{v: z}
+}
+
+// Add returns d+e.
+func (d Decimal) Add(e Decimal) Decimal { return op(Ctx.Add, d, e) }
+
+// Sub returns d-e.
+func (d Decimal) Sub(e Decimal) Decimal { return op(Ctx.Sub, d, e) }
+
+// Mul returns d*e.
+func (d Decimal) Mul(e Decimal) Decimal { return op(Ctx.Mul, d, e) }
+
+// Quo returns d/e rounded to 34 digits, trailing zeros removed; e must not be zero.
+func (d Decimal) Quo(e Decimal) Decimal {
+	q := op(Ctx.Quo, d, e)
+	q.v.Reduce(&q.v)
+	return q
+}
+
+// Neg returns -d.
+func (d Decimal) Neg() Decimal { var z apd.Decimal; z.Neg(&d.v); return Decimal{v: z} }
+
+// Abs returns |d|.
+func (d Decimal) Abs() Decimal { var z apd.Decimal; z.Abs(&d.v); return Decimal{v: z} }
+
+// Cmp compares d and e: -1, 0 or +1.
+func (d Decimal) Cmp(e Decimal) int { return d.v.Cmp(&e.v) }
+
+// Sign is -1, 0 or +1.
+func (d Decimal) Sign() int { return d.v.Sign() }
+
+// IsZero reports d == 0.
+func (d Decimal) IsZero() bool { return d.v.IsZero() }
+
+// Min returns the smaller of d and e.
+func (d Decimal) Min(e Decimal) Decimal {
+	if d.Cmp(e) <= 0 {
+		return d
+	}
+	return e
+}
+
+// Decimals is the number of digits after the point as written (2 for "1.50").
+func (d Decimal) Decimals() int {
+	if d.v.Exponent >= 0 {
+		return 0
+	}
+	return int(-d.v.Exponent)
+}
+
+// Round returns d rounded half-even to n decimals.
+func (d Decimal) Round(n int32) Decimal {
+	var z apd.Decimal
+	if _, err := Ctx.Quantize(&z, &d.v, -n); err != nil {
+		panic(fmt.Sprintf("decimal: %v", err))
+	}
+	return Decimal{v: z}
+}
+
+// String renders plain decimal notation, without exponent.
+func (d Decimal) String() string { return d.v.Text('f') }
+
+// MarshalJSON writes a decimal string.
+func (d Decimal) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// UnmarshalJSON reads a decimal string or a JSON number, exactly.
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 1 && b[0] == '"' && b[len(b)-1] == '"' {
+		b = b[1 : len(b)-1]
+	} else if len(b) == 0 || !(b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
+		return fmt.Errorf("%s: %w", b, ErrBadDecimal)
+	}
+	if len(b) == 0 || len(b) > 64 {
+		return fmt.Errorf("%q: %w", b, ErrBadDecimal)
+	}
+	p, err := ParseDecimal(string(b))
+	if err != nil {
+		return err
+	}
+	*d = p
+	return nil
+}
+
+// Value stores the decimal as text for a NUMERIC column.
+func (d Decimal) Value() (driver.Value, error) { return d.String(), nil }
+
+// Scan reads a NUMERIC column.
+func (d *Decimal) Scan(src any) error {
+	var z apd.Decimal
+	if err := z.Scan(src); err != nil {
+		return err
+	}
+	d.v = z
+	return nil
+}
