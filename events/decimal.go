@@ -109,8 +109,16 @@ func (d Decimal) Round(n int32) Decimal {
 	return Decimal{v: z}
 }
 
-// String renders plain decimal notation, without exponent.
-func (d Decimal) String() string { return d.v.Text('f') }
+// String renders plain decimal notation, without exponent or trailing
+// fractional zeros ("64998.50" is "64998.5").
+func (d Decimal) String() string {
+	var r apd.Decimal
+	r.Reduce(&d.v)
+	if r.Exponent > 0 {
+		return d.v.Text('f')
+	}
+	return r.Text('f')
+}
 
 // MarshalJSON writes a decimal string.
 func (d Decimal) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }

@@ -277,3 +277,8 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 		}
 	}
 }
+
+// FollowCommits is Follow in the shape projections.Source asks for.
+func (l *Log) FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, data []byte) error) error {
+	return l.Follow(ctx, from, func(m Msg) error { return fn(m.Subject, m.Seq, m.Data) })
+}

@@ -1,0 +1,217 @@
+// Package app wires the engine, the read models and the gateway into one
+// running service; main and the black-box tests start it the same way.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/stream"
+	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/memory"
+)
+
+// marks reads mark prices (the mid) from the feeds.
+type marks struct{ feeds []market.Feed }
+
+func (m marks) Mark(instrument string) (events.Decimal, bool) {
+	for _, f := range m.feeds {
+		if f == nil {
+			continue
+		}
+		if q, ok := f.Quote(instrument); ok {
+			return q.Mid(), true
+		}
+	}
+	return events.Decimal{}, false
+}
+
+// App is a started service.
+type App struct {
+	Cfg       Config
+	Deps      *api.Deps
+	Handler   http.Handler
+	Log       *eventlog.Log
+	Store     projections.Store
+	Engine    *engine.Engine
+	Projector *projections.Projector
+	Hub       *stream.Hub
+	Sim       *market.Sim
+	Registry  *prometheus.Registry
+	Now       func() time.Time
+
+	bootLast  uint64
+	stopBG    context.CancelFunc
+	projDone  chan error
+	closeOnce sync.Once
+}
+
+// Options override parts of the wiring (tests inject a clock or step the feed by hand).
+type Options struct {
+	Now        func() time.Time
+	ManualFeed bool // do not step the simulated feed on a timer
+}
+
+// Start opens the log and the store, warms the engine, catches the read models
+// up and, in the sandbox, makes the demo tenant. It does not listen.
+func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
+	a := &App{Cfg: cfg, Now: o.Now, projDone: make(chan error, 1)}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	var err error
+	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream})
+	if err != nil {
+		return nil, err
+	}
+	a.Store, err = openStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	a.Registry = prometheus.NewRegistry()
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	catalog := market.NewCatalog(append(market.DefaultCrypto(), market.DefaultFutures()...))
+	a.Sim = market.NewSim(market.DefaultCrypto(), cfg.FeedSeed, a.Now)
+	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Sim, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry)})
+	if err != nil {
+		return nil, err
+	}
+	a.bootLast, err = a.Engine.Start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("warm aggregates: %w", err)
+	}
+
+	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core)
+	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Sim}}, a.Registry)
+	a.Projector.Listen(a.Hub.OnCommit)
+	a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "engine_projection_lag", Help: "Commits in the log not yet applied to the read models."}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		last, err := a.Log.LastSeq(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(last) - float64(a.Projector.Applied())
+	}))
+
+	bg, stop := context.WithCancel(context.Background())
+	a.stopBG = stop
+	go func() { a.projDone <- a.Projector.Run(bg, a.Log) }()
+	go a.Hub.Run(bg)
+	if !o.ManualFeed {
+		go a.Sim.Run(bg)
+	}
+
+	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst}, a.Store)
+	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
+
+	waitCtx, cancelWait := context.WithTimeout(ctx, 5*time.Minute)
+	err = a.Projector.WaitFor(waitCtx, a.bootLast)
+	cancelWait()
+	if err != nil {
+		return nil, fmt.Errorf("projections catching up: %w", err)
+	}
+	if cfg.Env == "sandbox" {
+		if err := bootstrap(ctx, a.Deps, cfg); err != nil {
+			return nil, fmt.Errorf("demo tenant: %w", err)
+		}
+	}
+	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: areas(a, cfg)})
+	ok = true
+	return a, nil
+}
+
+// Ready reports the log connected and the read models caught up with the log as of start.
+func (a *App) Ready() bool { return a.Log.Connected() && a.Projector.Applied() >= a.bootLast }
+
+// Close stops everything; safe to call more than once.
+func (a *App) Close() {
+	a.closeOnce.Do(func() {
+		if a.Hub != nil {
+			a.Hub.Close()
+		}
+		if a.Engine != nil {
+			a.Engine.Close()
+		}
+		if a.stopBG != nil {
+			a.stopBG()
+		}
+		if a.Store != nil {
+			a.Store.Close()
+		}
+		if a.Log != nil {
+			a.Log.Close()
+		}
+	})
+}
+
+// Serve listens on cfg.Listen until ctx ends, then drains: new writes answer
+// 503 engine_draining, streams end, in-flight commits finish; nil on a clean stop.
+func (a *App) Serve(ctx context.Context) error {
+	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", a.Cfg.Listen)
+	if err != nil {
+		return err
+	}
+	slog.Info("serving", "addr", ln.Addr().String(), "env", a.Cfg.Env, "sync", a.Cfg.Sync, "embedded", a.Cfg.NatsURL == "", "store", storeName(a.Cfg.DatabaseURL))
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	select {
+	case err := <-srvErr:
+		return err
+	case err := <-a.projDone:
+		return fmt.Errorf("projector stopped: %w", err)
+	case <-ctx.Done():
+	}
+	slog.Info("draining")
+	a.Deps.Auth.Drain()
+	a.Hub.Close()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		slog.Warn("shutdown", "err", err)
+	}
+	a.Close()
+	slog.Info("stopped")
+	return nil
+}
+
+func storeName(url string) string {
+	if url == "" {
+		return "memory"
+	}
+	return "postgres"
+}
+
+func openStore(ctx context.Context, url string) (projections.Store, error) {
+	if url == "" {
+		return memory.New(), nil
+	}
+	return openPostgres(ctx, url)
+}

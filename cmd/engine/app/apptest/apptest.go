@@ -1,0 +1,299 @@
+// Package apptest starts the whole service in-process for integration tests:
+// a real embedded JetStream in a temporary directory, the read models in memory
+// or in PostgreSQL, the gateway behind an httptest server. Every response a
+// test reads through Env.Do is validated against schema/openapi.yaml.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/svc/engine/cmd/engine/app"
+)
+
+// Options shape a test service.
+type Options struct {
+	DataDir      string           // reuse a data directory (restarts); default t.TempDir()
+	Postgres     bool             // read models in PostgreSQL from DATABASE_URL (a fresh schema per call)
+	DatabaseURL  string           // explicit database URL (with Postgres)
+	Now          func() time.Time // injected clock
+	ManualFeed   bool             // step the simulated feed by hand
+	DemoAccounts int
+	Configure    func(*app.Config)
+}
+
+// Env is a running test service.
+type Env struct {
+	T        testing.TB
+	App      *app.App
+	Server   *httptest.Server
+	URL      string
+	Key      string
+	Creds    map[string]any
+	Accounts []Account
+	DataDir  string
+	opts     Options
+	lastDB   string
+}
+
+// Account is one demo account from dev-credentials.json.
+type Account struct {
+	Broker        string `json:"broker"`
+	AccountNumber string `json:"accountNumber"`
+	AccountID     string `json:"accountId"`
+}
+
+// Start starts a service for t and stops it at cleanup.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	if o.DemoAccounts == 0 {
+		o.DemoAccounts = 1
+	}
+	cfg, err := app.ParseConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir, cfg.DemoAccounts, cfg.RateLimit = o.DataDir, o.DemoAccounts, 0
+	if o.Postgres {
+		cfg.DatabaseURL = o.DatabaseURL
+		if cfg.DatabaseURL == "" {
+			cfg.DatabaseURL = PostgresURL(t)
+		}
+	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
+	a, err := app.Start(context.Background(), cfg, app.Options{Now: o.Now, ManualFeed: o.ManualFeed})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	e := &Env{T: t, App: a, Server: srv, URL: srv.URL, DataDir: o.DataDir, opts: o, lastDB: cfg.DatabaseURL}
+	t.Cleanup(e.Stop)
+	b, err := os.ReadFile(filepath.Join(o.DataDir, "dev-credentials.json"))
+	if err != nil {
+		t.Fatalf("credentials: %v", err)
+	}
+	var creds struct {
+		TradingKey string    `json:"tradingKey"`
+		Accounts   []Account `json:"accounts"`
+	}
+	if err := json.Unmarshal(b, &creds); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(b, &e.Creds)
+	e.Key, e.Accounts = creds.TradingKey, creds.Accounts
+	return e
+}
+
+// Stop stops the service (idempotent).
+func (e *Env) Stop() {
+	if e.Server != nil {
+		e.Server.CloseClientConnections()
+		e.Server.Close()
+		e.Server = nil
+	}
+	if e.App != nil {
+		e.App.Close()
+		e.App = nil
+	}
+}
+
+// Restart stops the service and starts it again on the same data directory.
+func (e *Env) Restart() *Env {
+	e.Stop()
+	o := e.opts
+	o.DataDir = e.DataDir
+	if o.Postgres && o.DatabaseURL == "" {
+		o.DatabaseURL = e.App0URL()
+	}
+	return Start(e.T, o)
+}
+
+// App0URL is the database URL the service runs with ("" in memory).
+func (e *Env) App0URL() string { return e.lastDB }
+
+// Resp is a validated response.
+type Resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r *Resp) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Map decodes the body as a JSON object.
+func (r *Resp) Map(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.JSON(t, &m)
+	return m
+}
+
+// Req is one request a test makes.
+type Req struct {
+	Method  string
+	Path    string // with query
+	Body    any    // marshalled to JSON unless a string or []byte
+	Key     string // bearer key; "" uses the env's trading key; "-" sends none
+	Headers map[string]string
+}
+
+// Do sends r and validates the response against the OpenAPI document.
+func (e *Env) Do(r Req) *Resp {
+	e.T.Helper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		body = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	switch r.Key {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+e.Key)
+	case "-":
+	default:
+		req.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	for k, v := range r.Headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	ValidateResponse(e.T, req, resp.StatusCode, resp.Header, b)
+	return out
+}
+
+// Get is Do with GET.
+func (e *Env) Get(path string) *Resp { e.T.Helper(); return e.Do(Req{Method: http.MethodGet, Path: path}) }
+
+// Post is Do with POST and a JSON body.
+func (e *Env) Post(path string, body any) *Resp {
+	e.T.Helper()
+	return e.Do(Req{Method: http.MethodPost, Path: path, Body: body})
+}
+
+var (
+	specOnce sync.Once
+	specVal  validator.Validator
+	specErr  error
+)
+
+// SpecPath is the path of schema/openapi.yaml.
+func SpecPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "schema", "openapi.yaml")
+}
+
+func specValidator() (validator.Validator, error) {
+	specOnce.Do(func() {
+		b, err := os.ReadFile(SpecPath())
+		if err != nil {
+			specErr = err
+			return
+		}
+		doc, err := libopenapi.NewDocument(b)
+		if err != nil {
+			specErr = err
+			return
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			specErr = fmt.Errorf("openapi: %v", errs)
+			return
+		}
+		specVal = v
+	})
+	return specVal, specErr
+}
+
+// ValidateResponse fails t when the response does not match the OpenAPI document.
+// Event streams are checked for their status and content type only.
+func ValidateResponse(t testing.TB, req *http.Request, status int, h http.Header, body []byte) {
+	t.Helper()
+	v, err := specValidator()
+	if err != nil {
+		t.Fatalf("openapi: %v", err)
+	}
+	resp := &http.Response{StatusCode: status, Header: h.Clone(), Body: io.NopCloser(bytes.NewReader(body)), Request: req}
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		resp.Body = io.NopCloser(strings.NewReader(""))
+		resp.Header.Set("Content-Type", "text/event-stream")
+	}
+	vreq := req.Clone(context.Background())
+	vreq.Body = http.NoBody
+	ok, errs := v.ValidateHttpResponse(vreq, resp)
+	if !ok {
+		var msgs []string
+		for _, e := range errs {
+			msg := e.Message + ": " + e.Reason
+			for _, se := range e.SchemaValidationErrors {
+				msg += " | " + se.FieldPath + " " + se.Reason
+			}
+			msgs = append(msgs, msg)
+		}
+		t.Errorf("response of %s %s (%d) does not match openapi.yaml: %s\nbody: %.600s", req.Method, req.URL.Path, status, strings.Join(msgs, "; "), body)
+	}
+}
+
+// WaitFor polls fn until it returns nil or the timeout passes.
+func WaitFor(t testing.TB, timeout time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = fn(); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("condition not met in %v: %v", timeout, err)
+}

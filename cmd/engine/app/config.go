@@ -1,0 +1,104 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Config is every setting, from the environment with flags of the same meaning.
+type Config struct {
+	Listen         string
+	DataDir        string
+	NatsURL        string
+	DatabaseURL    string
+	Env            string
+	AllowedOrigins string
+	Sync           string
+	Challenges     bool
+	Replicas       int
+	Stream         string
+	DemoAccounts   int
+	RateLimit      float64
+	RateBurst      int
+	FeedSeed       uint64
+	LogLevel       string
+	BaseURL        string
+}
+
+// ParseConfig reads settings from getenv, then flags from args.
+func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	envInt := func(k string, def int) int {
+		if n, err := strconv.Atoi(getenv(k)); err == nil {
+			return n
+		}
+		return def
+	}
+	var c Config
+	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Listen, "listen", env("ENGINE_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (ENGINE_LISTEN)")
+	fs.StringVar(&c.DataDir, "data-dir", env("ENGINE_DATA_DIR", "./data"), "data directory: embedded JetStream under nats/, dev-credentials.json (ENGINE_DATA_DIR)")
+	fs.StringVar(&c.NatsURL, "nats-url", env("NATS_URL", ""), "external NATS server or cluster; empty: embedded (NATS_URL)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL for read models; empty: in memory (DATABASE_URL)")
+	fs.StringVar(&c.Env, "env", env("ENGINE_ENV", "sandbox"), "sandbox or production (ENGINE_ENV)")
+	fs.StringVar(&c.AllowedOrigins, "allowed-origins", env("ENGINE_ALLOWED_ORIGINS", ""), "comma-separated browser origins allowed to call (ENGINE_ALLOWED_ORIGINS)")
+	fs.StringVar(&c.Sync, "sync", env("ENGINE_SYNC", "always"), "always: fsync each commit before its ack; interval: fsync every 2 minutes, faster (ENGINE_SYNC)")
+	fs.BoolVar(&c.Challenges, "challenges", env("CHALLENGES_ENABLED", "") == "true" || env("CHALLENGES_ENABLED", "") == "1", "serve the challenge routes (CHALLENGES_ENABLED)")
+	fs.IntVar(&c.Replicas, "stream-replicas", envInt("ENGINE_STREAM_REPLICAS", 1), "replicas of the commit stream on a cluster (ENGINE_STREAM_REPLICAS)")
+	fs.StringVar(&c.Stream, "stream", env("ENGINE_STREAM", "EVT"), "name of the commit stream (ENGINE_STREAM)")
+	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
+	rl, _ := strconv.ParseFloat(env("ENGINE_RATE_LIMIT", "200"), 64)
+	fs.Float64Var(&c.RateLimit, "rate-limit", rl, "requests per second per credential; 0: unlimited (ENGINE_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", envInt("ENGINE_RATE_BURST", 400), "burst of the per-credential rate limit (ENGINE_RATE_BURST)")
+	seed, _ := strconv.ParseUint(env("ENGINE_FEED_SEED", "42"), 10, 64)
+	fs.Uint64Var(&c.FeedSeed, "feed-seed", seed, "seed of the simulated price feed (ENGINE_FEED_SEED)")
+	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
+	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = "http://" + c.Listen
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Env != "sandbox" && c.Env != "production" {
+		errs = append(errs, fmt.Errorf("ENGINE_ENV %q is neither sandbox nor production", c.Env))
+	}
+	if c.Sync != "always" && c.Sync != "interval" {
+		errs = append(errs, fmt.Errorf("ENGINE_SYNC %q is neither always nor interval", c.Sync))
+	}
+	if c.DemoAccounts < 0 || c.DemoAccounts > 10000 {
+		errs = append(errs, fmt.Errorf("ENGINE_DEMO_ACCOUNTS %d outside 0..10000", c.DemoAccounts))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("ENGINE_STREAM_REPLICAS %d outside 1..5", c.Replicas))
+	}
+	if c.RateLimit < 0 {
+		errs = append(errs, errors.New("ENGINE_RATE_LIMIT must be 0 or more"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) origins() []string {
+	var out []string
+	for _, o := range strings.Split(c.AllowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,207 @@
+// Package account serves /api/account: the caller's accounts, orders, fills,
+// PnL history, instruments, the frame snapshot and the account stream.
+package account
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+)
+
+// Routes registers the account routes on r (already behind credentials).
+func Routes(r *mux.Router, d *api.Deps) {
+	h := &handlers{d}
+	r.Handle("/api/account/list", httpx.Serve(httpx.Trading, h.list)).Methods(http.MethodGet)
+	r.Handle("/api/account/snapshot", httpx.Serve(httpx.Trading, h.snapshot)).Methods(http.MethodGet)
+	r.Handle("/api/account/stream", httpx.Serve(httpx.Trading, h.stream)).Methods(http.MethodGet)
+	r.Handle("/api/account/orders", httpx.Serve(httpx.Trading, h.orders)).Methods(http.MethodGet)
+	r.Handle("/api/account/fills", httpx.Serve(httpx.Trading, h.fills)).Methods(http.MethodGet)
+	r.Handle("/api/account/pnl-history", httpx.Serve(httpx.Trading, h.pnl)).Methods(http.MethodGet)
+	r.Handle("/api/account/instruments", httpx.Serve(httpx.Trading, h.instruments)).Methods(http.MethodGet)
+}
+
+type handlers struct{ d *api.Deps }
+
+type accountItem struct {
+	AccountID     string `json:"accountId"`
+	Broker        string `json:"broker"`
+	AccountNumber string `json:"accountNumber"`
+	Label         string `json:"label"`
+	Currency      string `json:"currency"`
+	Clock         string `json:"clock"`
+	PositionModel string `json:"positionModel"`
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	accts, err := projections.AccountsOf(r.Context(), h.d.Store, p.TenantID)
+	if err != nil {
+		return err
+	}
+	out := make([]accountItem, 0, len(accts))
+	for _, a := range accts {
+		out = append(out, accountItem{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber,
+			Label: a.Label, Currency: a.Currency, Clock: "engine", PositionModel: "net"})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
+	return nil
+}
+
+func (h *handlers) snapshot(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	p, err := h.d.Hub.Frame(r.Context(), a.AccountID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, err = w.Write(append(p.Data, '\n'))
+	return err
+}
+
+// stream serves the account stream: the frame on connect and on every change,
+// named `account` with the revision as id, plus the newest other payloads
+// (`lock`), heartbeats every 15 s, until the client goes or the server drains.
+func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	sub, cancel, err := h.d.Hub.Subscribe(r.Context(), a.AccountID)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	sse, err := httpx.StartSSE(w)
+	if err != nil {
+		return err
+	}
+	beat := time.NewTicker(httpx.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-h.d.Hub.Done():
+			return nil
+		case <-beat.C:
+			if sse.Comment("heartbeat") != nil {
+				return nil
+			}
+		case <-sub.Ready():
+			for _, p := range sub.Take() {
+				if sse.Event(p.Name, p.ID, p.Data) != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+func limit(r *http.Request, def, max int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, httpx.Errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", max)
+	}
+	return n, nil
+}
+
+func (h *handlers) orders(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	n, err := limit(r, 100, 500)
+	if err != nil {
+		return err
+	}
+	state := r.URL.Query().Get("state")
+	switch state {
+	case "":
+		state = "all"
+	case "open", "closed", "all":
+	default:
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "state must be open, closed or all")
+	}
+	os, err := projections.Orders(r.Context(), h.d.Store, a.AccountID, state, n)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"orders": os})
+	return nil
+}
+
+func (h *handlers) fills(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	n, err := limit(r, 100, 1000)
+	if err != nil {
+		return err
+	}
+	fs, err := projections.ListInto[projections.Fill](r.Context(), h.d.Store, projections.CollFill, projections.Query{Prefix: a.AccountID + "/", Reverse: true, Limit: n})
+	if err != nil {
+		return err
+	}
+	if fs == nil {
+		fs = []projections.Fill{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"fills": fs})
+	return nil
+}
+
+func (h *handlers) pnl(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	days, err := projections.ListInto[projections.PnLDay](r.Context(), h.d.Store, projections.CollPnLDay, projections.Query{Prefix: a.AccountID + "/"})
+	if err != nil {
+		return err
+	}
+	if days == nil {
+		days = []projections.PnLDay{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": a.AccountID, "currency": a.Currency,
+		"startingBalance": a.StartingBalance, "balance": a.Balance, "days": days})
+	return nil
+}
+
+type symbolItem struct {
+	Symbol    string `json:"symbol"`
+	Name      string `json:"name"`
+	Exchange  string `json:"exchange"`
+	Type      string `json:"type"`
+	Simulated bool   `json:"simulated"`
+}
+
+func (h *handlers) instruments(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	out := []symbolItem{}
+	for _, in := range h.d.Engine.Catalog().All() {
+		out = append(out, symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Simulated: in.Simulated})
+	}
+	label := a.Label
+	if label == "" {
+		label = a.AccountNumber
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"account": a.AccountNumber, "label": label, "symbols": out})
+	return nil
+}

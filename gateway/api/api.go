@@ -1,0 +1,103 @@
+// Package api holds what every route area of the gateway shares: its
+// dependencies and the account selectors.
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/stream"
+	"github.com/svc/engine/projections"
+)
+
+// Deps are the gateway's dependencies, shared by every route area.
+type Deps struct {
+	Engine    *engine.Engine
+	Projector *projections.Projector
+	Store     projections.Store
+	Auth      *auth.Auth
+	Hub       *stream.Hub
+	Env       string // sandbox or production
+}
+
+// DefaultBroker is the broker of the engine's own paper book.
+const DefaultBroker = "paper"
+
+// Account resolves the request's `broker` and `account` selectors to one of the
+// caller's accounts: omitted broker means the default; a present but unknown
+// broker is 400; an account outside the caller's set is 400; never a fallback.
+func (d *Deps) Account(r *http.Request) (projections.Account, error) {
+	p, ok := httpx.PrincipalOf(r)
+	if !ok {
+		return projections.Account{}, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a valid API key is required")
+	}
+	q := r.URL.Query()
+	broker, number := q.Get("broker"), q.Get("account")
+	accts, err := projections.AccountsOf(r.Context(), d.Store, p.TenantID)
+	if err != nil {
+		return projections.Account{}, err
+	}
+	if q.Has("broker") && broker == "" {
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is empty")
+	}
+	if broker == "" {
+		broker = DefaultBroker
+	}
+	var inBroker []projections.Account
+	for _, a := range accts {
+		if a.Broker == broker {
+			inBroker = append(inBroker, a)
+		}
+	}
+	if len(inBroker) == 0 {
+		if q.Has("broker") {
+			return projections.Account{}, &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown broker", Params: map[string]any{"broker": broker}}
+		}
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "account_unresolved", "the caller has no account on the default broker; name one with broker and account")
+	}
+	if number == "" {
+		if q.Has("account") {
+			return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is empty")
+		}
+		return inBroker[0], nil
+	}
+	for _, a := range inBroker {
+		if a.AccountNumber == number || a.AccountID == number {
+			return a, nil
+		}
+	}
+	return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
+}
+
+// Principal is the request's principal as the engine records it.
+func Principal(r *http.Request) events.Principal {
+	p, _ := httpx.PrincipalOf(r)
+	return p.Principal
+}
+
+// Settle waits until the read models show the commit res made (read-your-writes).
+func (d *Deps) Settle(ctx context.Context, res mailbox.Result) error {
+	if res.Seq == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return d.Projector.WaitFor(ctx, res.Seq)
+}
+
+// Exec runs cmd on an account and waits for the read models to show it.
+func (d *Deps) Exec(r *http.Request, accountID, key string, cmd commands.Command) (mailbox.Result, error) {
+	env := d.Engine.Envelope(Principal(r), key, cmd)
+	res, err := d.Engine.Account(r.Context(), accountID, env)
+	if err != nil {
+		return res, err
+	}
+	return res, d.Settle(r.Context(), res)
+}

@@ -1,0 +1,204 @@
+// Package httpx holds the gateway's shared HTTP pieces: the one error writer,
+// strict JSON decoding, the principal in a request's context and SSE writing.
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/projections"
+)
+
+// Principal is the resolved caller of a request.
+type Principal struct {
+	events.Principal
+	Kind string // trading, partner, session, origin
+}
+
+type ctxKey int
+
+const principalKey ctxKey = 1
+
+// WithPrincipal stores p in ctx.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey, p)
+}
+
+// PrincipalOf returns the request's resolved principal.
+func PrincipalOf(r *http.Request) (Principal, bool) {
+	p, ok := r.Context().Value(principalKey).(Principal)
+	return p, ok
+}
+
+// Family selects the error shape of a route family.
+type Family int
+
+const (
+	// Trading routes (and account, risk, balance, partner): error sentence plus code and params.
+	Trading Family = iota
+	// Venue routes: the code itself in error, with field or params.
+	Venue
+)
+
+// Error is an HTTP error a handler returns; Refusal covers domain refusals.
+type Error struct {
+	Status     int
+	Code       string
+	Msg        string
+	Params     map[string]any
+	Field      string
+	RetryAfter int // seconds; 0: no header
+	Extra      map[string]any
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Errorf makes an *Error with a status, a code and a sentence.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable is a 503 with Retry-After: 1 and a code.
+func Unavailable(code, msg string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: code, Msg: msg, RetryAfter: 1}
+}
+
+// WriteError is the one place errors become HTTP answers.
+func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
+	e := toError(err)
+	if e.Status >= 500 && e.Code == "" {
+		slog.Error("request failed", "route", r.URL.Path, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	body := map[string]any{}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	if fam == Venue && e.Code != "" {
+		body["error"] = e.Code
+		if e.Field != "" {
+			body["field"] = e.Field
+		}
+	} else {
+		body["error"] = e.Msg
+		if e.Code != "" {
+			body["code"] = e.Code
+		}
+	}
+	if e.Params != nil {
+		body["params"] = e.Params
+	}
+	WriteJSON(w, e.Status, body)
+}
+
+func toError(err error) *Error {
+	var he *Error
+	var ref *commands.Refusal
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &ref):
+		e := &Error{Status: ref.Status, Code: ref.Code, Msg: ref.Msg, Params: ref.Params}
+		if e.Status == http.StatusServiceUnavailable && ref.Code != "outcome_unknown" {
+			e.RetryAfter = 1
+		}
+		return e
+	case errors.Is(err, eventlog.ErrOutcomeUnknown):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
+			Msg: "the write may or may not have been recorded; read the account stream before retrying with the same id"}
+	case errors.Is(err, projections.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: "not found"}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "engine_overloaded", Msg: "the engine did not answer in time; retry with the same id", RetryAfter: 1}
+	}
+	return &Error{Status: http.StatusInternalServerError, Msg: "internal error; retry reads with backoff"}
+}
+
+// WriteJSON writes v with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// DefaultBodyLimit bounds request bodies of routes that set no limit of their own.
+const DefaultBodyLimit = 64 << 10
+
+// Decode reads a JSON request body into v strictly: application/json only
+// (415), at most limit bytes (413), no unknown fields and no trailing data (400).
+// An empty body decodes as {} when allowEmpty.
+func Decode(r *http.Request, v any, limit int64) error {
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+			mt = "application/json"
+		} else {
+			return Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, "invalid_request", "could not read the request body")
+	}
+	if int64(len(body)) > limit {
+		return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is over %d bytes", limit)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describe(err))
+	}
+	if dec.More() {
+		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: trailing data after the object")
+	}
+	return nil
+}
+
+func describe(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type.String())
+	case errors.Is(err, events.ErrBadDecimal):
+		return "a number field is not a finite decimal"
+	}
+	return err.Error()
+}
+
+// Handler is an http handler that returns its error for the family's writer.
+type Handler func(w http.ResponseWriter, r *http.Request) error
+
+// Serve adapts h to http.Handler, writing errors in the family's shape.
+func Serve(fam Family, h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			WriteError(w, r, fam, err)
+		}
+	})
+}

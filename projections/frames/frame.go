@@ -1,0 +1,108 @@
+// Package frames builds the account frame: one complete picture of an account
+// at one revision, the payload of the stream's `account` event and of the snapshot.
+package frames
+
+import (
+	"context"
+	"sort"
+
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/projections"
+)
+
+// Marks gives the newest mark price of an instrument.
+type Marks interface {
+	Mark(instrument string) (events.Decimal, bool)
+}
+
+// Capabilities says what the account's book supports.
+type Capabilities struct {
+	OrderTypes      []string `json:"orderTypes"`
+	TIFs            []string `json:"tifs"`
+	ReduceOnly      bool     `json:"reduceOnly"`
+	ExitPlanSupport []string `json:"exitPlanSupport"`
+}
+
+// Summary is the account's money.
+type Summary struct {
+	Currency        string         `json:"currency"`
+	StartingBalance events.Decimal `json:"startingBalance"`
+	Balance         events.Decimal `json:"balance"`
+	Equity          events.Decimal `json:"equity"`
+	RealizedPnl     events.Decimal `json:"realizedPnl"`
+	UnrealizedPnl   events.Decimal `json:"unrealizedPnl"`
+}
+
+// Position is a position with its mark.
+type Position struct {
+	Instrument    string          `json:"instrument"`
+	Side          string          `json:"side"` // long or short
+	Quantity      events.Decimal  `json:"quantity"`
+	AvgPrice      events.Decimal  `json:"avgPrice"`
+	MarkPrice     *events.Decimal `json:"markPrice"`
+	UnrealizedPnl events.Decimal  `json:"unrealizedPnl"`
+}
+
+// Frame is the account frame.
+type Frame struct {
+	AccountID     string              `json:"accountId"`
+	Revision      uint64              `json:"revision"`
+	Clock         string              `json:"clock"`
+	PositionModel string              `json:"positionModel"`
+	Capabilities  Capabilities        `json:"capabilities"`
+	Summary       Summary             `json:"summary"`
+	Positions     []Position          `json:"positions"`
+	Orders        []projections.Order `json:"orders"`
+	Brackets      []any               `json:"brackets"`
+	ManagedExits  []any               `json:"managedExits"`
+}
+
+// PaperCapabilities are the paper book's.
+func PaperCapabilities() Capabilities {
+	return Capabilities{
+		OrderTypes:      []string{"market", "limit", "stop", "stop_limit"},
+		TIFs:            []string{"day", "gtc", "ioc", "fok"},
+		ReduceOnly:      true,
+		ExitPlanSupport: []string{},
+	}
+}
+
+// Unrealized is the PnL of position p at mark m.
+func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
+	return m.Sub(p.AvgPrice).Mul(p.Quantity).Mul(p.Multiplier)
+}
+
+// Build reads the account's frame from the store, marking positions with marks.
+func Build(ctx context.Context, s projections.Store, accountID string, marks Marks) (Frame, error) {
+	a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
+	if err != nil {
+		return Frame{}, err
+	}
+	ps, err := projections.ListInto[projections.Position](ctx, s, projections.CollPosition, projections.Query{Prefix: accountID + "/"})
+	if err != nil {
+		return Frame{}, err
+	}
+	orders, err := projections.WorkingOrders(ctx, s, accountID)
+	if err != nil {
+		return Frame{}, err
+	}
+	f := Frame{AccountID: a.AccountID, Revision: a.Revision, Clock: "engine", PositionModel: "net",
+		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: []any{}, ManagedExits: []any{}}
+	unreal := events.Int(0)
+	for _, p := range ps {
+		fp := Position{Instrument: p.Instrument, Side: "long", Quantity: p.Quantity.Abs(), AvgPrice: p.AvgPrice, UnrealizedPnl: events.Int(0)}
+		if p.Quantity.Sign() < 0 {
+			fp.Side = "short"
+		}
+		if m, ok := marks.Mark(p.Instrument); ok {
+			fp.MarkPrice = &m
+			fp.UnrealizedPnl = Unrealized(p, m)
+			unreal = unreal.Add(fp.UnrealizedPnl)
+		}
+		f.Positions = append(f.Positions, fp)
+	}
+	sort.Slice(f.Positions, func(i, j int) bool { return f.Positions[i].Instrument < f.Positions[j].Instrument })
+	f.Summary = Summary{Currency: a.Currency, StartingBalance: a.StartingBalance, Balance: a.Balance,
+		Equity: a.Balance.Add(unreal), RealizedPnl: a.Realized, UnrealizedPnl: unreal}
+	return f, nil
+}

@@ -1,0 +1,116 @@
+package projections
+
+import (
+	"time"
+
+	"github.com/svc/engine/events"
+)
+
+// Collections of the core read models.
+const (
+	CollTenant        = "tenant"
+	CollKey           = "key"            // by digest
+	CollKeyID         = "key_id"         // key id -> digest
+	CollAccount       = "account"        // by account id
+	CollTenantAccount = "tenant_account" // tenantID/accountID -> account id
+	CollAccountNumber = "account_number" // broker/accountNumber -> account id
+	CollOrder         = "order"          // accountID/brokerOrderID
+	CollOrderSeq      = "order_seq"      // accountID/seq/brokerOrderID -> brokerOrderID
+	CollWorking       = "working"        // accountID/seq/brokerOrderID -> brokerOrderID, while it rests
+	CollFill          = "fill"           // accountID/seq/fillID
+	CollPosition      = "position"       // accountID/instrument
+	CollPnLDay        = "pnl_day"        // accountID/YYYY-MM-DD
+	CollBalanceOp     = "balance_entry"  // accountID/seq
+)
+
+// Tenant is a tenant as read.
+type Tenant struct {
+	TenantID  string    `json:"tenantId"`
+	Name      string    `json:"name"`
+	Kind      string    `json:"kind"`
+	Email     string    `json:"email,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Key is an API key's record; the key itself is never stored, only its digest.
+type Key struct {
+	KeyID     string    `json:"keyId"`
+	TenantID  string    `json:"tenantId"`
+	Digest    string    `json:"digest"`
+	Kind      string    `json:"kind"`
+	Prefix    string    `json:"prefix"`
+	Revoked   bool      `json:"revoked"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Account is an account as read.
+type Account struct {
+	AccountID       string         `json:"accountId"`
+	TenantID        string         `json:"tenantId"`
+	Broker          string         `json:"broker"`
+	AccountNumber   string         `json:"accountNumber"`
+	Label           string         `json:"label"`
+	Currency        string         `json:"currency"`
+	Kind            string         `json:"kind"`
+	Email           string         `json:"email,omitempty"`
+	ReferenceID     string         `json:"referenceId,omitempty"`
+	StartingBalance events.Decimal `json:"startingBalance"`
+	Balance         events.Decimal `json:"balance"`
+	Realized        events.Decimal `json:"realized"`
+	Revision        uint64         `json:"revision"`
+	CreatedAt       time.Time      `json:"createdAt"`
+	UpdatedAt       time.Time      `json:"updatedAt"`
+}
+
+// Order is an order as read, in any state.
+type Order struct {
+	AccountID      string          `json:"-"`
+	BrokerOrderID  string          `json:"brokerOrderId"`
+	ClientOrderID  string          `json:"clientOrderId"`
+	Instrument     string          `json:"instrument"`
+	Side           string          `json:"side"`
+	OrderType      string          `json:"orderType"`
+	Quantity       events.Decimal  `json:"quantity"`
+	LimitPrice     *events.Decimal `json:"limitPrice"`
+	StopPrice      *events.Decimal `json:"stopPrice"`
+	TimeInForce    string          `json:"timeInForce"`
+	ReduceOnly     bool            `json:"reduceOnly"`
+	State          string          `json:"state"` // working, partially_filled, filled, canceled
+	FilledQuantity events.Decimal  `json:"filledQuantity"`
+	AvgFillPrice   *events.Decimal `json:"avgFillPrice"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	Seq            uint64          `json:"-"`
+}
+
+// Working reports whether the order still rests.
+func (o Order) Working() bool { return o.State == "working" || o.State == "partially_filled" }
+
+// Fill is one execution.
+type Fill struct {
+	FillID        string         `json:"fillId"`
+	BrokerOrderID string         `json:"brokerOrderId"`
+	Instrument    string         `json:"instrument"`
+	Side          string         `json:"side"`
+	Quantity      events.Decimal `json:"quantity"`
+	Price         events.Decimal `json:"price"`
+	RealizedPnl   events.Decimal `json:"realizedPnl"`
+	Time          time.Time      `json:"time"`
+}
+
+// Position is a net position as read.
+type Position struct {
+	Instrument string         `json:"instrument"`
+	Quantity   events.Decimal `json:"quantity"`
+	AvgPrice   events.Decimal `json:"avgPrice"`
+	Multiplier events.Decimal `json:"multiplier"`
+	UpdatedAt  time.Time      `json:"updatedAt"`
+}
+
+// PnLDay is one trading day of an account's realized PnL.
+type PnLDay struct {
+	Date        string         `json:"date"`
+	RealizedPnl events.Decimal `json:"realizedPnl"`
+	Balance     events.Decimal `json:"balance"`
+	Fills       int            `json:"fills"`
+}

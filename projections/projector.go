@@ -1,0 +1,183 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/svc/engine/events"
+)
+
+// Source is the commit log as the projector reads it.
+type Source interface {
+	// FollowCommits calls fn for every commit after from, in stream order, until ctx ends.
+	FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, data []byte) error) error
+	// LastSeq is the log's newest sequence.
+	LastSeq(ctx context.Context) (uint64, error)
+}
+
+// MaxBatch bounds how many commits one store transaction applies.
+const MaxBatch = 512
+
+// Projector folds the log into a Store, in order, in batches, and tells
+// listeners about every commit it applied.
+type Projector struct {
+	store   Store
+	reg     events.Registry
+	folds   []Fold
+	mu      sync.Mutex
+	cond    *sync.Cond
+	applied uint64
+	err     error
+	lmu     sync.RWMutex
+	listen  []func(events.Committed)
+}
+
+// NewProjector makes a projector applying folds, in the given order, to store.
+func NewProjector(store Store, reg events.Registry, folds ...Fold) *Projector {
+	p := &Projector{store: store, reg: reg, folds: folds}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// Store is the projector's store.
+func (p *Projector) Store() Store { return p.store }
+
+// Listen registers fn for every applied commit, called in stream order from the
+// projector's goroutine; fn must not block.
+func (p *Projector) Listen(fn func(events.Committed)) {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	p.listen = append(p.listen, fn)
+}
+
+// Applied is the last sequence folded into the store.
+func (p *Projector) Applied() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applied
+}
+
+// WaitFor blocks until the projector applied seq, ctx ends, or the projector failed.
+func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.applied < seq && p.err == nil && ctx.Err() == nil {
+		p.cond.Wait()
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return ctx.Err()
+}
+
+type pending struct {
+	c events.Committed
+}
+
+// Run follows src from the store's checkpoint and applies commits until ctx ends.
+func (p *Projector) Run(ctx context.Context, src Source) error {
+	from, err := p.store.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.applied = from
+	p.mu.Unlock()
+	ch := make(chan pending, 4*MaxBatch)
+	done := make(chan error, 1)
+	go func() { done <- p.apply(ctx, ch) }()
+	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, data []byte) error {
+		c, err := p.reg.Decode(data)
+		if err != nil {
+			return fmt.Errorf("projector: %s at %d: %w", subject, seq, err)
+		}
+		select {
+		case ch <- pending{events.Committed{Subject: subject, Seq: seq, Commit: c}}:
+			return nil
+		case err := <-done:
+			return err
+		}
+	})
+	close(ch)
+	if aerr := <-done; aerr != nil && ctx.Err() == nil {
+		err = aerr
+	}
+	if ctx.Err() == nil {
+		p.fail(err)
+	}
+	return err
+}
+
+func (p *Projector) fail(err error) {
+	p.mu.Lock()
+	p.err = err
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+func (p *Projector) apply(ctx context.Context, ch <-chan pending) error {
+	batch := make([]events.Committed, 0, MaxBatch)
+	for first := range ch {
+		batch = append(batch[:0], first.c)
+	drain:
+		for len(batch) < MaxBatch {
+			select {
+			case n, ok := <-ch:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, n.c)
+			default:
+				break drain
+			}
+		}
+		if err := p.ApplyBatch(ctx, batch); err != nil {
+			p.fail(err)
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyBatch folds commits, in order, in one store transaction, then tells listeners.
+func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	last := batch[len(batch)-1].Seq
+	err := p.store.Update(ctx, last, func(tx Tx) error {
+		for _, c := range batch {
+			for _, f := range p.folds {
+				if err := f(tx, c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("projector: apply up to %d: %w", last, err)
+	}
+	p.mu.Lock()
+	if last > p.applied {
+		p.applied = last
+	}
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.lmu.RLock()
+	ls := p.listen
+	p.lmu.RUnlock()
+	for _, c := range batch {
+		for _, fn := range ls {
+			fn(c)
+		}
+	}
+	return nil
+}

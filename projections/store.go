@@ -1,0 +1,70 @@
+// Package projections folds commits into read models. Every read model lives in
+// a Store, a small ordered document store with two implementations (memory and
+// postgres) that pass one contract suite. A projection saves its checkpoint in
+// the same transaction as its changes, so a crash never applies a commit twice
+// or skips one.
+package projections
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned by typed reads for a missing record.
+var ErrNotFound = errors.New("projections: not found")
+
+// Query selects documents of one collection in key order.
+type Query struct {
+	Prefix  string // only keys with this prefix
+	After   string // only keys strictly after this one (strictly before when Reverse)
+	Limit   int    // at most this many; 0: no limit
+	Reverse bool   // descending key order
+}
+
+// Tx is one transaction of a Store. Values are JSON-encodable records; Get
+// decodes into v, which must be a pointer to the type that was Put.
+type Tx interface {
+	Get(coll, key string, v any) (bool, error)
+	Put(coll, key string, v any) error
+	Delete(coll, key string) error
+}
+
+// Store holds read models.
+type Store interface {
+	// Update runs fn in one transaction and advances the checkpoint to seq with it.
+	// A seq at or below the checkpoint is skipped without calling fn.
+	Update(ctx context.Context, seq uint64, fn func(Tx) error) error
+	// Checkpoint is the last sequence applied (0: none).
+	Checkpoint(ctx context.Context) (uint64, error)
+	// Get reads one document into v.
+	Get(ctx context.Context, coll, key string, v any) (bool, error)
+	// List calls fn for each document selected by q, in key order; decode(v) reads it.
+	List(ctx context.Context, coll string, q Query, fn func(key string, decode func(v any) error) error) error
+	// Count counts the documents of coll with the prefix.
+	Count(ctx context.Context, coll, prefix string) (int, error)
+	Close()
+}
+
+// ListInto collects the documents selected by q as values of T.
+func ListInto[T any](ctx context.Context, s Store, coll string, q Query) ([]T, error) {
+	var out []T
+	err := s.List(ctx, coll, q, func(_ string, decode func(any) error) error {
+		var v T
+		if err := decode(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// GetInto reads one document as a value of T, or ErrNotFound.
+func GetInto[T any](ctx context.Context, s Store, coll, key string) (T, error) {
+	var v T
+	ok, err := s.Get(ctx, coll, key, &v)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return v, err
+}
