@@ -213,7 +213,10 @@ func (e *Env) Do(r Req) *Resp {
 }
 
 // Get is Do with GET.
-func (e *Env) Get(path string) *Resp { e.T.Helper(); return e.Do(Req{Method: http.MethodGet, Path: path}) }
+func (e *Env) Get(path string) *Resp {
+	e.T.Helper()
+	return e.Do(Req{Method: http.MethodGet, Path: path})
+}
 
 // Post is Do with POST and a JSON body.
 func (e *Env) Post(path string, body any) *Resp {
