@@ -106,6 +106,9 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	if err != nil {
 		return nil, err
 	}
+	if err := gate(s, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
+		return nil, err
+	}
 	if sp.MaxQuantity.Sign() > 0 && c.Quantity.Cmp(sp.MaxQuantity) > 0 {
 		return nil, commands.Refuse(http.StatusUnprocessableEntity, "order_quantity_above_limit",
 			"quantity is above the instrument's per-order limit",
@@ -143,6 +146,9 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 	w, ok := s.Working[c.BrokerOrderID]
 	if !ok {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
+	}
+	if hs := Holds(s); len(hs) > 0 {
+		return nil, lockedRefusal(hs) // replace refuses every order while held
 	}
 	r := ev.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: w.Quantity, At: env.At}
 	if c.Quantity != nil {
@@ -235,6 +241,9 @@ func decideFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]event
 func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]events.Event, error) {
 	if err := idempotent(s, c.ClientOrderID); err != nil {
 		return nil, err
+	}
+	if hs := Holds(s); len(hs) > 0 {
+		return nil, lockedRefusal(hs) // reverse refuses every order while held
 	}
 	p, ok := s.Positions[c.Instrument]
 	if !ok {

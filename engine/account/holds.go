@@ -1,0 +1,37 @@
+package account
+
+import (
+	"net/http"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/events"
+)
+
+// Holds names every hold on the account that refuses orders adding exposure.
+// Each capability that can hold an account (risk controls, firm halt,
+// reconciliation) adds its hold names here; an empty list means no hold.
+func Holds(s *State) []string {
+	var hs []string
+	return hs
+}
+
+// gate refuses an order that may add exposure while any hold is on the account:
+// 423 risk_locked with params.holds. An order proves it only reduces when it is
+// reduce-only, or a market order no larger than an opposite position.
+func gate(s *State, instrument, side, orderType string, qty events.Decimal, reduceOnly bool) error {
+	hs := Holds(s)
+	if len(hs) == 0 {
+		return nil
+	}
+	if reduceOnly || (orderType == "market" && reduces(s.Positions[instrument], side, qty)) {
+		return nil
+	}
+	return lockedRefusal(hs)
+}
+
+// lockedRefusal is the 423 risk_locked answer naming the holds.
+func lockedRefusal(hs []string) error {
+	return commands.Refuse(http.StatusLocked, "risk_locked",
+		"the account is held: orders that may add exposure are refused until the hold lifts",
+		map[string]any{"holds": hs})
+}
