@@ -47,6 +47,12 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	case *trading.FillWorking:
 		return decideWorking(s, env, c.Quote), nil
 	}
+	if evs, ok, err := decideRisk(s, env); ok {
+		return evs, err
+	}
+	if evs, ok, err := decideFirm(s, env); ok {
+		return evs, err
+	}
 	return nil, fmt.Errorf("account: no decision for %T", env.Cmd)
 }
 

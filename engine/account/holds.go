@@ -12,6 +12,8 @@ import (
 // reconciliation) adds its hold names here; an empty list means no hold.
 func Holds(s *State) []string {
 	var hs []string
+	hs = append(hs, riskHolds(s)...)
+	hs = append(hs, firmHolds(s)...)
 	return hs
 }
 

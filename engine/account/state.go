@@ -37,6 +37,8 @@ type State struct {
 	Working         map[string]*Working
 	ClientOrderIDs  map[string]string // every clientOrderId ever accepted, to its order id
 	References      map[string]string // every balance referenceId, to a digest of its request
+	Risk            Risk              // risk controls and lock (risk.go)
+	Firm            Firm              // firm halt, reconciliation hold, ledger (firm.go)
 }
 
 // New is the state of an account with no commits.
@@ -98,6 +100,9 @@ func Apply(s *State, e events.Event) *State {
 		if e.ReferenceID != "" {
 			s.References[e.ReferenceID] = e.Op
 		}
+	default:
+		applyRisk(s, e)
+		applyFirm(s, e)
 	}
 	return s
 }
