@@ -112,7 +112,7 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	if err != nil {
 		return nil, err
 	}
-	if err := gate(s, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
+	if err := gate(s, env.At, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
 		return nil, err
 	}
 	if sp.MaxQuantity.Sign() > 0 && c.Quantity.Cmp(sp.MaxQuantity) > 0 {
@@ -153,7 +153,7 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 	if !ok {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
 	}
-	if hs := Holds(s); len(hs) > 0 {
+	if hs := Holds(s, env.At); len(hs) > 0 {
 		return nil, lockedRefusal(hs) // replace refuses every order while held
 	}
 	r := ev.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: w.Quantity, At: env.At}
@@ -248,7 +248,7 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	if err := idempotent(s, c.ClientOrderID); err != nil {
 		return nil, err
 	}
-	if hs := Holds(s); len(hs) > 0 {
+	if hs := Holds(s, env.At); len(hs) > 0 {
 		return nil, lockedRefusal(hs) // reverse refuses every order while held
 	}
 	p, ok := s.Positions[c.Instrument]

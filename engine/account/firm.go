@@ -1,6 +1,8 @@
 package account
 
 import (
+	"time"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 )
@@ -16,5 +18,5 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 	return nil, false, nil
 }
 
-// firmHolds names the holds the firm places on the account.
-func firmHolds(s *State) []string { return nil }
+// firmHolds names the holds the firm places on the account at time at.
+func firmHolds(s *State, at time.Time) []string { return nil }

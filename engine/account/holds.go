@@ -2,26 +2,29 @@ package account
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 )
 
-// Holds names every hold on the account that refuses orders adding exposure.
+// Holds names every hold on the account at time at that refuses orders adding
+// exposure (a lock whose unlock time has passed no longer holds, even before
+// the commit that records its release).
 // Each capability that can hold an account (risk controls, firm halt,
 // reconciliation) adds its hold names here; an empty list means no hold.
-func Holds(s *State) []string {
+func Holds(s *State, at time.Time) []string {
 	var hs []string
-	hs = append(hs, riskHolds(s)...)
-	hs = append(hs, firmHolds(s)...)
+	hs = append(hs, riskHolds(s, at)...)
+	hs = append(hs, firmHolds(s, at)...)
 	return hs
 }
 
 // gate refuses an order that may add exposure while any hold is on the account:
 // 423 risk_locked with params.holds. An order proves it only reduces when it is
 // reduce-only, or a market order no larger than an opposite position.
-func gate(s *State, instrument, side, orderType string, qty events.Decimal, reduceOnly bool) error {
-	hs := Holds(s)
+func gate(s *State, at time.Time, instrument, side, orderType string, qty events.Decimal, reduceOnly bool) error {
+	hs := Holds(s, at)
 	if len(hs) == 0 {
 		return nil
 	}

@@ -1,6 +1,8 @@
 package account
 
 import (
+	"time"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 )
@@ -17,4 +19,4 @@ func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 }
 
 // riskHolds names the holds risk places on the account at time at.
-func riskHolds(s *State) []string { return nil }
+func riskHolds(s *State, at time.Time) []string { return nil }
