@@ -7,6 +7,20 @@ import (
 	ev "github.com/svc/engine/events/account"
 )
 
+// PriceDecimals is the precision of average prices; fills keep their exact price.
+const PriceDecimals = 10
+
+// CurrencyDecimals is how many decimals money posts in: 6 for USDC and USDT, else 2.
+// Realized PnL is rounded half-even to it, so a balance is always the exact sum
+// of its postings.
+func CurrencyDecimals(currency string) int32 {
+	switch currency {
+	case "USDC", "USDT":
+		return 6
+	}
+	return 2
+}
+
 // book is the paper book inside one decision: it tracks the balance and the
 // positions the decision's own events leave, so several fills in one commit chain.
 type book struct {
@@ -96,14 +110,14 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 	np := ev.Position{Instrument: w.Instrument, Quantity: p.Quantity.Add(sq), AvgPrice: p.AvgPrice, Multiplier: mult}
 	switch {
 	case p.Quantity.IsZero() || p.Quantity.Sign() == sq.Sign():
-		np.AvgPrice = p.Quantity.Abs().Mul(p.AvgPrice).Add(qty.Mul(price)).Quo(np.Quantity.Abs())
+		np.AvgPrice = p.Quantity.Abs().Mul(p.AvgPrice).Add(qty.Mul(price)).Quo(np.Quantity.Abs()).Round(PriceDecimals)
 	default:
 		closing := qty.Min(p.Quantity.Abs())
 		diff := price.Sub(p.AvgPrice)
 		if p.Quantity.Sign() < 0 {
 			diff = diff.Neg()
 		}
-		realized = diff.Mul(closing).Mul(mult)
+		realized = diff.Mul(closing).Mul(mult).Round(CurrencyDecimals(b.s.Currency))
 		switch {
 		case np.Quantity.IsZero():
 			np.AvgPrice = events.Int(0)
@@ -114,7 +128,7 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 	b.positions[w.Instrument] = np
 	b.balance = b.balance.Add(realized)
 	filled := w.Filled.Add(qty)
-	avg := w.Filled.Mul(w.AvgPrice).Add(qty.Mul(price)).Quo(filled)
+	avg := w.Filled.Mul(w.AvgPrice).Add(qty.Mul(price)).Quo(filled).Round(PriceDecimals)
 	b.fills++
 	touch := price
 	b.add(ev.OrderFilled{
