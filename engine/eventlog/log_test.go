@@ -1,0 +1,150 @@
+package eventlog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/engine/eventlog"
+)
+
+// opener opens a log for the suite; the same suite runs on every kind of log.
+type opener func(t *testing.T) *eventlog.Log
+
+func embedded(dir string) opener {
+	return func(t *testing.T) *eventlog.Log {
+		l, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: dir, Sync: "always", Replicas: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+// externalURL is NATS_URL, or the machine's NATS at 127.0.0.1:4222 when it answers.
+func externalURL(t *testing.T) string {
+	if u := os.Getenv("NATS_URL"); u != "" {
+		return u
+	}
+	c, err := net.DialTimeout("tcp", "127.0.0.1:4222", 200*time.Millisecond)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no external NATS at 127.0.0.1:4222 under CI")
+		}
+		t.Skip("no external NATS")
+	}
+	c.Close()
+	return "nats://127.0.0.1:4222"
+}
+
+func suite(t *testing.T, open opener) {
+	ctx := context.Background()
+	l := open(t)
+	defer l.Close()
+	subj := l.Subject("account.t" + ulid.Make().String())
+	other := l.Subject("account.o" + ulid.Make().String())
+
+	s1, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another subject moving does not disturb the first one's expectation.
+	if _, err := l.Append(ctx, other, 0, ulid.Make().String(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// A writer deciding on a stale revision is refused.
+	if _, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("stale")); !errors.Is(err, eventlog.ErrConcurrency) {
+		t.Fatalf("stale append: %v", err)
+	}
+	s2, err := l.Append(ctx, subj, s1, ulid.Make().String(), []byte("two"))
+	if err != nil || s2 <= s1 {
+		t.Fatalf("second append %d after %d: %v", s2, s1, err)
+	}
+	// The same message id inside the dedupe window stores nothing new.
+	id := ulid.Make().String()
+	s3, err := l.Append(ctx, subj, s2, id, []byte("three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := l.Append(ctx, subj, s3, id, []byte("three")); err != nil && !errors.Is(err, eventlog.ErrConcurrency) {
+		t.Fatalf("duplicate append: %d %v", again, err)
+	}
+	var got []string
+	last, err := l.Load(ctx, subj, func(m eventlog.Msg) error { got = append(got, string(m.Data)); return nil })
+	if err != nil || last != s3 || fmt.Sprint(got) != "[one two three]" {
+		t.Fatalf("load %v last %d: %v", got, last, err)
+	}
+	if n, err := l.LastSubjectSeq(ctx, l.Subject("account.none")); err != nil || n != 0 {
+		t.Fatalf("empty subject %d %v", n, err)
+	}
+	// Replay from s1 sees everything after it, in order.
+	var seqs []uint64
+	if _, err := l.Replay(ctx, s1, func(m eventlog.Msg) error { seqs = append(seqs, m.Seq); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] || seqs[0] <= s1 {
+			t.Fatalf("replay out of order: %v", seqs)
+		}
+	}
+	// Follow delivers commits appended later.
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	seen := make(chan uint64, 16)
+	go func() {
+		_ = l.Follow(fctx, s3, func(m eventlog.Msg) error { seen <- m.Seq; return nil })
+	}()
+	s4, err := l.Append(ctx, subj, s3, ulid.Make().String(), []byte("four"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case s := <-seen:
+			if s == s4 {
+				return
+			}
+		case <-fctx.Done():
+			t.Fatal("follow did not deliver the new commit")
+		}
+	}
+}
+
+func TestEmbedded(t *testing.T) { suite(t, embedded(t.TempDir())) }
+
+func TestExternal(t *testing.T) {
+	url := externalURL(t)
+	stream := "T" + ulid.Make().String()
+	suite(t, func(t *testing.T) *eventlog.Log {
+		l, err := eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1, Stream: stream, Prefix: "t" + stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = l.JetStream().DeleteStream(context.Background(), stream)
+		})
+		return l
+	})
+}
+
+func TestEmbeddedKeepsCommitsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	l := embedded(dir)(t)
+	subj := l.Subject("account.r")
+	seq, err := l.Append(context.Background(), subj, 0, ulid.Make().String(), []byte("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = embedded(dir)(t)
+	defer l.Close()
+	if last, err := l.LastSubjectSeq(context.Background(), subj); err != nil || last != seq {
+		t.Fatalf("after restart last %d, want %d: %v", last, seq, err)
+	}
+}
