@@ -104,6 +104,9 @@ type CancelOrder struct {
 	BrokerOrderID string `json:"brokerOrderId"`
 }
 
+// OrderID is the order the command names.
+func (c *CancelOrder) OrderID() string { return c.BrokerOrderID }
+
 // Validate checks the shape.
 func (c *CancelOrder) Validate() error {
 	if c.BrokerOrderID == "" {
@@ -120,6 +123,9 @@ type ReplaceOrder struct {
 	StopPrice     *events.Decimal `json:"stopPrice"`
 	Market        Market          `json:"-"`
 }
+
+// OrderID is the order the command names.
+func (c *ReplaceOrder) OrderID() string { return c.BrokerOrderID }
 
 // Validate checks the shape.
 func (c *ReplaceOrder) Validate() error {

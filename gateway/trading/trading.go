@@ -21,32 +21,45 @@ import (
 // Routes registers the trading routes on r (already behind credentials).
 func Routes(r *mux.Router, d *api.Deps) {
 	h := &handlers{d}
-	r.Handle("/api/trading/order", httpx.Serve(httpx.Trading, h.order)).Methods(http.MethodPost)
-	r.Handle("/api/trading/cancel", httpx.Serve(httpx.Trading, h.cancel)).Methods(http.MethodPost)
-	r.Handle("/api/trading/replace", httpx.Serve(httpx.Trading, h.replace)).Methods(http.MethodPost)
-	r.Handle("/api/trading/close", httpx.Serve(httpx.Trading, h.close)).Methods(http.MethodPost)
+	r.Handle("/api/trading/order", httpx.Serve(httpx.Trading, orderCommand(h, func(c *tcmd.PlaceOrder) string { return c.ClientOrderID }, placed))).Methods(http.MethodPost)
+	r.Handle("/api/trading/cancel", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.CancelOrder], named[*tcmd.CancelOrder]))).Methods(http.MethodPost)
+	r.Handle("/api/trading/replace", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.ReplaceOrder], named[*tcmd.ReplaceOrder]))).Methods(http.MethodPost)
+	r.Handle("/api/trading/close", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.ClosePosition], placed))).Methods(http.MethodPost)
 	r.Handle("/api/trading/flatten", httpx.Serve(httpx.Trading, h.flatten)).Methods(http.MethodPost)
-	r.Handle("/api/trading/reverse", httpx.Serve(httpx.Trading, h.reverse)).Methods(http.MethodPost)
+	r.Handle("/api/trading/reverse", httpx.Serve(httpx.Trading, orderCommand(h, func(c *tcmd.Reverse) string { return c.ClientOrderID }, placed))).Methods(http.MethodPost)
 	r.Handle("/api/trading/actions", httpx.Serve(httpx.Trading, h.actions)).Methods(http.MethodGet)
 }
 
 type handlers struct{ d *api.Deps }
 
-func (h *handlers) order(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.d.Account(r)
-	if err != nil {
-		return err
+// orderCommand decodes a command of type T, runs it on the caller's account
+// and answers the order it placed or named.
+func orderCommand[T any, P interface {
+	*T
+	commands.Command
+}](h *handlers, key func(P) string, orderID func(P, []events.Event) string) httpx.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		a, err := h.d.Account(r)
+		if err != nil {
+			return err
+		}
+		c := P(new(T))
+		if err := httpx.Decode(r, c, 0); err != nil {
+			return err
+		}
+		res, err := h.d.Exec(r, a.AccountID, key(c), c)
+		if err != nil {
+			return err
+		}
+		return h.writeOrder(w, r, a.AccountID, orderID(c, res.Events))
 	}
-	var c tcmd.PlaceOrder
-	if err := httpx.Decode(r, &c, 0); err != nil {
-		return err
-	}
-	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
-	if err != nil {
-		return err
-	}
-	return h.writeOrder(w, r, a.AccountID, placedID(res.Events))
 }
+
+func noKey[P any](P) string { return "" }
+
+func named[P interface{ OrderID() string }](c P, _ []events.Event) string { return c.OrderID() }
+
+func placed[P any](_ P, evs []events.Event) string { return placedID(evs) }
 
 func placedID(evs []events.Event) string {
 	for _, e := range evs {
@@ -64,52 +77,6 @@ func (h *handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID,
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"order": o})
 	return nil
-}
-
-func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.d.Account(r)
-	if err != nil {
-		return err
-	}
-	var c tcmd.CancelOrder
-	if err := httpx.Decode(r, &c, 0); err != nil {
-		return err
-	}
-	if _, err := h.d.Exec(r, a.AccountID, "", &c); err != nil {
-		return err
-	}
-	return h.writeOrder(w, r, a.AccountID, c.BrokerOrderID)
-}
-
-func (h *handlers) replace(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.d.Account(r)
-	if err != nil {
-		return err
-	}
-	var c tcmd.ReplaceOrder
-	if err := httpx.Decode(r, &c, 0); err != nil {
-		return err
-	}
-	if _, err := h.d.Exec(r, a.AccountID, "", &c); err != nil {
-		return err
-	}
-	return h.writeOrder(w, r, a.AccountID, c.BrokerOrderID)
-}
-
-func (h *handlers) close(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.d.Account(r)
-	if err != nil {
-		return err
-	}
-	var c tcmd.ClosePosition
-	if err := httpx.Decode(r, &c, 0); err != nil {
-		return err
-	}
-	res, err := h.d.Exec(r, a.AccountID, "", &c)
-	if err != nil {
-		return err
-	}
-	return h.writeOrder(w, r, a.AccountID, placedID(res.Events))
 }
 
 func (h *handlers) flatten(w http.ResponseWriter, r *http.Request) error {
@@ -148,22 +115,6 @@ func (h *handlers) flatten(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"canceled": canceled, "orders": orders, "unclosed": unclosed})
 	return nil
-}
-
-func (h *handlers) reverse(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.d.Account(r)
-	if err != nil {
-		return err
-	}
-	var c tcmd.Reverse
-	if err := httpx.Decode(r, &c, 0); err != nil {
-		return err
-	}
-	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
-	if err != nil {
-		return err
-	}
-	return h.writeOrder(w, r, a.AccountID, placedID(res.Events))
 }
 
 // actions answers the refusals an order described in the query would meet, without sending it.
