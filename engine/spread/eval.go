@@ -1,0 +1,68 @@
+package spread
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Ctx is the arithmetic of spread values: 16 significant digits, half-even,
+// errors on division by zero, overflow and invalid operations.
+var Ctx = apd.Context{Precision: 16, MaxExponent: 1000, MinExponent: -1000, Rounding: apd.RoundHalfEven, Traps: apd.DefaultTraps}
+
+// ErrUndefined is the value of an expression that has none at some point
+// (division by zero, a negative base to a fractional power, overflow).
+var ErrUndefined = errors.New("spread: undefined value")
+
+// Evaluator evaluates one expression repeatedly without allocating. Not safe
+// for concurrent use; make one per goroutine.
+type Evaluator struct {
+	e     *Expr
+	stack []apd.Decimal
+}
+
+// NewEvaluator prepares an evaluator of e.
+func NewEvaluator(e *Expr) *Evaluator {
+	return &Evaluator{e: e, stack: make([]apd.Decimal, e.depth+1)}
+}
+
+// Eval sets dst to the expression's value for the legs' values (in e.Legs order).
+func (ev *Evaluator) Eval(dst *apd.Decimal, legs []*apd.Decimal) error {
+	sp := 0
+	for i := range ev.e.prog {
+		in := &ev.e.prog[i]
+		var err error
+		switch in.op {
+		case opLeg:
+			ev.stack[sp].Set(legs[in.leg])
+			sp++
+			continue
+		case opNum:
+			ev.stack[sp].Set(&in.num)
+			sp++
+			continue
+		case opNeg:
+			ev.stack[sp-1].Neg(&ev.stack[sp-1])
+			continue
+		}
+		x, y := &ev.stack[sp-2], &ev.stack[sp-1]
+		switch in.op {
+		case opAdd:
+			_, err = Ctx.Add(x, x, y)
+		case opSub:
+			_, err = Ctx.Sub(x, x, y)
+		case opMul:
+			_, err = Ctx.Mul(x, x, y)
+		case opDiv:
+			_, err = Ctx.Quo(x, x, y)
+		case opPow:
+			_, err = Ctx.Pow(x, x, y)
+		}
+		if err != nil || x.Form != apd.Finite {
+			return ErrUndefined
+		}
+		sp--
+	}
+	dst.Reduce(&ev.stack[0])
+	return nil
+}
