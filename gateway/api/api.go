@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -33,6 +34,7 @@ const DefaultBroker = "paper"
 // Account resolves the request's `broker` and `account` selectors to one of the
 // caller's accounts: omitted broker means the default; a present but unknown
 // broker is 400; an account outside the caller's set is 400; never a fallback.
+// It reads one account by its number or id, not the caller's whole list.
 func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 	p, ok := httpx.PrincipalOf(r)
 	if !ok {
@@ -40,40 +42,79 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 	}
 	q := r.URL.Query()
 	broker, number := q.Get("broker"), q.Get("account")
-	accts, err := projections.AccountsOf(r.Context(), d.Store, p.TenantID)
-	if err != nil {
-		return projections.Account{}, err
-	}
 	if q.Has("broker") && broker == "" {
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is empty")
+	}
+	if q.Has("account") && number == "" {
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is empty")
 	}
 	if broker == "" {
 		broker = DefaultBroker
 	}
-	var inBroker []projections.Account
-	for _, a := range accts {
-		if a.Broker == broker {
-			inBroker = append(inBroker, a)
+	ctx := r.Context()
+	if number != "" {
+		id, err := projections.GetInto[string](ctx, d.Store, projections.CollAccountNumber, broker+"/"+number)
+		if errors.Is(err, projections.ErrNotFound) {
+			id, err = number, nil // the selector may be the accountId
 		}
-	}
-	if len(inBroker) == 0 {
-		if q.Has("broker") {
-			return projections.Account{}, &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown broker", Params: map[string]any{"broker": broker}}
+		if err != nil {
+			return projections.Account{}, err
 		}
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "account_unresolved", "the caller has no account on the default broker; name one with broker and account")
-	}
-	if number == "" {
-		if q.Has("account") {
-			return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is empty")
-		}
-		return inBroker[0], nil
-	}
-	for _, a := range inBroker {
-		if a.AccountNumber == number || a.AccountID == number {
+		a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
+		if err == nil && a.TenantID == p.TenantID && a.Broker == broker {
 			return a, nil
 		}
+		if err != nil && !errors.Is(err, projections.ErrNotFound) {
+			return projections.Account{}, err
+		}
+		if _, err := d.firstOn(ctx, p.TenantID, broker); err != nil {
+			return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
+		}
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
 	}
-	return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
+	a, err := d.firstOn(ctx, p.TenantID, broker)
+	if err != nil {
+		return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
+	}
+	return a, nil
+}
+
+func (d *Deps) unknownBroker(named bool, broker string, err error) error {
+	if !errors.Is(err, projections.ErrNotFound) {
+		return err
+	}
+	if named {
+		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown broker", Params: map[string]any{"broker": broker}}
+	}
+	return httpx.Errorf(http.StatusBadRequest, "account_unresolved", "the caller has no account on the default broker; name one with broker and account")
+}
+
+// firstOn is the tenant's first account (in id order) on broker: the default account.
+func (d *Deps) firstOn(ctx context.Context, tenantID, broker string) (projections.Account, error) {
+	var found projections.Account
+	errFound := errors.New("found")
+	err := d.Store.List(ctx, projections.CollTenantAccount, projections.Query{Prefix: tenantID + "/"}, func(_ string, decode func(any) error) error {
+		var id string
+		if err := decode(&id); err != nil {
+			return err
+		}
+		a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
+		if err != nil {
+			return err
+		}
+		if a.Broker == broker {
+			found = a
+			return errFound
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return found, nil
+	case err != nil:
+		return found, err
+	}
+	return found, projections.ErrNotFound
 }
 
 // Principal is the request's principal as the engine records it.
