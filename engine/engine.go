@@ -16,12 +16,14 @@ import (
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/firm"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/paper"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evfirm "github.com/svc/engine/events/firm"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -60,13 +62,14 @@ type Engine struct {
 	reg      events.Registry
 	accounts *mailbox.Group[*account.State]
 	tenants  *mailbox.Group[*tenant.State]
+	firms    *mailbox.Group[*firm.State] // back office (backoffice.go)
 	paper    *paper.Reactor
 	stopFeed func()
 }
 
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
-	return events.Merge(evacct.Registry(), evtenant.Registry())
+	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -84,6 +87,7 @@ func New(cfg Config) (*Engine, error) {
 		Apply:   account.Apply,
 		After:   func(id string, s *account.State, _ events.Committed) { e.paper.Track(id, triggers(s)) },
 	}, cfg.Log, e.reg, cfg.Metrics)
+	e.firms = newFirms(cfg, e.reg)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -146,6 +150,7 @@ func (e *Engine) Close() {
 	}
 	e.accounts.Close()
 	e.tenants.Close()
+	e.firms.Close()
 }
 
 // Envelope wraps cmd with a new id, the engine's time, key and principal.

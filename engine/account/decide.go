@@ -230,18 +230,27 @@ func decideFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]event
 		reason = "flatten"
 	}
 	b := newBook(s, env, c.Market)
+	b.flatten(reason, c.Market.Quotes)
+	return b.out, nil
+}
+
+// flatten cancels every working order and closes every position that has a
+// quote at the touch; it returns how many positions stay open for lack of a price.
+func (b *book) flatten(reason string, quotes map[string]trading.Quote) (unclosed int) {
+	s, env := b.s, b.env
 	for _, id := range sortedKeys(s.Working) {
 		b.add(ev.OrderCanceled{BrokerOrderID: id, Reason: reason, At: env.At})
 	}
 	for i, inst := range sortedKeys(s.Positions) {
 		p := s.Positions[inst]
-		q, ok := c.Market.Quotes[inst]
+		q, ok := quotes[inst]
 		if !ok {
+			unclosed++
 			continue // no price: the position stays; the answer lists it as unclosed
 		}
 		b.market(env.DerivedID("c", i), fmt.Sprintf("%s-%s", reason, env.DerivedID("c", i)), inst, sideToClose(p), p.Quantity.Abs(), true, q)
 	}
-	return b.out, nil
+	return unclosed
 }
 
 func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]events.Event, error) {

@@ -1,22 +1,352 @@
 package account
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/svc/engine/commands"
+	rcmd "github.com/svc/engine/commands/risk"
+	"github.com/svc/engine/engine/risk/calendar"
 	"github.com/svc/engine/events"
+	ev "github.com/svc/engine/events/account"
 )
 
-// Risk is the account's risk controls and lock state (issue 3 fills it in).
-type Risk struct{}
+// RealizedWindow is how long the account keeps its fills' realized PnL: longer
+// than any trading week, so a week's PnL can always be summed.
+const RealizedWindow = 8 * 24 * time.Hour
+
+// Realized is the realized PnL of one fill.
+type Realized struct {
+	At     time.Time
+	Amount events.Decimal
+}
+
+// Risk is the account's risk controls and lock state.
+type Risk struct {
+	Settings  ev.RiskSettings
+	UpdatedAt time.Time // of the settings; zero: never set
+	Calendar  string    // trading calendar of the periods; "" is crypto
+	// Lock is the newest fired control's lock until it is released; it holds
+	// only until its TradingUnlockAt, also before the release is recorded.
+	Lock *ev.RiskLocked
+	// Latches maps a fired control to the start of the period it fired in: it
+	// does not fire again in that period.
+	Latches map[string]time.Time
+	// CountFrom is the newest manual unlock: within the periods it falls in,
+	// the controls count from it.
+	CountFrom  time.Time
+	Fills      []Realized // realized PnL of the fills of the last RealizedWindow, in log order
+	EvalBreach bool       // an eval_breach lock stands
+}
 
 // applyRisk folds risk events.
-func applyRisk(s *State, e events.Event) {}
+func applyRisk(s *State, e events.Event) {
+	r := &s.Risk
+	switch e := e.(type) {
+	case ev.RiskSettingsChanged:
+		r.Settings, r.Calendar, r.UpdatedAt = e.Settings, e.Calendar, e.At
+	case ev.RiskLocked:
+		l := e
+		r.Lock = &l
+		if r.Latches == nil {
+			r.Latches = map[string]time.Time{}
+		}
+		r.Latches[e.Control] = e.PeriodStart
+	case ev.RiskUnlocked:
+		r.Lock = nil
+		if e.Reason == "manual" {
+			r.Latches, r.CountFrom = nil, e.At
+		}
+	case ev.EvaluationBreached:
+		r.EvalBreach = true
+	case ev.EvaluationReleased:
+		r.EvalBreach = false
+	}
+}
 
-// decideRisk decides risk commands; ok is false for a command it does not know.
-func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
-	return nil, false, nil
+// riskFilled keeps a fill's realized PnL for the period sums.
+func riskFilled(s *State, e ev.OrderFilled) {
+	r := &s.Risk
+	if !e.Realized.IsZero() {
+		r.Fills = append(r.Fills, Realized{At: e.At, Amount: e.Realized})
+	}
+	cut := 0
+	for cut < len(r.Fills) && e.At.Sub(r.Fills[cut].At) > RealizedWindow {
+		cut++
+	}
+	if cut > 0 {
+		r.Fills = append([]Realized(nil), r.Fills[cut:]...)
+	}
+}
+
+// RealizedSince sums the realized PnL of the fills at or after t.
+func (r *Risk) RealizedSince(t time.Time) events.Decimal {
+	sum := events.Int(0)
+	for _, f := range r.Fills {
+		if !f.At.Before(t) {
+			sum = sum.Add(f.Amount)
+		}
+	}
+	return sum
+}
+
+// LockStands reports whether a fired control's lock holds at time at.
+func (r *Risk) LockStands(at time.Time) bool {
+	return r.Lock != nil && at.Before(r.Lock.TradingUnlockAt)
+}
+
+// SettingsLocked reports whether control edits and the manual unlock are refused at time at.
+func (r *Risk) SettingsLocked(at time.Time) bool {
+	return r.Lock != nil && r.Lock.SettingsLocked && r.Lock.SettingsUnlockAt != nil && at.Before(*r.Lock.SettingsUnlockAt)
+}
+
+// Latched reports whether control already fired in the period starting at start.
+func (r *Risk) Latched(control string, start time.Time) bool {
+	t, ok := r.Latches[control]
+	return ok && t.Equal(start)
+}
+
+// Periods are the trading day and week containing at, in the account's calendar.
+func (r *Risk) Periods(at time.Time) (day, week calendar.Period) {
+	return calendar.Day(r.Calendar, at), calendar.Week(r.Calendar, at)
+}
+
+// From is where a control of a period starting at start counts from.
+func (r *Risk) From(start time.Time) time.Time {
+	if r.CountFrom.After(start) {
+		return r.CountFrom
+	}
+	return start
+}
+
+// EODAt is the end-of-day close moment of trading day d, and whether the control is set.
+func (r *Risk) EODAt(d calendar.Period) (time.Time, bool) {
+	st := r.Settings
+	if !st.EODCloseEnabled || st.EODCloseValue == nil {
+		return time.Time{}, false
+	}
+	mins := st.EODCloseValue.Apd()
+	n, err := mins.Int64()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return d.Close.Add(-time.Duration(n) * time.Minute), true
+}
+
+// Monitored reports whether any control is enabled.
+func (r *Risk) Monitored() bool {
+	st := r.Settings
+	return st.DailyLossEnabled || st.WeeklyLossEnabled || st.DailyProfitEnabled || st.WeeklyProfitEnabled || st.EODCloseEnabled
+}
+
+// Unrealized is the open PnL of the account's positions at marks: each priced
+// position at its mark against its average price. Positions without a mark count nothing.
+func (s *State) Unrealized(mark func(instrument string) (events.Decimal, bool)) events.Decimal {
+	sum := events.Int(0)
+	for inst, p := range s.Positions {
+		m, ok := mark(inst)
+		if !ok {
+			continue
+		}
+		mult := p.Multiplier
+		if mult.Sign() <= 0 {
+			mult = events.Int(1)
+		}
+		sum = sum.Add(m.Sub(p.AvgPrice).Mul(p.Quantity).Mul(mult))
+	}
+	return sum
+}
+
+// Breach finds the first control breached at time at with the open positions
+// marked by mark, in the order daily loss, weekly loss, daily profit, weekly
+// profit, end-of-day close, skipping controls latched in their period. The
+// period's PnL is the realized PnL since the period's start (or the newest
+// manual unlock within it) plus the open positions' PnL at their marks. A
+// loss limit fires at PnL <= -limit, a profit target at PnL >= target, the
+// end-of-day close from eodCloseValue minutes before the session close until
+// the next trading day starts.
+func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decimal, bool)) (ev.RiskLocked, bool) {
+	r := &s.Risk
+	if !r.Monitored() {
+		return ev.RiskLocked{}, false
+	}
+	day, week := r.Periods(at)
+	unreal := s.Unrealized(mark)
+	var dayPnl, weekPnl *events.Decimal
+	pnl := func(p calendar.Period, cache **events.Decimal) events.Decimal {
+		if *cache == nil {
+			v := r.RealizedSince(r.From(p.Start)).Add(unreal)
+			*cache = &v
+		}
+		return **cache
+	}
+	st := r.Settings
+	checks := []struct {
+		control string
+		on      bool
+		limit   *events.Decimal
+		loss    bool
+		p       calendar.Period
+		cache   **events.Decimal
+	}{
+		{ev.ControlDailyLoss, st.DailyLossEnabled, st.DailyLossValue, true, day, &dayPnl},
+		{ev.ControlWeeklyLoss, st.WeeklyLossEnabled, st.WeeklyLossValue, true, week, &weekPnl},
+		{ev.ControlDailyProfit, st.DailyProfitEnabled, st.DailyProfitValue, false, day, &dayPnl},
+		{ev.ControlWeeklyProfit, st.WeeklyProfitEnabled, st.WeeklyProfitValue, false, week, &weekPnl},
+	}
+	for _, c := range checks {
+		if !c.on || c.limit == nil || r.Latched(c.control, c.p.Start) {
+			continue
+		}
+		v := pnl(c.p, c.cache)
+		if (c.loss && v.Cmp(c.limit.Neg()) <= 0) || (!c.loss && v.Cmp(*c.limit) >= 0) {
+			return ev.RiskLocked{Control: c.control, PeriodStart: c.p.Start, TriggerPnl: &v, TradingUnlockAt: c.p.Next, At: at}, true
+		}
+	}
+	if eod, ok := r.EODAt(day); ok && !r.Latched(ev.ControlEODClose, day.Start) && !at.Before(eod) && r.CountFrom.Before(eod) {
+		return ev.RiskLocked{Control: ev.ControlEODClose, PeriodStart: day.Start, TradingUnlockAt: day.Next, At: at}, true
+	}
+	return ev.RiskLocked{}, false
+}
+
+// ControlLocked reports whether a fired control's lock or an eval_breach lock stands at time at.
+func (s *State) ControlLocked(at time.Time) bool {
+	return s.Risk.LockStands(at) || s.Risk.EvalBreach
 }
 
 // riskHolds names the holds risk places on the account at time at.
-func riskHolds(s *State, at time.Time) []string { return nil }
+func riskHolds(s *State, at time.Time) []string {
+	var hs []string
+	if s.Risk.LockStands(at) {
+		hs = append(hs, s.Risk.Lock.Control)
+	}
+	if s.Risk.EvalBreach {
+		hs = append(hs, ev.ReasonEvalBreach)
+	}
+	return hs
+}
+
+func settingsLockedRefusal(r *Risk) error {
+	return commands.Refuse(http.StatusLocked, "settings_locked",
+		"the risk settings are locked while trading is locked; they unlock at settingsUnlockAt",
+		map[string]any{"settingsUnlockAt": r.Lock.SettingsUnlockAt.UTC().Format(time.RFC3339)})
+}
+
+// decideRisk decides risk commands; ok is false for a command it does not know.
+func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
+	r := &s.Risk
+	at := env.At
+	switch c := env.Cmd.(type) {
+	case *rcmd.SetSettings:
+		if r.SettingsLocked(at) {
+			return nil, true, settingsLockedRefusal(r)
+		}
+		cal := c.Calendar
+		if !calendar.Valid(cal) {
+			cal = r.Calendar
+		}
+		if cal == "" {
+			cal = calendar.Crypto
+		}
+		return []events.Event{ev.RiskSettingsChanged{Settings: c.Settings(), Calendar: cal, At: at}}, true, nil
+	case *rcmd.Unlock:
+		if r.SettingsLocked(at) {
+			return nil, true, settingsLockedRefusal(r)
+		}
+		if r.Lock == nil {
+			return nil, true, nil // nothing of the trader's to clear; eval_breach and firm_halt stand
+		}
+		return []events.Event{ev.RiskUnlocked{Reason: "manual", At: at}}, true, nil
+	case *rcmd.Release:
+		if r.Lock == nil || at.Before(r.Lock.TradingUnlockAt) {
+			return nil, true, nil
+		}
+		return []events.Event{ev.RiskUnlocked{Reason: "expired", At: at}}, true, nil
+	case *rcmd.Evaluate:
+		return decideEvaluate(s, env, c), true, nil
+	case *rcmd.BreachEvaluation:
+		if r.EvalBreach {
+			return nil, true, nil
+		}
+		return []events.Event{ev.EvaluationBreached{Reason: c.Reason, At: at}}, true, nil
+	case *rcmd.ReleaseEvaluation:
+		if !r.EvalBreach {
+			return nil, true, nil
+		}
+		return []events.Event{ev.EvaluationReleased{At: at}}, true, nil
+	}
+	return nil, false, nil
+}
+
+// decideEvaluate fires the first breached control: one commit records the
+// lock, cancels every working order and closes every priced position.
+func decideEvaluate(s *State, env commands.Envelope, c *rcmd.Evaluate) []events.Event {
+	if s.Risk.LockStands(env.At) {
+		return nil // already locked and flattened; a stale wake-up records nothing
+	}
+	mark := func(inst string) (events.Decimal, bool) {
+		q, ok := c.Market.Quotes[inst]
+		if !ok {
+			return events.Decimal{}, false
+		}
+		return q.Bid.Add(q.Ask).Quo(events.Int(2)), true
+	}
+	lock, ok := s.Breach(env.At, mark)
+	if !ok {
+		return nil
+	}
+	if s.Risk.Settings.LockSettingsWhenTradingLocked {
+		u := lock.TradingUnlockAt
+		lock.SettingsLocked, lock.SettingsUnlockAt = true, &u
+	}
+	b := newBook(s, env, c.Market)
+	unclosed := b.flatten("risk", c.Market.Quotes)
+	lock.FlattenConfirmed = unclosed == 0
+	return append([]events.Event{lock}, b.out...)
+}
+
+// LockView is the account's risk lock as the RiskLock resource shows it at one moment.
+type LockView struct {
+	Broker           string
+	AccountNumber    string
+	TradingLocked    bool
+	SettingsLocked   bool
+	FlattenConfirmed bool
+	LockReason       string // "": none
+	TradingUnlockAt  *time.Time
+	SettingsUnlockAt *time.Time
+	TriggerPnl       *events.Decimal
+	Monitoring       string // live: a control is enabled; off: none is
+	Settings         ev.RiskSettings
+	UpdatedAt        time.Time
+}
+
+// RiskLock is the account's lock and controls at time at. tradingLocked is
+// the gate itself: true exactly when some hold refuses orders adding exposure.
+func (s *State) RiskLock(at time.Time) LockView {
+	r := &s.Risk
+	v := LockView{Broker: s.Broker, AccountNumber: s.AccountNumber, Settings: r.Settings, UpdatedAt: r.UpdatedAt, Monitoring: "off"}
+	if r.Monitored() {
+		v.Monitoring = "live"
+	}
+	v.TradingLocked = len(Holds(s, at)) > 0
+	switch fh := firmHolds(s, at); {
+	case r.LockStands(at):
+		u := r.Lock.TradingUnlockAt
+		v.LockReason, v.TradingUnlockAt, v.TriggerPnl, v.FlattenConfirmed = r.Lock.Control, &u, r.Lock.TriggerPnl, r.Lock.FlattenConfirmed
+	case r.EvalBreach:
+		v.LockReason = ev.ReasonEvalBreach
+	case len(fh) > 0:
+		v.LockReason = fh[0]
+		for _, h := range fh {
+			if h == "firm_halt" {
+				v.LockReason = h
+			}
+		}
+	}
+	if r.SettingsLocked(at) {
+		u := *r.Lock.SettingsUnlockAt
+		v.SettingsLocked, v.SettingsUnlockAt = true, &u
+	}
+	return v
+}

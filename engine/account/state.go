@@ -67,6 +67,7 @@ func Apply(s *State, e events.Event) *State {
 	case ev.OrderFilled:
 		s.Balance = e.Balance
 		s.Realized = s.Realized.Add(e.Realized)
+		riskFilled(s, e)
 		if e.Position.Quantity.IsZero() {
 			delete(s.Positions, e.Instrument)
 		} else {
@@ -98,7 +99,7 @@ func Apply(s *State, e events.Event) *State {
 	case ev.BalanceChanged:
 		s.Balance = e.Balance
 		if e.ReferenceID != "" {
-			s.References[e.ReferenceID] = e.Op
+			s.References[e.ReferenceID] = e.Digest
 		}
 	default:
 		applyRisk(s, e)

@@ -102,6 +102,8 @@ type BalanceChanged struct {
 	Op          string         `json:"op"`
 	Amount      events.Decimal `json:"amount"`
 	Balance     events.Decimal `json:"balance"` // after
+	Currency    string         `json:"currency,omitempty"`
+	Digest      string         `json:"digest,omitempty"` // of the request, for same-key-same-body checks
 	At          time.Time      `json:"at"`
 }
 
@@ -115,7 +117,7 @@ func (BalanceChanged) Type() string { return "account.balance_changed.v1" }
 
 // Registry lists the account event types.
 func Registry() events.Registry {
-	return events.Registry{
+	return events.Merge(events.Registry{
 		Opened{}.Type():         events.Of[Opened](),
 		OrderPlaced{}.Type():    events.Of[OrderPlaced](),
 		OrderFilled{}.Type():    events.Of[OrderFilled](),
@@ -123,5 +125,5 @@ func Registry() events.Registry {
 		OrderReplaced{}.Type():  events.Of[OrderReplaced](),
 		StopTriggered{}.Type():  events.Of[StopTriggered](),
 		BalanceChanged{}.Type(): events.Of[BalanceChanged](),
-	}
+	}, firmRegistry(), riskRegistry())
 }

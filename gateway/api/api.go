@@ -86,7 +86,7 @@ func (d *Deps) unknownBroker(named bool, broker string, err error) error {
 	if named {
 		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown broker", Params: map[string]any{"broker": broker}}
 	}
-	return httpx.Errorf(http.StatusBadRequest, "account_unresolved", "the caller has no account on the default broker; name one with broker and account")
+	return httpx.Errorf(http.StatusBadRequest, "invalid_request", "the caller has no account on the default broker; name one with broker and account")
 }
 
 // firstOn is the tenant's first account (in id order) on broker: the default account.

@@ -1,20 +1,16 @@
 package apptest
 
 import (
-	"os"
 	"testing"
+
+	"github.com/svc/engine/projections/postgres/pgtest"
 )
 
-// PostgresURL is DATABASE_URL; without it the test is skipped, except under
-// CI=true, where a missing database fails the test.
+// PostgresURL is DATABASE_URL with search_path set to a fresh schema of its
+// own (t_<random>), dropped when the test ends; each call makes a new one.
+// Without DATABASE_URL the test is skipped, except under CI=true, where a
+// missing database fails the test.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("DATABASE_URL is not set under CI: the PostgreSQL tests must run")
-		}
-		t.Skip("DATABASE_URL not set; PostgreSQL tests need a database")
-	}
-	return u
+	return pgtest.URL(t)
 }
