@@ -1,0 +1,158 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/postgres"
+	"github.com/svc/engine/projections/postgres/pgtest"
+	"github.com/svc/engine/projections/storetest"
+	schema "github.com/svc/engine/schema/postgres"
+)
+
+var ctx = context.Background()
+
+func open(t testing.TB) projections.Store {
+	return openURL(t, pgtest.URL(t))
+}
+
+func openURL(t testing.TB, url string) *postgres.Store {
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestStoreContract(t *testing.T) {
+	storetest.Run(t, open)
+}
+
+func BenchmarkCore(b *testing.B) {
+	storetest.BenchCore(b, open)
+}
+
+func TestMigrationsAreNumberedAndRerunnable(t *testing.T) {
+	ms, err := postgres.LoadMigrations(schema.Migrations)
+	if err != nil || len(ms) == 0 || ms[0].Version != 1 {
+		t.Fatalf("migrations %+v: %v", ms, err)
+	}
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version <= ms[i-1].Version {
+			t.Fatalf("migrations out of order: %s after %s", ms[i].Name, ms[i-1].Name)
+		}
+	}
+	url := pgtest.URL(t)
+	// Two nodes starting at once on an empty database: both succeed, the
+	// migrations run once.
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			s, err := postgres.Open(ctx, url)
+			if err == nil {
+				s.Close()
+			}
+			errc <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	applied, err := postgres.Migrate(ctx, pool, ms)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("re-run applied %v: %v", applied, err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(ms) {
+		t.Fatalf("schema_migrations has %d rows, want %d: %v", n, len(ms), err)
+	}
+	// A later migration applies on top, once.
+	more := append(slices.Clone(ms), postgres.Migration{Version: 999, Name: "999_test.sql",
+		SQL: "CREATE TABLE t999 (a int); CREATE INDEX ON t999 (a);"})
+	for want := range 2 {
+		applied, err := postgres.Migrate(ctx, pool, more)
+		if err != nil || len(applied) != 1-want {
+			t.Fatalf("run %d applied %v: %v", want, applied, err)
+		}
+	}
+	// A failing migration leaves nothing behind.
+	bad := append(slices.Clone(more), postgres.Migration{Version: 1000, Name: "1000_bad.sql",
+		SQL: "CREATE TABLE t1000 (a int); SELECT no_such_function();"})
+	if _, err := postgres.Migrate(ctx, pool, bad); err == nil {
+		t.Fatal("a failing migration succeeded")
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('t1000') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Fatalf("failed migration left its table: %v %v", exists, err)
+	}
+}
+
+func TestLoadMigrationsRejectsBadNames(t *testing.T) {
+	for _, fsys := range []fstest.MapFS{
+		{"store.sql": {Data: []byte("SELECT 1")}},
+		{"001_a.sql": {Data: []byte("SELECT 1")}, "1_b.sql": {Data: []byte("SELECT 1")}},
+	} {
+		if _, err := postgres.LoadMigrations(fsys); err == nil {
+			t.Errorf("LoadMigrations(%v) succeeded", fsys)
+		}
+	}
+}
+
+// TestWritersShareOneDatabase: two stores (two nodes) on one database. A
+// store never folds on top of documents it remembers but another wrote over.
+func TestWritersShareOneDatabase(t *testing.T) {
+	url := pgtest.URL(t)
+	s1, s2 := openURL(t, url), openURL(t, url)
+	inc := func(s projections.Store, seq uint64) error {
+		return s.Update(ctx, seq, func(tx projections.Tx) error {
+			var n int
+			if _, err := tx.Get("c", "n", &n); err != nil {
+				return err
+			}
+			return tx.Put("c", "n", n+1)
+		})
+	}
+	for seq, s := range []projections.Store{s1, s1, s2, s1, s2, s2, s1} {
+		if err := inc(s, uint64(seq+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sequences already applied by the other node are skipped.
+	if err := inc(s1, 7); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if ok, err := s2.Get(ctx, "c", "n", &n); err != nil || !ok || n != 7 {
+		t.Fatalf("n = %d (%v %v), want 7", n, ok, err)
+	}
+	boom := errors.New("boom")
+	err := s1.Update(ctx, 8, func(tx projections.Tx) error {
+		if err := tx.Put("c", "n", 100); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if err := inc(s1, 9); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s2.Get(ctx, "c", "n", &n); err != nil || !ok || n != 8 {
+		t.Fatalf("n = %d (%v %v), want 8", n, ok, err)
+	}
+}

@@ -1,0 +1,404 @@
+// Package postgres is the PostgreSQL projections.Store, through pgx/v5.
+//
+// Documents live in one table, docs(coll, key, doc json), keyed by
+// (coll, key) with keys in byte order (COLLATE "C"), so List is a keyset
+// read on the primary key in the order Go compares strings. Update buffers
+// the transaction's writes in memory (Tx.Get reads the buffer first) and
+// sends them at the end in one round trip, together with the checkpoint,
+// then commits: a batch of commits costs a few round trips, not one per write.
+// Reads outside Update see committed data only.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/svc/engine/projections"
+	schema "github.com/svc/engine/schema/postgres"
+)
+
+// Projection is the checkpoint name Open uses; it never changes, since it
+// names the read models' durable position in the log.
+const Projection = "core"
+
+// pageSize bounds the rows one List round trip reads; List reads page by page
+// and calls its callback with no connection held, so the callback may read the
+// store again.
+const pageSize = 256
+
+// Store is a projections.Store in PostgreSQL. It is safe for concurrent use;
+// concurrent Updates serialize on the checkpoint row.
+type Store struct {
+	pool  *pgxpool.Pool
+	name  string
+	wmu   sync.Mutex // serializes this process's Updates; guards cache
+	cache cache
+}
+
+// Open connects to url, applies the migrations of schema/postgres and returns
+// the store of the projection named Projection. Tables are created in the
+// first schema of the connection's search_path (e.g. ?search_path=s in url).
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s, err := New(ctx, pool, Projection)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New migrates the database behind pool and returns the store of the named
+// projection. The store owns pool: Close closes it.
+func New(ctx context.Context, pool *pgxpool.Pool, name string) (*Store, error) {
+	ms, err := LoadMigrations(schema.Migrations)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if _, err := Migrate(ctx, pool, ms); err != nil {
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO checkpoints (name, seq) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, name); err != nil {
+		return nil, fmt.Errorf("postgres: checkpoint: %w", err)
+	}
+	s := &Store{pool: pool, name: name}
+	s.cache.reset()
+	return s, nil
+}
+
+// Pool is the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close implements projections.Store; it closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Checkpoint implements projections.Store.
+func (s *Store) Checkpoint(ctx context.Context) (uint64, error) {
+	var seq int64
+	if err := s.pool.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1`, s.name).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("postgres: checkpoint: %w", err)
+	}
+	return uint64(seq), nil
+}
+
+type docKey struct{ coll, key string }
+
+type entryState uint8
+
+const (
+	stateClean   entryState = iota // read from the database, unchanged
+	stateAbsent                    // read from the database: no such document
+	statePut                       // written in this transaction
+	stateDeleted                   // deleted in this transaction
+)
+
+// entry is one document as the transaction knows it: as read (doc, hidden,
+// decoded on every Get) or as Put (val, which later Gets copy as the memory
+// store does, without decoding). A Put value is encoded at flush, once,
+// however often the transaction rewrote it.
+type entry struct {
+	state       entryState
+	doc, hidden []byte
+	val         reflect.Value // statePut: a copy of the value
+}
+
+// tx buffers one Update's reads and writes; it is used by one goroutine.
+type tx struct {
+	ctx   context.Context
+	db    pgx.Tx
+	buf   map[docKey]*entry
+	cache *cache
+}
+
+func (t *tx) Get(coll, key string, v any) (bool, error) {
+	k := docKey{coll, key}
+	e, ok := t.buf[k]
+	if !ok {
+		e, ok = t.cache.get(k)
+		if ok {
+			t.buf[k] = e
+		}
+	}
+	if !ok {
+		e = &entry{}
+		err := t.db.QueryRow(t.ctx, `SELECT doc, hidden FROM docs WHERE coll = $1 AND key = $2`, coll, key).Scan(&e.doc, &e.hidden)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			e.state = stateAbsent
+		case err != nil:
+			return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+		}
+		t.buf[k] = e
+	}
+	if e.state == stateAbsent || e.state == stateDeleted {
+		return false, nil
+	}
+	dst := reflect.ValueOf(v)
+	if dst.Kind() != reflect.Pointer || dst.IsNil() {
+		return false, fmt.Errorf("postgres: decode into %T: not a pointer", v)
+	}
+	if e.val.IsValid() && e.val.Type() == dst.Elem().Type() {
+		dst.Elem().Set(e.val)
+		return true, nil
+	}
+	if e.doc == nil { // Put as another type: go through the stored form
+		var err error
+		if e.doc, e.hidden, err = encode(e.val.Interface()); err != nil {
+			return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+		}
+	}
+	return true, decode(e.doc, e.hidden, v)
+}
+
+func (t *tx) Put(coll, key string, v any) error {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() || rv.Kind() == reflect.Pointer {
+		return fmt.Errorf("postgres: put %s/%s: nil value", coll, key)
+	}
+	t.buf[docKey{coll, key}] = &entry{state: statePut, val: reflect.ValueOf(rv.Interface())}
+	return nil
+}
+
+func (t *tx) Delete(coll, key string) error {
+	k := docKey{coll, key}
+	if e, ok := t.buf[k]; ok && e.state == stateAbsent {
+		return nil // known not to exist
+	}
+	t.buf[k] = &entry{state: stateDeleted}
+	return nil
+}
+
+const (
+	upsertSQL = `INSERT INTO docs (coll, key, doc, hidden)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::json[], $4::json[])
+		ON CONFLICT (coll, key) DO UPDATE SET doc = EXCLUDED.doc, hidden = EXCLUDED.hidden`
+	deleteSQL = `DELETE FROM docs d USING unnest($1::text[], $2::text[]) AS x(coll, key)
+		WHERE d.coll = x.coll AND d.key = x.key`
+)
+
+// flush sends the buffered writes and the new checkpoint in one batch.
+func (t *tx) flush(name string, seq uint64) error {
+	keys := make([]docKey, 0, len(t.buf))
+	for k, e := range t.buf {
+		if e.state == statePut || e.state == stateDeleted {
+			keys = append(keys, k)
+		}
+	}
+	// Key order: writers touching the same rows lock them in one order.
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].coll != keys[j].coll {
+			return keys[i].coll < keys[j].coll
+		}
+		return keys[i].key < keys[j].key
+	})
+	var pc, pk, dc, dk []string
+	var docs, hidden [][]byte
+	for _, k := range keys {
+		e := t.buf[k]
+		if e.state == statePut {
+			doc, hid, err := encode(e.val.Interface())
+			if err != nil {
+				return fmt.Errorf("put %s/%s: %w", k.coll, k.key, err)
+			}
+			pc, pk = append(pc, k.coll), append(pk, k.key)
+			docs, hidden = append(docs, doc), append(hidden, hid)
+		} else {
+			dc, dk = append(dc, k.coll), append(dk, k.key)
+		}
+	}
+	b := &pgx.Batch{}
+	if len(dc) > 0 {
+		b.Queue(deleteSQL, dc, dk)
+	}
+	if len(pc) > 0 {
+		b.Queue(upsertSQL, pc, pk, docs, hidden)
+	}
+	b.Queue(`UPDATE checkpoints SET seq = $2 WHERE name = $1`, name, int64(seq))
+	return t.db.SendBatch(t.ctx, b).Close()
+}
+
+// Update implements projections.Store: fn's writes and the checkpoint commit
+// together or not at all; a seq at or below the checkpoint is skipped.
+func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) error) error {
+	if seq > math.MaxInt64 {
+		return fmt.Errorf("postgres: sequence %d out of range", seq)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	db, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer db.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	var cp int64
+	if err := db.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1 FOR UPDATE`, s.name).Scan(&cp); err != nil {
+		return fmt.Errorf("postgres: checkpoint: %w", err)
+	}
+	if seq <= uint64(cp) {
+		return nil
+	}
+	if s.cache.seq != uint64(cp) {
+		s.cache.reset() // written by someone else since, or never
+	}
+	t := &tx{ctx: ctx, db: db, buf: map[docKey]*entry{}, cache: &s.cache}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.flush(s.name, seq); err != nil {
+		return fmt.Errorf("postgres: write up to %d: %w", seq, err)
+	}
+	if err := db.Commit(ctx); err != nil {
+		s.cache.reset()
+		return fmt.Errorf("postgres: commit up to %d: %w", seq, err)
+	}
+	s.cache.commit(seq, t.buf)
+	return nil
+}
+
+// Get implements projections.Store.
+func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) {
+	var doc, hidden []byte
+	err := s.pool.QueryRow(ctx, `SELECT doc, hidden FROM docs WHERE coll = $1 AND key = $2`, coll, key).Scan(&doc, &hidden)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+	}
+	return true, decode(doc, hidden, v)
+}
+
+// prefixEnd is the least string above every string that starts with p, or ""
+// when there is none: p with its last rune incremented (UTF-8 preserves code
+// point order byte-wise), after dropping trailing U+10FFFF runes.
+func prefixEnd(p string) string {
+	for p != "" {
+		r, size := utf8.DecodeLastRuneInString(p)
+		p = p[:len(p)-size]
+		if r == utf8.RuneError && size <= 1 {
+			// Not UTF-8; PostgreSQL text cannot hold it, so neither can a key.
+			continue
+		}
+		switch {
+		case r == utf8.MaxRune:
+			continue
+		case r == 0xD7FF:
+			r = 0xE000 // skip the surrogates
+		default:
+			r++
+		}
+		return p + string(r)
+	}
+	return ""
+}
+
+// where renders the conditions selecting prefix and, with after, the keys
+// past after in the scan direction; args start with coll.
+func where(coll, prefix string, after *string, reverse bool) (string, []any) {
+	var sb strings.Builder
+	args := []any{coll}
+	sb.WriteString("coll = $1")
+	if prefix != "" {
+		args = append(args, prefix)
+		fmt.Fprintf(&sb, " AND key >= $%d", len(args))
+		if end := prefixEnd(prefix); end != "" {
+			args = append(args, end)
+			fmt.Fprintf(&sb, " AND key < $%d", len(args))
+		}
+	}
+	if after != nil {
+		args = append(args, *after)
+		op := ">"
+		if reverse {
+			op = "<"
+		}
+		fmt.Fprintf(&sb, " AND key %s $%d", op, len(args))
+	}
+	return sb.String(), args
+}
+
+type row struct {
+	key         string
+	doc, hidden []byte
+}
+
+// List implements projections.Store. It reads pageSize rows per query and
+// calls fn after each page is read, so fn runs with no connection held.
+func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
+	var after *string
+	if q.After != "" {
+		a := q.After
+		after = &a
+	}
+	order := "ASC"
+	if q.Reverse {
+		order = "DESC"
+	}
+	left := q.Limit
+	for {
+		n := pageSize
+		if q.Limit > 0 && left < n {
+			n = left
+		}
+		cond, args := where(coll, q.Prefix, after, q.Reverse)
+		args = append(args, n)
+		sql := fmt.Sprintf(`SELECT key, doc, hidden FROM docs WHERE %s ORDER BY key %s LIMIT $%d`, cond, order, len(args))
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return fmt.Errorf("postgres: list %s: %w", coll, err)
+		}
+		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			err := r.Scan(&x.key, &x.doc, &x.hidden)
+			return x, err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: list %s: %w", coll, err)
+		}
+		for _, x := range page {
+			if err := fn(x.key, func(v any) error { return decode(x.doc, x.hidden, v) }); err != nil {
+				return err
+			}
+		}
+		if len(page) < n {
+			return nil
+		}
+		if q.Limit > 0 {
+			if left -= len(page); left <= 0 {
+				return nil
+			}
+		}
+		last := page[len(page)-1].key
+		after = &last
+	}
+}
+
+// Count implements projections.Store.
+func (s *Store) Count(ctx context.Context, coll, prefix string) (int, error) {
+	cond, args := where(coll, prefix, nil, false)
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM docs WHERE `+cond, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count %s: %w", coll, err)
+	}
+	return int(n), nil
+}

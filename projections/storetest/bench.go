@@ -1,0 +1,117 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	"github.com/svc/engine/projections"
+)
+
+// BenchAccounts is how many accounts BenchCore spreads its orders over.
+const BenchAccounts = 64
+
+// BenchCore folds b.N commits through projections.Core into a store from
+// open, in batches of projections.MaxBatch as the projector does, and reports
+// commits/s. Each commit is a market order placed and filled in one commit,
+// as the paper book makes them: it writes the order, its sequence index, the
+// fill, the position, the day's PnL and the account.
+func BenchCore(b *testing.B, open Factory) {
+	s := open(b)
+	p := projections.NewProjector(s, nil, projections.Core)
+	ctx := context.Background()
+	g := newGen()
+	if err := p.ApplyBatch(ctx, g.opens()); err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]events.Committed, 0, projections.MaxBatch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += len(batch) {
+		b.StopTimer()
+		batch = batch[:0]
+		for i := 0; i < projections.MaxBatch && done+i < b.N; i++ {
+			batch = append(batch, g.trade())
+		}
+		b.StartTimer()
+		if err := p.ApplyBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	fills, err := s.Count(ctx, projections.CollFill, "")
+	if err != nil || fills != b.N {
+		b.Fatalf("%d fills after %d commits: %v", fills, b.N, err)
+	}
+}
+
+type gen struct {
+	seq  uint64
+	n    int
+	at   time.Time
+	qty  []events.Decimal // position per account
+	bal  []events.Decimal
+	px   events.Decimal
+	step events.Decimal
+}
+
+func newGen() *gen {
+	g := &gen{at: time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC), px: dec("65000.5"), step: dec("0.5")}
+	for range BenchAccounts {
+		g.qty = append(g.qty, dec("0"))
+		g.bal = append(g.bal, dec("50000"))
+	}
+	return g
+}
+
+func accountID(i int) string { return fmt.Sprintf("01JBENCHACCOUNT%011d", i) }
+
+func (g *gen) commit(acct int, es ...events.Event) events.Committed {
+	g.seq++
+	g.at = g.at.Add(time.Millisecond)
+	return events.Committed{Subject: evacct.Subject(accountID(acct)), Seq: g.seq,
+		Commit: events.Commit{CommandID: fmt.Sprintf("cmd-%d", g.seq), At: g.at, Events: es}}
+}
+
+func (g *gen) opens() []events.Committed {
+	var out []events.Committed
+	for i := range BenchAccounts {
+		out = append(out, g.commit(i, evacct.Opened{AccountID: accountID(i), TenantID: "tenant", Broker: "paper",
+			AccountNumber: fmt.Sprintf("PA%06d", i), Label: "Demo", Currency: "USD", StartingBalance: dec("50000"),
+			Kind: "demo", At: g.at}))
+	}
+	return out
+}
+
+// trade is the next market order of the next account, filled at once; the
+// accounts alternate buying and selling one lot, so positions open and close.
+func (g *gen) trade() events.Committed {
+	a := g.n % BenchAccounts
+	g.n++
+	side, q := "buy", dec("1")
+	if !g.qty[a].IsZero() {
+		side, q = "sell", dec("-1")
+	}
+	if g.n%7 == 0 {
+		g.px = g.px.Add(g.step)
+	}
+	g.qty[a] = g.qty[a].Add(q)
+	realized := dec("0")
+	if side == "sell" {
+		realized = g.step
+	}
+	g.bal[a] = g.bal[a].Add(realized)
+	id := fmt.Sprintf("ord-%d", g.seq+1)
+	at := g.at.Add(time.Millisecond)
+	return g.commit(a,
+		evacct.OrderPlaced{Order: evacct.Order{BrokerOrderID: id, ClientOrderID: "c-" + id, Instrument: "BTC-PERP",
+			Side: side, OrderType: "market", Quantity: dec("1"), TimeInForce: "day", CreatedAt: at}},
+		evacct.OrderFilled{BrokerOrderID: id, FillID: id + "-1", Instrument: "BTC-PERP", Side: side, Quantity: dec("1"),
+			Price: g.px, Realized: realized, Position: evacct.Position{Instrument: "BTC-PERP", Quantity: g.qty[a],
+				AvgPrice: g.px, Multiplier: dec("1")}, Balance: g.bal[a], OrderFilled: dec("1"), OrderAvgPrice: g.px,
+			Done: true, Quote: &g.px, At: at})
+}
