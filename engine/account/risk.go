@@ -15,8 +15,9 @@ import (
 // than any trading week, so a week's PnL can always be summed.
 const RealizedWindow = 8 * 24 * time.Hour
 
-// Realized is the realized PnL of one fill.
+// Realized is the realized PnL of one fill; N counts the account's fills.
 type Realized struct {
+	N      uint64
 	At     time.Time
 	Amount events.Decimal
 }
@@ -32,11 +33,13 @@ type Risk struct {
 	// Latches maps a fired control to the start of the period it fired in: it
 	// does not fire again in that period.
 	Latches map[string]time.Time
-	// CountFrom is the newest manual unlock: within the periods it falls in,
-	// the controls count from it.
-	CountFrom  time.Time
-	Fills      []Realized // realized PnL of the fills of the last RealizedWindow, in log order
-	EvalBreach bool       // an eval_breach lock stands
+	// CountFrom is the newest manual unlock and CountFromFill the fills
+	// before it: within the periods it falls in, the controls count from it.
+	CountFrom     time.Time
+	CountFromFill uint64
+	FillCount     uint64
+	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order
+	EvalBreach    bool       // an eval_breach lock stands
 }
 
 // applyRisk folds risk events.
@@ -55,7 +58,7 @@ func applyRisk(s *State, e events.Event) {
 	case ev.RiskUnlocked:
 		r.Lock = nil
 		if e.Reason == "manual" {
-			r.Latches, r.CountFrom = nil, e.At
+			r.Latches, r.CountFrom, r.CountFromFill = nil, e.At, r.FillCount
 		}
 	case ev.EvaluationBreached:
 		r.EvalBreach = true
@@ -67,8 +70,9 @@ func applyRisk(s *State, e events.Event) {
 // riskFilled keeps a fill's realized PnL for the period sums.
 func riskFilled(s *State, e ev.OrderFilled) {
 	r := &s.Risk
+	r.FillCount++
 	if !e.Realized.IsZero() {
-		r.Fills = append(r.Fills, Realized{At: e.At, Amount: e.Realized})
+		r.Fills = append(r.Fills, Realized{N: r.FillCount, At: e.At, Amount: e.Realized})
 	}
 	cut := 0
 	for cut < len(r.Fills) && e.At.Sub(r.Fills[cut].At) > RealizedWindow {
@@ -79,11 +83,12 @@ func riskFilled(s *State, e ev.OrderFilled) {
 	}
 }
 
-// RealizedSince sums the realized PnL of the fills at or after t.
-func (r *Risk) RealizedSince(t time.Time) events.Decimal {
+// RealizedIn sums the realized PnL of the fills a control of the period
+// starting at start counts: those at or after start and after the newest manual unlock.
+func (r *Risk) RealizedIn(start time.Time) events.Decimal {
 	sum := events.Int(0)
 	for _, f := range r.Fills {
-		if !f.At.Before(t) {
+		if !f.At.Before(start) && f.N > r.CountFromFill {
 			sum = sum.Add(f.Amount)
 		}
 	}
@@ -109,14 +114,6 @@ func (r *Risk) Latched(control string, start time.Time) bool {
 // Periods are the trading day and week containing at, in the account's calendar.
 func (r *Risk) Periods(at time.Time) (day, week calendar.Period) {
 	return calendar.Day(r.Calendar, at), calendar.Week(r.Calendar, at)
-}
-
-// From is where a control of a period starting at start counts from.
-func (r *Risk) From(start time.Time) time.Time {
-	if r.CountFrom.After(start) {
-		return r.CountFrom
-	}
-	return start
 }
 
 // EODAt is the end-of-day close moment of trading day d, and whether the control is set.
@@ -175,7 +172,7 @@ func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decima
 	var dayPnl, weekPnl *events.Decimal
 	pnl := func(p calendar.Period, cache **events.Decimal) events.Decimal {
 		if *cache == nil {
-			v := r.RealizedSince(r.From(p.Start)).Add(unreal)
+			v := r.RealizedIn(p.Start).Add(unreal)
 			*cache = &v
 		}
 		return **cache
