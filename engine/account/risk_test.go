@@ -284,8 +284,8 @@ func TestLockedAccountAcceptsOnlyReductions(t *testing.T) {
 		t.Fatalf("working %v positions %v", a.s.Working, a.s.Positions)
 	}
 	a.refused(buy("b3", "1", quotes("100", "101")), 423, "risk_locked")
-	a.refused(limit("l2", "sell", "1", "90", quotes("100", "101")), 423, "risk_locked")  // may add exposure later
-	a.refused(sell("s2", "4", quotes("100", "101")), 423, "risk_locked")                 // flips the position
+	a.refused(limit("l2", "sell", "1", "90", quotes("100", "101")), 423, "risk_locked") // may add exposure later
+	a.refused(sell("s2", "4", quotes("100", "101")), 423, "risk_locked")                // flips the position
 	a.refused(&trading.Reverse{Instrument: "BTC-PERP", ClientOrderID: "r1", Market: quotes("100", "101")}, 423, "risk_locked")
 	ro := limit("l3", "sell", "1", "500", quotes("100", "101"))
 	ro.ReduceOnly = true
