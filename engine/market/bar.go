@@ -78,16 +78,12 @@ func (b *Bar) AppendJSON(dst []byte) []byte {
 // fractional zeros ("64998.50" as "64998.5").
 func AppendDecimal(dst []byte, d *apd.Decimal) []byte {
 	dst = append(dst, '"')
-	if d.Exponent >= 0 {
-		dst = d.Append(dst, 'f')
-		return append(dst, '"')
-	}
-	var r apd.Decimal
-	r.Reduce(d)
-	if r.Exponent > 0 {
-		dst = d.Append(dst, 'f')
-	} else {
+	if d.Exponent < 0 {
+		var r apd.Decimal
+		r.Reduce(d)
 		dst = r.Append(dst, 'f')
+	} else {
+		dst = d.Append(dst, 'f')
 	}
 	return append(dst, '"')
 }
