@@ -20,6 +20,7 @@ import (
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/paper"
+	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -64,6 +65,7 @@ type Engine struct {
 	tenants  *mailbox.Group[*tenant.State]
 	firms    *mailbox.Group[*firm.State] // back office (backoffice.go)
 	paper    *paper.Reactor
+	risk     *risk.Reactor // risk controls (riskwire.go)
 	stopFeed func()
 }
 
@@ -79,13 +81,17 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, reg: Registry()}
 	e.paper = paper.New(e.wake)
+	e.risk = risk.New(cfg.Now, e.riskExec)
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
 		Name:    "account",
 		Subject: evacct.Subject,
 		New:     account.New,
 		Decide:  account.Decide,
 		Apply:   account.Apply,
-		After:   func(id string, s *account.State, _ events.Committed) { e.paper.Track(id, triggers(s)) },
+		After: func(id string, s *account.State, c events.Committed) {
+			e.paper.Track(id, triggers(s))
+			e.risk.Track(id, s, c.Seq)
+		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 	e.firms = newFirms(cfg, e.reg)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
@@ -138,8 +144,13 @@ func (e *Engine) Start(ctx context.Context) (uint64, error) {
 	for id, s := range accts {
 		e.accounts.Seed(id, s, revs[id])
 		e.paper.Track(id, triggers(s))
+		e.risk.Track(id, s, revs[id])
 	}
-	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) { e.paper.OnQuote(q.Instrument, q.Bid, q.Ask) })
+	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) {
+		e.paper.OnQuote(q.Instrument, q.Bid, q.Ask)
+		e.risk.OnQuote(q.Instrument, q.Bid, q.Ask)
+	})
+	e.risk.Start()
 	return last, nil
 }
 
@@ -148,6 +159,7 @@ func (e *Engine) Close() {
 	if e.stopFeed != nil {
 		e.stopFeed()
 	}
+	e.risk.Close()
 	e.accounts.Close()
 	e.tenants.Close()
 	e.firms.Close()
@@ -221,6 +233,7 @@ func (e *Engine) prepare(cmd commands.Command) error {
 		}
 		c.Market = e.market()
 	}
+	e.prepareRisk(cmd)
 	return nil
 }
 
@@ -229,7 +242,11 @@ func (e *Engine) Account(ctx context.Context, accountID string, env commands.Env
 	if err := e.prepare(env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}
-	return e.accounts.Execute(ctx, accountID, env)
+	if err := e.guard(ctx, accountID, env.Cmd); err != nil {
+		return mailbox.Result{}, err
+	}
+	res, err := e.accounts.Execute(ctx, accountID, env)
+	return res, risk.FailClosed(err)
 }
 
 // Advise decides cmd on the account without committing: the refusal it would meet, or nil.
@@ -238,7 +255,7 @@ func (e *Engine) Advise(ctx context.Context, accountID string, env commands.Enve
 		return err
 	}
 	_, err := e.accounts.DryRun(ctx, accountID, env)
-	return err
+	return risk.FailClosed(err)
 }
 
 // InspectAccount runs fn on the account's live state in its mailbox goroutine.
