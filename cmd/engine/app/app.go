@@ -22,6 +22,7 @@ import (
 	"github.com/svc/engine/gateway"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
+	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
 	"github.com/svc/engine/projections"
 	"github.com/svc/engine/projections/memory"
@@ -110,6 +111,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core)
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Sim}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
+	riskgw.Wire(a.Engine, a.Hub)
 	a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "engine_projection_lag", Help: "Commits in the log not yet applied to the read models."}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

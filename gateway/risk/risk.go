@@ -1,0 +1,225 @@
+// Package risk serves /api/risk: read the five controls with the lock, replace
+// the controls in one write, and the trader's manual unlock.
+package risk
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	rcmd "github.com/svc/engine/commands/risk"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/account"
+	erisk "github.com/svc/engine/engine/risk"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/stream"
+	"github.com/svc/engine/projections"
+)
+
+// Routes registers the risk routes on r (already behind a Trading API key).
+func Routes(r *mux.Router, d *api.Deps) {
+	h := &handlers{d}
+	r.Handle("/api/risk", httpx.Serve(httpx.Trading, h.get)).Methods(http.MethodGet)
+	r.Handle("/api/risk", httpx.Serve(httpx.Trading, h.put)).Methods(http.MethodPut)
+	r.Handle("/api/risk/unlock", httpx.Serve(httpx.Trading, h.unlock)).Methods(http.MethodPost)
+}
+
+// Number renders an exact decimal as a JSON number (the RiskLock's numbers), never through a float.
+type Number struct{ events.Decimal }
+
+// MarshalJSON writes the decimal's digits unquoted.
+func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.String()), nil }
+
+func number(d *events.Decimal) *Number {
+	if d == nil {
+		return nil
+	}
+	return &Number{*d}
+}
+
+// Settings is the RiskLock's settings object.
+type Settings struct {
+	Broker                        string  `json:"broker"`
+	AccountNumber                 string  `json:"accountNumber"`
+	DailyLossEnabled              bool    `json:"dailyLossEnabled"`
+	DailyLossValue                *Number `json:"dailyLossValue"`
+	WeeklyLossEnabled             bool    `json:"weeklyLossEnabled"`
+	WeeklyLossValue               *Number `json:"weeklyLossValue"`
+	DailyProfitEnabled            bool    `json:"dailyProfitEnabled"`
+	DailyProfitValue              *Number `json:"dailyProfitValue"`
+	WeeklyProfitEnabled           bool    `json:"weeklyProfitEnabled"`
+	WeeklyProfitValue             *Number `json:"weeklyProfitValue"`
+	EODCloseEnabled               bool    `json:"eodCloseEnabled"`
+	EODCloseValue                 *Number `json:"eodCloseValue"`
+	LockSettingsWhenTradingLocked bool    `json:"lockSettingsWhenTradingLocked"`
+	UpdatedAt                     int64   `json:"updatedAt"`
+}
+
+// RiskLock is the spec's RiskLock resource.
+type RiskLock struct {
+	Broker           string     `json:"broker"`
+	AccountNumber    string     `json:"accountNumber"`
+	TradingLocked    bool       `json:"tradingLocked"`
+	SettingsLocked   bool       `json:"settingsLocked"`
+	FlattenConfirmed bool       `json:"flattenConfirmed"`
+	LockReason       *string    `json:"lockReason"`
+	LockWindow       any        `json:"lockWindow"` // always null
+	TradingUnlockAt  *time.Time `json:"tradingUnlockAt"`
+	SettingsUnlockAt *time.Time `json:"settingsUnlockAt"`
+	TriggerPnl       *Number    `json:"triggerPnl"`
+	Monitoring       string     `json:"monitoring"`
+	Settings         Settings   `json:"settings"`
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Render is the RiskLock of a lock view.
+func Render(v account.LockView) RiskLock {
+	st := v.Settings
+	l := RiskLock{Broker: v.Broker, AccountNumber: v.AccountNumber, TradingLocked: v.TradingLocked,
+		SettingsLocked: v.SettingsLocked, FlattenConfirmed: v.FlattenConfirmed,
+		TradingUnlockAt: utc(v.TradingUnlockAt), SettingsUnlockAt: utc(v.SettingsUnlockAt),
+		TriggerPnl: number(v.TriggerPnl), Monitoring: v.Monitoring,
+		Settings: Settings{Broker: v.Broker, AccountNumber: v.AccountNumber,
+			DailyLossEnabled: st.DailyLossEnabled, DailyLossValue: number(st.DailyLossValue),
+			WeeklyLossEnabled: st.WeeklyLossEnabled, WeeklyLossValue: number(st.WeeklyLossValue),
+			DailyProfitEnabled: st.DailyProfitEnabled, DailyProfitValue: number(st.DailyProfitValue),
+			WeeklyProfitEnabled: st.WeeklyProfitEnabled, WeeklyProfitValue: number(st.WeeklyProfitValue),
+			EODCloseEnabled: st.EODCloseEnabled, EODCloseValue: number(st.EODCloseValue),
+			LockSettingsWhenTradingLocked: st.LockSettingsWhenTradingLocked}}
+	if v.LockReason != "" {
+		r := v.LockReason
+		l.LockReason = &r
+	}
+	if !v.UpdatedAt.IsZero() {
+		l.Settings.UpdatedAt = v.UpdatedAt.Unix()
+	}
+	return l
+}
+
+// Payload is the account stream's `lock` event carrying the lock as of revision rev.
+func Payload(rev uint64, v account.LockView) stream.Payload {
+	b, _ := json.Marshal(Render(v))
+	return stream.Payload{Name: "lock", ID: strconv.FormatUint(rev, 10), Data: b, Rev: rev}
+}
+
+// Read is the account's lock now, read from its live state; a state that
+// cannot be read fails closed (503 holds_unreadable).
+func Read(ctx context.Context, e *engine.Engine, accountID string) (account.LockView, uint64, error) {
+	var v account.LockView
+	var rev uint64
+	at := e.Now().UTC()
+	err := e.InspectAccount(ctx, accountID, func(s *account.State, r uint64) { v, rev = s.RiskLock(at), r })
+	if err != nil {
+		return v, 0, erisk.FailClosed(err)
+	}
+	return v, rev, nil
+}
+
+// OnConnect sends a new subscriber of the account stream the current lock.
+func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string) []stream.Payload {
+	return func(ctx context.Context, accountID string) []stream.Payload {
+		v, rev, err := Read(ctx, e, accountID)
+		if err != nil {
+			return nil
+		}
+		return []stream.Payload{Payload(rev, v)}
+	}
+}
+
+type handlers struct{ d *api.Deps }
+
+// account resolves the selectors; broker is required on the risk routes.
+func (h *handlers) account(r *http.Request) (projections.Account, error) {
+	if !r.URL.Query().Has("broker") {
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is required")
+	}
+	return h.d.Account(r)
+}
+
+func (h *handlers) answer(w http.ResponseWriter, r *http.Request, accountID string) error {
+	v, _, err := Read(r.Context(), h.d.Engine, accountID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"lock": Render(v)})
+	return nil
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.account(r)
+	if err != nil {
+		return err
+	}
+	return h.answer(w, r, a.AccountID)
+}
+
+// DecodeSettings reads a PUT /api/risk body strictly for account a: unknown
+// fields, non-numeric or negative values, a value missing for an enabled
+// control, or a broker or accountNumber naming another account are 400.
+func DecodeSettings(r *http.Request, a projections.Account) (*rcmd.SetSettings, error) {
+	var c rcmd.SetSettings
+	if err := httpx.Decode(r, &c, 0); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if (c.Broker != nil && *c.Broker != a.Broker) || (c.AccountNumber != nil && *c.AccountNumber != a.AccountNumber) {
+		return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker and accountNumber, when sent, must name the selected account")
+	}
+	return &c, nil
+}
+
+func (h *handlers) put(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.account(r)
+	if err != nil {
+		return err
+	}
+	c, err := DecodeSettings(r, a)
+	if err != nil {
+		return err
+	}
+	if _, err := h.d.Exec(r, a.AccountID, "", c); err != nil {
+		return err
+	}
+	return h.answer(w, r, a.AccountID)
+}
+
+func (h *handlers) unlock(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.account(r)
+	if err != nil {
+		return err
+	}
+	var body struct{}
+	if err := httpx.Decode(r, &body, 0); err != nil {
+		return err
+	}
+	if _, err := h.d.Exec(r, a.AccountID, "", &rcmd.Unlock{}); err != nil {
+		return err
+	}
+	return h.answer(w, r, a.AccountID)
+}
+
+// Area registers the risk routes as a gateway area (behind a Trading API key).
+func Area(d *api.Deps, trading, _, _ *mux.Router) { Routes(trading, d) }
+
+// Wire connects the account stream to the lock: a `lock` event whenever the
+// lock changes, and the current lock to every new subscriber.
+func Wire(e *engine.Engine, h *stream.Hub) {
+	h.OnConnect(OnConnect(e))
+	e.Risk().OnLock(func(accountID string, rev uint64, v account.LockView) { h.Send(accountID, Payload(rev, v)) })
+}
