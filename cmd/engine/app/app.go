@@ -25,6 +25,7 @@ import (
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
 	"github.com/svc/engine/projections"
+	firmproj "github.com/svc/engine/projections/firm"
 	"github.com/svc/engine/projections/memory"
 )
 
@@ -61,6 +62,8 @@ type App struct {
 	stopBG    context.CancelFunc
 	projDone  chan error
 	closeOnce sync.Once
+
+	backOffice *backOffice // firm back office: secret key, webhook reactor (backoffice.go)
 }
 
 // Options override parts of the wiring (tests inject a clock or step the feed by hand).
@@ -107,8 +110,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warm aggregates: %w", err)
 	}
+	if err := a.startBackOffice(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("back office: %w", err)
+	}
 
-	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core)
+	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Sim}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
 	riskgw.Wire(a.Engine, a.Hub)
@@ -159,6 +165,7 @@ func (a *App) Close() {
 			a.Hub.Close()
 		}
 		if a.Engine != nil {
+			a.stopBackOffice()
 			a.Engine.Close()
 		}
 		if a.stopBG != nil {

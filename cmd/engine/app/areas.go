@@ -9,5 +9,6 @@ import (
 func areas(a *App, cfg Config) []gateway.Area {
 	return []gateway.Area{
 		riskgw.Area,
+		a.backOfficeArea(cfg),
 	}
 }

@@ -117,6 +117,11 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 		}
 		accts = append(accts, credAccount{Broker: open.Broker, AccountNumber: open.AccountNumber, AccountID: id})
 	}
+	if firmChanged, err := bootstrapFirm(ctx, d, cfg, &creds); err != nil {
+		return fmt.Errorf("demo firm: %w", err)
+	} else if firmChanged {
+		changed = true
+	}
 	if len(accts) != len(creds.Accounts) || creds.BaseURL != cfg.BaseURL {
 		changed = true
 	}

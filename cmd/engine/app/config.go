@@ -27,6 +27,7 @@ type Config struct {
 	FeedSeed       uint64
 	LogLevel       string
 	BaseURL        string
+	BackOffice     BackOfficeConfig // firm back office (backoffice.go)
 }
 
 // ParseConfig reads settings from getenv, then flags from args.
@@ -63,6 +64,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	seed, _ := strconv.ParseUint(env("ENGINE_FEED_SEED", "42"), 10, 64)
 	fs.Uint64Var(&c.FeedSeed, "feed-seed", seed, "seed of the simulated price feed (ENGINE_FEED_SEED)")
 	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
+	fs.StringVar(&c.BackOffice.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
 	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

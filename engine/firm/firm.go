@@ -1,0 +1,204 @@
+// Package firm is the aggregate of a firm's back office: its webhook endpoints
+// and its Connect pre-registrations. Balance, halt and reconciliation state
+// live on each account's own aggregate (engine/account).
+package firm
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/svc/engine/commands"
+	fcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/events"
+	ev "github.com/svc/engine/events/firm"
+)
+
+// RegistrationLifetime is how long an unused pre-registration stays linkable.
+const RegistrationLifetime = 30 * 24 * time.Hour
+
+// Registration statuses.
+const (
+	StatusPending = "pending"
+	StatusLinked  = "linked"
+	StatusRevoked = "revoked"
+	StatusExpired = "expired"
+)
+
+// Webhook is one registered endpoint.
+type Webhook struct {
+	ID         string
+	URL        string
+	EventTypes []string
+	CreatedAt  time.Time
+	Removed    bool
+}
+
+// Registration is one pre-registration.
+type Registration struct {
+	ID            string
+	Email         string
+	AccountNumber string
+	LoginName     string
+	Provider      string
+	ExpiresAt     time.Time
+	Revoked       bool
+	LinkedAt      *time.Time
+	TraderID      string
+}
+
+// Status is the registration's status at time at.
+func (r *Registration) Status(at time.Time) string {
+	switch {
+	case r.LinkedAt != nil:
+		return StatusLinked
+	case r.Revoked:
+		return StatusRevoked
+	case !at.Before(r.ExpiresAt):
+		return StatusExpired
+	}
+	return StatusPending
+}
+
+// RegistrationKey is what makes two pre-registrations the same one.
+func RegistrationKey(email, provider, accountNumber string) string {
+	return email + "\x00" + provider + "\x00" + accountNumber
+}
+
+// State is a firm as its commits leave it.
+// Firm state is owned by its mailbox goroutine; never touch it from another.
+type State struct {
+	ID            string
+	Webhooks      map[string]*Webhook
+	Registrations map[string]*Registration
+	ByKey         map[string]string // registration key -> the newest registration's id
+}
+
+// New is the state of a firm with no commits.
+func New(id string) *State {
+	return &State{ID: id, Webhooks: map[string]*Webhook{}, Registrations: map[string]*Registration{}, ByKey: map[string]string{}}
+}
+
+// Active lists the endpoints not removed, oldest first.
+func (s *State) Active() []*Webhook {
+	var out []*Webhook
+	for _, w := range s.Webhooks {
+		if !w.Removed {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Apply folds one event into the state.
+func Apply(s *State, e events.Event) *State {
+	switch e := e.(type) {
+	case ev.WebhookRegistered:
+		s.Webhooks[e.WebhookID] = &Webhook{ID: e.WebhookID, URL: e.URL, EventTypes: e.EventTypes, CreatedAt: e.At}
+	case ev.WebhookRemoved:
+		if w, ok := s.Webhooks[e.WebhookID]; ok {
+			w.Removed = true
+		}
+	case ev.RegistrationCreated:
+		r := &Registration{ID: e.RegistrationID, Email: e.Email, AccountNumber: e.AccountNumber,
+			LoginName: e.LoginName, Provider: e.Provider, ExpiresAt: e.ExpiresAt}
+		s.Registrations[r.ID] = r
+		s.ByKey[RegistrationKey(r.Email, r.Provider, r.AccountNumber)] = r.ID
+	case ev.RegistrationRefreshed:
+		if r, ok := s.Registrations[e.RegistrationID]; ok {
+			r.ExpiresAt = e.ExpiresAt
+		}
+	case ev.RegistrationRevoked:
+		if r, ok := s.Registrations[e.RegistrationID]; ok {
+			r.Revoked = true
+		}
+	case ev.RegistrationLinked:
+		if r, ok := s.Registrations[e.RegistrationID]; ok {
+			at := e.At
+			r.LinkedAt, r.TraderID = &at, e.TraderID
+		}
+	}
+	return s
+}
+
+func notFound(what string) error {
+	return commands.Refuse(http.StatusNotFound, "not_found", what+" not found", nil)
+}
+
+// Decide runs one firm command.
+func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
+	switch c := env.Cmd.(type) {
+	case *fcmd.RegisterWebhook:
+		if w, ok := s.Webhooks[c.ID]; ok && !w.Removed {
+			return nil, nil
+		}
+		for _, w := range s.Active() {
+			if w.URL == c.URL {
+				return nil, commands.Refuse(http.StatusConflict, "webhook_exists",
+					"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
+			}
+		}
+		if len(s.Active()) >= fcmd.MaxWebhooks {
+			return nil, commands.Refuse(http.StatusConflict, "webhook_limit_reached",
+				fmt.Sprintf("a firm registers at most %d endpoints; remove one first", fcmd.MaxWebhooks),
+				map[string]any{"limit": fcmd.MaxWebhooks})
+		}
+		types := append([]string{}, c.EventTypes...)
+		return []events.Event{ev.WebhookRegistered{WebhookID: c.ID, URL: c.URL, EventTypes: types, At: env.At}}, nil
+	case *fcmd.RemoveWebhook:
+		w, ok := s.Webhooks[c.ID]
+		if !ok {
+			return nil, notFound("webhook")
+		}
+		if w.Removed {
+			return nil, nil
+		}
+		return []events.Event{ev.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
+	case *fcmd.CreateRegistration:
+		expires := env.At.Add(RegistrationLifetime)
+		if id, ok := s.ByKey[RegistrationKey(c.Email, c.Provider, c.AccountNumber)]; ok {
+			r := s.Registrations[id]
+			switch r.Status(env.At) {
+			case StatusPending, StatusExpired:
+				return []events.Event{ev.RegistrationRefreshed{RegistrationID: id, ExpiresAt: expires, At: env.At}}, nil
+			case StatusLinked:
+				return nil, nil
+			}
+		}
+		return []events.Event{ev.RegistrationCreated{RegistrationID: c.ID, Email: c.Email, AccountNumber: c.AccountNumber,
+			LoginName: c.LoginName, Provider: c.Provider, ExpiresAt: expires, At: env.At}}, nil
+	case *fcmd.RevokeRegistration:
+		r, ok := s.Registrations[c.ID]
+		if !ok {
+			return nil, notFound("registration")
+		}
+		switch r.Status(env.At) {
+		case StatusRevoked:
+			return nil, nil
+		case StatusLinked:
+			return nil, commands.Refuse(http.StatusConflict, "registration_linked",
+				"the registration was already linked; only an unused one can be revoked", nil)
+		}
+		return []events.Event{ev.RegistrationRevoked{RegistrationID: c.ID, At: env.At}}, nil
+	case *fcmd.LinkRegistration:
+		r, ok := s.Registrations[c.ID]
+		if !ok || r.Email != c.Email {
+			return nil, notFound("registration")
+		}
+		switch r.Status(env.At) {
+		case StatusLinked:
+			if r.TraderID == c.TraderID {
+				return nil, nil
+			}
+			return nil, commands.Refuse(http.StatusConflict, "registration_linked", "the registration was already linked", nil)
+		case StatusRevoked:
+			return nil, commands.Refuse(http.StatusConflict, "registration_revoked", "the firm revoked the registration", nil)
+		case StatusExpired:
+			return nil, commands.Refuse(http.StatusConflict, "registration_expired", "the registration expired; ask the firm to send it again", nil)
+		}
+		return []events.Event{ev.RegistrationLinked{RegistrationID: c.ID, TraderID: c.TraderID, At: env.At}}, nil
+	}
+	return nil, fmt.Errorf("firm: no decision for %T", env.Cmd)
+}

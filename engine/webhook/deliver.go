@@ -1,0 +1,200 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
+	fcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/events"
+	evfirm "github.com/svc/engine/events/firm"
+)
+
+// startLoop starts ep's worker; r.mu held.
+func (r *Reactor) startLoop(ep *endpoint) {
+	r.loops.Add(1)
+	go r.loop(ep)
+}
+
+// loop is one endpoint's worker: it starts queued deliveries first, then due
+// retries, at most InFlight at a time, until the endpoint is removed or Close.
+func (r *Reactor) loop(ep *endpoint) {
+	defer r.loops.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var next *delivery
+		var wait time.Duration = time.Hour
+		ep.mu.Lock()
+		if ep.inflight < r.cfg.InFlight {
+			now := r.cfg.Now()
+			switch {
+			case len(ep.ready) > 0:
+				next, ep.ready = ep.ready[0], ep.ready[1:]
+			case len(ep.retry) > 0 && !ep.retry[0].nextAt.After(now):
+				next, ep.retry = ep.retry[0], ep.retry[1:]
+			case len(ep.retry) > 0:
+				wait = ep.retry[0].nextAt.Sub(now)
+			}
+			if next != nil {
+				ep.inflight++
+			}
+		}
+		ep.mu.Unlock()
+		if next != nil {
+			r.flight.Add(1)
+			go r.attempt(ep, next)
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ep.wake:
+		case <-timer.C:
+		case <-ep.gone:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// attempt sends d once, records the outcome and, on failure with retries
+// left, schedules the next attempt.
+func (r *Reactor) attempt(ep *endpoint, d *delivery) {
+	defer r.flight.Done()
+	out := r.send(r.sendCtx, ep.tenant, ep.id, ep.url, d.body)
+	d.attempts++
+	a := evfirm.DeliveryAttempted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, EventType: d.ev.Type,
+		Attempt: d.attempts, Status: out.Status, At: r.cfg.Now().UTC()}
+	fill(&a, out)
+	retry := out.Status != "succeeded" && d.attempts <= len(r.cfg.Backoff)
+	if retry {
+		next := a.At.Add(r.cfg.Backoff[d.attempts-1])
+		a.NextAt, d.nextAt = &next, next
+	}
+	r.record(a)
+	ep.mu.Lock()
+	ep.inflight--
+	ep.mu.Unlock()
+	if retry {
+		ep.push(d)
+	} else {
+		ep.signal()
+	}
+}
+
+func fill(a *evfirm.DeliveryAttempted, out Outcome) {
+	if out.ResponseCode != nil {
+		a.ResponseCode = *out.ResponseCode
+	}
+	if out.Error != nil {
+		a.Error = *out.Error
+	}
+}
+
+// record appends an attempt to the endpoint's delivery ledger. It outlives
+// Close's cancellation so that an attempt made is an attempt recorded.
+func (r *Reactor) record(a evfirm.DeliveryAttempted) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env := commands.Envelope{ID: ulid.Make(), At: a.At, Key: a.DeliveryID, Principal: events.Principal{System: "webhook"},
+		Cmd: &fcmd.RecordAttempt{Attempt: a}}
+	if _, err := r.ledger.Execute(ctx, a.TenantID+"."+a.WebhookID, env); err != nil {
+		slog.Warn("webhook: recording an attempt", "webhook", a.WebhookID, "delivery", a.DeliveryID, "err", err)
+	}
+}
+
+// send makes one signed POST; a 2xx answer is success. Errors never carry the
+// URL (it may hold a token) or the secret.
+func (r *Reactor) send(ctx context.Context, tenant, webhookID, target string, body []byte) Outcome {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	fail := func(msg string, code *int) Outcome { return Outcome{Status: "failed", ResponseCode: code, Error: &msg} }
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return fail("invalid endpoint url", nil)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "svc-webhooks/1")
+	req.Header.Set(SignatureHeader, Sign(Secret(r.cfg.Key, tenant, webhookID), r.cfg.Now(), body))
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fail(describe(err, r.cfg.Timeout), nil)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return Outcome{Status: "succeeded", ResponseCode: &code}
+	}
+	return fail("the endpoint answered "+http.StatusText(code), &code)
+}
+
+func describe(err error, timeout time.Duration) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "no answer within " + timeout.String()
+	case errors.Is(err, context.Canceled):
+		return "the engine stopped during the attempt"
+	}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return msg
+}
+
+// Ping delivers a signed ping to an endpoint at once, records the attempt in
+// the delivery log and reports the outcome. It is never retried.
+func (r *Reactor) Ping(ctx context.Context, tenant, webhookID, target string) Outcome {
+	now := r.cfg.Now().UTC()
+	ev := Event{ID: "evt_ping_" + ulid.Make().String(), Type: evfirm.TypePing, CreatedAt: now,
+		Data: map[string]any{"webhookId": webhookID}}
+	out := r.send(ctx, tenant, webhookID, target, encode(ev))
+	a := evfirm.DeliveryAttempted{DeliveryID: ev.ID, TenantID: tenant, WebhookID: webhookID, EventType: ev.Type,
+		Attempt: 1, Status: out.Status, At: r.cfg.Now().UTC()}
+	fill(&a, out)
+	r.record(a)
+	return out
+}
+
+// Close stops taking work, lets attempts in flight finish for up to grace,
+// records them, and stops.
+func (r *Reactor) Close(grace time.Duration) {
+	r.stop()
+	r.loops.Wait()
+	done := make(chan struct{})
+	go func() { r.flight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.sendStop()
+		<-done
+	}
+	r.sendStop()
+	r.ledger.Close()
+}
+
+// Secret is the signing secret of a firm's endpoint.
+func (r *Reactor) Secret(tenant, webhookID string) string {
+	return Secret(r.cfg.Key, tenant, webhookID)
+}

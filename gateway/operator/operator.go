@@ -1,0 +1,167 @@
+// Package operator serves /api/operator/venues/{venueId}/: an authorized
+// operator's reads of balance receipts and the reconciliation hold. The
+// credential is a signed session cookie; API keys are refused, and writes
+// need a trusted Origin.
+package operator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	fcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+	fproj "github.com/svc/engine/projections/firm"
+)
+
+// Config is what the operator routes need beyond the shared dependencies.
+type Config struct {
+	SessionKey []byte // verifies session cookies
+	Now        func() time.Time
+}
+
+// Routes registers the operator routes on open (Origin check only).
+func Routes(d *api.Deps, cfg Config, open *mux.Router) {
+	h := &handlers{d: d, cfg: cfg}
+	base := "/api/operator/venues/{venueId}"
+	open.Handle(base+"/balance-ops/{referenceId}", h.serve(ScopeAccountRead, h.receipt)).Methods(http.MethodGet)
+	open.Handle(base+"/accounts/{accountNumber}/reconciliation-hold", h.serve(ScopeAccountWrite, h.hold)).Methods(http.MethodPost)
+	open.Handle(base+"/accounts/{accountNumber}/reconciliation-hold", h.serve(ScopeAccountWrite, h.release)).Methods(http.MethodDelete)
+}
+
+type handlers struct {
+	d   *api.Deps
+	cfg Config
+}
+
+type sessionKey struct{}
+
+type caller struct {
+	session Session
+	tenant  string
+}
+
+// serve admits an operator session with scope for the path's venue, then runs f.
+func (h *handlers) serve(scope string, f httpx.Handler) http.Handler {
+	return httpx.Serve(httpx.Trading, func(w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get("Authorization") != "" {
+			return httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on operator routes; sign in as an operator")
+		}
+		c, err := r.Cookie(CookieName)
+		if err != nil {
+			return httpx.Errorf(http.StatusUnauthorized, "session_required", "an operator session cookie is required")
+		}
+		s, ok := Verify(h.cfg.SessionKey, c.Value, h.cfg.Now())
+		if !ok {
+			return httpx.Errorf(http.StatusUnauthorized, "session_invalid", "the operator session is invalid or expired")
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if r.Header.Get("Origin") == "" || !h.d.Auth.OriginAllowed(r) {
+				return httpx.Errorf(http.StatusForbidden, "origin not allowed", "writes on operator routes need a trusted Origin")
+			}
+		}
+		venue := mux.Vars(r)["venueId"]
+		if s.VenueID != venue {
+			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue for this operator")
+		}
+		if !s.Has(scope) {
+			return httpx.Errorf(http.StatusForbidden, "permission_denied", "the session lacks the scope %s", scope)
+		}
+		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, fproj.CollVenue, venue)
+		if errors.Is(err, projections.ErrNotFound) {
+			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue")
+		} else if err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		ctx := context.WithValue(r.Context(), sessionKey{}, caller{session: s, tenant: tenant})
+		return f(w, r.WithContext(ctx))
+	})
+}
+
+func callerOf(r *http.Request) caller {
+	c, _ := r.Context().Value(sessionKey{}).(caller)
+	return c
+}
+
+// receipt answers a balance operation's receipt by its original reference, so
+// a backend that lost an answer can settle it.
+func (h *handlers) receipt(w http.ResponseWriter, r *http.Request) error {
+	c := callerOf(r)
+	rc, err := projections.GetInto[fproj.Receipt](r.Context(), h.d.Store, fproj.CollReceipt, c.tenant+"/"+mux.Vars(r)["referenceId"])
+	if errors.Is(err, projections.ErrNotFound) {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no balance operation has that referenceId")
+	} else if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, rc.ReceiptView)
+	return nil
+}
+
+func (h *handlers) account(r *http.Request) (projections.Account, error) {
+	c := callerOf(r)
+	number := mux.Vars(r)["accountNumber"]
+	id, err := projections.GetInto[string](r.Context(), h.d.Store, projections.CollAccountNumber, api.DefaultBroker+"/"+number)
+	if err == nil {
+		a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, id)
+		if err == nil && a.TenantID == c.tenant {
+			return a, nil
+		}
+		if err != nil && !errors.Is(err, projections.ErrNotFound) {
+			return a, err
+		}
+	} else if !errors.Is(err, projections.ErrNotFound) {
+		return projections.Account{}, err
+	}
+	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the venue has that number")
+}
+
+func (h *handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) error {
+	a, err := h.account(r)
+	if err != nil {
+		return err
+	}
+	var reason string
+	if held && r.ContentLength != 0 {
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		if err := httpx.Decode(r, &body, 0); err != nil {
+			return err
+		}
+		reason = body.Reason
+	}
+	by := callerOf(r).session.Subject
+	var cmd interface{ Validate() error } = &fcmd.ReleaseReconciliation{By: by}
+	if held {
+		cmd = &fcmd.HoldForReconciliation{Reason: reason, By: by}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+	defer cancel()
+	c := callerOf(r)
+	env := h.d.Engine.Envelope(events.Principal{TenantID: c.tenant, UserID: "operator:" + by}, "", cmd)
+	res, err := h.d.Engine.Account(ctx, a.AccountID, env)
+	if err != nil {
+		return err
+	}
+	if err := h.d.Settle(ctx, res); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountNumber": a.AccountNumber, "reconciliationHold": held})
+	return nil
+}
+
+// hold places the reconciliation hold: no money moves and no exposure is added
+// until release. Idempotent.
+func (h *handlers) hold(w http.ResponseWriter, r *http.Request) error { return h.setHold(w, r, true) }
+
+// release lifts the reconciliation hold. Idempotent.
+func (h *handlers) release(w http.ResponseWriter, r *http.Request) error {
+	return h.setHold(w, r, false)
+}
