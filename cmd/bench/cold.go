@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
+	tcmd "github.com/svc/engine/commands/tenant"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/memory"
+)
+
+// commitGen makes the commits the engine writes for market orders, by running
+// the account aggregate's own Decide and Apply and encoding with the engine's
+// registry, so the replayed log looks like a real one.
+type commitGen struct {
+	reg    events.Registry
+	quotes []trading.Market
+	at     time.Time
+}
+
+func newCommitGen() *commitGen {
+	g := &commitGen{reg: engine.Registry(), at: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+	specs := map[string]trading.Spec{}
+	for _, in := range market.DefaultCrypto() {
+		specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity}
+	}
+	for k := range 64 {
+		m := trading.Market{Specs: specs, Quotes: map[string]trading.Quote{}}
+		for _, in := range market.DefaultCrypto() {
+			p := in.StartPrice.Add(in.TickSize.Mul(events.Int(int64(k - 32))))
+			m.Quotes[in.Symbol] = trading.Quote{Instrument: in.Symbol, Bid: p.Sub(in.TickSize), Ask: p.Add(in.TickSize), At: g.at}
+		}
+		g.quotes = append(g.quotes, m)
+	}
+	return g
+}
+
+// commit decides cmd on s, applies the events and returns the encoded commit.
+func (g *commitGen) commit(s *account.State, n int, cmd commands.Command) ([]byte, error) {
+	at := g.at.Add(time.Duration(n) * time.Millisecond)
+	env := commands.Envelope{ID: ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()), At: at,
+		Principal: events.Principal{TenantID: "demo", KeyID: "bench"}, Cmd: cmd}
+	if p, ok := cmd.(*trading.PlaceOrder); ok {
+		env.Key = p.ClientOrderID
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	evs, err := account.Decide(s, env)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		account.Apply(s, e)
+	}
+	return g.reg.Encode(events.Commit{CommandID: env.ID.String(), Key: env.Key, Principal: env.Principal, At: env.At, Events: evs})
+}
+
+func (g *commitGen) open(s *account.State, k int) ([]byte, error) {
+	return g.commit(s, 0, &tcmd.OpenAccount{TenantID: "demo", Broker: "paper", AccountNumber: fmt.Sprintf("PA%06d", k+1),
+		Label: "Bench", Currency: "USD", StartingBalance: events.Int(50000), Kind: "demo"})
+}
+
+func (g *commitGen) order(s *account.State, k, i int) ([]byte, error) {
+	ins := "BTC-PERP"
+	if (i/2)%2 == 1 {
+		ins = "ETH-PERP"
+	}
+	c := &trading.PlaceOrder{ClientOrderID: "c-" + strconv.Itoa(k) + "-" + strconv.Itoa(i), Instrument: ins,
+		Side: side(i), OrderType: "market", Quantity: qty, Market: g.quotes[(k+i)%len(g.quotes)]}
+	return g.commit(s, i+1, c)
+}
+
+// sampleCommit is one encoded market-order commit: the baseline's payload.
+func sampleCommit() ([]byte, error) {
+	g := newCommitGen()
+	s := account.New("acct_bench_0001")
+	if _, err := g.open(s, 0); err != nil {
+		return nil, err
+	}
+	return g.order(s, 0, 0)
+}
+
+// generate appends total commits over accounts accounts (one Opened, then
+// market orders, per account) with async publish on an interval-sync server.
+func generate(ctx context.Context, dir string, total, accounts int) (uint64, error) {
+	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "interval", Stream: "EVT", Replicas: 1})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	var pubErrs atomic.Int64
+	js, err := jetstream.New(l.Conn(), jetstream.WithPublishAsyncMaxPending(16384),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { pubErrs.Add(1) }))
+	if err != nil {
+		return 0, err
+	}
+	per := total / accounts // commits per account, the Opened one included
+	type msg struct {
+		subject string
+		data    []byte
+	}
+	ch := make(chan msg, 8192)
+	producers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	var genErr atomic.Value
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := newCommitGen()
+			var mine []int
+			for k := p; k < accounts; k += producers {
+				mine = append(mine, k)
+			}
+			states := make([]*account.State, len(mine))
+			for i := 0; i < per; i++ {
+				for j, k := range mine {
+					var b []byte
+					var err error
+					if i == 0 {
+						states[j] = account.New(fmt.Sprintf("acct_bench_%06d", k+1))
+						b, err = g.open(states[j], k)
+					} else {
+						b, err = g.order(states[j], k, i-1)
+					}
+					if err != nil {
+						genErr.CompareAndSwap(nil, err)
+						stop()
+						return
+					}
+					select {
+					case ch <- msg{evacct.Subject(states[j].ID), b}:
+					case <-gctx.Done():
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(ch) }()
+	for m := range ch {
+		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: m.data}); err != nil {
+			return 0, err
+		}
+	}
+	if err, _ := genErr.Load().(error); err != nil {
+		return 0, err
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(60 * time.Second):
+		return 0, errors.New("generate: async publishes not acknowledged within 60s")
+	}
+	if n := pubErrs.Load(); n > 0 {
+		return 0, fmt.Errorf("generate: %d publishes failed", n)
+	}
+	return l.LastSeq(ctx)
+}
+
+// coldResult is one cold start of the same log three ways.
+type coldResult struct {
+	Commits   uint64
+	Bytes     int64
+	Raw       time.Duration // ordered consumer reading every message
+	Projector time.Duration // projections.Projector into the memory store, Run to WaitFor(last)
+	Warmup    time.Duration // engine.Start's aggregate replay
+	HeapMB    float64       // live heap after the projector caught up
+}
+
+func rate(n uint64, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+// rawReplay reads the whole stream with an ordered consumer as eventlog does, decoding nothing.
+func rawReplay(ctx context.Context, l *eventlog.Log, last uint64) (int64, error) {
+	st, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		return 0, err
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return 0, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	var n int64
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return n, err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return n, err
+		}
+		n += int64(len(m.Data()))
+		if md.Sequence.Stream >= last {
+			return n, nil
+		}
+	}
+}
+
+// coldStart times, on a log of dir holding last commits: the raw ordered
+// consumer, the projector catching the memory store up, and engine.Start.
+func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error) {
+	r := coldResult{Commits: last}
+	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
+	if err != nil {
+		return r, err
+	}
+	defer l.Close()
+	runtime.GC()
+	t := time.Now()
+	if r.Bytes, err = rawReplay(ctx, l, last); err != nil {
+		return r, fmt.Errorf("raw replay: %w", err)
+	}
+	r.Raw = time.Since(t)
+
+	runtime.GC()
+	store := memory.New()
+	p := projections.NewProjector(store, engine.Registry(), projections.Core)
+	pctx, stop := context.WithCancel(ctx)
+	t = time.Now()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(pctx, l) }()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = p.WaitFor(wctx, last)
+	cancel()
+	r.Projector = time.Since(t)
+	stop()
+	<-runErr
+	if err != nil {
+		return r, fmt.Errorf("projector: %w", err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.HeapMB = float64(ms.HeapAlloc) / (1 << 20)
+	runtime.KeepAlive(store)
+	store, p = nil, nil
+	runtime.GC()
+
+	e, err := engine.New(engine.Config{Log: l, Feed: market.NewSim(market.DefaultCrypto(), 1, time.Now),
+		Catalog: market.NewCatalog(market.DefaultCrypto()), Now: time.Now})
+	if err != nil {
+		return r, err
+	}
+	t = time.Now()
+	got, err := e.Start(ctx)
+	r.Warmup = time.Since(t)
+	e.Close()
+	if err != nil {
+		return r, fmt.Errorf("engine warm-up: %w", err)
+	}
+	if got != last {
+		return r, fmt.Errorf("engine warm-up replayed to %d, want %d", got, last)
+	}
+	return r, nil
+}
+
+// coldPhase generates the log once in a fresh directory and times runs cold starts of it.
+func coldPhase(ctx context.Context, o opts, runs int, progress func(string)) ([]coldResult, error) {
+	dir, err := os.MkdirTemp(o.tmp, "bench-cold-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	t := time.Now()
+	last, err := generate(ctx, dir, o.commits, o.coldAccounts)
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("cold: generated %d commits in %s (%.0f/s, decide+encode+async publish)", last, time.Since(t).Round(time.Millisecond), rate(last, time.Since(t))))
+	var out []coldResult
+	for range runs {
+		r, err := coldStart(ctx, dir, last)
+		if err != nil {
+			return out, err
+		}
+		progress(fmt.Sprintf("cold: raw %.0f/s (%s, %d MB), projector %.0f/s (%s, heap %.0f MB), engine warm-up %.0f/s (%s)",
+			rate(last, r.Raw), r.Raw.Round(time.Millisecond), r.Bytes>>20, rate(last, r.Projector), r.Projector.Round(time.Millisecond), r.HeapMB,
+			rate(last, r.Warmup), r.Warmup.Round(time.Millisecond)))
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/svc/engine/cmd/engine/app"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/events"
+)
+
+// service is the whole engine started in-process on a fresh data directory,
+// served by a real net/http server on 127.0.0.1.
+type service struct {
+	App      *app.App
+	URL      string
+	Key      string
+	Accounts []credAccount
+	srv      *http.Server
+	dir      string
+}
+
+type credAccount struct {
+	Broker        string `json:"broker"`
+	AccountNumber string `json:"accountNumber"`
+	AccountID     string `json:"accountId"`
+}
+
+// startService starts the service as cmd/engine does, with accounts demo
+// accounts, the rate limit off and the given sync setting; listen adds the
+// HTTP server.
+func startService(ctx context.Context, o opts, sync string, accounts int, listen bool) (*service, error) {
+	dir, err := os.MkdirTemp(o.tmp, "bench-engine-")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := app.ParseConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit = dir, sync, accounts, 0
+	cfg.Listen = "127.0.0.1:0"
+	a, err := app.Start(ctx, cfg, app.Options{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &service{App: a, dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "dev-credentials.json"))
+	if err == nil {
+		var c struct {
+			TradingKey string        `json:"tradingKey"`
+			Accounts   []credAccount `json:"accounts"`
+		}
+		err = json.Unmarshal(b, &c)
+		s.Key, s.Accounts = c.TradingKey, c.Accounts
+	}
+	if err == nil && len(s.Accounts) != accounts {
+		err = fmt.Errorf("bench: %d demo accounts, want %d", len(s.Accounts), accounts)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if listen {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.URL = "http://" + ln.Addr().String()
+		s.srv = &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+		go s.srv.Serve(ln)
+	}
+	return s, nil
+}
+
+// Close stops the HTTP server, the service, and removes its data.
+func (s *service) Close() {
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	s.App.Close()
+	os.RemoveAll(s.dir)
+}
+
+// side alternates so positions stay small and balances never run out.
+func side(i int) string {
+	if i%2 == 0 {
+		return "buy"
+	}
+	return "sell"
+}
+
+var qty = events.MustDecimal("0.01")
+
+// placeMarket runs one market order through the engine's command API: Decide,
+// commit, ack (no HTTP, no wait for the read models).
+func placeMarket(ctx context.Context, s *service, accountID, clientOrderID string, i int) (uint64, error) {
+	e := s.App.Engine
+	p := events.Principal{TenantID: app.DemoTenant, KeyID: "bench"}
+	env := e.Envelope(p, clientOrderID, &trading.PlaceOrder{ClientOrderID: clientOrderID, Instrument: "BTC-PERP",
+		Side: side(i), OrderType: "market", Quantity: qty})
+	res, err := e.Account(ctx, accountID, env)
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Events) < 2 {
+		return 0, fmt.Errorf("order not filled: %d events", len(res.Events))
+	}
+	return res.Seq, nil
+}
+
+// window numbers measured windows, so client order ids never repeat on an account.
+var window atomic.Int64
+
+// commandPath measures market orders through engine.Engine.Account, one
+// account per worker.
+func (s *service) commandPath(ctx context.Context, o opts) sample {
+	n := window.Add(1)
+	return drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
+		_, err := placeMarket(ctx, s, s.Accounts[w].AccountID, fmt.Sprintf("cmd-%d-%d-%d", n, w, i), i)
+		return err
+	})
+}
+
+// httpClient keeps one connection per worker alive.
+func httpClient(workers int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: 2 * workers, MaxIdleConnsPerHost: 2 * workers, IdleConnTimeout: time.Minute,
+		DisableCompression: true, ForceAttemptHTTP2: false,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}}
+}
+
+var filled = []byte(`"state":"filled"`)
+
+// httpPath measures POST /api/trading/order market orders from one keep-alive
+// client per worker, each on its own account, through the real handler.
+func (s *service) httpPath(ctx context.Context, o opts) sample {
+	n := strconv.FormatInt(window.Add(1), 10)
+	c := httpClient(o.workers)
+	defer c.CloseIdleConnections()
+	return drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
+		body := `{"clientOrderId":"http-` + n + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(i) + `","instrument":"BTC-PERP","side":"` + side(i) + `","orderType":"market","quantity":"0.01"}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/trading/order?account="+s.Accounts[w].AccountNumber, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+s.Key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, filled) {
+			return fmt.Errorf("order: %d %.200s", resp.StatusCode, b)
+		}
+		return nil
+	})
+}
+
+// logTo sets the process's default logger as cmd/engine does (JSON to w at level).
+func logTo(w io.Writer, level slog.Level) {
+	slog.SetDefault(slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+}
