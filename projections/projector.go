@@ -89,6 +89,7 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 	}
 	p.mu.Lock()
 	p.applied = from
+	p.cond.Broadcast() // a durable store may start at or past what waiters wait for
 	p.mu.Unlock()
 	ch := make(chan pending, 4*MaxBatch)
 	done := make(chan error, 1)

@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/postgres"
 )
 
+// openPostgres opens the read models in the PostgreSQL database at url,
+// applying the migrations of schema/postgres first.
 func openPostgres(ctx context.Context, url string) (projections.Store, error) {
-	return nil, errors.New("postgres store: not built yet")
+	return postgres.Open(ctx, url)
 }
