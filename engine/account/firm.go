@@ -60,7 +60,7 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 	case *fcmd.HaltAccount:
 		switch {
 		case s.Firm.Halted:
-		case len(riskHolds(s, env.At)) > 0:
+		case s.ControlLocked(env.At):
 			err = commands.Refuse(http.StatusConflict, "lock_not_owned",
 				"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
 		default:

@@ -6,7 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,18 +31,19 @@ type firm struct {
 
 type options struct {
 	dataDir  string
-	receiver *httptest.Server // a TLS server whose certificate the engine trusts
+	receiver *receiver // a TLS server whose certificate the engine trusts
 	backoff  []time.Duration
 	timeout  time.Duration
+	now      func() time.Time
 }
 
 func start(t *testing.T, o options) *firm {
 	t.Helper()
-	e := apptest.Start(t, apptest.Options{DataDir: o.dataDir, ManualFeed: true, Configure: func(c *app.Config) {
+	e := apptest.Start(t, apptest.Options{DataDir: o.dataDir, ManualFeed: true, Now: o.now, Configure: func(c *app.Config) {
 		c.AllowedOrigins = trustedOrigin
 		if o.receiver != nil {
 			pool := x509.NewCertPool()
-			pool.AddCert(o.receiver.Certificate())
+			pool.AddCert(o.receiver.srv.Certificate())
 			c.BackOffice.WebhookClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 		}
 		c.BackOffice.WebhookBackoff = o.backoff
@@ -142,3 +143,9 @@ func wantCode(t testing.TB, r *apptest.Resp, status int, code string) map[string
 }
 
 func params(m map[string]any) string { return fmt.Sprint(m["params"]) }
+
+// clock is the engine's clock in a test: real time plus an offset the test moves.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }

@@ -43,6 +43,8 @@ func Routes(d *api.Deps, cfg Config, partner, trading *mux.Router) {
 	partner.Handle("/accounts", s(h.provision)).Methods(http.MethodPost)
 	partner.Handle("/accounts", s(h.listAccounts)).Methods(http.MethodGet)
 	partner.Handle("/accounts/reset", s(h.reset)).Methods(http.MethodPost)
+	partner.Handle("/accounts/risk", s(h.getRisk)).Methods(http.MethodGet)
+	partner.Handle("/accounts/risk", s(h.putRisk)).Methods(http.MethodPut)
 	partner.Handle("/accounts/halt", s(h.halt)).Methods(http.MethodPost)
 	partner.Handle("/accounts/resume", s(h.resume)).Methods(http.MethodPost)
 	partner.Handle("/balance-op", s(h.balanceOp)).Methods(http.MethodPost)

@@ -1,0 +1,188 @@
+package partner_test
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/cmd/engine/app/apptest"
+)
+
+func (f *firm) register(rc *receiver, path string, status int, types ...string) string {
+	f.T.Helper()
+	body := map[string]any{"url": rc.url(path)}
+	if len(types) > 0 {
+		body["eventTypes"] = types
+	}
+	r := f.partner(http.MethodPost, "/api/partner/webhooks", body)
+	want(f.T, r, http.StatusOK)
+	wh := r.Map(f.T)["webhook"].(map[string]any)
+	rc.set(path, wh["secret"].(string), status)
+	return wh["id"].(string)
+}
+
+func waitCount(t *testing.T, rc *receiver, path, typ string, n int) {
+	t.Helper()
+	apptest.WaitFor(t, 10*time.Second, func() error {
+		if got := rc.count(path, typ); got != n {
+			return fmt.Errorf("%s got %d %q deliveries, want %d", path, got, typ, n)
+		}
+		return nil
+	})
+}
+
+func TestWebhooksAreSignedFilteredAndRetried(t *testing.T) {
+	rc := newReceiver(t)
+	backoff := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond, 80 * time.Millisecond, 100 * time.Millisecond, 120 * time.Millisecond}
+	f := start(t, options{receiver: rc, backoff: backoff})
+	all := f.register(rc, "/all", 200)
+	f.register(rc, "/money", 200, "balance.recorded")
+	failing := f.register(rc, "/failing", 500, "balance.recorded")
+	a := f.provision("w-1", "1000")
+
+	want(t, f.balanceOp("w-op-1", a, "credit", "10"), http.StatusOK)
+	want(t, f.partner(http.MethodPost, "/api/partner/accounts/halt", map[string]any{"accountNumber": a}), http.StatusOK)
+	want(t, f.partner(http.MethodPost, "/api/partner/accounts/resume", map[string]any{"accountNumber": a}), http.StatusOK)
+	want(t, f.partner(http.MethodPost, "/api/partner/accounts/reset", map[string]any{"accountNumber": a}), http.StatusOK)
+
+	waitCount(t, rc, "/all", "", 4)
+	waitCount(t, rc, "/money", "", 1)
+	var types []string
+	for _, d := range rc.deliveries("/all") {
+		types = append(types, d.Type)
+	}
+	sort.Strings(types) // endpoints receive up to 4 deliveries at once: arrival order is not promised
+	if fmt.Sprint(types) != "[account.reset balance.recorded risk.locked risk.unlocked]" {
+		t.Fatalf("types %v", types)
+	}
+	got := rc.deliveries("/money")[0]
+	ids := map[string]bool{}
+	for _, d := range rc.deliveries("/all") {
+		ids[d.ID] = true
+	}
+	if got.Data["referenceId"] != "w-op-1" || got.Data["accountNumber"] != a || got.Data["amount"] != "10" || !ids[got.ID] {
+		t.Fatalf("balance.recorded %+v", got)
+	}
+	// The failing endpoint sees the first attempt and 6 retries, then no more.
+	waitCount(t, rc, "/failing", "balance.recorded", 7)
+	var log struct {
+		Deliveries []map[string]any `json:"deliveries"`
+		NextCursor *string          `json:"nextCursor"`
+	}
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		r := f.partner(http.MethodGet, "/api/partner/webhooks/deliveries?limit=200", nil)
+		r.JSON(t, &log)
+		n := 0
+		for _, d := range log.Deliveries {
+			if d["webhookId"] == failing {
+				n++
+			}
+		}
+		if n != 7 {
+			return fmt.Errorf("%d attempts of the failing endpoint logged", n)
+		}
+		return nil
+	})
+	newest := log.Deliveries[0]
+	for _, d := range log.Deliveries {
+		if d["webhookId"] == failing {
+			newest = d
+			break
+		}
+	}
+	if newest["attempt"] != float64(7) || newest["status"] != "failed" || newest["responseCode"] != float64(500) || newest["nextAttemptAt"] != nil {
+		t.Fatalf("last attempt %v", newest)
+	}
+	// Paging: newest first, the cursor continues where the page ended.
+	r := f.partner(http.MethodGet, "/api/partner/webhooks/deliveries?limit=3", nil)
+	var page struct {
+		Deliveries []map[string]any `json:"deliveries"`
+		NextCursor *string          `json:"nextCursor"`
+	}
+	r.JSON(t, &page)
+	if len(page.Deliveries) != 3 || page.NextCursor == nil || page.Deliveries[0]["id"] != log.Deliveries[0]["id"] {
+		t.Fatalf("page %s", r.Body)
+	}
+	r = f.partner(http.MethodGet, "/api/partner/webhooks/deliveries?limit=3&cursor="+*page.NextCursor, nil)
+	r.JSON(t, &page)
+	if len(page.Deliveries) != 3 || page.Deliveries[0]["id"] != log.Deliveries[3]["id"] {
+		t.Fatalf("second page %s", r.Body)
+	}
+
+	// A signed ping at once, with its outcome.
+	r = f.partner(http.MethodPost, "/api/partner/webhooks/test", map[string]any{"webhookId": all})
+	want(t, r, http.StatusOK)
+	if d := r.Map(t)["delivery"].(map[string]any); d["status"] != "succeeded" || d["responseCode"] != float64(200) {
+		t.Fatalf("ping %s", r.Body)
+	}
+	if rc.count("/all", "ping") != 1 {
+		t.Fatal("ping not received")
+	}
+	r = f.partner(http.MethodPost, "/api/partner/webhooks/test", map[string]any{"webhookId": failing})
+	if d := r.Map(t)["delivery"].(map[string]any); d["status"] != "failed" || d["responseCode"] != float64(500) {
+		t.Fatalf("failing ping %s", r.Body)
+	}
+}
+
+func TestWebhookEndpointsAreLimitedAndSecretsShownOnce(t *testing.T) {
+	rc := newReceiver(t)
+	f := start(t, options{receiver: rc})
+	wantCode(t, f.partner(http.MethodPost, "/api/partner/webhooks", map[string]any{"url": "http://plain.example.test/h"}), http.StatusBadRequest, "invalid_request")
+	wantCode(t, f.partner(http.MethodPost, "/api/partner/webhooks", map[string]any{"url": rc.url("/x"), "eventTypes": []string{"no.such"}}), http.StatusBadRequest, "invalid_request")
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, f.register(rc, fmt.Sprintf("/e%d", i), 200))
+	}
+	wantCode(t, f.partner(http.MethodPost, "/api/partner/webhooks", map[string]any{"url": rc.url("/e5")}), http.StatusConflict, "webhook_limit_reached")
+	r := f.partner(http.MethodGet, "/api/partner/webhooks", nil)
+	want(t, r, http.StatusOK)
+	list := r.Map(t)["webhooks"].([]any)
+	if len(list) != 5 {
+		t.Fatalf("%d listed", len(list))
+	}
+	if _, has := list[0].(map[string]any)["secret"]; has {
+		t.Fatal("a listed webhook shows its secret")
+	}
+	want(t, f.partner(http.MethodDelete, "/api/partner/webhooks/"+ids[0], nil), http.StatusOK)
+	want(t, f.partner(http.MethodDelete, "/api/partner/webhooks/nosuch", nil), http.StatusNotFound)
+	f.register(rc, "/e5", 200)
+}
+
+// TestWebhookDeliveriesSurviveRestarts: what was delivered is not delivered
+// again after a restart; a retry that was due is made after it.
+func TestWebhookDeliveriesSurviveRestarts(t *testing.T) {
+	rc := newReceiver(t)
+	backoff := []time.Duration{300 * time.Millisecond, time.Hour, time.Hour, time.Hour, time.Hour, time.Hour}
+	clk := &clock{}
+	o := options{receiver: rc, backoff: backoff, now: clk.now}
+	f := start(t, o)
+	f.register(rc, "/ok", 200)
+	f.register(rc, "/flaky", 503)
+	a := f.provision("s-1", "1000")
+	for i := 0; i < 3; i++ {
+		want(t, f.balanceOp(fmt.Sprintf("s-op-%d", i), a, "credit", "1"), http.StatusOK)
+	}
+	waitCount(t, rc, "/ok", "", 3)
+	waitCount(t, rc, "/flaky", "", 3) // each failed once; the retry is due in 300 ms
+	o.dataDir = f.DataDir
+	f.Stop()
+	rc.mu.Lock()
+	rc.status["/flaky"] = 200 // the endpoint recovers while the engine is down
+	rc.mu.Unlock()
+	clk.advance(time.Second) // the retries fall due while the engine is down
+	f = start(t, o)
+	want(t, f.balanceOp("s-op-3", a, "credit", "1"), http.StatusOK)
+	waitCount(t, rc, "/ok", "", 4)    // the new event only: nothing delivered twice
+	waitCount(t, rc, "/flaky", "", 7) // 3 failed + 3 retries that were due + the new one
+	seen := map[string]int{}
+	for _, d := range rc.deliveries("/ok") {
+		seen[d.ID]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("event %s delivered %d times to /ok", id, n)
+		}
+	}
+}
