@@ -71,11 +71,21 @@ func CheckPrecision(amount events.Decimal, currency, kind string) error {
 }
 
 func reducedDecimals(d events.Decimal) int {
-	s := d.String() // plain notation without trailing fractional zeros
+	s := Canonical(d)
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		return len(s) - i - 1
 	}
 	return 0
+}
+
+// Canonical renders d in plain notation without trailing fractional zeros,
+// so "10", "10.0" and "10.00" are one amount.
+func Canonical(d events.Decimal) string {
+	s := d.String()
+	if strings.IndexByte(s, '.') >= 0 {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // Digest is the hex SHA-256 of the parts of a request, joined unambiguously:
@@ -150,7 +160,7 @@ func (c *BalanceOp) Digest(accountCurrency string) string {
 	if cur == "" {
 		cur = accountCurrency
 	}
-	return Digest("balance-op", c.AccountNumber, c.Op, c.Amount.String(), cur)
+	return Digest("balance-op", c.AccountNumber, c.Op, Canonical(c.Amount), cur)
 }
 
 // ResetAccount returns an account to its starting state, ledger-first.

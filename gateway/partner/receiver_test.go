@@ -26,6 +26,7 @@ type receiver struct {
 	status  map[string]int    // path -> status to answer (default 200)
 	delay   map[string]time.Duration
 	got     []delivery
+	now     func() time.Time // the clock signatures are checked against
 }
 
 type delivery struct {
@@ -38,7 +39,7 @@ type delivery struct {
 }
 
 func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{t: t, secrets: map[string]string{}, status: map[string]int{}, delay: map[string]time.Duration{}}
+	rc := &receiver{t: t, secrets: map[string]string{}, status: map[string]int{}, delay: map[string]time.Duration{}, now: time.Now}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
@@ -58,7 +59,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := verify(secret, r.Header.Get("svc-signature"), body, time.Now()); err != "" {
+	if err := verify(secret, r.Header.Get("svc-signature"), body, rc.now()); err != "" {
 		rc.t.Errorf("delivery to %s: %s", r.URL.Path, err)
 		w.WriteHeader(http.StatusBadRequest)
 		return
