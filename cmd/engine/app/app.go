@@ -55,6 +55,7 @@ type App struct {
 	Projector *projections.Projector
 	Hub       *stream.Hub
 	Sim       *market.Sim
+	Market    *Market
 	Registry  *prometheus.Registry
 	Now       func() time.Time
 
@@ -102,7 +103,10 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 
 	catalog := market.NewCatalog(append(market.DefaultCrypto(), market.DefaultFutures()...))
 	a.Sim = market.NewSim(market.DefaultCrypto(), cfg.FeedSeed, a.Now)
-	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Sim, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry)})
+	if a.Market, err = openMarket(ctx, a, a.Sim); err != nil {
+		return nil, err
+	}
+	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry)})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +119,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 
 	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
-	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Sim}}, a.Registry)
+	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Market.Feed}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
 	riskgw.Wire(a.Engine, a.Hub)
 	a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "engine_projection_lag", Help: "Commits in the log not yet applied to the read models."}, func() float64 {
@@ -135,6 +139,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if !o.ManualFeed {
 		go a.Sim.Run(bg)
 	}
+	a.Market.start(bg, o.ManualFeed)
 
 	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst}, a.Store)
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
@@ -170,6 +175,9 @@ func (a *App) Close() {
 		}
 		if a.stopBG != nil {
 			a.stopBG()
+		}
+		if a.Market != nil {
+			a.Market.Close()
 		}
 		if a.Store != nil {
 			a.Store.Close()

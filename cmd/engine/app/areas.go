@@ -10,5 +10,6 @@ func areas(a *App, cfg Config) []gateway.Area {
 	return []gateway.Area{
 		riskgw.Area,
 		a.backOfficeArea(cfg),
+		marketArea(a),
 	}
 }

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/gorilla/mux"
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/engine/market/bars"
+	"github.com/svc/engine/engine/market/replay"
+	"github.com/svc/engine/gateway"
+	"github.com/svc/engine/gateway/api"
+	marketgw "github.com/svc/engine/gateway/market"
+)
+
+// Market is the market-data side of a running service: the crypto feed the
+// engine and the routes read, the bars aggregated from it (persisted in
+// their own JetStream streams), and the futures source.
+//
+// Settings come from the environment:
+//
+//	ENGINE_MARKET_FEED            simulated (default), replay or coinbase
+//	ENGINE_MARKET_REPLAY          replay: the CSV recording to play
+//	ENGINE_MARKET_REPLAY_SPEED    replay: pace multiplier (default 1; 0 as fast as possible)
+//	ENGINE_MARKET_REPLAY_REBASE   replay: 1 (default) stamps ticks from the start of playback; 0 keeps recorded times
+//	ENGINE_MARKET_REPLAY_LOOP     replay: 1 starts over at the end
+type Market struct {
+	Feed    market.Feed
+	Replay  *replay.Feed // with ENGINE_MARKET_FEED=replay
+	Bars    *bars.Service
+	Futures market.FuturesSource
+	saver   *bars.JetStream
+	stop    context.CancelFunc
+	run     []func(ctx context.Context)
+}
+
+// openMarket selects the feed, opens the bar streams and loads bar history.
+func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
+	m := &Market{Futures: market.NoFutures{}}
+	switch kind := os.Getenv("ENGINE_MARKET_FEED"); kind {
+	case "", "simulated", "sim":
+		m.Feed = sim
+	case "replay":
+		path := os.Getenv("ENGINE_MARKET_REPLAY")
+		if path == "" {
+			return nil, errors.New("ENGINE_MARKET_FEED=replay needs ENGINE_MARKET_REPLAY, the recording to play")
+		}
+		rows, err := replay.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		opts := replay.Options{Speed: 1, Rebase: os.Getenv("ENGINE_MARKET_REPLAY_REBASE") != "0", Loop: os.Getenv("ENGINE_MARKET_REPLAY_LOOP") == "1", Now: a.Now}
+		if s := os.Getenv("ENGINE_MARKET_REPLAY_SPEED"); s != "" {
+			if opts.Speed, err = strconv.ParseFloat(s, 64); err != nil || opts.Speed < 0 {
+				return nil, fmt.Errorf("ENGINE_MARKET_REPLAY_SPEED %q is not a pace of 0 or more", s)
+			}
+		}
+		if opts.Loop && opts.Speed == 0 {
+			return nil, errors.New("a looping replay needs a pace: set ENGINE_MARKET_REPLAY_SPEED above 0")
+		}
+		m.Replay = replay.New(rows, opts)
+		m.Feed = m.Replay
+		m.run = append(m.run, m.Replay.Run)
+	default:
+		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
+	}
+	var err error
+	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), bars.DefaultRetention)
+	if err != nil {
+		return nil, err
+	}
+	m.Bars = bars.NewService(bars.DefaultRetention, m.saver)
+	n, err := m.saver.Load(ctx, m.Bars.Store)
+	if err != nil {
+		return nil, fmt.Errorf("load bar history: %w", err)
+	}
+	if n > 0 {
+		slog.Info("bar history loaded", "bars", n)
+	}
+	m.Bars.Attach(m.Feed)
+	return m, nil
+}
+
+// start runs the bar fan-out, the bar saver and (unless manual) the feed.
+func (m *Market) start(bg context.Context, manual bool) {
+	sctx, stop := context.WithCancel(context.Background())
+	m.stop = stop
+	m.saver.Start(sctx)
+	go m.Bars.Run(bg)
+	if !manual {
+		for _, fn := range m.run {
+			go fn(bg)
+		}
+	}
+}
+
+// Close saves the open bars and waits for the saver.
+func (m *Market) Close() {
+	if m.Bars != nil {
+		m.Bars.Store.FlushOpen()
+	}
+	if m.stop != nil {
+		m.stop()
+		m.saver.Close()
+	}
+}
+
+// marketArea registers the market-data routes.
+func marketArea(a *App) gateway.Area {
+	return func(d *api.Deps, trading, partner, open *mux.Router) {
+		marketgw.Routes(open, d, &marketgw.Market{
+			Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
+			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done(),
+		})
+	}
+}

@@ -1,0 +1,33 @@
+package market
+
+import (
+	"net/http"
+
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+)
+
+// Admit admits market-data and news callers: a request from a registered
+// browser origin (its Origin header present and allow-listed), or one bearing
+// a valid Trading API key (rate limited per key). Anything else is 401. An
+// unregistered Origin never reaches here: the open router answers it 403.
+func Admit(d *api.Deps) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		keyed := d.Auth.Require(httpx.Trading, "trading")(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fromOrigin := r.Header.Get("Origin") != "" && d.Auth.OriginAllowed(r)
+			if r.Header.Get("Authorization") != "" {
+				if _, ok := d.Auth.Resolve(r); ok || !fromOrigin {
+					keyed.ServeHTTP(w, r)
+					return
+				}
+			}
+			if fromOrigin {
+				p := httpx.Principal{Kind: "origin"}
+				next.ServeHTTP(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)))
+				return
+			}
+			keyed.ServeHTTP(w, r)
+		})
+	}
+}

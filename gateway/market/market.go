@@ -1,0 +1,468 @@
+// Package market serves /api/market/* and /api/instruments: the futures
+// product catalog, market configuration, symbol search and info, quotes, the
+// server clock, bar history (instruments and spread expressions) and live bars
+// over SSE, one instrument per stream or up to 24 multiplexed.
+package market
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/engine/market/bars"
+	"github.com/svc/engine/engine/spread"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+)
+
+// Limits of the market routes, served by /api/market/config.
+const (
+	MaxBars          = 10000 // bars per history request
+	DefaultCountBack = 500   // bars when countBack is omitted
+	MaxSymbols       = 50    // symbols per search answer
+	MaxQuotes        = 50    // symbols per quotes request
+	MaxSubs          = 24    // bar subscriptions per multiplexed stream
+	maxTokens        = 100   // tokens read from subs; more is 400
+	maxQuery         = 64    // characters of a search query
+)
+
+// Market is what the routes read.
+type Market struct {
+	Catalog  *market.Catalog  // the engine's instruments: served crypto and futures contracts
+	Products []market.Product // the futures product catalog
+	Feed     market.Feed      // the crypto feed
+	Bars     *bars.Service
+	Futures  market.FuturesSource // nil: market.NoFutures
+	Now      func() time.Time
+	// Done ends every stream when closed (the server drains).
+	Done <-chan struct{}
+}
+
+// Routes registers the market routes on open (Origin-checked only); each
+// route admits its callers itself.
+func Routes(open *mux.Router, d *api.Deps, m *Market) {
+	if m.Futures == nil {
+		m.Futures = market.NoFutures{}
+	}
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	h := &handlers{d: d, m: m}
+	admit := Admit(d)
+	route := func(path string, fn httpx.Handler) {
+		open.Handle(path, admit(httpx.Serve(httpx.Trading, fn))).Methods(http.MethodGet)
+	}
+	route("/api/instruments", h.instruments)
+	route("/api/market/config", h.config)
+	route("/api/market/search", h.search)
+	route("/api/market/symbol-info", h.symbolInfo)
+	route("/api/market/quotes", h.quotes)
+	route("/api/market/time", h.clock)
+	route("/api/market/history", h.history)
+	route("/api/market/stream", h.stream)
+	route("/api/market/streams", h.streams)
+}
+
+type handlers struct {
+	d *api.Deps
+	m *Market
+}
+
+func (h *handlers) instruments(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"instruments": h.m.Products})
+	return nil
+}
+
+type unitOut struct {
+	Unit    string `json:"unit"`
+	Name    string `json:"name"`
+	Seconds int64  `json:"seconds"`
+	Max     int    `json:"max"`
+}
+
+func (h *handlers) config(w http.ResponseWriter, r *http.Request) error {
+	units := make([]unitOut, 0, len(market.Units))
+	for _, u := range market.Units {
+		units = append(units, unitOut{Unit: u.Code, Name: u.Name, Seconds: u.Seconds, Max: u.Max})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+		"timeframes": map[string]any{
+			"grammar":  "a whole count from 1 followed by a unit: s, m, h, d (or D), w (or W); e.g. 15s, 1m, 4h, 1d, 1W",
+			"pattern":  market.TimeframePattern,
+			"units":    units,
+			"examples": []string{"1s", "15s", "1m", "5m", "15m", "1h", "4h", "1d", "1w"},
+		},
+		"limits": map[string]any{
+			"bars": MaxBars, "defaultCountBack": DefaultCountBack, "symbols": MaxSymbols, "quotes": MaxQuotes,
+			"subscriptions": MaxSubs, "spreadLegs": spread.MaxLegs, "expressionLength": spread.MaxLength,
+		},
+		"assetClasses": h.assetClasses(r),
+		"futures":      map[string]any{"served": h.futures(r) != nil, "code": "feed_requires_connection"},
+		"source":       h.m.Feed.Name(),
+	})
+	return nil
+}
+
+func (h *handlers) assetClasses(r *http.Request) []string {
+	out := []string{"crypto"}
+	if h.futures(r) != nil {
+		out = append(out, "futures")
+	}
+	return out
+}
+
+// futures opens the caller's futures source; nil without one.
+func (h *handlers) futures(r *http.Request) market.FuturesFeed {
+	p, _ := httpx.PrincipalOf(r)
+	f, err := h.m.Futures.Open(r.Context(), p.TenantID)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+func feedRequiresConnection(instrument string) error {
+	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "feed_requires_connection",
+		Msg:    "futures prices stream only from your own futures source; none is connected for " + instrument,
+		Params: map[string]any{"instrument": instrument}}
+}
+
+func feedUnavailable(instrument string) error {
+	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "feed_unavailable", RetryAfter: 5,
+		Msg: "the price feed for " + instrument + " is down or stale; retry shortly", Params: map[string]any{"instrument": instrument}}
+}
+
+func unknownSymbol(symbol string) error {
+	return &httpx.Error{Status: http.StatusNotFound, Code: "unknown_symbol", Msg: "no such symbol: " + symbol, Params: map[string]any{"symbol": symbol}}
+}
+
+func badRequest(code, msg string, params map[string]any) error {
+	return &httpx.Error{Status: http.StatusBadRequest, Code: code, Msg: msg, Params: params}
+}
+
+// crypto finds a served (non-futures) catalog symbol, case-insensitively.
+func (h *handlers) crypto(name string) (market.Instrument, bool) {
+	if in, ok := h.m.Catalog.Get(name); ok && in.AssetClass != "futures" {
+		return in, true
+	}
+	if in, ok := h.m.Catalog.Get(strings.ToUpper(name)); ok && in.AssetClass != "futures" {
+		return in, true
+	}
+	return market.Instrument{}, false
+}
+
+// isFutures reports whether name is a futures symbol: a futures catalog entry,
+// a product root, a contract or a continuous symbol.
+func (h *handlers) isFutures(name string) (string, bool) {
+	if in, ok := h.m.Catalog.Get(strings.ToUpper(name)); ok && in.AssetClass == "futures" {
+		return in.Symbol, true
+	}
+	if _, ok := market.FuturesRoot(name, h.m.Products); ok {
+		return strings.ToUpper(name), true
+	}
+	return "", false
+}
+
+func (h *handlers) resolver(name string) (string, bool) {
+	if in, ok := h.crypto(name); ok {
+		return in.Symbol, true
+	}
+	return h.isFutures(name)
+}
+
+// expression resolves an instrument or spread expression. A lone unknown
+// word is 404 unknown_symbol; a faulty expression is 400 naming the position;
+// any futures leg without the caller's futures source is 503.
+func (h *handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, badRequest("invalid_request", "instrument is required", nil)
+	}
+	e, err := spread.Parse(s, h.resolver)
+	if err != nil {
+		var pe *spread.Error
+		if errors.As(err, &pe) {
+			word := strings.TrimSpace(s)
+			if pe.Pos == strings.Index(s, word)+1 && strings.HasPrefix(pe.Msg, "unknown instrument") && !strings.ContainsAny(word, " +*^()") {
+				return nil, unknownSymbol(word)
+			}
+			return nil, badRequest("invalid_expression", err.Error(), map[string]any{"position": pe.Pos, "instrument": s})
+		}
+		return nil, err
+	}
+	for _, leg := range e.Legs {
+		if _, ok := h.isFutures(leg); ok {
+			if h.futures(r) == nil || !e.Single() {
+				return nil, feedRequiresConnection(leg)
+			}
+		}
+	}
+	return e, nil
+}
+
+func timeframe(r *http.Request) (market.Timeframe, error) {
+	raw := r.URL.Query().Get("tf")
+	if raw == "" {
+		return market.Timeframe{}, badRequest("invalid_timeframe", "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": raw})
+	}
+	tf, err := market.ParseTimeframe(raw)
+	if err != nil {
+		return market.Timeframe{}, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": raw})
+	}
+	return tf, nil
+}
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" && !r.URL.Query().Has(name) {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest("invalid_request", fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi), map[string]any{name: raw})
+	}
+	return n, nil
+}
+
+type symbolOut struct {
+	Symbol     string `json:"symbol"`
+	Name       string `json:"name"`
+	Exchange   string `json:"exchange"`
+	Type       string `json:"type"`
+	AssetClass string `json:"assetClass"`
+	Simulated  bool   `json:"simulated"`
+}
+
+func outOf(in market.Instrument) symbolOut {
+	return symbolOut{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, AssetClass: in.AssetClass, Simulated: in.Simulated}
+}
+
+func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
+	q := strings.TrimSpace(r.URL.Query().Get("query"))
+	if len(q) > maxQuery {
+		return badRequest("invalid_request", fmt.Sprintf("query is longer than %d characters", maxQuery), nil)
+	}
+	limit, err := intParam(r, "limit", MaxSymbols, 1, MaxSymbols)
+	if err != nil {
+		return err
+	}
+	needle := strings.ToLower(q)
+	match := func(in market.Instrument) bool {
+		return needle == "" || strings.Contains(strings.ToLower(in.Symbol), needle) || strings.Contains(strings.ToLower(in.Name), needle)
+	}
+	out := []symbolOut{}
+	for _, in := range h.m.Catalog.All() {
+		if in.AssetClass != "futures" && match(in) && len(out) < int(limit) {
+			out = append(out, outOf(in))
+		}
+	}
+	if ff := h.futures(r); ff != nil { // futures only from the caller's own source
+		for _, in := range ff.Contracts() {
+			if match(in) && len(out) < int(limit) {
+				out = append(out, outOf(in))
+			}
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"symbols": out})
+	return nil
+}
+
+func (h *handlers) symbolInfo(w http.ResponseWriter, r *http.Request) error {
+	s := r.URL.Query().Get("symbol")
+	e, err := h.expression(r, s)
+	if err != nil {
+		return err
+	}
+	cal := map[string]any{"timezone": "Etc/UTC", "session": "24x7", "holidays": []any{}}
+	if e.Single() {
+		in, ok := h.crypto(e.Legs[0])
+		if !ok { // a futures symbol from the caller's own source
+			return feedRequiresConnection(e.Legs[0])
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{
+			"symbol": in.Symbol, "name": in.Name, "exchange": in.Exchange, "type": in.Type, "assetClass": in.AssetClass,
+			"simulated": in.Simulated, "source": h.m.Feed.Name(), "currency": "USD",
+			"timezone": "Etc/UTC", "session": "24x7", "sessionCalendar": cal,
+			"priceFormat": priceFormat(in.TickSize.String()), "legs": []string{in.Symbol},
+		})
+		return nil
+	}
+	decimals := 0
+	for _, leg := range e.Legs {
+		in, _ := h.crypto(leg)
+		decimals = max(decimals, in.TickSize.Decimals())
+	}
+	if strings.ContainsAny(e.Canonical, "/^") {
+		decimals = max(decimals, 6)
+	}
+	tick := "1"
+	if decimals > 0 {
+		tick = "0." + strings.Repeat("0", decimals-1) + "1"
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+		"symbol": e.Canonical, "name": "Spread " + e.Canonical, "exchange": "SPREAD", "type": "spread", "assetClass": "spread",
+		"simulated": false, "source": h.m.Feed.Name(), "currency": "USD",
+		"timezone": "Etc/UTC", "session": "24x7", "sessionCalendar": cal,
+		"priceFormat": priceFormat(tick), "legs": e.Legs,
+	})
+	return nil
+}
+
+// priceFormat describes how prices are written: tick size, decimals, and the
+// charting convention of pricescale (10^decimals) and minmov (ticks per step).
+func priceFormat(tick string) map[string]any {
+	decimals := 0
+	if i := strings.IndexByte(tick, '.'); i >= 0 {
+		decimals = len(tick) - i - 1
+	}
+	digits := strings.TrimLeft(strings.ReplaceAll(tick, ".", ""), "0")
+	minmov, _ := strconv.Atoi(digits)
+	scale := int64(1)
+	for i := 0; i < decimals; i++ {
+		scale *= 10
+	}
+	return map[string]any{"tickSize": tick, "decimals": decimals, "pricescale": scale, "minmov": max(minmov, 1)}
+}
+
+type quoteOut struct {
+	Symbol string `json:"symbol"`
+	Bid    string `json:"bid"`
+	Ask    string `json:"ask"`
+	Last   string `json:"last"`
+	Mid    string `json:"mid"`
+	Time   string `json:"time"`
+}
+
+func (h *handlers) quotes(w http.ResponseWriter, r *http.Request) error {
+	raw := r.URL.Query().Get("symbols")
+	var names []string
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			names = append(names, s)
+		}
+	}
+	if len(names) == 0 {
+		return badRequest("invalid_request", "symbols is required: a comma-separated list", nil)
+	}
+	if len(names) > MaxQuotes {
+		return badRequest("too_many_symbols", fmt.Sprintf("at most %d symbols per request", MaxQuotes), map[string]any{"limit": MaxQuotes})
+	}
+	out := make([]quoteOut, 0, len(names))
+	for _, n := range names {
+		in, ok := h.crypto(n)
+		if !ok {
+			if f, isF := h.isFutures(n); isF {
+				return feedRequiresConnection(f)
+			}
+			return unknownSymbol(n)
+		}
+		if !market.Served(h.m.Feed, in.Symbol) {
+			return feedUnavailable(in.Symbol)
+		}
+		q, ok := h.m.Feed.Quote(in.Symbol)
+		if !ok {
+			return feedUnavailable(in.Symbol)
+		}
+		out = append(out, quoteOut{Symbol: in.Symbol, Bid: q.Bid.String(), Ask: q.Ask.String(), Last: q.Last.String(), Mid: q.Mid().String(),
+			Time: q.At.UTC().Format(time.RFC3339Nano)})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"quotes": out})
+	return nil
+}
+
+func (h *handlers) clock(w http.ResponseWriter, r *http.Request) error {
+	now := h.m.Now().UTC()
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"time": now.Format(time.RFC3339Nano), "unix": now.Unix(), "unixMs": now.UnixMilli()})
+	return nil
+}
+
+func (h *handlers) history(w http.ResponseWriter, r *http.Request) error {
+	instrument := r.URL.Query().Get("instrument")
+	tf, err := timeframe(r)
+	if err != nil {
+		return err
+	}
+	e, err := h.expression(r, instrument)
+	if err != nil {
+		return err
+	}
+	count, err := intParam(r, "countBack", DefaultCountBack, 1, MaxBars)
+	if err != nil {
+		return err
+	}
+	to, err := intParam(r, "to", 0, 0, 1<<40)
+	if err != nil {
+		return err
+	}
+	var list []market.Bar
+	if _, fut := h.isFutures(e.Legs[0]); fut && e.Single() {
+		ff := h.futures(r)
+		if ff == nil {
+			return feedRequiresConnection(e.Legs[0])
+		}
+		if list, err = ff.History(r.Context(), e.Legs[0], tf, int(count), to); err != nil {
+			return feedUnavailable(e.Legs[0])
+		}
+	} else if e.Single() {
+		list = h.m.Bars.Store.History(e.Legs[0], tf, int(count), to)
+	} else {
+		list = h.m.Bars.Store.SpreadHistory(e, tf, int(count), to)
+	}
+	buf := make([]byte, 0, 64+len(list)*110)
+	buf = append(buf, `{"instrument":`...)
+	buf = appendString(buf, instrument)
+	buf = append(buf, `,"tf":`...)
+	buf = appendString(buf, tf.String())
+	buf = append(buf, `,"bars":[`...)
+	for i := range list {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = list[i].AppendJSON(buf)
+	}
+	buf = append(buf, "]}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(buf)
+	return err
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// subscribe resolves one instrument and timeframe to a live subscription.
+func (h *handlers) subscribe(r *http.Request, instrument, tfRaw string, fn func(bars.Update)) (func(), error) {
+	tf, err := market.ParseTimeframe(tfRaw)
+	if err != nil {
+		return nil, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": tfRaw})
+	}
+	e, err := h.expression(r, instrument)
+	if err != nil {
+		return nil, err
+	}
+	if _, fut := h.isFutures(e.Legs[0]); fut {
+		// a connected futures source streams its own quotes; bars from it are not aggregated here yet
+		return nil, feedRequiresConnection(e.Legs[0])
+	}
+	return h.m.Bars.Live.Subscribe(e, tf, fn), nil
+}
