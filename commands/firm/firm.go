@@ -300,15 +300,18 @@ func (c *LinkRegistration) Validate() error {
 	return nil
 }
 
-// RecordAttempt records one webhook delivery attempt in the endpoint's delivery ledger.
-type RecordAttempt struct {
-	Attempt evfirm.DeliveryAttempted
+// RecordAttempts records webhook delivery attempts of one endpoint in its
+// delivery ledger, as one commit.
+type RecordAttempts struct {
+	Attempts []evfirm.DeliveryAttempted
 }
 
 // Validate checks the shape.
-func (c *RecordAttempt) Validate() error {
-	if c.Attempt.DeliveryID == "" || c.Attempt.WebhookID == "" || c.Attempt.Attempt < 1 {
-		return commands.BadRequest("an attempt needs a delivery, a webhook and an attempt number")
+func (c *RecordAttempts) Validate() error {
+	for _, a := range c.Attempts {
+		if a.DeliveryID == "" || a.WebhookID == "" || a.Attempt < 1 {
+			return commands.BadRequest("an attempt needs a delivery, a webhook and an attempt number")
+		}
 	}
 	return nil
 }

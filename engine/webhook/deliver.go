@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -107,15 +108,62 @@ func fill(a *evfirm.DeliveryAttempted, out Outcome) {
 	}
 }
 
-// record appends an attempt to the endpoint's delivery ledger. It outlives
-// Close's cancellation so that an attempt made is an attempt recorded.
+// recorder groups the attempts of one endpoint that end while a commit of
+// its ledger is in flight into the next commit: one fsync for many attempts.
+type recorder struct {
+	mu      sync.Mutex
+	pending []evfirm.DeliveryAttempted
+	waiters []chan struct{}
+	busy    bool
+}
+
+// record appends an attempt to the endpoint's delivery ledger and returns once
+// it is committed. It outlives Close's cancellation so that an attempt made is
+// an attempt recorded.
 func (r *Reactor) record(a evfirm.DeliveryAttempted) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	env := commands.Envelope{ID: ulid.Make(), At: a.At, Key: a.DeliveryID, Principal: events.Principal{System: "webhook"},
-		Cmd: &fcmd.RecordAttempt{Attempt: a}}
-	if _, err := r.ledger.Execute(ctx, a.TenantID+"."+a.WebhookID, env); err != nil {
-		slog.Warn("webhook: recording an attempt", "webhook", a.WebhookID, "delivery", a.DeliveryID, "err", err)
+	key := a.TenantID + "." + a.WebhookID
+	r.rmu.Lock()
+	rec, ok := r.records[key]
+	if !ok {
+		rec = &recorder{}
+		r.records[key] = rec
+	}
+	r.rmu.Unlock()
+	done := make(chan struct{})
+	rec.mu.Lock()
+	rec.pending = append(rec.pending, a)
+	rec.waiters = append(rec.waiters, done)
+	lead := !rec.busy
+	rec.busy = true
+	rec.mu.Unlock()
+	if lead {
+		r.flush(key, rec)
+	}
+	<-done
+}
+
+// flush commits the recorder's pending attempts, batch after batch, until none is left.
+func (r *Reactor) flush(key string, rec *recorder) {
+	for {
+		rec.mu.Lock()
+		batch, waiters := rec.pending, rec.waiters
+		rec.pending, rec.waiters = nil, nil
+		if len(batch) == 0 {
+			rec.busy = false
+			rec.mu.Unlock()
+			return
+		}
+		rec.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		env := commands.Envelope{ID: ulid.Make(), At: batch[len(batch)-1].At, Principal: events.Principal{System: "webhook"},
+			Cmd: &fcmd.RecordAttempts{Attempts: batch}}
+		if _, err := r.ledger.Execute(ctx, key, env); err != nil {
+			slog.Warn("webhook: recording attempts", "webhook", batch[0].WebhookID, "attempts", len(batch), "err", err)
+		}
+		cancel()
+		for _, w := range waiters {
+			close(w)
+		}
 	}
 }
 

@@ -78,7 +78,9 @@ type Reactor struct {
 	sendStop context.CancelFunc
 	started  bool           // replay done; guarded by mu
 	loops    sync.WaitGroup // router and endpoint loops
-	flight   sync.WaitGroup // attempts in flight
+	rmu      sync.Mutex
+	records  map[string]*recorder // by ledger key
+	flight   sync.WaitGroup       // attempts in flight
 }
 
 type ledger struct{}
@@ -145,7 +147,7 @@ func New(cfg Config) (*Reactor, error) {
 	}
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	r := &Reactor{cfg: cfg, client: &c, accounts: map[string]acctInfo{}, eps: map[string]map[string]*endpoint{}}
+	r := &Reactor{cfg: cfg, client: &c, accounts: map[string]acctInfo{}, eps: map[string]map[string]*endpoint{}, records: map[string]*recorder{}}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.sendCtx, r.sendStop = context.WithCancel(context.Background())
 	r.ledger = mailbox.NewGroup(mailbox.Kind[*ledger]{
@@ -153,11 +155,15 @@ func New(cfg Config) (*Reactor, error) {
 		Subject: evfirm.DeliverySubject,
 		New:     func(string) *ledger { return &ledger{} },
 		Decide: func(_ *ledger, env commands.Envelope) ([]events.Event, error) {
-			c, ok := env.Cmd.(*fcmd.RecordAttempt)
+			c, ok := env.Cmd.(*fcmd.RecordAttempts)
 			if !ok {
 				return nil, fmt.Errorf("webhook: no decision for %T", env.Cmd)
 			}
-			return []events.Event{c.Attempt}, nil
+			out := make([]events.Event, 0, len(c.Attempts))
+			for _, a := range c.Attempts {
+				out = append(out, a)
+			}
+			return out, nil
 		},
 		Apply: func(l *ledger, _ events.Event) *ledger { return l },
 	}, cfg.Log, cfg.Registry, cfg.Observer)

@@ -3,6 +3,8 @@ package partner_test
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -19,13 +21,14 @@ import (
 // signature with the secret of the endpoint it was registered as (by path),
 // records what it saw, and answers each path with the status set for it.
 type receiver struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *httptest.Server
 	mu      sync.Mutex
 	secrets map[string]string // path -> signing secret
 	status  map[string]int    // path -> status to answer (default 200)
 	delay   map[string]time.Duration
 	got     []delivery
+	started map[string]int // requests that arrived, answered or not, by path
 	now     func() time.Time // the clock signatures are checked against
 }
 
@@ -38,8 +41,8 @@ type delivery struct {
 	Received time.Time
 }
 
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{t: t, secrets: map[string]string{}, status: map[string]int{}, delay: map[string]time.Duration{}, now: time.Now}
+func newReceiver(t testing.TB) *receiver {
+	rc := &receiver{t: t, secrets: map[string]string{}, status: map[string]int{}, delay: map[string]time.Duration{}, now: time.Now, started: map[string]int{}}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
@@ -51,6 +54,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rc.mu.Lock()
 	secret, status, delay := rc.secrets[r.URL.Path], rc.status[r.URL.Path], rc.delay[r.URL.Path]
+	rc.started[r.URL.Path]++
 	rc.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -137,4 +141,11 @@ func (rc *receiver) count(path, typ string) int {
 		}
 	}
 	return n
+}
+
+// client is an HTTP client that trusts the receiver's certificate.
+func (rc *receiver) client() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AddCert(rc.srv.Certificate())
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 16}}
 }
