@@ -7,14 +7,18 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/engine/market/replay"
+	"github.com/svc/engine/engine/news"
 	"github.com/svc/engine/gateway"
 	"github.com/svc/engine/gateway/api"
 	marketgw "github.com/svc/engine/gateway/market"
+	newsgw "github.com/svc/engine/gateway/news"
 )
 
 // Market is the market-data side of a running service: the crypto feed the
@@ -28,14 +32,17 @@ import (
 //	ENGINE_MARKET_REPLAY_SPEED    replay: pace multiplier (default 1; 0 as fast as possible)
 //	ENGINE_MARKET_REPLAY_REBASE   replay: 1 (default) stamps ticks from the start of playback; 0 keeps recorded times
 //	ENGINE_MARKET_REPLAY_LOOP     replay: 1 starts over at the end
+//	ENGINE_NEWS_FEEDS             comma-separated RSS or Atom URLs (default none)
+//	ENGINE_NEWS_POLL              between feed fetches (default 5m)
+//	ENGINE_NEWS_SAMPLE            1 loads the shipped sample headlines and calendar (default: in the sandbox)
 type Market struct {
 	Feed    market.Feed
 	Replay  *replay.Feed // with ENGINE_MARKET_FEED=replay
 	Bars    *bars.Service
 	Futures market.FuturesSource
+	News    *news.Service
 	saver   *bars.JetStream
 	stop    context.CancelFunc
-	run     []func(ctx context.Context)
 }
 
 // openMarket selects the feed, opens the bar streams and loads bar history.
@@ -64,7 +71,6 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		}
 		m.Replay = replay.New(rows, opts)
 		m.Feed = m.Replay
-		m.run = append(m.run, m.Replay.Run)
 	default:
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
 	}
@@ -82,6 +88,24 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		slog.Info("bar history loaded", "bars", n)
 	}
 	m.Bars.Attach(m.Feed)
+
+	ncfg := news.Config{Sample: a.Cfg.Env == "sandbox", Now: a.Now}
+	if v := os.Getenv("ENGINE_NEWS_SAMPLE"); v != "" {
+		ncfg.Sample = v == "1"
+	}
+	for _, u := range strings.Split(os.Getenv("ENGINE_NEWS_FEEDS"), ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			ncfg.Feeds = append(ncfg.Feeds, u)
+		}
+	}
+	if v := os.Getenv("ENGINE_NEWS_POLL"); v != "" {
+		if ncfg.Poll, err = time.ParseDuration(v); err != nil || ncfg.Poll < time.Second {
+			return nil, fmt.Errorf("ENGINE_NEWS_POLL %q is not a duration of 1s or more", v)
+		}
+	}
+	if m.News, err = news.New(ncfg); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -91,10 +115,9 @@ func (m *Market) start(bg context.Context, manual bool) {
 	m.stop = stop
 	m.saver.Start(sctx)
 	go m.Bars.Run(bg)
-	if !manual {
-		for _, fn := range m.run {
-			go fn(bg)
-		}
+	go m.News.Run(bg)
+	if !manual && m.Replay != nil {
+		go m.Replay.Run(bg)
 	}
 }
 
@@ -109,12 +132,13 @@ func (m *Market) Close() {
 	}
 }
 
-// marketArea registers the market-data routes.
+// marketArea registers the market-data and news routes.
 func marketArea(a *App) gateway.Area {
 	return func(d *api.Deps, trading, partner, open *mux.Router) {
 		marketgw.Routes(open, d, &marketgw.Market{
 			Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
 			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done(),
 		})
+		newsgw.Routes(open, d, &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()})
 	}
 }

@@ -1,0 +1,295 @@
+// Package news serves headlines, their thumbnails and the economic calendar:
+// /api/news, /api/news/stream, /api/news/image/{id}, /api/calendar and
+// /api/calendar/stream.
+package news
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/engine/news"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	marketgw "github.com/svc/engine/gateway/market"
+)
+
+// Limits of the news routes.
+const (
+	DefaultLimit  = 50
+	MaxLimit      = 100
+	MaxWindowDays = 31 // calendar window
+)
+
+// Deps are what the routes read.
+type Deps struct {
+	News     *news.Service
+	Products []market.Product // roots for the instrument filter
+	Now      func() time.Time
+	Done     <-chan struct{} // ends every stream when closed
+}
+
+// Routes registers the routes on open. Headlines and the calendar admit a
+// registered origin or a Trading API key; the thumbnail route is keyless (an
+// <img> cannot send a key) and serves only images of known items.
+func Routes(open *mux.Router, d *api.Deps, n *Deps) {
+	if n.Now == nil {
+		n.Now = time.Now
+	}
+	h := &handlers{n: n}
+	admit := marketgw.Admit(d)
+	open.Handle("/api/news", admit(httpx.Serve(httpx.Trading, h.list))).Methods(http.MethodGet)
+	open.Handle("/api/news/stream", admit(httpx.Serve(httpx.Trading, h.stream))).Methods(http.MethodGet)
+	open.Handle("/api/news/image/{id}", httpx.Serve(httpx.Trading, h.image)).Methods(http.MethodGet)
+	open.Handle("/api/calendar", admit(httpx.Serve(httpx.Trading, h.calendar))).Methods(http.MethodGet)
+	open.Handle("/api/calendar/stream", admit(httpx.Serve(httpx.Trading, h.calendarStream))).Methods(http.MethodGet)
+}
+
+type handlers struct{ n *Deps }
+
+func bad(code, msg string, params map[string]any) error {
+	return &httpx.Error{Status: http.StatusBadRequest, Code: code, Msg: msg, Params: params}
+}
+
+// ItemOut is a headline as served.
+type ItemOut struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Summary     string   `json:"summary"`
+	URL         string   `json:"url"`
+	Source      string   `json:"source"`
+	PublishedAt string   `json:"publishedAt"`
+	Roots       []string `json:"roots"`
+	ImageURL    *string  `json:"imageUrl"`
+}
+
+func itemOut(it news.Item) ItemOut {
+	o := ItemOut{ID: it.ID, Title: it.Title, Summary: it.Summary, URL: it.URL, Source: it.Source,
+		PublishedAt: it.PublishedAt.UTC().Format(time.RFC3339), Roots: it.Roots}
+	if o.Roots == nil {
+		o.Roots = []string{}
+	}
+	if it.ImageURL != "" {
+		u := "/api/news/image/" + it.ID
+		o.ImageURL = &u
+	}
+	return o
+}
+
+// root reads the instrument filter: a futures root or contract; unknown is 400.
+func (h *handlers) root(r *http.Request) (string, error) {
+	in := strings.TrimSpace(r.URL.Query().Get("instrument"))
+	if in == "" {
+		return "", nil
+	}
+	root, ok := market.FuturesRoot(in, h.n.Products)
+	if !ok {
+		return "", bad("invalid_request", "instrument must be a futures root or contract, e.g. ES or ESZ5", map[string]any{"instrument": in})
+	}
+	return root, nil
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	root, err := h.root(r)
+	if err != nil {
+		return err
+	}
+	limit := DefaultLimit
+	if raw := r.URL.Query().Get("limit"); raw != "" || r.URL.Query().Has("limit") {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > MaxLimit {
+			return bad("invalid_request", "limit must be a whole number from 1 to 100", map[string]any{"limit": raw})
+		}
+		limit = n
+	}
+	var after *news.Cursor
+	if raw := r.URL.Query().Get("cursor"); raw != "" || r.URL.Query().Has("cursor") {
+		c, err := news.DecodeCursor(raw)
+		if err != nil {
+			return bad("invalid_cursor", "cursor is not one this service gave", nil)
+		}
+		after = &c
+	}
+	items, next := h.n.News.News.Page(root, after, limit)
+	out := make([]ItemOut, 0, len(items))
+	for _, it := range items {
+		out = append(out, itemOut(it))
+	}
+	var nextCursor *string
+	if next != nil {
+		s := next.Encode()
+		nextCursor = &s
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": out, "nextCursor": nextCursor})
+	return nil
+}
+
+func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
+	root, err := h.root(r)
+	if err != nil {
+		return err
+	}
+	ch, cancel := h.n.News.SubscribeNews()
+	defer cancel()
+	sse, err := httpx.StartSSE(w)
+	if err != nil {
+		return err
+	}
+	hb := time.NewTicker(httpx.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-h.n.Done:
+			return nil
+		case <-hb.C:
+			if sse.Comment("heartbeat") != nil {
+				return nil
+			}
+		case it := <-ch:
+			if root != "" && !contains(it.Roots, root) {
+				continue
+			}
+			b, _ := json.Marshal(itemOut(it))
+			if sse.Event("news_item", it.ID, b) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *handlers) image(w http.ResponseWriter, r *http.Request) error {
+	id := mux.Vars(r)["id"]
+	it, ok := h.n.News.News.Get(id)
+	if !ok {
+		return &httpx.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "no such news item"}
+	}
+	img, err := h.n.News.Images.Get(r.Context(), it)
+	switch {
+	case errors.Is(err, news.ErrNoImage):
+		return &httpx.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "this news item has no image"}
+	case err != nil:
+		return &httpx.Error{Status: http.StatusBadGateway, Code: "image_unavailable", Msg: "the image could not be fetched or is not an acceptable image"}
+	}
+	w.Header().Set("Content-Type", img.Type)
+	w.Header().Set("Content-Length", strconv.Itoa(len(img.Data)))
+	w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(img.Data)
+	return err
+}
+
+// EventOut is a calendar event as served.
+type EventOut struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Country   string   `json:"country"`
+	Currency  string   `json:"currency"`
+	Time      string   `json:"time"`
+	Impact    string   `json:"impact"`
+	Forecast  *string  `json:"forecast"`
+	Previous  *string  `json:"previous"`
+	Actual    *string  `json:"actual"`
+	Roots     []string `json:"roots"`
+	UpdatedAt string   `json:"updatedAt"`
+}
+
+func parseWhen(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), true
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+func (h *handlers) calendar(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	now := h.n.Now().UTC()
+	from, to := now.Truncate(24*time.Hour).AddDate(0, 0, -1), now.Truncate(24*time.Hour).AddDate(0, 0, 7)
+	if q.Has("from") {
+		t, ok := parseWhen(q.Get("from"))
+		if !ok {
+			return bad("invalid_request", "from must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"from": q.Get("from")})
+		}
+		from = t
+		if !q.Has("to") {
+			to = from.AddDate(0, 0, 7)
+		}
+	}
+	if q.Has("to") {
+		t, ok := parseWhen(q.Get("to"))
+		if !ok {
+			return bad("invalid_request", "to must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"to": q.Get("to")})
+		}
+		to = t
+	}
+	if !to.After(from) || to.Sub(from) > MaxWindowDays*24*time.Hour {
+		return bad("invalid_window", "the window must run forward and span at most 31 days", map[string]any{"maxDays": MaxWindowDays})
+	}
+	minImpact := 0
+	if q.Has("impact") {
+		if minImpact = news.ImpactRank(q.Get("impact")); minImpact == 0 {
+			return bad("invalid_request", "impact must be low, medium or high (the lowest tier listed)", map[string]any{"impact": q.Get("impact")})
+		}
+	}
+	currency := strings.ToUpper(strings.TrimSpace(q.Get("currency")))
+	events := h.n.News.Calendar.Window(from, to, minImpact, currency)
+	out := make([]EventOut, 0, len(events))
+	for _, e := range events {
+		roots := e.Roots
+		if roots == nil {
+			roots = []string{}
+		}
+		out = append(out, EventOut{ID: e.ID, Title: e.Title, Country: e.Country, Currency: e.Currency, Time: e.Time.UTC().Format(time.RFC3339),
+			Impact: e.Impact, Forecast: e.Forecast, Previous: e.Previous, Actual: e.Actual, Roots: roots, UpdatedAt: e.UpdatedAt.UTC().Format(time.RFC3339)})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339), "events": out})
+	return nil
+}
+
+func (h *handlers) calendarStream(w http.ResponseWriter, r *http.Request) error {
+	ch, cancel := h.n.News.SubscribeCalendar()
+	defer cancel()
+	sse, err := httpx.StartSSE(w)
+	if err != nil {
+		return err
+	}
+	hb := time.NewTicker(httpx.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-h.n.Done:
+			return nil
+		case <-hb.C:
+			if sse.Comment("heartbeat") != nil {
+				return nil
+			}
+		case n := <-ch:
+			b, _ := json.Marshal(map[string]any{"ids": n.IDs, "updatedAt": n.UpdatedAt.Format(time.RFC3339Nano)})
+			if sse.Event("calendar_update", "", b) != nil {
+				return nil
+			}
+		}
+	}
+}
