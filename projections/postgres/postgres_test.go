@@ -156,3 +156,41 @@ func TestWritersShareOneDatabase(t *testing.T) {
 		t.Fatalf("n = %d (%v %v), want 8", n, ok, err)
 	}
 }
+
+// TestLostCheckpointStopsUpdates: if the database forgets commits this store
+// made (a crash with asynchronous commit), Update refuses to fold on top of
+// the gap; a fresh store (a restarted engine) resumes from the checkpoint.
+func TestLostCheckpointStopsUpdates(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := s.Update(ctx, seq, func(tx projections.Tx) error { return tx.Put("c", "k", seq) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE checkpoints SET seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Update(ctx, 4, func(tx projections.Tx) error { return tx.Put("c", "k", 4) })
+	if !errors.Is(err, postgres.ErrCheckpointLost) {
+		t.Fatalf("Update on a lost checkpoint: %v", err)
+	}
+	restarted := openURL(t, url)
+	if cp, err := restarted.Checkpoint(ctx); err != nil || cp != 2 {
+		t.Fatalf("checkpoint %d: %v", cp, err)
+	}
+	if err := restarted.Update(ctx, 3, func(tx projections.Tx) error { return tx.Put("c", "k", 3) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCommitsAreAsynchronousUnlessTheURLSaysOtherwise(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, c := range []struct{ url, want string }{{url, "off"}, {url + "&synchronous_commit=on", "on"}} {
+		s := openURL(t, c.url)
+		var got string
+		if err := s.Pool().QueryRow(ctx, `SHOW synchronous_commit`).Scan(&got); err != nil || got != c.want {
+			t.Errorf("synchronous_commit %q, want %q: %v", got, c.want, err)
+		}
+	}
+}

@@ -27,9 +27,18 @@ import (
 	schema "github.com/svc/engine/schema/postgres"
 )
 
+// ErrCheckpointLost is returned by Update when the database's checkpoint is
+// behind one this store committed: the database lost commits (a crash with
+// asynchronous commit, a restore, a failover to a lagging replica). The
+// projector must restart from Checkpoint.
+var ErrCheckpointLost = errors.New("postgres: checkpoint behind a committed update; restart the projector")
+
 // Projection is the checkpoint name Open uses; it never changes, since it
 // names the read models' durable position in the log.
 const Projection = "core"
+
+// minConns is the pool size unless the URL sets pool_max_conns.
+const minConns = 16
 
 // pageSize bounds the rows one List round trip reads; List reads page by page
 // and calls its callback with no connection held, so the callback may read the
@@ -39,19 +48,37 @@ const pageSize = 256
 // Store is a projections.Store in PostgreSQL. It is safe for concurrent use;
 // concurrent Updates serialize on the checkpoint row.
 type Store struct {
-	pool  *pgxpool.Pool
-	name  string
-	wmu   sync.Mutex // serializes this process's Updates; guards cache
-	cache cache
+	pool      *pgxpool.Pool
+	name      string
+	wmu       sync.Mutex // serializes this process's Updates; guards the fields below
+	cache     cache
+	committed uint64 // the last checkpoint this store committed
 }
 
 // Open connects to url, applies the migrations of schema/postgres and returns
 // the store of the projection named Projection. Tables are created in the
-// first schema of the connection's search_path (e.g. ?search_path=s in url).
+// first schema of the connection's search_path (e.g. ?search_path=s in url);
+// the pool holds up to 16 connections unless url sets pool_max_conns.
+//
+// Commits are asynchronous (synchronous_commit=off) unless url sets
+// synchronous_commit: an Update does not wait for the WAL flush, which costs
+// milliseconds per transaction on real disks. The read models stay
+// consistent with their checkpoint, and the log is the source of truth: a
+// database crash loses at most the last fraction of a second of Updates,
+// which the projector folds again from the log after the engine restarts
+// (an Update failing on the broken connection stops the engine). A store
+// that sees the checkpoint behind what it committed itself fails with
+// ErrCheckpointLost rather than fold on top of a gap.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") && cfg.MaxConns < minConns {
+		cfg.MaxConns = minConns // HTTP reads and SSE frames read concurrently
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -254,6 +281,10 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	if err := db.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1 FOR UPDATE`, s.name).Scan(&cp); err != nil {
 		return fmt.Errorf("postgres: checkpoint: %w", err)
 	}
+	if uint64(cp) < s.committed {
+		s.cache.reset()
+		return fmt.Errorf("%w: at %d, committed %d", ErrCheckpointLost, cp, s.committed)
+	}
 	if seq <= uint64(cp) {
 		return nil
 	}
@@ -272,6 +303,7 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 		return fmt.Errorf("postgres: commit up to %d: %w", seq, err)
 	}
 	s.cache.commit(seq, t.buf)
+	s.committed = seq
 	return nil
 }
 

@@ -15,11 +15,20 @@ import (
 const BenchAccounts = 64
 
 // BenchCore folds b.N commits through projections.Core into a store from
-// open, in batches of projections.MaxBatch as the projector does, and reports
-// commits/s. Each commit is a market order placed and filled in one commit,
-// as the paper book makes them: it writes the order, its sequence index, the
-// fill, the position, the day's PnL and the account.
+// open, and reports commits/s, in two shapes: batch=512, a catching-up
+// projector's transactions (projections.MaxBatch commits each), and batch=1,
+// a live projector's under light load (one commit each, so ns/op is the
+// latency one commit adds before a read shows it). Each commit is a market
+// order placed and filled in one commit, as the paper book makes them: it
+// writes the order, its sequence index, the fill, the position, the day's PnL
+// and the account, over BenchAccounts accounts.
 func BenchCore(b *testing.B, open Factory) {
+	for _, size := range []int{projections.MaxBatch, 1} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) { benchCore(b, open, size) })
+	}
+}
+
+func benchCore(b *testing.B, open Factory, size int) {
 	s := open(b)
 	p := projections.NewProjector(s, nil, projections.Core)
 	ctx := context.Background()
@@ -27,13 +36,13 @@ func BenchCore(b *testing.B, open Factory) {
 	if err := p.ApplyBatch(ctx, g.opens()); err != nil {
 		b.Fatal(err)
 	}
-	batch := make([]events.Committed, 0, projections.MaxBatch)
+	batch := make([]events.Committed, 0, size)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; done += len(batch) {
 		b.StopTimer()
 		batch = batch[:0]
-		for i := 0; i < projections.MaxBatch && done+i < b.N; i++ {
+		for i := 0; i < size && done+i < b.N; i++ {
 			batch = append(batch, g.trade())
 		}
 		b.StartTimer()
