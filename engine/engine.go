@@ -81,7 +81,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, reg: Registry()}
 	e.paper = paper.New(e.wake)
-	e.risk = risk.New(cfg.Now, e.riskExec)
+	e.risk = risk.New(cfg.Now, e.riskExec, e.mark)
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
 		Name:    "account",
 		Subject: evacct.Subject,

@@ -23,6 +23,15 @@ func (e *Engine) Calendar() string {
 	return calendar.Crypto
 }
 
+// mark is the newest mark (mid) of an instrument from its price source.
+func (e *Engine) mark(instrument string) (events.Decimal, bool) {
+	q, ok := e.market().Quotes[instrument]
+	if !ok {
+		return events.Decimal{}, false
+	}
+	return q.Bid.Add(q.Ask).Quo(events.Int(2)), true
+}
+
 // prepareRisk attaches what risk commands need: the marks of an evaluation and
 // the calendar of a settings change.
 func (e *Engine) prepareRisk(cmd commands.Command) {

@@ -265,7 +265,14 @@ func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 		if r.EvalBreach {
 			return nil, true, nil
 		}
-		return []events.Event{ev.EvaluationBreached{Reason: c.Reason, At: at}}, true, nil
+		// The breach cancels every working order that could add exposure; positions stay.
+		out := []events.Event{ev.EvaluationBreached{Reason: c.Reason, At: at}}
+		for _, id := range sortedKeys(s.Working) {
+			if !s.Working[id].ReduceOnly {
+				out = append(out, ev.OrderCanceled{BrokerOrderID: id, Reason: "risk", At: at})
+			}
+		}
+		return out, true, nil
 	case *rcmd.ReleaseEvaluation:
 		if !r.EvalBreach {
 			return nil, true, nil

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/svc/engine/commands"
 	rcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/engine/account"
@@ -33,15 +35,21 @@ const TickInterval = 250 * time.Millisecond
 
 // Reactor is the risk reactor. Its index is fed by Track (from each account's
 // mailbox goroutine after a commit) and OnQuote (from the feed).
+//
+// For an account with one open position, every PnL control is linear in that
+// position's mark, so the index keeps the band of marks inside which no
+// control fires; a mark update compares the mark with each account's band and
+// computes PnL exactly only for those outside it.
 type Reactor struct {
-	now  func() time.Time
-	exec Exec
+	now   func() time.Time
+	exec  Exec
+	quote func(instrument string) (events.Decimal, bool) // the feed's mark, for instruments not yet seen
 
 	mu       sync.Mutex
 	entries  map[string]*entry
-	byInst   map[string]map[string]*entry // instrument -> accounts with a PnL control and a position in it
-	marks    map[string]events.Decimal    // newest mark (mid) per instrument
-	inflight map[string]bool              // account|kind -> a command on its way
+	byInst   map[string]*holders       // instrument -> accounts with a PnL control and a position in it
+	marks    map[string]events.Decimal // newest mark (mid) per instrument
+	inflight map[string]bool           // account|kind -> a command on its way
 	onLock   func(accountID string, rev uint64, v account.LockView)
 
 	stop chan struct{}
@@ -51,8 +59,85 @@ type Reactor struct {
 
 // term is one position's open PnL as a linear function of its mark: a*mark + c.
 type term struct {
-	a, c   events.Decimal
-	unreal events.Decimal // at the newest mark; zero until marked
+	a, c events.Decimal
+}
+
+// band is the range of one position's mark inside which no PnL control fires,
+// for the periods starting at dayStart and weekStart: a control may fire at a
+// mark <= lo or >= hi (nil: no bound). Bounds are widened by epsilon so
+// rounding never hides a breach; the exact check decides.
+type band struct {
+	lo, hi              *events.Decimal
+	loI, hiI            int64 // lo and hi in units of 1e-8, rounded outward
+	fixedOK             bool  // loI and hiI hold the bounds
+	dayStart, weekStart time.Time
+}
+
+var epsilon = events.MustDecimal("1e-18")
+
+// Scale of the band's fixed-point bounds: 1e-8.
+const scale = 8
+
+// fixed is d in units of 1e-8 rounded by mode, and whether it fits an int64.
+func fixed(d events.Decimal, mode apd.Rounder) (int64, bool) {
+	ctx := apd.BaseContext.WithPrecision(40)
+	ctx.Rounding = mode
+	var z apd.Decimal
+	if _, err := ctx.Quantize(&z, d.Apd(), -scale); err != nil || !z.Coeff.IsInt64() {
+		return 0, false
+	}
+	v := z.Coeff.Int64()
+	if z.Negative {
+		v = -v
+	}
+	return v, true
+}
+
+// setFixed fills the band's fixed-point bounds: lo rounded up, hi rounded
+// down, so a mark beyond a bound is beyond its fixed-point twin.
+func (b *band) setFixed() {
+	b.fixedOK = true
+	if b.lo != nil {
+		b.loI, b.fixedOK = fixed(*b.lo, apd.RoundCeiling)
+	}
+	if b.hi != nil && b.fixedOK {
+		b.hiI, b.fixedOK = fixed(*b.hi, apd.RoundFloor)
+	}
+}
+
+// inside reports whether mark (mi in 1e-8 units when exact) lies strictly inside the band.
+func (b *band) inside(mark events.Decimal, mi int64, exact bool) bool {
+	if exact && b.fixedOK {
+		return (b.lo == nil || mi > b.loI) && (b.hi == nil || mi < b.hiI)
+	}
+	return (b.lo == nil || mark.Cmp(*b.lo) > 0) && (b.hi == nil || mark.Cmp(*b.hi) < 0)
+}
+
+// holders lists the accounts indexed under one instrument.
+type holders struct {
+	list []*entry
+	at   map[string]int // account id -> position in list
+}
+
+func (h *holders) put(e *entry) {
+	if i, ok := h.at[e.id]; ok {
+		h.list[i] = e
+		return
+	}
+	h.at[e.id] = len(h.list)
+	h.list = append(h.list, e)
+}
+
+func (h *holders) remove(id string) {
+	i, ok := h.at[id]
+	if !ok {
+		return
+	}
+	last := len(h.list) - 1
+	h.list[i] = h.list[last]
+	h.at[h.list[i].id] = i
+	h.list = h.list[:last]
+	delete(h.at, id)
 }
 
 // entry is what the reactor knows of one account, as of its last commit.
@@ -68,17 +153,18 @@ type entry struct {
 	dayStart, weekStart time.Time      // periods the realized sums below belong to
 	dayReal, weekReal   events.Decimal // realized PnL counted in those periods
 	terms               map[string]*term
-	unreal              events.Decimal // sum of the terms' unreal
-	view                string         // signature of the last lock view sent
+	band                *band  // single-position accounts: the quiet band of its mark
+	view                string // signature of the last lock view sent
 }
 
 func (e *entry) pnlControls() bool {
 	return e.dayLoss != nil || e.weekLoss != nil || e.dayProfit != nil || e.weekProf != nil
 }
 
-// New makes a reactor; exec sends commands to accounts.
-func New(now func() time.Time, exec Exec) *Reactor {
-	return &Reactor{now: now, exec: exec, entries: map[string]*entry{}, byInst: map[string]map[string]*entry{},
+// New makes a reactor; exec sends commands to accounts; quote (may be nil)
+// gives the feed's mark of an instrument no quote has reached the reactor for.
+func New(now func() time.Time, exec Exec, quote func(instrument string) (events.Decimal, bool)) *Reactor {
+	return &Reactor{now: now, exec: exec, quote: quote, entries: map[string]*entry{}, byInst: map[string]*holders{},
 		marks: map[string]events.Decimal{}, inflight: map[string]bool{}, stop: make(chan struct{})}
 }
 
@@ -139,7 +225,7 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 	e := &entry{id: id, cal: rs.Calendar,
 		dayLoss: neg(enabled(st.DailyLossEnabled, st.DailyLossValue)), weekLoss: neg(enabled(st.WeeklyLossEnabled, st.WeeklyLossValue)),
 		dayProfit: enabled(st.DailyProfitEnabled, st.DailyProfitValue), weekProf: enabled(st.WeeklyProfitEnabled, st.WeeklyProfitValue),
-		countFrom: rs.CountFrom, terms: map[string]*term{}, unreal: events.Int(0)}
+		countFrom: rs.CountFrom, terms: map[string]*term{}}
 	if st.EODCloseEnabled && st.EODCloseValue != nil {
 		if n, err := st.EODCloseValue.Apd().Int64(); err == nil {
 			e.eodMinutes = time.Duration(n) * time.Minute
@@ -167,7 +253,7 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 	r.entries[id] = e
 	if old != nil {
 		for inst := range old.terms {
-			delete(r.byInst[inst], id)
+			r.byInst[inst].remove(id)
 		}
 	}
 	if e.pnlControls() {
@@ -177,16 +263,11 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 				mult = events.Int(1)
 			}
 			a := p.Quantity.Mul(mult)
-			t := &term{a: a, c: p.AvgPrice.Mul(a).Neg(), unreal: events.Int(0)}
-			if m, ok := r.marks[inst]; ok {
-				t.unreal = t.a.Mul(m).Add(t.c)
-				e.unreal = e.unreal.Add(t.unreal)
-			}
-			e.terms[inst] = t
+			e.terms[inst] = &term{a: a, c: p.AvgPrice.Mul(a).Neg()}
 			if r.byInst[inst] == nil {
-				r.byInst[inst] = map[string]*entry{}
+				r.byInst[inst] = &holders{at: map[string]int{}}
 			}
-			r.byInst[inst][id] = e
+			r.byInst[inst].put(e)
 		}
 	}
 	notify := r.onLock
@@ -228,6 +309,80 @@ func (e *entry) latched(control string, start time.Time) bool {
 	return ok && t.Equal(start)
 }
 
+// mark is the newest mark of instrument. Called with r.mu held.
+func (r *Reactor) mark(instrument string) (events.Decimal, bool) {
+	if m, ok := r.marks[instrument]; ok {
+		return m, true
+	}
+	if r.quote != nil {
+		if m, ok := r.quote(instrument); ok {
+			r.marks[instrument] = m
+			return m, true
+		}
+	}
+	return events.Decimal{}, false
+}
+
+// unreal is e's open PnL at the newest marks. Called with r.mu held.
+func (r *Reactor) unreal(e *entry) events.Decimal {
+	sum := events.Int(0)
+	for inst, t := range e.terms {
+		if m, ok := r.mark(inst); ok {
+			sum = sum.Add(t.a.Mul(m).Add(t.c))
+		}
+	}
+	return sum
+}
+
+// quiet builds e's band for the periods day and week, or nil when e holds
+// other than exactly one position. Called with r.mu held.
+func (r *Reactor) quiet(e *entry, day, week calendar.Period) *band {
+	if len(e.terms) != 1 {
+		return nil
+	}
+	var t *term
+	for _, x := range e.terms {
+		t = x
+	}
+	if t.a.IsZero() {
+		return nil
+	}
+	b := &band{dayStart: day.Start, weekStart: week.Start}
+	dayReal, weekReal := events.Int(0), events.Int(0)
+	if e.dayStart.Equal(day.Start) {
+		dayReal = e.dayReal
+	}
+	if e.weekStart.Equal(week.Start) {
+		weekReal = e.weekReal
+	}
+	// A loss limit L fires at a*m + c + R <= L, a profit target P at a*m + c + R >= P:
+	// m <= (L-c-R)/a, resp. m >= (P-c-R)/a for a long (a > 0); the other way for a short.
+	long := t.a.Sign() > 0
+	bound := func(limit *events.Decimal, control string, start time.Time, realized events.Decimal, loss bool) {
+		if limit == nil || e.latched(control, start) {
+			return
+		}
+		k := limit.Sub(t.c).Sub(realized).Quo(t.a)
+		if loss == long { // fires at m <= k
+			k = k.Add(epsilon)
+			if b.lo == nil || k.Cmp(*b.lo) > 0 {
+				b.lo = &k
+			}
+		} else { // fires at m >= k
+			k = k.Sub(epsilon)
+			if b.hi == nil || k.Cmp(*b.hi) < 0 {
+				b.hi = &k
+			}
+		}
+	}
+	bound(e.dayLoss, ev.ControlDailyLoss, day.Start, dayReal, true)
+	bound(e.weekLoss, ev.ControlWeeklyLoss, week.Start, weekReal, true)
+	bound(e.dayProfit, ev.ControlDailyProfit, day.Start, dayReal, false)
+	bound(e.weekProf, ev.ControlWeeklyProfit, week.Start, weekReal, false)
+	b.setFixed()
+	return b
+}
+
 // due reports whether a control of e looks breached at now: the same test as
 // account.State.Breach, on the index. Called with r.mu held.
 func (r *Reactor) due(e *entry, now time.Time, day, week calendar.Period) bool {
@@ -235,7 +390,8 @@ func (r *Reactor) due(e *entry, now time.Time, day, week calendar.Period) bool {
 		return false
 	}
 	if e.pnlControls() {
-		dayPnl, weekPnl := e.unreal, e.unreal
+		u := r.unreal(e)
+		dayPnl, weekPnl := u, u
 		if e.dayStart.Equal(day.Start) {
 			dayPnl = dayPnl.Add(e.dayReal)
 		}
@@ -290,19 +446,31 @@ func (r *Reactor) Mark(instrument string, mark events.Decimal) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.marks[instrument] = mark
+	h := r.byInst[instrument]
+	if h == nil {
+		return nil
+	}
+	mi, exact := fixed(mark, apd.RoundFloor)
+	cryptoDay, cryptoWeek := ps.of(calendar.Crypto, now)
 	var due []string
-	for id, e := range r.byInst[instrument] {
-		t := e.terms[instrument]
-		u := t.a.Mul(mark).Add(t.c)
-		if len(e.terms) == 1 {
-			e.unreal = u
-		} else {
-			e.unreal = e.unreal.Sub(t.unreal).Add(u)
+	for _, e := range h.list {
+		if now.Before(e.lockUntil) {
+			continue
 		}
-		t.unreal = u
-		day, week := ps.of(e.cal, now)
-		if r.due(e, now, day, week) && !r.inflight[id+"|evaluate"] {
-			due = append(due, id)
+		day, week := cryptoDay, cryptoWeek
+		if e.cal == calendar.Futures {
+			day, week = ps.of(e.cal, now)
+		}
+		b := e.band
+		if b == nil || b.dayStart != day.Start || b.weekStart != week.Start {
+			b = r.quiet(e, day, week)
+			e.band = b
+		}
+		if b != nil && b.inside(mark, mi, exact) {
+			continue // inside the quiet band: no PnL control fires
+		}
+		if r.due(e, now, day, week) && !r.inflight[e.id+"|evaluate"] {
+			due = append(due, e.id)
 		}
 	}
 	return due
@@ -345,6 +513,13 @@ func (r *Reactor) Due(id string) bool {
 		return false
 	}
 	return r.due(e, now, calendar.Day(e.cal, now), calendar.Week(e.cal, now))
+}
+
+// Pending counts the commands the reactor has on their way.
+func (r *Reactor) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.inflight)
 }
 
 // send runs cmd on the account in the background, one of each kind in flight per account.
