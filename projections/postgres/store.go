@@ -6,7 +6,10 @@
 // the transaction's writes in memory (Tx.Get reads the buffer first) and
 // sends them at the end in one round trip, together with the checkpoint,
 // then commits: a batch of commits costs a few round trips, not one per write.
-// Reads outside Update see committed data only.
+// Between Updates the store keeps the documents it last wrote or read, and
+// trusts them only while the checkpoint is still the one it committed, so
+// another writer of the same projection invalidates them; all writes must go
+// through Update. Reads outside Update see committed data only.
 package postgres
 
 import (
@@ -58,7 +61,7 @@ type Store struct {
 // Open connects to url, applies the migrations of schema/postgres and returns
 // the store of the projection named Projection. Tables are created in the
 // first schema of the connection's search_path (e.g. ?search_path=s in url);
-// the pool holds up to 16 connections unless url sets pool_max_conns.
+// the pool holds at least 16 connections unless url sets pool_max_conns.
 //
 // Commits are asynchronous (synchronous_commit=off) unless url sets
 // synchronous_commit: an Update does not wait for the WAL flush, which costs
