@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
+	"github.com/svc/engine/engine/market/exchange"
 	"github.com/svc/engine/engine/market/replay"
 	"github.com/svc/engine/engine/news"
 	"github.com/svc/engine/gateway"
@@ -32,17 +33,21 @@ import (
 //	ENGINE_MARKET_REPLAY_SPEED    replay: pace multiplier (default 1; 0 as fast as possible)
 //	ENGINE_MARKET_REPLAY_REBASE   replay: 1 (default) stamps ticks from the start of playback; 0 keeps recorded times
 //	ENGINE_MARKET_REPLAY_LOOP     replay: 1 starts over at the end
+//	ENGINE_COINBASE_URL           coinbase: the websocket feed (default wss://ws-feed.exchange.coinbase.com)
+//	ENGINE_COINBASE_PRODUCTS      coinbase: PRODUCT=SYMBOL pairs (default BTC-USD=BTC-PERP,ETH-USD=ETH-PERP,SOL-USD=SOL-PERP)
 //	ENGINE_NEWS_FEEDS             comma-separated RSS or Atom URLs (default none)
 //	ENGINE_NEWS_POLL              between feed fetches (default 5m)
 //	ENGINE_NEWS_SAMPLE            1 loads the shipped sample headlines and calendar (default: in the sandbox)
 type Market struct {
-	Feed    market.Feed
-	Replay  *replay.Feed // with ENGINE_MARKET_FEED=replay
-	Bars    *bars.Service
-	Futures market.FuturesSource
-	News    *news.Service
-	saver   *bars.JetStream
-	stop    context.CancelFunc
+	Feed   market.Feed
+	Replay *replay.Feed // with ENGINE_MARKET_FEED=replay
+	// Exchange is the Coinbase Exchange adapter, with ENGINE_MARKET_FEED=coinbase.
+	Exchange *exchange.Coinbase
+	Bars     *bars.Service
+	Futures  market.FuturesSource
+	News     *news.Service
+	saver    *bars.JetStream
+	stop     context.CancelFunc
 }
 
 // openMarket selects the feed, opens the bar streams and loads bar history.
@@ -71,6 +76,21 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		}
 		m.Replay = replay.New(rows, opts)
 		m.Feed = m.Replay
+	case "coinbase":
+		products := map[string]string{}
+		spec := os.Getenv("ENGINE_COINBASE_PRODUCTS")
+		if spec == "" {
+			spec = "BTC-USD=BTC-PERP,ETH-USD=ETH-PERP,SOL-USD=SOL-PERP"
+		}
+		for _, pair := range strings.Split(spec, ",") {
+			id, sym, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok || id == "" || sym == "" {
+				return nil, fmt.Errorf("ENGINE_COINBASE_PRODUCTS entry %q is not PRODUCT=SYMBOL", pair)
+			}
+			products[id] = sym
+		}
+		m.Exchange = exchange.New(exchange.Config{URL: os.Getenv("ENGINE_COINBASE_URL"), Products: products, Now: a.Now})
+		m.Feed = m.Exchange
 	default:
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
 	}
@@ -116,6 +136,9 @@ func (m *Market) start(bg context.Context, manual bool) {
 	m.saver.Start(sctx)
 	go m.Bars.Run(bg)
 	go m.News.Run(bg)
+	if m.Exchange != nil {
+		go m.Exchange.Run(bg)
+	}
 	if !manual && m.Replay != nil {
 		go m.Replay.Run(bg)
 	}
