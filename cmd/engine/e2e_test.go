@@ -26,7 +26,25 @@ import (
 type proc struct {
 	cmd  *exec.Cmd
 	base string
-	out  *bytes.Buffer
+	out  *lockedBuffer
+}
+
+// lockedBuffer collects the process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func build(t *testing.T) string {
@@ -54,7 +72,7 @@ func start(t *testing.T, bin, dir, addr string, extra ...string) *proc {
 	cmd.Env = append(os.Environ(), "ENGINE_DATA_DIR="+dir, "ENGINE_LISTEN="+addr, "ENGINE_DEMO_ACCOUNTS=32",
 		"ENGINE_RATE_LIMIT=0", "ENGINE_LOG_LEVEL=warn", "NATS_URL=", "DATABASE_URL=")
 	cmd.Env = append(cmd.Env, extra...)
-	out := &bytes.Buffer{}
+	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
