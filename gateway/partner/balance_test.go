@@ -180,3 +180,22 @@ func TestLostAnswerIsSettledByReceiptAndRetry(t *testing.T) {
 	}
 	r.JSON(t, &out)
 }
+
+// TestBalance503sCarryRetryAfter: a lost acknowledgement answers 503
+// outcome_unknown with Retry-After: 1 on the balance route, as does draining.
+func TestBalance503sCarryRetryAfter(t *testing.T) {
+	f := start(t, options{})
+	a := f.provision("u-1", "1000")
+	f.App.Log.Conn().Close() // the log is gone: the append's outcome is unknown
+	r := f.balanceOp("lost", a, "credit", "1")
+	wantCode(t, r, http.StatusServiceUnavailable, "outcome_unknown")
+	if r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	f.App.Deps.Auth.Drain()
+	r = f.balanceOp("drained", a, "credit", "1")
+	wantCode(t, r, http.StatusServiceUnavailable, "engine_draining")
+	if r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+}

@@ -35,11 +35,12 @@ type options struct {
 	backoff  []time.Duration
 	timeout  time.Duration
 	now      func() time.Time
+	postgres bool // read models in PostgreSQL (DATABASE_URL)
 }
 
 func start(t *testing.T, o options) *firm {
 	t.Helper()
-	e := apptest.Start(t, apptest.Options{DataDir: o.dataDir, ManualFeed: true, Now: o.now, Configure: func(c *app.Config) {
+	e := apptest.Start(t, apptest.Options{DataDir: o.dataDir, ManualFeed: true, Now: o.now, Postgres: o.postgres, Configure: func(c *app.Config) {
 		c.AllowedOrigins = trustedOrigin
 		if o.receiver != nil {
 			pool := x509.NewCertPool()

@@ -28,7 +28,7 @@ type receiver struct {
 	status  map[string]int    // path -> status to answer (default 200)
 	delay   map[string]time.Duration
 	got     []delivery
-	started map[string]int // requests that arrived, answered or not, by path
+	started map[string]int   // requests that arrived, answered or not, by path
 	now     func() time.Time // the clock signatures are checked against
 }
 
