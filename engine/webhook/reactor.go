@@ -179,6 +179,9 @@ func (r *Reactor) Start(ctx context.Context) error {
 	pending := map[pendingKey]*delivery{}
 	var order []pendingKey
 	last, err := r.cfg.Log.Replay(ctx, 0, func(m eventlog.Msg) error {
+		if !r.wants(m.Subject) {
+			return nil
+		}
 		c, err := r.decode(m)
 		if err != nil {
 			return err
@@ -236,6 +239,26 @@ func (r *Reactor) Start(ctx context.Context) error {
 	return nil
 }
 
+// wants reports whether a commit on subject can matter to webhooks: firm and
+// delivery-ledger commits always; an account's only while its firm has an
+// endpoint (or before its opening was seen). Other subjects are never decoded.
+// Router goroutine only.
+func (r *Reactor) wants(subject string) bool {
+	switch {
+	case strings.HasPrefix(subject, "evt.firm."), strings.HasPrefix(subject, "evt.webhook."):
+		return true
+	case strings.HasPrefix(subject, "evt.account."):
+		a, known := r.accounts[strings.TrimPrefix(subject, "evt.account.")]
+		if !known {
+			return true
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.eps[a.tenant]) > 0
+	}
+	return false
+}
+
 func (r *Reactor) decode(m eventlog.Msg) (events.Committed, error) {
 	c, err := r.cfg.Registry.Decode(m.Data)
 	if err != nil {
@@ -249,7 +272,7 @@ func (r *Reactor) follow(from uint64) {
 	defer r.loops.Done()
 	for r.ctx.Err() == nil {
 		err := r.cfg.Log.Follow(r.ctx, from, func(m eventlog.Msg) error {
-			if !strings.HasPrefix(m.Subject, "evt.webhook.") {
+			if !strings.HasPrefix(m.Subject, "evt.webhook.") && r.wants(m.Subject) {
 				c, err := r.decode(m)
 				if err != nil {
 					return err
