@@ -64,6 +64,9 @@ func applyRisk(s *State, e events.Event) {
 		r.EvalBreach = true
 	case ev.EvaluationReleased:
 		r.EvalBreach = false
+	case ev.AccountReset:
+		// Back to the starting state: no PnL counted, no fired control; the settings stay.
+		r.Lock, r.Latches, r.Fills, r.CountFrom, r.CountFromFill = nil, nil, nil, e.At, r.FillCount
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
+	fcmd "github.com/svc/engine/commands/firm"
 	rcmd "github.com/svc/engine/commands/risk"
 	tcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
@@ -349,5 +350,47 @@ func TestSettingsValidation(t *testing.T) {
 				t.Fatalf("got %v, want a 400", err)
 			}
 		})
+	}
+}
+
+func TestFirmHaltShowsInTheLockAndStandsAnUnlock(t *testing.T) {
+	a := newAcct(t, t0)
+	a.must(&fcmd.HaltAccount{})
+	v := a.s.RiskLock(a.at)
+	if !v.TradingLocked || v.LockReason != "firm_halt" || v.TradingUnlockAt != nil || a.s.ControlLocked(a.at) {
+		t.Fatalf("view %+v", v)
+	}
+	if evs := a.must(&rcmd.Unlock{}); len(evs) != 0 {
+		t.Fatalf("unlock recorded %v", evs)
+	}
+	if v := a.s.RiskLock(a.at); !v.TradingLocked || v.LockReason != "firm_halt" {
+		t.Fatalf("after unlock %+v", v)
+	}
+	a.refused(buy("b1", "1", quotes("100", "101")), 423, "risk_locked")
+	a.must(&fcmd.ResumeAccount{})
+	if a.s.RiskLock(a.at).TradingLocked {
+		t.Fatal("still locked after resume")
+	}
+	// a fired control shows first; the firm cannot halt over it
+	a.must(settings(func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
+	a.must(buy("b2", "2", quotes("100", "101")))
+	a.must(&rcmd.Evaluate{Market: quotes("40", "41")})
+	if !a.s.ControlLocked(a.at) || a.s.RiskLock(a.at).LockReason != ev.ControlDailyLoss {
+		t.Fatal("no control lock")
+	}
+	a.refused(&fcmd.HaltAccount{}, 409, "lock_not_owned")
+}
+
+func TestResetClearsFiredControls(t *testing.T) {
+	a := newAcct(t, t0)
+	a.must(settings(func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
+	a.must(buy("b1", "2", quotes("100", "101")))
+	a.must(&rcmd.Evaluate{Market: quotes("40", "41")})
+	a.must(&fcmd.ResetAccount{ReferenceID: "reset-1"})
+	if v := a.s.RiskLock(a.at); v.TradingLocked || v.Monitoring != "live" {
+		t.Fatalf("after reset %+v", v)
+	}
+	if evs := a.must(&rcmd.Evaluate{Market: quotes("40", "41")}); len(evs) != 0 {
+		t.Fatalf("the loss before the reset fired: %v", evs)
 	}
 }

@@ -326,3 +326,21 @@ func TestUnreadableHoldsFailClosed(t *testing.T) {
 		}
 	}
 }
+
+// A replacement is live at once: with a loss already beyond the new limit,
+// the very next order meets the lock.
+func TestSettingsLiveForTheNextOrder(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)}
+	e := apptest.Start(t, apptest.Options{Now: clk.Now, ManualFeed: true})
+	quote(e, "100", "101")
+	status(t, e.Post("/api/trading/order", order("b1", "buy", "2")), 200, "")
+	quote(e, "90", "91") // PnL -21
+	status(t, put(e, map[string]any{"dailyLossEnabled": true, "dailyLossValue": 20}), 200, "")
+	m := status(t, e.Post("/api/trading/order", order("b2", "buy", "1")), 423, "risk_locked")
+	if hs := m["params"].(map[string]any)["holds"].([]any); hs[0] != "daily_loss_limit" {
+		t.Fatalf("holds %v", hs)
+	}
+	if l := lock(t, e); l["tradingLocked"] != true || l["triggerPnl"] != float64(-21) || len(positions(t, e)) != 0 {
+		t.Fatalf("lock %v", l)
+	}
+}
