@@ -157,7 +157,7 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 		t.AscendGreaterOrEqual(item{key: q.After}, visit)
 	case !q.Reverse:
 		t.AscendGreaterOrEqual(item{key: q.Prefix}, visit)
-	case q.After != "":
+	case q.After != "" && q.After < q.Prefix+"\U0010FFFF":
 		t.DescendLessOrEqual(item{key: q.After}, visit)
 	default:
 		t.DescendLessOrEqual(item{key: q.Prefix + "\U0010FFFF"}, visit)

@@ -582,6 +582,7 @@ func testList(t *testing.T, s projections.Store) {
 		{projections.Query{Prefix: "a/", After: "a0"}, []string{}},
 		{projections.Query{Prefix: "a/", After: "a", Reverse: true}, []string{}},
 		{projections.Query{Prefix: "b/", After: "c", Reverse: true}, []string{"b/1"}},
+		{projections.Query{Prefix: "a/", After: "b", Reverse: true}, rev(pre("a/")...)},
 	}
 	for _, c := range cases {
 		got := keys(t, s, "c", c.q)
