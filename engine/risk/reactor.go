@@ -52,9 +52,10 @@ type Reactor struct {
 	inflight map[string]bool           // account|kind -> a command on its way
 	onLock   func(accountID string, rev uint64, v account.LockView)
 
-	stop chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
+	closed bool // set under mu by Close: nothing more is sent
+	stop   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
 }
 
 // term is one position's open PnL as a linear function of its mark: a*mark + c.
@@ -193,9 +194,14 @@ func (r *Reactor) Start() {
 	}()
 }
 
-// Close stops the timer and waits for it.
+// Close stops the timer, sends nothing more and waits for the commands on their way.
 func (r *Reactor) Close() {
-	r.once.Do(func() { close(r.stop) })
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		close(r.stop)
+	})
 	r.wg.Wait()
 }
 
@@ -526,13 +532,15 @@ func (r *Reactor) Pending() int {
 func (r *Reactor) send(id, kind string, cmd commands.Command) {
 	key := id + "|" + kind
 	r.mu.Lock()
-	if r.inflight[key] {
+	if r.inflight[key] || r.closed {
 		r.mu.Unlock()
 		return
 	}
 	r.inflight[key] = true
+	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
+		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.exec(ctx, id, cmd); err != nil {
