@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -62,13 +63,30 @@ func (h *handlers) provision(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	tenant := tenantOf(r)
-	out := make([]provisionResult, 0, len(body.Accounts))
+	out := make([]provisionResult, len(body.Accounts))
+	errs := make([]error, len(body.Accounts))
+	// Items are independent aggregates: up to 8 commit at once, unless a
+	// referenceId repeats inside the batch, which then runs in request order.
+	par, seen := 8, map[string]bool{}
 	for _, it := range body.Accounts {
-		res, err := h.provisionOne(r, tenant, it)
-		if err != nil {
-			return retryable(err)
+		if seen[it.ReferenceID] {
+			par = 1
 		}
-		out = append(out, res)
+		seen[it.ReferenceID] = true
+	}
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, it := range body.Accounts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = h.provisionOne(r, tenant, it)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return retryable(err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"results": out})
 	return nil

@@ -20,6 +20,9 @@ func TestKeysReachOnlyTheirOwnRoutes(t *testing.T) {
 	wantCode(t, r, http.StatusForbidden, "permission_denied")
 	r = f.Do(apptest.Req{Method: http.MethodGet, Path: "/api/account/list", Key: f.partnerKey})
 	wantCode(t, r, http.StatusForbidden, "permission_denied")
+	r = f.Do(apptest.Req{Method: http.MethodPost, Path: "/api/trading/order", Key: f.partnerKey,
+		Body: map[string]any{"clientOrderId": "c1", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}})
+	wantCode(t, r, http.StatusForbidden, "permission_denied")
 	r = f.Do(apptest.Req{Method: http.MethodGet, Path: "/api/operator/venues/" + f.venue + "/balance-ops/x", Key: f.partnerKey})
 	wantCode(t, r, http.StatusForbidden, "permission_denied")
 	r = f.Do(apptest.Req{Method: http.MethodGet, Path: "/api/operator/venues/" + f.venue + "/balance-ops/x"}) // trading key

@@ -48,7 +48,11 @@ func TestFirmHaltIsIdempotentDurableAndOnlyTheFirmsOwn(t *testing.T) {
 	}
 	want(t, f.balanceOp("h-op-2", a, "credit", "1"), http.StatusOK) // credits still move
 
-	f = f.restart(t) // durable across restarts
+	before := *f
+	f = f.restart(t) // durable across restarts; the dev credentials stay
+	if f.partnerKey != before.partnerKey || f.cookie != before.cookie || f.venue != before.venue {
+		t.Fatal("a restart replaced the dev credentials")
+	}
 	if h := holds(t, order(f, key, a, "o-4", "buy", false)); h != "[firm_halt]" {
 		t.Fatalf("holds after restart %s", h)
 	}
