@@ -70,6 +70,7 @@ type term struct {
 type band struct {
 	lo, hi              *events.Decimal
 	loI, hiI            int64 // lo and hi in units of 1e-8, rounded outward
+	loSureI, hiSureI    int64 // see setFixed
 	fixedOK             bool  // loI and hiI hold the bounds
 	dayStart, weekStart time.Time
 }
@@ -96,14 +97,24 @@ func fixed(d events.Decimal, mode apd.Rounder) (int64, bool) {
 
 // setFixed fills the band's fixed-point bounds: lo rounded up, hi rounded
 // down, so a mark beyond a bound is beyond its fixed-point twin.
+// The sure bounds lie 2 epsilon beyond the band's (so epsilon beyond the true
+// threshold): a mark at or past them fires a control without the exact check.
 func (b *band) setFixed() {
-	b.fixedOK = true
+	ok := []bool{true, true, true, true}
 	if b.lo != nil {
-		b.loI, b.fixedOK = fixed(*b.lo, apd.RoundCeiling)
+		b.loI, ok[0] = fixed(*b.lo, apd.RoundCeiling)
+		b.loSureI, ok[1] = fixed(b.lo.Sub(epsilon).Sub(epsilon), apd.RoundFloor)
 	}
-	if b.hi != nil && b.fixedOK {
-		b.hiI, b.fixedOK = fixed(*b.hi, apd.RoundFloor)
+	if b.hi != nil {
+		b.hiI, ok[2] = fixed(*b.hi, apd.RoundFloor)
+		b.hiSureI, ok[3] = fixed(b.hi.Add(epsilon).Add(epsilon), apd.RoundCeiling)
 	}
+	b.fixedOK = ok[0] && ok[1] && ok[2] && ok[3]
+}
+
+// sure reports whether the mark mi (in 1e-8 units) certainly fires a control.
+func (b *band) sure(mi int64, exact bool) bool {
+	return exact && b.fixedOK && ((b.lo != nil && mi <= b.loSureI) || (b.hi != nil && mi >= b.hiSureI))
 }
 
 // inside reports whether mark (mi in 1e-8 units when exact) lies strictly inside the band.
@@ -475,7 +486,7 @@ func (r *Reactor) Mark(instrument string, mark events.Decimal) []string {
 		if b != nil && b.inside(mark, mi, exact) {
 			continue // inside the quiet band: no PnL control fires
 		}
-		if r.due(e, now, day, week) && !r.inflight[e.id+"|evaluate"] {
+		if ((b != nil && b.sure(mi, exact)) || r.due(e, now, day, week)) && !r.inflight[e.id+"|evaluate"] {
 			due = append(due, e.id)
 		}
 	}
