@@ -17,16 +17,18 @@ var ErrUndefined = errors.New("spread: undefined value")
 // Evaluator evaluates one expression repeatedly without allocating. Not safe
 // for concurrent use; make one per goroutine.
 type Evaluator struct {
-	e     *Expr
-	stack []apd.Decimal
+	e       *Expr
+	scratch []apd.Decimal  // results of operations, by stack position
+	stack   []*apd.Decimal // operands: legs' values (never written) or scratch
 }
 
 // NewEvaluator prepares an evaluator of e.
 func NewEvaluator(e *Expr) *Evaluator {
-	return &Evaluator{e: e, stack: make([]apd.Decimal, e.depth+1)}
+	return &Evaluator{e: e, scratch: make([]apd.Decimal, e.depth+1), stack: make([]*apd.Decimal, e.depth+1)}
 }
 
-// Eval sets dst to the expression's value for the legs' values (in e.Legs order).
+// Eval sets dst to the expression's value for the legs' values (in e.Legs
+// order); the legs' values are only read.
 func (ev *Evaluator) Eval(dst *apd.Decimal, legs []*apd.Decimal) error {
 	sp := 0
 	for i := range ev.e.prog {
@@ -34,35 +36,38 @@ func (ev *Evaluator) Eval(dst *apd.Decimal, legs []*apd.Decimal) error {
 		var err error
 		switch in.op {
 		case opLeg:
-			ev.stack[sp].Set(legs[in.leg])
+			ev.stack[sp] = legs[in.leg]
 			sp++
 			continue
 		case opNum:
-			ev.stack[sp].Set(&in.num)
+			ev.stack[sp] = &in.num
 			sp++
 			continue
 		case opNeg:
-			ev.stack[sp-1].Neg(&ev.stack[sp-1])
+			z := &ev.scratch[sp-1]
+			z.Neg(ev.stack[sp-1])
+			ev.stack[sp-1] = z
 			continue
 		}
-		x, y := &ev.stack[sp-2], &ev.stack[sp-1]
+		x, y, z := ev.stack[sp-2], ev.stack[sp-1], &ev.scratch[sp-2]
 		switch in.op {
 		case opAdd:
-			_, err = Ctx.Add(x, x, y)
+			_, err = Ctx.Add(z, x, y)
 		case opSub:
-			_, err = Ctx.Sub(x, x, y)
+			_, err = Ctx.Sub(z, x, y)
 		case opMul:
-			_, err = Ctx.Mul(x, x, y)
+			_, err = Ctx.Mul(z, x, y)
 		case opDiv:
-			_, err = Ctx.Quo(x, x, y)
+			_, err = Ctx.Quo(z, x, y)
 		case opPow:
-			_, err = Ctx.Pow(x, x, y)
+			_, err = Ctx.Pow(z, x, y)
 		}
-		if err != nil || x.Form != apd.Finite {
+		if err != nil || z.Form != apd.Finite {
 			return ErrUndefined
 		}
+		ev.stack[sp-2] = z
 		sp--
 	}
-	dst.Reduce(&ev.stack[0])
+	dst.Reduce(ev.stack[0])
 	return nil
 }

@@ -451,7 +451,7 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // subscribe resolves one instrument and timeframe to a live subscription.
-func (h *handlers) subscribe(r *http.Request, instrument, tfRaw string, fn func(bars.Update)) (func(), error) {
+func (h *handlers) subscribe(r *http.Request, instrument, tfRaw string, sink bars.Sink, subNo int) (func(), error) {
 	tf, err := market.ParseTimeframe(tfRaw)
 	if err != nil {
 		return nil, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": tfRaw})
@@ -464,5 +464,5 @@ func (h *handlers) subscribe(r *http.Request, instrument, tfRaw string, fn func(
 		// a connected futures source streams its own quotes; bars from it are not aggregated here yet
 		return nil, feedRequiresConnection(e.Legs[0])
 	}
-	return h.m.Bars.Live.Subscribe(e, tf, fn), nil
+	return h.m.Bars.Live.SubscribeSink(e, tf, sink, subNo), nil
 }

@@ -27,7 +27,16 @@ func newConn(n int) *conn {
 	return &conn{pending: make([][]bars.Update, n), ready: make(chan struct{}, 1)}
 }
 
-func (c *conn) offer(sub int, u bars.Update) {
+// Wake tells the connection's writer that updates are pending.
+func (c *conn) Wake() {
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Offer queues u for subscription sub; the fan-out wakes the writer once per burst.
+func (c *conn) Offer(sub int, u bars.Update) {
 	c.mu.Lock()
 	q := c.pending[sub]
 	switch {
@@ -45,10 +54,6 @@ func (c *conn) offer(sub int, u bars.Update) {
 	}
 	c.pending[sub] = q
 	c.mu.Unlock()
-	select {
-	case c.ready <- struct{}{}:
-	default:
-	}
 }
 
 type taken struct {
@@ -125,7 +130,7 @@ func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("invalid_timeframe", "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": tf})
 	}
 	c := newConn(1)
-	cancel, err := h.subscribe(r, instrument, tf, func(u bars.Update) { c.offer(0, u) })
+	cancel, err := h.subscribe(r, instrument, tf, c, 0)
 	if err != nil {
 		return err
 	}
@@ -194,8 +199,7 @@ func (h *handlers) streams(w http.ResponseWriter, r *http.Request) error {
 			refuse(&httpx.Error{Code: "subscription_limit", Msg: "at most 24 subscriptions per stream; this one is refused", Params: map[string]any{"limit": MaxSubs}})
 			continue
 		}
-		sub := i
-		cancel, err := h.subscribe(r, instrument, tf, func(u bars.Update) { c.offer(sub, u) })
+		cancel, err := h.subscribe(r, instrument, tf, c, i)
 		if err != nil {
 			refuse(err)
 			continue

@@ -2,6 +2,7 @@ package bars
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	"github.com/svc/engine/engine/market"
@@ -40,7 +41,23 @@ type liveKey struct {
 	lastM sync.Mutex
 }
 
-type subscription struct{ fn func(Update) }
+// Sink receives the live bars of its subscriptions. Offer must not block;
+// Wake is called once after each fan-out that offered the sink anything, so a
+// sink can write one batch per burst of ticks.
+type Sink interface {
+	Offer(sub int, u Update)
+	Wake()
+}
+
+type funcSink struct{ fn func(Update) }
+
+func (f *funcSink) Offer(_ int, u Update) { f.fn(u) }
+func (*funcSink) Wake()                   {}
+
+type subscription struct {
+	sink Sink
+	sub  int
+}
 
 // NewLive makes a fan-out over store.
 func NewLive(store *Store) *Live {
@@ -69,8 +86,14 @@ func (l *Live) Keys() int {
 // Subscribe calls fn with the key's newest bar now (if any) and on every change,
 // until cancel. fn must not block.
 func (l *Live) Subscribe(e *spread.Expr, tf market.Timeframe, fn func(Update)) (cancel func()) {
+	return l.SubscribeSink(e, tf, &funcSink{fn: fn}, 0)
+}
+
+// SubscribeSink offers the key's newest bar (if any) to sink as subscription
+// number sub now and on every change, until cancel.
+func (l *Live) SubscribeSink(e *spread.Expr, tf market.Timeframe, sink Sink, subNo int) (cancel func()) {
 	id := e.Canonical + "~" + tf.String()
-	sub := &subscription{fn: fn}
+	sub := &subscription{sink: sink, sub: subNo}
 	l.mu.Lock()
 	k, ok := l.keys[id]
 	if !ok {
@@ -91,7 +114,8 @@ func (l *Live) Subscribe(e *spread.Expr, tf market.Timeframe, fn func(Update)) (
 	k.subs[sub] = struct{}{}
 	l.mu.Unlock()
 	if u := l.refresh(k, true); u != nil {
-		fn(*u)
+		sink.Offer(subNo, *u)
+		sink.Wake()
 	}
 	return func() {
 		l.mu.Lock()
@@ -164,6 +188,7 @@ func (l *Live) Run(ctx context.Context) {
 			return
 		case <-l.wake:
 		}
+		runtime.Gosched() // let a burst of ticks (a feed steps every instrument at once) land first
 		l.Flush()
 	}
 }
@@ -186,19 +211,25 @@ func (l *Live) Flush() {
 		}
 	}
 	l.mu.Unlock()
+	woken := map[Sink]struct{}{}
+	var subs []*subscription
 	for _, k := range keys {
 		u := l.refresh(k, false)
 		if u == nil {
 			continue
 		}
 		l.mu.Lock()
-		subs := make([]*subscription, 0, len(k.subs))
+		subs = subs[:0]
 		for s := range k.subs {
 			subs = append(subs, s)
 		}
 		l.mu.Unlock()
 		for _, s := range subs {
-			s.fn(*u)
+			s.sink.Offer(s.sub, *u)
+			woken[s.sink] = struct{}{}
 		}
+	}
+	for s := range woken {
+		s.Wake()
 	}
 }

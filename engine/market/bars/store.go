@@ -4,6 +4,7 @@
 package bars
 
 import (
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -177,6 +178,12 @@ func copyBar(dst *market.Bar, src *market.Bar) {
 func (s *Store) History(symbol string, tf market.Timeframe, countBack int, to int64) []market.Bar {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.history(symbol, tf, countBack, to, true)
+}
+
+// history answers History with s.mu held; without copy, bars at a stored
+// resolution are the store's own (read them only while the lock is held).
+func (s *Store) history(symbol string, tf market.Timeframe, countBack int, to int64, copyOut bool) []market.Bar {
 	all := s.series[symbol]
 	if all == nil || countBack <= 0 {
 		return nil
@@ -188,6 +195,9 @@ func (s *Store) History(symbol string, tf market.Timeframe, countBack int, to in
 	}
 	if tf.Seconds() == tf.Base().Seconds() { // the stored resolution itself
 		start := max(0, end-countBack)
+		if !copyOut {
+			return bars[start:end:end]
+		}
 		out := make([]market.Bar, end-start)
 		for i := start; i < end; i++ {
 			copyBar(&out[i-start], &bars[i])
@@ -235,11 +245,13 @@ func (s *Store) SpreadHistory(e *spread.Expr, tf market.Timeframe, countBack int
 	}
 	ev := NewSpreadEval(e)
 	want := countBack
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for {
 		legs := make([][]market.Bar, len(e.Legs))
 		exhausted := true
 		for i, l := range e.Legs {
-			legs[i] = s.History(l, tf, want, to)
+			legs[i] = s.history(l, tf, want, to, false)
 			if len(legs[i]) == want {
 				exhausted = false
 			}
@@ -269,19 +281,21 @@ func NewSpreadEval(e *spread.Expr) *SpreadEval {
 }
 
 // Intersect evaluates the expression over the buckets present in every leg
-// (each leg ascending by time), ascending.
+// (each leg ascending by time), ascending. Long answers are evaluated on
+// several cores.
 func (se *SpreadEval) Intersect(legs [][]market.Bar) []market.Bar {
 	if len(legs) == 0 {
 		return nil
 	}
-	idx := make([]int, len(legs))
-	out := make([]market.Bar, 0, len(legs[0]))
+	// align: the index of each leg's bar at every common time
+	n := len(legs)
+	idx := make([]int, n)
+	var rows []int // n indexes per common bucket
 	for {
-		// the largest current time across legs; advance the others to it
 		var t int64
 		for i, l := range legs {
 			if idx[i] >= len(l) {
-				return out
+				return se.evalRows(legs, rows)
 			}
 			if i == 0 || l[idx[i]].Time > t {
 				t = l[idx[i]].Time
@@ -293,7 +307,7 @@ func (se *SpreadEval) Intersect(legs [][]market.Bar) []market.Bar {
 				idx[i]++
 			}
 			if idx[i] >= len(l) {
-				return out
+				return se.evalRows(legs, rows)
 			}
 			if l[idx[i]].Time != t {
 				aligned = false
@@ -302,15 +316,54 @@ func (se *SpreadEval) Intersect(legs [][]market.Bar) []market.Bar {
 		if !aligned {
 			continue
 		}
-		var b market.Bar
-		if se.eval(&b, legs, idx) {
-			b.Time = t
-			out = append(out, b)
-		}
+		rows = append(rows, idx...)
 		for i := range idx {
 			idx[i]++
 		}
 	}
+}
+
+// parallelRows is the answer length from which evaluation is split across cores.
+const parallelRows = 1024
+
+func (se *SpreadEval) evalRows(legs [][]market.Bar, rows []int) []market.Bar {
+	n := len(legs)
+	count := len(rows) / n
+	out := make([]market.Bar, count)
+	ok := make([]bool, count)
+	run := func(ev *SpreadEval, from, to int) {
+		for k := from; k < to; k++ {
+			ix := rows[k*n : k*n+n]
+			if ev.eval(&out[k], legs, ix) {
+				out[k].Time = legs[0][ix[0]].Time
+				ok[k] = true
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if count < parallelRows || workers < 2 {
+		run(se, 0, count)
+	} else {
+		var wg sync.WaitGroup
+		chunk := (count + workers - 1) / workers
+		for w := 0; w < workers; w++ {
+			from, to := w*chunk, min(count, (w+1)*chunk)
+			ev := se
+			if w > 0 {
+				ev = NewSpreadEval(se.e)
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); run(ev, from, to) }()
+		}
+		wg.Wait()
+	}
+	kept := out[:0]
+	for k := range out {
+		if ok[k] {
+			kept = append(kept, out[k])
+		}
+	}
+	return kept
 }
 
 // eval sets b's prices from the legs' bars at idx; false when undefined.
