@@ -344,3 +344,17 @@ func TestTwentyFifthSubscriptionIsRefused(t *testing.T) {
 		t.Fatal("the 25th subscription streamed")
 	}
 }
+
+func TestExchangeFeedDownAnswers503WithRetryAfter(t *testing.T) {
+	t.Setenv("ENGINE_MARKET_FEED", "coinbase")
+	t.Setenv("ENGINE_COINBASE_URL", "ws://127.0.0.1:1/") // nothing listens: the adapter keeps redialling
+	e := start(t, false)
+	if src := get(e, "/api/market/config").Map(t)["source"]; src != "coinbase" {
+		t.Fatalf("source %v", src)
+	}
+	r := get(e, "/api/market/quotes?symbols=BTC-PERP")
+	wantError(t, r, 503, "feed_unavailable")
+	if r.Header.Get("Retry-After") != "5" {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+}
