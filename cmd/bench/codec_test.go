@@ -143,3 +143,20 @@ func BenchmarkAggregateApply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGenerate is one commit of the cold-start generator: Decide, Apply, Encode.
+func BenchmarkGenerate(b *testing.B) {
+	g := newCommitGen()
+	s := account.New("acct_bench_000001")
+	if _, err := g.open(s, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := g.order(s, 0, i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

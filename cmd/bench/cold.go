@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -186,41 +187,132 @@ type coldResult struct {
 	Raw       time.Duration // ordered consumer reading every message
 	Projector time.Duration // projections.Projector into the memory store, Run to WaitFor(last)
 	Warmup    time.Duration // engine.Start's aggregate replay
-	HeapMB    float64       // live heap after the projector caught up
 }
 
 func rate(n uint64, d time.Duration) float64 { return float64(n) / d.Seconds() }
 
-// rawReplay reads the whole stream with an ordered consumer as eventlog does, decoding nothing.
-func rawReplay(ctx context.Context, l *eventlog.Log, last uint64) (int64, error) {
+// readLog reads the stream from its start to sequence until with an ordered
+// consumer as eventlog does, handing each message to fn.
+func readLog(ctx context.Context, l *eventlog.Log, until uint64, fn func(subject string, seq uint64, data []byte)) error {
 	st, err := l.JetStream().Stream(ctx, l.StreamName())
 	if err != nil {
-		return 0, err
+		return err
 	}
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer it.Stop()
-	var n int64
 	for {
 		m, err := it.Next()
 		if err != nil {
-			return n, err
+			return err
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return n, err
+			return err
 		}
-		n += int64(len(m.Data()))
-		if md.Sequence.Stream >= last {
-			return n, nil
+		fn(m.Subject(), md.Sequence.Stream, m.Data())
+		if md.Sequence.Stream >= until {
+			return nil
 		}
 	}
+}
+
+// rawReplay is the raw ordered consumer: it reads every message, decoding nothing.
+func rawReplay(ctx context.Context, l *eventlog.Log, until uint64) (int64, error) {
+	var n int64
+	err := readLog(ctx, l, until, func(_ string, _ uint64, data []byte) { n += int64(len(data)) })
+	return n, err
+}
+
+// project times the stock projector catching a fresh memory store up to until.
+func project(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration, error) {
+	p := projections.NewProjector(memory.New(), engine.Registry(), projections.Core)
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	t := time.Now()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(pctx, l) }()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	err := p.WaitFor(wctx, until)
+	took := time.Since(t)
+	stop()
+	<-runErr
+	return took, err
+}
+
+// projectParallel is a candidate projector pipeline: the same folds and
+// batches (Projector.ApplyBatch), but commits decoded by one goroutine per
+// core in chunks, reassembled in log order before folding.
+func projectParallel(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration, error) {
+	reg := engine.Registry()
+	p := projections.NewProjector(memory.New(), reg, projections.Core)
+	type raw struct {
+		subject string
+		seq     uint64
+		data    []byte
+	}
+	type chunk struct {
+		msgs []raw
+		out  chan []events.Committed
+	}
+	t := time.Now()
+	work, order := make(chan chunk, 16), make(chan chan []events.Committed, 16)
+	var decErr atomic.Value
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				out := make([]events.Committed, 0, len(c.msgs))
+				for _, m := range c.msgs {
+					cm, err := reg.Decode(m.data)
+					if err != nil {
+						decErr.CompareAndSwap(nil, err)
+					}
+					out = append(out, events.Committed{Subject: m.subject, Seq: m.seq, Commit: cm})
+				}
+				c.out <- out
+			}
+		}()
+	}
+	applied := make(chan error, 1)
+	go func() {
+		var err error
+		for res := range order {
+			batch := <-res
+			if err == nil {
+				err = p.ApplyBatch(ctx, batch)
+			}
+		}
+		applied <- err
+	}()
+	cur := chunk{out: make(chan []events.Committed, 1)}
+	err := readLog(ctx, l, until, func(subject string, seq uint64, data []byte) {
+		cur.msgs = append(cur.msgs, raw{subject, seq, data})
+		if len(cur.msgs) == 256 || seq >= until {
+			order <- cur.out
+			work <- cur
+			cur = chunk{out: make(chan []events.Committed, 1)}
+		}
+	})
+	close(work)
+	close(order)
+	wg.Wait()
+	if aerr := <-applied; err == nil {
+		err = aerr
+	}
+	if derr, _ := decErr.Load().(error); err == nil && derr != nil {
+		err = derr
+	}
+	return time.Since(t), err
 }
 
 // coldStart times, on a log of dir holding last commits: the raw ordered
@@ -238,31 +330,11 @@ func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error)
 		return r, fmt.Errorf("raw replay: %w", err)
 	}
 	r.Raw = time.Since(t)
-
 	runtime.GC()
-	store := memory.New()
-	p := projections.NewProjector(store, engine.Registry(), projections.Core)
-	pctx, stop := context.WithCancel(ctx)
-	t = time.Now()
-	runErr := make(chan error, 1)
-	go func() { runErr <- p.Run(pctx, l) }()
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	err = p.WaitFor(wctx, last)
-	cancel()
-	r.Projector = time.Since(t)
-	stop()
-	<-runErr
-	if err != nil {
+	if r.Projector, err = project(ctx, l, last); err != nil {
 		return r, fmt.Errorf("projector: %w", err)
 	}
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	r.HeapMB = float64(ms.HeapAlloc) / (1 << 20)
-	runtime.KeepAlive(store)
-	store, p = nil, nil
-	runtime.GC()
-
 	e, err := engine.New(engine.Config{Log: l, Feed: market.NewSim(market.DefaultCrypto(), 1, time.Now),
 		Catalog: market.NewCatalog(market.DefaultCrypto()), Now: time.Now})
 	if err != nil {
@@ -281,29 +353,88 @@ func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error)
 	return r, nil
 }
 
-// coldPhase generates the log once in a fresh directory and times runs cold starts of it.
-func coldPhase(ctx context.Context, o opts, runs int, progress func(string)) ([]coldResult, error) {
-	dir, err := os.MkdirTemp(o.tmp, "bench-cold-")
+// coldProbe is one timed replay of a prefix of the log.
+type coldProbe struct {
+	name string
+	n    uint64
+	took time.Duration
+}
+
+// coldProbes time candidate projector changes on the first tenth of the log:
+// more headroom for the garbage collector, and parallel decoding.
+func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, error) {
+	n := max(last/10, 1)
+	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
 	if err != nil {
 		return nil, err
+	}
+	defer l.Close()
+	var out []coldProbe
+	timed := func(name string, gogc int, fn func(context.Context, *eventlog.Log, uint64) (time.Duration, error)) error {
+		runtime.GC()
+		old := debug.SetGCPercent(gogc)
+		took, err := fn(ctx, l, n)
+		debug.SetGCPercent(old)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, coldProbe{name, n, took})
+		return nil
+	}
+	steps := []struct {
+		name string
+		gogc int
+		fn   func(context.Context, *eventlog.Log, uint64) (time.Duration, error)
+	}{
+		{"raw ordered consumer", 100, func(ctx context.Context, l *eventlog.Log, n uint64) (time.Duration, error) {
+			t := time.Now()
+			_, err := rawReplay(ctx, l, n)
+			return time.Since(t), err
+		}},
+		{"projector", 100, project},
+		{"projector, GOGC=400", 400, project},
+		{"projector, parallel decode", 100, projectParallel},
+		{"projector, parallel decode, GOGC=400", 400, projectParallel},
+	}
+	for _, s := range steps {
+		if err := timed(s.name, s.gogc, s.fn); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// coldPhase generates the log once in a fresh directory and times runs cold
+// starts of it, then the probes when asked.
+func coldPhase(ctx context.Context, o opts, runs int, probes bool, progress func(string)) ([]coldResult, []coldProbe, error) {
+	dir, err := os.MkdirTemp(o.tmp, "bench-cold-")
+	if err != nil {
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	t := time.Now()
 	last, err := generate(ctx, dir, o.commits, o.coldAccounts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	progress(fmt.Sprintf("cold: generated %d commits in %s (%.0f/s, decide+encode+async publish)", last, time.Since(t).Round(time.Millisecond), rate(last, time.Since(t))))
 	var out []coldResult
 	for range runs {
 		r, err := coldStart(ctx, dir, last)
 		if err != nil {
-			return out, err
+			return out, nil, err
 		}
-		progress(fmt.Sprintf("cold: raw %.0f/s (%s, %d MB), projector %.0f/s (%s, heap %.0f MB), engine warm-up %.0f/s (%s)",
-			rate(last, r.Raw), r.Raw.Round(time.Millisecond), r.Bytes>>20, rate(last, r.Projector), r.Projector.Round(time.Millisecond), r.HeapMB,
+		progress(fmt.Sprintf("cold: raw %.0f/s (%s, %d MB), projector %.0f/s (%s), engine warm-up %.0f/s (%s)",
+			rate(last, r.Raw), r.Raw.Round(time.Millisecond), r.Bytes>>20, rate(last, r.Projector), r.Projector.Round(time.Millisecond),
 			rate(last, r.Warmup), r.Warmup.Round(time.Millisecond)))
 		out = append(out, r)
 	}
-	return out, nil
+	if !probes {
+		return out, nil, nil
+	}
+	ps, err := coldProbes(ctx, dir, last)
+	for _, p := range ps {
+		progress(fmt.Sprintf("cold probe: %s: %.0f commits/s (%d in %s)", p.name, rate(p.n, p.took), p.n, p.took.Round(time.Millisecond)))
+	}
+	return out, ps, err
 }

@@ -136,6 +136,20 @@ func (s *service) commandPath(ctx context.Context, o opts) sample {
 	})
 }
 
+// settledPath is the command path plus the wait for the read models to show
+// the commit (what every HTTP write does before answering): its excess over
+// commandPath is the projector's share of the HTTP latency.
+func (s *service) settledPath(ctx context.Context, o opts) sample {
+	n := window.Add(1)
+	return drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
+		seq, err := placeMarket(ctx, s, s.Accounts[w].AccountID, fmt.Sprintf("set-%d-%d-%d", n, w, i), i)
+		if err != nil {
+			return err
+		}
+		return s.App.Projector.WaitFor(ctx, seq)
+	})
+}
+
 // httpClient keeps one connection per worker alive.
 func httpClient(workers int) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{

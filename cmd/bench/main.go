@@ -69,14 +69,14 @@ func run(ctx context.Context, args []string) error {
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold")
-	fs.IntVar(&o.runs, "runs", 3, "rounds of baseline, command path and HTTP")
+	fs.IntVar(&o.runs, "runs", 6, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
-	fs.DurationVar(&o.warm, "warmup", time.Second, "warm-up before each measured window")
-	fs.DurationVar(&o.dur, "duration", 5*time.Second, "measured window of each load phase")
+	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
+	fs.DurationVar(&o.dur, "duration", 2*time.Second, "measured window of each load phase")
 	fs.StringVar(&o.sync, "sync", "always", "always (fsync before each ack, the engine's default) or interval")
 	fs.IntVar(&o.sseSubs, "sse-subs", 10000, "SSE subscribers of one account")
-	fs.Float64Var(&o.sseRate, "sse-rate", 20, "orders per second on the streamed account")
-	fs.DurationVar(&o.sseDur, "sse-duration", 10*time.Second, "how long orders go to the streamed account")
+	fs.Float64Var(&o.sseRate, "sse-rate", 10, "orders per second on the streamed account")
+	fs.DurationVar(&o.sseDur, "sse-duration", 8*time.Second, "how long orders go to the streamed account")
 	fs.IntVar(&o.sseRuns, "sse-runs", 1, "SSE rounds")
 	fs.IntVar(&o.commits, "commits", 1_000_000, "commits in the cold-start log")
 	fs.IntVar(&o.coldAccounts, "cold-accounts", 1000, "accounts the cold-start log spreads over")
@@ -312,11 +312,20 @@ func bench(ctx context.Context, o opts) error {
 	}
 
 	if o.phases["cold"] {
+		var cps []coldProbe
 		res, err := profiled(o, "cold", func() ([]coldResult, error) {
-			return coldPhase(ctx, o, o.coldRuns, func(s string) { progress("%s", s) })
+			res, ps, err := coldPhase(ctx, o, o.coldRuns, o.phases["probes"], func(s string) { progress("%s", s) })
+			cps = ps
+			return res, err
 		})
 		if err != nil {
 			return fmt.Errorf("cold start: %w", err)
+		}
+		if len(cps) > 0 {
+			raw := rate(cps[0].n, cps[0].took)
+			for _, p := range cps[1:] {
+				probes.add(row{fmt.Sprintf("cold start, first %d commits: %s (/s)", p.n, p.name), f0(raw), f0(rate(p.n, p.took)), f2(rate(p.n, p.took)/raw) + "x", "vs raw ordered consumer", "-"})
+			}
 		}
 		var raw, proj, warm []float64
 		for _, r := range res {
@@ -332,7 +341,7 @@ func bench(ctx context.Context, o opts) error {
 		main.print(o.out, fmt.Sprintf("Engine against raw JetStream (sync=%s, %d workers, %d cores; median of runs, range in brackets)", o.sync, o.workers, runtime.NumCPU()))
 	}
 	if len(probes.rows) > 0 {
-		probes.print(o.out, "Probes (one run each; ratio against the same run's baseline)")
+		probes.print(o.out, "Probes (one window each; raw and interval rows against the mean of two sync=always baselines taken around them)")
 	}
 	for _, f := range failures {
 		fmt.Fprintln(o.out, "error:", f)
@@ -346,6 +355,10 @@ func bench(ctx context.Context, o opts) error {
 func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *service, t *table) error {
 	pre := raw.baseline(ctx, o, payload)
 	progress("probe baseline (always):             %s", pre)
+	cp := svc.commandPath(ctx, o)
+	progress("probe command path:                  %s", cp)
+	st := svc.settledPath(ctx, o)
+	progress("probe command path + settle:         %s", st)
 	hw := svc.httpPath(ctx, o)
 	progress("probe HTTP orders, warn logging:     %s", hw)
 	logFile, err := os.CreateTemp(o.tmp, "bench-log-")
@@ -398,6 +411,8 @@ func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *se
 		t.add(row{name + " rate (/s)", f0(b.Rate), f0(s.Rate), f2(s.Rate/b.Rate) + "x", note, "-"})
 		t.add(row{name + " p99 (ms)", f2(float64(b.P99) / 1e6), f2(float64(s.P99) / 1e6), f2(float64(s.P99)/float64(b.P99)) + "x", "", "-"})
 	}
+	add("command path + read-model settle vs command path", cp, st, "projector wait")
+	add("HTTP orders vs command path + settle", st, hw, "HTTP, auth, JSON")
 	add("HTTP orders, info request log vs warn", hw, hi, "log file, JSON")
 	add("raw, atomic-batch group commit", base, g1, "1 batch in flight")
 	add("raw, atomic-batch group commit x2", base, g2, "2 batches in flight")

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,6 +153,9 @@ func ssePhase(ctx context.Context, o opts, syncMode string) (sseResult, error) {
 	cmd := exec.CommandContext(cctx, exe, "sse-client", "-addr", strings.TrimPrefix(s.URL, "http://"),
 		"-path", "/api/account/stream?account="+acct.AccountNumber, "-subs", strconv.Itoa(o.sseSubs))
 	cmd.Env = append(os.Environ(), "BENCH_SSE_KEY="+s.Key)
+	if o.profile != "" {
+		cmd.Env = append(cmd.Env, "BENCH_SSE_CPUPROFILE="+filepath.Join(o.profile, "sse-client.pprof"))
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -224,6 +229,17 @@ func sseClient(args []string) error {
 		return fmt.Errorf("open files limit %d is too low for %d subscribers: %v", lim, *n, err)
 	}
 	key := os.Getenv("BENCH_SSE_KEY")
+	if path := os.Getenv("BENCH_SSE_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	subs := make([]*sseSub, *n)
 	idx := make(chan int)
 	var firstErr atomic.Value
