@@ -16,6 +16,8 @@ type Config struct {
 	Sample bool          // load the shipped sample set
 	Client *http.Client  // default: 10 s timeout
 	Now    func() time.Time
+	// Store keeps ingested feed headlines across restarts; nil keeps them in memory only.
+	Store *JetStream
 }
 
 // Nudge tells calendar subscribers which events changed.
@@ -48,6 +50,15 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{News: NewStore(), Calendar: NewCalendar(), Images: NewImages(cfg.Client), cfg: cfg,
 		newsSubs: map[chan Item]struct{}{}, calSubs: map[chan Nudge]struct{}{}}
+	if cfg.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		items, err := cfg.Store.Load(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		s.Ingest(items)
+	}
 	if cfg.Sample {
 		items, events, err := Sample(cfg.Now())
 		if err != nil {
@@ -63,14 +74,16 @@ func New(cfg Config) (*Service, error) {
 
 // Ingest stores new items, oldest first, and sends each new one to the
 // news subscribers; it returns how many were new.
-func (s *Service) Ingest(items []Item) int {
+func (s *Service) Ingest(items []Item) int { return len(s.ingest(items)) }
+
+func (s *Service) ingest(items []Item) []Item {
 	sort.SliceStable(items, func(i, j int) bool { return items[i].PublishedAt.Before(items[j].PublishedAt) })
-	n := 0
+	var fresh []Item
 	for _, it := range items {
 		if !s.News.Add(it) {
 			continue
 		}
-		n++
+		fresh = append(fresh, it)
 		s.mu.Lock()
 		for ch := range s.newsSubs {
 			select {
@@ -80,7 +93,7 @@ func (s *Service) Ingest(items []Item) int {
 		}
 		s.mu.Unlock()
 	}
-	return n
+	return fresh
 }
 
 // UpsertEvent stores a calendar event and nudges subscribers when it changed.
@@ -139,8 +152,17 @@ func (s *Service) PollOnce(ctx context.Context) {
 			slog.Warn("news feed", "feed", url, "err", err)
 			continue
 		}
-		if n := s.Ingest(items); n > 0 {
-			slog.Info("news feed", "feed", url, "new", n)
+		fresh := s.ingest(items)
+		if len(fresh) > 0 {
+			slog.Info("news feed", "feed", url, "new", len(fresh))
+		}
+		if s.cfg.Store != nil {
+			for _, it := range fresh {
+				if err := s.cfg.Store.Save(ctx, it); err != nil {
+					slog.Warn("news: save", "item", it.ID, "err", err)
+					break
+				}
+			}
 		}
 	}
 }

@@ -231,6 +231,15 @@ func TestFeedIngestionStreamAndImageProxy(t *testing.T) {
 		t.Fatalf("GC stream got %+v", ev)
 	case <-time.After(300 * time.Millisecond):
 	}
+
+	// ingested headlines survive a restart, with no feed configured any more
+	t.Setenv("ENGINE_NEWS_FEEDS", "")
+	e2 := e.Restart()
+	var kept page
+	q(e2, "/api/news").JSON(t, &kept)
+	if len(kept.Items) != 4 || kept.Items[0].Title != "Treasury yields climb after payrolls" {
+		t.Fatalf("after restart: %+v", kept.Items)
+	}
 }
 
 func TestCalendarWindowAndReleaseNudges(t *testing.T) {

@@ -123,6 +123,9 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 			return nil, fmt.Errorf("ENGINE_NEWS_POLL %q is not a duration of 1s or more", v)
 		}
 	}
+	if ncfg.Store, err = news.OpenJetStream(ctx, a.Log.JetStream()); err != nil {
+		return nil, err
+	}
 	if m.News, err = news.New(ncfg); err != nil {
 		return nil, err
 	}
