@@ -6,9 +6,14 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
-// Ctx is the arithmetic of spread values: 16 significant digits, half-even,
-// errors on division by zero, overflow and invalid operations.
+// Ctx is the arithmetic of division and powers in spread values: 16
+// significant digits, half-even, errors on division by zero, overflow and
+// invalid operations. Addition, subtraction and multiplication are exact
+// (Exact): an expression without / or ^ has an exact value.
 var Ctx = apd.Context{Precision: 16, MaxExponent: 1000, MinExponent: -1000, Rounding: apd.RoundHalfEven, Traps: apd.DefaultTraps}
+
+// Exact is the arithmetic of +, - and *: no rounding, the same traps.
+var Exact = apd.Context{Precision: 0, MaxExponent: 1000, MinExponent: -1000, Rounding: apd.RoundHalfEven, Traps: apd.DefaultTraps}
 
 // ErrUndefined is the value of an expression that has none at some point
 // (division by zero, a negative base to a fractional power, overflow).
@@ -52,13 +57,13 @@ func (ev *Evaluator) Eval(dst *apd.Decimal, legs []*apd.Decimal) error {
 		x, y, z := ev.stack[sp-2], ev.stack[sp-1], &ev.scratch[sp-2]
 		switch in.op {
 		case opAdd:
-			_, err = Ctx.Add(z, x, y)
+			_, err = Exact.Add(z, x, y)
 		case opSub:
-			_, err = Ctx.Sub(z, x, y)
+			_, err = Exact.Sub(z, x, y)
 		case opMul:
-			_, err = Ctx.Mul(z, x, y)
+			_, err = Exact.Mul(z, x, y)
 		case opDiv:
-			_, err = Ctx.Quo(z, x, y)
+			err = quo(z, x, y)
 		case opPow:
 			_, err = Ctx.Pow(z, x, y)
 		}
