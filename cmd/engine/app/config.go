@@ -27,7 +27,22 @@ type Config struct {
 	FeedSeed       uint64
 	LogLevel       string
 	BaseURL        string
+	Market         MarketConfig
 	BackOffice     BackOfficeConfig // firm back office (backoffice.go)
+}
+
+// MarketConfig selects the market-data feed and the news sources.
+type MarketConfig struct {
+	Feed             string // simulated, replay or coinbase
+	Replay           string // recording the replay feed plays
+	ReplayRebase     string // "0" keeps the recording's own times
+	ReplayLoop       string // "1" loops the recording
+	ReplaySpeed      string // pace: 1 real time, 0 as fast as possible
+	CoinbaseProducts string // PRODUCT=SYMBOL pairs
+	CoinbaseURL      string // websocket URL of the exchange feed
+	NewsSample       string // "1" loads the shipped sample set, "0" does not; default in the sandbox
+	NewsFeeds        string // comma-separated RSS/Atom URLs
+	NewsPoll         string // poll interval of the feeds
 }
 
 // ParseConfig reads settings from getenv, then flags from args.
@@ -66,6 +81,24 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
 	fs.StringVar(&c.BackOffice.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
 	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
+	for _, f := range []struct {
+		p         *string
+		name, env string
+		usage     string
+	}{
+		{&c.Market.Feed, "market-feed", "ENGINE_MARKET_FEED", "price feed: simulated, replay or coinbase"},
+		{&c.Market.Replay, "market-replay", "ENGINE_MARKET_REPLAY", "recording of trades or quotes the replay feed plays"},
+		{&c.Market.ReplayRebase, "market-replay-rebase", "ENGINE_MARKET_REPLAY_REBASE", "0 keeps the recording's own times"},
+		{&c.Market.ReplayLoop, "market-replay-loop", "ENGINE_MARKET_REPLAY_LOOP", "1 loops the recording"},
+		{&c.Market.ReplaySpeed, "market-replay-speed", "ENGINE_MARKET_REPLAY_SPEED", "replay pace: 1 real time, 0 as fast as possible"},
+		{&c.Market.CoinbaseProducts, "coinbase-products", "ENGINE_COINBASE_PRODUCTS", "PRODUCT=SYMBOL pairs of the exchange feed"},
+		{&c.Market.CoinbaseURL, "coinbase-url", "ENGINE_COINBASE_URL", "websocket URL of the exchange feed"},
+		{&c.Market.NewsSample, "news-sample", "ENGINE_NEWS_SAMPLE", "1 loads the shipped sample news and calendar (default in the sandbox), 0 does not"},
+		{&c.Market.NewsFeeds, "news-feeds", "ENGINE_NEWS_FEEDS", "comma-separated RSS/Atom feed URLs"},
+		{&c.Market.NewsPoll, "news-poll", "ENGINE_NEWS_POLL", "poll interval of the news feeds"},
+	} {
+		fs.StringVar(f.p, f.name, env(f.env, ""), f.usage+" ("+f.env+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

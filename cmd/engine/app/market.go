@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -53,11 +52,11 @@ type Market struct {
 // openMarket selects the feed, opens the bar streams and loads bar history.
 func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 	m := &Market{Futures: market.NoFutures{}}
-	switch kind := os.Getenv("ENGINE_MARKET_FEED"); kind {
+	switch kind := a.Cfg.Market.Feed; kind {
 	case "", "simulated", "sim":
 		m.Feed = sim
 	case "replay":
-		path := os.Getenv("ENGINE_MARKET_REPLAY")
+		path := a.Cfg.Market.Replay
 		if path == "" {
 			return nil, errors.New("ENGINE_MARKET_FEED=replay needs ENGINE_MARKET_REPLAY, the recording to play")
 		}
@@ -65,8 +64,8 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts := replay.Options{Speed: 1, Rebase: os.Getenv("ENGINE_MARKET_REPLAY_REBASE") != "0", Loop: os.Getenv("ENGINE_MARKET_REPLAY_LOOP") == "1", Now: a.Now}
-		if s := os.Getenv("ENGINE_MARKET_REPLAY_SPEED"); s != "" {
+		opts := replay.Options{Speed: 1, Rebase: a.Cfg.Market.ReplayRebase != "0", Loop: a.Cfg.Market.ReplayLoop == "1", Now: a.Now}
+		if s := a.Cfg.Market.ReplaySpeed; s != "" {
 			if opts.Speed, err = strconv.ParseFloat(s, 64); err != nil || opts.Speed < 0 {
 				return nil, fmt.Errorf("ENGINE_MARKET_REPLAY_SPEED %q is not a pace of 0 or more", s)
 			}
@@ -78,7 +77,7 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		m.Feed = m.Replay
 	case "coinbase":
 		products := map[string]string{}
-		spec := os.Getenv("ENGINE_COINBASE_PRODUCTS")
+		spec := a.Cfg.Market.CoinbaseProducts
 		if spec == "" {
 			spec = "BTC-USD=BTC-PERP,ETH-USD=ETH-PERP,SOL-USD=SOL-PERP"
 		}
@@ -89,7 +88,7 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 			}
 			products[id] = sym
 		}
-		m.Exchange = exchange.New(exchange.Config{URL: os.Getenv("ENGINE_COINBASE_URL"), Products: products, Now: a.Now})
+		m.Exchange = exchange.New(exchange.Config{URL: a.Cfg.Market.CoinbaseURL, Products: products, Now: a.Now})
 		m.Feed = m.Exchange
 	default:
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
@@ -110,15 +109,15 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 	m.Bars.Attach(m.Feed)
 
 	ncfg := news.Config{Sample: a.Cfg.Env == "sandbox", Now: a.Now}
-	if v := os.Getenv("ENGINE_NEWS_SAMPLE"); v != "" {
+	if v := a.Cfg.Market.NewsSample; v != "" {
 		ncfg.Sample = v == "1"
 	}
-	for _, u := range strings.Split(os.Getenv("ENGINE_NEWS_FEEDS"), ",") {
+	for _, u := range strings.Split(a.Cfg.Market.NewsFeeds, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			ncfg.Feeds = append(ncfg.Feeds, u)
 		}
 	}
-	if v := os.Getenv("ENGINE_NEWS_POLL"); v != "" {
+	if v := a.Cfg.Market.NewsPoll; v != "" {
 		if ncfg.Poll, err = time.ParseDuration(v); err != nil || ncfg.Poll < time.Second {
 			return nil, fmt.Errorf("ENGINE_NEWS_POLL %q is not a duration of 1s or more", v)
 		}

@@ -67,7 +67,15 @@ func Start(t testing.TB, o Options) *Env {
 	if o.DemoAccounts == 0 {
 		o.DemoAccounts = 1
 	}
-	cfg, err := app.ParseConfig(nil, func(string) string { return "" }, io.Discard)
+	// Market and news settings come from the test's environment (t.Setenv); nothing else does.
+	cfg, err := app.ParseConfig(nil, func(k string) string {
+		for _, p := range []string{"ENGINE_MARKET_", "ENGINE_NEWS_", "ENGINE_COINBASE_"} {
+			if strings.HasPrefix(k, p) {
+				return os.Getenv(k)
+			}
+		}
+		return ""
+	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
