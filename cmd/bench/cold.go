@@ -360,10 +360,10 @@ type coldProbe struct {
 	took time.Duration
 }
 
-// coldProbes time candidate projector changes on the first tenth of the log:
+// coldProbes time candidate projector changes on the first fifth of the log:
 // more headroom for the garbage collector, and parallel decoding.
 func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, error) {
-	n := max(last/10, 1)
+	n := max(last/5, 1)
 	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
 	if err != nil {
 		return nil, err
@@ -393,7 +393,6 @@ func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, erro
 		}},
 		{"projector", 100, project},
 		{"projector, GOGC=400", 400, project},
-		{"projector, parallel decode", 100, projectParallel},
 		{"projector, parallel decode, GOGC=400", 400, projectParallel},
 	}
 	for _, s := range steps {

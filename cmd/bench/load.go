@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -18,6 +19,7 @@ type sample struct {
 	Max      time.Duration
 	Errors   int
 	FirstErr string
+	CPU      time.Duration // process CPU (user+system) per operation inside the window
 }
 
 func (s sample) String() string {
@@ -25,7 +27,7 @@ func (s sample) String() string {
 	if s.Errors > 0 {
 		e = fmt.Sprintf(", %d errors (%s)", s.Errors, s.FirstErr)
 	}
-	return fmt.Sprintf("%.0f/s p50 %s p99 %s max %s (n=%d%s)", s.Rate, ms(s.P50), ms(s.P99), ms(s.Max), s.N, e)
+	return fmt.Sprintf("%.0f/s p50 %s p99 %s max %s, %.0fus CPU/op (n=%d%s)", s.Rate, ms(s.P50), ms(s.P99), ms(s.Max), float64(s.CPU)/1e3, s.N, e)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
@@ -86,6 +88,10 @@ func drive(ctx context.Context, workers int, warm, dur time.Duration, op func(ct
 			}
 		}()
 	}
+	time.Sleep(time.Until(from))
+	cpu0 := cpuTime()
+	time.Sleep(time.Until(end))
+	cpu1 := cpuTime()
 	wg.Wait()
 	s := sample{Window: dur}
 	var all []time.Duration
@@ -97,5 +103,17 @@ func drive(ctx context.Context, workers int, warm, dur time.Duration, op func(ct
 		s.Errors += errs[w]
 	}
 	summarize(&s, all)
+	if s.N > 0 {
+		s.CPU = (cpu1 - cpu0) / time.Duration(s.N)
+	}
 	return s
+}
+
+// cpuTime is the CPU time (user and system) the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -46,6 +46,7 @@ type opts struct {
 	commits      int
 	coldAccounts int
 	coldRuns     int
+	probeRuns    int
 	tmp          string
 	profile      string
 	out          io.Writer
@@ -68,8 +69,8 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold")
-	fs.IntVar(&o.runs, "runs", 6, "rounds of baseline, command path and HTTP")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (GC and parallel-decode variants of the projector, with cold)")
+	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
 	fs.DurationVar(&o.dur, "duration", 2*time.Second, "measured window of each load phase")
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&o.sseRate, "sse-rate", 10, "orders per second on the streamed account")
 	fs.DurationVar(&o.sseDur, "sse-duration", 8*time.Second, "how long orders go to the streamed account")
 	fs.IntVar(&o.sseRuns, "sse-runs", 1, "SSE rounds")
+	fs.IntVar(&o.probeRuns, "probe-runs", 2, "rounds of the probes")
 	fs.IntVar(&o.commits, "commits", 1_000_000, "commits in the cold-start log")
 	fs.IntVar(&o.coldAccounts, "cold-accounts", 1000, "accounts the cold-start log spreads over")
 	fs.IntVar(&o.coldRuns, "cold-runs", 1, "cold starts of the generated log")
@@ -213,6 +215,14 @@ func p99s(ss []sample) []float64 {
 	return out
 }
 
+func cpus(ss []sample) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = float64(s.CPU) / 1e3
+	}
+	return out
+}
+
 func p50s(ss []sample) []float64 {
 	out := make([]float64, len(ss))
 	for i, s := range ss {
@@ -285,6 +295,8 @@ func bench(ctx context.Context, o opts) error {
 		main.add(row{"command path p99 (ms)", spread(p99s(base), "", f2), spread(p99s(cmd), "", f2), spread(ratios(p99s(cmd), p99s(base)), "x", f2), "-", "-"})
 		main.add(row{"HTTP market orders rate (orders/s)", spread(rates(base), "", f0), spread(rates(web), "", f0), spread(hr, "x", f2), ">= 0.5x", passIf(median(hr) >= 0.5)})
 		main.add(row{"HTTP market orders p99 (ms)", spread(p99s(base), "", f2), spread(p99s(web), "", f2), spread(hl, "x", f2), "<= 2x", passIf(median(hl) <= 2)})
+		main.add(row{"process CPU per order, command path (us)", spread(cpus(base), "", f0), spread(cpus(cmd), "", f0), spread(ratios(cpus(cmd), cpus(base)), "x", f2), "-", "-"})
+		main.add(row{"process CPU per order, HTTP (us)", spread(cpus(base), "", f0), spread(cpus(web), "", f0), spread(ratios(cpus(web), cpus(base)), "x", f2), "-", "-"})
 		main.add(row{"HTTP market orders p50 (ms)", spread(p50s(base), "", f2), spread(p50s(web), "", f2), spread(ratios(p50s(web), p50s(base)), "x", f2), "-", "-"})
 	}
 
@@ -314,7 +326,7 @@ func bench(ctx context.Context, o opts) error {
 	if o.phases["cold"] {
 		var cps []coldProbe
 		res, err := profiled(o, "cold", func() ([]coldResult, error) {
-			res, ps, err := coldPhase(ctx, o, o.coldRuns, o.phases["probes"], func(s string) { progress("%s", s) })
+			res, ps, err := coldPhase(ctx, o, o.coldRuns, o.phases["cold-probes"], func(s string) { progress("%s", s) })
 			cps = ps
 			return res, err
 		})
@@ -341,7 +353,7 @@ func bench(ctx context.Context, o opts) error {
 		main.print(o.out, fmt.Sprintf("Engine against raw JetStream (sync=%s, %d workers, %d cores; median of runs, range in brackets)", o.sync, o.workers, runtime.NumCPU()))
 	}
 	if len(probes.rows) > 0 {
-		probes.print(o.out, "Probes (one window each; raw and interval rows against the mean of two sync=always baselines taken around them)")
+		probes.print(o.out, "Probes (each against its reference window of the same round; median of rounds, range in brackets)")
 	}
 	for _, f := range failures {
 		fmt.Fprintln(o.out, "error:", f)
@@ -349,46 +361,17 @@ func bench(ctx context.Context, o opts) error {
 	return nil
 }
 
-// runProbes measures the levers: request logging, atomic-batch group commit,
-// several streams and interval sync. Raw probes compare with the mean of the
-// baselines measured just before and after them.
-func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *service, t *table) error {
-	pre := raw.baseline(ctx, o, payload)
-	progress("probe baseline (always):             %s", pre)
-	cp := svc.commandPath(ctx, o)
-	progress("probe command path:                  %s", cp)
-	st := svc.settledPath(ctx, o)
-	progress("probe command path + settle:         %s", st)
-	hw := svc.httpPath(ctx, o)
-	progress("probe HTTP orders, warn logging:     %s", hw)
-	logFile, err := os.CreateTemp(o.tmp, "bench-log-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(logFile.Name())
-	logTo(logFile, slog.LevelInfo)
-	hi := svc.httpPath(ctx, o)
-	logTo(io.Discard, slog.LevelWarn)
-	logFile.Close()
-	progress("probe HTTP orders, info logging:     %s", hi)
-	g1, err := raw.batched(ctx, o, payload, 1)
-	if err != nil {
-		return err
-	}
-	progress("probe raw, atomic-batch group commit: %s", g1)
-	g2, err := raw.batched(ctx, o, payload, 2)
-	if err != nil {
-		return err
-	}
-	progress("probe raw, atomic batches x2:        %s", g2)
-	sh, err := raw.sharded(ctx, o, payload, 4)
-	if err != nil {
-		return err
-	}
-	progress("probe raw, 4 streams:                %s", sh)
-	post := raw.baseline(ctx, o, payload)
-	progress("probe baseline (always):             %s", post)
+// probe is one kind of measured window and the kind it is compared with.
+type probe struct {
+	name, ref, note string
+	run             func() (sample, error)
+}
 
+// runProbes measures the levers in rounds of adjacent windows: the
+// projector's share (settle), the HTTP layer, request logging, atomic-batch
+// group commit, several streams, and interval sync. Each ratio compares with
+// its reference window of the same round; the table shows medians over rounds.
+func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *service, t *table) error {
 	ri, err := openRaw(ctx, o, "interval")
 	if err != nil {
 		return err
@@ -399,26 +382,47 @@ func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *se
 		return err
 	}
 	defer si.Close()
-	bi := ri.baseline(ctx, o, payload)
-	progress("probe raw, sync=interval:            %s", bi)
-	ci := si.commandPath(ctx, o)
-	progress("probe command path, sync=interval:   %s", ci)
-	hti := si.httpPath(ctx, o)
-	progress("probe HTTP orders, sync=interval:    %s", hti)
-
-	base := sample{Rate: (pre.Rate + post.Rate) / 2, P99: (pre.P99 + post.P99) / 2}
-	add := func(name string, b, s sample, note string) {
-		t.add(row{name + " rate (/s)", f0(b.Rate), f0(s.Rate), f2(s.Rate/b.Rate) + "x", note, "-"})
-		t.add(row{name + " p99 (ms)", f2(float64(b.P99) / 1e6), f2(float64(s.P99) / 1e6), f2(float64(s.P99)/float64(b.P99)) + "x", "", "-"})
+	logFile, err := os.CreateTemp(o.tmp, "bench-log-")
+	if err != nil {
+		return err
 	}
-	add("command path + read-model settle vs command path", cp, st, "projector wait")
-	add("HTTP orders vs command path + settle", st, hw, "HTTP, auth, JSON")
-	add("HTTP orders, info request log vs warn", hw, hi, "log file, JSON")
-	add("raw, atomic-batch group commit", base, g1, "1 batch in flight")
-	add("raw, atomic-batch group commit x2", base, g2, "2 batches in flight")
-	add("raw, 4 streams", base, sh, "subjects sharded")
-	add("raw, sync=interval", base, bi, "durability trade-off")
-	add("command path, sync=interval", base, ci, "durability trade-off")
-	add("HTTP orders, sync=interval", base, hti, "durability trade-off")
+	defer func() { logFile.Close(); os.Remove(logFile.Name()) }()
+	ok := func(s sample) (sample, error) { return s, nil }
+	ps := []probe{
+		{"raw baseline", "", "", func() (sample, error) { return ok(raw.baseline(ctx, o, payload)) }},
+		{"raw, atomic-batch group commit", "raw baseline", "one committer, batches of what is queued", func() (sample, error) { return raw.batched(ctx, o, payload, 1) }},
+		{"raw, 4 streams", "raw baseline", "subjects sharded over 4 streams", func() (sample, error) { return raw.sharded(ctx, o, payload, 4) }},
+		{"raw, sync=interval", "raw baseline", "durability trade-off", func() (sample, error) { return ok(ri.baseline(ctx, o, payload)) }},
+		{"command path", "raw baseline", "", func() (sample, error) { return ok(svc.commandPath(ctx, o)) }},
+		{"command path + read-model settle", "command path", "the projector's share", func() (sample, error) { return ok(svc.settledPath(ctx, o)) }},
+		{"command path, sync=interval", "command path", "durability trade-off", func() (sample, error) { return ok(si.commandPath(ctx, o)) }},
+		{"HTTP orders", "command path + read-model settle", "the HTTP layer's share", func() (sample, error) { return ok(svc.httpPath(ctx, o)) }},
+		{"HTTP orders, info request log", "HTTP orders", "a JSON line per request to a file", func() (sample, error) {
+			logTo(logFile, slog.LevelInfo)
+			defer logTo(io.Discard, slog.LevelWarn)
+			return ok(svc.httpPath(ctx, o))
+		}},
+		{"HTTP orders, sync=interval", "HTTP orders", "durability trade-off", func() (sample, error) { return ok(si.httpPath(ctx, o)) }},
+	}
+	got := map[string][]sample{}
+	for r := range o.probeRuns {
+		for _, p := range ps {
+			s, err := p.run()
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			progress("probe %d %-34s %s", r+1, p.name+":", s)
+			got[p.name] = append(got[p.name], s)
+		}
+	}
+	for _, p := range ps {
+		if p.ref == "" {
+			continue
+		}
+		b, s := got[p.ref], got[p.name]
+		t.add(row{p.name + " vs " + p.ref + ": rate (/s)", spread(rates(b), "", f0), spread(rates(s), "", f0), spread(ratios(rates(s), rates(b)), "x", f2), p.note, "-"})
+		t.add(row{"  p99 (ms)", spread(p99s(b), "", f1), spread(p99s(s), "", f1), spread(ratios(p99s(s), p99s(b)), "x", f2), "", "-"})
+		t.add(row{"  CPU per op (us)", spread(cpus(b), "", f0), spread(cpus(s), "", f0), spread(ratios(cpus(s), cpus(b)), "x", f2), "", "-"})
+	}
 	return nil
 }
