@@ -6,12 +6,17 @@
 //     Nats-Expected-Last-Subject-Sequence, each to its own subject;
 //   - command path: market orders through engine.Engine.Account, one account per worker;
 //   - HTTP: market orders to POST /api/trading/order from keep-alive clients;
-//   - SSE: many subscribers of one account's stream, delivery after each commit's ack;
+//   - SSE: many subscribers of one account's stream (opened by a child
+//     process), delivery after each commit's ack;
 //   - cold start: replay of a generated log into the memory read models and
 //     the aggregates, against the raw ordered consumer.
 //
-// Probes (interval sync, request logging, atomic-batch group commit, several
-// streams) measure the levers the README discusses. Load goes to 127.0.0.1 only.
+// Baseline, command path and HTTP windows take turns on one raw log and one
+// service, so every round compares windows seconds apart; each window also
+// reports the process CPU per operation. Probes (the projector's and the HTTP
+// layer's shares, request logging, atomic-batch group commit, several
+// streams, interval sync) measure the levers the README discusses. Load goes
+// to 127.0.0.1 only.
 package main
 
 import (
@@ -361,6 +366,16 @@ func bench(ctx context.Context, o opts) error {
 	return nil
 }
 
+// slug makes a probe name a file name.
+func slug(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+}
+
 // probe is one kind of measured window and the kind it is compared with.
 type probe struct {
 	name, ref, note string
@@ -407,7 +422,7 @@ func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *se
 	got := map[string][]sample{}
 	for r := range o.probeRuns {
 		for _, p := range ps {
-			s, err := p.run()
+			s, err := profiled(o, fmt.Sprintf("probe-%d-%s", r, slug(p.name)), p.run)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
