@@ -11,7 +11,8 @@ import (
 // Source is the commit log as the projector reads it.
 type Source interface {
 	// FollowCommits calls fn for every commit after from, in stream order, until ctx ends.
-	FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, data []byte) error) error
+	// id is the commit's id (its message id); it may be empty.
+	FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, id string, data []byte) error) error
 	// LastSeq is the log's newest sequence.
 	LastSeq(ctx context.Context) (uint64, error)
 }
@@ -29,6 +30,7 @@ type Projector struct {
 	cond    *sync.Cond
 	applied uint64
 	err     error
+	recent  *events.Recent
 	lmu     sync.RWMutex
 	listen  []func(events.Committed)
 }
@@ -39,6 +41,10 @@ func NewProjector(store Store, reg events.Registry, folds ...Fold) *Projector {
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
+
+// UseRecent lets the projector take commits this process appended from r,
+// already decoded, instead of decoding them from the log again.
+func (p *Projector) UseRecent(r *events.Recent) { p.recent = r }
 
 // Store is the projector's store.
 func (p *Projector) Store() Store { return p.store }
@@ -94,10 +100,13 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 	ch := make(chan pending, 4*MaxBatch)
 	done := make(chan error, 1)
 	go func() { done <- p.apply(ctx, ch) }()
-	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, data []byte) error {
-		c, err := p.reg.Decode(data)
-		if err != nil {
-			return fmt.Errorf("projector: %s at %d: %w", subject, seq, err)
+	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, id string, data []byte) error {
+		c, ok := p.recent.Take(id)
+		if !ok {
+			var err error
+			if c, err = p.reg.Decode(data); err != nil {
+				return fmt.Errorf("projector: %s at %d: %w", subject, seq, err)
+			}
 		}
 		select {
 		case ch <- pending{events.Committed{Subject: subject, Seq: seq, Commit: c}}:

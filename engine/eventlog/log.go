@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc/engine/events"
 )
 
 // ErrConcurrency means the subject moved past the expected sequence: reload and decide again.
@@ -30,6 +32,9 @@ type Config struct {
 	Replicas int
 	Stream   string // stream name; subjects are "<prefix>.>"
 	Prefix   string // subject prefix, default "evt"
+	// Recent, if set, receives every commit appended through this log's
+	// mailboxes, decoded, for readers in the same process.
+	Recent *events.Recent
 }
 
 // Validate reports every problem with the config at once.
@@ -55,6 +60,7 @@ type Log struct {
 	stream jetstream.Stream
 	name   string
 	prefix string
+	recent *events.Recent
 }
 
 // Open starts the embedded server (unless cfg.URL is set), connects and ensures the stream.
@@ -71,7 +77,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{name: cfg.Stream, prefix: cfg.Prefix}
+	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
 	var err error
 	if cfg.URL == "" {
 		dir := filepath.Join(cfg.DataDir, "nats")
@@ -125,6 +131,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	return l, nil
 }
+
+// Recent is the hand-off of decoded commits to readers in this process (may be nil).
+func (l *Log) Recent() *events.Recent { return l.recent }
 
 // Conn is the underlying NATS connection (for key-value buckets and benchmarks).
 func (l *Log) Conn() *nats.Conn { return l.nc }
@@ -188,6 +197,7 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 type Msg struct {
 	Subject string
 	Seq     uint64
+	ID      string // the commit's id (Nats-Msg-Id)
 	Data    []byte
 }
 
@@ -269,7 +279,7 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 			return fmt.Errorf("eventlog: metadata: %w", err)
 		}
 		seq := md.Sequence.Stream
-		if err := fn(Msg{Subject: m.Subject(), Seq: seq, Data: m.Data()}); err != nil {
+		if err := fn(Msg{Subject: m.Subject(), Seq: seq, ID: m.Headers().Get(jetstream.MsgIDHeader), Data: m.Data()}); err != nil {
 			return err
 		}
 		if until > 0 && seq >= until {
@@ -279,6 +289,6 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 }
 
 // FollowCommits is Follow in the shape projections.Source asks for.
-func (l *Log) FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, data []byte) error) error {
-	return l.Follow(ctx, from, func(m Msg) error { return fn(m.Subject, m.Seq, m.Data) })
+func (l *Log) FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, id string, data []byte) error) error {
+	return l.Follow(ctx, from, func(m Msg) error { return fn(m.Subject, m.Seq, m.ID, m.Data) })
 }

@@ -226,8 +226,12 @@ func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
 		}
 		subject := g.kind.Subject(b.id)
 		start := time.Now()
+		g.log.Recent().Put(c)
 		seq, err := g.log.Append(ctx, subject, b.rev, r.env.ID.String(), data)
 		took := time.Since(start)
+		if errors.Is(err, eventlog.ErrConcurrency) {
+			g.log.Recent().Drop(c.CommandID) // not stored; an outcome unknown may still arrive
+		}
 		switch {
 		case errors.Is(err, eventlog.ErrConcurrency) && attempt < MaxRetries:
 			g.observe("conflict", took)
@@ -243,6 +247,7 @@ func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
 		}
 		b.rev = seq
 		g.observe("committed", took)
+
 		if g.kind.After != nil {
 			g.kind.After(b.id, b.state, events.Committed{Subject: subject, Seq: seq, Commit: c})
 		}

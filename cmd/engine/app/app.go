@@ -90,7 +90,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	var err error
-	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream})
+	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream,
+		Recent: events.NewRecent(16384)})
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +120,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 
 	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
+	a.Projector.UseRecent(a.Log.Recent())
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Market.Feed}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
 	riskgw.Wire(a.Engine, a.Hub)
