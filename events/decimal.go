@@ -120,8 +120,9 @@ func (d Decimal) String() string {
 	return r.Text('f')
 }
 
-// MarshalJSON writes a decimal string.
-func (d Decimal) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+// MarshalText writes the decimal's text; in JSON it is a string. (Text rather
+// than MarshalJSON spares encoding/json its validation pass over the output.)
+func (d Decimal) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // UnmarshalJSON reads a decimal string or a JSON number, exactly.
 func (d *Decimal) UnmarshalJSON(b []byte) error {

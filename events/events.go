@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -70,20 +71,35 @@ type wireCommit struct {
 	Events []wireEvent `json:"events"`
 }
 
-// Encode renders a commit as the bytes of one log message.
+// Encode renders a commit as the bytes of one log message:
+// {"id",...,"events":[{"type":...,"data":{...}},...]}. Each event's bytes are
+// appended as they are, not re-validated.
 func (r Registry) Encode(c Commit) ([]byte, error) {
-	w := wireCommit{Commit: c, Events: make([]wireEvent, 0, len(c.Events))}
-	for _, e := range c.Events {
+	head, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode commit: %w", err)
+	}
+	b := make([]byte, 0, len(head)+256*len(c.Events))
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"events":[`...)
+	for i, e := range c.Events {
 		if _, ok := r[e.Type()]; !ok {
 			return nil, fmt.Errorf("encode %s: %w", e.Type(), ErrUnknownType)
 		}
-		b, err := json.Marshal(e)
+		data, err := json.Marshal(e)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", e.Type(), err)
 		}
-		w.Events = append(w.Events, wireEvent{Type: e.Type(), Data: b})
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = strconv.AppendQuote(b, e.Type())
+		b = append(b, `,"data":`...)
+		b = append(b, data...)
+		b = append(b, '}')
 	}
-	return json.Marshal(w)
+	return append(b, "]}"...), nil
 }
 
 // Decode parses the bytes of one log message, upcasting older event versions.
