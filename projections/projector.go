@@ -156,6 +156,33 @@ func (p *Projector) apply(ctx context.Context, ch <-chan pending) error {
 	return nil
 }
 
+// Feed returns a sink for commits read elsewhere in stream order (a replay at
+// start) that applies those after the store's checkpoint in batches, and the
+// flush that applies the rest.
+func (p *Projector) Feed(ctx context.Context) (tap func(events.Committed) error, flush func() error, err error) {
+	from, err := p.store.Checkpoint(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	batch := make([]events.Committed, 0, MaxBatch)
+	flush = func() error {
+		err := p.ApplyBatch(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+	tap = func(c events.Committed) error {
+		if c.Seq <= from {
+			return nil
+		}
+		batch = append(batch, c)
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	}
+	return tap, flush, nil
+}
+
 // ApplyBatch folds commits, in order, in one store transaction, then tells listeners.
 func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) error {
 	if len(batch) == 0 {

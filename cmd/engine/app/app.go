@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -111,16 +112,15 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.bootLast, err = a.Engine.Start(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("warm aggregates: %w", err)
+	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
+	a.Projector.UseRecent(a.Log.Recent())
+	if a.bootLast, err = a.warm(ctx); err != nil {
+		return nil, err
 	}
 	if err := a.startBackOffice(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("back office: %w", err)
 	}
 
-	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
-	a.Projector.UseRecent(a.Log.Recent())
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Market.Feed}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
 	riskgw.Wire(a.Engine, a.Hub)
@@ -160,6 +160,25 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: areas(a, cfg)})
 	ok = true
 	return a, nil
+}
+
+// warm replays the log once: the engine rebuilds its aggregates and the read
+// models catch up from the same decoded commits, in batches. The collector
+// runs less often meanwhile (the replay allocates far more than it keeps).
+func (a *App) warm(ctx context.Context) (uint64, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	tap, flush, err := a.Projector.Feed(ctx)
+	if err != nil {
+		return 0, err
+	}
+	last, err := a.Engine.Start(ctx, tap)
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("warm aggregates and read models: %w", err)
+	}
+	return last, nil
 }
 
 // Ready reports the log connected and the read models caught up with the log as of start.
