@@ -99,10 +99,11 @@ func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 			}
 		case <-sub.Ready():
 			for _, p := range sub.Take() {
-				if sse.Event(p.Name, p.ID, p.Data) != nil {
+				if sse.Write(p.Wire()) != nil {
 					return nil
 				}
 			}
+			sse.Flush()
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package httpx
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -32,25 +32,39 @@ func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	return &SSE{w: w, f: f}, nil
 }
 
-// Event writes one event with a name, an optional id and JSON data, and flushes.
-func (s *SSE) Event(name, id string, data []byte) error {
-	var b strings.Builder
+// FormatEvent renders one event with a name, an optional id and data, as the
+// bytes a stream writes; a hub renders a frame once for all its subscribers.
+func FormatEvent(name, id string, data []byte) []byte {
+	b := make([]byte, 0, len(data)+64)
 	if name != "" {
-		b.WriteString("event: " + name + "\n")
+		b = append(append(append(b, "event: "...), name...), '\n')
 	}
 	if id != "" {
-		b.WriteString("id: " + id + "\n")
+		b = append(append(append(b, "id: "...), id...), '\n')
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		b.WriteString("data: " + line + "\n")
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		b = append(append(append(b, "data: "...), line...), '\n')
 	}
-	b.WriteString("\n")
-	if _, err := fmt.Fprint(s.w, b.String()); err != nil {
+	return append(b, '\n')
+}
+
+// Event writes one event with a name, an optional id and JSON data, and flushes.
+func (s *SSE) Event(name, id string, data []byte) error {
+	if _, err := s.w.Write(FormatEvent(name, id, data)); err != nil {
 		return err
 	}
 	s.f.Flush()
 	return nil
 }
+
+// Write writes rendered events without flushing; Flush sends them.
+func (s *SSE) Write(b []byte) error {
+	_, err := s.w.Write(b)
+	return err
+}
+
+// Flush sends what was written.
+func (s *SSE) Flush() { s.f.Flush() }
 
 // Comment writes a comment line (a heartbeat) and flushes.
 func (s *SSE) Comment(text string) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 	"github.com/svc/engine/projections/frames"
 )
@@ -25,6 +26,15 @@ type Payload struct {
 	ID   string
 	Data []byte
 	Rev  uint64
+	wire []byte // rendered once, written to every subscriber
+}
+
+// Wire is the event as a stream writes it.
+func (p Payload) Wire() []byte {
+	if p.wire != nil {
+		return p.wire
+	}
+	return httpx.FormatEvent(p.Name, p.ID, p.Data)
 }
 
 // Sub is one subscriber of one account.
@@ -169,6 +179,7 @@ func (h *Hub) Frame(ctx context.Context, accountID string) (Payload, error) {
 
 // Send offers p to every subscriber of the account.
 func (h *Hub) Send(accountID string, p Payload) {
+	p.wire = p.Wire()
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.subs[accountID] {
