@@ -122,7 +122,7 @@ func BenchmarkOrderPathGate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.Start(ctx); err != nil {
+	if _, err := e.Start(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
