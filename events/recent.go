@@ -15,7 +15,9 @@ type Recent struct {
 }
 
 // NewRecent holds up to n commits.
-func NewRecent(n int) *Recent { return &Recent{byID: make(map[string]Commit, n), order: make([]string, n)} }
+func NewRecent(n int) *Recent {
+	return &Recent{byID: make(map[string]Commit, n), order: make([]string, n)}
+}
 
 // Put remembers a commit about to be appended.
 func (r *Recent) Put(c Commit) {
