@@ -5,7 +5,6 @@ package account
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
@@ -85,27 +84,15 @@ func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	beat := time.NewTicker(httpx.Heartbeat)
-	defer beat.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return nil
-		case <-h.d.Hub.Done():
-			return nil
-		case <-beat.C:
-			if sse.Comment("heartbeat") != nil {
-				return nil
+	return httpx.Pump(r.Context(), sse, h.d.Hub.Done(), sub.Ready(), func(struct{}) error {
+		for _, p := range sub.Take() {
+			if err := sse.Write(p.Wire()); err != nil {
+				return err
 			}
-		case <-sub.Ready():
-			for _, p := range sub.Take() {
-				if sse.Write(p.Wire()) != nil {
-					return nil
-				}
-			}
-			sse.Flush()
 		}
-	}
+		sse.Flush()
+		return nil
+	})
 }
 
 func limit(r *http.Request, def, max int) (int, error) {

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -73,4 +74,28 @@ func (s *SSE) Comment(text string) error {
 	}
 	s.f.Flush()
 	return nil
+}
+
+// Pump runs a stream until the client goes (ctx), the server drains (done), in
+// closes or a write fails: a heartbeat comment every Heartbeat, and send for
+// each value from in. The stream's end is never an error to report.
+func Pump[T any](ctx context.Context, s *SSE, done <-chan struct{}, in <-chan T, send func(T) error) error {
+	beat := time.NewTicker(Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-done:
+			return nil
+		case <-beat.C:
+			if s.Comment("heartbeat") != nil {
+				return nil
+			}
+		case v, ok := <-in:
+			if !ok || send(v) != nil {
+				return nil
+			}
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/gateway/httpx"
@@ -85,41 +84,26 @@ func barPrefix(instrument, tf string) []byte {
 // pump writes the connection's bar events until the client goes, the server
 // drains, or a write fails. Events are `bar`; a comment heartbeat every 15 s.
 func (h *handlers) pump(w http.ResponseWriter, r *http.Request, sse *httpx.SSE, c *conn, prefixes [][]byte) error {
-	f, _ := w.(http.Flusher)
-	hb := time.NewTicker(httpx.Heartbeat)
-	defer hb.Stop()
 	var buf []byte
 	var batch []taken
-	for {
-		select {
-		case <-r.Context().Done():
-			return nil
-		case <-h.m.Done:
-			return nil
-		case <-hb.C:
-			if err := sse.Comment("heartbeat"); err != nil {
-				return nil
-			}
-		case <-c.ready:
-			batch = c.take(batch[:0])
-			buf = buf[:0]
-			for _, t := range batch {
-				buf = append(buf, "event: bar\ndata: "...)
-				buf = append(buf, prefixes[t.sub]...)
-				buf = append(buf, t.u.JSON...)
-				buf = append(buf, "}\n\n"...)
-			}
-			if len(buf) == 0 {
-				continue
-			}
-			if _, err := w.Write(buf); err != nil {
-				return nil
-			}
-			if f != nil {
-				f.Flush()
-			}
+	return httpx.Pump(r.Context(), sse, h.m.Done, c.ready, func(struct{}) error {
+		batch = c.take(batch[:0])
+		buf = buf[:0]
+		for _, t := range batch {
+			buf = append(buf, "event: bar\ndata: "...)
+			buf = append(buf, prefixes[t.sub]...)
+			buf = append(buf, t.u.JSON...)
+			buf = append(buf, "}\n\n"...)
 		}
-	}
+		if len(buf) == 0 {
+			return nil
+		}
+		if err := sse.Write(buf); err != nil {
+			return err
+		}
+		sse.Flush()
+		return nil
+	})
 }
 
 // stream serves one instrument's live bars: GET /api/market/stream?instrument=&tf=.

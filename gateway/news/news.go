@@ -141,28 +141,13 @@ func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hb := time.NewTicker(httpx.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
+	return httpx.Pump(r.Context(), sse, h.n.Done, ch, func(it news.Item) error {
+		if root != "" && !contains(it.Roots, root) {
 			return nil
-		case <-h.n.Done:
-			return nil
-		case <-hb.C:
-			if sse.Comment("heartbeat") != nil {
-				return nil
-			}
-		case it := <-ch:
-			if root != "" && !contains(it.Roots, root) {
-				continue
-			}
-			b, _ := json.Marshal(itemOut(it))
-			if sse.Event("news_item", it.ID, b) != nil {
-				return nil
-			}
 		}
-	}
+		b, _ := json.Marshal(itemOut(it))
+		return sse.Event("news_item", it.ID, b)
+	})
 }
 
 func contains(list []string, s string) bool {
@@ -273,23 +258,8 @@ func (h *handlers) calendarStream(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	hb := time.NewTicker(httpx.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return nil
-		case <-h.n.Done:
-			return nil
-		case <-hb.C:
-			if sse.Comment("heartbeat") != nil {
-				return nil
-			}
-		case n := <-ch:
-			b, _ := json.Marshal(map[string]any{"ids": n.IDs, "updatedAt": n.UpdatedAt.Format(time.RFC3339Nano)})
-			if sse.Event("calendar_update", "", b) != nil {
-				return nil
-			}
-		}
-	}
+	return httpx.Pump(r.Context(), sse, h.n.Done, ch, func(n news.Nudge) error {
+		b, _ := json.Marshal(map[string]any{"ids": n.IDs, "updatedAt": n.UpdatedAt.Format(time.RFC3339Nano)})
+		return sse.Event("calendar_update", "", b)
+	})
 }
