@@ -1,10 +1,8 @@
 package market_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -194,59 +192,16 @@ func TestMarketAdmission(t *testing.T) {
 	}
 }
 
-// event is one server-sent event.
-type event struct {
-	Name string
-	Data map[string]any
-}
+type event = apptest.Event
 
-// openSSE opens path and delivers its events until the test ends.
 func openSSE(t *testing.T, e *apptest.Env, path string) <-chan event {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+e.Key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	apptest.ValidateResponse(t, req, resp.StatusCode, resp.Header, nil)
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("stream %s: %d", path, resp.StatusCode)
-	}
-	ch := make(chan event, 1024)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(resp.Body)
-		var ev event
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				_ = json.Unmarshal([]byte(line[6:]), &ev.Data)
-			case line == "" && ev.Name != "":
-				ch <- ev
-				ev = event{}
-			}
-		}
-	}()
-	return ch
+	return e.Stream(path)
 }
 
 func next(t *testing.T, ch <-chan event) event {
 	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("stream ended")
-		}
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event in 10 s")
-	}
-	return event{}
+	return apptest.Next(t, ch)
 }
 
 func barJSON(ev event) string {

@@ -1,9 +1,7 @@
 package news_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -223,7 +221,7 @@ func TestFeedIngestionStreamAndImageProxy(t *testing.T) {
 	gold := openSSE(t, e, "/api/news/stream?instrument=GC")
 	more.Store(true)
 	ev := next(t, all)
-	if ev.name != "news_item" || ev.data["title"] != "Treasury yields climb after payrolls" {
+	if ev.Name != "news_item" || ev.Data["title"] != "Treasury yields climb after payrolls" {
 		t.Fatalf("event %+v", ev)
 	}
 	select {
@@ -296,7 +294,7 @@ func TestCalendarWindowAndReleaseNudges(t *testing.T) {
 	nudges := openSSE(t, e, "/api/calendar/stream")
 	c.set(at("2030-01-08T12:20:00Z"))
 	ev := next(t, nudges)
-	if ev.name != "calendar_update" || fmt.Sprint(ev.data["ids"]) != "[c-ecb-rate]" {
+	if ev.Name != "calendar_update" || fmt.Sprint(ev.Data["ids"]) != "[c-ecb-rate]" {
 		t.Fatalf("nudge %+v", ev)
 	}
 	var after cal
@@ -311,52 +309,14 @@ func TestCalendarWindowAndReleaseNudges(t *testing.T) {
 	}
 }
 
-type event struct {
-	name string
-	data map[string]any
-}
+type event = apptest.Event
 
 func openSSE(t *testing.T, e *apptest.Env, path string) <-chan event {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+e.Key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	apptest.ValidateResponse(t, req, resp.StatusCode, resp.Header, nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("stream %s: %d", path, resp.StatusCode)
-	}
-	ch := make(chan event, 64)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(resp.Body)
-		var ev event
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.name = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				_ = json.Unmarshal([]byte(line[6:]), &ev.data)
-			case line == "" && ev.name != "":
-				ch <- ev
-				ev = event{}
-			}
-		}
-	}()
-	return ch
+	return e.Stream(path)
 }
 
 func next(t *testing.T, ch <-chan event) event {
 	t.Helper()
-	select {
-	case ev := <-ch:
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event in 10 s")
-	}
-	return event{}
+	return apptest.Next(t, ch)
 }
