@@ -338,14 +338,19 @@ type quoteOut struct {
 	Time   string `json:"time"`
 }
 
-func (h *handlers) quotes(w http.ResponseWriter, r *http.Request) error {
-	raw := r.URL.Query().Get("symbols")
-	var names []string
+// commaList splits a comma-separated query value into its trimmed, non-empty items.
+func commaList(raw string) []string {
+	var out []string
 	for _, s := range strings.Split(raw, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			names = append(names, s)
+			out = append(out, s)
 		}
 	}
+	return out
+}
+
+func (h *handlers) quotes(w http.ResponseWriter, r *http.Request) error {
+	names := commaList(r.URL.Query().Get("symbols"))
 	if len(names) == 0 {
 		return badRequest("invalid_request", "symbols is required: a comma-separated list", nil)
 	}

@@ -142,13 +142,7 @@ type streamError struct {
 // without a futures source, one past the 24th) becomes a tagged `error`
 // event while the rest stream.
 func (h *handlers) streams(w http.ResponseWriter, r *http.Request) error {
-	raw := r.URL.Query().Get("subs")
-	var tokens []string
-	for _, t := range strings.Split(raw, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tokens = append(tokens, t)
-		}
-	}
+	tokens := commaList(r.URL.Query().Get("subs"))
 	if len(tokens) == 0 {
 		return badRequest("invalid_request", "subs is required: a comma-separated list of INSTRUMENT~tf", nil)
 	}
