@@ -67,6 +67,8 @@ type Engine struct {
 	paper    *paper.Reactor
 	risk     *risk.Reactor // risk controls (riskwire.go)
 	stopFeed func()
+	specs    map[string]trading.Spec // every instrument's spec; read-only after New
+	priced   []market.Instrument     // the catalog, in order
 }
 
 // Registry is every event type the engine writes; projections decode with it.
@@ -80,6 +82,11 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, reg: Registry()}
+	e.priced = cfg.Catalog.All()
+	e.specs = make(map[string]trading.Spec, len(e.priced))
+	for _, in := range e.priced {
+		e.specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity}
+	}
 	e.paper = paper.New(e.wake)
 	e.risk = risk.New(cfg.Now, e.riskExec, e.mark)
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
@@ -192,9 +199,8 @@ func (e *Engine) Feed() market.Feed { return e.cfg.Feed }
 // market is the context attached to trading commands: every permitted
 // instrument's spec and its newest quote.
 func (e *Engine) market() trading.Market {
-	m := trading.Market{Quotes: map[string]trading.Quote{}, Specs: map[string]trading.Spec{}}
-	for _, in := range e.cfg.Catalog.All() {
-		m.Specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity}
+	m := trading.Market{Quotes: make(map[string]trading.Quote, len(e.priced)), Specs: e.specs}
+	for _, in := range e.priced {
 		src := e.cfg.Feed
 		if in.AssetClass == "futures" {
 			src = e.cfg.Futures
