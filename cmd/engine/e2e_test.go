@@ -149,9 +149,6 @@ type sent struct {
 // acknowledged order exists exactly once, every used clientOrderId answers 409,
 // money equals a recomputation from fills, and revisions never go back.
 func TestKillNineLosesNoAcknowledgedOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := build(t)
 	dir, addr := t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr)
@@ -362,9 +359,6 @@ func TestKillNineLosesNoAcknowledgedOrder(t *testing.T) {
 
 // TestSigtermDrains checks that SIGTERM ends streams and exits 0.
 func TestSigtermDrains(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := build(t)
 	dir, addr := t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr)
