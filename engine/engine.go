@@ -59,16 +59,17 @@ func (c Config) Validate() error {
 
 // Engine decides and commits commands.
 type Engine struct {
-	cfg      Config
-	reg      events.Registry
-	accounts *mailbox.Group[*account.State]
-	tenants  *mailbox.Group[*tenant.State]
-	firms    *mailbox.Group[*firm.State] // back office (backoffice.go)
-	paper    *paper.Reactor
-	risk     *risk.Reactor // risk controls (riskwire.go)
-	stopFeed func()
-	specs    map[string]trading.Spec // every instrument's spec; read-only after New
-	priced   []market.Instrument     // the catalog, in order
+	cfg       Config
+	reg       events.Registry
+	accounts  *mailbox.Group[*account.State]
+	tenants   *mailbox.Group[*tenant.State]
+	firms     *mailbox.Group[*firm.State] // back office (backoffice.go)
+	paper     *paper.Reactor
+	risk      *risk.Reactor // risk controls (riskwire.go)
+	stopFeed  func()
+	stopSweep context.CancelFunc
+	specs     map[string]trading.Spec // every instrument's spec; read-only after New
+	priced    []market.Instrument     // the catalog, in order
 }
 
 // Registry is every event type the engine writes; projections decode with it.
@@ -115,7 +116,7 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 	out := map[string][]paper.Trigger{}
 	for _, w := range s.Working {
 		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
-			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered})
+			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt})
 	}
 	return out
 }
@@ -168,6 +169,9 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 		e.risk.OnQuote(q.Instrument, q.Bid, q.Ask)
 	})
 	e.risk.Start()
+	sweep, stop := context.WithCancel(context.Background())
+	e.stopSweep = stop
+	go e.expireDayOrders(sweep, 30*time.Second)
 	return last, nil
 }
 
@@ -175,6 +179,9 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 func (e *Engine) Close() {
 	if e.stopFeed != nil {
 		e.stopFeed()
+	}
+	if e.stopSweep != nil {
+		e.stopSweep()
 	}
 	e.risk.Close()
 	e.accounts.Close()
@@ -285,6 +292,31 @@ func (e *Engine) Tenant(ctx context.Context, tenantID string, env commands.Envel
 		return mailbox.Result{}, err
 	}
 	return e.tenants.Execute(ctx, tenantID, env)
+}
+
+// ExpireDayOrders cancels every working `day` order placed before the current
+// trading day began (00:00 UTC), account by account; the aggregate re-checks.
+// A timer calls it; tests call it after moving the clock.
+func (e *Engine) ExpireDayOrders(ctx context.Context) {
+	start := account.DayStart(e.cfg.Now())
+	for _, id := range e.paper.DayOrdersBefore(start) {
+		env := e.Envelope(events.Principal{System: "paper"}, "", &trading.ExpireDayOrders{})
+		_, _ = e.accounts.Execute(ctx, id, env) // a failure leaves them for the next sweep
+	}
+}
+
+// expireDayOrders sweeps every interval until ctx ends.
+func (e *Engine) expireDayOrders(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.ExpireDayOrders(ctx)
+		}
+	}
 }
 
 // wake asks an account to fill the working orders a quote crosses.

@@ -204,3 +204,10 @@ func FeedRequiresConnection(instrument string) *commands.Refusal {
 		"futures prices stream only from your own futures source; connect one to trade "+instrument,
 		map[string]any{"instrument": instrument})
 }
+
+// ExpireDayOrders cancels the account's working `day` orders placed before the
+// trading day of the command's time began.
+type ExpireDayOrders struct{}
+
+// Validate checks the shape.
+func (c *ExpireDayOrders) Validate() error { return nil }

@@ -274,3 +274,23 @@ func TestRegistryNamesMatchTypes(t *testing.T) {
 		}
 	}
 }
+
+func TestDayOrdersExpireAtTheDayBoundary(t *testing.T) {
+	m := mkt("100", "101")
+	day := limit("d1", "buy", "1", "90", m)
+	gtc := limit("g1", "buy", "1", "90", m)
+	gtc.TimeInForce = "gtc"
+	s, evs, err := run(t, []commands.Command{day, gtc}, &trading.ExpireDayOrders{})
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("same day: %v %v", evs, err)
+	}
+	next := env(50, &trading.ExpireDayOrders{})
+	next.At = account.DayStart(t0).Add(24 * time.Hour)
+	evs, err = account.Decide(s, next)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("next day: %v %v", evs, err)
+	}
+	if c := evs[0].(ev.OrderCanceled); c.Reason != "expired" || s.Working[c.BrokerOrderID].TimeInForce != "day" {
+		t.Fatalf("expired %+v", c)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/svc/engine/commands"
 	tcmd "github.com/svc/engine/commands/tenant"
@@ -46,6 +47,15 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
 		return decideWorking(s, env, c.Quote), nil
+	case *trading.ExpireDayOrders:
+		var evs []events.Event
+		start := DayStart(env.At)
+		for _, id := range sortedKeys(s.Working) {
+			if w := s.Working[id]; w.TimeInForce == "day" && w.CreatedAt.Before(start) {
+				evs = append(evs, ev.OrderCanceled{BrokerOrderID: id, Reason: "expired", At: env.At})
+			}
+		}
+		return evs, nil
 	}
 	if evs, ok, err := decideRisk(s, env); ok {
 		return evs, err
@@ -293,6 +303,13 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote) []events.Ev
 		b.match(&w, q)
 	}
 	return b.out
+}
+
+// DayStart is the start of the paper book's trading day holding t: 00:00 UTC.
+// `day` orders placed before it have expired.
+func DayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -5,17 +5,20 @@ package paper
 
 import (
 	"sync"
+	"time"
 
 	"github.com/svc/engine/events"
 )
 
 // Trigger is the part of a working order the reactor needs to tell whether a quote crosses it.
 type Trigger struct {
-	Side       string
-	OrderType  string
-	LimitPrice *events.Decimal
-	StopPrice  *events.Decimal
-	Triggered  bool
+	Side        string
+	OrderType   string
+	LimitPrice  *events.Decimal
+	StopPrice   *events.Decimal
+	Triggered   bool
+	TimeInForce string
+	CreatedAt   time.Time
 }
 
 // Crosses reports whether the touch (ask for a buy, bid for a sell) would fill or trigger t.
@@ -84,6 +87,25 @@ func (r *Reactor) Working(instrument string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.byInst[instrument])
+}
+
+// DayOrdersBefore lists the accounts holding a working `day` order placed before t.
+func (r *Reactor) DayOrdersBefore(t time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, accts := range r.byInst {
+		for acct, ts := range accts {
+			for _, tr := range ts {
+				if tr.TimeInForce == "day" && tr.CreatedAt.Before(t) && !seen[acct] {
+					seen[acct] = true
+					out = append(out, acct)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // OnQuote wakes every account with a working order the quote crosses, one

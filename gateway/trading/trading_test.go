@@ -1,9 +1,11 @@
 package trading_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +207,34 @@ func TestActionsAdvise(t *testing.T) {
 	}
 	if os := e.Get("/api/account/orders").Map(t)["orders"].([]any); len(os) != 0 {
 		t.Fatalf("advice placed an order: %v", os)
+	}
+}
+
+func TestDayOrdersExpireAfterMidnightUTC(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 2, 23, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := apptest.Start(t, apptest.Options{ManualFeed: true, Now: clock})
+	quote(e, "100", "101")
+	day := orderOf(t, e.Post("/api/trading/order", order("d1", "buy", "limit", "1", "limitPrice", "90")))
+	gtc := orderOf(t, e.Post("/api/trading/order", order("g1", "buy", "limit", "1", "limitPrice", "90", "timeInForce", "gtc")))
+	e.App.Engine.ExpireDayOrders(context.Background())
+	if os := e.Get("/api/account/orders?state=open").Map(t)["orders"].([]any); len(os) != 2 {
+		t.Fatalf("before midnight %v", os)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	e.App.Engine.ExpireDayOrders(context.Background())
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		os := e.Get("/api/account/orders?state=open").Map(t)["orders"].([]any)
+		if len(os) != 1 || os[0].(map[string]any)["brokerOrderId"] != gtc["brokerOrderId"] {
+			return fmt.Errorf("open after midnight %v", os)
+		}
+		return nil
+	})
+	closed := e.Get("/api/account/orders?state=closed").Map(t)["orders"].([]any)
+	if len(closed) != 1 || closed[0].(map[string]any)["brokerOrderId"] != day["brokerOrderId"] || closed[0].(map[string]any)["state"] != "canceled" {
+		t.Fatalf("closed %v", closed)
 	}
 }
