@@ -112,9 +112,14 @@ func TestControlScenarios(t *testing.T) {
 			}
 			status(t, e.Post("/api/trading/order", order("b1", "buy", "2")), 200, "")
 			tc.cross(e, clk)
+			// The lock reads the account's live state; positions read the
+			// read models, which follow the same commit a moment later.
 			apptest.WaitFor(t, 5*time.Second, func() error {
 				if lock(t, e)["tradingLocked"] != true {
 					return fmt.Errorf("not locked yet")
+				}
+				if n := len(positions(t, e)); n != 0 {
+					return fmt.Errorf("%d positions still shown", n)
 				}
 				return nil
 			})
