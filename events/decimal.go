@@ -109,6 +109,12 @@ func (d Decimal) Round(n int32) Decimal {
 	return Decimal{v: z}
 }
 
+// Int64 is d rounded half-even to an integer, or an error when it does not fit.
+func (d Decimal) Int64() (int64, error) {
+	r := d.Round(0)
+	return r.v.Int64()
+}
+
 // String renders plain decimal notation, without exponent or trailing
 // fractional zeros ("64998.50" is "64998.5").
 func (d Decimal) String() string {

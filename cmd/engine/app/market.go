@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/svc/engine/engine/market/exchange"
 	"github.com/svc/engine/engine/market/replay"
 	"github.com/svc/engine/engine/news"
+	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway"
 	"github.com/svc/engine/gateway/api"
 	marketgw "github.com/svc/engine/gateway/market"
@@ -64,13 +64,13 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts := replay.Options{Speed: 1, Rebase: a.Cfg.Market.ReplayRebase != "0", Loop: a.Cfg.Market.ReplayLoop == "1", Now: a.Now}
+		opts := replay.Options{Speed: events.Int(1), Rebase: a.Cfg.Market.ReplayRebase != "0", Loop: a.Cfg.Market.ReplayLoop == "1", Now: a.Now}
 		if s := a.Cfg.Market.ReplaySpeed; s != "" {
-			if opts.Speed, err = strconv.ParseFloat(s, 64); err != nil || opts.Speed < 0 {
+			if opts.Speed, err = events.ParseDecimal(s); err != nil || opts.Speed.Sign() < 0 {
 				return nil, fmt.Errorf("ENGINE_MARKET_REPLAY_SPEED %q is not a pace of 0 or more", s)
 			}
 		}
-		if opts.Loop && opts.Speed == 0 {
+		if opts.Loop && opts.Speed.IsZero() {
 			return nil, errors.New("a looping replay needs a pace: set ENGINE_MARKET_REPLAY_SPEED above 0")
 		}
 		m.Replay = replay.New(rows, opts)

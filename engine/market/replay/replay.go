@@ -135,7 +135,7 @@ func parseTime(s string) (time.Time, error) {
 // Options shape playback.
 type Options struct {
 	// Speed multiplies the recorded pace; 0 plays as fast as possible.
-	Speed float64
+	Speed events.Decimal
 	// Rebase stamps quotes relative to the start of playback (compressed by
 	// Speed) instead of with their recorded times.
 	Rebase bool
@@ -206,8 +206,8 @@ func (f *Feed) stamp(row Row) time.Time {
 		f.origin = f.opts.Now()
 	}
 	elapsed := row.Time.Sub(f.rows[0].Time)
-	if f.opts.Speed > 0 {
-		elapsed = time.Duration(float64(elapsed) / f.opts.Speed)
+	if f.opts.Speed.Sign() > 0 {
+		elapsed = f.scale(elapsed)
 	}
 	return f.origin.Add(elapsed)
 }
@@ -237,6 +237,15 @@ func (f *Feed) quote(row Row) market.Quote {
 	return q
 }
 
+// scale divides a recorded interval by Speed, exactly, to whole nanoseconds.
+func (f *Feed) scale(d time.Duration) time.Duration {
+	n, err := events.Int(int64(d)).Quo(f.opts.Speed).Int64()
+	if err != nil {
+		return d
+	}
+	return time.Duration(n)
+}
+
 // Run plays the recording at Speed until it ends (unless it loops) or ctx ends.
 func (f *Feed) Run(ctx context.Context) {
 	for {
@@ -246,8 +255,8 @@ func (f *Feed) Run(ctx context.Context) {
 			i = 0
 		}
 		var wait time.Duration
-		if i < len(f.rows) && i > 0 && f.opts.Speed > 0 {
-			wait = time.Duration(float64(f.rows[i].Time.Sub(f.rows[i-1].Time)) / f.opts.Speed)
+		if i < len(f.rows) && i > 0 && f.opts.Speed.Sign() > 0 {
+			wait = f.scale(f.rows[i].Time.Sub(f.rows[i-1].Time))
 		}
 		f.mu.Unlock()
 		if wait > 0 {

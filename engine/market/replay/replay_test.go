@@ -40,7 +40,7 @@ func TestReplayStepsRecordedRows(t *testing.T) {
 func TestReplayRebasesAndLoops(t *testing.T) {
 	rows, _ := ReadFile("testdata/session.csv")
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := New(rows, Options{Rebase: true, Speed: 10, Loop: true, Now: func() time.Time { return start }})
+	f := New(rows, Options{Rebase: true, Speed: events.Int(10), Loop: true, Now: func() time.Time { return start }})
 	var at []time.Time
 	f.Subscribe(func(q market.Quote) { at = append(at, q.At) })
 	f.StepN(10)
