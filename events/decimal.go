@@ -23,11 +23,56 @@ var ErrBadDecimal = errors.New("not a finite decimal")
 
 // ParseDecimal reads a finite decimal such as "12.50" or "-3e2".
 func ParseDecimal(s string) (Decimal, error) {
-	d, _, err := apd.NewFromString(s)
-	if err != nil || d.Form != apd.Finite {
+	if d, ok := parsePlain(s); ok {
+		return d, nil
+	}
+	var d Decimal
+	if _, _, err := d.v.SetString(s); err != nil || d.v.Form != apd.Finite {
 		return Decimal{}, fmt.Errorf("%q: %w", s, ErrBadDecimal)
 	}
-	return Decimal{v: *d}, nil
+	return d, nil
+}
+
+// parsePlain reads the common case, -?digits(.digits)? with at most 18
+// digits, straight into an int64 coefficient and exponent. Everything else
+// (exponents, longer numbers) is left to apd.
+func parsePlain[T string | []byte](s T) (Decimal, bool) {
+	i, neg := 0, false
+	if len(s) > 0 && s[0] == '-' {
+		i, neg = 1, true
+	}
+	var coeff int64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if digits == 18 {
+				return Decimal{}, false
+			}
+			coeff = coeff*10 + int64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && digits > 0:
+			dot = true
+		default:
+			return Decimal{}, false
+		}
+	}
+	if digits == 0 || (dot && frac == 0) {
+		return Decimal{}, false
+	}
+	if neg {
+		coeff = -coeff
+	}
+	var d Decimal
+	d.v.SetFinite(coeff, int32(-frac))
+	if neg && coeff == 0 {
+		d.v.Negative = true
+	}
+	return d, true
 }
 
 // MustDecimal parses s and panics on failure; for constants and tests.
@@ -140,6 +185,10 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) == 0 || len(b) > 64 {
 		return fmt.Errorf("%q: %w", b, ErrBadDecimal)
+	}
+	if p, ok := parsePlain(b); ok {
+		*d = p
+		return nil
 	}
 	p, err := ParseDecimal(string(b))
 	if err != nil {

@@ -3,11 +3,12 @@
 package events
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/goccy/go-json"
 )
 
 // Event is one immutable fact. Type returns a stable, versioned name such as

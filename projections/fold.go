@@ -10,7 +10,14 @@ import (
 )
 
 // SeqKey renders a sequence so that keys sort in sequence order.
-func SeqKey(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+func SeqKey(seq uint64) string {
+	var b [20]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	return string(b[:])
+}
 
 // Fold is one projection: it applies one commit inside a store transaction.
 type Fold func(tx Tx, c events.Committed) error
@@ -59,11 +66,77 @@ func foldTenant(tx Tx, id string, c events.Committed) error {
 	return nil
 }
 
+// orderEdits are the orders one commit touches, written once at its end:
+// a market order placed and filled in one commit is stored once, filled,
+// and never enters the working index.
+type orderEdits struct {
+	tx        Tx
+	accountID string
+	edits     []orderEdit
+}
+
+type orderEdit struct {
+	o          Order
+	isNew      bool
+	wasWorking bool // as stored before the commit
+}
+
+func (oe *orderEdits) add(o Order) { oe.edits = append(oe.edits, orderEdit{o: o, isNew: true}) }
+
+// update applies fn to the order, read from this commit's edits or the store;
+// an unknown order is left alone.
+func (oe *orderEdits) update(orderID string, fn func(*Order)) error {
+	for i := range oe.edits {
+		if oe.edits[i].o.BrokerOrderID == orderID {
+			fn(&oe.edits[i].o)
+			return nil
+		}
+	}
+	var o Order
+	ok, err := oe.tx.Get(CollOrder, oe.accountID+"/"+orderID, &o)
+	if err != nil || !ok {
+		return err
+	}
+	w := o.Working()
+	fn(&o)
+	oe.edits = append(oe.edits, orderEdit{o: o, wasWorking: w})
+	return nil
+}
+
+// flush writes every edited order, its sequence index when new and its
+// working-index entry when that changed.
+func (oe *orderEdits) flush() error {
+	for _, e := range oe.edits {
+		o := e.o
+		wk := oe.accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
+		if e.isNew {
+			if err := oe.tx.Put(CollOrderSeq, wk, o.BrokerOrderID); err != nil {
+				return err
+			}
+		}
+		var err error
+		switch w := o.Working(); {
+		case w && !e.wasWorking:
+			err = oe.tx.Put(CollWorking, wk, o.BrokerOrderID)
+		case !w && e.wasWorking:
+			err = oe.tx.Delete(CollWorking, wk)
+		}
+		if err != nil {
+			return err
+		}
+		if err := oe.tx.Put(CollOrder, oe.accountID+"/"+o.BrokerOrderID, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func foldAccount(tx Tx, id string, c events.Committed) error {
 	var a Account
 	if _, err := tx.Get(CollAccount, id, &a); err != nil {
 		return err
 	}
+	orders := orderEdits{tx: tx, accountID: id}
 	for _, e := range c.Events {
 		var err error
 		switch e := e.(type) {
@@ -76,16 +149,16 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			}
 		case evacct.OrderPlaced:
 			o := e.Order
-			err = putOrder(tx, id, Order{AccountID: id, BrokerOrderID: o.BrokerOrderID, ClientOrderID: o.ClientOrderID,
+			orders.add(Order{AccountID: id, BrokerOrderID: o.BrokerOrderID, ClientOrderID: o.ClientOrderID,
 				Instrument: o.Instrument, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
 				LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
-				State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: c.Seq}, true)
+				State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: c.Seq})
 		case evacct.OrderFilled:
-			err = foldFill(tx, id, &a, c, e)
+			err = foldFill(tx, &orders, id, &a, c, e)
 		case evacct.OrderCanceled:
-			err = updateOrder(tx, id, e.BrokerOrderID, func(o *Order) { o.State, o.UpdatedAt = "canceled", e.At })
+			err = orders.update(e.BrokerOrderID, func(o *Order) { o.State, o.UpdatedAt = "canceled", e.At })
 		case evacct.OrderReplaced:
-			err = updateOrder(tx, id, e.BrokerOrderID, func(o *Order) {
+			err = orders.update(e.BrokerOrderID, func(o *Order) {
 				o.Quantity, o.UpdatedAt = e.Quantity, e.At
 				if e.LimitPrice != nil {
 					o.LimitPrice = e.LimitPrice
@@ -95,7 +168,7 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 				}
 			})
 		case evacct.StopTriggered:
-			err = updateOrder(tx, id, e.BrokerOrderID, func(o *Order) { o.UpdatedAt = e.At })
+			err = orders.update(e.BrokerOrderID, func(o *Order) { o.UpdatedAt = e.At })
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
 		}
@@ -103,43 +176,17 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			return fmt.Errorf("fold %s at %d: %w", e.Type(), c.Seq, err)
 		}
 	}
+	if err := orders.flush(); err != nil {
+		return fmt.Errorf("fold orders at %d: %w", c.Seq, err)
+	}
 	a.Revision, a.UpdatedAt = c.Seq, c.At
 	return tx.Put(CollAccount, id, a)
 }
 
-func putOrder(tx Tx, accountID string, o Order, isNew bool) error {
-	if isNew {
-		if err := tx.Put(CollOrderSeq, accountID+"/"+SeqKey(o.Seq)+"/"+o.BrokerOrderID, o.BrokerOrderID); err != nil {
-			return err
-		}
-	}
-	wk := accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
-	var err error
-	if o.Working() {
-		err = tx.Put(CollWorking, wk, o.BrokerOrderID)
-	} else {
-		err = tx.Delete(CollWorking, wk)
-	}
-	if err != nil {
-		return err
-	}
-	return tx.Put(CollOrder, accountID+"/"+o.BrokerOrderID, o)
-}
-
-func updateOrder(tx Tx, accountID, orderID string, fn func(*Order)) error {
-	var o Order
-	ok, err := tx.Get(CollOrder, accountID+"/"+orderID, &o)
-	if err != nil || !ok {
-		return err
-	}
-	fn(&o)
-	return putOrder(tx, accountID, o, false)
-}
-
-func foldFill(tx Tx, id string, a *Account, c events.Committed, e evacct.OrderFilled) error {
+func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committed, e evacct.OrderFilled) error {
 	a.Balance = e.Balance
 	a.Realized = a.Realized.Add(e.Realized)
-	err := updateOrder(tx, id, e.BrokerOrderID, func(o *Order) {
+	err := orders.update(e.BrokerOrderID, func(o *Order) {
 		avg := e.OrderAvgPrice
 		o.FilledQuantity, o.AvgFillPrice, o.UpdatedAt = e.OrderFilled, &avg, e.At
 		o.State = "partially_filled"

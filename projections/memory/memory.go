@@ -15,30 +15,57 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-type item struct {
-	key string
-	val any
+// coll is one collection: values by key, and the keys in order for List.
+// A Put over an existing key touches only the map, so folds that rewrite a
+// document (an account, an order) never walk the ordered index.
+type coll struct {
+	vals map[string]any
+	keys *btree.BTreeG[string]
 }
 
-func less(a, b item) bool { return a.key < b.key }
+func less(a, b string) bool { return a < b }
 
 // Store is an in-memory projections.Store.
 type Store struct {
 	mu    sync.RWMutex
-	colls map[string]*btree.BTreeG[item]
+	colls map[string]*coll
 	seq   uint64
+	undo  []undo // the open transaction's undo steps, reused
+}
+
+// undo restores one key of c: old when had, else absent.
+type undo struct {
+	c   *coll
+	key string
+	old any
+	had bool
 }
 
 // New makes an empty store.
-func New() *Store { return &Store{colls: map[string]*btree.BTreeG[item]{}} }
+func New() *Store { return &Store{colls: map[string]*coll{}} }
 
-func (s *Store) coll(name string) *btree.BTreeG[item] {
-	t, ok := s.colls[name]
+func (s *Store) coll(name string) *coll {
+	c, ok := s.colls[name]
 	if !ok {
-		t = btree.NewG(32, less)
-		s.colls[name] = t
+		c = &coll{vals: map[string]any{}, keys: btree.NewG(32, less)}
+		s.colls[name] = c
 	}
-	return t
+	return c
+}
+
+// set makes key hold v (present) or nothing, keeping the index in step.
+func (c *coll) set(key string, v any, present bool) {
+	_, had := c.vals[key]
+	switch {
+	case present:
+		c.vals[key] = v
+		if !had {
+			c.keys.ReplaceOrInsert(key)
+		}
+	case had:
+		delete(c.vals, key)
+		c.keys.Delete(key)
+	}
 }
 
 func assign(dst, src any) error {
@@ -54,41 +81,32 @@ func assign(dst, src any) error {
 	return nil
 }
 
-type tx struct {
-	s   *Store
-	log []func() // undo steps, newest last
-}
+type tx struct{ s *Store }
 
-func (t *tx) Get(coll, key string, v any) (bool, error) {
-	it, ok := t.s.coll(coll).Get(item{key: key})
+func (t tx) Get(coll, key string, v any) (bool, error) {
+	val, ok := t.s.coll(coll).vals[key]
 	if !ok {
 		return false, nil
 	}
-	return true, assign(v, it.val)
+	return true, assign(v, val)
 }
 
-func (t *tx) Put(coll, key string, v any) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Pointer {
+func (t tx) Put(coll, key string, v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
 		v = rv.Elem().Interface()
 	}
-	tr := t.s.coll(coll)
-	old, had := tr.ReplaceOrInsert(item{key: key, val: v})
-	t.log = append(t.log, func() {
-		if had {
-			tr.ReplaceOrInsert(old)
-		} else {
-			tr.Delete(item{key: key})
-		}
-	})
+	c := t.s.coll(coll)
+	old, had := c.vals[key]
+	t.s.undo = append(t.s.undo, undo{c: c, key: key, old: old, had: had})
+	c.set(key, v, true)
 	return nil
 }
 
-func (t *tx) Delete(coll, key string) error {
-	tr := t.s.coll(coll)
-	old, had := tr.Delete(item{key: key})
-	if had {
-		t.log = append(t.log, func() { tr.ReplaceOrInsert(old) })
+func (t tx) Delete(coll, key string) error {
+	c := t.s.coll(coll)
+	if old, had := c.vals[key]; had {
+		t.s.undo = append(t.s.undo, undo{c: c, key: key, old: old, had: true})
+		c.set(key, nil, false)
 	}
 	return nil
 }
@@ -100,13 +118,16 @@ func (s *Store) Update(_ context.Context, seq uint64, fn func(projections.Tx) er
 	if seq <= s.seq {
 		return nil
 	}
-	t := &tx{s: s}
-	if err := fn(t); err != nil {
-		for i := len(t.log) - 1; i >= 0; i-- {
-			t.log[i]()
+	s.undo = s.undo[:0]
+	if err := fn(tx{s}); err != nil {
+		for i := len(s.undo) - 1; i >= 0; i-- {
+			u := s.undo[i]
+			u.c.set(u.key, u.old, u.had)
 		}
+		clear(s.undo)
 		return err
 	}
+	clear(s.undo) // drop the references to old values
 	s.seq = seq
 	return nil
 }
@@ -122,45 +143,49 @@ func (s *Store) Checkpoint(context.Context) (uint64, error) {
 func (s *Store) Get(_ context.Context, coll, key string, v any) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	t, ok := s.colls[coll]
+	c, ok := s.colls[coll]
 	if !ok {
 		return false, nil
 	}
-	it, ok := t.Get(item{key: key})
+	val, ok := c.vals[key]
 	if !ok {
 		return false, nil
 	}
-	return true, assign(v, it.val)
+	return true, assign(v, val)
 }
 
 // List implements projections.Store.
 func (s *Store) List(_ context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
 	s.mu.RLock()
-	t, ok := s.colls[coll]
+	c, ok := s.colls[coll]
 	if !ok {
 		s.mu.RUnlock()
 		return nil
 	}
+	type item struct {
+		key string
+		val any
+	}
 	var items []item
-	visit := func(it item) bool {
-		if !strings.HasPrefix(it.key, q.Prefix) {
+	visit := func(k string) bool {
+		if !strings.HasPrefix(k, q.Prefix) {
 			return false
 		}
-		if q.After != "" && it.key == q.After {
+		if q.After != "" && k == q.After {
 			return true
 		}
-		items = append(items, it)
+		items = append(items, item{k, c.vals[k]})
 		return q.Limit == 0 || len(items) < q.Limit
 	}
 	switch {
 	case !q.Reverse && q.After != "" && q.After >= q.Prefix:
-		t.AscendGreaterOrEqual(item{key: q.After}, visit)
+		c.keys.AscendGreaterOrEqual(q.After, visit)
 	case !q.Reverse:
-		t.AscendGreaterOrEqual(item{key: q.Prefix}, visit)
+		c.keys.AscendGreaterOrEqual(q.Prefix, visit)
 	case q.After != "" && q.After < q.Prefix+"\U0010FFFF":
-		t.DescendLessOrEqual(item{key: q.After}, visit)
+		c.keys.DescendLessOrEqual(q.After, visit)
 	default:
-		t.DescendLessOrEqual(item{key: q.Prefix + "\U0010FFFF"}, visit)
+		c.keys.DescendLessOrEqual(q.Prefix+"\U0010FFFF", visit)
 	}
 	s.mu.RUnlock()
 	for _, it := range items {
@@ -176,13 +201,13 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	t, ok := s.colls[coll]
+	c, ok := s.colls[coll]
 	if !ok {
 		return 0, nil
 	}
 	n := 0
-	t.AscendGreaterOrEqual(item{key: prefix}, func(it item) bool {
-		if !strings.HasPrefix(it.key, prefix) {
+	c.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
+		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
 		n++
