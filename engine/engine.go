@@ -6,7 +6,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -128,34 +127,37 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (uint64, error) {
 	accts := map[string]*account.State{}
 	revs := map[string]uint64{}
-	last, err := e.cfg.Log.Replay(ctx, 0, func(m eventlog.Msg) error {
-		id, isAccount := strings.CutPrefix(m.Subject, "evt.account.")
-		if !isAccount && tap == nil {
-			return nil
-		}
-		c, err := e.reg.Decode(m.Data)
-		if err != nil {
-			return fmt.Errorf("replay %s at %d: %w", m.Subject, m.Seq, err)
-		}
-		if tap != nil {
-			if err := tap(events.Committed{Subject: m.Subject, Seq: m.Seq, Commit: c}); err != nil {
-				return err
+	aggregates := func(cs []events.Committed) error {
+		for _, c := range cs {
+			id, isAccount := strings.CutPrefix(c.Subject, "evt.account.")
+			if !isAccount {
+				continue
 			}
+			s, ok := accts[id]
+			if !ok {
+				s = account.New(id)
+				accts[id] = s
+			}
+			for _, ev := range c.Events {
+				s = account.Apply(s, ev)
+			}
+			accts[id], revs[id] = s, c.Seq
 		}
-		if !isAccount {
-			return nil
-		}
-		s, ok := accts[id]
-		if !ok {
-			s = account.New(id)
-			accts[id] = s
-		}
-		for _, ev := range c.Events {
-			s = account.Apply(s, ev)
-		}
-		revs[id] = m.Seq
 		return nil
-	})
+	}
+	consumers := []func([]events.Committed) error{aggregates}
+	if tap != nil {
+		consumers = append(consumers, func(cs []events.Committed) error {
+			for _, c := range cs {
+				if err := tap(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	skip := func(subject string) bool { return tap == nil && !strings.HasPrefix(subject, "evt.account.") }
+	last, err := replayDecoded(ctx, e.cfg.Log, e.reg, skip, consumers...)
 	if err != nil {
 		return 0, err
 	}
