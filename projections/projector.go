@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"sync"
@@ -27,9 +28,9 @@ type Projector struct {
 	reg     events.Registry
 	folds   []Fold
 	mu      sync.Mutex
-	cond    *sync.Cond
 	applied uint64
 	err     error
+	waiters waiters // WaitFor callers, lowest sequence first
 	recent  *events.Recent
 	lmu     sync.RWMutex
 	listen  []func(events.Committed)
@@ -37,9 +38,7 @@ type Projector struct {
 
 // NewProjector makes a projector applying folds, in the given order, to store.
 func NewProjector(store Store, reg events.Registry, folds ...Fold) *Projector {
-	p := &Projector{store: store, reg: reg, folds: folds}
-	p.cond = sync.NewCond(&p.mu)
-	return p
+	return &Projector{store: store, reg: reg, folds: folds}
 }
 
 // UseRecent lets the projector take commits this process appended from r,
@@ -65,22 +64,58 @@ func (p *Projector) Applied() uint64 {
 }
 
 // WaitFor blocks until the projector applied seq, ctx ends, or the projector failed.
+// Each waiter is woken once, when its own sequence is applied, not on every batch.
 func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
-	stop := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	})
-	defer stop()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for p.applied < seq && p.err == nil && ctx.Err() == nil {
-		p.cond.Wait()
+	if p.err != nil || p.applied >= seq {
+		err := p.err
+		p.mu.Unlock()
+		return err
 	}
-	if p.err != nil {
+	w := &waiter{seq: seq, done: make(chan struct{})}
+	heap.Push(&p.waiters, w)
+	p.mu.Unlock()
+	select {
+	case <-w.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.applied >= seq {
+			return nil
+		}
 		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return ctx.Err()
+}
+
+// advance records seq as applied and wakes the waiters it satisfies; p.mu is held.
+func (p *Projector) advance(seq uint64) {
+	if seq > p.applied {
+		p.applied = seq
+	}
+	for len(p.waiters) > 0 && p.waiters[0].seq <= p.applied {
+		close(heap.Pop(&p.waiters).(*waiter).done)
+	}
+}
+
+type waiter struct {
+	seq  uint64
+	done chan struct{}
+}
+
+// waiters is a min-heap of waiters by sequence (container/heap).
+type waiters []*waiter
+
+func (h waiters) Len() int           { return len(h) }
+func (h waiters) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h waiters) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waiters) Push(x any)        { *h = append(*h, x.(*waiter)) }
+func (h *waiters) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return w
 }
 
 type pending struct {
@@ -94,8 +129,8 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		return err
 	}
 	p.mu.Lock()
-	p.applied = from
-	p.cond.Broadcast() // a durable store may start at or past what waiters wait for
+	p.applied = 0
+	p.advance(from) // a durable store may start at or past what waiters wait for
 	p.mu.Unlock()
 	ch := make(chan pending, 4*MaxBatch)
 	done := make(chan error, 1)
@@ -128,7 +163,10 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 func (p *Projector) fail(err error) {
 	p.mu.Lock()
 	p.err = err
-	p.cond.Broadcast()
+	for _, w := range p.waiters {
+		close(w.done)
+	}
+	p.waiters = nil
 	p.mu.Unlock()
 }
 
@@ -203,10 +241,7 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 		return fmt.Errorf("projector: apply up to %d: %w", last, err)
 	}
 	p.mu.Lock()
-	if last > p.applied {
-		p.applied = last
-	}
-	p.cond.Broadcast()
+	p.advance(last)
 	p.mu.Unlock()
 	p.lmu.RLock()
 	ls := p.listen
