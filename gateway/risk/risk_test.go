@@ -345,7 +345,15 @@ func TestSettingsLiveForTheNextOrder(t *testing.T) {
 	if hs := m["params"].(map[string]any)["holds"].([]any); hs[0] != "daily_loss_limit" {
 		t.Fatalf("holds %v", hs)
 	}
-	if l := lock(t, e); l["tradingLocked"] != true || l["triggerPnl"] != float64(-21) || len(positions(t, e)) != 0 {
+	if l := lock(t, e); l["tradingLocked"] != true || l["triggerPnl"] != float64(-21) {
 		t.Fatalf("lock %v", l)
 	}
+	// The lock reads the account's live state; positions read the read
+	// models, which show the same flattening commit a moment later.
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		if n := len(positions(t, e)); n != 0 {
+			return fmt.Errorf("%d positions still shown", n)
+		}
+		return nil
+	})
 }
