@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,56 +16,88 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// coll is one collection: values by key, and the keys in order for List.
-// A Put over an existing key touches only the map, so folds that rewrite a
-// document (an account, an order) never walk the ordered index.
-type coll struct {
+// A collection is split into parts by its keys' first segment (up to and
+// including the first "/", or "" for keys without one): keys are mostly
+// "<accountId>/...", so each account's documents sit in small maps and
+// trees of their own, and a fold touching one account stays in a few hot
+// cache lines instead of walking indexes of every account's documents.
+type coll map[string]*part
+
+// part holds values by key, and the keys in order for List. A Put over an
+// existing key touches only the map, so folds that rewrite a document (an
+// account, an order) never walk the ordered index.
+type part struct {
 	vals map[string]any
 	keys *btree.BTreeG[string]
 }
 
 func less(a, b string) bool { return a < b }
 
+// partOf is the part a key (or a prefix holding a "/") belongs to.
+func partOf(key string) string {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i+1]
+	}
+	return ""
+}
+
 // Store is an in-memory projections.Store.
 type Store struct {
 	mu    sync.RWMutex
-	colls map[string]*coll
+	colls map[string]coll
 	seq   uint64
 	undo  []undo // the open transaction's undo steps, reused
 }
 
-// undo restores one key of c: old when had, else absent.
+// undo restores one key of p: old when had, else absent.
 type undo struct {
-	c   *coll
+	p   *part
 	key string
 	old any
 	had bool
 }
 
 // New makes an empty store.
-func New() *Store { return &Store{colls: map[string]*coll{}} }
+func New() *Store { return &Store{colls: map[string]coll{}} }
 
-func (s *Store) coll(name string) *coll {
+// part is the part of coll holding key, made when missing.
+func (s *Store) part(name, key string) *part {
 	c, ok := s.colls[name]
 	if !ok {
-		c = &coll{vals: map[string]any{}, keys: btree.NewG(32, less)}
+		c = coll{}
 		s.colls[name] = c
 	}
-	return c
+	pk := partOf(key)
+	p, ok := c[pk]
+	if !ok {
+		p = &part{vals: map[string]any{}, keys: btree.NewG(16, less)}
+		c[pk] = p
+	}
+	return p
+}
+
+// lookup is the value of key in coll, without making anything.
+func (s *Store) lookup(name, key string) (any, bool) {
+	p, ok := s.colls[name][partOf(key)]
+	if !ok {
+		return nil, false
+	}
+	v, ok := p.vals[key]
+	return v, ok
 }
 
 // set makes key hold v (present) or nothing, keeping the index in step.
-func (c *coll) set(key string, v any, present bool) {
-	_, had := c.vals[key]
+func (p *part) set(key string, v any, present bool) {
+	_, had := p.vals[key]
 	switch {
 	case present:
-		c.vals[key] = v
+		p.vals[key] = v
 		if !had {
-			c.keys.ReplaceOrInsert(key)
+			p.keys.ReplaceOrInsert(key)
 		}
 	case had:
-		delete(c.vals, key)
-		c.keys.Delete(key)
+		delete(p.vals, key)
+		p.keys.Delete(key)
 	}
 }
 
@@ -84,7 +117,7 @@ func assign(dst, src any) error {
 type tx struct{ s *Store }
 
 func (t tx) Get(coll, key string, v any) (bool, error) {
-	val, ok := t.s.coll(coll).vals[key]
+	val, ok := t.s.lookup(coll, key)
 	if !ok {
 		return false, nil
 	}
@@ -95,18 +128,21 @@ func (t tx) Put(coll, key string, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
 		v = rv.Elem().Interface()
 	}
-	c := t.s.coll(coll)
-	old, had := c.vals[key]
-	t.s.undo = append(t.s.undo, undo{c: c, key: key, old: old, had: had})
-	c.set(key, v, true)
+	p := t.s.part(coll, key)
+	old, had := p.vals[key]
+	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: had})
+	p.set(key, v, true)
 	return nil
 }
 
 func (t tx) Delete(coll, key string) error {
-	c := t.s.coll(coll)
-	if old, had := c.vals[key]; had {
-		t.s.undo = append(t.s.undo, undo{c: c, key: key, old: old, had: true})
-		c.set(key, nil, false)
+	p, ok := t.s.colls[coll][partOf(key)]
+	if !ok {
+		return nil
+	}
+	if old, had := p.vals[key]; had {
+		t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: true})
+		p.set(key, nil, false)
 	}
 	return nil
 }
@@ -122,7 +158,7 @@ func (s *Store) Update(_ context.Context, seq uint64, fn func(projections.Tx) er
 	if err := fn(tx{s}); err != nil {
 		for i := len(s.undo) - 1; i >= 0; i-- {
 			u := s.undo[i]
-			u.c.set(u.key, u.old, u.had)
+			u.p.set(u.key, u.old, u.had)
 		}
 		clear(s.undo)
 		return err
@@ -143,50 +179,23 @@ func (s *Store) Checkpoint(context.Context) (uint64, error) {
 func (s *Store) Get(_ context.Context, coll, key string, v any) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c, ok := s.colls[coll]
-	if !ok {
-		return false, nil
-	}
-	val, ok := c.vals[key]
+	val, ok := s.lookup(coll, key)
 	if !ok {
 		return false, nil
 	}
 	return true, assign(v, val)
 }
 
+// item is one document as List hands it out.
+type item struct {
+	key string
+	val any
+}
+
 // List implements projections.Store.
 func (s *Store) List(_ context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
 	s.mu.RLock()
-	c, ok := s.colls[coll]
-	if !ok {
-		s.mu.RUnlock()
-		return nil
-	}
-	type item struct {
-		key string
-		val any
-	}
-	var items []item
-	visit := func(k string) bool {
-		if !strings.HasPrefix(k, q.Prefix) {
-			return false
-		}
-		if q.After != "" && k == q.After {
-			return true
-		}
-		items = append(items, item{k, c.vals[k]})
-		return q.Limit == 0 || len(items) < q.Limit
-	}
-	switch {
-	case !q.Reverse && q.After != "" && q.After >= q.Prefix:
-		c.keys.AscendGreaterOrEqual(q.After, visit)
-	case !q.Reverse:
-		c.keys.AscendGreaterOrEqual(q.Prefix, visit)
-	case q.After != "" && q.After < q.Prefix+"\U0010FFFF":
-		c.keys.DescendLessOrEqual(q.After, visit)
-	default:
-		c.keys.DescendLessOrEqual(q.Prefix+"\U0010FFFF", visit)
-	}
+	items := s.selectItems(coll, q)
 	s.mu.RUnlock()
 	for _, it := range items {
 		val := it.val
@@ -197,23 +206,97 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 	return nil
 }
 
+// selectItems runs q on coll; s.mu is held. A prefix holding a "/" lies in one
+// part and is read from its index in order; a shorter one gathers from every
+// part it may reach and sorts.
+func (s *Store) selectItems(coll string, q projections.Query) []item {
+	c := s.colls[coll]
+	if strings.IndexByte(q.Prefix, '/') >= 0 {
+		p, ok := c[partOf(q.Prefix)]
+		if !ok {
+			return nil
+		}
+		return p.scan(q)
+	}
+	var all []item
+	for name, p := range c {
+		if name == "" || strings.HasPrefix(name, q.Prefix) {
+			all = append(all, p.scan(projections.Query{Prefix: q.Prefix})...)
+		}
+	}
+	slices.SortFunc(all, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	if q.Reverse {
+		slices.Reverse(all)
+	}
+	out := all[:0]
+	for _, it := range all {
+		if q.After != "" && (!q.Reverse && it.key <= q.After || q.Reverse && it.key >= q.After) {
+			continue
+		}
+		out = append(out, it)
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out
+}
+
+// scan runs q on one part's index.
+func (p *part) scan(q projections.Query) []item {
+	var items []item
+	visit := func(k string) bool {
+		if !strings.HasPrefix(k, q.Prefix) {
+			return false
+		}
+		if q.After != "" && k == q.After {
+			return true
+		}
+		items = append(items, item{k, p.vals[k]})
+		return q.Limit == 0 || len(items) < q.Limit
+	}
+	switch {
+	case !q.Reverse && q.After != "" && q.After >= q.Prefix:
+		p.keys.AscendGreaterOrEqual(q.After, visit)
+	case !q.Reverse:
+		p.keys.AscendGreaterOrEqual(q.Prefix, visit)
+	case q.After != "" && q.After < q.Prefix+"\U0010FFFF":
+		p.keys.DescendLessOrEqual(q.After, visit)
+	default:
+		p.keys.DescendLessOrEqual(q.Prefix+"\U0010FFFF", visit)
+	}
+	return items
+}
+
 // Count implements projections.Store.
 func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c, ok := s.colls[coll]
-	if !ok {
-		return 0, nil
+	if strings.IndexByte(prefix, '/') >= 0 {
+		p, ok := s.colls[coll][partOf(prefix)]
+		if !ok {
+			return 0, nil
+		}
+		return p.count(prefix), nil
 	}
 	n := 0
-	c.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
+	for name, p := range s.colls[coll] {
+		if name == "" || strings.HasPrefix(name, prefix) {
+			n += p.count(prefix)
+		}
+	}
+	return n, nil
+}
+
+func (p *part) count(prefix string) int {
+	n := 0
+	p.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
 		n++
 		return true
 	})
-	return n, nil
+	return n
 }
 
 // Close implements projections.Store.
