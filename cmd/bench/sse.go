@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -59,73 +60,230 @@ type recv struct {
 	at  int64 // wall clock, Unix nanoseconds
 }
 
-// sseSub is one real HTTP connection reading /api/account/stream.
+// sseSub is one real HTTP connection reading /api/account/stream. After the
+// response's headers its socket is read by an sseReader, not by a goroutine
+// of its own, so the measuring process costs little beside the service.
 type sseSub struct {
-	conn  net.Conn
+	fd    int // a non-blocking socket owned by the sub
 	got   []recv
 	last  atomic.Uint64
 	first chan struct{}
-	done  chan struct{}
+	ended bool // the body ended or the socket failed; the reader's
+	p     sseParser
 }
 
-func dialStream(host, path, key string) (*sseSub, *bufio.Reader, error) {
+// dialStream opens the stream and takes its socket from net.Conn, with the
+// bytes of the body read along with the headers parsed already.
+func dialStream(host, path, key string) (*sseSub, error) {
 	c, err := net.DialTimeout("tcp", host, 10*time.Second)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	req := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + key + "\r\nAccept: text/event-stream\r\n\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {
-		c.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	br := bufio.NewReaderSize(c, 4096)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
 	if err != nil {
-		c.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		c.Close()
-		return nil, nil, fmt.Errorf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		return nil, fmt.Errorf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
+		return nil, fmt.Errorf("stream: transfer encoding %v, want chunked", resp.TransferEncoding)
 	}
 	_ = c.SetDeadline(time.Time{})
-	s := &sseSub{conn: c, first: make(chan struct{}), done: make(chan struct{})}
-	return s, bufio.NewReaderSize(resp.Body, 512), nil
+	// A duplicate of the socket outlives c: closing c takes the socket out of
+	// the runtime's poller and leaves it open, non-blocking, for an sseReader.
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	if cerr := rc.Control(func(f uintptr) { fd, err = syscall.Dup(int(f)) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(fd)
+	s := &sseSub{fd: fd, first: make(chan struct{})}
+	head, _ := br.Peek(br.Buffered())
+	s.feed(head)
+	return s, nil
 }
 
-// read records the arrival time of every `account` event's revision until the connection ends.
-func (s *sseSub) read(br *bufio.Reader) {
-	defer close(s.done)
-	var rev uint64
-	var name string
-	long := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = true // the middle of a long data line: skip it
-			continue
+// feed parses body bytes and records every `account` event's revision with the time it was parsed.
+func (s *sseSub) feed(b []byte) {
+	s.p.parse(b, func(rev uint64) {
+		s.got = append(s.got, recv{rev: rev, at: time.Now().UnixNano()})
+		if s.last.Swap(rev) == 0 {
+			close(s.first)
 		}
-		if err != nil {
+	}, func() { s.ended = true })
+}
+
+// sseParser decodes a chunked SSE body as it arrives, in pieces of any size:
+// the `event:` and `id:` lines of each event, dispatched at its blank line.
+// Data lines are skipped, not decoded.
+type sseParser struct {
+	state   int  // inSize, inData, inCRLF or inEnd
+	n       int  // inSize: the size so far; inData: the bytes left in the chunk
+	ext     bool // inSize: in a chunk extension
+	line    [32]byte
+	ln      int  // bytes of the current line (counted past len(line) too)
+	account bool // the event is named account
+	rev     uint64
+}
+
+const (
+	inSize = iota
+	inData
+	inCRLF
+	inEnd
+)
+
+func (p *sseParser) parse(b []byte, event func(rev uint64), end func()) {
+	for len(b) > 0 {
+		switch p.state {
+		case inSize:
+			c := b[0]
+			b = b[1:]
+			switch {
+			case c == '\n':
+				if p.n == 0 {
+					p.state = inEnd
+					end()
+					return
+				}
+				p.state, p.ext = inData, false
+			case c == '\r':
+			case c == ';':
+				p.ext = true
+			case p.ext:
+			case '0' <= c && c <= '9':
+				p.n = p.n<<4 | int(c-'0')
+			case 'a' <= c && c <= 'f':
+				p.n = p.n<<4 | int(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				p.n = p.n<<4 | int(c-'A'+10)
+			}
+		case inData:
+			k := min(p.n, len(b))
+			p.lines(b[:k], event)
+			b, p.n = b[k:], p.n-k
+			if p.n == 0 {
+				p.state = inCRLF
+			}
+		case inCRLF:
+			c := b[0]
+			b = b[1:]
+			if c == '\n' {
+				p.state = inSize
+			}
+		case inEnd:
 			return
 		}
-		if long {
-			long = false
-			continue
+	}
+}
+
+// lines splits body bytes into lines, keeping the start of the current one.
+func (p *sseParser) lines(b []byte, event func(rev uint64)) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		seg := b
+		if i >= 0 {
+			seg = b[:i]
 		}
-		switch {
-		case len(line) == 1:
-			if name == "account" && rev > 0 {
-				s.got = append(s.got, recv{rev: rev, at: time.Now().UnixNano()})
-				if s.last.Swap(rev) == 0 {
-					close(s.first)
-				}
+		if p.ln < len(p.line) {
+			copy(p.line[p.ln:], seg)
+		}
+		p.ln += len(seg)
+		if i < 0 {
+			return
+		}
+		b = b[i+1:]
+		p.endLine(event)
+	}
+}
+
+func (p *sseParser) endLine(event func(rev uint64)) {
+	n := p.ln
+	p.ln = 0
+	if n > 0 && n <= len(p.line) && p.line[n-1] == '\r' {
+		n--
+	}
+	l := p.line[:min(n, len(p.line))]
+	switch {
+	case n == 0:
+		if p.account && p.rev > 0 {
+			event(p.rev)
+		}
+		p.account, p.rev = false, 0
+	case bytes.HasPrefix(l, []byte("id: ")):
+		p.rev = 0
+		for _, c := range l[4:] {
+			if c < '0' || c > '9' {
+				p.rev = 0
+				break
 			}
-			rev, name = 0, ""
-		case bytes.HasPrefix(line, []byte("id: ")):
-			rev, _ = strconv.ParseUint(string(bytes.TrimSpace(line[4:])), 10, 64)
-		case bytes.HasPrefix(line, []byte("event: ")):
-			name = string(bytes.TrimSpace(line[7:]))
+			p.rev = p.rev*10 + uint64(c-'0')
+		}
+	case bytes.HasPrefix(l, []byte("event: ")):
+		p.account = string(l[7:]) == "account" && n == len("event: account")
+	}
+}
+
+// sseReader reads many subscribers' sockets from one epoll instance (level
+// triggered): one read per socket that has bytes, then the parse.
+type sseReader struct {
+	ep   int
+	subs []atomic.Pointer[sseSub] // by the index in the epoll event
+	buf  []byte
+}
+
+func newSSEReader(n int) (*sseReader, error) {
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	return &sseReader{ep: ep, subs: make([]atomic.Pointer[sseSub], n), buf: make([]byte, 64<<10)}, nil
+}
+
+func (r *sseReader) add(i int, s *sseSub) error {
+	if s.ended {
+		return nil
+	}
+	if err := syscall.SetNonblock(s.fd, true); err != nil {
+		return err
+	}
+	r.subs[i].Store(s)
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(i)}
+	return syscall.EpollCtl(r.ep, syscall.EPOLL_CTL_ADD, s.fd, &ev)
+}
+
+// run reads until stop is set (it looks every 50 ms).
+func (r *sseReader) run(stop *atomic.Bool) {
+	evs := make([]syscall.EpollEvent, 256)
+	for !stop.Load() {
+		n, err := syscall.EpollWait(r.ep, evs, 50)
+		if err != nil {
+			continue // EINTR
+		}
+		for _, ev := range evs[:n] {
+			s := r.subs[ev.Fd].Load()
+			k, err := syscall.Read(s.fd, r.buf)
+			if k > 0 {
+				s.feed(r.buf[:k])
+			}
+			if k == 0 || (err != nil && err != syscall.EAGAIN) || s.ended {
+				s.ended = true
+				_ = syscall.EpollCtl(r.ep, syscall.EPOLL_CTL_DEL, s.fd, nil)
+			}
 		}
 	}
 }
@@ -241,6 +399,29 @@ func sseClient(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	subs := make([]*sseSub, *n)
+	readers := make([]*sseReader, runtime.GOMAXPROCS(0))
+	for k := range readers {
+		r, err := newSSEReader(*n)
+		if err != nil {
+			return err
+		}
+		defer syscall.Close(r.ep)
+		readers[k] = r
+	}
+	var stop atomic.Bool
+	var rwg sync.WaitGroup
+	for _, r := range readers {
+		rwg.Go(func() { r.run(&stop) })
+	}
+	defer func() {
+		stop.Store(true)
+		rwg.Wait()
+		for _, sub := range subs {
+			if sub != nil {
+				syscall.Close(sub.fd)
+			}
+		}
+	}()
 	idx := make(chan int)
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -250,13 +431,14 @@ func sseClient(args []string) error {
 		go func() {
 			defer wg.Done()
 			for i := range idx {
-				sub, br, err := dialStream(*addr, *path, key)
+				sub, err := dialStream(*addr, *path, key)
+				if err == nil {
+					subs[i] = sub
+					err = readers[i%len(readers)].add(i, sub)
+				}
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
-					continue
 				}
-				subs[i] = sub
-				go sub.read(br)
 			}
 		}()
 	}
@@ -297,10 +479,8 @@ func sseClient(args []string) error {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	for _, sub := range subs {
-		sub.conn.Close()
-		<-sub.done
-	}
+	stop.Store(true)
+	rwg.Wait()
 	var r sseResult
 	lats := make([]time.Duration, 0, len(subs)*len(acks))
 	for _, sub := range subs {

@@ -70,6 +70,8 @@ func (h *handlers) snapshot(w http.ResponseWriter, r *http.Request) error {
 // stream serves the account stream: the frame on connect and on every change,
 // named `account` with the revision as id, plus the newest other payloads
 // (`lock`), heartbeats every 15 s, until the client goes or the server drains.
+// An HTTP/1.1 stream is detached from net/http and written by the hub's
+// fan-out directly; any other is pumped by this goroutine.
 func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
@@ -83,6 +85,10 @@ func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	sse, err := httpx.StartSSE(w)
 	if err != nil {
 		return err
+	}
+	if c, ok := sse.Detach(r); ok {
+		h.d.Hub.Serve(sub, c)
+		return nil
 	}
 	return httpx.Pump(r.Context(), sse, h.d.Hub.Done(), sub.Ready(), func(struct{}) error {
 		for _, p := range sub.Take() {

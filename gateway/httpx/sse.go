@@ -3,8 +3,12 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -47,6 +51,17 @@ func FormatEvent(name, id string, data []byte) []byte {
 		b = append(append(append(b, "data: "...), line...), '\n')
 	}
 	return append(b, '\n')
+}
+
+// FormatComment renders one comment (a heartbeat) as the bytes a stream writes.
+func FormatComment(text string) []byte { return []byte(": " + text + "\n\n") }
+
+// AppendChunk appends b framed as one HTTP/1.1 chunk, as a detached stream
+// (Conn) writes it; a hub frames an event once for all its subscribers.
+func AppendChunk(dst, b []byte) []byte {
+	dst = strconv.AppendUint(dst, uint64(len(b)), 16)
+	dst = append(append(append(dst, "\r\n"...), b...), "\r\n"...)
+	return dst
 }
 
 // Event writes one event with a name, an optional id and JSON data, and flushes.
@@ -98,4 +113,104 @@ func Pump[T any](ctx context.Context, s *SSE, done <-chan struct{}, in <-chan T,
 			}
 		}
 	}
+}
+
+// endChunk ends a chunked body.
+var endChunk = []byte("0\r\n\r\n")
+
+// Conn is a stream's HTTP/1.1 connection taken over from net/http once the
+// headers are sent: what a stream writes to it is chunk-framed (AppendChunk),
+// and TryWrite writes without blocking, so one goroutine can feed many
+// streams. A Conn allows one writer at a time, besides Hold.
+type Conn struct {
+	c  net.Conn
+	rc syscall.RawConn // nil: every TryWrite would block, Write does the work
+	// TryWrite's one write, made once: b in, n and err out
+	try func(fd uintptr) bool
+	b   []byte
+	n   int
+	err error
+}
+
+// Detach takes the stream's connection over from net/http for a plain HTTP/1.1
+// request, after StartSSE. It reports false, and the stream stays as it was,
+// when the request is not HTTP/1.1 over plain TCP or the writer cannot be
+// hijacked. After Detach the handler must write through the Conn only and
+// End it before returning.
+func (s *SSE) Detach(r *http.Request) (*Conn, bool) {
+	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.TLS != nil || r.Method == http.MethodHead ||
+		s.w.Header().Get("Transfer-Encoding") != "" || s.w.Header().Get("Content-Length") != "" {
+		return nil, false
+	}
+	c, _, err := http.NewResponseController(s.w).Hijack()
+	if err != nil {
+		return nil, false
+	}
+	out := &Conn{c: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			out.rc = rc
+		}
+	}
+	out.try = func(fd uintptr) bool {
+		for {
+			out.n, out.err = syscall.Write(int(fd), out.b)
+			if out.err != syscall.EINTR {
+				return true
+			}
+		}
+	}
+	return out, true
+}
+
+// TryWrite writes what it can of b at once and never blocks: n < len(b) with a
+// nil error means the socket's buffer is full and Write must send the rest.
+func (c *Conn) TryWrite(b []byte) (int, error) {
+	if c.rc == nil || len(b) == 0 {
+		return 0, nil
+	}
+	c.b, c.n, c.err = b, 0, nil
+	rerr := c.rc.Write(c.try)
+	n, err := max(c.n, 0), c.err
+	c.b, c.err = nil, nil
+	if rerr != nil {
+		return 0, rerr
+	}
+	if errors.Is(err, syscall.EAGAIN) {
+		err = nil
+	}
+	return n, err
+}
+
+// Write writes all of b, blocking until the client takes it or the connection fails.
+func (c *Conn) Write(b []byte) error {
+	_, err := c.c.Write(b)
+	return err
+}
+
+// Hold reads and discards what the client sends until it closes the
+// connection, a read fails or Release is called.
+func (c *Conn) Hold() {
+	b := make([]byte, 512)
+	for {
+		if _, err := c.c.Read(b); err != nil {
+			return
+		}
+	}
+}
+
+// Release makes Hold return.
+func (c *Conn) Release() { _ = c.c.SetReadDeadline(time.Now()) }
+
+// Bound makes a blocked Write fail after d.
+func (c *Conn) Bound(d time.Duration) { _ = c.c.SetWriteDeadline(time.Now().Add(d)) }
+
+// End closes the connection; clean first ends the chunked body (within one
+// second), so the client sees the stream end rather than break.
+func (c *Conn) End(clean bool) {
+	if clean {
+		c.Bound(time.Second)
+		_ = c.Write(endChunk)
+	}
+	_ = c.c.Close()
 }

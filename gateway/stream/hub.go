@@ -7,10 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,11 +24,12 @@ import (
 
 // Payload is one event ready to write: its name, SSE id and JSON data.
 type Payload struct {
-	Name string
-	ID   string
-	Data []byte
-	Rev  uint64
-	wire []byte // rendered once, written to every subscriber
+	Name  string
+	ID    string
+	Data  []byte
+	Rev   uint64
+	wire  []byte // rendered once, written to every subscriber
+	chunk []byte // wire as one HTTP/1.1 chunk, for detached connections
 }
 
 // Wire is the event as a stream writes it.
@@ -37,74 +40,71 @@ func (p Payload) Wire() []byte {
 	return httpx.FormatEvent(p.Name, p.ID, p.Data)
 }
 
-// Sub is one subscriber of one account.
-type Sub struct {
-	mu     sync.Mutex
-	slots  map[string]Payload // newest payload per event name
-	order  []string           // names with a pending payload, in arrival order
-	notify chan struct{}
+func (p Payload) chunkBytes() []byte {
+	if p.chunk != nil {
+		return p.chunk
+	}
+	return httpx.AppendChunk(nil, p.Wire())
 }
 
-func newSub() *Sub { return &Sub{slots: map[string]Payload{}, notify: make(chan struct{}, 1)} }
+// endWait bounds how long Close waits for served streams to end.
+const endWait = 5 * time.Second
 
-func (s *Sub) offer(p Payload) {
-	s.mu.Lock()
-	if old, ok := s.slots[p.Name]; ok && old.Rev > p.Rev {
-		s.mu.Unlock()
-		return
-	}
-	if _, pending := s.slots[p.Name]; !pending {
-		s.order = append(s.order, p.Name)
-	}
-	s.slots[p.Name] = p
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-// Ready is signalled when payloads are pending.
-func (s *Sub) Ready() <-chan struct{} { return s.notify }
-
-// Take returns the pending payloads, oldest name first, and clears them.
-func (s *Sub) Take() []Payload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Payload, 0, len(s.order))
-	for _, n := range s.order {
-		out = append(out, s.slots[n])
-		delete(s.slots, n)
-	}
-	s.order = s.order[:0]
-	return out
-}
-
-// Hub fans account frames out to subscribers.
+// Hub fans account frames out to subscribers: Run renders each frame once, and
+// the fan-out writes it to every served subscriber's connection (fanout.go).
 type Hub struct {
-	store  projections.Store
-	marks  frames.Marks
-	mu     sync.RWMutex
-	subs   map[string]map[*Sub]struct{}
-	dmu    sync.Mutex
-	dirty  map[string]uint64
-	wake   chan struct{}
-	gauge  prometheus.Gauge
-	count  atomic.Int64
-	extras []func(ctx context.Context, accountID string) []Payload
-	done   chan struct{}
-	once   sync.Once
+	store   projections.Store
+	marks   frames.Marks
+	mu      sync.RWMutex
+	subs    map[string]map[*Sub]struct{}
+	lists   map[string][]*Sub // subs as a slice, rebuilt after a change
+	closed  bool
+	live    sync.WaitGroup // served streams
+	dmu     sync.Mutex
+	dirty   map[string]uint64
+	wake    chan struct{}
+	fmu     sync.Mutex
+	feeds   map[feedKey]*feed
+	due     map[feedKey]struct{} // feeds with a payload to fan out
+	fanWake chan struct{}
+	workers int
+	gauge   prometheus.Gauge
+	count   atomic.Int64
+	extras  []func(ctx context.Context, accountID string) []Payload
+	done    chan struct{}
+	once    sync.Once
 }
 
 // Done is closed when the hub closes: every stream ends.
 func (h *Hub) Done() <-chan struct{} { return h.done }
 
-// Close ends every stream.
-func (h *Hub) Close() { h.once.Do(func() { close(h.done) }) }
+// Close ends every stream, and waits (a few seconds at most) for the served
+// ones to end their bodies and close their connections.
+func (h *Hub) Close() {
+	h.once.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		close(h.done)
+		for _, m := range h.subs {
+			for s := range m {
+				s.kick()
+			}
+		}
+		h.mu.Unlock()
+	})
+	ended := make(chan struct{})
+	go func() { h.live.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(endWait):
+	}
+}
 
 // NewHub makes a hub reading frames from store; reg may be nil.
 func NewHub(store projections.Store, marks frames.Marks, reg prometheus.Registerer) *Hub {
-	h := &Hub{store: store, marks: marks, subs: map[string]map[*Sub]struct{}{}, dirty: map[string]uint64{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	h := &Hub{store: store, marks: marks, subs: map[string]map[*Sub]struct{}{}, lists: map[string][]*Sub{},
+		dirty: map[string]uint64{}, wake: make(chan struct{}, 1), feeds: map[feedKey]*feed{}, due: map[feedKey]struct{}{},
+		fanWake: make(chan struct{}, 1), workers: runtime.GOMAXPROCS(0), done: make(chan struct{})}
 	h.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "engine_sse_subscribers", Help: "Open SSE subscriptions of account streams."})
 	if reg != nil {
 		reg.MustRegister(h.gauge)
@@ -141,8 +141,12 @@ func (h *Hub) OnCommit(c events.Committed) {
 	}
 }
 
-// Run builds one frame per dirty account and offers it to its subscribers, until ctx ends.
+// Run builds one frame per dirty account and sends it, and runs the fan-out,
+// until ctx ends.
 func (h *Hub) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { h.fan(ctx) })
+	defer wg.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -177,13 +181,47 @@ func (h *Hub) Frame(ctx context.Context, accountID string) (Payload, error) {
 	return Payload{Name: "account", ID: strconv.FormatUint(f.Revision, 10), Data: b, Rev: f.Revision}, nil
 }
 
-// Send offers p to every subscriber of the account.
-func (h *Hub) Send(accountID string, p Payload) {
-	p.wire = p.Wire()
+// list is the account's subscribers as a slice.
+func (h *Hub) list(accountID string) []*Sub {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
+	l, ok := h.lists[accountID]
+	h.mu.RUnlock()
+	if ok {
+		return l
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l = make([]*Sub, 0, len(h.subs[accountID]))
 	for s := range h.subs[accountID] {
-		s.offer(p)
+		l = append(l, s)
+	}
+	h.lists[accountID] = l
+	return l
+}
+
+// Serve writes the subscription to its detached connection until the client
+// goes, a write fails or the hub closes: the frame and extras pending since
+// Subscribe, then every payload as the hub fans it out, and a heartbeat every
+// httpx.Heartbeat. It ends the connection before it returns.
+func (h *Hub) Serve(s *Sub, c *httpx.Conn) {
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.live.Add(1)
+	}
+	h.mu.Unlock()
+	if closed {
+		c.End(true)
+		return
+	}
+	defer h.live.Done()
+	s.attach(c, httpx.Heartbeat)
+	c.Hold()
+	select {
+	case <-h.done:
+		s.end(true)
+	default:
+		s.end(false)
 	}
 }
 
@@ -198,6 +236,7 @@ func (h *Hub) Subscribe(ctx context.Context, accountID string) (*Sub, func(), er
 		h.subs[accountID] = m
 	}
 	m[s] = struct{}{}
+	delete(h.lists, accountID)
 	h.mu.Unlock()
 	h.count.Add(1)
 	h.gauge.Inc()
@@ -205,6 +244,7 @@ func (h *Hub) Subscribe(ctx context.Context, accountID string) (*Sub, func(), er
 		h.mu.Lock()
 		if _, ok := h.subs[accountID][s]; ok {
 			delete(h.subs[accountID], s)
+			delete(h.lists, accountID)
 			if len(h.subs[accountID]) == 0 {
 				delete(h.subs, accountID)
 			}
