@@ -35,6 +35,12 @@ type Config struct {
 	// Recent, if set, receives every commit appended through this log's
 	// mailboxes, decoded, for readers in the same process.
 	Recent *events.Recent
+	// GroupAbove is how many appends may be in flight on their own before
+	// further ones are grouped into atomic batches (group commit, embedded
+	// server only); 0: DefaultGroupAbove; below 0: every append is grouped.
+	GroupAbove int
+	// NoGroupCommit publishes every append on its own.
+	NoGroupCommit bool
 }
 
 // Validate reports every problem with the config at once.
@@ -61,6 +67,7 @@ type Log struct {
 	name   string
 	prefix string
 	recent *events.Recent
+	group  *grouper // nil: no group commit
 }
 
 // Open starts the embedded server (unless cfg.URL is set), connects and ensures the stream.
@@ -124,10 +131,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		Discard:     jetstream.DiscardOld,
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
+		// Atomic batches need nats-server 2.12; the embedded one is 2.15.
+		AllowAtomicPublish: l.srv != nil && !cfg.NoGroupCommit,
 	})
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
+	}
+	if l.srv != nil && !cfg.NoGroupCommit {
+		l.group = startGrouper(l, cfg.GroupAbove)
 	}
 	return l, nil
 }
@@ -152,6 +164,9 @@ func (l *Log) Connected() bool { return l.nc != nil && l.nc.IsConnected() }
 
 // Close disconnects and stops the embedded server, waiting for it to flush.
 func (l *Log) Close() {
+	if l.group != nil {
+		l.group.stop()
+	}
 	if l.nc != nil {
 		l.nc.Drain()
 		l.nc.Close()
@@ -166,6 +181,16 @@ func (l *Log) Close() {
 // sequence (0: the subject must be empty). msgID is the commit's dedupe id.
 // It returns the commit's stream sequence.
 func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
+	if l.group != nil {
+		if seq, err, grouped := l.group.append(ctx, subject, expected, msgID, data); grouped {
+			return seq, err
+		}
+	}
+	return l.publish(ctx, subject, expected, msgID, data)
+}
+
+// publish appends one commit on its own.
+func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	ack, err := l.js.PublishMsg(ctx, msg,
 		jetstream.WithExpectLastSequencePerSubject(expected),

@@ -1,0 +1,219 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// DefaultGroupAbove is how many appends run on their own before group commit
+// starts: below it an append is one publish and one fsync, as fast as it gets;
+// above it the disk is the queue, and one atomic batch of everything waiting
+// costs one fsync for all of it.
+const DefaultGroupAbove = 8
+
+// groupMax bounds one atomic batch (nats-server allows 1,000 messages).
+const groupMax = 256
+
+// groupTimeout bounds one batch's wait for its ack.
+const groupTimeout = 10 * time.Second
+
+// grouper is group commit: appends beyond the first few in flight queue here,
+// and one committer publishes whatever is queued as one JetStream atomic batch
+// (Nats-Batch-Id and Nats-Batch-Sequence on each message, Nats-Batch-Commit on
+// the last). Each message keeps its own Nats-Expected-Last-Subject-Sequence
+// and Nats-Msg-Id, so the per-aggregate guard is exactly that of a single
+// append. A batch is all or nothing: when the server refuses it (a guard
+// failed), every member is published again on its own and gets its own answer.
+type grouper struct {
+	l        *Log
+	above    int64
+	inflight atomic.Int64
+	queue    chan groupReq
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+}
+
+type groupReq struct {
+	subject, id string
+	expected    uint64
+	data        []byte
+	done        chan groupRes
+}
+
+type groupRes struct {
+	seq uint64
+	err error
+}
+
+func startGrouper(l *Log, above int) *grouper {
+	if above == 0 {
+		above = DefaultGroupAbove
+	}
+	g := &grouper{l: l, above: int64(above), queue: make(chan groupReq, groupMax)}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.done.Add(1)
+	go g.run()
+	return g
+}
+
+func (g *grouper) stop() {
+	g.cancel()
+	g.done.Wait()
+}
+
+// append queues one commit when enough others are in flight; grouped is false
+// when the caller should publish it on its own.
+func (g *grouper) append(ctx context.Context, subject string, expected uint64, id string, data []byte) (seq uint64, err error, grouped bool) {
+	n := g.inflight.Add(1)
+	defer g.inflight.Add(-1)
+	if n <= g.above {
+		seq, err = g.l.publish(ctx, subject, expected, id, data)
+		return seq, err, true
+	}
+	r := groupReq{subject: subject, id: id, expected: expected, data: data, done: make(chan groupRes, 1)}
+	select {
+	case g.queue <- r:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("append %s: %w", subject, ctx.Err()), true // never sent
+	case <-g.ctx.Done():
+		return 0, fmt.Errorf("append %s: %w", subject, nats.ErrConnectionClosed), true // never sent
+	}
+	select {
+	case res := <-r.done:
+		return res.seq, res.err, true
+	case <-ctx.Done():
+		return 0, fmt.Errorf("append %s: %v: %w", subject, ctx.Err(), ErrOutcomeUnknown), true
+	}
+}
+
+func (g *grouper) run() {
+	defer g.done.Done()
+	batch := make([]groupReq, 0, groupMax)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-g.queue:
+			batch = append(batch, r)
+		case <-g.ctx.Done():
+			g.drain()
+			return
+		}
+	fill:
+		for len(batch) < groupMax {
+			select {
+			case r := <-g.queue:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		g.commit(batch)
+	}
+}
+
+// drain answers what is still queued at close: none of it was sent.
+func (g *grouper) drain() {
+	for {
+		select {
+		case r := <-g.queue:
+			r.done <- groupRes{err: fmt.Errorf("append %s: %w", r.subject, nats.ErrConnectionClosed)}
+		default:
+			return
+		}
+	}
+}
+
+// commit publishes batch and answers every member.
+func (g *grouper) commit(batch []groupReq) {
+	ctx, cancel := context.WithTimeout(g.ctx, groupTimeout)
+	defer cancel()
+	if len(batch) == 1 {
+		r := batch[0]
+		seq, err := g.l.publish(ctx, r.subject, r.expected, r.id, r.data)
+		r.done <- groupRes{seq, err}
+		return
+	}
+	last, err := g.publishBatch(ctx, batch)
+	switch {
+	case err == nil:
+		// A batch's messages take consecutive sequences ending at the ack's.
+		for i, r := range batch {
+			r.done <- groupRes{seq: last - uint64(len(batch)-1-i)}
+		}
+	case errors.Is(err, ErrOutcomeUnknown):
+		for _, r := range batch {
+			r.done <- groupRes{err: fmt.Errorf("append %s: %w", r.subject, err)}
+		}
+	default: // refused as a whole: nothing was stored; each member on its own
+		var wg sync.WaitGroup
+		for _, r := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				seq, err := g.l.publish(ctx, r.subject, r.expected, r.id, r.data)
+				r.done <- groupRes{seq, err}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// batchAck is the answer to a batch's commit message.
+type batchAck struct {
+	Seq   uint64 `json:"seq"`
+	Count int    `json:"count"`
+	Error *struct {
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// errBatchRefused is a batch the server did not store.
+var errBatchRefused = errors.New("eventlog: batch refused")
+
+// publishBatch publishes batch atomically and returns the last sequence.
+func (g *grouper) publishBatch(ctx context.Context, batch []groupReq) (uint64, error) {
+	id := nuid.Next()
+	for i, r := range batch {
+		m := nats.NewMsg(r.subject)
+		m.Data = r.data
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expected, 10))
+		m.Header.Set(jetstream.MsgIDHeader, r.id)
+		if i < len(batch)-1 {
+			if err := g.l.nc.PublishMsg(m); err != nil {
+				return 0, fmt.Errorf("%w: %v", errBatchRefused, err) // uncommitted: the server drops it
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := g.l.nc.RequestMsgWithContext(ctx, m)
+		if err != nil {
+			return 0, fmt.Errorf("batch of %d: %v: %w", len(batch), err, ErrOutcomeUnknown)
+		}
+		var ack batchAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return 0, fmt.Errorf("batch of %d: %v: %w", len(batch), err, ErrOutcomeUnknown)
+		}
+		if ack.Error != nil {
+			return 0, fmt.Errorf("%w: %d %s", errBatchRefused, ack.Error.ErrCode, ack.Error.Description)
+		}
+		if ack.Count != len(batch) || ack.Seq < uint64(len(batch)) {
+			return 0, fmt.Errorf("batch of %d: ack counts %d at %d: %w", len(batch), ack.Count, ack.Seq, ErrOutcomeUnknown)
+		}
+		return ack.Seq, nil
+	}
+	return 0, errBatchRefused
+}

@@ -1,0 +1,93 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/svc/engine/engine/eventlog"
+)
+
+func grouped(t *testing.T) *eventlog.Log {
+	l, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "always", Replicas: 1, GroupAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// The acceptance suite holds when every append goes through group commit.
+func TestEmbeddedGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	suite(t, func(t *testing.T) *eventlog.Log {
+		l, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: dir, Sync: "always", Replicas: 1, GroupAbove: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
+}
+
+// Concurrent appends grouped into atomic batches: each answer is the sequence
+// that really holds that commit, a stale guard in a batch fails only its own
+// append, and a repeated id answers the first append's sequence.
+func TestGroupCommitAnswersEachAppendItsOwnSequence(t *testing.T) {
+	l := grouped(t)
+	ctx := context.Background()
+	const writers, each = 32, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			subject := fmt.Sprintf("evt.account.g%d", w)
+			var last uint64
+			for i := range each {
+				data := []byte(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))
+				if i == 10 { // a stale guard: refused, alone
+					if _, err := l.Append(ctx, subject, last+7, fmt.Sprintf("stale-%d", w), data); !errors.Is(err, eventlog.ErrConcurrency) {
+						errs <- fmt.Errorf("stale append of %d: %v, want ErrConcurrency", w, err)
+					}
+				}
+				seq, err := l.Append(ctx, subject, last, fmt.Sprintf("id-%d-%d", w, i), data)
+				if err != nil {
+					errs <- err
+					return
+				}
+				m, err := l.JetStream().Stream(ctx, l.StreamName())
+				if err != nil {
+					errs <- err
+					return
+				}
+				raw, err := m.GetMsg(ctx, seq)
+				if err != nil {
+					errs <- fmt.Errorf("message %d: %v", seq, err)
+					return
+				}
+				if raw.Subject != subject || !bytes.Equal(raw.Data, data) {
+					errs <- fmt.Errorf("append answered %d, which holds %s %s, not %s %s", seq, raw.Subject, raw.Data, subject, data)
+					return
+				}
+				last = seq
+			}
+			again, err := l.Append(ctx, subject, last, fmt.Sprintf("id-%d-%d", w, each-1), nil)
+			if err != nil || again != last {
+				errs <- fmt.Errorf("repeat of the last id answered %d, %v; want %d", again, err, last)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	total, err := l.LastSeq(ctx)
+	if err != nil || total != writers*each {
+		t.Errorf("stream holds %d commits (%v), want %d", total, err, writers*each)
+	}
+}
