@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/svc/engine/engine/eventlog"
 )
@@ -108,18 +106,6 @@ type batchRes struct {
 	err error
 }
 
-type batchAck struct {
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	Batch  string `json:"batch"`
-	Count  int    `json:"count"`
-	Error  *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
-}
-
 // groupCommit publishes whatever appends are queued as one JetStream atomic
 // batch (Nats-Batch-Id and Nats-Batch-Sequence on each message,
 // Nats-Batch-Commit: 1 on the last, which alone asks for the ack), each
@@ -145,43 +131,20 @@ func groupCommit(ctx context.Context, nc *nats.Conn, in <-chan batchReq, max int
 				break fill
 			}
 		}
-		id := nuid.Next()
-		var ack batchAck
-		var err error
+		msgs := make([]eventlog.BatchMsg, len(batch))
 		for i, r := range batch {
-			m := nats.NewMsg(r.subject)
-			m.Data = r.data
-			m.Header.Set("Nats-Batch-Id", id)
-			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expected, 10))
-			if i < len(batch)-1 {
-				if err = nc.PublishMsg(m); err != nil {
-					break
-				}
-				continue
-			}
-			m.Header.Set("Nats-Batch-Commit", "1")
-			var resp *nats.Msg
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			resp, err = nc.RequestMsgWithContext(cctx, m)
-			cancel()
-			if err == nil {
-				err = json.Unmarshal(resp.Data, &ack)
-			}
-			if err == nil && ack.Error != nil {
-				err = fmt.Errorf("batch: %d %s", ack.Error.ErrCode, ack.Error.Description)
-			}
-			if err == nil && ack.Count != len(batch) {
-				err = fmt.Errorf("batch: ack counts %d of %d", ack.Count, len(batch))
-			}
+			msgs[i] = eventlog.BatchMsg{Subject: r.subject, Expected: r.expected, Data: r.data}
 		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		last, err := eventlog.PublishBatch(cctx, nc, msgs)
+		cancel()
 		for i, r := range batch {
 			if err != nil {
 				r.done <- batchRes{err: err}
 				continue
 			}
 			// A batch's messages take consecutive sequences ending at the ack's.
-			r.done <- batchRes{seq: ack.Seq - uint64(len(batch)-1-i)}
+			r.done <- batchRes{seq: last - uint64(len(batch)-1-i)}
 		}
 	}
 }

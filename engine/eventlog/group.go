@@ -144,7 +144,11 @@ func (g *grouper) commit(batch []groupReq) {
 		r.done <- groupRes{seq, err}
 		return
 	}
-	last, err := g.publishBatch(ctx, batch)
+	msgs := make([]BatchMsg, len(batch))
+	for i, r := range batch {
+		msgs[i] = BatchMsg{Subject: r.subject, Expected: r.expected, ID: r.id, Data: r.data}
+	}
+	last, err := PublishBatch(ctx, g.l.nc, msgs)
 	switch {
 	case err == nil:
 		// A batch's messages take consecutive sequences ending at the ack's.
@@ -179,41 +183,56 @@ type batchAck struct {
 	} `json:"error"`
 }
 
-// errBatchRefused is a batch the server did not store.
-var errBatchRefused = errors.New("eventlog: batch refused")
+// ErrBatchRefused is an atomic batch the server did not store: none of it
+// was appended.
+var ErrBatchRefused = errors.New("eventlog: batch refused")
 
-// publishBatch publishes batch atomically and returns the last sequence.
-func (g *grouper) publishBatch(ctx context.Context, batch []groupReq) (uint64, error) {
+// BatchMsg is one message of an atomic batch.
+type BatchMsg struct {
+	Subject  string
+	Expected uint64 // Nats-Expected-Last-Subject-Sequence
+	ID       string // Nats-Msg-Id; empty: none
+	Data     []byte
+}
+
+// PublishBatch publishes msgs on nc as one JetStream atomic batch
+// (Nats-Batch-Id and Nats-Batch-Sequence on each message, Nats-Batch-Commit
+// on the last, which alone asks for the ack) and returns the last message's
+// stream sequence: the batch's messages take consecutive sequences ending
+// there. The stream must allow atomic publish (nats-server 2.12+).
+func PublishBatch(ctx context.Context, nc *nats.Conn, msgs []BatchMsg) (uint64, error) {
 	id := nuid.Next()
-	for i, r := range batch {
-		m := nats.NewMsg(r.subject)
-		m.Data = r.data
+	for i, b := range msgs {
+		m := nats.NewMsg(b.Subject)
+		m.Data = b.Data
 		m.Header.Set("Nats-Batch-Id", id)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expected, 10))
-		m.Header.Set(jetstream.MsgIDHeader, r.id)
-		if i < len(batch)-1 {
-			if err := g.l.nc.PublishMsg(m); err != nil {
-				return 0, fmt.Errorf("%w: %v", errBatchRefused, err) // uncommitted: the server drops it
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(b.Expected, 10))
+		if b.ID != "" {
+			m.Header.Set(jetstream.MsgIDHeader, b.ID)
+		}
+		if i < len(msgs)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				return 0, fmt.Errorf("%w: %v", ErrBatchRefused, err) // uncommitted: the server drops it
 			}
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := g.l.nc.RequestMsgWithContext(ctx, m)
+		resp, err := nc.RequestMsgWithContext(ctx, m)
 		if err != nil {
-			return 0, fmt.Errorf("batch of %d: %v: %w", len(batch), err, ErrOutcomeUnknown)
+			return 0, fmt.Errorf("batch of %d: %v: %w", len(msgs), err, ErrOutcomeUnknown)
 		}
 		var ack batchAck
 		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return 0, fmt.Errorf("batch of %d: %v: %w", len(batch), err, ErrOutcomeUnknown)
+			return 0, fmt.Errorf("batch of %d: %v: %w", len(msgs), err, ErrOutcomeUnknown)
 		}
 		if ack.Error != nil {
-			return 0, fmt.Errorf("%w: %d %s", errBatchRefused, ack.Error.ErrCode, ack.Error.Description)
+			return 0, fmt.Errorf("%w: %d %s", ErrBatchRefused, ack.Error.ErrCode, ack.Error.Description)
 		}
-		if ack.Count != len(batch) || ack.Seq < uint64(len(batch)) {
-			return 0, fmt.Errorf("batch of %d: ack counts %d at %d: %w", len(batch), ack.Count, ack.Seq, ErrOutcomeUnknown)
+		if ack.Count != len(msgs) || ack.Seq < uint64(len(msgs)) {
+			return 0, fmt.Errorf("batch of %d: ack counts %d at %d: %w", len(msgs), ack.Count, ack.Seq, ErrOutcomeUnknown)
 		}
 		return ack.Seq, nil
 	}
-	return 0, errBatchRefused
+	return 0, ErrBatchRefused
 }
