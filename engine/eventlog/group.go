@@ -72,28 +72,27 @@ func (g *grouper) stop() {
 	g.done.Wait()
 }
 
-// append queues one commit when enough others are in flight; grouped is false
-// when the caller should publish it on its own.
-func (g *grouper) append(ctx context.Context, subject string, expected uint64, id string, data []byte) (seq uint64, err error, grouped bool) {
+// append publishes one commit on its own while few are in flight, and
+// queues it for the next atomic batch otherwise.
+func (g *grouper) append(ctx context.Context, subject string, expected uint64, id string, data []byte) (uint64, error) {
 	n := g.inflight.Add(1)
 	defer g.inflight.Add(-1)
 	if n <= g.above {
-		seq, err = g.l.publish(ctx, subject, expected, id, data)
-		return seq, err, true
+		return g.l.publish(ctx, subject, expected, id, data)
 	}
 	r := groupReq{subject: subject, id: id, expected: expected, data: data, done: make(chan groupRes, 1)}
 	select {
 	case g.queue <- r:
 	case <-ctx.Done():
-		return 0, fmt.Errorf("append %s: %w", subject, ctx.Err()), true // never sent
+		return 0, fmt.Errorf("append %s: %w", subject, ctx.Err()) // never sent
 	case <-g.ctx.Done():
-		return 0, fmt.Errorf("append %s: %w", subject, nats.ErrConnectionClosed), true // never sent
+		return 0, fmt.Errorf("append %s: %w", subject, nats.ErrConnectionClosed) // never sent
 	}
 	select {
 	case res := <-r.done:
-		return res.seq, res.err, true
+		return res.seq, res.err
 	case <-ctx.Done():
-		return 0, fmt.Errorf("append %s: %v: %w", subject, ctx.Err(), ErrOutcomeUnknown), true
+		return 0, fmt.Errorf("append %s: %v: %w", subject, ctx.Err(), ErrOutcomeUnknown)
 	}
 }
 

@@ -39,8 +39,6 @@ type Config struct {
 	// further ones are grouped into atomic batches (group commit, embedded
 	// server only); 0: DefaultGroupAbove; below 0: every append is grouped.
 	GroupAbove int
-	// NoGroupCommit publishes every append on its own.
-	NoGroupCommit bool
 }
 
 // Validate reports every problem with the config at once.
@@ -132,13 +130,13 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
 		// Atomic batches need nats-server 2.12; the embedded one is 2.15.
-		AllowAtomicPublish: l.srv != nil && !cfg.NoGroupCommit,
+		AllowAtomicPublish: l.srv != nil,
 	})
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
 	}
-	if l.srv != nil && !cfg.NoGroupCommit {
+	if l.srv != nil {
 		l.group = startGrouper(l, cfg.GroupAbove)
 	}
 	return l, nil
@@ -182,9 +180,7 @@ func (l *Log) Close() {
 // It returns the commit's stream sequence.
 func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
 	if l.group != nil {
-		if seq, err, grouped := l.group.append(ctx, subject, expected, msgID, data); grouped {
-			return seq, err
-		}
+		return l.group.append(ctx, subject, expected, msgID, data)
 	}
 	return l.publish(ctx, subject, expected, msgID, data)
 }
