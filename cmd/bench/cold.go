@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -418,17 +419,13 @@ func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, erro
 // coldPhase generates the log once in a fresh directory and times runs cold
 // starts of it, then the probes when asked.
 func coldPhase(ctx context.Context, o opts, runs int, probes bool, progress func(string)) ([]coldResult, []coldProbe, error) {
-	dir, err := os.MkdirTemp(o.tmp, "bench-cold-")
+	dir, last, err := coldLog(ctx, o, progress)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
-	t := time.Now()
-	last, err := generate(ctx, dir, o.commits, o.coldAccounts)
-	if err != nil {
-		return nil, nil, err
+	if o.coldLog == "" {
+		defer os.RemoveAll(dir)
 	}
-	progress(fmt.Sprintf("cold: generated %d commits in %s (%.0f/s, decide+encode+async publish)", last, time.Since(t).Round(time.Millisecond), rate(last, time.Since(t))))
 	var out []coldResult
 	for range runs {
 		r, err := coldStart(ctx, dir, last)
@@ -448,4 +445,34 @@ func coldPhase(ctx context.Context, o opts, runs int, probes bool, progress func
 		progress(fmt.Sprintf("cold probe: %s: %.0f commits/s (%d in %s)", p.name, rate(p.n, p.took), p.n, p.took.Round(time.Millisecond)))
 	}
 	return out, ps, err
+}
+
+// coldLog is the directory of the cold-start log and its last sequence: a
+// fresh temporary one, or o.coldLog, generated there on first use and kept,
+// so that repeated runs replay the same log without generating it again.
+func coldLog(ctx context.Context, o opts, progress func(string)) (string, uint64, error) {
+	dir := o.coldLog
+	if dir == "" {
+		d, err := os.MkdirTemp(o.tmp, "bench-cold-")
+		if err != nil {
+			return "", 0, err
+		}
+		dir = d
+	} else if _, err := os.Stat(filepath.Join(dir, "nats")); err == nil {
+		l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
+		if err != nil {
+			return "", 0, err
+		}
+		defer l.Close()
+		last, err := l.LastSeq(ctx)
+		progress(fmt.Sprintf("cold: reusing the log of %d commits in %s", last, dir))
+		return dir, last, err
+	}
+	t := time.Now()
+	last, err := generate(ctx, dir, o.commits, o.coldAccounts)
+	if err != nil {
+		return dir, 0, err
+	}
+	progress(fmt.Sprintf("cold: generated %d commits in %s (%.0f/s, decide+encode+async publish)", last, time.Since(t).Round(time.Millisecond), rate(last, time.Since(t))))
+	return dir, last, nil
 }

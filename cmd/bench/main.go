@@ -51,6 +51,7 @@ type opts struct {
 	commits      int
 	coldAccounts int
 	coldRuns     int
+	coldLog      string
 	probeRuns    int
 	tmp          string
 	profile      string
@@ -88,6 +89,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.commits, "commits", 1_000_000, "commits in the cold-start log")
 	fs.IntVar(&o.coldAccounts, "cold-accounts", 1000, "accounts the cold-start log spreads over")
 	fs.IntVar(&o.coldRuns, "cold-runs", 1, "cold starts of the generated log")
+	fs.StringVar(&o.coldLog, "cold-log", "", "directory of the cold-start log: generated there on first use and kept, reused by later runs (default: a fresh temporary one)")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
 	if err := fs.Parse(args); err != nil {

@@ -11,40 +11,26 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/btree"
-
 	"github.com/svc/engine/projections"
 )
 
 // A collection is split into parts by its keys' first segment (up to and
 // including the first "/", or "" for keys without one): keys are mostly
-// "<accountId>/...", so each account's documents sit in small maps and
-// trees of their own, and a fold touching one account stays in a few hot
-// cache lines instead of walking indexes of every account's documents.
-type coll map[string]*part
-
-// part holds values by key, and the keys in order for List. A Put over an
-// existing key touches only the map, so folds that rewrite a document (an
-// account, an order) never walk the ordered index.
-type part struct {
-	vals map[string]any
-	keys *btree.BTreeG[string]
-}
-
-func less(a, b string) bool { return a < b }
-
-// partOf is the part a key (or a prefix holding a "/") belongs to.
-func partOf(key string) string {
-	if i := strings.IndexByte(key, '/'); i >= 0 {
-		return key[:i+1]
-	}
-	return ""
+// "<accountId>/...", so each account's documents sit in a part of their own,
+// and a fold touching one account stays in a few hot cache lines instead of
+// walking indexes of every account's documents.
+type coll struct {
+	parts map[string]*part
+	// the part used last and its name: a fold writes one account's
+	// documents one after another
+	lastName string
+	last     *part
 }
 
 // Store is an in-memory projections.Store.
 type Store struct {
 	mu    sync.RWMutex
-	colls map[string]coll
+	colls map[string]*coll
 	seq   uint64
 	undo  []undo // the open transaction's undo steps, reused
 }
@@ -58,47 +44,47 @@ type undo struct {
 }
 
 // New makes an empty store.
-func New() *Store { return &Store{colls: map[string]coll{}} }
+func New() *Store { return &Store{colls: map[string]*coll{}} }
+
+// partOf is the part a key (or a prefix holding a "/") belongs to.
+func partOf(key string) string {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i+1]
+	}
+	return ""
+}
 
 // part is the part of coll holding key, made when missing.
 func (s *Store) part(name, key string) *part {
 	c, ok := s.colls[name]
 	if !ok {
-		c = coll{}
+		c = &coll{parts: map[string]*part{}}
 		s.colls[name] = c
 	}
 	pk := partOf(key)
-	p, ok := c[pk]
-	if !ok {
-		p = &part{vals: map[string]any{}, keys: btree.NewG(16, less)}
-		c[pk] = p
+	if c.last != nil && c.lastName == pk {
+		return c.last
 	}
+	p, ok := c.parts[pk]
+	if !ok {
+		p = &part{}
+		c.parts[pk] = p
+	}
+	c.lastName, c.last = pk, p
 	return p
 }
 
 // lookup is the value of key in coll, without making anything.
 func (s *Store) lookup(name, key string) (any, bool) {
-	p, ok := s.colls[name][partOf(key)]
+	c, ok := s.colls[name]
 	if !ok {
 		return nil, false
 	}
-	v, ok := p.vals[key]
-	return v, ok
-}
-
-// set makes key hold v (present) or nothing, keeping the index in step.
-func (p *part) set(key string, v any, present bool) {
-	_, had := p.vals[key]
-	switch {
-	case present:
-		p.vals[key] = v
-		if !had {
-			p.keys.ReplaceOrInsert(key)
-		}
-	case had:
-		delete(p.vals, key)
-		p.keys.Delete(key)
+	p, ok := c.parts[partOf(key)]
+	if !ok {
+		return nil, false
 	}
+	return p.get(key)
 }
 
 func assign(dst, src any) error {
@@ -117,7 +103,7 @@ func assign(dst, src any) error {
 type tx struct{ s *Store }
 
 func (t tx) Get(coll, key string, v any) (bool, error) {
-	val, ok := t.s.lookup(coll, key)
+	val, ok := t.s.part(coll, key).get(key)
 	if !ok {
 		return false, nil
 	}
@@ -129,18 +115,22 @@ func (t tx) Put(coll, key string, v any) error {
 		v = rv.Elem().Interface()
 	}
 	p := t.s.part(coll, key)
-	old, had := p.vals[key]
+	old, had := p.get(key)
 	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: had})
 	p.set(key, v, true)
 	return nil
 }
 
 func (t tx) Delete(coll, key string) error {
-	p, ok := t.s.colls[coll][partOf(key)]
+	c, ok := t.s.colls[coll]
 	if !ok {
 		return nil
 	}
-	if old, had := p.vals[key]; had {
+	p, ok := c.parts[partOf(key)]
+	if !ok {
+		return nil
+	}
+	if old, had := p.get(key); had {
 		t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: true})
 		p.set(key, nil, false)
 	}
@@ -187,10 +177,7 @@ func (s *Store) Get(_ context.Context, coll, key string, v any) (bool, error) {
 }
 
 // item is one document as List hands it out.
-type item struct {
-	key string
-	val any
-}
+type item entry
 
 // List implements projections.Store.
 func (s *Store) List(_ context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
@@ -210,16 +197,19 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 // part and is read from its index in order; a shorter one gathers from every
 // part it may reach and sorts.
 func (s *Store) selectItems(coll string, q projections.Query) []item {
-	c := s.colls[coll]
+	c, ok := s.colls[coll]
+	if !ok {
+		return nil
+	}
 	if strings.IndexByte(q.Prefix, '/') >= 0 {
-		p, ok := c[partOf(q.Prefix)]
+		p, ok := c.parts[partOf(q.Prefix)]
 		if !ok {
 			return nil
 		}
 		return p.scan(q)
 	}
 	var all []item
-	for name, p := range c {
+	for name, p := range c.parts {
 		if name == "" || strings.HasPrefix(name, q.Prefix) {
 			all = append(all, p.scan(projections.Query{Prefix: q.Prefix})...)
 		}
@@ -241,28 +231,28 @@ func (s *Store) selectItems(coll string, q projections.Query) []item {
 	return out
 }
 
-// scan runs q on one part's index.
+// scan runs q on one part.
 func (p *part) scan(q projections.Query) []item {
 	var items []item
-	visit := func(k string) bool {
-		if !strings.HasPrefix(k, q.Prefix) {
+	visit := func(e entry) bool {
+		if !strings.HasPrefix(e.key, q.Prefix) {
 			return false
 		}
-		if q.After != "" && k == q.After {
+		if q.After != "" && e.key == q.After {
 			return true
 		}
-		items = append(items, item{k, p.vals[k]})
+		items = append(items, item(e))
 		return q.Limit == 0 || len(items) < q.Limit
 	}
 	switch {
 	case !q.Reverse && q.After != "" && q.After >= q.Prefix:
-		p.keys.AscendGreaterOrEqual(q.After, visit)
+		p.ascend(q.After, visit)
 	case !q.Reverse:
-		p.keys.AscendGreaterOrEqual(q.Prefix, visit)
+		p.ascend(q.Prefix, visit)
 	case q.After != "" && q.After < q.Prefix+"\U0010FFFF":
-		p.keys.DescendLessOrEqual(q.After, visit)
+		p.descend(q.After, visit)
 	default:
-		p.keys.DescendLessOrEqual(q.Prefix+"\U0010FFFF", visit)
+		p.descend(q.Prefix+"\U0010FFFF", visit)
 	}
 	return items
 }
@@ -272,14 +262,22 @@ func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if strings.IndexByte(prefix, '/') >= 0 {
-		p, ok := s.colls[coll][partOf(prefix)]
+		c, ok := s.colls[coll]
+		if !ok {
+			return 0, nil
+		}
+		p, ok := c.parts[partOf(prefix)]
 		if !ok {
 			return 0, nil
 		}
 		return p.count(prefix), nil
 	}
 	n := 0
-	for name, p := range s.colls[coll] {
+	c, ok := s.colls[coll]
+	if !ok {
+		return 0, nil
+	}
+	for name, p := range c.parts {
 		if name == "" || strings.HasPrefix(name, prefix) {
 			n += p.count(prefix)
 		}
@@ -289,8 +287,8 @@ func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 
 func (p *part) count(prefix string) int {
 	n := 0
-	p.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
-		if !strings.HasPrefix(k, prefix) {
+	p.ascend(prefix, func(e entry) bool {
+		if !strings.HasPrefix(e.key, prefix) {
 			return false
 		}
 		n++

@@ -103,3 +103,74 @@ func TestPartsReadAsOneOrderedCollection(t *testing.T) {
 		}
 	}
 }
+
+// A part keeps its keys in a slice while they arrive in order and moves to a
+// tree once it is large and takes one out of order; either way every read
+// sees the keys in order, and a rolled-back transaction leaves none behind.
+func TestLargePartStaysOrdered(t *testing.T) {
+	ctx := context.Background()
+	for _, shuffled := range []bool{false, true} {
+		s := memory.New()
+		r := rand.New(rand.NewPCG(3, 4))
+		var keys []string
+		for i := range 2000 {
+			keys = append(keys, "p/"+strconv.Itoa(100000+i))
+		}
+		if shuffled {
+			r.Shuffle(len(keys)-600, func(i, j int) { keys[600+i], keys[600+j] = keys[600+j], keys[600+i] })
+		}
+		for i, k := range keys {
+			if err := s.Update(ctx, uint64(i+1), func(tx projections.Tx) error { return tx.Put("c", k, k) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gone := map[string]bool{}
+		err := s.Update(ctx, 5000, func(tx projections.Tx) error {
+			for i := 0; i < 300; i++ {
+				k := keys[r.IntN(len(keys))]
+				gone[k] = true
+				if err := tx.Delete("c", k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failing := s.Update(ctx, 5001, func(tx projections.Tx) error {
+			for i := range 50 {
+				if err := tx.Put("c", "p/0"+strconv.Itoa(i), "x"); err != nil {
+					return err
+				}
+			}
+			return context.Canceled
+		})
+		if failing == nil {
+			t.Fatal("a failing transaction reported success")
+		}
+		var want []string
+		for _, k := range keys {
+			if !gone[k] {
+				want = append(want, k)
+			}
+		}
+		slices.Sort(want)
+		got, err := projections.ListInto[string](ctx, s, "c", projections.Query{Prefix: "p/"})
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("shuffled %v: List = %d keys (%v), want %d", shuffled, len(got), err, len(want))
+		}
+		rev, err := projections.ListInto[string](ctx, s, "c", projections.Query{Prefix: "p/", Reverse: true, After: want[100], Limit: 10})
+		wantRev := slices.Clone(want[90:100])
+		slices.Reverse(wantRev)
+		if err != nil || !slices.Equal(rev, wantRev) {
+			t.Fatalf("shuffled %v: reverse page = %q, want %q", shuffled, rev, wantRev)
+		}
+		for _, k := range keys[:200] {
+			v, err := projections.GetInto[string](ctx, s, "c", k)
+			if gone[k] != (err != nil) || !gone[k] && v != k {
+				t.Fatalf("shuffled %v: Get(%q) = %q, %v", shuffled, k, v, err)
+			}
+		}
+	}
+}
