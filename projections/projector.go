@@ -3,6 +3,7 @@ package projections
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -132,6 +133,12 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 	p.applied = 0
 	p.advance(from) // a durable store may start at or past what waiters wait for
 	p.mu.Unlock()
+	if from, err = p.catchUp(ctx, src, from); err != nil {
+		if ctx.Err() == nil {
+			p.fail(err)
+		}
+		return err
+	}
 	ch := make(chan pending, 4*MaxBatch)
 	done := make(chan error, 1)
 	go func() { done <- p.apply(ctx, ch) }()
@@ -158,6 +165,46 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		p.fail(err)
 	}
 	return err
+}
+
+// errCaughtUp ends the catch-up's read of the log.
+var errCaughtUp = errors.New("projector: caught up")
+
+// catchUp applies what the log held when Run started, decoding on every core
+// (events.Pipeline), and returns the sequence it reached. Commits appended
+// meanwhile are left to the live loop, which decodes one at a time and takes
+// this process's own commits from Recent.
+func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint64, error) {
+	last, err := src.LastSeq(ctx)
+	if err != nil || last <= from {
+		return from, err
+	}
+	pl := p.reg.Pipeline(nil, func(cs []events.Committed) error {
+		for len(cs) > 0 {
+			n := min(len(cs), MaxBatch)
+			if err := p.ApplyBatch(ctx, cs[:n]); err != nil {
+				return err
+			}
+			cs = cs[n:]
+		}
+		return nil
+	})
+	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, _ string, data []byte) error {
+		if err := pl.Add(events.Raw{Subject: subject, Seq: seq, Data: data}); err != nil {
+			return err
+		}
+		if seq >= last {
+			return errCaughtUp
+		}
+		return nil
+	})
+	if cerr := pl.Close(); err == nil || errors.Is(err, errCaughtUp) {
+		err = cerr
+	}
+	if err != nil {
+		return from, err
+	}
+	return last, nil
 }
 
 func (p *Projector) fail(err error) {

@@ -3,10 +3,14 @@ package projections_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
 	"github.com/svc/engine/projections"
 	"github.com/svc/engine/projections/memory"
 )
@@ -101,3 +105,147 @@ func (s source) FollowCommits(context.Context, uint64, func(string, uint64, stri
 	return s.err
 }
 func (s source) LastSeq(context.Context) (uint64, error) { return 0, nil }
+
+// logSource is a log in memory: FollowCommits hands out its commits after
+// from, then waits for more until ctx ends, as the JetStream log does.
+type logSource struct {
+	mu   sync.Mutex
+	msgs [][]byte // msgs[i] has sequence i+1
+	subj []string
+	more chan struct{}
+}
+
+func (l *logSource) add(subject string, data []byte) {
+	l.mu.Lock()
+	l.msgs, l.subj = append(l.msgs, data), append(l.subj, subject)
+	close(l.more)
+	l.more = make(chan struct{})
+	l.mu.Unlock()
+}
+
+func (l *logSource) FollowCommits(ctx context.Context, from uint64, fn func(string, uint64, string, []byte) error) error {
+	for seq := from + 1; ; seq++ {
+		for {
+			l.mu.Lock()
+			n, more := uint64(len(l.msgs)), l.more
+			l.mu.Unlock()
+			if seq <= n {
+				break
+			}
+			select {
+			case <-more:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		l.mu.Lock()
+		subject, data := l.subj[seq-1], l.msgs[seq-1]
+		l.mu.Unlock()
+		if err := fn(subject, seq, "", data); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *logSource) LastSeq(context.Context) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(len(l.msgs)), nil
+}
+
+// accountCommits are the commits of accounts trading market orders, round robin.
+func accountCommits(t *testing.T, reg events.Registry, accounts, orders int) (subjects []string, data [][]byte) {
+	t.Helper()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	add := func(acct int, evs ...events.Event) {
+		b, err := reg.Encode(events.Commit{CommandID: fmt.Sprintf("c%d", len(data)), At: at, Events: evs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects, data = append(subjects, evacct.Subject(fmt.Sprintf("a%03d", acct))), append(data, b)
+	}
+	for a := range accounts {
+		add(a, evacct.Opened{AccountID: fmt.Sprintf("a%03d", a), TenantID: "t", Broker: "paper", AccountNumber: fmt.Sprintf("PA%03d", a),
+			Currency: "USD", StartingBalance: events.Int(1000), Kind: "demo", At: at})
+	}
+	for i := range orders {
+		for a := range accounts {
+			id := fmt.Sprintf("o%03d-%05d", a, i)
+			q, p := events.MustDecimal("0.5"), events.Int(int64(100+i%7))
+			add(a, evacct.OrderPlaced{Order: evacct.Order{BrokerOrderID: id, ClientOrderID: "c" + id, Instrument: "BTC-PERP", Side: "buy",
+				OrderType: "market", Quantity: q, TimeInForce: "day", CreatedAt: at}},
+				evacct.OrderFilled{BrokerOrderID: id, FillID: id + "-f1", Instrument: "BTC-PERP", Side: "buy", Quantity: q, Price: p,
+					Realized: events.Int(int64(i % 3)), Position: evacct.Position{Instrument: "BTC-PERP", Quantity: events.Int(int64(i + 1)), AvgPrice: p, Multiplier: events.Int(1)},
+					Balance: events.Int(int64(1000 + i)), OrderFilled: q, OrderAvgPrice: p, Done: true, At: at.Add(time.Duration(i) * time.Hour)})
+		}
+	}
+	return subjects, data
+}
+
+// Run catches up on what the log held when it started (decoding on every
+// core) and then follows what is appended: the read models equal those of
+// folding every commit one at a time.
+func TestRunCatchesUpThenFollows(t *testing.T) {
+	reg := evacct.Registry()
+	subjects, data := accountCommits(t, reg, 7, 400)
+	split := len(data) - 50
+	src := &logSource{more: make(chan struct{})}
+	for i := range split {
+		src.add(subjects[i], data[i])
+	}
+	p := projections.NewProjector(memory.New(), reg, projections.Core)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx, src) }()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.WaitFor(wctx, uint64(split)); err != nil {
+		t.Fatalf("the catch-up did not reach %d: %v", split, err)
+	}
+	for i := split; i < len(data); i++ {
+		src.add(subjects[i], data[i])
+	}
+	if err := p.WaitFor(wctx, uint64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+
+	one := projections.NewProjector(memory.New(), reg, projections.Core)
+	for i := range data {
+		c, err := reg.Decode(data[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := one.ApplyBatch(context.Background(), []events.Committed{{Subject: subjects[i], Seq: uint64(i + 1), Commit: c}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bg := context.Background()
+	for a := range 7 {
+		id := fmt.Sprintf("a%03d", a)
+		got, err := projections.Orders(bg, p.Store(), id, "all", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := projections.Orders(bg, one.Store(), id, "all", 0)
+		if err != nil || len(want) != 400 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("account %s: %d orders after Run, %d one by one (%v)", id, len(got), len(want), err)
+		}
+		for _, coll := range []string{projections.CollFill, projections.CollPosition, projections.CollPnLDay} {
+			gotN, _ := p.Store().Count(bg, coll, id+"/")
+			wantN, _ := one.Store().Count(bg, coll, id+"/")
+			if gotN != wantN || wantN == 0 {
+				t.Fatalf("account %s: %d %s after Run, %d one by one", id, gotN, coll, wantN)
+			}
+		}
+		ga, _ := projections.GetInto[projections.Account](bg, p.Store(), projections.CollAccount, id)
+		wa, _ := projections.GetInto[projections.Account](bg, one.Store(), projections.CollAccount, id)
+		if !reflect.DeepEqual(ga, wa) || wa.Revision == 0 {
+			t.Fatalf("account %s after Run %+v, one by one %+v", id, ga, wa)
+		}
+	}
+}

@@ -231,7 +231,8 @@ func rawReplay(ctx context.Context, l *eventlog.Log, until uint64) (int64, error
 	return n, err
 }
 
-// project times the stock projector catching a fresh memory store up to until.
+// project times the stock projector catching a fresh memory store up to
+// until: Projector.Run, whose catch-up decodes on every core.
 func project(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration, error) {
 	p := projections.NewProjector(memory.New(), engine.Registry(), projections.Core)
 	pctx, stop := context.WithCancel(ctx)
@@ -246,74 +247,6 @@ func project(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration,
 	stop()
 	<-runErr
 	return took, err
-}
-
-// projectParallel is a candidate projector pipeline: the same folds and
-// batches (Projector.ApplyBatch), but commits decoded by one goroutine per
-// core in chunks, reassembled in log order before folding.
-func projectParallel(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration, error) {
-	reg := engine.Registry()
-	p := projections.NewProjector(memory.New(), reg, projections.Core)
-	type raw struct {
-		subject string
-		seq     uint64
-		data    []byte
-	}
-	type chunk struct {
-		msgs []raw
-		out  chan []events.Committed
-	}
-	t := time.Now()
-	work, order := make(chan chunk, 16), make(chan chan []events.Committed, 16)
-	var decErr atomic.Value
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				out := make([]events.Committed, 0, len(c.msgs))
-				for _, m := range c.msgs {
-					cm, err := reg.Decode(m.data)
-					if err != nil {
-						decErr.CompareAndSwap(nil, err)
-					}
-					out = append(out, events.Committed{Subject: m.subject, Seq: m.seq, Commit: cm})
-				}
-				c.out <- out
-			}
-		}()
-	}
-	applied := make(chan error, 1)
-	go func() {
-		var err error
-		for res := range order {
-			batch := <-res
-			if err == nil {
-				err = p.ApplyBatch(ctx, batch)
-			}
-		}
-		applied <- err
-	}()
-	cur := chunk{out: make(chan []events.Committed, 1)}
-	err := readLog(ctx, l, until, func(subject string, seq uint64, data []byte) {
-		cur.msgs = append(cur.msgs, raw{subject, seq, data})
-		if len(cur.msgs) == 256 || seq >= until {
-			order <- cur.out
-			work <- cur
-			cur = chunk{out: make(chan []events.Committed, 1)}
-		}
-	})
-	close(work)
-	close(order)
-	wg.Wait()
-	if aerr := <-applied; err == nil {
-		err = aerr
-	}
-	if derr, _ := decErr.Load().(error); err == nil && derr != nil {
-		err = derr
-	}
-	return time.Since(t), err
 }
 
 // coldStart times, on a log of dir holding last commits: the raw ordered
@@ -332,7 +265,10 @@ func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error)
 	}
 	r.Raw = time.Since(t)
 	runtime.GC()
-	if r.Projector, err = project(ctx, l, last); err != nil {
+	gc := debug.SetGCPercent(400) // as the service sets it while it warms up
+	r.Projector, err = project(ctx, l, last)
+	debug.SetGCPercent(gc)
+	if err != nil {
 		return r, fmt.Errorf("projector: %w", err)
 	}
 	runtime.GC()
@@ -344,7 +280,7 @@ func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error)
 	// The service's start: one replay rebuilds the aggregates and feeds the
 	// memory read models (app.warm), with the collector relaxed meanwhile.
 	t = time.Now()
-	gc := debug.SetGCPercent(400)
+	gc = debug.SetGCPercent(400)
 	p := projections.NewProjector(memory.New(), engine.Registry(), projections.Core)
 	tap, flush, err := p.Feed(ctx)
 	if err != nil {
@@ -374,7 +310,7 @@ type coldProbe struct {
 }
 
 // coldProbes time candidate projector changes on the first fifth of the log:
-// more headroom for the garbage collector, and parallel decoding.
+// more headroom for the garbage collector.
 func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, error) {
 	n := max(last/5, 1)
 	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
@@ -406,7 +342,6 @@ func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, erro
 		}},
 		{"projector", 100, project},
 		{"projector, GOGC=400", 400, project},
-		{"projector, parallel decode, GOGC=400", 400, projectParallel},
 	}
 	for _, s := range steps {
 		if err := timed(s.name, s.gogc, s.fn); err != nil {

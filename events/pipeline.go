@@ -1,0 +1,168 @@
+package events
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Raw is one log message before decoding.
+type Raw struct {
+	Subject string
+	Seq     uint64
+	Data    []byte
+}
+
+// pipelineChunk is how many messages travel together through a Pipeline's
+// stages: enough to make a channel hand-off cheap, small enough to keep
+// every core busy from the first chunk.
+const pipelineChunk = 256
+
+// Pipeline decodes log messages on every core and hands them on in the order
+// they were added: one goroutine per core decodes whole chunks, and each sink
+// runs in a goroutine of its own on the same ordered chunks, so a replay uses
+// every core instead of reading, decoding and folding one commit after
+// another. Sinks must not change the commits they are handed: they share
+// them. Add is called from one goroutine; Close ends the pipeline.
+type Pipeline struct {
+	reg   Registry
+	skip  func(subject string) bool
+	cur   []Raw
+	work  chan pipeChunk
+	order chan chan []Committed
+	wg    sync.WaitGroup
+
+	failed  chan struct{} // closed at the first error
+	errOnce sync.Once
+	err     error
+}
+
+type pipeChunk struct {
+	msgs []Raw
+	out  chan []Committed // the decoded chunk, always sent once
+}
+
+// Pipeline starts a pipeline feeding sinks. skip names the messages no sink
+// wants; they are not decoded. A sink's error stops the pipeline: Add and
+// Close return the first error.
+func (r Registry) Pipeline(skip func(subject string) bool, sinks ...func([]Committed) error) *Pipeline {
+	if skip == nil {
+		skip = func(string) bool { return false }
+	}
+	p := &Pipeline{reg: r, skip: skip, work: make(chan pipeChunk, 8), order: make(chan chan []Committed, 64),
+		failed: make(chan struct{})}
+	decoders := runtime.GOMAXPROCS(0)
+	var decoding sync.WaitGroup
+	decoding.Add(decoders)
+	for range decoders {
+		go func() {
+			defer decoding.Done()
+			for c := range p.work {
+				c.out <- p.decode(c.msgs)
+			}
+		}()
+	}
+	feeds := make([]chan []Committed, len(sinks))
+	for i, fn := range sinks {
+		feeds[i] = make(chan []Committed, 64)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for cs := range feeds[i] {
+				if !p.stopped() {
+					if err := fn(cs); err != nil {
+						p.fail(err)
+					}
+				}
+			}
+		}()
+	}
+	p.wg.Add(1)
+	go func() { // hands decoded chunks on in the order they were added
+		defer p.wg.Done()
+		for res := range p.order {
+			cs := <-res
+			for _, f := range feeds {
+				f <- cs
+			}
+		}
+		for _, f := range feeds {
+			close(f)
+		}
+		decoding.Wait()
+	}()
+	return p
+}
+
+// decode decodes one chunk; after the pipeline failed it decodes nothing.
+func (p *Pipeline) decode(msgs []Raw) []Committed {
+	if p.stopped() {
+		return nil
+	}
+	out := make([]Committed, 0, len(msgs))
+	for _, m := range msgs {
+		if p.skip(m.Subject) {
+			continue
+		}
+		c, err := p.reg.Decode(m.Data)
+		if err != nil {
+			p.fail(fmt.Errorf("decode %s at %d: %w", m.Subject, m.Seq, err))
+			return nil
+		}
+		out = append(out, Committed{Subject: m.Subject, Seq: m.Seq, Commit: c})
+	}
+	return out
+}
+
+func (p *Pipeline) fail(err error) {
+	p.errOnce.Do(func() {
+		p.err = err
+		close(p.failed)
+	})
+}
+
+func (p *Pipeline) stopped() bool {
+	select {
+	case <-p.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Add queues one message; it returns the pipeline's first error, if any.
+func (p *Pipeline) Add(m Raw) error {
+	if p.stopped() {
+		return p.err
+	}
+	if p.cur == nil {
+		p.cur = make([]Raw, 0, pipelineChunk)
+	}
+	p.cur = append(p.cur, m)
+	if len(p.cur) == pipelineChunk {
+		p.send()
+	}
+	return nil
+}
+
+func (p *Pipeline) send() {
+	c := pipeChunk{msgs: p.cur, out: make(chan []Committed, 1)}
+	p.cur = nil
+	p.order <- c.out
+	p.work <- c
+}
+
+// Close hands on what was added, waits until every sink saw it and returns
+// the first error.
+func (p *Pipeline) Close() error {
+	if len(p.cur) > 0 {
+		p.send()
+	}
+	close(p.order)
+	close(p.work)
+	p.wg.Wait()
+	if p.stopped() {
+		return p.err
+	}
+	return nil
+}
