@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -249,57 +253,134 @@ func project(ctx context.Context, l *eventlog.Log, until uint64) (time.Duration,
 	return took, err
 }
 
-// coldStart times, on a log of dir holding last commits: the raw ordered
-// consumer, the projector catching the memory store up, and engine.Start.
-func coldStart(ctx context.Context, dir string, last uint64) (coldResult, error) {
+// coldStart times, on a log of dir holding last commits, each in a fresh
+// process as a real cold start is (a process that replayed once already has
+// its heap mapped, and page faults are a large part of a first replay's cost
+// on a virtual machine): the raw ordered consumer, the projector catching
+// the memory read models up, and the service's warm-up (engine.Start with
+// the read models fed from the same pass).
+func coldStart(ctx context.Context, o opts, dir string, last uint64) (coldResult, error) {
 	r := coldResult{Commits: last}
-	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Stream: "EVT", Replicas: 1})
-	if err != nil {
-		return r, err
-	}
-	defer l.Close()
-	runtime.GC()
-	t := time.Now()
-	if r.Bytes, err = rawReplay(ctx, l, last); err != nil {
+	var err error
+	if r.Raw, r.Bytes, err = coldReplayProcess(ctx, o, dir, "raw", last); err != nil {
 		return r, fmt.Errorf("raw replay: %w", err)
 	}
-	r.Raw = time.Since(t)
-	runtime.GC()
-	gc := debug.SetGCPercent(400) // as the service sets it while it warms up
-	r.Projector, err = project(ctx, l, last)
-	debug.SetGCPercent(gc)
-	if err != nil {
+	if r.Projector, _, err = coldReplayProcess(ctx, o, dir, "project", last); err != nil {
 		return r, fmt.Errorf("projector: %w", err)
 	}
-	runtime.GC()
+	if r.Warmup, _, err = coldReplayProcess(ctx, o, dir, "warm", last); err != nil {
+		return r, fmt.Errorf("engine warm-up: %w", err)
+	}
+	return r, nil
+}
+
+// coldReplayProcess runs one cold replay in a child process (this binary's
+// cold-replay subcommand) and reads back its time and bytes.
+func coldReplayProcess(ctx context.Context, o opts, dir, mode string, last uint64) (time.Duration, int64, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	args := []string{"cold-replay", "-dir", dir, "-mode", mode, "-last", strconv.FormatUint(last, 10)}
+	if o.profile != "" {
+		args = append(args, "-cpuprofile", filepath.Join(o.profile, "cold-"+mode+".pprof"))
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, err
+	}
+	var res struct {
+		Nanos int64 `json:"nanos"`
+		Bytes int64 `json:"bytes"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, 0, fmt.Errorf("cold-replay answered %q: %w", out, err)
+	}
+	return time.Duration(res.Nanos), res.Bytes, nil
+}
+
+// coldReplay is the cold-replay subcommand: one timed replay of the log in
+// -dir, from the log opened to the last commit applied, printed as JSON.
+func coldReplay(args []string) error {
+	fs := flag.NewFlagSet("cold-replay", flag.ContinueOnError)
+	dir := fs.String("dir", "", "data directory of the log")
+	mode := fs.String("mode", "raw", "raw, project or warm")
+	last := fs.Uint64("last", 0, "last sequence of the log")
+	profile := fs.String("cpuprofile", "", "CPU profile of the replay")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, eventlog.Config{DataDir: *dir, Sync: "always", Stream: "EVT", Replicas: 1})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var took time.Duration
+	var n int64
+	switch *mode {
+	case "raw":
+		t := time.Now()
+		n, err = rawReplay(ctx, l, *last)
+		took = time.Since(t)
+	case "project":
+		// The service relaxes the collector the same way while it warms up.
+		gc := debug.SetGCPercent(warmGOGC)
+		took, err = project(ctx, l, *last)
+		debug.SetGCPercent(gc)
+	case "warm":
+		took, err = warm(ctx, l, *last)
+	default:
+		err = fmt.Errorf("mode %q is none of raw, project, warm", *mode)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]int64{"nanos": int64(took), "bytes": n})
+}
+
+// warmGOGC is the collector's setting during the service's warm-up (app.warm).
+const warmGOGC = 400
+
+// warm times the service's start: one replay rebuilds the aggregates and
+// feeds the memory read models (app.warm).
+func warm(ctx context.Context, l *eventlog.Log, last uint64) (time.Duration, error) {
 	e, err := engine.New(engine.Config{Log: l, Feed: market.NewSim(market.DefaultCrypto(), 1, time.Now),
 		Catalog: market.NewCatalog(market.DefaultCrypto()), Now: time.Now})
 	if err != nil {
-		return r, err
+		return 0, err
 	}
-	// The service's start: one replay rebuilds the aggregates and feeds the
-	// memory read models (app.warm), with the collector relaxed meanwhile.
-	t = time.Now()
-	gc = debug.SetGCPercent(400)
+	defer e.Close()
+	t := time.Now()
+	gc := debug.SetGCPercent(warmGOGC)
+	defer debug.SetGCPercent(gc)
 	p := projections.NewProjector(memory.New(), engine.Registry(), projections.Core)
 	tap, flush, err := p.Feed(ctx)
 	if err != nil {
-		return r, err
+		return 0, err
 	}
 	got, err := e.Start(ctx, tap)
 	if err == nil {
 		err = flush()
 	}
-	debug.SetGCPercent(gc)
-	r.Warmup = time.Since(t)
-	e.Close()
-	if err != nil {
-		return r, fmt.Errorf("engine warm-up: %w", err)
+	took := time.Since(t)
+	if err == nil && got != last {
+		err = fmt.Errorf("replayed to %d, want %d", got, last)
 	}
-	if got != last {
-		return r, fmt.Errorf("engine warm-up replayed to %d, want %d", got, last)
-	}
-	return r, nil
+	return took, err
 }
 
 // coldProbe is one timed replay of a prefix of the log.
@@ -363,7 +444,7 @@ func coldPhase(ctx context.Context, o opts, runs int, probes bool, progress func
 	}
 	var out []coldResult
 	for range runs {
-		r, err := coldStart(ctx, dir, last)
+		r, err := coldStart(ctx, o, dir, last)
 		if err != nil {
 			return out, nil, err
 		}

@@ -65,6 +65,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "sse-client" {
 		run = func(_ context.Context, args []string) error { return sseClient(args[1:]) }
 	}
+	if len(os.Args) > 1 && os.Args[1] == "cold-replay" {
+		run = func(_ context.Context, args []string) error { return coldReplay(args[1:]) }
+	}
 	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
