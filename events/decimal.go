@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -99,10 +100,71 @@ func op(f func(z, x, y *apd.Decimal) (apd.Condition, error), a, b Decimal) Decim
 }
 
 // Add returns d+e.
-func (d Decimal) Add(e Decimal) Decimal { return op(Ctx.Add, d, e) }
+func (d Decimal) Add(e Decimal) Decimal {
+	if z, ok := addSmall(&d.v, &e.v, false); ok {
+		return z
+	}
+	return op(Ctx.Add, d, e)
+}
 
 // Sub returns d-e.
-func (d Decimal) Sub(e Decimal) Decimal { return op(Ctx.Sub, d, e) }
+func (d Decimal) Sub(e Decimal) Decimal {
+	if z, ok := addSmall(&d.v, &e.v, true); ok {
+		return z
+	}
+	return op(Ctx.Sub, d, e)
+}
+
+// pow10 holds 10^0 .. 10^18.
+var pow10 = [...]int64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+// addSmall is x+y (x-y when sub) when both coefficients, aligned to the
+// smaller exponent, and their sum fit in an int64: the common case of prices,
+// quantities and balances, exact like apd and without its big-number path.
+// apd's result is the same: the exact sum at the smaller exponent (34 digits
+// hold any int64), and a zero sum is negative only when both terms are.
+func addSmall(x, y *apd.Decimal, sub bool) (Decimal, bool) {
+	if x.Form != apd.Finite || y.Form != apd.Finite || !x.Coeff.IsInt64() || !y.Coeff.IsInt64() {
+		return Decimal{}, false
+	}
+	a, b := x.Coeff.Int64(), y.Coeff.Int64()
+	na, nb := x.Negative, y.Negative != sub
+	exp := min(x.Exponent, y.Exponent)
+	var ok bool
+	if a, ok = scaleSmall(a, x.Exponent-exp); !ok {
+		return Decimal{}, false
+	}
+	if b, ok = scaleSmall(b, y.Exponent-exp); !ok {
+		return Decimal{}, false
+	}
+	if na {
+		a = -a
+	}
+	if nb {
+		b = -b
+	}
+	sum := a + b
+	if (a > 0 && b > 0 && sum < 0) || (a < 0 && b < 0 && sum >= 0) {
+		return Decimal{}, false
+	}
+	var z Decimal
+	z.v.SetFinite(sum, exp)
+	if sum == 0 {
+		z.v.Negative = na && nb
+	}
+	return z, true
+}
+
+// scaleSmall is c*10^n when that fits in an int64; c is not negative.
+func scaleSmall(c int64, n int32) (int64, bool) {
+	if n == 0 {
+		return c, true
+	}
+	if n >= int32(len(pow10)) || c > math.MaxInt64/pow10[n] {
+		return 0, false
+	}
+	return c * pow10[n], true
+}
 
 // Mul returns d*e.
 func (d Decimal) Mul(e Decimal) Decimal { return op(Ctx.Mul, d, e) }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
@@ -46,4 +47,38 @@ func FuzzParseDecimal(f *testing.F) {
 			t.Fatalf("ParseDecimal(%q) = %+v, apd %+v", s, got.v, *want)
 		}
 	})
+}
+
+// The int64 path of Add and Sub must give exactly what apd gives: the same
+// value, exponent and sign, zeros included.
+func TestAddSubAgreeWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := []string{"0", "-0", "0.00", "-0.0", "1", "-1", "9223372036854775807", "-9223372036854775807", "922337203685477580.8",
+		"12.50", "-12.5", "1e3", "-2e18", "0.000000000000000001", "123456789012345678901234", "1e-30"}
+	for range 20000 {
+		coeff := r.Int64N(1 << uint(r.IntN(63)))
+		if r.IntN(2) == 0 {
+			coeff = -coeff
+		}
+		vals = append(vals, apd.New(coeff, int32(r.IntN(25)-18)).String())
+	}
+	for i := range 40000 {
+		a, b := MustDecimal(vals[r.IntN(len(vals))]), MustDecimal(vals[r.IntN(len(vals))])
+		if i < 256 {
+			a, b = MustDecimal(vals[i%16]), MustDecimal(vals[i/16])
+		}
+		for _, sub := range []bool{false, true} {
+			var want apd.Decimal
+			f, got := Ctx.Add, a.Add(b)
+			if sub {
+				f, got = Ctx.Sub, a.Sub(b)
+			}
+			if _, err := f(&want, &a.v, &b.v); err != nil {
+				t.Fatal(err)
+			}
+			if got.v.Cmp(&want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative || got.v.Form != want.Form {
+				t.Fatalf("%s %v %s = %+v (%s), apd %+v (%s)", a, map[bool]string{false: "+", true: "-"}[sub], b, got.v, got.v.String(), want, want.String())
+			}
+		}
+	}
 }

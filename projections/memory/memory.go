@@ -115,9 +115,8 @@ func (t tx) Put(coll, key string, v any) error {
 		v = rv.Elem().Interface()
 	}
 	p := t.s.part(coll, key)
-	old, had := p.get(key)
+	old, had := p.set(key, v, true)
 	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: had})
-	p.set(key, v, true)
 	return nil
 }
 
@@ -130,9 +129,8 @@ func (t tx) Delete(coll, key string) error {
 	if !ok {
 		return nil
 	}
-	if old, had := p.get(key); had {
+	if old, had := p.set(key, nil, false); had {
 		t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: true})
-		p.set(key, nil, false)
 	}
 	return nil
 }

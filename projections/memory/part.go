@@ -56,17 +56,21 @@ func (p *part) get(key string) (any, bool) {
 	return nil, false
 }
 
-// set makes key hold v (present) or nothing.
-func (p *part) set(key string, v any, present bool) {
+// set makes key hold v (present) or nothing, and returns what it held.
+func (p *part) set(key string, v any, present bool) (old any, had bool) {
 	if p.tree != nil {
+		var e entry
 		if present {
-			p.tree.ReplaceOrInsert(entry{key, v})
+			e, had = p.tree.ReplaceOrInsert(entry{key, v})
 		} else {
-			p.tree.Delete(entry{key: key})
+			e, had = p.tree.Delete(entry{key: key})
 		}
-		return
+		return e.val, had
 	}
 	i, found := p.find(key)
+	if found {
+		old = p.sorted[i].val
+	}
 	switch {
 	case found && present:
 		p.sorted[i].val = v
@@ -85,6 +89,7 @@ func (p *part) set(key string, v any, present bool) {
 	default:
 		p.sorted = slices.Insert(p.sorted, i, entry{key, v})
 	}
+	return old, found
 }
 
 // ascend calls fn for each entry at or after from, in order, until fn says stop.
