@@ -212,13 +212,14 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	if err != nil {
 		return err
 	}
-	day := e.At.UTC().Format("2006-01-02")
+	var buf [10]byte
+	key := id + "/" + string(e.At.UTC().AppendFormat(buf[:0], "2006-01-02"))
 	var d PnLDay
-	if ok, err := tx.Get(CollPnLDay, id+"/"+day, &d); err != nil {
+	if ok, err := tx.Get(CollPnLDay, key, &d); err != nil {
 		return err
 	} else if !ok {
-		d = PnLDay{Date: day, RealizedPnl: events.Int(0)}
+		d = PnLDay{Date: key[len(id)+1:], RealizedPnl: events.Int(0)}
 	}
 	d.RealizedPnl, d.Balance, d.Fills = d.RealizedPnl.Add(e.Realized), e.Balance, d.Fills+1
-	return tx.Put(CollPnLDay, id+"/"+day, d)
+	return tx.Put(CollPnLDay, key, d)
 }
