@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -284,16 +284,23 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 	// Consume hands each message to the handler on the subscription's own
 	// goroutine: no iterator in between, which makes a cold start's read
 	// about a tenth cheaper than Messages. The ordered consumer recreates
-	// itself after a gap or a missed heartbeat, and delivers in order.
-	result := make(chan error, 1)
-	var ended atomic.Bool
-	end := func(err error) {
-		if ended.CompareAndSwap(false, true) {
-			result <- err
-		}
+	// itself after a gap or a missed heartbeat, and delivers in order. As
+	// with an iterator, fn is never running once follow has returned: the
+	// handler holds mu while it calls fn, and follow takes mu to end.
+	var (
+		mu      sync.Mutex
+		ended   bool  // no more calls of fn
+		outcome error // why the handler ended, when it did
+		done    = make(chan struct{})
+	)
+	end := func(err error) { // mu is held
+		ended, outcome = true, err
+		close(done)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if ended.Load() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
 			return
 		}
 		md, err := m.Metadata()
@@ -315,21 +322,21 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 	}
 	defer cc.Stop()
 	select {
-	case err := <-result:
-		return err
+	case <-done:
 	case <-cc.Closed():
-		select { // the handler may have ended it just before
-		case err := <-result:
-			return err
-		default:
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errors.New("eventlog: the log's consumer stopped (connection closed)")
 	case <-ctx.Done():
+	}
+	mu.Lock() // waits for a call of fn in progress
+	byHandler := ended
+	ended = true
+	mu.Unlock()
+	switch {
+	case byHandler:
+		return outcome
+	case ctx.Err() != nil:
 		return ctx.Err()
 	}
+	return errors.New("eventlog: the log's consumer stopped (connection closed)")
 }
 
 // FollowCommits is Follow in the shape projections.Source asks for.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,5 +147,67 @@ func TestEmbeddedKeepsCommitsAcrossRestart(t *testing.T) {
 	defer l.Close()
 	if last, err := l.LastSubjectSeq(context.Background(), subj); err != nil || last != seq {
 		t.Fatalf("after restart last %d, want %d: %v", last, seq, err)
+	}
+}
+
+// Follow and Replay call fn from one goroutine at a time, and never once they
+// returned: a caller may close what fn writes to as soon as Follow is back.
+// Replay stops at its last sequence; an error from fn ends either with it.
+func TestFollowNeverCallsBackAfterReturning(t *testing.T) {
+	ctx := context.Background()
+	l := embedded(t.TempDir())(t)
+	defer l.Close()
+	subj := l.Subject("account.f")
+	var last uint64
+	for i := range 50 {
+		seq, err := l.Append(ctx, subj, last, ulid.Make().String(), []byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = seq
+	}
+	var inside, calls atomic.Int32
+	returned := atomic.Bool{}
+	slow := func(eventlog.Msg) error {
+		if returned.Load() {
+			t.Error("fn called after Follow returned")
+		}
+		if inside.Add(1) != 1 {
+			t.Error("fn called concurrently")
+		}
+		calls.Add(1)
+		time.Sleep(5 * time.Millisecond)
+		inside.Add(-1)
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, 60*time.Millisecond)
+	defer cancel()
+	if err := l.Follow(fctx, 0, slow); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Follow = %v, want the deadline", err)
+	}
+	returned.Store(true)
+	if inside.Load() != 0 {
+		t.Fatal("fn still running after Follow returned")
+	}
+	n := calls.Load()
+	time.Sleep(50 * time.Millisecond)
+	if calls.Load() != n || n == 0 || n >= 50 {
+		t.Fatalf("fn calls: %d after return, %d later", n, calls.Load())
+	}
+
+	var seqs []uint64
+	got, err := l.Replay(ctx, 10, func(m eventlog.Msg) error { seqs = append(seqs, m.Seq); return nil })
+	if err != nil || got != last || len(seqs) != 40 || seqs[0] != 11 || seqs[39] != last {
+		t.Fatalf("Replay from 10 = %d, %v; saw %d commits", got, err, len(seqs))
+	}
+	boom := errors.New("boom")
+	_, err = l.Replay(ctx, 0, func(m eventlog.Msg) error {
+		if m.Seq == 7 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Replay with a failing fn = %v", err)
 	}
 }
