@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -332,15 +331,11 @@ func coldReplay(args []string) error {
 	}
 	defer l.Close()
 	if *profile != "" {
-		f, err := os.Create(*profile)
+		stop, err := cpuProfile(*profile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var took time.Duration
 	var n int64

@@ -132,22 +132,32 @@ func profiled[T any](o opts, name string, fn func() (T, error)) (T, error) {
 	if o.profile == "" {
 		return fn()
 	}
+	var zero T
 	if err := os.MkdirAll(o.profile, 0o755); err != nil {
-		var zero T
 		return zero, err
 	}
-	f, err := os.Create(filepath.Join(o.profile, name+".pprof"))
+	stop, err := cpuProfile(filepath.Join(o.profile, name+".pprof"))
 	if err != nil {
-		var zero T
 		return zero, err
 	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		var zero T
-		return zero, err
-	}
-	defer pprof.StopCPUProfile()
+	defer stop()
 	return fn()
+}
+
+// cpuProfile starts a CPU profile written to path; stop ends it.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // row is one line of the result table.

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -388,15 +387,11 @@ func sseClient(args []string) error {
 	}
 	key := os.Getenv("BENCH_SSE_KEY")
 	if path := os.Getenv("BENCH_SSE_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
+		stop, err := cpuProfile(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	subs := make([]*sseSub, *n)
 	readers := make([]*sseReader, runtime.GOMAXPROCS(0))
