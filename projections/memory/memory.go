@@ -54,10 +54,14 @@ func partOf(key string) string {
 	return ""
 }
 
-// part is the part of coll holding key, made when missing.
-func (s *Store) part(name, key string) *part {
+// part is the part of coll holding key, made when missing if make is set
+// (else nil). It remembers the part it found: the write lock is held.
+func (s *Store) part(name, key string, make bool) *part {
 	c, ok := s.colls[name]
 	if !ok {
+		if !make {
+			return nil
+		}
 		c = &coll{parts: map[string]*part{}}
 		s.colls[name] = c
 	}
@@ -67,6 +71,9 @@ func (s *Store) part(name, key string) *part {
 	}
 	p, ok := c.parts[pk]
 	if !ok {
+		if !make {
+			return nil
+		}
 		p = &part{}
 		c.parts[pk] = p
 	}
@@ -74,7 +81,8 @@ func (s *Store) part(name, key string) *part {
 	return p
 }
 
-// lookup is the value of key in coll, without making anything.
+// lookup is the value of key in coll, without making or caching anything:
+// readers call it under the read lock.
 func (s *Store) lookup(name, key string) (any, bool) {
 	c, ok := s.colls[name]
 	if !ok {
@@ -103,7 +111,11 @@ func assign(dst, src any) error {
 type tx struct{ s *Store }
 
 func (t tx) Get(coll, key string, v any) (bool, error) {
-	val, ok := t.s.part(coll, key).get(key)
+	p := t.s.part(coll, key, false)
+	if p == nil {
+		return false, nil
+	}
+	val, ok := p.get(key)
 	if !ok {
 		return false, nil
 	}
@@ -114,19 +126,15 @@ func (t tx) Put(coll, key string, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
 		v = rv.Elem().Interface()
 	}
-	p := t.s.part(coll, key)
+	p := t.s.part(coll, key, true)
 	old, had := p.set(key, v, true)
 	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: had})
 	return nil
 }
 
 func (t tx) Delete(coll, key string) error {
-	c, ok := t.s.colls[coll]
-	if !ok {
-		return nil
-	}
-	p, ok := c.parts[partOf(key)]
-	if !ok {
+	p := t.s.part(coll, key, false)
+	if p == nil {
 		return nil
 	}
 	if old, had := p.set(key, nil, false); had {
