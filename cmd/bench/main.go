@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (GC and parallel-decode variants of the projector, with cold)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
