@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // Ctx is the one apd context every decimal operation goes through:
@@ -245,6 +246,11 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	} else if len(b) == 0 || !(b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
 		return fmt.Errorf("%s: %w", b, ErrBadDecimal)
 	}
+	return d.setText(b)
+}
+
+// setText reads the text of a decimal, at most 64 bytes of it.
+func (d *Decimal) setText(b []byte) error {
 	if len(b) == 0 || len(b) > 64 {
 		return fmt.Errorf("%q: %w", b, ErrBadDecimal)
 	}
@@ -259,6 +265,22 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	*d = p
 	return nil
 }
+
+// MarshalMsg appends the decimal as a MessagePack string of the same text
+// JSON carries, so a commit replays to the same value in either encoding.
+func (d Decimal) MarshalMsg(b []byte) ([]byte, error) { return msgp.AppendString(b, d.String()), nil }
+
+// UnmarshalMsg reads a decimal written by MarshalMsg.
+func (d *Decimal) UnmarshalMsg(b []byte) ([]byte, error) {
+	s, rest, err := msgp.ReadStringZC(b)
+	if err != nil {
+		return b, err
+	}
+	return rest, d.setText(s)
+}
+
+// Msgsize is an upper bound of the encoded size of a decimal that fits setText.
+func (d Decimal) Msgsize() int { return msgp.StringPrefixSize + 64 }
 
 // Value stores the decimal as text for a NUMERIC column.
 func (d Decimal) Value() (driver.Value, error) { return d.String(), nil }

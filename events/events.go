@@ -9,21 +9,13 @@ import (
 	"time"
 
 	"github.com/goccy/go-json"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // Event is one immutable fact. Type returns a stable, versioned name such as
 // "order.placed.v1"; a change an old event cannot be converted into is a new type.
 type Event interface {
 	Type() string
-}
-
-// Principal names who called and on whose behalf.
-type Principal struct {
-	TenantID   string `json:"tenantId,omitempty"`
-	UserID     string `json:"userId,omitempty"`
-	KeyID      string `json:"keyId,omitempty"`
-	OnBehalfOf string `json:"onBehalfOf,omitempty"`
-	System     string `json:"system,omitempty"` // set when a reactor or bootstrap made the command
 }
 
 // Commit is the one message a command appends: its events, atomically.
@@ -43,16 +35,49 @@ type Committed struct {
 	Commit
 }
 
-// Factory decodes the data of one event type.
-type Factory func(data []byte) (Event, error)
+// Factory encodes and decodes one event type.
+type Factory struct {
+	json func(data []byte) (Event, error)
+	// the MessagePack code msgp generates for the type; nil when it has none
+	// (a test's own type, say), and then a commit holding it is written as JSON
+	appendMsg func(b []byte, e Event) ([]byte, error)
+	msg       func(b []byte) (Event, error)
+}
 
 // Of is the Factory of event type T.
 func Of[T Event]() Factory {
-	return func(data []byte) (Event, error) {
+	f := Factory{json: func(data []byte) (Event, error) {
 		var v T
 		err := json.Unmarshal(data, &v)
 		return v, err
+	}}
+	var zero T
+	_, enc := any(&zero).(msgp.Marshaler)
+	_, dec := any(&zero).(msgp.Unmarshaler)
+	if enc && dec {
+		f.appendMsg = func(b []byte, e Event) ([]byte, error) {
+			v := e.(T)
+			return any(&v).(msgp.Marshaler).MarshalMsg(b)
+		}
+		f.msg = func(b []byte) (Event, error) {
+			p := new(T)
+			rest, err := any(p).(msgp.Unmarshaler).UnmarshalMsg(b)
+			if err == nil && len(rest) > 0 {
+				err = errTrailing
+			}
+			return *p, err
+		}
 	}
+	return f
+}
+
+// Decode reads one event's data in either encoding: its JSON object or its
+// MessagePack map.
+func (f Factory) Decode(data []byte) (Event, error) {
+	if len(data) > 0 && data[0] == '{' || f.msg == nil {
+		return f.json(data)
+	}
+	return f.msg(data)
 }
 
 // Registry maps event type names to factories. It is an explicit map, built by
@@ -61,6 +86,8 @@ type Registry map[string]Factory
 
 // ErrUnknownType is returned when a commit names an event type the registry lacks.
 var ErrUnknownType = errors.New("events: unknown event type")
+
+var errTrailing = errors.New("bytes after the value")
 
 type wireEvent struct {
 	Type string          `json:"type"`
@@ -72,10 +99,28 @@ type wireCommit struct {
 	Events []wireEvent `json:"events"`
 }
 
-// Encode renders a commit as the bytes of one log message:
-// {"id",...,"events":[{"type":...,"data":{...}},...]}. Each event's bytes are
-// appended as they are, not re-validated.
+// Encode renders a commit as the bytes of one log message. A commit whose
+// event types all have MessagePack code (every type the engine registers has)
+// is a MessagePack map, see encodeMsg; any other is the JSON object the log
+// held before: {"id",...,"events":[{"type":...,"data":{...}},...]}.
 func (r Registry) Encode(c Commit) ([]byte, error) {
+	binary := true
+	for _, e := range c.Events {
+		f, ok := r[e.Type()]
+		if !ok {
+			return nil, fmt.Errorf("encode %s: %w", e.Type(), ErrUnknownType)
+		}
+		binary = binary && f.appendMsg != nil
+	}
+	if binary {
+		return r.encodeMsg(c)
+	}
+	return r.encodeJSON(c)
+}
+
+// encodeJSON writes the JSON form. Each event's bytes are appended as they
+// are, not re-validated.
+func (r Registry) encodeJSON(c Commit) ([]byte, error) {
 	head, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode commit: %w", err)
@@ -84,9 +129,6 @@ func (r Registry) Encode(c Commit) ([]byte, error) {
 	b = append(b, head[:len(head)-1]...)
 	b = append(b, `,"events":[`...)
 	for i, e := range c.Events {
-		if _, ok := r[e.Type()]; !ok {
-			return nil, fmt.Errorf("encode %s: %w", e.Type(), ErrUnknownType)
-		}
 		data, err := json.Marshal(e)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", e.Type(), err)
@@ -103,8 +145,16 @@ func (r Registry) Encode(c Commit) ([]byte, error) {
 	return append(b, "]}"...), nil
 }
 
-// Decode parses the bytes of one log message, upcasting older event versions.
+// Decode parses the bytes of one log message in either encoding: a JSON
+// commit starts with '{', which no MessagePack map does.
 func (r Registry) Decode(b []byte) (Commit, error) {
+	if len(b) > 0 && b[0] == '{' {
+		return r.decodeJSON(b)
+	}
+	return r.decodeMsg(b)
+}
+
+func (r Registry) decodeJSON(b []byte) (Commit, error) {
 	var w wireCommit
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Commit{}, fmt.Errorf("decode commit: %w", err)
@@ -116,7 +166,7 @@ func (r Registry) Decode(b []byte) (Commit, error) {
 		if !ok {
 			return Commit{}, fmt.Errorf("decode %s: %w", we.Type, ErrUnknownType)
 		}
-		e, err := f(we.Data)
+		e, err := f.json(we.Data)
 		if err != nil {
 			return Commit{}, fmt.Errorf("decode %s: %w", we.Type, err)
 		}

@@ -265,7 +265,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 
 func TestRegistryNamesMatchTypes(t *testing.T) {
 	for name, f := range account.Registry() {
-		e, err := f([]byte(`{}`))
+		e, err := f.Decode([]byte(`{}`))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

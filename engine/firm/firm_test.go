@@ -116,7 +116,7 @@ func TestRegistrationStatusFollowsTheClock(t *testing.T) {
 
 func TestEveryFirmEventHasAType(t *testing.T) {
 	for name, f := range ev.Registry() {
-		e, err := f([]byte(`{}`))
+		e, err := f.Decode([]byte(`{}`))
 		if err != nil || e.Type() != name {
 			t.Fatalf("%s decodes as %v (%v)", name, e, err)
 		}

@@ -9,6 +9,11 @@ import (
 	"github.com/svc/engine/events"
 )
 
+//go:generate go tool msgp -file account.go -io=false -tests=false
+//msgp:tag json
+//msgp:timezone utc
+//msgp:newtime
+
 // Subject is the log subject of the account with the given id.
 func Subject(accountID string) string { return "evt.account." + accountID }
 

@@ -6,6 +6,11 @@ import (
 	"github.com/svc/engine/events"
 )
 
+//go:generate go tool msgp -file firm.go -io=false -tests=false
+//msgp:tag json
+//msgp:timezone utc
+//msgp:newtime
+
 // Balance operations recorded by BalanceChanged.Op.
 const (
 	OpCredit     = "credit"

@@ -6,6 +6,11 @@ import (
 	"github.com/svc/engine/events"
 )
 
+//go:generate go tool msgp -file risk.go -io=false -tests=false
+//msgp:tag json
+//msgp:timezone utc
+//msgp:newtime
+
 // Risk controls, as the lock reason and hold name of the lock each one fires.
 const (
 	ControlDailyLoss    = "daily_loss_limit"

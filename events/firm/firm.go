@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+//go:generate go tool msgp -file firm.go -io=false -tests=false
+//msgp:tag json
+//msgp:timezone utc
+//msgp:newtime
+
 // Subject is the log subject of the firm with the given tenant id.
 func Subject(tenantID string) string { return "evt.firm." + tenantID }
 

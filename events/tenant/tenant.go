@@ -7,6 +7,11 @@ import (
 	"github.com/svc/engine/events"
 )
 
+//go:generate go tool msgp -file tenant.go -io=false -tests=false
+//msgp:tag json
+//msgp:timezone utc
+//msgp:newtime
+
 // Subject is the log subject of the tenant with the given id.
 func Subject(tenantID string) string { return "evt.tenant." + tenantID }
 
