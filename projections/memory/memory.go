@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/svc/engine/projections"
 )
@@ -31,9 +32,22 @@ type coll struct {
 type Store struct {
 	mu    sync.RWMutex
 	colls map[string]*coll
+	named []named // collections the writer found, by their names' bytes
 	seq   uint64
 	undo  []undo // the open transaction's undo steps, reused
 }
+
+// named is a collection and the bytes of a name it was looked up by. Folds
+// name collections with a few string constants, so comparing where a name's
+// bytes are is enough to find most without hashing it; the pointer keeps
+// those bytes alive, and string bytes never change.
+type named struct {
+	data *byte
+	size int
+	c    *coll
+}
+
+const maxNamed = 32
 
 // undo restores one key of p: old when had, else absent.
 type undo struct {
@@ -57,13 +71,9 @@ func partOf(key string) string {
 // part is the part of coll holding key, made when missing if make is set
 // (else nil). It remembers the part it found: the write lock is held.
 func (s *Store) part(name, key string, make bool) *part {
-	c, ok := s.colls[name]
-	if !ok {
-		if !make {
-			return nil
-		}
-		c = &coll{parts: map[string]*part{}}
-		s.colls[name] = c
+	c := s.coll(name, make)
+	if c == nil {
+		return nil
 	}
 	pk := partOf(key)
 	if c.last != nil && c.lastName == pk {
@@ -79,6 +89,29 @@ func (s *Store) part(name, key string, make bool) *part {
 	}
 	c.lastName, c.last = pk, p
 	return p
+}
+
+// coll is the collection called name, made when missing if make is set
+// (else nil); the write lock is held.
+func (s *Store) coll(name string, make bool) *coll {
+	data := unsafe.StringData(name)
+	for _, n := range s.named {
+		if n.data == data && n.size == len(name) {
+			return n.c
+		}
+	}
+	c, ok := s.colls[name]
+	if !ok {
+		if !make {
+			return nil
+		}
+		c = &coll{parts: map[string]*part{}}
+		s.colls[name] = c
+	}
+	if len(s.named) < maxNamed {
+		s.named = append(s.named, named{data, len(name), c})
+	}
+	return c
 }
 
 // lookup is the value of key in coll, without making or caching anything:

@@ -172,5 +172,14 @@ func TestLargePartStaysOrdered(t *testing.T) {
 				t.Fatalf("shuffled %v: Get(%q) = %q, %v", shuffled, k, v, err)
 			}
 		}
+		if err := s.Update(ctx, 5002, func(tx projections.Tx) error { return tx.Put("c", want[7], "rewritten") }); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := projections.GetInto[string](ctx, s, "c", want[7]); err != nil || v != "rewritten" {
+			t.Fatalf("shuffled %v: a rewritten key reads %q, %v", shuffled, v, err)
+		}
+		if n, err := s.Count(ctx, "c", "p/"); err != nil || n != len(want) {
+			t.Fatalf("shuffled %v: Count = %d, %v; want %d", shuffled, n, err, len(want))
+		}
 	}
 }

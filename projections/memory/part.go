@@ -17,16 +17,17 @@ type entry struct {
 // (a sequence or a time-ordered id follows the account id), so they live in
 // a sorted slice, where such an insert is an append and a read a binary
 // search, with no hash table to grow. A part past sliceMax documents that
-// takes a key out of order moves to a B-tree, so random keys (digests, say)
-// never cost a long copy each.
+// takes a key out of order (account ids in the order accounts were opened,
+// digests) moves to a hash map for reads and writes of a key, beside a B-tree
+// of its keys for ordered scans: a fold reads and rewrites such documents
+// (an account's, every commit) far more often than it adds one.
 type part struct {
 	sorted []entry
-	tree   *btree.BTreeG[entry] // non-nil once the part left the slice
+	vals   map[string]any        // non-nil once the part left the slice
+	keys   *btree.BTreeG[string] // the keys of vals, in order
 }
 
 const sliceMax = 512
-
-func lessEntry(a, b entry) bool { return a.key < b.key }
 
 func cmpKey(e entry, key string) int { return strings.Compare(e.key, key) }
 
@@ -46,9 +47,9 @@ func b2i(b bool) int {
 }
 
 func (p *part) get(key string) (any, bool) {
-	if p.tree != nil {
-		e, ok := p.tree.Get(entry{key: key})
-		return e.val, ok
+	if p.vals != nil {
+		v, ok := p.vals[key]
+		return v, ok
 	}
 	if i, ok := p.find(key); ok {
 		return p.sorted[i].val, true
@@ -58,14 +59,19 @@ func (p *part) get(key string) (any, bool) {
 
 // set makes key hold v (present) or nothing, and returns what it held.
 func (p *part) set(key string, v any, present bool) (old any, had bool) {
-	if p.tree != nil {
-		var e entry
-		if present {
-			e, had = p.tree.ReplaceOrInsert(entry{key, v})
-		} else {
-			e, had = p.tree.Delete(entry{key: key})
+	if p.vals != nil {
+		old, had = p.vals[key]
+		switch {
+		case present:
+			p.vals[key] = v
+			if !had {
+				p.keys.ReplaceOrInsert(key)
+			}
+		case had:
+			delete(p.vals, key)
+			p.keys.Delete(key)
 		}
-		return e.val, had
+		return old, had
 	}
 	i, found := p.find(key)
 	if found {
@@ -80,12 +86,15 @@ func (p *part) set(key string, v any, present bool) (old any, had bool) {
 	case i == len(p.sorted):
 		p.sorted = append(p.sorted, entry{key, v})
 	case len(p.sorted) >= sliceMax:
-		p.tree = btree.NewG(16, lessEntry)
+		p.vals = make(map[string]any, 2*len(p.sorted))
+		p.keys = btree.NewOrderedG[string](16)
 		for _, e := range p.sorted {
-			p.tree.ReplaceOrInsert(e)
+			p.vals[e.key] = e.val
+			p.keys.ReplaceOrInsert(e.key)
 		}
 		p.sorted = nil
-		p.tree.ReplaceOrInsert(entry{key, v})
+		p.vals[key] = v
+		p.keys.ReplaceOrInsert(key)
 	default:
 		p.sorted = slices.Insert(p.sorted, i, entry{key, v})
 	}
@@ -94,8 +103,8 @@ func (p *part) set(key string, v any, present bool) (old any, had bool) {
 
 // ascend calls fn for each entry at or after from, in order, until fn says stop.
 func (p *part) ascend(from string, fn func(entry) bool) {
-	if p.tree != nil {
-		p.tree.AscendGreaterOrEqual(entry{key: from}, fn)
+	if p.vals != nil {
+		p.keys.AscendGreaterOrEqual(from, func(k string) bool { return fn(entry{k, p.vals[k]}) })
 		return
 	}
 	i, _ := slices.BinarySearchFunc(p.sorted, from, cmpKey)
@@ -108,8 +117,8 @@ func (p *part) ascend(from string, fn func(entry) bool) {
 
 // descend calls fn for each entry at or before from, in reverse order, until fn says stop.
 func (p *part) descend(from string, fn func(entry) bool) {
-	if p.tree != nil {
-		p.tree.DescendLessOrEqual(entry{key: from}, fn)
+	if p.vals != nil {
+		p.keys.DescendLessOrEqual(from, func(k string) bool { return fn(entry{k, p.vals[k]}) })
 		return
 	}
 	i, found := slices.BinarySearchFunc(p.sorted, from, cmpKey)
