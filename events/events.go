@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/goccy/go-json"
 	"github.com/tinylib/msgp/msgp"
@@ -59,13 +60,14 @@ func Of[T Event]() Factory {
 			v := e.(T)
 			return any(&v).(msgp.Marshaler).MarshalMsg(b)
 		}
+		box := boxer[T]()
 		f.msg = func(b []byte) (Event, error) {
 			p := new(T)
 			rest, err := any(p).(msgp.Unmarshaler).UnmarshalMsg(b)
 			if err == nil && len(rest) > 0 {
 				err = errTrailing
 			}
-			return *p, err
+			return box(p), err
 		}
 	}
 	return f
@@ -78,6 +80,25 @@ func (f Factory) Decode(data []byte) (Event, error) {
 		return f.json(data)
 	}
 	return f.msg(data)
+}
+
+// boxer returns how to make an Event of the T that p points to. A T larger
+// than a word is held by an interface as a pointer to a T, so p itself can be
+// that pointer: the decoded event is not copied into a second allocation.
+// The caller hands p over and never uses it again. Any other T is copied.
+func boxer[T Event]() func(p *T) Event {
+	var zero T
+	if unsafe.Sizeof(zero) <= unsafe.Sizeof(uintptr(0)) {
+		return func(p *T) Event { return *p }
+	}
+	var z Event = zero
+	itab := (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[0]
+	return func(p *T) Event {
+		var e Event
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&e))
+		w[0], w[1] = itab, unsafe.Pointer(p)
+		return e
+	}
 }
 
 // Registry maps event type names to factories. It is an explicit map, built by

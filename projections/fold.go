@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -75,6 +76,10 @@ type orderEdits struct {
 	edits     []orderEdit
 }
 
+// editBufs holds orderEdits' slices between commits: a fold allocates no
+// order twice (once in its edits, once in the store).
+var editBufs = sync.Pool{New: func() any { return new([]orderEdit) }}
+
 type orderEdit struct {
 	o          Order
 	isNew      bool
@@ -136,7 +141,13 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 	if _, err := tx.Get(CollAccount, id, &a); err != nil {
 		return err
 	}
-	orders := orderEdits{tx: tx, accountID: id}
+	buf := editBufs.Get().(*[]orderEdit)
+	orders := orderEdits{tx: tx, accountID: id, edits: (*buf)[:0]}
+	defer func() {
+		clear(orders.edits)
+		*buf = orders.edits[:0]
+		editBufs.Put(buf)
+	}()
 	for _, e := range c.Events {
 		var err error
 		switch e := e.(type) {

@@ -21,20 +21,26 @@ import (
 // and a fold touching one account stays in a few hot cache lines instead of
 // walking indexes of every account's documents.
 type coll struct {
+	idx   int // the collection's place in every group's parts
 	parts map[string]*part
-	// the part used last and its name: a fold writes one account's
-	// documents one after another
-	lastName string
-	last     *part
 }
+
+// group is the parts of every collection under one first segment: a fold
+// writes one account's documents, in several collections, one after another,
+// and finds them all through the group it found once.
+type group struct{ parts []*part }
 
 // Store is an in-memory projections.Store.
 type Store struct {
-	mu    sync.RWMutex
-	colls map[string]*coll
-	named []named // collections the writer found, by their names' bytes
-	seq   uint64
-	undo  []undo // the open transaction's undo steps, reused
+	mu     sync.RWMutex
+	colls  map[string]*coll
+	named  []named // collections the writer found, by their names' bytes
+	groups map[string]*group
+	root   group  // the parts of keys without a "/"
+	last   *group // the group the writer used last, and its segment
+	lastPK string
+	seq    uint64
+	undo   []undo // the open transaction's undo steps, reused
 }
 
 // named is a collection and the bytes of a name it was looked up by. Folds
@@ -58,7 +64,7 @@ type undo struct {
 }
 
 // New makes an empty store.
-func New() *Store { return &Store{colls: map[string]*coll{}} }
+func New() *Store { return &Store{colls: map[string]*coll{}, groups: map[string]*group{}} }
 
 // partOf is the part a key (or a prefix holding a "/") belongs to.
 func partOf(key string) string {
@@ -69,25 +75,40 @@ func partOf(key string) string {
 }
 
 // part is the part of coll holding key, made when missing if make is set
-// (else nil). It remembers the part it found: the write lock is held.
+// (else nil); the write lock is held.
 func (s *Store) part(name, key string, make bool) *part {
 	c := s.coll(name, make)
 	if c == nil {
 		return nil
 	}
 	pk := partOf(key)
-	if c.last != nil && c.lastName == pk {
-		return c.last
-	}
-	p, ok := c.parts[pk]
-	if !ok {
-		if !make {
-			return nil
+	g := &s.root
+	switch {
+	case pk == "":
+	case s.last != nil && s.lastPK == pk:
+		g = s.last
+	default:
+		if g = s.groups[pk]; g == nil {
+			if !make {
+				return nil
+			}
+			g = &group{}
+			s.groups[pk] = g
 		}
-		p = &part{}
-		c.parts[pk] = p
+		s.last, s.lastPK = g, pk
 	}
-	c.lastName, c.last = pk, p
+	if c.idx < len(g.parts) && g.parts[c.idx] != nil {
+		return g.parts[c.idx]
+	}
+	if !make {
+		return nil
+	}
+	p := &part{}
+	c.parts[pk] = p
+	if c.idx >= len(g.parts) {
+		g.parts = slices.Grow(g.parts, c.idx+1-len(g.parts))[:c.idx+1]
+	}
+	g.parts[c.idx] = p
 	return p
 }
 
@@ -105,7 +126,7 @@ func (s *Store) coll(name string, make bool) *coll {
 		if !make {
 			return nil
 		}
-		c = &coll{parts: map[string]*part{}}
+		c = &coll{idx: len(s.colls), parts: map[string]*part{}}
 		s.colls[name] = c
 	}
 	if len(s.named) < maxNamed {
