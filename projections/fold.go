@@ -137,8 +137,8 @@ func (oe *orderEdits) flush() error {
 }
 
 func foldAccount(tx Tx, id string, c events.Committed) error {
-	var a Account
-	if _, err := tx.Get(CollAccount, id, &a); err != nil {
+	a := new(Account) // read into memory of its own and handed to Put: no second copy
+	if _, err := tx.Get(CollAccount, id, a); err != nil {
 		return err
 	}
 	buf := editBufs.Get().(*[]orderEdit)
@@ -152,7 +152,7 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		var err error
 		switch e := e.(type) {
 		case evacct.Opened:
-			a = Account{AccountID: id, TenantID: e.TenantID, Broker: e.Broker, AccountNumber: e.AccountNumber,
+			*a = Account{AccountID: id, TenantID: e.TenantID, Broker: e.Broker, AccountNumber: e.AccountNumber,
 				Label: e.Label, Currency: e.Currency, Kind: e.Kind, Email: e.Email, ReferenceID: e.ReferenceID,
 				StartingBalance: e.StartingBalance, Balance: e.StartingBalance, CreatedAt: e.At}
 			if err = tx.Put(CollTenantAccount, e.TenantID+"/"+id, id); err == nil {
@@ -165,7 +165,7 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 				LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
 				State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: c.Seq})
 		case evacct.OrderFilled:
-			err = foldFill(tx, &orders, id, &a, c, e)
+			err = foldFill(tx, &orders, id, a, c, e)
 		case evacct.OrderCanceled:
 			err = orders.update(e.BrokerOrderID, func(o *Order) { o.State, o.UpdatedAt = "canceled", e.At })
 		case evacct.OrderReplaced:
@@ -225,11 +225,11 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	}
 	var buf [10]byte
 	key := id + "/" + string(e.At.UTC().AppendFormat(buf[:0], "2006-01-02"))
-	var d PnLDay
-	if ok, err := tx.Get(CollPnLDay, key, &d); err != nil {
+	d := new(PnLDay)
+	if ok, err := tx.Get(CollPnLDay, key, d); err != nil {
 		return err
 	} else if !ok {
-		d = PnLDay{Date: key[len(id)+1:], RealizedPnl: events.Int(0)}
+		*d = PnLDay{Date: key[len(id)+1:], RealizedPnl: events.Int(0)}
 	}
 	d.RealizedPnl, d.Balance, d.Fills = d.RealizedPnl.Add(e.Realized), e.Balance, d.Fills+1
 	return tx.Put(CollPnLDay, key, d)

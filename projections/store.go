@@ -21,8 +21,10 @@ type Query struct {
 	Reverse bool   // descending key order
 }
 
-// Tx is one transaction of a Store. Values are JSON-encodable records; Get
-// decodes into v, which must be a pointer to the type that was Put.
+// Tx is one transaction of a Store. Values are JSON-encodable records, put
+// as values or as pointers to them; Get decodes into v, which must be a
+// pointer to the record's type. A pointer given to Put belongs to the store
+// from then on: the caller must not change what it points to.
 type Tx interface {
 	Get(coll, key string, v any) (bool, error)
 	Put(coll, key string, v any) error

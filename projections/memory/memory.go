@@ -149,12 +149,17 @@ func (s *Store) lookup(name, key string) (any, bool) {
 	return p.get(key)
 }
 
+// assign copies a stored document, a value or a pointer to one (see Put),
+// into dst, a pointer to its type.
 func assign(dst, src any) error {
 	dv := reflect.ValueOf(dst)
 	if dv.Kind() != reflect.Pointer || dv.IsNil() {
 		return fmt.Errorf("memory: decode into %T: not a pointer", dst)
 	}
 	sv := reflect.ValueOf(src)
+	if sv.Kind() == reflect.Pointer && sv.Type() == dv.Type() {
+		sv = sv.Elem()
+	}
 	if !sv.Type().AssignableTo(dv.Elem().Type()) {
 		return fmt.Errorf("memory: decode %T into %T", src, dst)
 	}
@@ -176,9 +181,12 @@ func (t tx) Get(coll, key string, v any) (bool, error) {
 	return true, assign(v, val)
 }
 
+// Put keeps a pointer as it is, without copying what it points to: the
+// caller hands the document over (projections.Tx says so), and a fold that
+// read a document into memory of its own saves the copy.
 func (t tx) Put(coll, key string, v any) error {
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
-		v = rv.Elem().Interface()
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fmt.Errorf("memory: put %s %s: a nil %T", coll, key, v)
 	}
 	p := t.s.part(coll, key, true)
 	old, had := p.set(key, v, true)

@@ -396,6 +396,26 @@ func testTxOwnWrites(t *testing.T, s projections.Store) {
 	if got, _ := get[Record](t, s, "rec", "r"); got.Name != "before" {
 		t.Fatalf("committed %q", got.Name)
 	}
+	// A record can be put as a pointer to it; it reads back as the record,
+	// and what a reader got is its own to change.
+	err = s.Update(ctx, 4, func(tx projections.Tx) error {
+		p := &Record{Name: "by pointer", Amount: dec("2.5")}
+		if err := tx.Put("rec", "p", p); err != nil {
+			return err
+		}
+		var got Record
+		if ok, err := tx.Get("rec", "p", &got); err != nil || !ok || got.Name != "by pointer" {
+			return fmt.Errorf("own put by pointer: %+v %v %v", got, ok, err)
+		}
+		got.Name = "changed by a reader"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := get[Record](t, s, "rec", "p"); got.Name != "by pointer" || got.Amount.Cmp(dec("2.5")) != 0 {
+		t.Fatalf("committed by pointer: %+v", got)
+	}
 	if v, _ := get[string](t, s, "c", "new"); v != "second" {
 		t.Fatalf("committed %q", v)
 	}
