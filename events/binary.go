@@ -99,15 +99,18 @@ func (r Registry) decodeMsgEvents(b []byte) ([]Event, []byte, error) {
 			return nil, b, err
 		}
 		var typ, data []byte
+		var e Event
 		for ; fields > 0; fields-- {
 			var k []byte
 			if k, b, err = msgp.ReadMapKeyZC(b); err != nil {
 				return nil, b, err
 			}
-			switch string(k) {
-			case "type":
+			switch {
+			case string(k) == "type":
 				typ, b, err = msgp.ReadStringZC(b)
-			case "data":
+			case string(k) == "data" && typ != nil: // the type came first, as encodeMsg writes it: one pass
+				e, b, err = r.decodeMsgEvent(typ, b)
+			case string(k) == "data":
 				rest, serr := msgp.Skip(b)
 				data, b, err = b[:len(b)-len(rest)], rest, serr
 			default:
@@ -117,18 +120,31 @@ func (r Registry) decodeMsgEvents(b []byte) ([]Event, []byte, error) {
 				return nil, b, err
 			}
 		}
-		f, ok := r[string(typ)]
-		if !ok {
-			return nil, b, fmt.Errorf("%s: %w", typ, ErrUnknownType)
-		}
-		if f.msg == nil {
-			return nil, b, fmt.Errorf("%s: the type has no MessagePack code", typ)
-		}
-		e, err := f.msg(data)
-		if err != nil {
-			return nil, b, fmt.Errorf("%s: %w", typ, err)
+		if e == nil {
+			if e, data, err = r.decodeMsgEvent(typ, data); err == nil && len(data) > 0 {
+				err = fmt.Errorf("%s: %w", typ, errTrailing)
+			}
+			if err != nil {
+				return nil, b, err
+			}
 		}
 		out = append(out, e)
 	}
 	return out, b, nil
+}
+
+// decodeMsgEvent reads the data of an event of type typ from the start of b.
+func (r Registry) decodeMsgEvent(typ, b []byte) (Event, []byte, error) {
+	f, ok := r[string(typ)]
+	if !ok {
+		return nil, b, fmt.Errorf("%s: %w", typ, ErrUnknownType)
+	}
+	if f.msg == nil {
+		return nil, b, fmt.Errorf("%s: the type has no MessagePack code", typ)
+	}
+	e, rest, err := f.msg(b)
+	if err != nil {
+		return nil, b, fmt.Errorf("%s: %w", typ, err)
+	}
+	return e, rest, nil
 }

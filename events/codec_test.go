@@ -122,6 +122,20 @@ func TestCodecRoundTripsInBothEncodings(t *testing.T) {
 		legacy.At = legacy.At.UTC()
 		sameCommit(t, "JSON", legacy, c)
 	}
+	// Another writer may put an event's data before its type.
+	canceled := evacct.OrderCanceled{BrokerOrderID: "o9", Reason: "requested", At: at}
+	swapped := msgp.AppendMapHeader(nil, 3)
+	swapped = msgp.AppendString(msgp.AppendString(swapped, "id"), "01J0000000000000000000000F")
+	swapped = msgp.AppendTimeExt(msgp.AppendString(swapped, "at"), at)
+	swapped = msgp.AppendArrayHeader(msgp.AppendString(swapped, "events"), 1)
+	swapped = msgp.AppendString(msgp.AppendMapHeader(swapped, 2), "data")
+	swapped, _ = canceled.MarshalMsg(swapped)
+	swapped = msgp.AppendString(msgp.AppendString(swapped, "type"), canceled.Type())
+	got, err := reg.Decode(swapped)
+	if err != nil {
+		t.Fatalf("data before type: %v", err)
+	}
+	sameCommit(t, "data before type", got, events.Commit{CommandID: "01J0000000000000000000000F", At: at, Events: []events.Event{canceled}})
 	for name, b := range map[string][]byte{
 		"unknown JSON type":    []byte(`{"id":"x","at":"2026-01-01T00:00:00Z","events":[{"type":"nope.v1","data":{}}]}`),
 		"malformed JSON event": []byte(`{"id":"x","events":[{"type":"order.canceled.v1","data":{"at":12}}]}`),

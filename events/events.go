@@ -42,7 +42,7 @@ type Factory struct {
 	// the MessagePack code msgp generates for the type; nil when it has none
 	// (a test's own type, say), and then a commit holding it is written as JSON
 	appendMsg func(b []byte, e Event) ([]byte, error)
-	msg       func(b []byte) (Event, error)
+	msg       func(b []byte) (Event, []byte, error) // the event and the bytes after it
 }
 
 // Of is the Factory of event type T.
@@ -61,13 +61,10 @@ func Of[T Event]() Factory {
 			return any(&v).(msgp.Marshaler).MarshalMsg(b)
 		}
 		box := boxer[T]()
-		f.msg = func(b []byte) (Event, error) {
+		f.msg = func(b []byte) (Event, []byte, error) {
 			p := new(T)
 			rest, err := any(p).(msgp.Unmarshaler).UnmarshalMsg(b)
-			if err == nil && len(rest) > 0 {
-				err = errTrailing
-			}
-			return box(p), err
+			return box(p), rest, err
 		}
 	}
 	return f
@@ -79,7 +76,11 @@ func (f Factory) Decode(data []byte) (Event, error) {
 	if len(data) > 0 && data[0] == '{' || f.msg == nil {
 		return f.json(data)
 	}
-	return f.msg(data)
+	e, rest, err := f.msg(data)
+	if err == nil && len(rest) > 0 {
+		err = errTrailing
+	}
+	return e, err
 }
 
 // boxer returns how to make an Event of the T that p points to. A T larger
