@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/commands"
 	tcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
@@ -346,9 +347,9 @@ func coldReplay(args []string) error {
 		took = time.Since(t)
 	case "project":
 		// The service relaxes the collector the same way while it warms up.
-		gc := debug.SetGCPercent(warmGOGC)
+		restore := app.RelaxGC()
 		took, err = project(ctx, l, *last)
-		debug.SetGCPercent(gc)
+		restore()
 	case "warm":
 		took, err = warm(ctx, l, *last)
 	default:
@@ -360,9 +361,6 @@ func coldReplay(args []string) error {
 	return json.NewEncoder(os.Stdout).Encode(map[string]int64{"nanos": int64(took), "bytes": n})
 }
 
-// warmGOGC is the collector's setting during the service's warm-up (app.warm).
-const warmGOGC = 400
-
 // warm times the service's start: one replay rebuilds the aggregates and
 // feeds the memory read models (app.warm).
 func warm(ctx context.Context, l *eventlog.Log, last uint64) (time.Duration, error) {
@@ -373,8 +371,7 @@ func warm(ctx context.Context, l *eventlog.Log, last uint64) (time.Duration, err
 	}
 	defer e.Close()
 	t := time.Now()
-	gc := debug.SetGCPercent(warmGOGC)
-	defer debug.SetGCPercent(gc)
+	defer app.RelaxGC()()
 	p := projections.NewProjector(memory.New(), engine.Registry(), projections.Core)
 	tap, flush, err := p.Feed(ctx)
 	if err != nil {
@@ -431,6 +428,7 @@ func coldProbes(ctx context.Context, dir string, last uint64) ([]coldProbe, erro
 		}},
 		{"projector", 100, project},
 		{"projector, GOGC=400", 400, project},
+		{"projector, GOGC=" + strconv.Itoa(app.WarmGOGC) + " (the warm-up's)", app.WarmGOGC, project},
 	}
 	for _, s := range steps {
 		if err := timed(s.name, s.gogc, s.fn); err != nil {

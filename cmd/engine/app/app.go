@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -166,7 +165,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 // models catch up from the same decoded commits, in batches. The collector
 // runs less often meanwhile (the replay allocates far more than it keeps).
 func (a *App) warm(ctx context.Context) (uint64, error) {
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer RelaxGC()()
 	tap, flush, err := a.Projector.Feed(ctx)
 	if err != nil {
 		return 0, err
