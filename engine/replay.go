@@ -14,7 +14,8 @@ import (
 // consumer in a goroutine of its own (events.Pipeline), so a cold start uses
 // every core instead of reading, decoding and folding one commit after
 // another. skip names the messages no consumer wants; they are not decoded.
-// Consumers must not change the commits they are handed: they share them.
+// Consumers must not change the commits they are handed, which they share,
+// nor keep the slice once they return.
 func replayDecoded(ctx context.Context, log *eventlog.Log, reg events.Registry, skip func(subject string) bool, consumers ...func([]events.Committed) error) (uint64, error) {
 	p := reg.Pipeline(skip, consumers...)
 	last, err := log.Replay(ctx, 0, func(m eventlog.Msg) error {

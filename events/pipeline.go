@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Raw is one log message before decoding.
@@ -22,15 +23,24 @@ const pipelineChunk = 256
 // they were added: one goroutine per core decodes whole chunks, and each sink
 // runs in a goroutine of its own on the same ordered chunks, so a replay uses
 // every core instead of reading, decoding and folding one commit after
-// another. Sinks must not change the commits they are handed: they share
-// them. Add is called from one goroutine; Close ends the pipeline.
+// another. Sinks must not change the commits they are handed, which they
+// share, nor keep the slice once they return: the pipeline reuses it (a sink
+// copies the commits it keeps). Add is called from one goroutine; Close ends
+// the pipeline.
 type Pipeline struct {
 	reg   Registry
 	skip  func(subject string) bool
 	cur   []Raw
+	buf   *[]Raw // where cur came from
 	work  chan pipeChunk
-	order chan chan []Committed
+	order chan chan *decodedChunk
 	wg    sync.WaitGroup
+
+	// Chunks are recycled once decoded (raws) and once every sink is done
+	// with them (decoded): a replay's chunk arrays would otherwise be a
+	// tenth of what it allocates.
+	raws    sync.Pool // of *[]Raw
+	decoded sync.Pool // of *decodedChunk
 
 	failed  chan struct{} // closed at the first error
 	errOnce sync.Once
@@ -38,8 +48,23 @@ type Pipeline struct {
 }
 
 type pipeChunk struct {
-	msgs []Raw
-	out  chan []Committed // the decoded chunk, always sent once
+	msgs *[]Raw
+	out  chan *decodedChunk // the decoded chunk, always sent once
+}
+
+// decodedChunk is one decoded chunk and how many sinks still read it.
+type decodedChunk struct {
+	cs      []Committed
+	readers atomic.Int32
+}
+
+// done is called by each sink that read d; the last one recycles it.
+func (p *Pipeline) done(d *decodedChunk) {
+	if d.readers.Add(-1) == 0 {
+		clear(d.cs)
+		d.cs = d.cs[:0]
+		p.decoded.Put(d)
+	}
 }
 
 // Pipeline starts a pipeline feeding sinks. skip names the messages no sink
@@ -49,8 +74,10 @@ func (r Registry) Pipeline(skip func(subject string) bool, sinks ...func([]Commi
 	if skip == nil {
 		skip = func(string) bool { return false }
 	}
-	p := &Pipeline{reg: r, skip: skip, work: make(chan pipeChunk, 8), order: make(chan chan []Committed, 64),
+	p := &Pipeline{reg: r, skip: skip, work: make(chan pipeChunk, 8), order: make(chan chan *decodedChunk, 64),
 		failed: make(chan struct{})}
+	p.raws.New = func() any { b := make([]Raw, 0, pipelineChunk); return &b }
+	p.decoded.New = func() any { return &decodedChunk{cs: make([]Committed, 0, pipelineChunk)} }
 	decoders := runtime.GOMAXPROCS(0)
 	var decoding sync.WaitGroup
 	decoding.Add(decoders)
@@ -58,22 +85,28 @@ func (r Registry) Pipeline(skip func(subject string) bool, sinks ...func([]Commi
 		go func() {
 			defer decoding.Done()
 			for c := range p.work {
-				c.out <- p.decode(c.msgs)
+				d := p.decoded.Get().(*decodedChunk)
+				d.cs = p.decode(*c.msgs, d.cs[:0])
+				clear(*c.msgs)
+				*c.msgs = (*c.msgs)[:0]
+				p.raws.Put(c.msgs)
+				c.out <- d
 			}
 		}()
 	}
-	feeds := make([]chan []Committed, len(sinks))
+	feeds := make([]chan *decodedChunk, len(sinks))
 	for i, fn := range sinks {
-		feeds[i] = make(chan []Committed, 64)
+		feeds[i] = make(chan *decodedChunk, 64)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			for cs := range feeds[i] {
+			for d := range feeds[i] {
 				if !p.stopped() {
-					if err := fn(cs); err != nil {
+					if err := fn(d.cs); err != nil {
 						p.fail(err)
 					}
 				}
+				p.done(d)
 			}
 		}()
 	}
@@ -81,10 +114,12 @@ func (r Registry) Pipeline(skip func(subject string) bool, sinks ...func([]Commi
 	go func() { // hands decoded chunks on in the order they were added
 		defer p.wg.Done()
 		for res := range p.order {
-			cs := <-res
+			d := <-res
+			d.readers.Store(int32(len(feeds)) + 1)
 			for _, f := range feeds {
-				f <- cs
+				f <- d
 			}
+			p.done(d)
 		}
 		for _, f := range feeds {
 			close(f)
@@ -94,12 +129,11 @@ func (r Registry) Pipeline(skip func(subject string) bool, sinks ...func([]Commi
 	return p
 }
 
-// decode decodes one chunk; after the pipeline failed it decodes nothing.
-func (p *Pipeline) decode(msgs []Raw) []Committed {
+// decode decodes one chunk into out; after the pipeline failed it decodes nothing.
+func (p *Pipeline) decode(msgs []Raw, out []Committed) []Committed {
 	if p.stopped() {
-		return nil
+		return out
 	}
-	out := make([]Committed, 0, len(msgs))
 	for _, m := range msgs {
 		if p.skip(m.Subject) {
 			continue
@@ -107,7 +141,7 @@ func (p *Pipeline) decode(msgs []Raw) []Committed {
 		c, err := p.reg.Decode(m.Data)
 		if err != nil {
 			p.fail(fmt.Errorf("decode %s at %d: %w", m.Subject, m.Seq, err))
-			return nil
+			return out[:0]
 		}
 		out = append(out, Committed{Subject: m.Subject, Seq: m.Seq, Commit: c})
 	}
@@ -136,7 +170,8 @@ func (p *Pipeline) Add(m Raw) error {
 		return p.err
 	}
 	if p.cur == nil {
-		p.cur = make([]Raw, 0, pipelineChunk)
+		p.buf = p.raws.Get().(*[]Raw)
+		p.cur = *p.buf
 	}
 	p.cur = append(p.cur, m)
 	if len(p.cur) == pipelineChunk {
@@ -146,8 +181,9 @@ func (p *Pipeline) Add(m Raw) error {
 }
 
 func (p *Pipeline) send() {
-	c := pipeChunk{msgs: p.cur, out: make(chan []Committed, 1)}
-	p.cur = nil
+	*p.buf = p.cur
+	c := pipeChunk{msgs: p.buf, out: make(chan *decodedChunk, 1)}
+	p.cur, p.buf = nil, nil
 	p.order <- c.out
 	p.work <- c
 }
