@@ -166,10 +166,22 @@ func generate(ctx context.Context, dir string, total, accounts int) (uint64, err
 		}()
 	}
 	go func() { wg.Wait(); close(ch) }()
+	// Each message carries the headers the engine's append sets (its command
+	// id, the expected last sequence of its subject, the stream), as a real
+	// log's do and every reader of it parses. One publisher on an empty
+	// stream: the n-th message published is sequence n, so the expected
+	// sequence is known before the acks arrive; the server checks it.
+	lastOf := make(map[string]uint64, accounts)
+	var seq uint64
 	for m := range ch {
-		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: m.data}); err != nil {
+		msg := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{}}
+		_, err := js.PublishMsgAsync(msg, jetstream.WithMsgID(ulid.Make().String()),
+			jetstream.WithExpectLastSequencePerSubject(lastOf[m.subject]), jetstream.WithExpectStream(l.StreamName()))
+		if err != nil {
 			return 0, err
 		}
+		seq++
+		lastOf[m.subject] = seq
 	}
 	if err, _ := genErr.Load().(error); err != nil {
 		return 0, err
