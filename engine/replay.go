@@ -21,6 +21,9 @@ func replayDecoded(ctx context.Context, log *eventlog.Log, reg events.Registry, 
 	last, err := log.Replay(ctx, 0, func(m eventlog.Msg) error {
 		return p.Add(events.Raw{Subject: m.Subject, Seq: m.Seq, Data: m.Data})
 	})
+	if ctx.Err() != nil {
+		p.Abort(ctx.Err())
+	}
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}

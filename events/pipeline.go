@@ -188,6 +188,12 @@ func (p *Pipeline) send() {
 	p.work <- c
 }
 
+// Abort stops the pipeline with err (when it has not failed already): what
+// is queued is neither decoded nor handed to a sink any more, and Close
+// returns as soon as the chunks in hand are done. A replay whose context
+// ended calls it before Close.
+func (p *Pipeline) Abort(err error) { p.fail(err) }
+
 // Close hands on what was added, waits until every sink saw it and returns
 // the first error.
 func (p *Pipeline) Close() error {

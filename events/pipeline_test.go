@@ -129,3 +129,36 @@ func TestPipelineStopsWhenASinkFails(t *testing.T) {
 		t.Fatalf("the failing sink was called %d times, want once", calls.Load())
 	}
 }
+
+// An aborted pipeline hands no more queued chunks to its sinks: Close
+// returns the abort's error without folding what was still queued.
+func TestPipelineAbortDropsWhatIsQueued(t *testing.T) {
+	reg := evacct.Registry()
+	msgs := pipelineLog(t, reg, 20000)
+	var folded atomic.Int64
+	release := make(chan struct{})
+	p := reg.Pipeline(nil, func(cs []events.Committed) error {
+		<-release // a slow sink: everything added queues behind it
+		folded.Add(int64(len(cs)))
+		return nil
+	})
+	added := 0
+	for _, m := range msgs[:5000] {
+		if err := p.Add(m); err != nil {
+			break
+		}
+		added++
+	}
+	cancelled := errors.New("cancelled")
+	p.Abort(cancelled)
+	close(release)
+	if err := p.Close(); !errors.Is(err, cancelled) {
+		t.Fatalf("Close = %v, want the abort's error", err)
+	}
+	if n := folded.Load(); n >= int64(added) || n > 512 {
+		t.Fatalf("the sink folded %d of %d commits added before the abort; want at most the chunk in hand", n, added)
+	}
+	if err := p.Add(msgs[5000]); !errors.Is(err, cancelled) {
+		t.Fatalf("Add after the abort = %v", err)
+	}
+}

@@ -198,6 +198,9 @@ func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint6
 		}
 		return nil
 	})
+	if ctx.Err() != nil {
+		pl.Abort(ctx.Err())
+	}
 	if cerr := pl.Close(); err == nil || errors.Is(err, errCaughtUp) {
 		err = cerr
 	}
