@@ -18,6 +18,7 @@ require (
 	github.com/pb33f/libopenapi-validator v0.13.8
 	github.com/prometheus/client_golang v1.25.0
 	github.com/tinylib/msgp v1.6.5
+	golang.org/x/mod v0.41.0
 	golang.org/x/time v0.16.0
 )
 
@@ -49,7 +50,6 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.4 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

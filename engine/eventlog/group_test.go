@@ -36,7 +36,15 @@ func TestEmbeddedGroupCommit(t *testing.T) {
 // that really holds that commit, a stale guard in a batch fails only its own
 // append, and a repeated id answers the first append's sequence.
 func TestGroupCommitAnswersEachAppendItsOwnSequence(t *testing.T) {
-	l := grouped(t)
+	t.Run("embedded", func(t *testing.T) { groupedSequences(t, grouped(t)) })
+	t.Run("external", func(t *testing.T) {
+		l := externalLog(tcpServer(t), -1)(t)
+		t.Cleanup(l.Close)
+		groupedSequences(t, l)
+	})
+}
+
+func groupedSequences(t *testing.T, l *eventlog.Log) {
 	ctx := context.Background()
 	const writers, each = 32, 25
 	var wg sync.WaitGroup
@@ -45,7 +53,7 @@ func TestGroupCommitAnswersEachAppendItsOwnSequence(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			subject := fmt.Sprintf("evt.account.g%d", w)
+			subject := l.Subject(fmt.Sprintf("account.g%d", w))
 			var last uint64
 			for i := range each {
 				data := []byte(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))

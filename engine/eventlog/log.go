@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/mod/semver"
 
 	"github.com/svc/engine/events"
 )
@@ -37,8 +39,9 @@ type Config struct {
 	// mailboxes, decoded, for readers in the same process.
 	Recent *events.Recent
 	// GroupAbove is how many appends may be in flight on their own before
-	// further ones are grouped into atomic batches (group commit, embedded
-	// server only); 0: DefaultGroupAbove; below 0: every append is grouped.
+	// further ones are grouped into atomic batches (group commit, on the
+	// embedded server and on an external one of nats-server 2.12 or later);
+	// 0: DefaultGroupAbove; below 0: every append is grouped.
 	GroupAbove int
 }
 
@@ -121,7 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.Close()
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
-	l.stream, err = l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	sc := jetstream.StreamConfig{
 		Name:        cfg.Stream,
 		Subjects:    []string{cfg.Prefix + ".>"},
 		Storage:     jetstream.FileStorage,
@@ -130,17 +133,36 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		Discard:     jetstream.DiscardOld,
 		Duplicates:  2 * time.Minute,
 		AllowDirect: true,
-		// Atomic batches need nats-server 2.12; the embedded one is 2.15.
-		AllowAtomicPublish: l.srv != nil,
-	})
+		// Atomic batches (group commit) need nats-server 2.12; the embedded
+		// one is 2.15, an external one says its version when we connect.
+		AllowAtomicPublish: l.srv != nil || atLeast(l.nc.ConnectedServerVersion(), "v2.12.0"),
+	}
+	l.stream, err = l.js.CreateOrUpdateStream(ctx, sc)
+	if err != nil && sc.AllowAtomicPublish && l.srv == nil {
+		// A cluster mid-upgrade may hold servers older than the one we
+		// reached: the stream is then kept without atomic batches.
+		sc.AllowAtomicPublish = false
+		l.stream, err = l.js.CreateOrUpdateStream(ctx, sc)
+	}
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
 	}
-	if l.srv != nil {
+	// Group commit only where the stream really takes atomic batches.
+	if l.stream.CachedInfo().Config.AllowAtomicPublish {
 		l.group = startGrouper(l, cfg.GroupAbove)
 	}
 	return l, nil
+}
+
+// GroupCommit reports whether appends beyond the in-flight threshold travel
+// as atomic batches (the server and the stream allow them).
+func (l *Log) GroupCommit() bool { return l.group != nil }
+
+// atLeast reports whether a nats-server version ("2.12.1") is at least min ("v2.12.0").
+func atLeast(version, min string) bool {
+	v := "v" + strings.TrimPrefix(version, "v")
+	return semver.IsValid(v) && semver.Compare(v, min) >= 0
 }
 
 // Recent is the hand-off of decoded commits to readers in this process (may be nil).

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/mod/semver"
 
 	"github.com/svc/engine/engine/eventlog"
 )
@@ -119,11 +121,13 @@ func suite(t *testing.T, open opener) {
 
 func TestEmbedded(t *testing.T) { suite(t, embedded(t.TempDir())) }
 
-func TestExternal(t *testing.T) {
-	url := externalURL(t)
+// externalLog opens a log on the NATS at url, in a stream of its own that
+// is deleted afterwards.
+func externalLog(url string, groupAbove int) opener {
 	stream := "T" + ulid.Make().String()
-	suite(t, func(t *testing.T) *eventlog.Log {
-		l, err := eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1, Stream: stream, Prefix: "t" + stream})
+	return func(t *testing.T) *eventlog.Log {
+		l, err := eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1,
+			Stream: stream, Prefix: "t" + stream, GroupAbove: groupAbove})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +135,49 @@ func TestExternal(t *testing.T) {
 			_ = l.JetStream().DeleteStream(context.Background(), stream)
 		})
 		return l
-	})
+	}
+}
+
+// The machine's NATS (or NATS_URL): group commit is on exactly when the
+// server is 2.12 or later (the one here is older, and appends go one by one).
+func TestExternal(t *testing.T) {
+	open := externalLog(externalURL(t), 0)
+	l := open(t)
+	version := l.Conn().ConnectedServerVersion()
+	if want := semver.Compare("v"+version, "v2.12.0") >= 0; l.GroupCommit() != want {
+		t.Fatalf("server %s: group commit %v, want %v", version, l.GroupCommit(), want)
+	}
+	l.Close()
+	suite(t, open)
+}
+
+// tcpServer is a nats-server of this module's version on a free port of
+// 127.0.0.1, outside the engine's process connection: an external server
+// new enough for atomic batches.
+func tcpServer(t *testing.T) string {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// An external server of 2.12 or later gets group commit: every append
+// grouped, the acceptance suite holds.
+func TestExternalGroupCommit(t *testing.T) {
+	open := externalLog(tcpServer(t), -1)
+	l := open(t)
+	if !l.GroupCommit() {
+		t.Fatalf("no group commit on nats-server %s", l.Conn().ConnectedServerVersion())
+	}
+	l.Close()
+	suite(t, open)
 }
 
 func TestEmbeddedKeepsCommitsAcrossRestart(t *testing.T) {

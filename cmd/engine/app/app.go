@@ -216,7 +216,7 @@ func (a *App) Serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("serving", "addr", ln.Addr().String(), "env", a.Cfg.Env, "sync", a.Cfg.Sync, "embedded", a.Cfg.NatsURL == "", "store", storeName(a.Cfg.DatabaseURL))
+	slog.Info("serving", "addr", ln.Addr().String(), "env", a.Cfg.Env, "sync", a.Cfg.Sync, "embedded", a.Cfg.NatsURL == "", "groupCommit", a.Log.GroupCommit(), "store", storeName(a.Cfg.DatabaseURL))
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	select {
