@@ -23,6 +23,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "log" { // engine log: the commit log as JSON lines
+		err := app.DumpLog(ctx, args[1:], getenv, os.Stdout, os.Stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 	cfg, err := app.ParseConfig(args, getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil

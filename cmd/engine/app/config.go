@@ -62,6 +62,11 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	var c Config
 	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "Usage: engine [flags]      serves the engine; every flag also reads the environment variable named with it")
+		fmt.Fprintln(out, "       engine log [flags]  prints the commit log as JSON lines (engine log -h)")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.Listen, "listen", env("ENGINE_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (ENGINE_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("ENGINE_DATA_DIR", "./data"), "data directory: embedded JetStream under nats/, dev-credentials.json (ENGINE_DATA_DIR)")
 	fs.StringVar(&c.NatsURL, "nats-url", env("NATS_URL", ""), "external NATS server or cluster; empty: embedded (NATS_URL)")
