@@ -33,8 +33,10 @@ func cmpKey(e entry, key string) int { return strings.Compare(e.key, key) }
 
 // find is where key is or would go in p.sorted.
 func (p *part) find(key string) (int, bool) {
-	if n := len(p.sorted); n > 0 && p.sorted[n-1].key <= key { // the newest key, or past it
-		return n - 1 + b2i(p.sorted[n-1].key != key), p.sorted[n-1].key == key
+	if n := len(p.sorted); n > 0 {
+		if c := strings.Compare(p.sorted[n-1].key, key); c <= 0 { // the newest key, or past it
+			return n - 1 + b2i(c < 0), c == 0
+		}
 	}
 	return slices.BinarySearchFunc(p.sorted, key, cmpKey)
 }
