@@ -6,6 +6,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ type Config struct {
 	Futures market.Feed
 	Now     func() time.Time
 	Metrics *Metrics
+	// CommitEncoding is how new commits are written: "msgpack" (the default
+	// when empty) or "json", readable by versions before MessagePack. The log
+	// is read in either.
+	CommitEncoding string
 }
 
 // Validate reports every missing dependency at once.
@@ -52,6 +57,9 @@ func (c Config) Validate() error {
 	}
 	if c.Now == nil {
 		errs = append(errs, errors.New("engine: Now is required"))
+	}
+	if c.CommitEncoding != "" && c.CommitEncoding != "msgpack" && c.CommitEncoding != "json" {
+		errs = append(errs, fmt.Errorf("engine: CommitEncoding %q is neither msgpack nor json", c.CommitEncoding))
 	}
 	return errors.Join(errs...)
 }
@@ -82,6 +90,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, reg: Registry()}
+	if cfg.CommitEncoding == "json" {
+		e.reg = e.reg.WritingJSON()
+	}
 	e.priced = cfg.Catalog.All()
 	e.specs = make(map[string]trading.Spec, len(e.priced))
 	for _, in := range e.priced {

@@ -197,6 +197,18 @@ func (r Registry) decodeJSON(b []byte) (Commit, error) {
 	return c, nil
 }
 
+// WritingJSON is the registry that writes every commit in JSON, as versions
+// before MessagePack did, and still reads both: for a deployment that may
+// have to roll back to such a version (ENGINE_COMMIT_ENCODING=json).
+func (r Registry) WritingJSON() Registry {
+	out := make(Registry, len(r))
+	for k, f := range r {
+		f.appendMsg = nil
+		out[k] = f
+	}
+	return out
+}
+
 // Merge joins registries; a name registered twice is a programming error.
 func Merge(rs ...Registry) Registry {
 	out := Registry{}

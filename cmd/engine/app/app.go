@@ -107,7 +107,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.Market, err = openMarket(ctx, a, a.Sim); err != nil {
 		return nil, err
 	}
-	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry)})
+	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
+		CommitEncoding: cfg.CommitEncoding})
 	if err != nil {
 		return nil, err
 	}

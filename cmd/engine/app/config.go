@@ -18,6 +18,7 @@ type Config struct {
 	Env            string
 	AllowedOrigins string
 	Sync           string
+	CommitEncoding string
 	Challenges     bool
 	Replicas       int
 	Stream         string
@@ -74,6 +75,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.Env, "env", env("ENGINE_ENV", "sandbox"), "sandbox or production (ENGINE_ENV)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", env("ENGINE_ALLOWED_ORIGINS", ""), "comma-separated browser origins allowed to call (ENGINE_ALLOWED_ORIGINS)")
 	fs.StringVar(&c.Sync, "sync", env("ENGINE_SYNC", "always"), "always: fsync each commit before its ack; interval: fsync every 2 minutes, faster (ENGINE_SYNC)")
+	fs.StringVar(&c.CommitEncoding, "commit-encoding", env("ENGINE_COMMIT_ENCODING", "msgpack"), "msgpack: new commits in MessagePack; json: in JSON, readable by engine builds from before the MessagePack log, for a deployment that may roll back to one; the log is read in either (ENGINE_COMMIT_ENCODING)")
 	fs.BoolVar(&c.Challenges, "challenges", env("CHALLENGES_ENABLED", "") == "true" || env("CHALLENGES_ENABLED", "") == "1", "serve the challenge routes (CHALLENGES_ENABLED)")
 	fs.IntVar(&c.Replicas, "stream-replicas", envInt("ENGINE_STREAM_REPLICAS", 1), "replicas of the commit stream on a cluster (ENGINE_STREAM_REPLICAS)")
 	fs.StringVar(&c.Stream, "stream", env("ENGINE_STREAM", "EVT"), "name of the commit stream (ENGINE_STREAM)")
@@ -120,6 +122,9 @@ func (c Config) validate() error {
 	}
 	if c.Sync != "always" && c.Sync != "interval" {
 		errs = append(errs, fmt.Errorf("ENGINE_SYNC %q is neither always nor interval", c.Sync))
+	}
+	if c.CommitEncoding != "msgpack" && c.CommitEncoding != "json" {
+		errs = append(errs, fmt.Errorf("ENGINE_COMMIT_ENCODING %q is neither msgpack nor json", c.CommitEncoding))
 	}
 	if c.DemoAccounts < 0 || c.DemoAccounts > 10000 {
 		errs = append(errs, fmt.Errorf("ENGINE_DEMO_ACCOUNTS %d outside 0..10000", c.DemoAccounts))
