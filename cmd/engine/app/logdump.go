@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/svc/engine/engine"
@@ -56,6 +58,11 @@ func DumpLog(ctx context.Context, args []string, getenv func(string) string, out
 	limit := fs.Int("limit", 0, "at most this many commits; 0: all")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *natsURL == "" { // a reader: never start a new, empty log where none is
+		if _, err := os.Stat(filepath.Join(*dataDir, "nats")); err != nil {
+			return fmt.Errorf("engine log: no embedded log under %s (set -data-dir or ENGINE_DATA_DIR, or NATS_URL): %w", *dataDir, err)
+		}
 	}
 	l, err := eventlog.Open(ctx, eventlog.Config{URL: *natsURL, DataDir: *dataDir, Sync: "always", Stream: *stream, Replicas: 1})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,14 @@ func TestDumpLogPrintsCommitsAsJSONLines(t *testing.T) {
 	}
 	if got := dump("-after", "1", "-limit", "1"); len(got) != 1 || got[0].Seq != 2 {
 		t.Errorf("-after 1 -limit 1 printed %+v", got)
+	}
+	empty := t.TempDir()
+	var out bytes.Buffer
+	if err := DumpLog(ctx, []string{"-data-dir", empty}, func(string) string { return "" }, &out, &out); err == nil {
+		t.Error("engine log on a directory without a log succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(empty, "nats")); err == nil {
+		t.Error("engine log made a log where there was none")
 	}
 }
 
