@@ -60,3 +60,25 @@ func Invalid(format string, args ...any) *Refusal {
 func BadRequest(format string, args ...any) *Refusal {
 	return &Refusal{Status: http.StatusBadRequest, Code: "invalid_request", Msg: fmt.Sprintf(format, args...)}
 }
+
+// BadField is a 400 invalid_request refusal for a malformed value: params.field
+// names the field, and params holds whatever else restates the rule.
+func BadField(field string, params map[string]any, format string, args ...any) *Refusal {
+	return fieldRefusal(http.StatusBadRequest, field, params, format, args...)
+}
+
+// InvalidField is a 422 invalid_request refusal for a well-formed value out of
+// bounds: params.field names the field, and params holds the bound (max,
+// tickSize, lotStep, minQuantity) as the client must restate it.
+func InvalidField(field string, params map[string]any, format string, args ...any) *Refusal {
+	return fieldRefusal(http.StatusUnprocessableEntity, field, params, format, args...)
+}
+
+func fieldRefusal(status int, field string, params map[string]any, format string, args ...any) *Refusal {
+	p := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		p[k] = v
+	}
+	p["field"] = field
+	return &Refusal{Status: status, Code: "invalid_request", Params: p, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,13 +1,13 @@
 // Package engine is the command side: it turns commands into commits. It owns
 // the aggregates (through per-aggregate mailboxes), the paper book's reactor and
 // the event-log client. The gateway calls it; it never calls the gateway.
+// Market data (engine/market and below) is a separate service the engine reads.
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -70,7 +70,7 @@ type Engine struct {
 	reg       events.Registry
 	accounts  *mailbox.Group[*account.State]
 	tenants   *mailbox.Group[*tenant.State]
-	firms     *mailbox.Group[*firm.State] // back office (backoffice.go)
+	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	stopFeed  func()
@@ -96,7 +96,8 @@ func New(cfg Config) (*Engine, error) {
 	e.priced = cfg.Catalog.All()
 	e.specs = make(map[string]trading.Spec, len(e.priced))
 	for _, in := range e.priced {
-		e.specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity}
+		e.specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity,
+			TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
 	}
 	e.paper = paper.New(e.wake)
 	e.risk = risk.New(cfg.Now, e.riskExec, e.mark)
@@ -140,7 +141,7 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 	revs := map[string]uint64{}
 	aggregates := func(cs []events.Committed) error {
 		for _, c := range cs {
-			id, isAccount := strings.CutPrefix(c.Subject, "evt.account.")
+			id, isAccount := events.SubjectID(c.Subject, events.KindAccount)
 			if !isAccount {
 				continue
 			}
@@ -167,7 +168,7 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 			return nil
 		})
 	}
-	skip := func(subject string) bool { return tap == nil && !strings.HasPrefix(subject, "evt.account.") }
+	skip := func(subject string) bool { return tap == nil && !events.IsKind(subject, events.KindAccount) }
 	last, err := replayDecoded(ctx, e.cfg.Log, e.reg, skip, consumers...)
 	if err != nil {
 		return 0, err

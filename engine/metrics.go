@@ -22,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"aggregate"}),
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "engine_commands_total",
-			Help: "Commands by aggregate and outcome (committed, unchanged, refused, conflict, unknown, unavailable).",
+			Help: "Commands by aggregate and outcome (committed, unchanged, refused, conflict, unknown, unavailable, panic).",
 		}, []string{"aggregate", "outcome"}),
 	}
 	reg.MustRegister(m.commitLatency, m.commands)

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tinylib/msgp/msgp"
+
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
 	evtenant "github.com/svc/engine/events/tenant"
-	"github.com/tinylib/msgp/msgp"
 )
 
 func dec(s string) events.Decimal   { return events.MustDecimal(s) }
@@ -163,35 +164,7 @@ func mustEncode(t *testing.T, reg events.Registry, c events.Commit) []byte {
 
 // fill sets every field of v, recursively, to a value that is not its zero.
 func fill(t *testing.T, v reflect.Value, at time.Time) {
-	switch v.Interface().(type) {
-	case events.Decimal:
-		v.Set(reflect.ValueOf(dec("-1234.5678")))
-		return
-	case time.Time:
-		v.Set(reflect.ValueOf(at))
-		return
-	}
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString("s-" + v.Type().Name())
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Uint64:
-		v.Set(reflect.ValueOf(7).Convert(v.Type()))
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(t, v.Elem(), at)
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
-		fill(t, v.Index(0), at)
-		fill(t, v.Index(1), at)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fill(t, v.Field(i), at)
-		}
-	default:
-		t.Fatalf("fill: no value for a %s", v.Type())
-	}
+	fillWith(t, v, at, func() events.Decimal { return dec("-1234.5678") })
 }
 
 // Every event type the engine registers is written in MessagePack and reads

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/tinylib/msgp/msgp"
 )
 
 // Ctx is the one apd context every decimal operation goes through:
-// 34 significant digits (decimal128), half-even rounding, traps on.
+// 34 significant digits (decimal128), half-even rounding, traps on. Its
+// exponent range (±100000) is far beyond any product, quotient or sum of
+// values within the codec's bounds, so arithmetic on them cannot overflow
+// or underflow; the only trap left to them is a division by zero.
 var Ctx = apd.Context{Precision: 34, MaxExponent: apd.MaxExponent, MinExponent: apd.MinExponent, Rounding: apd.RoundHalfEven, Traps: apd.DefaultTraps}
 
 // Decimal is an exact decimal for money, prices and quantities. Its methods
@@ -20,25 +24,214 @@ var Ctx = apd.Context{Precision: 34, MaxExponent: apd.MaxExponent, MinExponent: 
 // is a decimal string; it decodes from a string or a JSON number, never via float.
 type Decimal struct{ v apd.Decimal }
 
-// ErrBadDecimal is returned for text that is not a finite decimal.
+// The bounds of every decimal the API takes (ParseDecimal, UnmarshalJSON):
+// text of -?(d+(.d*)?|.d+)([eE][+-]?d+)? in at most MaxDecimalText bytes, no
+// '+', space, NaN, infinity, hex or '_'; at most MaxDecimalDigits significant
+// digits; a nonzero magnitude from 1e-18 (adjusted exponent, the exponent of
+// the leading digit, MinDecimalExponent) to below 1e16 (MaxDecimalExponent);
+// a zero's exponent from MinDecimalExponent-MaxDecimalDigits+1 to MaxDecimalExponent.
+// Sums, products and quotients of such values stay within the codec's bounds.
+const (
+	MaxDecimalText     = 64
+	MaxDecimalDigits   = 34 // from the first nonzero digit to the last digit written
+	MinDecimalExponent = -18
+	MaxDecimalExponent = 15
+)
+
+// The codec's bounds: what a commit may hold, in either encoding. Encoding
+// refuses (MarshalMsg, MarshalText) exactly what decoding would, so a commit
+// that could not be read back fails to append. They are wider than the
+// input's for computed values (price × quantity × multiplier of bounded
+// inputs is below 1e48 and at least 1e-54), and hold every plain text of up to
+// 64 bytes that earlier versions wrote. MaxCodecText is the longest plain
+// text of a value within them: "-0." then 63 zeros and 64 digits.
+const (
+	MaxCodecText     = 130
+	MaxCodecDigits   = 64
+	MinCodecExponent = -64
+	MaxCodecExponent = 63
+)
+
+// ErrBadDecimal is returned for text that is not a finite decimal within bounds.
 var ErrBadDecimal = errors.New("not a finite decimal")
 
-// ParseDecimal reads a finite decimal such as "12.50" or "-3e2".
+// DecimalBoundError is a decimal refused by the parser or the codec; Reason
+// names the rule it broke, such as "more than 34 significant digits",
+// "smaller than 1e-18" or "1e16 or larger". It wraps ErrBadDecimal.
+type DecimalBoundError struct {
+	Text   string // the text refused, cut to 40 bytes
+	Reason string
+}
+
+func (e *DecimalBoundError) Error() string { return fmt.Sprintf("decimal %q: %s", e.Text, e.Reason) }
+
+// Unwrap makes errors.Is(err, ErrBadDecimal) hold.
+func (e *DecimalBoundError) Unwrap() error { return ErrBadDecimal }
+
+// decimalLimits is one set of bounds and the reasons that name them.
+type decimalLimits struct {
+	text, digits                      int
+	minExp, maxExp                    int64 // of a nonzero value's leading digit
+	long, precise, small, large, zero string
+}
+
+// inputLimits and codecLimits are never written.
+var (
+	inputLimits = decimalLimits{MaxDecimalText, MaxDecimalDigits, MinDecimalExponent, MaxDecimalExponent,
+		"more than 64 characters", "more than 34 significant digits", "smaller than 1e-18", "1e16 or larger",
+		"a zero with an exponent outside -51..15"}
+	codecLimits = decimalLimits{MaxCodecText, MaxCodecDigits, MinCodecExponent, MaxCodecExponent,
+		"more than 130 characters", "more than 64 significant digits", "smaller than 1e-64", "1e64 or larger",
+		"a zero with an exponent outside -127..63"}
+)
+
+// ParseDecimal reads a decimal such as "12.50", "-3e2" or "0.001" within the
+// input's bounds (see MaxDecimalDigits); anything else is a *DecimalBoundError.
+// It is parseDecimal(s, &inputLimits), spelled out to keep the fast path fast.
 func ParseDecimal(s string) (Decimal, error) {
-	if d, ok := parsePlain(s); ok {
+	if d, ok := parsePlain(s, MaxDecimalExponent); ok {
 		return d, nil
 	}
+	return parseSlow(s, &inputLimits)
+}
+
+// parseDecimal is the one reader of decimal text, within lim (inputLimits
+// or codecLimits): parsePlain's fast path, then parseSlow.
+func parseDecimal[T string | []byte](s T, lim *decimalLimits) (Decimal, error) {
+	if d, ok := parsePlain(s, lim.maxExp); ok {
+		return d, nil
+	}
+	return parseSlow(s, lim)
+}
+
+// parseSlow reads what parsePlain leaves: exponents, long texts, and every
+// refusal.
+func parseSlow[T string | []byte](s T, lim *decimalLimits) (Decimal, error) {
+	if len(s) > lim.text {
+		return Decimal{}, refuse(s, lim.long)
+	}
+	digits, exp, reason := scanDecimal(s)
+	if reason == "" {
+		reason = lim.check(digits, exp)
+	}
+	if reason != "" {
+		return Decimal{}, refuse(s, reason)
+	}
 	var d Decimal
-	if _, _, err := d.v.SetString(s); err != nil || d.v.Form != apd.Finite {
-		return Decimal{}, fmt.Errorf("%q: %w", s, ErrBadDecimal)
+	if _, _, err := d.v.SetString(string(s)); err != nil || d.v.Form != apd.Finite {
+		return Decimal{}, refuse(s, "not a decimal number") // the scan above lets through only what apd reads
 	}
 	return d, nil
 }
 
+// refuse is the *DecimalBoundError for s, quoting at most 40 bytes of it.
+func refuse[T string | []byte](s T, reason string) error {
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return &DecimalBoundError{Text: string(s), Reason: reason}
+}
+
+// check is the reason a value of digits significant digits (0 for a zero)
+// whose last digit has exponent exp is outside lim, or "".
+func (lim *decimalLimits) check(digits int, exp int64) string {
+	switch adj := exp + int64(digits) - 1; {
+	case digits == 0 && (exp < lim.minExp-int64(lim.digits)+1 || exp > lim.maxExp):
+		return lim.zero
+	case digits == 0:
+		return ""
+	case digits > lim.digits:
+		return lim.precise
+	case adj < lim.minExp:
+		return lim.small
+	case adj > lim.maxExp:
+		return lim.large
+	}
+	return ""
+}
+
+// scanDecimal checks the syntax -?(d+(.d*)?|.d+)([eE][+-]?d+)? and returns
+// the significant digits (from the first nonzero digit to the last; 0 for a
+// zero) and the exponent of the last digit written, or the reason s is not a
+// decimal. The exponent saturates far beyond every bound.
+func scanDecimal[T string | []byte](s T) (digits int, exp int64, reason string) {
+	switch {
+	case len(s) == 0:
+		return 0, 0, "empty"
+	case s[0] == '+':
+		return 0, 0, "a leading '+'"
+	case isSpace(s[0]) || isSpace(s[len(s)-1]):
+		return 0, 0, "space around the number"
+	}
+	i := 0
+	if s[0] == '-' {
+		i = 1
+	}
+	if i < len(s) && (lower(s[i]) == 'n' || lower(s[i]) == 'i' || lower(s[i]) == 's') {
+		if rest := strings.ToLower(string(s[i:min(i+4, len(s))])); strings.HasPrefix(rest, "nan") ||
+			strings.HasPrefix(rest, "inf") || strings.HasPrefix(rest, "snan") {
+			return 0, 0, "not finite"
+		}
+	}
+	mantissa, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' && !dot {
+			dot = true
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		mantissa++
+		if digits > 0 || c != '0' {
+			digits++
+		}
+		if dot {
+			frac++
+		}
+	}
+	if mantissa == 0 {
+		return 0, 0, "not a decimal number"
+	}
+	var e int64
+	if i < len(s) && lower(s[i]) == 'e' {
+		i++
+		neg := false
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			neg, i = s[i] == '-', i+1
+		}
+		n := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			e = min(e*10+int64(s[i]-'0'), 1<<40)
+			n++
+		}
+		if n == 0 {
+			return 0, 0, "not a decimal number"
+		}
+		if neg {
+			e = -e
+		}
+	}
+	if i < len(s) {
+		return 0, 0, "not a decimal number"
+	}
+	return digits, e - int64(frac), ""
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func lower(c byte) byte { return c | 0x20 }
+
 // parsePlain reads the common case, -?digits(.digits)? with at most 18
-// digits, straight into an int64 coefficient and exponent. Everything else
-// (exponents, longer numbers) is left to apd.
-func parsePlain[T string | []byte](s T) (Decimal, bool) {
+// digits and a magnitude below 10^(maxExp+1), straight into an int64
+// coefficient and exponent. Everything else (exponents, longer numbers, out
+// of bounds) is left to parseSlow. Its values are within both sets of bounds:
+// at most 18 digits in at most 20 bytes and, a digit being required before
+// the point, at least 1e-17.
+func parsePlain[T string | []byte](s T, maxExp int64) (Decimal, bool) {
 	i, neg := 0, false
 	if len(s) > 0 && s[0] == '-' {
 		i, neg = 1, true
@@ -64,6 +257,9 @@ func parsePlain[T string | []byte](s T) (Decimal, bool) {
 		}
 	}
 	if digits == 0 || (dot && frac == 0) {
+		return Decimal{}, false
+	}
+	if n := maxExp + 1 + int64(frac); n < int64(len(pow10)) && coeff >= pow10[n] {
 		return Decimal{}, false
 	}
 	if neg {
@@ -208,10 +404,16 @@ func (d Decimal) Decimals() int {
 	return int(-d.v.Exponent)
 }
 
-// Round returns d rounded half-even to n decimals.
+// Round returns d rounded half-even to n decimals. A result of more than 34
+// digits (1e40 to 2 decimals) is exact, not an error.
 func (d Decimal) Round(n int32) Decimal {
 	var z apd.Decimal
-	if _, err := Ctx.Quantize(&z, &d.v, -n); err != nil {
+	if _, err := Ctx.Quantize(&z, &d.v, -n); err == nil {
+		return Decimal{v: z}
+	}
+	c := Ctx
+	c.Precision = uint32(max(d.v.NumDigits()+int64(d.v.Exponent)+int64(n), 1))
+	if _, err := c.Quantize(&z, &d.v, -n); err != nil {
 		panic(fmt.Sprintf("decimal: %v", err))
 	}
 	return Decimal{v: z}
@@ -234,31 +436,67 @@ func (d Decimal) String() string {
 	return r.Text('f')
 }
 
+// codecText is the text a commit holds for d, or a *DecimalBoundError when
+// d is outside the codec's bounds: exactly when setText would refuse the text.
+func (d Decimal) codecText() (string, error) {
+	if d.v.Form != apd.Finite {
+		return "", &DecimalBoundError{Text: d.v.String(), Reason: "not finite"}
+	}
+	s := d.String()
+	if len(s) > 64 { // a plain text of up to 64 bytes is within the bounds
+		if _, err := parseSlow(s, &codecLimits); err != nil {
+			return "", err
+		}
+	}
+	return s, nil
+}
+
 // MarshalText writes the decimal's text; in JSON it is a string. (Text rather
 // than MarshalJSON spares encoding/json its validation pass over the output.)
-func (d Decimal) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+// A decimal outside the codec's bounds is an error.
+func (d Decimal) MarshalText() ([]byte, error) {
+	s, err := d.codecText()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
 
-// UnmarshalJSON reads a decimal string or a JSON number, exactly.
-func (d *Decimal) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON reads a decimal string or a JSON number, exactly, within the
+// input's bounds (see ParseDecimal).
+func (d *Decimal) UnmarshalJSON(b []byte) error { return d.unmarshalJSON(b, &inputLimits) }
+
+func (d *Decimal) unmarshalJSON(b []byte, lim *decimalLimits) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 1 && b[0] == '"' && b[len(b)-1] == '"' {
 		b = b[1 : len(b)-1]
 	} else if len(b) == 0 || !(b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
-		return fmt.Errorf("%s: %w", b, ErrBadDecimal)
+		return refuse(b, "neither a decimal string nor a number")
 	}
-	return d.setText(b)
+	p, err := parseDecimal(b, lim)
+	if err != nil {
+		return err
+	}
+	*d = p
+	return nil
 }
 
-// setText reads the text of a decimal, at most 64 bytes of it.
+// storedDecimal is a Decimal as a commit holds it: its JSON is read within
+// the codec's bounds. It has Decimal's layout (see storedType).
+type storedDecimal Decimal
+
+func (d *storedDecimal) UnmarshalJSON(b []byte) error {
+	return (*Decimal)(d).unmarshalJSON(b, &codecLimits)
+}
+
+// setText reads the text of a decimal in a commit, within the codec's
+// bounds: parseDecimal(b, &codecLimits), spelled out as ParseDecimal is.
 func (d *Decimal) setText(b []byte) error {
-	if len(b) == 0 || len(b) > 64 {
-		return fmt.Errorf("%q: %w", b, ErrBadDecimal)
-	}
-	if p, ok := parsePlain(b); ok {
+	if p, ok := parsePlain(b, MaxCodecExponent); ok {
 		*d = p
 		return nil
 	}
-	p, err := ParseDecimal(string(b))
+	p, err := parseSlow(b, &codecLimits)
 	if err != nil {
 		return err
 	}
@@ -267,8 +505,15 @@ func (d *Decimal) setText(b []byte) error {
 }
 
 // MarshalMsg appends the decimal as a MessagePack string of the same text
-// JSON carries, so a commit replays to the same value in either encoding.
-func (d Decimal) MarshalMsg(b []byte) ([]byte, error) { return msgp.AppendString(b, d.String()), nil }
+// JSON carries, so a commit replays to the same value in either encoding. A
+// decimal outside the codec's bounds is an error.
+func (d Decimal) MarshalMsg(b []byte) ([]byte, error) {
+	s, err := d.codecText()
+	if err != nil {
+		return b, err
+	}
+	return msgp.AppendString(b, s), nil
+}
 
 // UnmarshalMsg reads a decimal written by MarshalMsg.
 func (d *Decimal) UnmarshalMsg(b []byte) ([]byte, error) {
@@ -279,8 +524,13 @@ func (d *Decimal) UnmarshalMsg(b []byte) ([]byte, error) {
 	return rest, d.setText(s)
 }
 
-// Msgsize is an upper bound of the encoded size of a decimal that fits setText.
-func (d Decimal) Msgsize() int { return msgp.StringPrefixSize + 64 }
+// Msgsize is an upper bound of the encoded size of the decimal: of its
+// plain text, which MarshalMsg refuses past MaxCodecText.
+func (d Decimal) Msgsize() int {
+	n, e := d.v.NumDigits(), int64(d.v.Exponent)
+	text := 1 + max(n+max(e, 0), n+1, 2-e) // sign, then digits and point, or "0." and zeros
+	return msgp.StringPrefixSize + int(min(text, MaxCodecText))
+}
 
 // Value stores the decimal as text for a NUMERIC column.
 func (d Decimal) Value() (driver.Value, error) { return d.String(), nil }

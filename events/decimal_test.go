@@ -1,24 +1,46 @@
 package events
 
 import (
+	stdjson "encoding/json"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
 )
 
+// raw makes a Decimal of any finite text apd reads, past every bound.
+func raw(s string) Decimal {
+	var d Decimal
+	if _, _, err := d.v.SetString(s); err != nil || d.v.Form != apd.Finite {
+		panic(fmt.Sprintf("raw(%q): %v", s, err))
+	}
+	return d
+}
+
+// withinInput reports whether apd's reading of a decimal is within the
+// input's bounds, worked out from the coefficient rather than the text.
+func withinInput(d *apd.Decimal) bool {
+	n, e := d.NumDigits(), int64(d.Exponent)
+	if d.IsZero() {
+		return e >= MinDecimalExponent-MaxDecimalDigits+1 && e <= MaxDecimalExponent
+	}
+	return n <= MaxDecimalDigits && e+n-1 >= MinDecimalExponent && e+n-1 <= MaxDecimalExponent
+}
+
 // The plain fast path must read exactly what apd reads, and leave the rest to it.
 func TestParseDecimalAgreesWithApd(t *testing.T) {
-	for _, s := range []string{"0", "-0", "1", "-1", "12.50", "0.00000001", "-3.25", "007", "123456789012345678",
-		"1234567890123456789", "99999999999999999.9", "1e3", "-3e2", "1.", ".5", "1.2.3", "", "-", "abc", "1,5", "+1", "NaN", "Infinity"} {
+	for _, s := range []string{"0", "-0", "1", "-1", "12.50", "0.00000001", "-3.25", "007", "1234567890123456", "123456789012345.678",
+		"999999999999999.9", "99999999999999.99", "1e3", "-3e2", "1.", ".5", "-.5", "1.e3", "0.000000000000000001", "-0.00", "0e-51",
+		"1234567890123456789012345678901234e-18", "1.5E+15"} {
 		want, _, werr := apd.NewFromString(s)
-		got, gerr := ParseDecimal(s)
-		if werr != nil || want.Form != apd.Finite {
-			if gerr == nil {
-				t.Errorf("ParseDecimal(%q) = %s, want an error", s, got)
-			}
-			continue
+		if werr != nil || want.Form != apd.Finite || !withinInput(want) {
+			t.Fatalf("%q is not a decimal within the bounds: %v", s, werr)
 		}
+		got, gerr := ParseDecimal(s)
 		if gerr != nil {
 			t.Errorf("ParseDecimal(%q): %v", s, gerr)
 			continue
@@ -33,18 +55,174 @@ func TestParseDecimalAgreesWithApd(t *testing.T) {
 	}
 }
 
+// Every decimal the API takes is within the stated bounds; the error names the bound.
+func TestParseDecimalBounds(t *testing.T) {
+	const digits34, digits35 = "1234567890123456789012345678901234", "12345678901234567890123456789012345"
+	cases := []struct {
+		in     string
+		reason string // "" for accepted
+	}{
+		{"1e-100000", "smaller than 1e-18"},
+		{"1e-70", "smaller than 1e-18"},
+		{"1E+6144", "1e16 or larger"},
+		{"1e100000", "1e16 or larger"},
+		{"1e400", "1e16 or larger"},
+		{"1e-400", "smaller than 1e-18"},
+		{"1e99999999999999999999999", "1e16 or larger"},
+		{"1e-99999999999999999999999", "smaller than 1e-18"},
+		{"123456789012345678901234567890123456789", "more than 34 significant digits"},
+		{"0.000123456789012345678901234567890123456789", "more than 34 significant digits"},
+		{"NaN", "not finite"},
+		{"nan", "not finite"},
+		{"sNaN", "not finite"},
+		{"Infinity", "not finite"},
+		{"-Inf", "not finite"},
+		{"inf", "not finite"},
+		{"0x10", "not a decimal number"},
+		{"1_000", "not a decimal number"},
+		{"1e1_0", "not a decimal number"},
+		{" 1", "space around the number"},
+		{"1 ", "space around the number"},
+		{"\t1", "space around the number"},
+		{"1\n", "space around the number"},
+		{"1\u00a0", "not a decimal number"},
+		{"+1", "a leading '+'"},
+		{"", "empty"},
+		{"-", "not a decimal number"},
+		{".", "not a decimal number"},
+		{"1e", "not a decimal number"},
+		{"1e+", "not a decimal number"},
+		{"1.2.3", "not a decimal number"},
+		{"--1", "not a decimal number"},
+		{"1,5", "not a decimal number"},
+		{"١", "not a decimal number"},
+		{strings.Repeat("0", 64) + "1", "more than 64 characters"},
+		{"0e-52", "a zero with an exponent outside -51..15"},
+		{"0e16", "a zero with an exponent outside -51..15"},
+		{"1e-18", ""},
+		{"-1e-18", ""},
+		{"0.000000000000000001", ""},
+		{"1e-19", "smaller than 1e-18"},
+		{"0.0000000000000000001", "smaller than 1e-18"},
+		{"-0.0000000000000000009", "smaller than 1e-18"},
+		{"9999999999999999", ""}, // 16 digits, still below 1e16
+		{"9999999999999999.9", ""},
+		{"99999999999999999", "1e16 or larger"},
+		{"10000000000000000", "1e16 or larger"},
+		{"-10000000000000000", "1e16 or larger"},
+		{"9999999999999999.999999999999999999", ""},
+		{"9999999999999999.9999999999999999999", "more than 34 significant digits"},
+		{"999999999999999.9", ""},
+		{"999999999999999", ""},
+		{"9.99e15", ""},
+		{"1e16", "1e16 or larger"},
+		{digits34, "1e16 or larger"},
+		{digits34 + "e-19", ""},
+		{"0." + digits34, ""},
+		{"-0." + digits34, ""},
+		{"0." + digits35, "more than 34 significant digits"},
+		{"0.00000000000000000" + digits34, ""}, // 1.23…e-18, 34 digits: the longest plain text, 53 bytes
+		{"0.000000000000000000" + digits34, "smaller than 1e-18"},
+		{"1.000000000000000000000000000000000", ""}, // trailing zeros are significant: 34 digits
+		{"1.0000000000000000000000000000000000", "more than 34 significant digits"},
+		{"0000000000000000000000000000000000000000000001", ""}, // leading zeros are not
+		{"0", ""},
+		{"-0", ""},
+		{"0e-51", ""},
+		{"0e15", ""},
+		{"-0.000", ""},
+	}
+	for _, c := range cases {
+		in := c.in
+		d, err := ParseDecimal(in)
+		var u Decimal
+		jerr := u.UnmarshalJSON([]byte(strconv.Quote(in)))
+		if c.reason == "" {
+			if err != nil || jerr != nil {
+				t.Errorf("ParseDecimal(%q): %v; UnmarshalJSON: %v", in, err, jerr)
+			} else if u.v.Cmp(&d.v) != 0 {
+				t.Errorf("UnmarshalJSON(%q) = %s, ParseDecimal %s", in, u, d)
+			}
+			continue
+		}
+		for how, err := range map[string]error{"ParseDecimal": err, "UnmarshalJSON": jerr} {
+			want := c.reason
+			if how == "UnmarshalJSON" && strconv.Quote(in) != `"`+in+`"` {
+				want = "not a decimal number" // an escape in a JSON string is never part of a decimal
+			}
+			var be *DecimalBoundError
+			if !errors.As(err, &be) || be.Reason != want || !errors.Is(err, ErrBadDecimal) {
+				t.Errorf("%s(%q) = %v, want %q", how, in, err, want)
+			}
+		}
+	}
+	// The same bounds hold for JSON numbers.
+	for in, reason := range map[string]string{"1e400": "1e16 or larger", "1e-400": "smaller than 1e-18", "-1e-100000": "smaller than 1e-18",
+		"123456789012345678901234567890123456789": "more than 34 significant digits", "1E+6144": "1e16 or larger",
+		"null": "neither a decimal string nor a number", "true": "neither a decimal string nor a number", "1.5": "", "-0": "", "1e-18": ""} {
+		var d Decimal
+		err := d.UnmarshalJSON([]byte(in))
+		var be *DecimalBoundError
+		switch {
+		case reason == "" && err != nil:
+			t.Errorf("UnmarshalJSON(%s): %v", in, err)
+		case reason != "" && (!errors.As(err, &be) || be.Reason != reason):
+			t.Errorf("UnmarshalJSON(%s) = %v, want %q", in, err, reason)
+		}
+	}
+	// A request body goes through encoding/json, which hands the error back.
+	var body struct{ Quantity Decimal }
+	err := stdjson.Unmarshal([]byte(`{"Quantity": "1e-100000"}`), &body)
+	var be *DecimalBoundError
+	if !errors.As(err, &be) || be.Reason != "smaller than 1e-18" {
+		t.Errorf("encoding/json: %v", err)
+	}
+	// The error quotes at most 40 bytes of the text.
+	_, err = ParseDecimal(strings.Repeat("9", 10000))
+	if !errors.As(err, &be) || len(be.Text) != 40 || len(err.Error()) > 100 {
+		t.Errorf("long text: %v", err)
+	}
+}
+
 func FuzzParseDecimal(f *testing.F) {
-	for _, s := range []string{"0", "-12.50", "1e3", "123456789012345678"} {
+	for _, s := range []string{"0", "-12.50", "1e3", "123456789012345678", "1e-18", "9.99e15", "1e-19", "0e-51", "-0.0",
+		"1234567890123456789012345678901234e-18", "NaN", "+1", " 1", ".5", "1.e3", "1e99999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want, _, werr := apd.NewFromString(s)
 		got, gerr := ParseDecimal(s)
-		if (werr != nil || want.Form != apd.Finite) != (gerr != nil) {
-			t.Fatalf("ParseDecimal(%q) error %v, apd %v", s, gerr, werr)
+		if gerr != nil {
+			var be *DecimalBoundError
+			if !errors.As(gerr, &be) || be.Reason == "" || !errors.Is(gerr, ErrBadDecimal) {
+				t.Fatalf("ParseDecimal(%q): %v is not a *DecimalBoundError", s, gerr)
+			}
+			if want, _, werr := apd.NewFromString(s); werr == nil && want.Form == apd.Finite && withinInput(want) &&
+				s[0] != '+' && len(s) <= MaxDecimalText && strings.TrimSpace(s) == s {
+				t.Fatalf("ParseDecimal(%q) refused a decimal within the bounds: %v", s, gerr)
+			}
+			return
 		}
-		if gerr == nil && (got.v.Cmp(want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative) {
+		want, _, werr := apd.NewFromString(s)
+		if werr != nil || want.Form != apd.Finite {
+			t.Fatalf("ParseDecimal(%q) = %s, apd refuses it: %v", s, got, werr)
+		}
+		if got.v.Cmp(want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative {
 			t.Fatalf("ParseDecimal(%q) = %+v, apd %+v", s, got.v, *want)
+		}
+		if !withinInput(want) || len(s) > MaxDecimalText || s[0] == '+' {
+			t.Fatalf("ParseDecimal(%q) = %s, outside the bounds", s, got)
+		}
+		again, err := ParseDecimal(got.String())
+		if err != nil || again.Cmp(got) != 0 {
+			t.Fatalf("ParseDecimal(%q).String() = %q reads back as %s, %v", s, got.String(), again, err)
+		}
+		b, err := got.MarshalMsg(nil)
+		if err != nil {
+			t.Fatalf("MarshalMsg(%s): %v", got, err)
+		}
+		var back Decimal
+		if rest, err := back.UnmarshalMsg(b); err != nil || len(rest) != 0 || back.Cmp(got) != 0 || len(b) > got.Msgsize() {
+			t.Fatalf("MessagePack of %s reads back as %s, %v (%d bytes, Msgsize %d)", got, back, err, len(b), got.Msgsize())
 		}
 	})
 }
@@ -63,9 +241,9 @@ func TestAddSubAgreeWithApd(t *testing.T) {
 		vals = append(vals, apd.New(coeff, int32(r.IntN(25)-18)).String())
 	}
 	for i := range 40000 {
-		a, b := MustDecimal(vals[r.IntN(len(vals))]), MustDecimal(vals[r.IntN(len(vals))])
+		a, b := raw(vals[r.IntN(len(vals))]), raw(vals[r.IntN(len(vals))])
 		if i < 256 {
-			a, b = MustDecimal(vals[i%16]), MustDecimal(vals[i/16])
+			a, b = raw(vals[i%16]), raw(vals[i/16])
 		}
 		for _, sub := range []bool{false, true} {
 			var want apd.Decimal

@@ -3,8 +3,10 @@
 package events
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 	"unsafe"
@@ -45,13 +47,21 @@ type Factory struct {
 	msg       func(b []byte) (Event, []byte, error) // the event and the bytes after it
 }
 
-// Of is the Factory of event type T.
+// Of is the Factory of event type T. Its JSON decoding reads decimals within
+// the codec's bounds, as its encoding writes them (see storedType).
 func Of[T Event]() Factory {
 	f := Factory{json: func(data []byte) (Event, error) {
 		var v T
 		err := json.Unmarshal(data, &v)
 		return v, err
 	}}
+	if st, ok := storedType(reflect.TypeFor[T](), nil); ok {
+		f.json = func(data []byte) (Event, error) {
+			p := new(T)
+			err := json.Unmarshal(data, reflect.NewAt(st, unsafe.Pointer(p)).Interface())
+			return *p, err
+		}
+	}
 	var zero T
 	_, enc := any(&zero).(msgp.Marshaler)
 	_, dec := any(&zero).(msgp.Unmarshaler)
@@ -100,6 +110,93 @@ func boxer[T Event]() func(p *T) Event {
 		w[0], w[1] = itab, unsafe.Pointer(p)
 		return e
 	}
+}
+
+// UnmarshalStored is json.Unmarshal for JSON this build wrote (a commit's
+// events, a stored read model) into v, a pointer: every Decimal is read within
+// the codec's bounds, which hold computed values, rather than the input's,
+// which Decimal.UnmarshalJSON applies to what comes from outside.
+func UnmarshalStored(data []byte, v any) error {
+	if p := reflect.ValueOf(v); p.Kind() == reflect.Pointer && !p.IsNil() {
+		if st, ok := storedType(p.Type().Elem(), nil); ok {
+			v = reflect.NewAt(st, p.UnsafePointer()).Interface()
+		}
+	}
+	return json.Unmarshal(data, v)
+}
+
+var (
+	decimalType         = reflect.TypeFor[Decimal]()
+	storedDecimalType   = reflect.TypeFor[storedDecimal]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// storedType is t with every Decimal it holds, in fields, pointers, slices,
+// arrays and map values, replaced by a storedDecimal: the same memory layout
+// and the same JSON, but its decimals are read within the codec's bounds
+// rather than the input's. ok is false when t holds no Decimal that can be
+// replaced; a struct with an unexported or embedded field, or its own JSON
+// or text decoding, is kept as it is, and so is a struct inside itself (a
+// child *T in a T: the child's decimals are read within the input's bounds).
+// visiting holds the structs being replaced.
+func storedType(t reflect.Type, visiting map[reflect.Type]bool) (_ reflect.Type, ok bool) {
+	switch t.Kind() {
+	case reflect.Pointer:
+		if e, ok := storedType(t.Elem(), visiting); ok {
+			return reflect.PointerTo(e), true
+		}
+	case reflect.Slice:
+		if e, ok := storedType(t.Elem(), visiting); ok {
+			return reflect.SliceOf(e), true
+		}
+	case reflect.Array:
+		if e, ok := storedType(t.Elem(), visiting); ok {
+			return reflect.ArrayOf(t.Len(), e), true
+		}
+	case reflect.Map:
+		if e, ok := storedType(t.Elem(), visiting); ok {
+			return reflect.MapOf(t.Key(), e), true
+		}
+	case reflect.Struct:
+		if t == decimalType {
+			return storedDecimalType, true
+		}
+		if p := reflect.PointerTo(t); visiting[t] || p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType) {
+			return t, false
+		}
+		if visiting == nil {
+			visiting = map[reflect.Type]bool{}
+		}
+		visiting[t] = true
+		defer delete(visiting, t)
+		fields := make([]reflect.StructField, t.NumField())
+		for i := range fields {
+			f := t.Field(i)
+			if !f.IsExported() || f.Anonymous {
+				return t, false
+			}
+			var changed bool
+			if f.Type, changed = storedType(f.Type, visiting); changed {
+				ok = true
+			}
+			fields[i] = f
+		}
+		if !ok {
+			return t, false
+		}
+		st := reflect.StructOf(fields)
+		if st.Size() != t.Size() || st.Align() != t.Align() {
+			return t, false
+		}
+		for i := range fields {
+			if st.Field(i).Offset != t.Field(i).Offset {
+				return t, false
+			}
+		}
+		return st, true
+	}
+	return t, false
 }
 
 // Registry maps event type names to factories. It is an explicit map, built by

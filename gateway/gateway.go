@@ -1,5 +1,5 @@
-// Package gateway is the HTTP face of the engine: the route table, middleware
-// in the order DESIGN.md gives, health, readiness and metrics.
+// Package gateway is the HTTP face of the engine: the route table (routes.go),
+// middleware in the order DESIGN.md gives, health, readiness and metrics.
 package gateway
 
 import (
@@ -12,36 +12,40 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
-	"github.com/svc/engine/gateway/trading"
 )
 
-// Area registers one area's routes. trading is a router whose routes need a
-// Trading API key; partner one whose routes need a partner key; open one with
-// only the Origin check (areas admit callers themselves).
-type Area func(d *api.Deps, trading, partner, open *mux.Router)
+// DefaultWriteTimeout bounds writing a response, counted from the request's
+// arrival: a client that does not read its answer holds a connection no longer.
+// A stream lifts it when it starts (httpx.StartSSE).
+const DefaultWriteTimeout = 60 * time.Second
 
 // Options shape the handler.
 type Options struct {
-	Ready    func() bool
-	Registry *prometheus.Registry
-	Areas    []Area // further route areas
+	Ready        func() (ok bool, why string) // why names what is not ready
+	Registry     *prometheus.Registry
+	Areas        Areas         // the areas served beyond trading, account and risk (routes.go)
+	WriteTimeout time.Duration // of every response but a stream's; 0: DefaultWriteTimeout
 }
 
 // Handler builds the gateway's http.Handler.
 func Handler(d *api.Deps, o Options) http.Handler {
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	root := mux.NewRouter()
 	root.Use(logRequests)
 	root.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})).Methods(http.MethodGet)
 	root.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Ready != nil && !o.Ready() {
-			w.Header().Set("Retry-After", "1")
-			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "error": "the log is not connected or the read models are catching up"})
-			return
+		if o.Ready != nil {
+			if ok, why := o.Ready(); !ok {
+				w.Header().Set("Retry-After", "1")
+				httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": why})
+				return
+			}
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})).Methods(http.MethodGet)
@@ -52,23 +56,30 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	open := root.NewRoute().Subrouter()
 	open.Use(d.Auth.Origin, d.Auth.Writes(httpx.Trading))
 
-	partner := root.PathPrefix("/api/partner/").Subrouter()
-	partner.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
+	firm := root.PathPrefix("/api/partner/").Subrouter()
+	firm.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
 
 	tr := root.NewRoute().Subrouter()
 	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading"), d.Auth.Writes(httpx.Trading))
-	trading.Routes(tr, d)
-	account.Routes(tr, d)
-	for _, a := range o.Areas {
-		a(d, tr, partner, open)
-	}
+	routes(d, o.Areas, tr, firm, open)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no such route", "code": "not_found"})
 	})
 	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed on this route"})
 	})
-	return root
+	return BoundWrites(o.WriteTimeout, root)
+}
+
+// BoundWrites sets a write deadline of d from now on every request's
+// connection: http.Server.WriteTimeout would end streams too, this one a
+// stream lifts. net/http lifts it once the response is sent, so it never
+// reaches into the connection's next request.
+func BoundWrites(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+		next.ServeHTTP(w, r)
+	})
 }
 
 type statusWriter struct {

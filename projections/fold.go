@@ -2,7 +2,6 @@ package projections
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/svc/engine/events"
@@ -26,10 +25,10 @@ type Fold func(tx Tx, c events.Committed) error
 // Core folds tenants, keys, accounts, orders, fills, positions and daily PnL.
 func Core(tx Tx, c events.Committed) error {
 	switch {
-	case strings.HasPrefix(c.Subject, "evt.tenant."):
-		return foldTenant(tx, strings.TrimPrefix(c.Subject, "evt.tenant."), c)
-	case strings.HasPrefix(c.Subject, "evt.account."):
-		return foldAccount(tx, strings.TrimPrefix(c.Subject, "evt.account."), c)
+	case events.IsKind(c.Subject, events.KindTenant):
+		return foldTenant(tx, events.ID(c.Subject, events.KindTenant), c)
+	case events.IsKind(c.Subject, events.KindAccount):
+		return foldAccount(tx, events.ID(c.Subject, events.KindAccount), c)
 	}
 	return nil
 }

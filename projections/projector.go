@@ -68,7 +68,11 @@ func (p *Projector) Applied() uint64 {
 // Each waiter is woken once, when its own sequence is applied, not on every batch.
 func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
 	p.mu.Lock()
-	if p.err != nil || p.applied >= seq {
+	if p.applied >= seq {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.err != nil {
 		err := p.err
 		p.mu.Unlock()
 		return err
@@ -130,8 +134,8 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		return err
 	}
 	p.mu.Lock()
-	p.applied = 0
-	p.advance(from) // a durable store may start at or past what waiters wait for
+	p.applied, p.err = 0, nil // a restarted projector serves waiters again
+	p.advance(from)           // a durable store may start at or past what waiters wait for
 	p.mu.Unlock()
 	if from, err = p.catchUp(ctx, src, from); err != nil {
 		if ctx.Err() == nil {
@@ -277,8 +281,18 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 		return nil
 	}
 	last := batch[len(batch)-1].Seq
-	err := p.store.Update(ctx, last, func(tx Tx) error {
+	err := p.store.Update(ctx, last, func(tx Tx) (err error) {
+		var at events.Committed
+		defer func() {
+			// A fold that panics fails the batch like a fold's error: the
+			// transaction rolls back and the projector stops at that commit,
+			// named, instead of ending the process.
+			if v := recover(); v != nil {
+				err = fmt.Errorf("fold of %s at %d panicked: %v", at.Subject, at.Seq, v)
+			}
+		}()
 		for _, c := range batch {
+			at = c
 			for _, f := range p.folds {
 				if err := f(tx, c); err != nil {
 					return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,34 @@ func TestRunCatchesUpThenFollows(t *testing.T) {
 		if !reflect.DeepEqual(ga, wa) || wa.Revision == 0 {
 			t.Fatalf("account %s after Run %+v, one by one %+v", id, ga, wa)
 		}
+	}
+}
+
+// A fold that panics fails its batch with an error naming the commit, the
+// store keeps its checkpoint, and the projector can go on afterwards.
+func TestAFoldPanicFailsTheBatchNamingTheCommit(t *testing.T) {
+	store := memory.New()
+	boom := true
+	fold := func(_ projections.Tx, c events.Committed) error {
+		if boom && c.Seq == 2 {
+			panic("fold exploded")
+		}
+		return nil
+	}
+	p := projections.NewProjector(store, nil, fold)
+	ctx := context.Background()
+	err := p.ApplyBatch(ctx, batch(1, 2, 3))
+	if err == nil || !strings.Contains(err.Error(), "evt.other.x at 2") || !strings.Contains(err.Error(), "fold exploded") {
+		t.Fatalf("ApplyBatch answered %v", err)
+	}
+	if cp, _ := store.Checkpoint(ctx); cp != 0 {
+		t.Fatalf("checkpoint moved to %d on a failed batch", cp)
+	}
+	boom = false
+	if err := p.ApplyBatch(ctx, batch(1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitFor(ctx, 3); err != nil || p.Applied() != 3 {
+		t.Fatalf("applied %d after the retry: %v", p.Applied(), err)
 	}
 }

@@ -2,7 +2,8 @@
 // a Store, a small ordered document store with two implementations (memory and
 // postgres) that pass one contract suite. A projection saves its checkpoint in
 // the same transaction as its changes, so a crash never applies a commit twice
-// or skips one.
+// or skips one; with the checkpoint a store keeps the id of the log it folds,
+// so it is never read against another.
 package projections
 
 import (
@@ -12,6 +13,10 @@ import (
 
 // ErrNotFound is returned by typed reads for a missing record.
 var ErrNotFound = errors.New("projections: not found")
+
+// ErrUnavailable means the store could not be read: its server is down or
+// unreachable. The gateway answers 503 store_unavailable with Retry-After.
+var ErrUnavailable = errors.New("projections: store unavailable")
 
 // Query selects documents of one collection in key order.
 type Query struct {
@@ -44,6 +49,14 @@ type Store interface {
 	List(ctx context.Context, coll string, q Query, fn func(key string, decode func(v any) error) error) error
 	// Count counts the documents of coll with the prefix.
 	Count(ctx context.Context, coll, prefix string) (int, error)
+	// LogID is the id of the commit log the read models are folded from,
+	// kept with the checkpoint ("" while the store is bound to no log).
+	LogID(ctx context.Context) (string, error)
+	// Bind binds a store bound to no log to the log logID, and returns the
+	// id of the log the store is bound to after the call: logID, or the log
+	// it was bound to before, which Bind never changes. Only emptying the
+	// store (a rebuild) unbinds it.
+	Bind(ctx context.Context, logID string) (string, error)
 	Close()
 }
 

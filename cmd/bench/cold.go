@@ -22,7 +22,7 @@ import (
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/commands"
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/account"
@@ -82,7 +82,7 @@ func (g *commitGen) commit(s *account.State, n int, cmd commands.Command) ([]byt
 }
 
 func (g *commitGen) open(s *account.State, k int) ([]byte, error) {
-	return g.commit(s, 0, &tcmd.OpenAccount{TenantID: "demo", Broker: "paper", AccountNumber: fmt.Sprintf("PA%06d", k+1),
+	return g.commit(s, 0, &tenantcmd.OpenAccount{TenantID: "demo", Broker: "paper", AccountNumber: fmt.Sprintf("PA%06d", k+1),
 		Label: "Bench", Currency: "USD", StartingBalance: events.Int(50000), Kind: "demo"})
 }
 

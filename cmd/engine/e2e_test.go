@@ -121,9 +121,13 @@ var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 
 func call(base, key, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
+	switch b := body.(type) {
+	case nil:
+	case []byte: // sent as it is, bytes the JSON encoder would not make included
 		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, base+path, rd)
 	req.Header.Set("Authorization", "Bearer "+key)

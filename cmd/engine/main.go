@@ -1,10 +1,13 @@
-// Command engine is the trading engine service.
+// Command engine is the trading engine service, and its operations on the
+// commit log and the read models: engine log, engine backup -o FILE, engine
+// restore -i FILE, engine rebuild-read-models (each with -h).
 package main
 
 import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,13 +25,24 @@ func main() {
 	}
 }
 
+// command is a subcommand: engine <name> [flags].
+type command func(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error
+
 func run(ctx context.Context, args []string, getenv func(string) string) error {
-	if len(args) > 0 && args[0] == "log" { // engine log: the commit log as JSON lines
-		err := app.DumpLog(ctx, args[1:], getenv, os.Stdout, os.Stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	if len(args) > 0 {
+		commands := map[string]command{
+			"log":                 app.DumpLog,           // the commit log as JSON lines
+			"backup":              app.Backup,            // engine backup -o FILE
+			"restore":             app.Restore,           // engine restore -i FILE
+			"rebuild-read-models": app.RebuildReadModels, // empty the PostgreSQL read models
 		}
-		return err
+		if cmd, ok := commands[args[0]]; ok {
+			err := cmd(ctx, args[1:], getenv, os.Stdout, os.Stderr)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
 	}
 	cfg, err := app.ParseConfig(args, getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -40,10 +54,5 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	level := slog.LevelInfo
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
-	a, err := app.Start(ctx, cfg, app.Options{})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	return a.Serve(ctx)
+	return app.Run(ctx, cfg, app.Options{})
 }

@@ -1,4 +1,4 @@
-// Package firm holds the commands of a firm's back office: balance operations,
+// Package firm holds the commands of a firm: balance operations,
 // resets, halts, reconciliation holds, webhook endpoints and Connect
 // pre-registrations.
 package firm
@@ -8,7 +8,6 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"net/http"
-	"net/mail"
 	"net/url"
 	"strings"
 
@@ -99,18 +98,15 @@ func Digest(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ValidReference checks a referenceId: 1 to 128 printable characters.
+// ValidReference checks a referenceId: 1 to 128 printable characters
+// (commands.Identifier); anything else is 400 invalid_request, params.field
+// referenceId.
 func ValidReference(ref string) error {
-	if len(ref) == 0 || len(ref) > 128 {
-		return commands.BadRequest("referenceId is required, 1 to 128 characters")
-	}
-	for _, r := range ref {
-		if r < 0x20 || r == 0x7f {
-			return commands.BadRequest("referenceId must be printable")
-		}
-	}
-	return nil
+	return commands.Identifier("referenceId", ref, commands.MaxReference)
 }
+
+// MaxAccountNumber bounds an account number a firm sends.
+const MaxAccountNumber = 64
 
 // Balance operations.
 const (
@@ -134,24 +130,27 @@ type BalanceOp struct {
 	Marks map[string]events.Decimal
 }
 
-// Validate checks the shape: reference, op, amount sign, issuable currency.
+// Validate checks the shape: reference, op, amount sign and size (at most
+// commands.MaxAmount in magnitude: 422 invalid_request, params.field amount,
+// params.max), issuable currency.
 func (c *BalanceOp) Validate() error {
 	if err := ValidReference(c.ReferenceID); err != nil {
 		return err
 	}
+	if err := commands.Identifier("accountNumber", c.AccountNumber, MaxAccountNumber); err != nil {
+		return err
+	}
 	switch {
-	case c.AccountNumber == "":
-		return commands.BadRequest("accountNumber is required")
 	case c.Op != OpCredit && c.Op != OpDebit && c.Op != OpAdjustment:
-		return commands.BadRequest("op must be credit, debit or adjustment")
+		return commands.BadField("op", nil, "op must be credit, debit or adjustment")
 	case c.Op != OpAdjustment && c.Amount.Sign() <= 0:
-		return commands.BadRequest("amount must be greater than zero")
+		return commands.BadField("amount", nil, "amount must be greater than zero")
 	case c.Op == OpAdjustment && c.Amount.IsZero():
-		return commands.BadRequest("an adjustment must not be zero")
+		return commands.BadField("amount", nil, "an adjustment must not be zero")
 	case c.Currency != "" && !Issuable(c.Currency, c.Env):
 		return NotIssuable(c.Currency, c.Env)
 	}
-	return nil
+	return commands.Amount("amount", c.Amount, commands.MaxAmount)
 }
 
 // Digest is the request's digest: account, op, amount and currency as resolved.
@@ -196,10 +195,7 @@ type HoldForReconciliation struct {
 
 // Validate checks the shape.
 func (c *HoldForReconciliation) Validate() error {
-	if len(c.Reason) > 256 {
-		return commands.BadRequest("reason is at most 256 characters")
-	}
-	return nil
+	return commands.Text("reason", c.Reason, commands.MaxReason)
 }
 
 // ReleaseReconciliation releases an operator's reconciliation hold.
@@ -231,8 +227,11 @@ func (c *RegisterWebhook) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, t := range c.EventTypes {
-		if len(t) == 0 || len(t) > 64 || seen[t] {
-			return commands.BadRequest("eventTypes must be distinct names")
+		if err := commands.Identifier("eventTypes", t, commands.MaxShortName); err != nil {
+			return err
+		}
+		if seen[t] {
+			return commands.BadField("eventTypes", nil, "eventTypes must be distinct names")
 		}
 		seen[t] = true
 	}
@@ -260,13 +259,26 @@ type CreateRegistration struct {
 	Provider      string
 }
 
-// Validate checks the shape.
+// Validate checks the shape: a plain email (commands.Email); accountNumber
+// and provider at most 64, loginName at most 128 printable characters.
 func (c *CreateRegistration) Validate() error {
-	if _, err := mail.ParseAddress(c.Email); err != nil || len(c.Email) > 254 || strings.ContainsAny(c.Email, "<> ") {
-		return commands.BadRequest("email must be a plain email address")
+	if c.ID == "" {
+		return commands.BadRequest("registration id is required")
 	}
-	if len(c.AccountNumber) > 64 || len(c.LoginName) > 128 || len(c.Provider) > 64 || c.ID == "" {
-		return commands.BadRequest("accountNumber, loginName or provider is too long")
+	if err := commands.Email("email", c.Email); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"accountNumber", c.AccountNumber, commands.MaxShortName},
+		{"loginName", c.LoginName, commands.MaxName},
+		{"provider", c.Provider, commands.MaxShortName},
+	} {
+		if err := commands.Text(f.name, f.v, f.max); err != nil {
+			return err
+		}
 	}
 	c.Email = strings.ToLower(c.Email)
 	return nil

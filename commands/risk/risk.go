@@ -12,13 +12,14 @@ import (
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Limits of the settings values.
 var (
-	// MaxAmount bounds a loss limit or profit target.
-	MaxAmount = events.MustDecimal("1000000000000")
+	// MaxAmount bounds a loss limit or profit target: the largest balance an
+	// account may hold.
+	MaxAmount = commands.MaxBalance
 	// MaxAmountDecimals bounds the decimals of a loss limit or profit target.
 	MaxAmountDecimals = 8
 	// MaxEODMinutes bounds eodCloseValue, minutes before the session close.
@@ -94,8 +95,8 @@ type SetSettings struct {
 func flag(b *bool) bool { return b != nil && *b }
 
 // Settings is the replacement the command makes.
-func (c *SetSettings) Settings() ev.RiskSettings {
-	return ev.RiskSettings{
+func (c *SetSettings) Settings() evacct.RiskSettings {
+	return evacct.RiskSettings{
 		DailyLossEnabled: flag(c.DailyLossEnabled), DailyLossValue: c.DailyLossValue.ptr(),
 		WeeklyLossEnabled: flag(c.WeeklyLossEnabled), WeeklyLossValue: c.WeeklyLossValue.ptr(),
 		DailyProfitEnabled: flag(c.DailyProfitEnabled), DailyProfitValue: c.DailyProfitValue.ptr(),
@@ -106,23 +107,36 @@ func (c *SetSettings) Settings() ev.RiskSettings {
 }
 
 // Validate checks the values: every value null or a number of zero or more in
-// range; an enabled control needs a value above zero. Every refusal is a 400.
+// range (a loss limit or profit target at most MaxAmount with at most
+// MaxAmountDecimals decimals; eodCloseValue whole minutes up to MaxEODMinutes);
+// an enabled control needs a value above zero. Every refusal is a 400
+// invalid_request with params.field naming the value.
 func (c *SetSettings) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"broker", c.Broker}, {"accountNumber", c.AccountNumber}} {
+		if f.v != nil {
+			if err := commands.Text(f.name, *f.v, commands.MaxShortName); err != nil {
+				return err
+			}
+		}
+	}
 	amount := func(name string, enabled *bool, n *Number) error {
 		v := n.ptr()
 		switch {
 		case v == nil && flag(enabled):
-			return commands.BadRequest("%s is required while %s is enabled", name, name[:len(name)-len("Value")]+"Enabled")
+			return commands.BadField(name, nil, "%s is required while %s is enabled", name, name[:len(name)-len("Value")]+"Enabled")
 		case v == nil:
 			return nil
 		case v.Sign() < 0:
-			return commands.BadRequest("%s must not be negative", name)
+			return commands.BadField(name, nil, "%s must not be negative", name)
 		case v.Cmp(MaxAmount) > 0:
-			return commands.BadRequest("%s is above %s", name, MaxAmount)
+			return commands.BadField(name, map[string]any{"max": MaxAmount.String()}, "%s is above %s", name, MaxAmount)
 		case decimals(*v) > MaxAmountDecimals:
-			return commands.BadRequest("%s has more than %d decimals", name, MaxAmountDecimals)
+			return commands.BadField(name, map[string]any{"decimals": MaxAmountDecimals}, "%s has more than %d decimals", name, MaxAmountDecimals)
 		case v.IsZero() && flag(enabled):
-			return commands.BadRequest("%s must be above zero while enabled", name)
+			return commands.BadField(name, nil, "%s must be above zero while enabled", name)
 		}
 		return nil
 	}
@@ -141,23 +155,24 @@ func (c *SetSettings) Validate() error {
 		}
 	}
 	if v := c.EODCloseValue.ptr(); v != nil || flag(c.EODCloseEnabled) {
+		const f = "eodCloseValue"
 		switch {
 		case v == nil:
-			return commands.BadRequest("eodCloseValue is required while eodCloseEnabled")
+			return commands.BadField(f, nil, "eodCloseValue is required while eodCloseEnabled")
 		case v.Sign() < 0:
-			return commands.BadRequest("eodCloseValue must not be negative")
+			return commands.BadField(f, nil, "eodCloseValue must not be negative")
 		case v.Cmp(MaxEODMinutes) > 0:
-			return commands.BadRequest("eodCloseValue must be at most %s minutes", MaxEODMinutes)
+			return commands.BadField(f, map[string]any{"max": MaxEODMinutes.String()}, "eodCloseValue must be at most %s minutes", MaxEODMinutes)
 		case decimals(*v) > 0:
-			return commands.BadRequest("eodCloseValue must be a whole number of minutes before the session close")
+			return commands.BadField(f, nil, "eodCloseValue must be a whole number of minutes before the session close")
 		case v.IsZero() && flag(c.EODCloseEnabled):
-			return commands.BadRequest("eodCloseValue must be at least 1 minute while enabled")
+			return commands.BadField(f, nil, "eodCloseValue must be at least 1 minute while enabled")
 		}
 	}
 	if len(c.UpdatedAt) > 0 {
 		var n json.Number
 		if err := json.Unmarshal(c.UpdatedAt, &n); err != nil && string(bytes.TrimSpace(c.UpdatedAt)) != "null" {
-			return commands.BadRequest("updatedAt must be a number")
+			return commands.BadField("updatedAt", nil, "updatedAt must be a number")
 		}
 	}
 	return nil

@@ -13,10 +13,17 @@ type CreateTenant struct {
 	Email string
 }
 
-// Validate checks the shape.
+// Validate checks the shape: a name of 1 to 128 printable characters, a kind,
+// and a plain email when one is given.
 func (c *CreateTenant) Validate() error {
-	if c.Name == "" || (c.Kind != "user" && c.Kind != "firm") {
-		return commands.Invalid("tenant needs a name and a kind of user or firm")
+	if err := commands.Identifier("name", c.Name, commands.MaxName); err != nil {
+		return err
+	}
+	if c.Kind != "user" && c.Kind != "firm" {
+		return commands.InvalidField("kind", nil, "tenant needs a kind of user or firm")
+	}
+	if c.Email != "" {
+		return commands.Email("email", c.Email)
 	}
 	return nil
 }
@@ -61,10 +68,35 @@ type OpenAccount struct {
 	ReferenceID     string
 }
 
-// Validate checks the shape.
+// MaxAccountNumber bounds an account number.
+const MaxAccountNumber = 64
+
+// Validate checks the shape: a tenant, a number and a currency; a starting
+// balance of zero to commands.MaxAmount (422, params.field startingBalance);
+// a label of at most 128 printable characters, a plain email and a
+// referenceId (commands.Identifier) when given.
 func (c *OpenAccount) Validate() error {
-	if c.TenantID == "" || c.AccountNumber == "" || c.Currency == "" || c.StartingBalance.Sign() < 0 {
-		return commands.Invalid("account needs a tenant, a number, a currency and a balance of zero or more")
+	if c.TenantID == "" || c.Currency == "" {
+		return commands.Invalid("account needs a tenant and a currency")
 	}
-	return nil
+	if err := commands.Identifier("accountNumber", c.AccountNumber, MaxAccountNumber); err != nil {
+		return err
+	}
+	if err := commands.Text("label", c.Label, commands.MaxLabel); err != nil {
+		return err
+	}
+	if c.Email != "" {
+		if err := commands.Email("email", c.Email); err != nil {
+			return err
+		}
+	}
+	if c.ReferenceID != "" {
+		if err := commands.Identifier("referenceId", c.ReferenceID, commands.MaxReference); err != nil {
+			return err
+		}
+	}
+	if c.StartingBalance.Sign() < 0 {
+		return commands.InvalidField("startingBalance", nil, "startingBalance must be zero or more")
+	}
+	return commands.Amount("startingBalance", c.StartingBalance, commands.MaxAmount)
 }

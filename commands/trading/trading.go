@@ -18,12 +18,21 @@ type Quote struct {
 	At         time.Time      `json:"at"`
 }
 
-// Spec is what the account's book permits for an instrument; nil: not permitted.
+// Spec is what the account's book permits for an instrument; absent: not permitted.
+// A limit or stop price must be a multiple of TickSize; a quantity a multiple
+// of LotStep and at least MinQuantity. A zero TickSize, LotStep or MinQuantity
+// checks nothing.
 type Spec struct {
 	Symbol      string
 	Multiplier  events.Decimal
 	MaxQuantity events.Decimal
+	TickSize    events.Decimal
+	LotStep     events.Decimal
+	MinQuantity events.Decimal
 }
+
+// MaxInstrument bounds an instrument symbol as a command carries it.
+const MaxInstrument = 64
 
 // Market is the market context the engine attaches to a command before Decide.
 type Market struct {
@@ -66,38 +75,50 @@ func (c *PlaceOrder) Validate() error {
 	if c.TimeInForce == "" {
 		c.TimeInForce = "day"
 	}
+	if err := commands.ClientOrderID("clientOrderId", c.ClientOrderID); err != nil {
+		return err
+	}
+	if err := commands.Identifier("instrument", c.Instrument, MaxInstrument); err != nil {
+		return err
+	}
 	switch {
-	case len(c.ClientOrderID) == 0 || len(c.ClientOrderID) > 64:
-		return commands.Invalid("clientOrderId is required, 1 to 64 characters")
-	case c.Instrument == "":
-		return commands.Invalid("instrument is required")
 	case !oneOf(c.Side, Sides):
-		return commands.Invalid("side must be buy or sell")
+		return commands.InvalidField("side", nil, "side must be buy or sell")
 	case !oneOf(c.OrderType, OrderTypes):
-		return commands.Invalid("orderType must be market, limit, stop or stop_limit")
+		return commands.InvalidField("orderType", nil, "orderType must be market, limit, stop or stop_limit")
 	case !oneOf(c.TimeInForce, TIFs):
-		return commands.Invalid("timeInForce must be day, gtc, ioc or fok")
+		return commands.InvalidField("timeInForce", nil, "timeInForce must be day, gtc, ioc or fok")
 	case c.Quantity.Sign() <= 0:
-		return commands.Invalid("quantity must be greater than zero")
+		return commands.InvalidField("quantity", nil, "quantity must be greater than zero")
 	}
 	needLimit := c.OrderType == "limit" || c.OrderType == "stop_limit"
 	needStop := c.OrderType == "stop" || c.OrderType == "stop_limit"
 	switch {
 	case needLimit && c.LimitPrice == nil:
-		return commands.Invalid("limitPrice is required for a %s order", c.OrderType)
+		return commands.InvalidField("limitPrice", nil, "limitPrice is required for a %s order", c.OrderType)
 	case !needLimit && c.LimitPrice != nil:
-		return commands.Invalid("limitPrice is not allowed on a %s order", c.OrderType)
+		return commands.InvalidField("limitPrice", nil, "limitPrice is not allowed on a %s order", c.OrderType)
 	case needStop && c.StopPrice == nil:
-		return commands.Invalid("stopPrice is required for a %s order", c.OrderType)
+		return commands.InvalidField("stopPrice", nil, "stopPrice is required for a %s order", c.OrderType)
 	case !needStop && c.StopPrice != nil:
-		return commands.Invalid("stopPrice is not allowed on a %s order", c.OrderType)
-	case c.LimitPrice != nil && c.LimitPrice.Sign() <= 0:
-		return commands.Invalid("limitPrice must be greater than zero")
-	case c.StopPrice != nil && c.StopPrice.Sign() <= 0:
-		return commands.Invalid("stopPrice must be greater than zero")
+		return commands.InvalidField("stopPrice", nil, "stopPrice is not allowed on a %s order", c.OrderType)
+	}
+	return positive(c.LimitPrice, c.StopPrice)
+}
+
+// positive refuses a limit or stop price of zero or less.
+func positive(limit, stop *events.Decimal) error {
+	switch {
+	case limit != nil && limit.Sign() <= 0:
+		return commands.InvalidField("limitPrice", nil, "limitPrice must be greater than zero")
+	case stop != nil && stop.Sign() <= 0:
+		return commands.InvalidField("stopPrice", nil, "stopPrice must be greater than zero")
 	}
 	return nil
 }
+
+// MaxOrderID bounds a brokerOrderId as a client sends it back.
+const MaxOrderID = 64
 
 // CancelOrder cancels a working order.
 type CancelOrder struct {
@@ -109,10 +130,7 @@ func (c *CancelOrder) OrderID() string { return c.BrokerOrderID }
 
 // Validate checks the shape.
 func (c *CancelOrder) Validate() error {
-	if c.BrokerOrderID == "" {
-		return commands.Invalid("brokerOrderId is required")
-	}
-	return nil
+	return commands.Key("brokerOrderId", c.BrokerOrderID, MaxOrderID)
 }
 
 // ReplaceOrder changes a working order's quantity or prices.
@@ -129,47 +147,64 @@ func (c *ReplaceOrder) OrderID() string { return c.BrokerOrderID }
 
 // Validate checks the shape.
 func (c *ReplaceOrder) Validate() error {
+	if err := commands.Key("brokerOrderId", c.BrokerOrderID, MaxOrderID); err != nil {
+		return err
+	}
 	switch {
-	case c.BrokerOrderID == "":
-		return commands.Invalid("brokerOrderId is required")
 	case c.Quantity == nil && c.LimitPrice == nil && c.StopPrice == nil:
 		return commands.Invalid("replace needs quantity, limitPrice or stopPrice")
 	case c.Quantity != nil && c.Quantity.Sign() <= 0:
-		return commands.Invalid("quantity must be greater than zero")
-	case c.LimitPrice != nil && c.LimitPrice.Sign() <= 0:
-		return commands.Invalid("limitPrice must be greater than zero")
-	case c.StopPrice != nil && c.StopPrice.Sign() <= 0:
-		return commands.Invalid("stopPrice must be greater than zero")
+		return commands.InvalidField("quantity", nil, "quantity must be greater than zero")
 	}
-	return nil
+	return positive(c.LimitPrice, c.StopPrice)
 }
 
 // ClosePosition closes all or part of a position at market, reduce-only.
+// ClientOrderID, when set, is the closing order's clientOrderId and the
+// command's idempotency key: used once on the account, forever (409 after).
+// Empty: the order's clientOrderId is derived from the command id.
 type ClosePosition struct {
-	Instrument string          `json:"instrument"`
-	Quantity   *events.Decimal `json:"quantity"`
-	Market     Market          `json:"-"`
+	Instrument    string          `json:"instrument"`
+	Quantity      *events.Decimal `json:"quantity"`
+	ClientOrderID string          `json:"clientOrderId"`
+	Market        Market          `json:"-"`
 }
 
 // Validate checks the shape.
 func (c *ClosePosition) Validate() error {
-	switch {
-	case c.Instrument == "":
-		return commands.Invalid("instrument is required")
-	case c.Quantity != nil && c.Quantity.Sign() <= 0:
-		return commands.Invalid("quantity must be greater than zero")
+	if err := commands.Identifier("instrument", c.Instrument, MaxInstrument); err != nil {
+		return err
+	}
+	if c.ClientOrderID != "" {
+		if err := commands.ClientOrderID("clientOrderId", c.ClientOrderID); err != nil {
+			return err
+		}
+	}
+	if c.Quantity != nil && c.Quantity.Sign() <= 0 {
+		return commands.InvalidField("quantity", nil, "quantity must be greater than zero")
 	}
 	return nil
 }
 
 // Flatten cancels every working order and closes every position.
+// ClientOrderID, when set, is the command's idempotency key, used once on the
+// account, forever (409 after): the first closing order (in instrument order)
+// carries it as its clientOrderId; the others, and all of them when it is
+// empty, carry ids derived from the command id. A flatten that places no
+// closing order records no key, so its repeat is another flatten.
 type Flatten struct {
-	Reason string `json:"-"`
-	Market Market `json:"-"`
+	ClientOrderID string `json:"clientOrderId"`
+	Reason        string `json:"-"`
+	Market        Market `json:"-"`
 }
 
 // Validate checks the shape.
-func (c *Flatten) Validate() error { return nil }
+func (c *Flatten) Validate() error {
+	if c.ClientOrderID == "" {
+		return nil
+	}
+	return commands.ClientOrderID("clientOrderId", c.ClientOrderID)
+}
 
 // Reverse turns a position around: a market order for twice its size, the other way.
 type Reverse struct {
@@ -180,13 +215,10 @@ type Reverse struct {
 
 // Validate checks the shape.
 func (c *Reverse) Validate() error {
-	switch {
-	case c.Instrument == "":
-		return commands.Invalid("instrument is required")
-	case len(c.ClientOrderID) == 0 || len(c.ClientOrderID) > 64:
-		return commands.Invalid("clientOrderId is required, 1 to 64 characters")
+	if err := commands.Identifier("instrument", c.Instrument, MaxInstrument); err != nil {
+		return err
 	}
-	return nil
+	return commands.ClientOrderID("clientOrderId", c.ClientOrderID)
 }
 
 // FillWorking is the paper book's reactor asking an account to fill or trigger

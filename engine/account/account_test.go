@@ -2,17 +2,18 @@ package account_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 var (
@@ -43,7 +44,7 @@ func env(n int, cmd commands.Command) commands.Envelope {
 func run(t *testing.T, given []commands.Command, when commands.Command) (*account.State, []events.Event, error) {
 	t.Helper()
 	s := account.New("a1")
-	for i, c := range append([]commands.Command{&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}}, given...) {
+	for i, c := range append([]commands.Command{&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}}, given...) {
 		evs, err := account.Decide(s, env(i, c))
 		if err != nil {
 			t.Fatalf("given %d (%T): %v", i, c, err)
@@ -95,6 +96,7 @@ func TestRefusals(t *testing.T) {
 		{"close without a position", nil, &trading.ClosePosition{Instrument: "BTC-PERP", Market: m}, "position_not_closable", 422},
 		{"close more than the position", []commands.Command{buy("c0", "1", m)}, &trading.ClosePosition{Instrument: "BTC-PERP", Quantity: ptr("2"), Market: m}, "invalid_request", 422},
 		{"reverse without a position", nil, &trading.Reverse{Instrument: "BTC-PERP", ClientOrderID: "r1", Market: m}, "position_not_closable", 422},
+		{"opening again with a different request is a conflict", nil, &tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("25000")}, "idempotency_conflict", 409},
 		{"cancel of an unknown order", nil, &trading.CancelOrder{BrokerOrderID: "nope"}, "not_found", 404},
 		{"cancel of a filled order", []commands.Command{buy("c0", "1", m)}, &trading.CancelOrder{BrokerOrderID: "01J00000000000000000000001"}, "not_found", 404},
 		{"replace of an unknown order", nil, &trading.ReplaceOrder{BrokerOrderID: "nope", Quantity: ptr("1")}, "not_found", 404},
@@ -124,6 +126,15 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// Opening an open account with the request that opened it changes nothing.
+func TestOpeningTwiceWithTheSameRequestChangesNothing(t *testing.T) {
+	open := &tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}
+	_, evs, err := run(t, nil, open)
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("reopen: %v %v", evs, err)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name string
@@ -137,7 +148,6 @@ func TestValidate(t *testing.T) {
 		{"zero quantity", trading.PlaceOrder{ClientOrderID: "c", Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("0")}},
 		{"negative limit", trading.PlaceOrder{ClientOrderID: "c", Instrument: "X", Side: "buy", OrderType: "limit", Quantity: dec("1"), LimitPrice: ptr("-1")}},
 		{"bad tif", trading.PlaceOrder{ClientOrderID: "c", Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1"), TimeInForce: "gtd"}},
-		{"missing clientOrderId", trading.PlaceOrder{Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,12 +157,27 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+	// A malformed identifier is 400, naming the field.
+	for name, c := range map[string]trading.PlaceOrder{
+		"missing clientOrderId":   {Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1")},
+		"clientOrderId with NUL":  {ClientOrderID: "c\u0000", Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1")},
+		"clientOrderId too long":  {ClientOrderID: strings.Repeat("c", 65), Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1")},
+		"instrument with ESC":     {ClientOrderID: "c", Instrument: "X\x1b[0m", Side: "buy", OrderType: "market", Quantity: dec("1")},
+		"clientOrderId with bidi": {ClientOrderID: "c\u202e1", Instrument: "X", Side: "buy", OrderType: "market", Quantity: dec("1")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ref *commands.Refusal
+			if err := c.Validate(); !errors.As(err, &ref) || ref.Code != "invalid_request" || ref.Status != 400 || ref.Params["field"] == nil {
+				t.Fatalf("want 400 invalid_request naming the field, got %v", err)
+			}
+		})
+	}
 }
 
-func fills(evs []events.Event) []ev.OrderFilled {
-	var out []ev.OrderFilled
+func fills(evs []events.Event) []evacct.OrderFilled {
+	var out []evacct.OrderFilled
 	for _, e := range evs {
-		if f, ok := e.(ev.OrderFilled); ok {
+		if f, ok := e.(evacct.OrderFilled); ok {
 			out = append(out, f)
 		}
 	}
@@ -234,7 +259,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	// Re-decide into a log, then fold the log into a fresh state.
 	var log []events.Event
 	s := account.New("a1")
-	all := append([]commands.Command{&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}}, cmds...)
+	all := append([]commands.Command{&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}}, cmds...)
 	for i, c := range all {
 		evs, err := account.Decide(s, env(i, c))
 		if err != nil {
@@ -290,7 +315,7 @@ func TestDayOrdersExpireAtTheDayBoundary(t *testing.T) {
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("next day: %v %v", evs, err)
 	}
-	if c := evs[0].(ev.OrderCanceled); c.Reason != "expired" || s.Working[c.BrokerOrderID].TimeInForce != "day" {
+	if c := evs[0].(evacct.OrderCanceled); c.Reason != "expired" || s.Working[c.BrokerOrderID].TimeInForce != "day" {
 		t.Fatalf("expired %+v", c)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // PriceDecimals is the precision of average prices; fills keep their exact price.
@@ -28,18 +28,18 @@ type book struct {
 	env       commands.Envelope
 	mkt       trading.Market
 	balance   events.Decimal
-	positions map[string]ev.Position
+	positions map[string]evacct.Position
 	fills     int
 	out       []events.Event
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
-	return &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]ev.Position{}}
+	return &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]evacct.Position{}}
 }
 
 func (b *book) add(e events.Event) { b.out = append(b.out, e) }
 
-func (b *book) position(instrument string) ev.Position {
+func (b *book) position(instrument string) evacct.Position {
 	if p, ok := b.positions[instrument]; ok {
 		return p
 	}
@@ -48,9 +48,9 @@ func (b *book) position(instrument string) ev.Position {
 
 // market places and fully fills a market order at the touch in this commit.
 func (b *book) market(id, clientOrderID, instrument, side string, qty events.Decimal, reduceOnly bool, q trading.Quote) {
-	o := ev.Order{BrokerOrderID: id, ClientOrderID: clientOrderID, Instrument: instrument, Side: side,
+	o := evacct.Order{BrokerOrderID: id, ClientOrderID: clientOrderID, Instrument: instrument, Side: side,
 		OrderType: "market", Quantity: qty, TimeInForce: "ioc", ReduceOnly: reduceOnly, CreatedAt: b.env.At}
-	b.add(ev.OrderPlaced{Order: o})
+	b.add(evacct.OrderPlaced{Order: o})
 	b.match(&Working{Order: o}, q)
 }
 
@@ -73,7 +73,7 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 		if !crossedStop() {
 			return false
 		}
-		b.add(ev.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: touch, At: b.env.At})
+		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: touch, At: b.env.At})
 		w.Triggered = true
 		if w.OrderType == "stop_limit" {
 			isLimit = true
@@ -107,7 +107,7 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 	}
 	sq := signed(w.Side, qty)
 	realized := events.Int(0)
-	np := ev.Position{Instrument: w.Instrument, Quantity: p.Quantity.Add(sq), AvgPrice: p.AvgPrice, Multiplier: mult}
+	np := evacct.Position{Instrument: w.Instrument, Quantity: p.Quantity.Add(sq), AvgPrice: p.AvgPrice, Multiplier: mult}
 	switch {
 	case p.Quantity.IsZero() || p.Quantity.Sign() == sq.Sign():
 		np.AvgPrice = p.Quantity.Abs().Mul(p.AvgPrice).Add(qty.Mul(price)).Quo(np.Quantity.Abs()).Round(PriceDecimals)
@@ -131,7 +131,7 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 	avg := w.Filled.Mul(w.AvgPrice).Add(qty.Mul(price)).Quo(filled).Round(PriceDecimals)
 	b.fills++
 	touch := price
-	b.add(ev.OrderFilled{
+	b.add(evacct.OrderFilled{
 		BrokerOrderID: w.BrokerOrderID, FillID: b.env.DerivedID("f", b.fills), Instrument: w.Instrument,
 		Side: w.Side, Quantity: qty, Price: price, Realized: realized, Position: np, Balance: b.balance,
 		OrderFilled: filled, OrderAvgPrice: avg, Done: filled.Cmp(w.Quantity) >= 0 || w.ReduceOnly,

@@ -7,24 +7,24 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Decide runs one command against the state and returns the events to commit,
 // or a *commands.Refusal. It is pure: time, ids, quotes and specs come in env.
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
-	if _, opening := env.Cmd.(*tcmd.OpenAccount); !opening && !s.Open {
+	if _, opening := env.Cmd.(*tenantcmd.OpenAccount); !opening && !s.Open {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "account not found", nil)
 	}
 	switch c := env.Cmd.(type) {
-	case *tcmd.OpenAccount:
+	case *tenantcmd.OpenAccount:
 		if s.Open {
-			return nil, nil // opening twice changes nothing
+			return nil, reopen(s, c) // opening twice with the same request changes nothing
 		}
-		return []events.Event{ev.Opened{
+		return []events.Event{evacct.Opened{
 			AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber,
 			Label: c.Label, Currency: c.Currency, StartingBalance: c.StartingBalance, Kind: c.Kind,
 			Email: c.Email, ReferenceID: c.ReferenceID, At: env.At,
@@ -36,7 +36,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		if !ok {
 			return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
 		}
-		return []events.Event{ev.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "requested", At: env.At}}, nil
+		return []events.Event{evacct.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "requested", At: env.At}}, nil
 	case *trading.ReplaceOrder:
 		return decideReplace(s, env, c)
 	case *trading.ClosePosition:
@@ -52,7 +52,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		start := DayStart(env.At)
 		for _, id := range sortedKeys(s.Working) {
 			if w := s.Working[id]; w.TimeInForce == "day" && w.CreatedAt.Before(start) {
-				evs = append(evs, ev.OrderCanceled{BrokerOrderID: id, Reason: "expired", At: env.At})
+				evs = append(evs, evacct.OrderCanceled{BrokerOrderID: id, Reason: "expired", At: env.At})
 			}
 		}
 		return evs, nil
@@ -109,7 +109,7 @@ func opposite(side string) string {
 }
 
 // reduces reports whether an order of side and qty only reduces position p.
-func reduces(p ev.Position, side string, qty events.Decimal) bool {
+func reduces(p evacct.Position, side string, qty events.Decimal) bool {
 	sq := signed(side, qty)
 	return !p.Quantity.IsZero() && p.Quantity.Sign() != sq.Sign() && qty.Cmp(p.Quantity.Abs()) <= 0
 }
@@ -120,6 +120,9 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	}
 	sp, err := spec(c.Market, c.Instrument)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkOrder(sp, &c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
 		return nil, err
 	}
 	if err := gate(s, env.At, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
@@ -137,23 +140,23 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 				"a reduce-only order needs an opposite position to reduce", map[string]any{"instrument": c.Instrument})
 		}
 		if c.Quantity.Cmp(p.Quantity.Abs()) > 0 {
-			return nil, commands.Invalid("a reduce-only order may not exceed the position's size")
+			return nil, commands.InvalidField("quantity", nil, "a reduce-only order may not exceed the position's size")
 		}
 	}
 	q, err := quote(c.Market, c.Instrument)
 	if err != nil {
 		return nil, err
 	}
-	o := ev.Order{
+	o := evacct.Order{
 		BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument,
 		Side: c.Side, OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice,
 		StopPrice: c.StopPrice, TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At,
 	}
 	b := newBook(s, env, c.Market)
-	b.add(ev.OrderPlaced{Order: o})
+	b.add(evacct.OrderPlaced{Order: o})
 	w := &Working{Order: o}
 	if !b.match(w, q) && (o.TimeInForce == "ioc" || o.TimeInForce == "fok") {
-		b.add(ev.OrderCanceled{BrokerOrderID: o.BrokerOrderID, Reason: o.TimeInForce, At: env.At})
+		b.add(evacct.OrderCanceled{BrokerOrderID: o.BrokerOrderID, Reason: o.TimeInForce, At: env.At})
 	}
 	return b.out, nil
 }
@@ -163,10 +166,15 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 	if !ok {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
 	}
+	if sp, ok := c.Market.Specs[w.Instrument]; ok {
+		if err := checkOrder(sp, c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
+			return nil, err
+		}
+	}
 	if hs := Holds(s, env.At); len(hs) > 0 {
 		return nil, lockedRefusal(hs) // replace refuses every order while held
 	}
-	r := ev.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: w.Quantity, At: env.At}
+	r := evacct.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: w.Quantity, At: env.At}
 	if c.Quantity != nil {
 		if c.Quantity.Cmp(w.Filled) <= 0 {
 			return nil, commands.Invalid("quantity must be above the %s already filled", w.Filled)
@@ -206,7 +214,17 @@ func notClosable(instrument string) error {
 		"there is no position in the instrument to close", map[string]any{"instrument": instrument})
 }
 
+// decideClose closes all or part of a position with a reduce-only market
+// order. A clientOrderId, when sent, is used once (409 after); a partial
+// close fits the instrument's lot step and minimum, a whole close always does.
 func decideClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]events.Event, error) {
+	coid := "close-" + env.ID.String()
+	if c.ClientOrderID != "" {
+		if err := idempotent(s, c.ClientOrderID); err != nil {
+			return nil, err
+		}
+		coid = c.ClientOrderID
+	}
 	p, ok := s.Positions[c.Instrument]
 	if !ok {
 		return nil, notClosable(c.Instrument)
@@ -214,7 +232,12 @@ func decideClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]e
 	qty := p.Quantity.Abs()
 	if c.Quantity != nil {
 		if c.Quantity.Cmp(qty) > 0 {
-			return nil, commands.Invalid("quantity %s is above the position's size %s", c.Quantity, qty)
+			return nil, commands.InvalidField("quantity", nil, "quantity %s is above the position's size %s", c.Quantity, qty)
+		}
+		if sp, ok := c.Market.Specs[c.Instrument]; ok && c.Quantity.Cmp(qty) < 0 {
+			if err := checkQuantity(sp, *c.Quantity); err != nil {
+				return nil, err
+			}
 		}
 		qty = *c.Quantity
 	}
@@ -223,33 +246,42 @@ func decideClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]e
 		return nil, err
 	}
 	b := newBook(s, env, c.Market)
-	b.market(env.DerivedID("c", 0), "close-"+env.ID.String(), c.Instrument, sideToClose(p), qty, true, q)
+	b.market(env.DerivedID("c", 0), coid, c.Instrument, sideToClose(p), qty, true, q)
 	return b.out, nil
 }
 
-func sideToClose(p ev.Position) string {
+func sideToClose(p evacct.Position) string {
 	if p.Quantity.Sign() > 0 {
 		return "sell"
 	}
 	return "buy"
 }
 
+// decideFlatten cancels and closes everything; a clientOrderId, when sent, is
+// used once (409 after) and names the first closing order.
 func decideFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]events.Event, error) {
+	if c.ClientOrderID != "" {
+		if err := idempotent(s, c.ClientOrderID); err != nil {
+			return nil, err
+		}
+	}
 	reason := c.Reason
 	if reason == "" {
 		reason = "flatten"
 	}
 	b := newBook(s, env, c.Market)
-	b.flatten(reason, c.Market.Quotes)
+	b.flatten(reason, c.ClientOrderID, c.Market.Quotes)
 	return b.out, nil
 }
 
 // flatten cancels every working order and closes every position that has a
-// quote at the touch; it returns how many positions stay open for lack of a price.
-func (b *book) flatten(reason string, quotes map[string]trading.Quote) (unclosed int) {
+// quote at the touch; it returns how many positions stay open for lack of a
+// price. The first closing order carries key as its clientOrderId when key is
+// set; the others carry ids derived from the command id.
+func (b *book) flatten(reason, key string, quotes map[string]trading.Quote) (unclosed int) {
 	s, env := b.s, b.env
 	for _, id := range sortedKeys(s.Working) {
-		b.add(ev.OrderCanceled{BrokerOrderID: id, Reason: reason, At: env.At})
+		b.add(evacct.OrderCanceled{BrokerOrderID: id, Reason: reason, At: env.At})
 	}
 	for i, inst := range sortedKeys(s.Positions) {
 		p := s.Positions[inst]
@@ -258,7 +290,11 @@ func (b *book) flatten(reason string, quotes map[string]trading.Quote) (unclosed
 			unclosed++
 			continue // no price: the position stays; the answer lists it as unclosed
 		}
-		b.market(env.DerivedID("c", i), fmt.Sprintf("%s-%s", reason, env.DerivedID("c", i)), inst, sideToClose(p), p.Quantity.Abs(), true, q)
+		coid := fmt.Sprintf("%s-%s", reason, env.DerivedID("c", i))
+		if key != "" {
+			coid, key = key, ""
+		}
+		b.market(env.DerivedID("c", i), coid, inst, sideToClose(p), p.Quantity.Abs(), true, q)
 	}
 	return unclosed
 }
@@ -296,7 +332,7 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote) []events.Ev
 		if w.ReduceOnly {
 			p := b.position(w.Instrument)
 			if p.Quantity.IsZero() || p.Quantity.Sign() == signed(w.Side, w.Quantity).Sign() {
-				b.add(ev.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "reduce_only", At: env.At})
+				b.add(evacct.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "reduce_only", At: env.At})
 				continue
 			}
 		}
@@ -319,4 +355,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// reopen answers an OpenAccount for an account that is open already: nothing
+// when the request is the one that opened it, 409 idempotency_conflict when
+// its key (the account id, derived from the caller's reference) was used with
+// a different request; the original account stands.
+func reopen(s *State, c *tenantcmd.OpenAccount) error {
+	if s.Email == c.Email && s.Currency == c.Currency && s.Label == c.Label &&
+		s.StartingBalance.Cmp(c.StartingBalance) == 0 && s.TenantID == c.TenantID {
+		return nil
+	}
+	return commands.Refuse(http.StatusConflict, "idempotency_conflict",
+		"referenceId was already used with a different request; the original account stands", nil)
 }

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Hold names the firm side adds to Holds.
@@ -34,18 +34,18 @@ func (s *State) ReconciliationHeld() bool { return s.Firm.Reconciliation }
 // applyFirm folds back-office events.
 func applyFirm(s *State, e events.Event) {
 	switch e := e.(type) {
-	case ev.AccountReset:
+	case evacct.AccountReset:
 		s.Balance, s.Realized = e.Balance, events.Int(0)
 		for _, inst := range e.Cleared {
 			delete(s.Positions, inst)
 		}
-	case ev.FirmHalted:
+	case evacct.FirmHalted:
 		s.Firm.Halted, s.Firm.HaltedAt = true, e.At
-	case ev.FirmResumed:
+	case evacct.FirmResumed:
 		s.Firm.Halted, s.Firm.HaltedAt = false, time.Time{}
-	case ev.ReconciliationHeld:
+	case evacct.ReconciliationHeld:
 		s.Firm.Reconciliation, s.Firm.HeldAt = true, e.At
-	case ev.ReconciliationReleased:
+	case evacct.ReconciliationReleased:
 		s.Firm.Reconciliation, s.Firm.HeldAt = false, time.Time{}
 	}
 }
@@ -53,30 +53,30 @@ func applyFirm(s *State, e events.Event) {
 // decideFirm decides back-office commands; ok is false for a command it does not know.
 func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
 	switch c := env.Cmd.(type) {
-	case *fcmd.BalanceOp:
+	case *firmcmd.BalanceOp:
 		evs, err = decideBalance(s, env, c)
-	case *fcmd.ResetAccount:
+	case *firmcmd.ResetAccount:
 		evs, err = decideReset(s, env, c)
-	case *fcmd.HaltAccount:
+	case *firmcmd.HaltAccount:
 		switch {
 		case s.Firm.Halted:
 		case s.ControlLocked(env.At):
 			err = commands.Refuse(http.StatusConflict, "lock_not_owned",
 				"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
 		default:
-			evs = []events.Event{ev.FirmHalted{At: env.At}}
+			evs = []events.Event{evacct.FirmHalted{At: env.At}}
 		}
-	case *fcmd.ResumeAccount:
+	case *firmcmd.ResumeAccount:
 		if s.Firm.Halted {
-			evs = []events.Event{ev.FirmResumed{At: env.At}}
+			evs = []events.Event{evacct.FirmResumed{At: env.At}}
 		}
-	case *fcmd.HoldForReconciliation:
+	case *firmcmd.HoldForReconciliation:
 		if !s.Firm.Reconciliation {
-			evs = []events.Event{ev.ReconciliationHeld{Reason: c.Reason, By: c.By, At: env.At}}
+			evs = []events.Event{evacct.ReconciliationHeld{Reason: c.Reason, By: c.By, At: env.At}}
 		}
-	case *fcmd.ReleaseReconciliation:
+	case *firmcmd.ReleaseReconciliation:
 		if s.Firm.Reconciliation {
-			evs = []events.Event{ev.ReconciliationReleased{By: c.By, At: env.At}}
+			evs = []events.Event{evacct.ReconciliationReleased{By: c.By, At: env.At}}
 		}
 	default:
 		return nil, false, nil
@@ -137,7 +137,7 @@ func freeCollateral(s *State, marks map[string]events.Decimal) (events.Decimal, 
 	return s.Balance.Add(loss), true
 }
 
-func decideBalance(s *State, env commands.Envelope, c *fcmd.BalanceOp) ([]events.Event, error) {
+func decideBalance(s *State, env commands.Envelope, c *firmcmd.BalanceOp) ([]events.Event, error) {
 	digest := c.Digest(s.Currency)
 	if used, err := reference(s, c.ReferenceID, digest); used || err != nil {
 		return nil, err
@@ -149,19 +149,23 @@ func decideBalance(s *State, env commands.Envelope, c *fcmd.BalanceOp) ([]events
 	if cur == "" {
 		cur = s.Currency
 	}
-	if !fcmd.Issuable(cur, c.Env) {
-		return nil, fcmd.NotIssuable(cur, c.Env)
+	if !firmcmd.Issuable(cur, c.Env) {
+		return nil, firmcmd.NotIssuable(cur, c.Env)
 	}
 	if cur != s.Currency {
 		return nil, commands.Refuse(http.StatusBadRequest, "invalid_request",
 			"currency is not the account's currency", map[string]any{"currency": cur})
 	}
-	if err := fcmd.CheckPrecision(c.Amount, s.Currency, s.Kind); err != nil {
+	if err := firmcmd.CheckPrecision(c.Amount, s.Currency, s.Kind); err != nil {
 		return nil, err
 	}
 	delta := c.Amount
-	if c.Op == fcmd.OpDebit {
+	if c.Op == firmcmd.OpDebit {
 		delta = c.Amount.Neg()
+	}
+	if s.Balance.Add(delta).Abs().Cmp(commands.MaxBalance) > 0 {
+		return nil, commands.InvalidField("amount", map[string]any{"maxBalance": commands.MaxBalance.String()},
+			"the operation would leave a balance above the maximum of %s", commands.MaxBalance)
 	}
 	if delta.Sign() < 0 {
 		if len(Holds(s, env.At)) > 0 {
@@ -175,18 +179,18 @@ func decideBalance(s *State, env commands.Envelope, c *fcmd.BalanceOp) ([]events
 			return nil, balanceRefused("insufficient_funds", "the debit would withdraw more than the free collateral")
 		}
 	}
-	return []events.Event{ev.BalanceChanged{
+	return []events.Event{evacct.BalanceChanged{
 		ReferenceID: c.ReferenceID, Op: c.Op, Amount: c.Amount, Balance: s.Balance.Add(delta),
 		Currency: s.Currency, Digest: digest, At: env.At,
 	}}, nil
 }
 
-func decideReset(s *State, env commands.Envelope, c *fcmd.ResetAccount) ([]events.Event, error) {
+func decideReset(s *State, env commands.Envelope, c *firmcmd.ResetAccount) ([]events.Event, error) {
 	ref := c.ReferenceID
 	if ref == "" {
 		ref = "reset-" + env.ID.String()
 	}
-	digest := fcmd.Digest("reset", s.AccountNumber)
+	digest := firmcmd.Digest("reset", s.AccountNumber)
 	if used, err := reference(s, ref, digest); used || err != nil {
 		return nil, err
 	}
@@ -194,13 +198,13 @@ func decideReset(s *State, env commands.Envelope, c *fcmd.ResetAccount) ([]event
 		return nil, reconciliationHold()
 	}
 	// Ledger first: the entry is the commit's first event, before anything else changes.
-	out := []events.Event{ev.BalanceChanged{
-		ReferenceID: ref, Op: ev.OpReset, Amount: s.StartingBalance.Sub(s.Balance), Balance: s.StartingBalance,
+	out := []events.Event{evacct.BalanceChanged{
+		ReferenceID: ref, Op: evacct.OpReset, Amount: s.StartingBalance.Sub(s.Balance), Balance: s.StartingBalance,
 		Currency: s.Currency, Digest: digest, At: env.At,
 	}}
 	for _, id := range sortedKeys(s.Working) {
-		out = append(out, ev.OrderCanceled{BrokerOrderID: id, Reason: "reset", At: env.At})
+		out = append(out, evacct.OrderCanceled{BrokerOrderID: id, Reason: "reset", At: env.At})
 	}
-	out = append(out, ev.AccountReset{ReferenceID: ref, Balance: s.StartingBalance, Cleared: sortedKeys(s.Positions), At: env.At})
+	out = append(out, evacct.AccountReset{ReferenceID: ref, Balance: s.StartingBalance, Cleared: sortedKeys(s.Positions), At: env.At})
 	return out, nil
 }

@@ -7,20 +7,20 @@ import (
 	"testing"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
-	rcmd "github.com/svc/engine/commands/risk"
-	tcmd "github.com/svc/engine/commands/tenant"
+	firmcmd "github.com/svc/engine/commands/firm"
+	riskcmd "github.com/svc/engine/commands/risk"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
-func credit(ref, amount string) *fcmd.BalanceOp {
-	return &fcmd.BalanceOp{ReferenceID: ref, AccountNumber: "EV1", Op: "credit", Amount: dec(amount), Env: "sandbox"}
+func credit(ref, amount string) *firmcmd.BalanceOp {
+	return &firmcmd.BalanceOp{ReferenceID: ref, AccountNumber: "EV1", Op: "credit", Amount: dec(amount), Env: "sandbox"}
 }
 
-func debit(ref, amount string) *fcmd.BalanceOp {
-	return &fcmd.BalanceOp{ReferenceID: ref, AccountNumber: "EV1", Op: "debit", Amount: dec(amount), Env: "sandbox"}
+func debit(ref, amount string) *firmcmd.BalanceOp {
+	return &firmcmd.BalanceOp{ReferenceID: ref, AccountNumber: "EV1", Op: "debit", Amount: dec(amount), Env: "sandbox"}
 }
 
 // runFirm opens an evaluation account in currency with 1000, applies given,
@@ -28,7 +28,7 @@ func debit(ref, amount string) *fcmd.BalanceOp {
 func runFirm(t *testing.T, currency string, given []commands.Command, when commands.Command) (*account.State, []events.Event, error) {
 	t.Helper()
 	s := account.New("a1")
-	open := &tcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: currency, StartingBalance: dec("1000"), Kind: "evaluation"}
+	open := &tenantcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: currency, StartingBalance: dec("1000"), Kind: "evaluation"}
 	for i, c := range append([]commands.Command{open}, given...) {
 		evs, err := account.Decide(s, env(i, c))
 		if err != nil {
@@ -47,7 +47,10 @@ func runFirm(t *testing.T, currency string, given []commands.Command, when comma
 
 func TestFirmRefusals(t *testing.T) {
 	m := mkt("100", "101")
-	withMarks := func(c *fcmd.BalanceOp, marks map[string]events.Decimal) *fcmd.BalanceOp { c.Marks = marks; return c }
+	withMarks := func(c *firmcmd.BalanceOp, marks map[string]events.Decimal) *firmcmd.BalanceOp {
+		c.Marks = marks
+		return c
+	}
 	cases := []struct {
 		name       string
 		currency   string
@@ -60,16 +63,16 @@ func TestFirmRefusals(t *testing.T) {
 		{name: "same reference, other body", given: []commands.Command{credit("r1", "10")}, when: credit("r1", "11"), wantStatus: 409, wantCode: "idempotency_conflict"},
 		{name: "more decimals than USD posts", when: credit("r1", "1.001"), wantStatus: 400, wantCode: "amount_precision_exceeded", wantParams: "map[currency:USD decimals:2]"},
 		{name: "more decimals than USDC posts on an issued account", currency: "USDC", when: credit("r1", "1.0000001"), wantStatus: 400, wantCode: "amount_precision_exceeded", wantParams: "map[currency:USDC decimals:6]"},
-		{name: "a currency not issued", when: &fcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "credit", Amount: dec("1"), Currency: "EUR", Env: "sandbox"}, wantStatus: 400, wantCode: "currency_not_issuable", wantParams: "map[currency:EUR environment:sandbox]"},
-		{name: "USDC outside the sandbox", when: &fcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "credit", Amount: dec("1"), Currency: "USDC", Env: "production"}, wantStatus: 400, wantCode: "currency_not_issuable", wantParams: "map[currency:USDC environment:production]"},
+		{name: "a currency not issued", when: &firmcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "credit", Amount: dec("1"), Currency: "EUR", Env: "sandbox"}, wantStatus: 400, wantCode: "currency_not_issuable", wantParams: "map[currency:EUR environment:sandbox]"},
+		{name: "USDC outside the sandbox", when: &firmcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "credit", Amount: dec("1"), Currency: "USDC", Env: "production"}, wantStatus: 400, wantCode: "currency_not_issuable", wantParams: "map[currency:USDC environment:production]"},
 		{name: "a debit beyond the balance", when: debit("r1", "1000.01"), wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:insufficient_funds]"},
-		{name: "a negative adjustment beyond the balance", when: &fcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "adjustment", Amount: dec("-1001"), Env: "sandbox"}, wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:insufficient_funds]"},
-		{name: "a debit while halted", given: []commands.Command{&fcmd.HaltAccount{}}, when: debit("r1", "1"), wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:permission_denied]"},
+		{name: "a negative adjustment beyond the balance", when: &firmcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "adjustment", Amount: dec("-1001"), Env: "sandbox"}, wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:insufficient_funds]"},
+		{name: "a debit while halted", given: []commands.Command{&firmcmd.HaltAccount{}}, when: debit("r1", "1"), wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:permission_denied]"},
 		{name: "a debit with a position that cannot be valued", given: []commands.Command{buy("c1", "1", m)}, when: debit("r1", "1"), wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:invalid_request]"},
 		{name: "a debit of the unrealized loss's share", given: []commands.Command{buy("c1", "1", m)}, when: withMarks(debit("r1", "990"), map[string]events.Decimal{"BTC-PERP": dec("90")}), wantStatus: 409, wantCode: "balance_refused", wantParams: "map[reason:insufficient_funds]"},
-		{name: "a credit while held for reconciliation", given: []commands.Command{&fcmd.HoldForReconciliation{}}, when: credit("r1", "1"), wantStatus: 423, wantCode: "reconciliation_hold"},
-		{name: "a reset while held for reconciliation", given: []commands.Command{&fcmd.HoldForReconciliation{}}, when: &fcmd.ResetAccount{}, wantStatus: 423, wantCode: "reconciliation_hold"},
-		{name: "a halt over an evaluation breach", given: []commands.Command{&rcmd.BreachEvaluation{}}, when: &fcmd.HaltAccount{}, wantStatus: 409, wantCode: "lock_not_owned"},
+		{name: "a credit while held for reconciliation", given: []commands.Command{&firmcmd.HoldForReconciliation{}}, when: credit("r1", "1"), wantStatus: 423, wantCode: "reconciliation_hold"},
+		{name: "a reset while held for reconciliation", given: []commands.Command{&firmcmd.HoldForReconciliation{}}, when: &firmcmd.ResetAccount{}, wantStatus: 423, wantCode: "reconciliation_hold"},
+		{name: "a halt over an evaluation breach", given: []commands.Command{&riskcmd.BreachEvaluation{}}, when: &firmcmd.HaltAccount{}, wantStatus: 409, wantCode: "lock_not_owned"},
 		{name: "a zero credit", when: credit("r1", "0"), wantStatus: 400, wantCode: "invalid_request"},
 		{name: "a reference too long", when: credit(string(make([]byte, 129)), "1"), wantStatus: 400, wantCode: "invalid_request"},
 	}
@@ -98,7 +101,7 @@ func TestFirmTransitions(t *testing.T) {
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("%v %v", evs, err)
 		}
-		bc := evs[0].(ev.BalanceChanged)
+		bc := evs[0].(evacct.BalanceChanged)
 		if bc.ReferenceID != "r1" || bc.Op != "credit" || bc.Balance.String() != "1010.5" || bc.Digest == "" {
 			t.Fatalf("%+v", bc)
 		}
@@ -111,45 +114,45 @@ func TestFirmTransitions(t *testing.T) {
 	})
 	t.Run("a debit of free collateral with a winning position", func(t *testing.T) {
 		_, evs, err := runFirm(t, "USD", []commands.Command{buy("c1", "1", m)},
-			&fcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "debit", Amount: dec("1000"), Env: "sandbox", Marks: map[string]events.Decimal{"BTC-PERP": dec("200")}})
-		if err != nil || evs[0].(ev.BalanceChanged).Balance.String() != "0" {
+			&firmcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "debit", Amount: dec("1000"), Env: "sandbox", Marks: map[string]events.Decimal{"BTC-PERP": dec("200")}})
+		if err != nil || evs[0].(evacct.BalanceChanged).Balance.String() != "0" {
 			t.Fatalf("%v %v", evs, err)
 		}
 	})
 	t.Run("halt, halt again, resume, resume again", func(t *testing.T) {
-		s, evs, _ := runFirm(t, "USD", []commands.Command{&fcmd.HaltAccount{}}, &fcmd.HaltAccount{})
+		s, evs, _ := runFirm(t, "USD", []commands.Command{&firmcmd.HaltAccount{}}, &firmcmd.HaltAccount{})
 		if len(evs) != 0 || !s.FirmHalted() || fmt.Sprint(account.Holds(s, t0)) != "[firm_halt]" {
 			t.Fatalf("halted twice: %v %v", evs, account.Holds(s, t0))
 		}
-		s, evs, _ = runFirm(t, "USD", []commands.Command{&fcmd.HaltAccount{}, &fcmd.ResumeAccount{}}, &fcmd.ResumeAccount{})
+		s, evs, _ = runFirm(t, "USD", []commands.Command{&firmcmd.HaltAccount{}, &firmcmd.ResumeAccount{}}, &firmcmd.ResumeAccount{})
 		if len(evs) != 0 || s.FirmHalted() || len(account.Holds(s, t0)) != 0 {
 			t.Fatalf("resumed twice: %v", evs)
 		}
 	})
 	t.Run("a halt refuses additions and keeps positions", func(t *testing.T) {
-		s, _, err := runFirm(t, "USD", []commands.Command{buy("c1", "1", m), &fcmd.HaltAccount{}}, buy("c2", "1", m))
+		s, _, err := runFirm(t, "USD", []commands.Command{buy("c1", "1", m), &firmcmd.HaltAccount{}}, buy("c2", "1", m))
 		var ref *commands.Refusal
 		if !errors.As(err, &ref) || ref.Code != "risk_locked" || len(s.Positions) != 1 {
 			t.Fatalf("%v %v", err, s.Positions)
 		}
 	})
 	t.Run("a reconciliation hold names its hold", func(t *testing.T) {
-		s, evs, _ := runFirm(t, "USD", []commands.Command{&fcmd.HoldForReconciliation{}}, &fcmd.HoldForReconciliation{})
+		s, evs, _ := runFirm(t, "USD", []commands.Command{&firmcmd.HoldForReconciliation{}}, &firmcmd.HoldForReconciliation{})
 		if len(evs) != 0 || fmt.Sprint(account.Holds(s, t0)) != "[reconciliation_hold]" {
 			t.Fatalf("%v %v", evs, account.Holds(s, t0))
 		}
 	})
 	t.Run("a reset is ledger-first and returns the starting state", func(t *testing.T) {
 		given := []commands.Command{credit("r1", "5"), buy("c1", "1", m), limit("c2", "buy", "1", "50", m)}
-		s, evs, err := runFirm(t, "USD", given, &fcmd.ResetAccount{ReferenceID: "reset-1"})
+		s, evs, err := runFirm(t, "USD", given, &firmcmd.ResetAccount{ReferenceID: "reset-1"})
 		if err != nil || len(evs) != 3 {
 			t.Fatalf("%v %v", evs, err)
 		}
-		bc, ok := evs[0].(ev.BalanceChanged)
+		bc, ok := evs[0].(evacct.BalanceChanged)
 		if !ok || bc.Op != "reset" || bc.Balance.String() != "1000" || bc.Amount.String() != "-5" {
 			t.Fatalf("first event %#v", evs[0])
 		}
-		if _, ok := evs[1].(ev.OrderCanceled); !ok {
+		if _, ok := evs[1].(evacct.OrderCanceled); !ok {
 			t.Fatalf("second event %#v", evs[1])
 		}
 		for _, e := range evs {
@@ -158,16 +161,16 @@ func TestFirmTransitions(t *testing.T) {
 		if len(s.Positions) != 0 || len(s.Working) != 0 || s.Balance.String() != "1000" || !s.Realized.IsZero() {
 			t.Fatalf("after reset %+v", s)
 		}
-		_, again, err := runFirm(t, "USD", append(given, &fcmd.ResetAccount{ReferenceID: "reset-1"}), &fcmd.ResetAccount{ReferenceID: "reset-1"})
+		_, again, err := runFirm(t, "USD", append(given, &firmcmd.ResetAccount{ReferenceID: "reset-1"}), &firmcmd.ResetAccount{ReferenceID: "reset-1"})
 		if err != nil || len(again) != 0 {
 			t.Fatalf("reset repeated: %v %v", again, err)
 		}
 	})
 	t.Run("replay rebuilds the back-office state", func(t *testing.T) {
-		given := []commands.Command{credit("r1", "5"), &fcmd.HaltAccount{}, &fcmd.HoldForReconciliation{}, &fcmd.ReleaseReconciliation{}}
-		s, _, _ := runFirm(t, "USD", given, &fcmd.ResumeAccount{})
+		given := []commands.Command{credit("r1", "5"), &firmcmd.HaltAccount{}, &firmcmd.HoldForReconciliation{}, &firmcmd.ReleaseReconciliation{}}
+		s, _, _ := runFirm(t, "USD", given, &firmcmd.ResumeAccount{})
 		r := account.New("a1")
-		for i, c := range append([]commands.Command{&tcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: "USD", StartingBalance: dec("1000"), Kind: "evaluation"}}, given...) {
+		for i, c := range append([]commands.Command{&tenantcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: "USD", StartingBalance: dec("1000"), Kind: "evaluation"}}, given...) {
 			evs, _ := account.Decide(r, env(i, c))
 			for _, e := range evs {
 				r = account.Apply(r, e)

@@ -21,8 +21,8 @@ func Holds(s *State, at time.Time) []string {
 }
 
 // gate refuses an order that may add exposure while any hold is on the account:
-// 423 risk_locked with params.holds. An order proves it only reduces when it is
-// reduce-only, or a market order no larger than an opposite position.
+// 423 with params.holds (see lockedRefusal). An order proves it only reduces
+// when it is reduce-only, or a market order no larger than an opposite position.
 func gate(s *State, at time.Time, instrument, side, orderType string, qty events.Decimal, reduceOnly bool) error {
 	hs := Holds(s, at)
 	if len(hs) == 0 {
@@ -34,8 +34,17 @@ func gate(s *State, at time.Time, instrument, side, orderType string, qty events
 	return lockedRefusal(hs)
 }
 
-// lockedRefusal is the 423 risk_locked answer naming the holds.
+// lockedRefusal is the 423 answer naming the holds: reconciliation_hold when
+// the holds include an operator's reconciliation hold (only an operator lifts
+// it), else risk_locked.
 func lockedRefusal(hs []string) error {
+	for _, h := range hs {
+		if h == HoldReconciliation {
+			return commands.Refuse(http.StatusLocked, "reconciliation_hold",
+				"the account is held for reconciliation: orders that may add exposure are refused until an operator releases the hold",
+				map[string]any{"holds": hs})
+		}
+	}
 	return commands.Refuse(http.StatusLocked, "risk_locked",
 		"the account is held: orders that may add exposure are refused until the hold lifts",
 		map[string]any{"holds": hs})

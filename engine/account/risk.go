@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
-	rcmd "github.com/svc/engine/commands/risk"
-	"github.com/svc/engine/engine/risk/calendar"
+	riskcmd "github.com/svc/engine/commands/risk"
+	"github.com/svc/engine/engine/market/calendar"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // RealizedWindow is how long the account keeps its fills' realized PnL: longer
@@ -24,12 +24,12 @@ type Realized struct {
 
 // Risk is the account's risk controls and lock state.
 type Risk struct {
-	Settings  ev.RiskSettings
+	Settings  evacct.RiskSettings
 	UpdatedAt time.Time // of the settings; zero: never set
 	Calendar  string    // trading calendar of the periods; "" is crypto
 	// Lock is the newest fired control's lock until it is released; it holds
 	// only until its TradingUnlockAt, also before the release is recorded.
-	Lock *ev.RiskLocked
+	Lock *evacct.RiskLocked
 	// Latches maps a fired control to the start of the period it fired in: it
 	// does not fire again in that period.
 	Latches map[string]time.Time
@@ -46,32 +46,32 @@ type Risk struct {
 func applyRisk(s *State, e events.Event) {
 	r := &s.Risk
 	switch e := e.(type) {
-	case ev.RiskSettingsChanged:
+	case evacct.RiskSettingsChanged:
 		r.Settings, r.Calendar, r.UpdatedAt = e.Settings, e.Calendar, e.At
-	case ev.RiskLocked:
+	case evacct.RiskLocked:
 		l := e
 		r.Lock = &l
 		if r.Latches == nil {
 			r.Latches = map[string]time.Time{}
 		}
 		r.Latches[e.Control] = e.PeriodStart
-	case ev.RiskUnlocked:
+	case evacct.RiskUnlocked:
 		r.Lock = nil
 		if e.Reason == "manual" {
 			r.Latches, r.CountFrom, r.CountFromFill = nil, e.At, r.FillCount
 		}
-	case ev.EvaluationBreached:
+	case evacct.EvaluationBreached:
 		r.EvalBreach = true
-	case ev.EvaluationReleased:
+	case evacct.EvaluationReleased:
 		r.EvalBreach = false
-	case ev.AccountReset:
+	case evacct.AccountReset:
 		// Back to the starting state: no PnL counted, no fired control; the settings stay.
 		r.Lock, r.Latches, r.Fills, r.CountFrom, r.CountFromFill = nil, nil, nil, e.At, r.FillCount
 	}
 }
 
 // riskFilled keeps a fill's realized PnL for the period sums.
-func riskFilled(s *State, e ev.OrderFilled) {
+func riskFilled(s *State, e evacct.OrderFilled) {
 	r := &s.Risk
 	r.FillCount++
 	if !e.Realized.IsZero() {
@@ -165,10 +165,10 @@ func (s *State) Unrealized(mark func(instrument string) (events.Decimal, bool)) 
 // loss limit fires at PnL <= -limit, a profit target at PnL >= target, the
 // end-of-day close from eodCloseValue minutes before the session close until
 // the next trading day starts.
-func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decimal, bool)) (ev.RiskLocked, bool) {
+func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decimal, bool)) (evacct.RiskLocked, bool) {
 	r := &s.Risk
 	if !r.Monitored() {
-		return ev.RiskLocked{}, false
+		return evacct.RiskLocked{}, false
 	}
 	day, week := r.Periods(at)
 	unreal := s.Unrealized(mark)
@@ -189,10 +189,10 @@ func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decima
 		p       calendar.Period
 		cache   **events.Decimal
 	}{
-		{ev.ControlDailyLoss, st.DailyLossEnabled, st.DailyLossValue, true, day, &dayPnl},
-		{ev.ControlWeeklyLoss, st.WeeklyLossEnabled, st.WeeklyLossValue, true, week, &weekPnl},
-		{ev.ControlDailyProfit, st.DailyProfitEnabled, st.DailyProfitValue, false, day, &dayPnl},
-		{ev.ControlWeeklyProfit, st.WeeklyProfitEnabled, st.WeeklyProfitValue, false, week, &weekPnl},
+		{evacct.ControlDailyLoss, st.DailyLossEnabled, st.DailyLossValue, true, day, &dayPnl},
+		{evacct.ControlWeeklyLoss, st.WeeklyLossEnabled, st.WeeklyLossValue, true, week, &weekPnl},
+		{evacct.ControlDailyProfit, st.DailyProfitEnabled, st.DailyProfitValue, false, day, &dayPnl},
+		{evacct.ControlWeeklyProfit, st.WeeklyProfitEnabled, st.WeeklyProfitValue, false, week, &weekPnl},
 	}
 	for _, c := range checks {
 		if !c.on || c.limit == nil || r.Latched(c.control, c.p.Start) {
@@ -200,13 +200,13 @@ func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decima
 		}
 		v := pnl(c.p, c.cache)
 		if (c.loss && v.Cmp(c.limit.Neg()) <= 0) || (!c.loss && v.Cmp(*c.limit) >= 0) {
-			return ev.RiskLocked{Control: c.control, PeriodStart: c.p.Start, TriggerPnl: &v, TradingUnlockAt: c.p.Next, At: at}, true
+			return evacct.RiskLocked{Control: c.control, PeriodStart: c.p.Start, TriggerPnl: &v, TradingUnlockAt: c.p.Next, At: at}, true
 		}
 	}
-	if eod, ok := r.EODAt(day); ok && !r.Latched(ev.ControlEODClose, day.Start) && !at.Before(eod) && r.CountFrom.Before(eod) {
-		return ev.RiskLocked{Control: ev.ControlEODClose, PeriodStart: day.Start, TradingUnlockAt: day.Next, At: at}, true
+	if eod, ok := r.EODAt(day); ok && !r.Latched(evacct.ControlEODClose, day.Start) && !at.Before(eod) && r.CountFrom.Before(eod) {
+		return evacct.RiskLocked{Control: evacct.ControlEODClose, PeriodStart: day.Start, TradingUnlockAt: day.Next, At: at}, true
 	}
-	return ev.RiskLocked{}, false
+	return evacct.RiskLocked{}, false
 }
 
 // ControlLocked reports whether a fired control's lock or an eval_breach lock stands at time at.
@@ -221,7 +221,7 @@ func riskHolds(s *State, at time.Time) []string {
 		hs = append(hs, s.Risk.Lock.Control)
 	}
 	if s.Risk.EvalBreach {
-		hs = append(hs, ev.ReasonEvalBreach)
+		hs = append(hs, evacct.ReasonEvalBreach)
 	}
 	return hs
 }
@@ -237,7 +237,7 @@ func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 	r := &s.Risk
 	at := env.At
 	switch c := env.Cmd.(type) {
-	case *rcmd.SetSettings:
+	case *riskcmd.SetSettings:
 		if r.SettingsLocked(at) {
 			return nil, true, settingsLockedRefusal(r)
 		}
@@ -248,46 +248,46 @@ func decideRisk(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 		if cal == "" {
 			cal = calendar.Crypto
 		}
-		return []events.Event{ev.RiskSettingsChanged{Settings: c.Settings(), Calendar: cal, At: at}}, true, nil
-	case *rcmd.Unlock:
+		return []events.Event{evacct.RiskSettingsChanged{Settings: c.Settings(), Calendar: cal, At: at}}, true, nil
+	case *riskcmd.Unlock:
 		if r.SettingsLocked(at) {
 			return nil, true, settingsLockedRefusal(r)
 		}
 		if r.Lock == nil {
 			return nil, true, nil // nothing of the trader's to clear; eval_breach and firm_halt stand
 		}
-		return []events.Event{ev.RiskUnlocked{Reason: "manual", At: at}}, true, nil
-	case *rcmd.Release:
+		return []events.Event{evacct.RiskUnlocked{Reason: "manual", At: at}}, true, nil
+	case *riskcmd.Release:
 		if r.Lock == nil || at.Before(r.Lock.TradingUnlockAt) {
 			return nil, true, nil
 		}
-		return []events.Event{ev.RiskUnlocked{Reason: "expired", At: at}}, true, nil
-	case *rcmd.Evaluate:
+		return []events.Event{evacct.RiskUnlocked{Reason: "expired", At: at}}, true, nil
+	case *riskcmd.Evaluate:
 		return decideEvaluate(s, env, c), true, nil
-	case *rcmd.BreachEvaluation:
+	case *riskcmd.BreachEvaluation:
 		if r.EvalBreach {
 			return nil, true, nil
 		}
 		// The breach cancels every working order that could add exposure; positions stay.
-		out := []events.Event{ev.EvaluationBreached{Reason: c.Reason, At: at}}
+		out := []events.Event{evacct.EvaluationBreached{Reason: c.Reason, At: at}}
 		for _, id := range sortedKeys(s.Working) {
 			if !s.Working[id].ReduceOnly {
-				out = append(out, ev.OrderCanceled{BrokerOrderID: id, Reason: "risk", At: at})
+				out = append(out, evacct.OrderCanceled{BrokerOrderID: id, Reason: "risk", At: at})
 			}
 		}
 		return out, true, nil
-	case *rcmd.ReleaseEvaluation:
+	case *riskcmd.ReleaseEvaluation:
 		if !r.EvalBreach {
 			return nil, true, nil
 		}
-		return []events.Event{ev.EvaluationReleased{At: at}}, true, nil
+		return []events.Event{evacct.EvaluationReleased{At: at}}, true, nil
 	}
 	return nil, false, nil
 }
 
 // decideEvaluate fires the first breached control: one commit records the
 // lock, cancels every working order and closes every priced position.
-func decideEvaluate(s *State, env commands.Envelope, c *rcmd.Evaluate) []events.Event {
+func decideEvaluate(s *State, env commands.Envelope, c *riskcmd.Evaluate) []events.Event {
 	if s.Risk.LockStands(env.At) {
 		return nil // already locked and flattened; a stale wake-up records nothing
 	}
@@ -307,7 +307,7 @@ func decideEvaluate(s *State, env commands.Envelope, c *rcmd.Evaluate) []events.
 		lock.SettingsLocked, lock.SettingsUnlockAt = true, &u
 	}
 	b := newBook(s, env, c.Market)
-	unclosed := b.flatten("risk", c.Market.Quotes)
+	unclosed := b.flatten("risk", "", c.Market.Quotes)
 	lock.FlattenConfirmed = unclosed == 0
 	return append([]events.Event{lock}, b.out...)
 }
@@ -324,7 +324,7 @@ type LockView struct {
 	SettingsUnlockAt *time.Time
 	TriggerPnl       *events.Decimal
 	Monitoring       string // live: a control is enabled; off: none is
-	Settings         ev.RiskSettings
+	Settings         evacct.RiskSettings
 	UpdatedAt        time.Time
 }
 
@@ -342,7 +342,7 @@ func (s *State) RiskLock(at time.Time) LockView {
 		u := r.Lock.TradingUnlockAt
 		v.LockReason, v.TradingUnlockAt, v.TriggerPnl, v.FlattenConfirmed = r.Lock.Control, &u, r.Lock.TriggerPnl, r.Lock.FlattenConfirmed
 	case r.EvalBreach:
-		v.LockReason = ev.ReasonEvalBreach
+		v.LockReason = evacct.ReasonEvalBreach
 	case len(fh) > 0:
 		v.LockReason = fh[0]
 		for _, h := range fh {

@@ -10,12 +10,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	rcmd "github.com/svc/engine/commands/risk"
-	tcmd "github.com/svc/engine/commands/tenant"
+	riskcmd "github.com/svc/engine/commands/risk"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Property: in random interleavings of orders, marks (with and without the
@@ -68,24 +68,24 @@ func propertyRun(t *testing.T, seed uint64, steps int) (tried, accepted int) {
 		}
 		for _, e := range evs {
 			s = account.Apply(s, e)
-			if l, ok := e.(ev.RiskLocked); ok {
+			if l, ok := e.(evacct.RiskLocked); ok {
 				k := l.Control + "@" + l.PeriodStart.String()
 				if fired[k]++; fired[k] > 1 {
 					t.Fatalf("step %d: %s fired twice in one period", n, k)
 				}
 			}
-			if u, ok := e.(ev.RiskUnlocked); ok && u.Reason == "manual" {
+			if u, ok := e.(evacct.RiskUnlocked); ok && u.Reason == "manual" {
 				fired = map[string]int{}
 			}
 		}
 		log = append(log, evs...)
 		return evs, nil
 	}
-	if _, err := do(&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: events.Int(10000)}); err != nil {
+	if _, err := do(&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: events.Int(10000)}); err != nil {
 		t.Fatal(err)
 	}
 	setSettings := func() {
-		c := &rcmd.SetSettings{}
+		c := &riskcmd.SetSettings{}
 		if rng.IntN(2) == 0 {
 			c.DailyLossEnabled, c.DailyLossValue = on(), num(fmt.Sprint(5+rng.IntN(30)))
 		}
@@ -146,7 +146,7 @@ func propertyRun(t *testing.T, seed uint64, steps int) (tried, accepted int) {
 				mid = events.Int(10)
 			}
 			if rng.IntN(4) != 0 {
-				_, _ = do(&rcmd.Evaluate{Market: market()})
+				_, _ = do(&riskcmd.Evaluate{Market: market()})
 			}
 		case k < 9: // resting orders meet the touch
 			_, _ = do(&trading.FillWorking{Quote: market().Quotes["BTC-PERP"]})
@@ -154,9 +154,9 @@ func propertyRun(t *testing.T, seed uint64, steps int) (tried, accepted int) {
 				t.Fatalf("step %d: a fill grew exposure from %s to %s under a risk lock", i, before, exposure(s))
 			}
 		case k == 9:
-			_, _ = do(&rcmd.Unlock{})
+			_, _ = do(&riskcmd.Unlock{})
 		case k == 10:
-			_, _ = do(&rcmd.Release{})
+			_, _ = do(&riskcmd.Release{})
 		case k == 11: // the clock moves: minutes, hours, or past a day
 			at = at.Add([]time.Duration{7 * time.Minute, 3 * time.Hour, 26 * time.Hour}[rng.IntN(3)])
 		case k == 12: // restart: the state is rebuilt from the log
@@ -171,9 +171,9 @@ func propertyRun(t *testing.T, seed uint64, steps int) (tried, accepted int) {
 		default:
 			switch rng.IntN(4) {
 			case 0:
-				_, _ = do(&rcmd.BreachEvaluation{})
+				_, _ = do(&riskcmd.BreachEvaluation{})
 			case 1:
-				_, _ = do(&rcmd.ReleaseEvaluation{})
+				_, _ = do(&riskcmd.ReleaseEvaluation{})
 			case 2:
 				setSettings()
 			default:

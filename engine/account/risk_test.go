@@ -8,13 +8,13 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
-	rcmd "github.com/svc/engine/commands/risk"
-	tcmd "github.com/svc/engine/commands/tenant"
+	firmcmd "github.com/svc/engine/commands/firm"
+	riskcmd "github.com/svc/engine/commands/risk"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // acct is an account driven step by step with its own clock, recording its log.
@@ -28,7 +28,7 @@ type acct struct {
 
 func newAcct(t *testing.T, at time.Time) *acct {
 	a := &acct{t: t, s: account.New("a1"), at: at}
-	a.must(&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")})
+	a.must(&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")})
 	return a
 }
 
@@ -70,8 +70,8 @@ func (a *acct) refused(cmd commands.Command, status int, code string) *commands.
 // quotes is a market quoting BTC-PERP at bid/ask.
 func quotes(bid, ask string) trading.Market { return mkt(bid, ask) }
 
-func settings(mod func(s *rcmd.SetSettings)) *rcmd.SetSettings {
-	c := &rcmd.SetSettings{}
+func settings(mod func(s *riskcmd.SetSettings)) *riskcmd.SetSettings {
+	c := &riskcmd.SetSettings{}
 	mod(c)
 	if err := c.Validate(); err != nil {
 		panic(err)
@@ -81,15 +81,15 @@ func settings(mod func(s *rcmd.SetSettings)) *rcmd.SetSettings {
 
 func on() *bool { b := true; return &b }
 
-func num(s string) *rcmd.Number { return &rcmd.Number{Decimal: dec(s), Set: true} }
+func num(s string) *riskcmd.Number { return &riskcmd.Number{Decimal: dec(s), Set: true} }
 
-func lockOf(evs []events.Event) (ev.RiskLocked, bool) {
+func lockOf(evs []events.Event) (evacct.RiskLocked, bool) {
 	for _, e := range evs {
-		if l, ok := e.(ev.RiskLocked); ok {
+		if l, ok := e.(evacct.RiskLocked); ok {
 			return l, true
 		}
 	}
-	return ev.RiskLocked{}, false
+	return evacct.RiskLocked{}, false
 }
 
 // scenario: a losing position crosses a control; it fires once, flattens,
@@ -98,7 +98,7 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 	mon := time.Date(2026, 11, 2, 14, 0, 0, 0, time.UTC) // a Monday
 	cases := []struct {
 		name       string
-		set        func(*rcmd.SetSettings)
+		set        func(*riskcmd.SetSettings)
 		bid, ask   string // the mark that crosses (position: long 2 bought at 101)
 		below      string // a mark that does not cross
 		control    string
@@ -106,20 +106,20 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 		unlockAt   time.Time
 		stillAfter time.Time // still locked here
 	}{
-		{"daily loss", func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }, "50", "51", "60", ev.ControlDailyLoss, "-100", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 2, 23, 59, 0, 0, time.UTC)},
-		{"weekly loss", func(c *rcmd.SetSettings) { c.WeeklyLossEnabled, c.WeeklyLossValue = on(), num("100") }, "50", "51", "60", ev.ControlWeeklyLoss, "-100", time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 8, 23, 0, 0, 0, time.UTC)},
-		{"daily profit", func(c *rcmd.SetSettings) { c.DailyProfitEnabled, c.DailyProfitValue = on(), num("100") }, "150", "152", "140", ev.ControlDailyProfit, "100", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 2, 23, 59, 0, 0, time.UTC)},
-		{"weekly profit", func(c *rcmd.SetSettings) { c.WeeklyProfitEnabled, c.WeeklyProfitValue = on(), num("100") }, "150", "152", "140", ev.ControlWeeklyProfit, "100", time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 5, 12, 0, 0, 0, time.UTC)},
+		{"daily loss", func(c *riskcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }, "50", "51", "60", evacct.ControlDailyLoss, "-100", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 2, 23, 59, 0, 0, time.UTC)},
+		{"weekly loss", func(c *riskcmd.SetSettings) { c.WeeklyLossEnabled, c.WeeklyLossValue = on(), num("100") }, "50", "51", "60", evacct.ControlWeeklyLoss, "-100", time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 8, 23, 0, 0, 0, time.UTC)},
+		{"daily profit", func(c *riskcmd.SetSettings) { c.DailyProfitEnabled, c.DailyProfitValue = on(), num("100") }, "150", "152", "140", evacct.ControlDailyProfit, "100", time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 2, 23, 59, 0, 0, time.UTC)},
+		{"weekly profit", func(c *riskcmd.SetSettings) { c.WeeklyProfitEnabled, c.WeeklyProfitValue = on(), num("100") }, "150", "152", "140", evacct.ControlWeeklyProfit, "100", time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 5, 12, 0, 0, 0, time.UTC)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := newAcct(t, mon)
 			a.must(settings(c.set))
 			a.must(buy("b1", "2", quotes("100", "101")))
-			if evs := a.must(&rcmd.Evaluate{Market: quotes(c.below, c.below)}); len(evs) != 0 {
+			if evs := a.must(&riskcmd.Evaluate{Market: quotes(c.below, c.below)}); len(evs) != 0 {
 				t.Fatalf("fired below the threshold: %v", evs)
 			}
-			evs := a.must(&rcmd.Evaluate{Market: quotes(c.bid, c.ask)})
+			evs := a.must(&riskcmd.Evaluate{Market: quotes(c.bid, c.ask)})
 			l, ok := lockOf(evs)
 			if !ok || l.Control != c.control || !l.TradingUnlockAt.Equal(c.unlockAt) || !l.FlattenConfirmed {
 				t.Fatalf("lock %+v", l)
@@ -132,7 +132,7 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 				t.Fatalf("view %+v", v)
 			}
 			// once: a second evaluation records nothing
-			if evs := a.must(&rcmd.Evaluate{Market: quotes(c.bid, c.ask)}); len(evs) != 0 {
+			if evs := a.must(&riskcmd.Evaluate{Market: quotes(c.bid, c.ask)}); len(evs) != 0 {
 				t.Fatalf("fired twice: %v", evs)
 			}
 			ref := a.refused(buy("b2", "1", quotes("100", "101")), 423, "risk_locked")
@@ -141,7 +141,7 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 			}
 			a.at = c.stillAfter
 			a.refused(buy("b3", "1", quotes("100", "101")), 423, "risk_locked")
-			if evs := a.must(&rcmd.Release{}); len(evs) != 0 {
+			if evs := a.must(&riskcmd.Release{}); len(evs) != 0 {
 				t.Fatalf("released early: %v", evs)
 			}
 			// lifts by itself at the next period's start, before any release is recorded
@@ -150,7 +150,7 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 				t.Fatal("still locked at tradingUnlockAt")
 			}
 			a.must(buy("b4", "1", quotes("100", "101")))
-			if evs := a.must(&rcmd.Release{}); len(evs) != 1 {
+			if evs := a.must(&riskcmd.Release{}); len(evs) != 1 {
 				t.Fatalf("release: %v", evs)
 			}
 			if a.s.Risk.Lock != nil {
@@ -162,16 +162,16 @@ func TestControlsFireOnceFlattenAndLift(t *testing.T) {
 
 func TestEndOfDayClose(t *testing.T) {
 	a := newAcct(t, time.Date(2026, 11, 2, 23, 44, 0, 0, time.UTC))
-	a.must(settings(func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15") }))
+	a.must(settings(func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15") }))
 	a.must(buy("b1", "1", quotes("100", "101")))
 	a.must(limit("l1", "buy", "1", "90", quotes("100", "101")))
-	if evs := a.must(&rcmd.Evaluate{Market: quotes("100", "101")}); len(evs) != 0 {
+	if evs := a.must(&riskcmd.Evaluate{Market: quotes("100", "101")}); len(evs) != 0 {
 		t.Fatalf("fired before the close: %v", evs)
 	}
 	a.at = time.Date(2026, 11, 2, 23, 45, 0, 0, time.UTC)
-	evs := a.must(&rcmd.Evaluate{Market: quotes("100", "101")})
+	evs := a.must(&riskcmd.Evaluate{Market: quotes("100", "101")})
 	l, ok := lockOf(evs)
-	if !ok || l.Control != ev.ControlEODClose || !l.TradingUnlockAt.Equal(time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)) || l.TriggerPnl != nil {
+	if !ok || l.Control != evacct.ControlEODClose || !l.TradingUnlockAt.Equal(time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)) || l.TriggerPnl != nil {
 		t.Fatalf("lock %+v", l)
 	}
 	if len(a.s.Positions) != 0 || len(a.s.Working) != 0 {
@@ -180,11 +180,11 @@ func TestEndOfDayClose(t *testing.T) {
 	a.refused(buy("b2", "1", quotes("100", "101")), 423, "risk_locked")
 	a.at = time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 	a.must(buy("b3", "1", quotes("100", "101")))
-	if evs := a.must(&rcmd.Evaluate{Market: quotes("100", "101")}); len(evs) != 0 {
+	if evs := a.must(&riskcmd.Evaluate{Market: quotes("100", "101")}); len(evs) != 0 {
 		t.Fatalf("fired at the day's start: %v", evs)
 	}
 	a.at = time.Date(2026, 11, 3, 23, 50, 0, 0, time.UTC)
-	if _, ok := lockOf(a.must(&rcmd.Evaluate{Market: quotes("100", "101")})); !ok {
+	if _, ok := lockOf(a.must(&riskcmd.Evaluate{Market: quotes("100", "101")})); !ok {
 		t.Fatal("did not fire the next day")
 	}
 }
@@ -192,14 +192,14 @@ func TestEndOfDayClose(t *testing.T) {
 func TestFuturesCalendarEndOfDay(t *testing.T) {
 	chi, _ := time.LoadLocation("America/Chicago")
 	a := newAcct(t, time.Date(2026, 11, 6, 15, 44, 0, 0, chi)) // a Friday
-	c := settings(func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15") })
+	c := settings(func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15") })
 	c.Calendar = "futures"
 	a.must(c)
-	if evs := a.must(&rcmd.Evaluate{}); len(evs) != 0 {
+	if evs := a.must(&riskcmd.Evaluate{}); len(evs) != 0 {
 		t.Fatal("fired early")
 	}
 	a.at = time.Date(2026, 11, 6, 15, 45, 0, 0, chi)
-	l, ok := lockOf(a.must(&rcmd.Evaluate{}))
+	l, ok := lockOf(a.must(&riskcmd.Evaluate{}))
 	if !ok || !l.TradingUnlockAt.Equal(time.Date(2026, 11, 8, 17, 0, 0, 0, chi)) {
 		t.Fatalf("lock %+v", l)
 	}
@@ -208,30 +208,30 @@ func TestFuturesCalendarEndOfDay(t *testing.T) {
 func TestManualUnlock(t *testing.T) {
 	fire := func(t *testing.T, lockSettings bool) *acct {
 		a := newAcct(t, t0)
-		a.must(settings(func(c *rcmd.SetSettings) {
+		a.must(settings(func(c *riskcmd.SetSettings) {
 			c.DailyLossEnabled, c.DailyLossValue = on(), num("100")
 			c.LockSettingsWhenTradingLocked = &lockSettings
 		}))
 		a.must(buy("b1", "2", quotes("100", "101")))
-		if _, ok := lockOf(a.must(&rcmd.Evaluate{Market: quotes("40", "41")})); !ok {
+		if _, ok := lockOf(a.must(&riskcmd.Evaluate{Market: quotes("40", "41")})); !ok {
 			t.Fatal("no lock")
 		}
 		return a
 	}
 	t.Run("clears the lock and its latches; controls count from the unlock", func(t *testing.T) {
 		a := fire(t, false)
-		if evs := a.must(&rcmd.Unlock{}); len(evs) != 1 {
+		if evs := a.must(&riskcmd.Unlock{}); len(evs) != 1 {
 			t.Fatalf("unlock: %v", evs)
 		}
 		if a.s.RiskLock(a.at).TradingLocked || len(a.s.Risk.Latches) != 0 {
 			t.Fatal("still locked")
 		}
-		if evs := a.must(&rcmd.Evaluate{Market: quotes("40", "41")}); len(evs) != 0 {
+		if evs := a.must(&riskcmd.Evaluate{Market: quotes("40", "41")}); len(evs) != 0 {
 			t.Fatal("the loss before the unlock fired again")
 		}
 		a.at = a.at.Add(time.Minute)
 		a.must(buy("b2", "2", quotes("100", "101")))
-		if _, ok := lockOf(a.must(&rcmd.Evaluate{Market: quotes("40", "41")})); !ok {
+		if _, ok := lockOf(a.must(&riskcmd.Evaluate{Market: quotes("40", "41")})); !ok {
 			t.Fatal("a new loss after the unlock did not fire")
 		}
 	})
@@ -241,27 +241,27 @@ func TestManualUnlock(t *testing.T) {
 		if !v.SettingsLocked || v.SettingsUnlockAt == nil || !v.SettingsUnlockAt.Equal(*v.TradingUnlockAt) {
 			t.Fatalf("view %+v", v)
 		}
-		a.refused(&rcmd.Unlock{}, 423, "settings_locked")
-		a.refused(settings(func(*rcmd.SetSettings) {}), 423, "settings_locked")
+		a.refused(&riskcmd.Unlock{}, 423, "settings_locked")
+		a.refused(settings(func(*riskcmd.SetSettings) {}), 423, "settings_locked")
 		if !a.s.RiskLock(a.at).TradingLocked {
 			t.Fatal("unlocked")
 		}
 		a.at = *v.SettingsUnlockAt
-		a.must(settings(func(*rcmd.SetSettings) {}))
+		a.must(settings(func(*riskcmd.SetSettings) {}))
 	})
 	t.Run("eval_breach stands", func(t *testing.T) {
 		a := fire(t, false)
-		a.must(&rcmd.BreachEvaluation{Reason: "max drawdown"})
-		a.must(&rcmd.Unlock{})
+		a.must(&riskcmd.BreachEvaluation{Reason: "max drawdown"})
+		a.must(&riskcmd.Unlock{})
 		v := a.s.RiskLock(a.at)
-		if !v.TradingLocked || v.LockReason != ev.ReasonEvalBreach || !a.s.ControlLocked(a.at) {
+		if !v.TradingLocked || v.LockReason != evacct.ReasonEvalBreach || !a.s.ControlLocked(a.at) {
 			t.Fatalf("view %+v", v)
 		}
-		if evs := a.must(&rcmd.Unlock{}); len(evs) != 0 {
+		if evs := a.must(&riskcmd.Unlock{}); len(evs) != 0 {
 			t.Fatalf("second unlock recorded %v", evs)
 		}
 		a.refused(buy("b2", "1", quotes("100", "101")), 423, "risk_locked")
-		a.must(&rcmd.ReleaseEvaluation{})
+		a.must(&riskcmd.ReleaseEvaluation{})
 		a.must(buy("b3", "1", quotes("100", "101")))
 	})
 }
@@ -275,8 +275,8 @@ func TestLockedAccountAcceptsOnlyReductions(t *testing.T) {
 	a.must(sell("s1", "2", quotes("50", "51"))) // realized -102
 	a.must(buy("b2", "3", quotes("100", "101")))
 	a.must(limit("l1", "sell", "1", "500", quotes("100", "101")))
-	a.must(settings(func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
-	evs := a.must(&rcmd.Evaluate{Market: trading.Market{}}) // no price: realized alone crosses
+	a.must(settings(func(c *riskcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
+	evs := a.must(&riskcmd.Evaluate{Market: trading.Market{}}) // no price: realized alone crosses
 	l, ok := lockOf(evs)
 	if !ok || l.FlattenConfirmed || l.TriggerPnl.Cmp(dec("-102")) != 0 {
 		t.Fatalf("lock %+v", l)
@@ -301,12 +301,12 @@ func TestLockedAccountAcceptsOnlyReductions(t *testing.T) {
 
 func TestRiskStateSurvivesReplay(t *testing.T) {
 	a := newAcct(t, t0)
-	a.must(settings(func(c *rcmd.SetSettings) {
+	a.must(settings(func(c *riskcmd.SetSettings) {
 		c.DailyLossEnabled, c.DailyLossValue = on(), num("100")
 		c.LockSettingsWhenTradingLocked = on()
 	}))
 	a.must(buy("b1", "2", quotes("100", "101")))
-	a.must(&rcmd.Evaluate{Market: quotes("40", "41")})
+	a.must(&riskcmd.Evaluate{Market: quotes("40", "41")})
 	s := account.New("a1")
 	for _, e := range a.log {
 		s = account.Apply(s, e)
@@ -321,25 +321,25 @@ func TestRiskStateSurvivesReplay(t *testing.T) {
 func TestSettingsValidation(t *testing.T) {
 	cases := []struct {
 		name string
-		mod  func(*rcmd.SetSettings)
+		mod  func(*riskcmd.SetSettings)
 		ok   bool
 	}{
-		{"all off", func(*rcmd.SetSettings) {}, true},
-		{"enabled without a value", func(c *rcmd.SetSettings) { c.DailyLossEnabled = on() }, false},
-		{"negative", func(c *rcmd.SetSettings) { c.WeeklyLossValue = num("-1") }, false},
-		{"zero while enabled", func(c *rcmd.SetSettings) { c.DailyProfitEnabled, c.DailyProfitValue = on(), num("0") }, false},
-		{"zero while off", func(c *rcmd.SetSettings) { c.DailyProfitValue = num("0") }, true},
-		{"too many decimals", func(c *rcmd.SetSettings) { c.WeeklyProfitValue = num("1.123456789") }, false},
-		{"trailing zeros are fine", func(c *rcmd.SetSettings) { c.WeeklyProfitValue = num("1.50000000000") }, true},
-		{"huge", func(c *rcmd.SetSettings) { c.WeeklyProfitValue = num("1e40") }, false},
-		{"eod fractional minutes", func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("1.5") }, false},
-		{"eod whole minutes", func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15.0") }, true},
-		{"eod above 720", func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("721") }, false},
-		{"eod zero while on", func(c *rcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("0") }, false},
+		{"all off", func(*riskcmd.SetSettings) {}, true},
+		{"enabled without a value", func(c *riskcmd.SetSettings) { c.DailyLossEnabled = on() }, false},
+		{"negative", func(c *riskcmd.SetSettings) { c.WeeklyLossValue = num("-1") }, false},
+		{"zero while enabled", func(c *riskcmd.SetSettings) { c.DailyProfitEnabled, c.DailyProfitValue = on(), num("0") }, false},
+		{"zero while off", func(c *riskcmd.SetSettings) { c.DailyProfitValue = num("0") }, true},
+		{"too many decimals", func(c *riskcmd.SetSettings) { c.WeeklyProfitValue = num("1.123456789") }, false},
+		{"trailing zeros are fine", func(c *riskcmd.SetSettings) { c.WeeklyProfitValue = num("1.50000000000") }, true},
+		{"huge", func(c *riskcmd.SetSettings) { c.WeeklyProfitValue = num("999999999999999") }, false},
+		{"eod fractional minutes", func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("1.5") }, false},
+		{"eod whole minutes", func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("15.0") }, true},
+		{"eod above 720", func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("721") }, false},
+		{"eod zero while on", func(c *riskcmd.SetSettings) { c.EODCloseEnabled, c.EODCloseValue = on(), num("0") }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := &rcmd.SetSettings{}
+			s := &riskcmd.SetSettings{}
 			c.mod(s)
 			err := s.Validate()
 			var ref *commands.Refusal
@@ -355,42 +355,42 @@ func TestSettingsValidation(t *testing.T) {
 
 func TestFirmHaltShowsInTheLockAndStandsAnUnlock(t *testing.T) {
 	a := newAcct(t, t0)
-	a.must(&fcmd.HaltAccount{})
+	a.must(&firmcmd.HaltAccount{})
 	v := a.s.RiskLock(a.at)
 	if !v.TradingLocked || v.LockReason != "firm_halt" || v.TradingUnlockAt != nil || a.s.ControlLocked(a.at) {
 		t.Fatalf("view %+v", v)
 	}
-	if evs := a.must(&rcmd.Unlock{}); len(evs) != 0 {
+	if evs := a.must(&riskcmd.Unlock{}); len(evs) != 0 {
 		t.Fatalf("unlock recorded %v", evs)
 	}
 	if v := a.s.RiskLock(a.at); !v.TradingLocked || v.LockReason != "firm_halt" {
 		t.Fatalf("after unlock %+v", v)
 	}
 	a.refused(buy("b1", "1", quotes("100", "101")), 423, "risk_locked")
-	a.must(&fcmd.ResumeAccount{})
+	a.must(&firmcmd.ResumeAccount{})
 	if a.s.RiskLock(a.at).TradingLocked {
 		t.Fatal("still locked after resume")
 	}
 	// a fired control shows first; the firm cannot halt over it
-	a.must(settings(func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
+	a.must(settings(func(c *riskcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
 	a.must(buy("b2", "2", quotes("100", "101")))
-	a.must(&rcmd.Evaluate{Market: quotes("40", "41")})
-	if !a.s.ControlLocked(a.at) || a.s.RiskLock(a.at).LockReason != ev.ControlDailyLoss {
+	a.must(&riskcmd.Evaluate{Market: quotes("40", "41")})
+	if !a.s.ControlLocked(a.at) || a.s.RiskLock(a.at).LockReason != evacct.ControlDailyLoss {
 		t.Fatal("no control lock")
 	}
-	a.refused(&fcmd.HaltAccount{}, 409, "lock_not_owned")
+	a.refused(&firmcmd.HaltAccount{}, 409, "lock_not_owned")
 }
 
 func TestResetClearsFiredControls(t *testing.T) {
 	a := newAcct(t, t0)
-	a.must(settings(func(c *rcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
+	a.must(settings(func(c *riskcmd.SetSettings) { c.DailyLossEnabled, c.DailyLossValue = on(), num("100") }))
 	a.must(buy("b1", "2", quotes("100", "101")))
-	a.must(&rcmd.Evaluate{Market: quotes("40", "41")})
-	a.must(&fcmd.ResetAccount{ReferenceID: "reset-1"})
+	a.must(&riskcmd.Evaluate{Market: quotes("40", "41")})
+	a.must(&firmcmd.ResetAccount{ReferenceID: "reset-1"})
 	if v := a.s.RiskLock(a.at); v.TradingLocked || v.Monitoring != "live" {
 		t.Fatalf("after reset %+v", v)
 	}
-	if evs := a.must(&rcmd.Evaluate{Market: quotes("40", "41")}); len(evs) != 0 {
+	if evs := a.must(&riskcmd.Evaluate{Market: quotes("40", "41")}); len(evs) != 0 {
 		t.Fatalf("the loss before the reset fired: %v", evs)
 	}
 }

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Working is an order that rests on the book.
 type Working struct {
-	ev.Order
+	evacct.Order
 	Filled    events.Decimal
 	AvgPrice  events.Decimal
 	Triggered bool // a stop that triggered; a stop-limit now rests as a limit
@@ -33,7 +33,7 @@ type State struct {
 	StartingBalance events.Decimal
 	Balance         events.Decimal
 	Realized        events.Decimal
-	Positions       map[string]ev.Position
+	Positions       map[string]evacct.Position
 	Working         map[string]*Working
 	ClientOrderIDs  map[string]string // every clientOrderId ever accepted, to its order id
 	References      map[string]string // every balance referenceId, to a digest of its request
@@ -45,7 +45,7 @@ type State struct {
 func New(id string) *State {
 	return &State{
 		ID:             id,
-		Positions:      map[string]ev.Position{},
+		Positions:      map[string]evacct.Position{},
 		Working:        map[string]*Working{},
 		ClientOrderIDs: map[string]string{},
 		References:     map[string]string{},
@@ -56,15 +56,15 @@ func New(id string) *State {
 // the log rebuilds the live state exactly.
 func Apply(s *State, e events.Event) *State {
 	switch e := e.(type) {
-	case ev.Opened:
+	case evacct.Opened:
 		s.Open = true
 		s.TenantID, s.Broker, s.AccountNumber, s.Label = e.TenantID, e.Broker, e.AccountNumber, e.Label
 		s.Currency, s.Kind, s.Email = e.Currency, e.Kind, e.Email
 		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
-	case ev.OrderPlaced:
+	case evacct.OrderPlaced:
 		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
 		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
-	case ev.OrderFilled:
+	case evacct.OrderFilled:
 		s.Balance = e.Balance
 		s.Realized = s.Realized.Add(e.Realized)
 		riskFilled(s, e)
@@ -80,9 +80,9 @@ func Apply(s *State, e events.Event) *State {
 				w.Filled, w.AvgPrice, w.UpdatedAt = e.OrderFilled, e.OrderAvgPrice, e.At
 			}
 		}
-	case ev.OrderCanceled:
+	case evacct.OrderCanceled:
 		delete(s.Working, e.BrokerOrderID)
-	case ev.OrderReplaced:
+	case evacct.OrderReplaced:
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			w.Quantity, w.UpdatedAt = e.Quantity, e.At
 			if e.LimitPrice != nil {
@@ -92,11 +92,11 @@ func Apply(s *State, e events.Event) *State {
 				w.StopPrice = e.StopPrice
 			}
 		}
-	case ev.StopTriggered:
+	case evacct.StopTriggered:
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			w.Triggered, w.UpdatedAt = true, e.At
 		}
-	case ev.BalanceChanged:
+	case evacct.BalanceChanged:
 		s.Balance = e.Balance
 		if e.ReferenceID != "" {
 			s.References[e.ReferenceID] = e.Digest
@@ -109,4 +109,4 @@ func Apply(s *State, e events.Event) *State {
 }
 
 // Registry is the account's event registry.
-func Registry() events.Registry { return ev.Registry() }
+func Registry() events.Registry { return evacct.Registry() }

@@ -145,7 +145,7 @@ func (g *grouper) commit(batch []groupReq) {
 	}
 	msgs := make([]BatchMsg, len(batch))
 	for i, r := range batch {
-		msgs[i] = BatchMsg{Subject: r.subject, Expected: r.expected, ID: r.id, Data: r.data}
+		msgs[i] = BatchMsg{Subject: g.l.phys(r.subject), Expected: r.expected, ID: r.id, Data: r.data}
 	}
 	last, err := PublishBatch(ctx, g.l.nc, msgs)
 	switch {

@@ -23,6 +23,10 @@ import (
 // ErrConcurrency means the subject moved past the expected sequence: reload and decide again.
 var ErrConcurrency = errors.New("eventlog: wrong last sequence")
 
+// ErrLogUnavailable means the log's connection is down and the append was
+// refused before anything was sent: nothing was recorded, retry with the same key.
+var ErrLogUnavailable = errors.New("eventlog: the log is not connected; nothing was sent")
+
 // ErrOutcomeUnknown means the append was sent but its acknowledgement was lost:
 // the commit may or may not be in the log.
 var ErrOutcomeUnknown = errors.New("eventlog: append outcome unknown")
@@ -43,6 +47,10 @@ type Config struct {
 	// embedded server and on an external one of nats-server 2.12 or later);
 	// 0: DefaultGroupAbove; below 0: every append is grouped.
 	GroupAbove int
+	// ReadOnly opens an existing log to read it (engine log, engine backup):
+	// a missing stream is an error, and Open neither changes the stream nor
+	// writes the log's identity into a log that has none.
+	ReadOnly bool
 }
 
 // Validate reports every problem with the config at once.
@@ -63,35 +71,72 @@ func (c Config) Validate() error {
 // Log is an open commit log.
 type Log struct {
 	srv    *server.Server
+	lock   *os.File // the embedded data directory's lock (lock.go); nil on an external server
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	name   string
 	prefix string
+	id     string // the log's identity (identity.go)
 	recent *events.Recent
 	group  *grouper // nil: no group commit
 }
 
-// Open starts the embedded server (unless cfg.URL is set), connects and ensures the stream.
+// Open starts the embedded server (unless cfg.URL is set), connects, ensures
+// the stream and reads the log's identity, writing it first into a log that
+// has none (see ID). The embedded server's data directory is locked for as
+// long as the log is open: a second Open of it, in this process or another,
+// fails at once with a *LockedError (ErrLocked).
 func Open(ctx context.Context, cfg Config) (*Log, error) {
-	if cfg.Stream == "" {
-		cfg.Stream = "EVT"
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = "evt"
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 1
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
+	l, err := dial(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.ensureStream(ctx, cfg); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.identify(ctx, cfg.ReadOnly); err != nil {
+		l.Close()
+		return nil, err
+	}
+	// Group commit only where the stream really takes atomic batches.
+	if !cfg.ReadOnly && l.stream.CachedInfo().Config.AllowAtomicPublish {
+		l.group = startGrouper(l, cfg.GroupAbove)
+	}
+	return l, nil
+}
+
+// withDefaults fills the defaults in and validates.
+func (c Config) withDefaults() (Config, error) {
+	if c.Stream == "" {
+		c.Stream = "EVT"
+	}
+	if c.Prefix == "" {
+		c.Prefix = "evt"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	return c, c.Validate()
+}
+
+// dial locks the data directory and starts the embedded server (unless
+// cfg.URL is set), and connects; it does not touch the stream.
+func dial(cfg Config) (*Log, error) {
 	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
 	var err error
 	if cfg.URL == "" {
 		dir := filepath.Join(cfg.DataDir, "nats")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("eventlog: %w", err)
+		}
+		if l.lock, err = lockDir(cfg.DataDir); err != nil {
+			return nil, err
 		}
 		opts := &server.Options{
 			ServerName: "engine",
@@ -104,16 +149,20 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		}
 		l.srv, err = server.NewServer(opts)
 		if err != nil {
+			l.Close()
 			return nil, fmt.Errorf("eventlog: embedded server: %w", err)
 		}
 		l.srv.Start()
 		if !l.srv.ReadyForConnections(30 * time.Second) {
-			l.srv.Shutdown()
+			l.Close()
 			return nil, errors.New("eventlog: embedded server not ready")
 		}
 		l.nc, err = nats.Connect("", nats.InProcessServer(l.srv), nats.MaxReconnects(-1))
 	} else {
-		l.nc, err = nats.Connect(cfg.URL, nats.MaxReconnects(-1), nats.Name("engine"))
+		// No reconnect buffer: a publish while disconnected fails at once
+		// (ErrLogUnavailable) instead of leaving after a reconnect.
+		l.nc, err = nats.Connect(cfg.URL, nats.MaxReconnects(-1), nats.Name("engine"), nats.ReconnectBufSize(-1),
+			nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
 	}
 	if err != nil {
 		l.Close()
@@ -123,6 +172,23 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	return l, nil
+}
+
+// ensureStream creates or updates the commit stream, or with cfg.ReadOnly
+// finds it.
+func (l *Log) ensureStream(ctx context.Context, cfg Config) error {
+	var err error
+	if cfg.ReadOnly {
+		l.stream, err = l.js.Stream(ctx, cfg.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("eventlog: no stream %s: %w", cfg.Stream, err)
+		}
+		if err != nil {
+			return fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
+		}
+		return nil
 	}
 	sc := jetstream.StreamConfig{
 		Name:        cfg.Stream,
@@ -145,14 +211,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		l.stream, err = l.js.CreateOrUpdateStream(ctx, sc)
 	}
 	if err != nil {
-		l.Close()
-		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err)
+		return l.overlap(ctx, cfg, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err))
 	}
-	// Group commit only where the stream really takes atomic batches.
-	if l.stream.CachedInfo().Config.AllowAtomicPublish {
-		l.group = startGrouper(l, cfg.GroupAbove)
-	}
-	return l, nil
+	return nil
 }
 
 // GroupCommit reports whether appends beyond the in-flight threshold travel
@@ -177,13 +238,15 @@ func (l *Log) JetStream() jetstream.JetStream { return l.js }
 // StreamName is the name of the commit stream.
 func (l *Log) StreamName() string { return l.name }
 
-// Subject prefixes a subject body with the log's prefix: Subject("account.x") is "evt.account.x".
-func (l *Log) Subject(body string) string { return l.prefix + "." + body }
+// Subject is the logical subject of a subject body: Subject("account.x") is
+// "evt.account.x", whatever prefix the log keeps it under.
+func (l *Log) Subject(body string) string { return events.SubjectRoot + "." + body }
 
 // Connected reports whether the log's connection is up.
 func (l *Log) Connected() bool { return l.nc != nil && l.nc.IsConnected() }
 
-// Close disconnects and stops the embedded server, waiting for it to flush.
+// Close disconnects and stops the embedded server, waiting for it to flush,
+// and releases the data directory's lock.
 func (l *Log) Close() {
 	if l.group != nil {
 		l.group.stop()
@@ -196,12 +259,21 @@ func (l *Log) Close() {
 		l.srv.Shutdown()
 		l.srv.WaitForShutdown()
 	}
+	if l.lock != nil {
+		unlockDir(l.lock) // only once the server has let go of the files
+		l.lock = nil
+	}
 }
 
 // Append publishes one commit to subject, guarded by the subject's expected last
 // sequence (0: the subject must be empty). msgID is the commit's dedupe id.
 // It returns the commit's stream sequence.
 func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
+	if !l.nc.IsConnected() {
+		// Refused before sending: the client library would otherwise buffer
+		// the message and send it after a reconnect, long after its answer.
+		return 0, fmt.Errorf("append %s: %w", subject, ErrLogUnavailable)
+	}
 	if l.group != nil {
 		return l.group.append(ctx, subject, expected, msgID, data)
 	}
@@ -210,7 +282,7 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 
 // publish appends one commit on its own.
 func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
-	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: l.phys(subject), Data: data, Header: nats.Header{}}
 	ack, err := l.js.PublishMsg(ctx, msg,
 		jetstream.WithExpectLastSequencePerSubject(expected),
 		jetstream.WithMsgID(msgID),
@@ -223,6 +295,9 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 				return 0, fmt.Errorf("append %s at %d: %w", subject, expected, ErrConcurrency)
 			}
 			return 0, fmt.Errorf("append %s: %w", subject, err)
+		}
+		if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) {
+			return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrLogUnavailable) // not sent: no reconnect buffer
 		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, context.Canceled) {
 			return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
@@ -256,7 +331,7 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 
 // LastSubjectSeq is the sequence of the last commit on subject (0 when none).
 func (l *Log) LastSubjectSeq(ctx context.Context, subject string) (uint64, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := l.stream.GetLastMsgForSubject(ctx, l.phys(subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -273,7 +348,7 @@ func (l *Log) Load(ctx context.Context, subject string, fn func(Msg) error) (uin
 	if err != nil || last == 0 {
 		return 0, err
 	}
-	err = l.follow(ctx, []string{subject}, 0, last, fn)
+	err = l.follow(ctx, []string{l.phys(subject)}, 0, last, fn)
 	return last, err
 }
 
@@ -331,7 +406,7 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 			return
 		}
 		seq := md.Sequence.Stream
-		if err := fn(Msg{Subject: m.Subject(), Seq: seq, ID: m.Headers().Get(jetstream.MsgIDHeader), Data: m.Data()}); err != nil {
+		if err := fn(Msg{Subject: l.logical(m.Subject()), Seq: seq, ID: m.Headers().Get(jetstream.MsgIDHeader), Data: m.Data()}); err != nil {
 			end(err)
 			return
 		}

@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"golang.org/x/mod/semver"
 
@@ -131,10 +136,66 @@ func externalLog(url string, groupAbove int) opener {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = l.JetStream().DeleteStream(context.Background(), stream)
-		})
+		t.Cleanup(func() { deleteStream(t, url, stream) })
 		return l
+	}
+}
+
+// deleteStream removes a test's stream through a connection of its own (the
+// test may have closed the log's), and fails the test when it cannot.
+func deleteStream(t *testing.T, url, stream string) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Errorf("cleanup: connect: %v", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err == nil {
+		err = js.DeleteStream(context.Background(), stream)
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("cleanup: delete stream %s: %v", stream, err)
+	}
+}
+
+// streamNames lists the streams on the server at url.
+func streamNames(t *testing.T, url string) []string {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	l := js.StreamNames(context.Background())
+	for n := range l.Name() {
+		names = append(names, n)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// A test on an external server leaves no stream behind, also when it closed
+// its log before its cleanup ran.
+func TestExternalTestsLeaveNoStream(t *testing.T) {
+	url := externalURL(t)
+	before := streamNames(t, url)
+	t.Run("uses a stream", func(t *testing.T) {
+		l := externalLog(url, 0)(t)
+		if _, err := l.Append(context.Background(), l.Subject("account.x"), 0, ulid.Make().String(), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	})
+	if after := streamNames(t, url); !slices.Equal(before, after) {
+		t.Fatalf("streams before %v, after %v", before, after)
 	}
 }
 
@@ -241,9 +302,9 @@ func TestFollowNeverCallsBackAfterReturning(t *testing.T) {
 		t.Fatalf("fn calls: %d after return, %d later", n, calls.Load())
 	}
 
-	var seqs []uint64
+	var seqs []uint64 // the identity commit is 1, these 2..51
 	got, err := l.Replay(ctx, 10, func(m eventlog.Msg) error { seqs = append(seqs, m.Seq); return nil })
-	if err != nil || got != last || len(seqs) != 40 || seqs[0] != 11 || seqs[39] != last {
+	if err != nil || got != last || len(seqs) != 41 || seqs[0] != 11 || seqs[40] != last {
 		t.Fatalf("Replay from 10 = %d, %v; saw %d commits", got, err, len(seqs))
 	}
 	boom := errors.New("boom")
@@ -255,5 +316,79 @@ func TestFollowNeverCallsBackAfterReturning(t *testing.T) {
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("Replay with a failing fn = %v", err)
+	}
+}
+
+// Two logs may not take the same subjects on one server: the second is
+// refused with an error naming the stream that holds them. With prefixes of
+// their own, both open.
+func TestASecondStreamOnTheSameSubjectsIsRefusedNamingTheFirst(t *testing.T) {
+	url := externalURL(t)
+	first, second := "T"+ulid.Make().String(), "T"+ulid.Make().String()
+	prefix := "t" + first
+	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1, Stream: first, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteStream(t, url, first) })
+	defer l.Close()
+	_, err = eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1, Stream: second, Prefix: prefix})
+	if !errors.Is(err, eventlog.ErrSubjectsTaken) || !strings.Contains(err.Error(), first) {
+		t.Fatalf("second stream on the same subjects: %v", err)
+	}
+	l2, err := eventlog.Open(context.Background(), eventlog.Config{URL: url, Sync: "always", Replicas: 1, Stream: second, Prefix: "t" + second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteStream(t, url, second) })
+	defer l2.Close()
+	// The same logical subject lands in each deployment's own stream.
+	for _, lg := range []*eventlog.Log{l, l2} {
+		if _, err := lg.Append(context.Background(), "evt.account.same", 0, ulid.Make().String(), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if _, err := lg.Load(context.Background(), "evt.account.same", func(m eventlog.Msg) error { got = append(got, m.Subject); return nil }); err != nil || len(got) != 1 || got[0] != "evt.account.same" {
+			t.Fatalf("load: %v %v", got, err)
+		}
+	}
+}
+
+// While the server is gone an append is refused at once, before sending,
+// with ErrLogUnavailable: never buffered to leave after a reconnect, never an
+// unknown outcome.
+func TestAnAppendWhileTheServerIsGoneIsRefusedAtOnce(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s.Shutdown()
+	s.WaitForShutdown()
+	// The client notices the loss (an append caught in flight at that moment
+	// may have reached the server: that one alone is an unknown outcome).
+	for deadline := time.Now().Add(5 * time.Second); l.Connected(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client never noticed the server is gone")
+		}
+	}
+	for i := 0; i < 3; i++ {
+		began := time.Now()
+		_, err := l.Append(context.Background(), l.Subject("account.down"), 0, ulid.Make().String(), []byte("x"))
+		if !errors.Is(err, eventlog.ErrLogUnavailable) || errors.Is(err, eventlog.ErrOutcomeUnknown) {
+			t.Fatalf("append while the server is gone: %v", err)
+		}
+		if took := time.Since(began); took > time.Second {
+			t.Fatalf("the refusal took %v", took)
+		}
 	}
 }

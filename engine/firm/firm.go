@@ -1,4 +1,4 @@
-// Package firm is the aggregate of a firm's back office: its webhook endpoints
+// Package firm is the aggregate of a firm: its webhook endpoints
 // and its Connect pre-registrations. Balance, halt and reconciliation state
 // live on each account's own aggregate (engine/account).
 package firm
@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/firm"
+	evfirm "github.com/svc/engine/events/firm"
 )
 
 // RegistrationLifetime is how long an unused pre-registration stays linkable.
@@ -95,26 +95,26 @@ func (s *State) Active() []*Webhook {
 // Apply folds one event into the state.
 func Apply(s *State, e events.Event) *State {
 	switch e := e.(type) {
-	case ev.WebhookRegistered:
+	case evfirm.WebhookRegistered:
 		s.Webhooks[e.WebhookID] = &Webhook{ID: e.WebhookID, URL: e.URL, EventTypes: e.EventTypes, CreatedAt: e.At}
-	case ev.WebhookRemoved:
+	case evfirm.WebhookRemoved:
 		if w, ok := s.Webhooks[e.WebhookID]; ok {
 			w.Removed = true
 		}
-	case ev.RegistrationCreated:
+	case evfirm.RegistrationCreated:
 		r := &Registration{ID: e.RegistrationID, Email: e.Email, AccountNumber: e.AccountNumber,
 			LoginName: e.LoginName, Provider: e.Provider, ExpiresAt: e.ExpiresAt}
 		s.Registrations[r.ID] = r
 		s.ByKey[RegistrationKey(r.Email, r.Provider, r.AccountNumber)] = r.ID
-	case ev.RegistrationRefreshed:
+	case evfirm.RegistrationRefreshed:
 		if r, ok := s.Registrations[e.RegistrationID]; ok {
 			r.ExpiresAt = e.ExpiresAt
 		}
-	case ev.RegistrationRevoked:
+	case evfirm.RegistrationRevoked:
 		if r, ok := s.Registrations[e.RegistrationID]; ok {
 			r.Revoked = true
 		}
-	case ev.RegistrationLinked:
+	case evfirm.RegistrationLinked:
 		if r, ok := s.Registrations[e.RegistrationID]; ok {
 			at := e.At
 			r.LinkedAt, r.TraderID = &at, e.TraderID
@@ -130,7 +130,7 @@ func notFound(what string) error {
 // Decide runs one firm command.
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
-	case *fcmd.RegisterWebhook:
+	case *firmcmd.RegisterWebhook:
 		if w, ok := s.Webhooks[c.ID]; ok && !w.Removed {
 			return nil, nil
 		}
@@ -140,14 +140,14 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 					"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
 			}
 		}
-		if len(s.Active()) >= fcmd.MaxWebhooks {
+		if len(s.Active()) >= firmcmd.MaxWebhooks {
 			return nil, commands.Refuse(http.StatusConflict, "webhook_limit_reached",
-				fmt.Sprintf("a firm registers at most %d endpoints; remove one first", fcmd.MaxWebhooks),
-				map[string]any{"limit": fcmd.MaxWebhooks})
+				fmt.Sprintf("a firm registers at most %d endpoints; remove one first", firmcmd.MaxWebhooks),
+				map[string]any{"limit": firmcmd.MaxWebhooks})
 		}
 		types := append([]string{}, c.EventTypes...)
-		return []events.Event{ev.WebhookRegistered{WebhookID: c.ID, URL: c.URL, EventTypes: types, At: env.At}}, nil
-	case *fcmd.RemoveWebhook:
+		return []events.Event{evfirm.WebhookRegistered{WebhookID: c.ID, URL: c.URL, EventTypes: types, At: env.At}}, nil
+	case *firmcmd.RemoveWebhook:
 		w, ok := s.Webhooks[c.ID]
 		if !ok {
 			return nil, notFound("webhook")
@@ -155,21 +155,21 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		if w.Removed {
 			return nil, nil
 		}
-		return []events.Event{ev.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
-	case *fcmd.CreateRegistration:
+		return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
+	case *firmcmd.CreateRegistration:
 		expires := env.At.Add(RegistrationLifetime)
 		if id, ok := s.ByKey[RegistrationKey(c.Email, c.Provider, c.AccountNumber)]; ok {
 			r := s.Registrations[id]
 			switch r.Status(env.At) {
 			case StatusPending, StatusExpired:
-				return []events.Event{ev.RegistrationRefreshed{RegistrationID: id, ExpiresAt: expires, At: env.At}}, nil
+				return []events.Event{evfirm.RegistrationRefreshed{RegistrationID: id, ExpiresAt: expires, At: env.At}}, nil
 			case StatusLinked:
 				return nil, nil
 			}
 		}
-		return []events.Event{ev.RegistrationCreated{RegistrationID: c.ID, Email: c.Email, AccountNumber: c.AccountNumber,
+		return []events.Event{evfirm.RegistrationCreated{RegistrationID: c.ID, Email: c.Email, AccountNumber: c.AccountNumber,
 			LoginName: c.LoginName, Provider: c.Provider, ExpiresAt: expires, At: env.At}}, nil
-	case *fcmd.RevokeRegistration:
+	case *firmcmd.RevokeRegistration:
 		r, ok := s.Registrations[c.ID]
 		if !ok {
 			return nil, notFound("registration")
@@ -181,8 +181,8 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			return nil, commands.Refuse(http.StatusConflict, "registration_linked",
 				"the registration was already linked; only an unused one can be revoked", nil)
 		}
-		return []events.Event{ev.RegistrationRevoked{RegistrationID: c.ID, At: env.At}}, nil
-	case *fcmd.LinkRegistration:
+		return []events.Event{evfirm.RegistrationRevoked{RegistrationID: c.ID, At: env.At}}, nil
+	case *firmcmd.LinkRegistration:
 		r, ok := s.Registrations[c.ID]
 		if !ok || r.Email != c.Email {
 			return nil, notFound("registration")
@@ -198,7 +198,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		case StatusExpired:
 			return nil, commands.Refuse(http.StatusConflict, "registration_expired", "the registration expired; ask the firm to send it again", nil)
 		}
-		return []events.Event{ev.RegistrationLinked{RegistrationID: c.ID, TraderID: c.TraderID, At: env.At}}, nil
+		return []events.Event{evfirm.RegistrationLinked{RegistrationID: c.ID, TraderID: c.TraderID, At: env.At}}, nil
 	}
 	return nil, fmt.Errorf("firm: no decision for %T", env.Cmd)
 }

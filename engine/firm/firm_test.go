@@ -9,10 +9,10 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/engine/firm"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/firm"
+	evfirm "github.com/svc/engine/events/firm"
 )
 
 var t0 = time.Date(2026, 11, 2, 14, 0, 0, 0, time.UTC)
@@ -47,11 +47,11 @@ func run(t *testing.T, given []step, when step) (*firm.State, []events.Event, er
 }
 
 func hook(id string) step {
-	return step{cmd: &fcmd.RegisterWebhook{ID: id, URL: "https://h.example/" + id}}
+	return step{cmd: &firmcmd.RegisterWebhook{ID: id, URL: "https://h.example/" + id}}
 }
 
 func reg(id, email string) step {
-	return step{cmd: &fcmd.CreateRegistration{ID: id, Email: email}}
+	return step{cmd: &firmcmd.CreateRegistration{ID: id, Email: email}}
 }
 
 const day = 24 * time.Hour
@@ -65,21 +65,21 @@ func TestFirmDecisions(t *testing.T) {
 		want     string // fmt of the event types
 	}{
 		{name: "a sixth endpoint", given: []step{hook("a"), hook("b"), hook("c"), hook("d"), hook("e")}, when: hook("f"), wantCode: "webhook_limit_reached"},
-		{name: "a fifth after a removal", given: []step{hook("a"), hook("b"), hook("c"), hook("d"), hook("e"), {cmd: &fcmd.RemoveWebhook{ID: "a"}}}, when: hook("f"), want: "[firm.webhook_registered.v1]"},
-		{name: "the same url twice", given: []step{hook("a")}, when: step{cmd: &fcmd.RegisterWebhook{ID: "b", URL: "https://h.example/a"}}, wantCode: "webhook_exists"},
-		{name: "a plain http url", when: step{cmd: &fcmd.RegisterWebhook{ID: "a", URL: "http://h.example/a"}}, wantCode: "invalid_request"},
-		{name: "removing an unknown endpoint", when: step{cmd: &fcmd.RemoveWebhook{ID: "x"}}, wantCode: "not_found"},
-		{name: "removing twice", given: []step{hook("a"), {cmd: &fcmd.RemoveWebhook{ID: "a"}}}, when: step{cmd: &fcmd.RemoveWebhook{ID: "a"}}, want: "[]"},
+		{name: "a fifth after a removal", given: []step{hook("a"), hook("b"), hook("c"), hook("d"), hook("e"), {cmd: &firmcmd.RemoveWebhook{ID: "a"}}}, when: hook("f"), want: "[firm.webhook_registered.v1]"},
+		{name: "the same url twice", given: []step{hook("a")}, when: step{cmd: &firmcmd.RegisterWebhook{ID: "b", URL: "https://h.example/a"}}, wantCode: "webhook_exists"},
+		{name: "a plain http url", when: step{cmd: &firmcmd.RegisterWebhook{ID: "a", URL: "http://h.example/a"}}, wantCode: "invalid_request"},
+		{name: "removing an unknown endpoint", when: step{cmd: &firmcmd.RemoveWebhook{ID: "x"}}, wantCode: "not_found"},
+		{name: "removing twice", given: []step{hook("a"), {cmd: &firmcmd.RemoveWebhook{ID: "a"}}}, when: step{cmd: &firmcmd.RemoveWebhook{ID: "a"}}, want: "[]"},
 		{name: "a registration", when: reg("r1", "T@Example.com"), want: "[firm.registration_created.v1]"},
-		{name: "sent again while pending refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &fcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: day}, want: "[firm.registration_refreshed.v1]"},
-		{name: "sent again when expired refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &fcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: 31 * day}, want: "[firm.registration_refreshed.v1]"},
-		{name: "sent again after a revoke makes a new one", given: []step{reg("r1", "t@example.com"), {cmd: &fcmd.RevokeRegistration{ID: "r1"}}}, when: reg("r2", "t@example.com"), want: "[firm.registration_created.v1]"},
-		{name: "a link by the matching email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &fcmd.LinkRegistration{ID: "r1", Email: "T@example.com", TraderID: "u1"}}, want: "[firm.registration_linked.v1]"},
-		{name: "a link by another email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &fcmd.LinkRegistration{ID: "r1", Email: "x@example.com", TraderID: "u1"}}, wantCode: "not_found"},
-		{name: "a link after expiry", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &fcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}, at: 30 * day}, wantCode: "registration_expired"},
-		{name: "a link after a revoke", given: []step{reg("r1", "t@example.com"), {cmd: &fcmd.RevokeRegistration{ID: "r1"}}}, when: step{cmd: &fcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, wantCode: "registration_revoked"},
-		{name: "a link twice by the same trader", given: []step{reg("r1", "t@example.com"), {cmd: &fcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &fcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, want: "[]"},
-		{name: "a revoke of a linked one", given: []step{reg("r1", "t@example.com"), {cmd: &fcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &fcmd.RevokeRegistration{ID: "r1"}}, wantCode: "registration_linked"},
+		{name: "sent again while pending refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: day}, want: "[firm.registration_refreshed.v1]"},
+		{name: "sent again when expired refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: 31 * day}, want: "[firm.registration_refreshed.v1]"},
+		{name: "sent again after a revoke makes a new one", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.RevokeRegistration{ID: "r1"}}}, when: reg("r2", "t@example.com"), want: "[firm.registration_created.v1]"},
+		{name: "a link by the matching email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "T@example.com", TraderID: "u1"}}, want: "[firm.registration_linked.v1]"},
+		{name: "a link by another email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "x@example.com", TraderID: "u1"}}, wantCode: "not_found"},
+		{name: "a link after expiry", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}, at: 30 * day}, wantCode: "registration_expired"},
+		{name: "a link after a revoke", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.RevokeRegistration{ID: "r1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, wantCode: "registration_revoked"},
+		{name: "a link twice by the same trader", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, want: "[]"},
+		{name: "a revoke of a linked one", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &firmcmd.RevokeRegistration{ID: "r1"}}, wantCode: "registration_linked"},
 		{name: "a bad email", when: reg("r1", "not an email"), wantCode: "invalid_request"},
 	}
 	for _, c := range cases {
@@ -107,7 +107,7 @@ func TestFirmDecisions(t *testing.T) {
 }
 
 func TestRegistrationStatusFollowsTheClock(t *testing.T) {
-	s, _, _ := run(t, []step{reg("r1", "t@example.com")}, step{cmd: &fcmd.RevokeRegistration{ID: "nosuch"}})
+	s, _, _ := run(t, []step{reg("r1", "t@example.com")}, step{cmd: &firmcmd.RevokeRegistration{ID: "nosuch"}})
 	r := s.Registrations["r1"]
 	if r.Status(t0) != firm.StatusPending || r.Status(t0.Add(30*day)) != firm.StatusExpired {
 		t.Fatalf("statuses %s %s", r.Status(t0), r.Status(t0.Add(30*day)))
@@ -115,7 +115,7 @@ func TestRegistrationStatusFollowsTheClock(t *testing.T) {
 }
 
 func TestEveryFirmEventHasAType(t *testing.T) {
-	for name, f := range ev.Registry() {
+	for name, f := range evfirm.Registry() {
 		e, err := f.Decode([]byte(`{}`))
 		if err != nil || e.Type() != name {
 			t.Fatalf("%s decodes as %v (%v)", name, e, err)

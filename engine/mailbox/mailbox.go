@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -167,14 +170,52 @@ func (g *Group[S]) Close() {
 func (g *Group[S]) run(b *box[S]) {
 	defer g.wg.Done()
 	for r := range b.in {
-		res, err := g.handle(b, r)
+		res, err := g.safeHandle(b, r)
 		r.reply <- reply{res, err}
 	}
 }
 
+// CodeInternal is the code of a command that panicked inside the engine.
+const CodeInternal = "internal_error"
+
+// safeHandle is handle with a panic contained to its one command: the command
+// answers 500 internal_error, the panic is logged with the command id and
+// counted as outcome "panic", and the aggregate reloads its state from the
+// log before its next command (a panic may have left it half-applied). When
+// the panic struck after the commit was appended (while applying it or in
+// After), the write stands and its result is returned.
+func (g *Group[S]) safeHandle(b *box[S], r request[S]) (res Result, err error) {
+	committed := Result{}
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		b.stale = true
+		g.observe("panic", 0)
+		slog.Error("command panicked", "aggregate", g.kind.Name, "id", b.id, "commandId", r.env.ID.String(),
+			"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if committed.Seq > 0 {
+			res, err = committed, nil
+			return
+		}
+		res, err = Result{}, commands.Refuse(http.StatusInternalServerError, CodeInternal,
+			"the engine failed on this command and recorded nothing; the failure is logged with the command id",
+			map[string]any{"commandId": r.env.ID.String()})
+	}()
+	return g.handle(b, r, &committed)
+}
+
 func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 	s := g.kind.New(b.id)
-	last, err := g.log.Load(ctx, g.kind.Subject(b.id), func(m eventlog.Msg) error {
+	last, err := g.log.Load(ctx, g.kind.Subject(b.id), func(m eventlog.Msg) (err error) {
+		// The log client calls this in its own goroutine: a panic here would end the process.
+		defer func() {
+			if v := recover(); v != nil {
+				g.observe("panic", 0)
+				err = fmt.Errorf("%s %s at %d: apply panicked: %v", g.kind.Name, b.id, m.Seq, v)
+			}
+		}()
 		c, err := g.reg.Decode(m.Data)
 		if err != nil {
 			return fmt.Errorf("%s %s at %d: %w", g.kind.Name, b.id, m.Seq, err)
@@ -191,7 +232,7 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 	return nil
 }
 
-func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
+func (g *Group[S]) handle(b *box[S], r request[S], committed *Result) (Result, error) {
 	// A commit in flight finishes even if its caller has gone: it is bounded by
 	// its own deadline, not the request's.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -200,6 +241,9 @@ func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
 		if b.stale {
 			if err := g.reload(ctx, b); err != nil {
 				g.observe("unavailable", 0)
+				if !g.log.Connected() {
+					return Result{}, fmt.Errorf("load %s %s: %v: %w", g.kind.Name, b.id, err, eventlog.ErrLogUnavailable)
+				}
 				return Result{}, fmt.Errorf("load %s %s: %w", g.kind.Name, b.id, err)
 			}
 		}
@@ -229,7 +273,7 @@ func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
 		g.log.Recent().Put(c)
 		seq, err := g.log.Append(ctx, subject, b.rev, r.env.ID.String(), data)
 		took := time.Since(start)
-		if errors.Is(err, eventlog.ErrConcurrency) {
+		if errors.Is(err, eventlog.ErrConcurrency) || errors.Is(err, eventlog.ErrLogUnavailable) {
 			g.log.Recent().Drop(c.CommandID) // not stored; an outcome unknown may still arrive
 		}
 		switch {
@@ -237,11 +281,15 @@ func (g *Group[S]) handle(b *box[S], r request[S]) (Result, error) {
 			g.observe("conflict", took)
 			b.stale = true
 			continue
+		case errors.Is(err, eventlog.ErrLogUnavailable):
+			g.observe("unavailable", took) // refused before sending: the state is still the log's
+			return Result{}, err
 		case err != nil:
 			g.observe("unknown", took)
 			b.stale = true
 			return Result{}, err
 		}
+		*committed = Result{Seq: seq, Events: evs}
 		for _, e := range evs {
 			b.state = g.kind.Apply(b.state, e)
 		}

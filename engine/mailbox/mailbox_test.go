@@ -177,3 +177,86 @@ func TestStateIsRebuiltFromTheLog(t *testing.T) {
 		t.Fatalf("total %d", got)
 	}
 }
+
+type countingObserver struct {
+	mu       sync.Mutex
+	outcomes map[string]int
+}
+
+func (o *countingObserver) Command(_, outcome string, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes[outcome]++
+}
+
+// A panic while deciding fails that one command with 500 internal_error and
+// records nothing; a panic while applying a commit leaves the write standing.
+// Either way the mailbox keeps serving and the panic is counted.
+func TestAPanicFailsOneCommandAndTheMailboxServesOn(t *testing.T) {
+	l := open(t)
+	k := kind()
+	decide, apply := k.Decide, k.Apply
+	k.Decide = func(s *counter, env commands.Envelope) ([]events.Event, error) {
+		if env.Cmd.(*add).N == 7 {
+			panic("boom in decide")
+		}
+		return decide(s, env)
+	}
+	applyPanics := 1
+	k.Apply = func(s *counter, e events.Event) *counter {
+		if e.(added).N == 11 {
+			panic("apply of 11 always panics")
+		}
+		if e.(added).N == 9 && applyPanics > 0 {
+			applyPanics-- // once, live; the reload from the log applies it cleanly
+			s.total = -1000
+			panic("boom in apply")
+		}
+		return apply(s, e)
+	}
+	obs := &countingObserver{outcomes: map[string]int{}}
+	g := mailbox.NewGroup(k, l, reg, obs)
+	defer g.Close()
+
+	_, err := g.Execute(context.Background(), "p1", env(7))
+	var ref *commands.Refusal
+	if !errors.As(err, &ref) || ref.Status != 500 || ref.Code != mailbox.CodeInternal || ref.Params["commandId"] == "" {
+		t.Fatalf("decide panic answered %v", err)
+	}
+	if n, _ := l.LastSubjectSeq(context.Background(), "evt.counter.p1"); n != 0 {
+		t.Fatalf("a panicking decision appended at %d", n)
+	}
+	if _, err := g.Execute(context.Background(), "p1", env(3)); err != nil {
+		t.Fatalf("the mailbox stopped serving after a panic: %v", err)
+	}
+
+	// Apply panics after the append: the write stands and the state reloads.
+	res, err := g.Execute(context.Background(), "p2", env(9))
+	if err != nil || res.Seq == 0 {
+		t.Fatalf("a commit whose apply panicked answered %v %v", res, err)
+	}
+	var seen int
+	if err := g.Inspect(context.Background(), "p2", func(s *counter, _ uint64) { seen = s.total }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 9 {
+		t.Fatalf("state after the reload: %d", seen)
+	}
+
+	// A commit whose apply always panics: the reload from the log (run in the
+	// log client's goroutine) fails the next command instead of the process.
+	if res, err := g.Execute(context.Background(), "p3", env(11)); err != nil || res.Seq == 0 {
+		t.Fatalf("commit with a panicking apply: %v %v", res, err)
+	}
+	if _, err := g.Execute(context.Background(), "p3", env(1)); err == nil {
+		t.Fatal("a command on an aggregate that cannot be rebuilt succeeded")
+	}
+	if _, err := g.Execute(context.Background(), "p1", env(1)); err != nil {
+		t.Fatalf("another aggregate stopped serving: %v", err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.outcomes["panic"] != 4 {
+		t.Fatalf("panics counted %d, want 4", obs.outcomes["panic"])
+	}
+}

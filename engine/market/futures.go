@@ -58,6 +58,10 @@ type Product struct {
 	TickSize   string `json:"tickSize"`  // price points per tick
 	TickValue  string `json:"tickValue"` // currency per tick per contract
 	Multiplier string `json:"multiplier"`
+	// LotStep and MinQuantity are the quantity increment and the smallest
+	// order, in contracts: whole contracts, "1" for every product.
+	LotStep     string `json:"lotStep"`
+	MinQuantity string `json:"minQuantity"`
 	// RollCycle lists the month codes of the contracts the roll steps through (HMUZ: quarterly).
 	RollCycle string `json:"rollCycle"`
 	// RollModelled is false for products whose roll the engine does not model;
@@ -68,9 +72,10 @@ type Product struct {
 }
 
 // Products is the futures product catalog: CME Group contract specifications.
+// Every product trades in whole contracts (LotStep and MinQuantity "1").
 func Products() []Product {
 	quarterly := "HMUZ"
-	return []Product{
+	ps := []Product{
 		{Root: "ES", Name: "E-mini S&P 500", Exchange: "CME", AssetClass: "equity_index", Currency: "USD", TickSize: "0.25", TickValue: "12.50", Multiplier: "50", RollCycle: quarterly, RollModelled: true},
 		{Root: "NQ", Name: "E-mini Nasdaq-100", Exchange: "CME", AssetClass: "equity_index", Currency: "USD", TickSize: "0.25", TickValue: "5.00", Multiplier: "20", RollCycle: quarterly, RollModelled: true},
 		{Root: "YM", Name: "E-mini Dow Jones Industrial Average ($5)", Exchange: "CBOT", AssetClass: "equity_index", Currency: "USD", TickSize: "1", TickValue: "5.00", Multiplier: "5", RollCycle: quarterly, RollModelled: true},
@@ -87,6 +92,10 @@ func Products() []Product {
 			PriceFraction: &Fraction{Denominator: 32, SubFraction: 4}},
 		{Root: "6E", Name: "Euro FX", Exchange: "CME", AssetClass: "fx", Currency: "USD", TickSize: "0.00005", TickValue: "6.25", Multiplier: "125000", RollCycle: quarterly, RollModelled: true},
 	}
+	for i := range ps {
+		ps[i].LotStep, ps[i].MinQuantity = "1", "1"
+	}
+	return ps
 }
 
 // monthCodes are the futures month letters, January to December.

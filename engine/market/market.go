@@ -1,5 +1,9 @@
-// Package market holds the instrument catalog and the price feeds the paper book
-// and the market-data routes read.
+// Package market is the market-data service, not the command side: the
+// instrument catalog and the price feeds the paper book and the market-data
+// routes read. Its subpackages hold the rest of market data: bars, spread
+// expressions, news and the economic calendar (news), the trading calendar
+// (calendar), the exchange feed and the replay feed. Nothing here decides a
+// command or writes to the commit log; the command side reads it.
 package market
 
 import (

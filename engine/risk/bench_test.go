@@ -9,8 +9,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	rcmd "github.com/svc/engine/commands/risk"
-	tcmd "github.com/svc/engine/commands/tenant"
+	riskcmd "github.com/svc/engine/commands/risk"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/account"
@@ -24,11 +24,11 @@ var dec = events.MustDecimal
 
 func on() *bool { b := true; return &b }
 
-func num(s string) *rcmd.Number { return &rcmd.Number{Decimal: dec(s), Set: true} }
+func num(s string) *riskcmd.Number { return &riskcmd.Number{Decimal: dec(s), Set: true} }
 
 // allControls enables every control with values a small move does not cross.
-func allControls() *rcmd.SetSettings {
-	return &rcmd.SetSettings{
+func allControls() *riskcmd.SetSettings {
+	return &riskcmd.SetSettings{
 		DailyLossEnabled: on(), DailyLossValue: num("5000"), WeeklyLossEnabled: on(), WeeklyLossValue: num("10000"),
 		DailyProfitEnabled: on(), DailyProfitValue: num("5000"), WeeklyProfitEnabled: on(), WeeklyProfitValue: num("10000"),
 		EODCloseEnabled: on(), EODCloseValue: num("15"),
@@ -44,7 +44,7 @@ func holder(id string, at time.Time) *account.State {
 		Specs:  map[string]trading.Spec{"BTC-PERP": {Symbol: "BTC-PERP", Multiplier: dec("1"), MaxQuantity: dec("100")}},
 	}
 	for _, c := range []commands.Command{
-		&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: id, Currency: "USD", StartingBalance: dec("50000")},
+		&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: id, Currency: "USD", StartingBalance: dec("50000")},
 		allControls(),
 		&trading.PlaceOrder{ClientOrderID: "a", Instrument: "BTC-PERP", Side: "buy", OrderType: "market", Quantity: dec("2"), TimeInForce: "day", Market: m},
 		&trading.PlaceOrder{ClientOrderID: "b", Instrument: "BTC-PERP", Side: "sell", OrderType: "market", Quantity: dec("1"), TimeInForce: "day", Market: m},
@@ -132,7 +132,7 @@ func BenchmarkOrderPathGate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	exec(&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("100000000")})
+	exec(&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("100000000")})
 	exec(allControls())
 	var gate, path time.Duration
 	b.ResetTimer()

@@ -13,18 +13,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/commands"
-	rcmd "github.com/svc/engine/commands/risk"
+	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
-	"github.com/svc/engine/engine/risk/calendar"
+	"github.com/svc/engine/engine/market/calendar"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/account"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // Exec runs cmd on an account (the engine attaches time, id and market context).
@@ -199,10 +200,18 @@ func (r *Reactor) Start() {
 			case <-r.stop:
 				return
 			case <-t.C:
-				r.Tick()
+				func() { defer contain("risk tick"); r.Tick() }()
 			}
 		}
 	}()
+}
+
+// contain, deferred, ends a panic of the reactor's own work in a log line: the
+// next tick or mark retries, and the process serves on.
+func contain(what string) {
+	if v := recover(); v != nil {
+		slog.Error("panic contained", "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	}
 }
 
 // Close stops the timer, sends nothing more and waits for the commands on their way.
@@ -297,7 +306,7 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 		notify(id, rev, view)
 	}
 	if due {
-		r.send(id, "evaluate", &rcmd.Evaluate{})
+		r.send(id, "evaluate", &riskcmd.Evaluate{})
 	}
 }
 
@@ -392,10 +401,10 @@ func (r *Reactor) quiet(e *entry, day, week calendar.Period) *band {
 			}
 		}
 	}
-	bound(e.dayLoss, ev.ControlDailyLoss, day.Start, dayReal, true)
-	bound(e.weekLoss, ev.ControlWeeklyLoss, week.Start, weekReal, true)
-	bound(e.dayProfit, ev.ControlDailyProfit, day.Start, dayReal, false)
-	bound(e.weekProf, ev.ControlWeeklyProfit, week.Start, weekReal, false)
+	bound(e.dayLoss, evacct.ControlDailyLoss, day.Start, dayReal, true)
+	bound(e.weekLoss, evacct.ControlWeeklyLoss, week.Start, weekReal, true)
+	bound(e.dayProfit, evacct.ControlDailyProfit, day.Start, dayReal, false)
+	bound(e.weekProf, evacct.ControlWeeklyProfit, week.Start, weekReal, false)
 	b.setFixed()
 	return b
 }
@@ -416,10 +425,10 @@ func (r *Reactor) due(e *entry, now time.Time, day, week calendar.Period) bool {
 			weekPnl = weekPnl.Add(e.weekReal)
 		}
 		switch {
-		case e.dayLoss != nil && !e.latched(ev.ControlDailyLoss, day.Start) && dayPnl.Cmp(*e.dayLoss) <= 0,
-			e.weekLoss != nil && !e.latched(ev.ControlWeeklyLoss, week.Start) && weekPnl.Cmp(*e.weekLoss) <= 0,
-			e.dayProfit != nil && !e.latched(ev.ControlDailyProfit, day.Start) && dayPnl.Cmp(*e.dayProfit) >= 0,
-			e.weekProf != nil && !e.latched(ev.ControlWeeklyProfit, week.Start) && weekPnl.Cmp(*e.weekProf) >= 0:
+		case e.dayLoss != nil && !e.latched(evacct.ControlDailyLoss, day.Start) && dayPnl.Cmp(*e.dayLoss) <= 0,
+			e.weekLoss != nil && !e.latched(evacct.ControlWeeklyLoss, week.Start) && weekPnl.Cmp(*e.weekLoss) <= 0,
+			e.dayProfit != nil && !e.latched(evacct.ControlDailyProfit, day.Start) && dayPnl.Cmp(*e.dayProfit) >= 0,
+			e.weekProf != nil && !e.latched(evacct.ControlWeeklyProfit, week.Start) && weekPnl.Cmp(*e.weekProf) >= 0:
 			return true
 		}
 	}
@@ -427,7 +436,7 @@ func (r *Reactor) due(e *entry, now time.Time, day, week calendar.Period) bool {
 }
 
 func (r *Reactor) eodDue(e *entry, now time.Time, day calendar.Period) bool {
-	if e.eodMinutes == 0 || e.latched(ev.ControlEODClose, day.Start) {
+	if e.eodMinutes == 0 || e.latched(evacct.ControlEODClose, day.Start) {
 		return false
 	}
 	eod := day.Close.Add(-e.eodMinutes)
@@ -451,7 +460,7 @@ func (p periods) of(cal string, now time.Time) (calendar.Period, calendar.Period
 func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	due := r.Mark(instrument, bid.Add(ask).Quo(events.Int(2)))
 	for _, id := range due {
-		r.send(id, "evaluate", &rcmd.Evaluate{})
+		r.send(id, "evaluate", &riskcmd.Evaluate{})
 	}
 }
 
@@ -513,10 +522,10 @@ func (r *Reactor) Tick() {
 	}
 	r.mu.Unlock()
 	for _, id := range release {
-		r.send(id, "release", &rcmd.Release{})
+		r.send(id, "release", &riskcmd.Release{})
 	}
 	for _, id := range eod {
-		r.send(id, "evaluate", &rcmd.Evaluate{})
+		r.send(id, "evaluate", &riskcmd.Evaluate{})
 	}
 }
 
@@ -552,6 +561,7 @@ func (r *Reactor) send(id, kind string, cmd commands.Command) {
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
+		defer contain("risk command")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.exec(ctx, id, cmd); err != nil {
@@ -583,7 +593,7 @@ func (u unreadable) Unwrap() []error { return []error{u.Refusal, u.cause} }
 func FailClosed(err error) error {
 	var ref *commands.Refusal
 	switch {
-	case err == nil, errors.As(err, &ref), errors.Is(err, eventlog.ErrOutcomeUnknown),
+	case err == nil, errors.As(err, &ref), errors.Is(err, eventlog.ErrOutcomeUnknown), errors.Is(err, eventlog.ErrLogUnavailable),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	rcmd "github.com/svc/engine/commands/risk"
-	tcmd "github.com/svc/engine/commands/tenant"
+	riskcmd "github.com/svc/engine/commands/risk"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/risk"
@@ -40,8 +40,8 @@ func TestIndexAgreesWithTheAggregate(t *testing.T) {
 				Specs:  map[string]trading.Spec{"X": {Symbol: "X", Multiplier: events.MustDecimal(mult), MaxQuantity: events.Int(1000)}},
 			}
 		}
-		c := &rcmd.SetSettings{}
-		val := func() *rcmd.Number { return num(fmt.Sprint(1 + rng.IntN(400))) }
+		c := &riskcmd.SetSettings{}
+		val := func() *riskcmd.Number { return num(fmt.Sprint(1 + rng.IntN(400))) }
 		if rng.IntN(2) == 0 {
 			c.DailyLossEnabled, c.DailyLossValue = on(), val()
 		}
@@ -55,7 +55,7 @@ func TestIndexAgreesWithTheAggregate(t *testing.T) {
 			c.WeeklyProfitEnabled, c.WeeklyProfitValue = on(), val()
 		}
 		cmds := []commands.Command{
-			&tcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: id, Currency: "USD", StartingBalance: events.Int(1000000)},
+			&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: id, Currency: "USD", StartingBalance: events.Int(1000000)},
 			c,
 		}
 		side := []string{"buy", "sell"}[rng.IntN(2)]

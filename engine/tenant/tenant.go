@@ -6,9 +6,9 @@ import (
 	"net/http"
 
 	"github.com/svc/engine/commands"
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
-	ev "github.com/svc/engine/events/tenant"
+	evtenant "github.com/svc/engine/events/tenant"
 )
 
 // State is a tenant as its commits leave it.
@@ -18,23 +18,23 @@ type State struct {
 	Created bool
 	Name    string
 	Kind    string
-	Keys    map[string]ev.KeyIssued // by key id
+	Keys    map[string]evtenant.KeyIssued // by key id
 	Revoked map[string]bool
 }
 
 // New is the state of a tenant with no commits.
 func New(id string) *State {
-	return &State{ID: id, Keys: map[string]ev.KeyIssued{}, Revoked: map[string]bool{}}
+	return &State{ID: id, Keys: map[string]evtenant.KeyIssued{}, Revoked: map[string]bool{}}
 }
 
 // Apply folds one event into the state.
 func Apply(s *State, e events.Event) *State {
 	switch e := e.(type) {
-	case ev.Created:
+	case evtenant.Created:
 		s.Created, s.Name, s.Kind = true, e.Name, e.Kind
-	case ev.KeyIssued:
+	case evtenant.KeyIssued:
 		s.Keys[e.KeyID] = e
-	case ev.KeyRevoked:
+	case evtenant.KeyRevoked:
 		s.Revoked[e.KeyID] = true
 	}
 	return s
@@ -43,29 +43,29 @@ func Apply(s *State, e events.Event) *State {
 // Decide runs one tenant command.
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
-	case *tcmd.CreateTenant:
+	case *tenantcmd.CreateTenant:
 		if s.Created {
 			return nil, nil
 		}
-		return []events.Event{ev.Created{TenantID: s.ID, Name: c.Name, Kind: c.Kind, Email: c.Email, At: env.At}}, nil
+		return []events.Event{evtenant.Created{TenantID: s.ID, Name: c.Name, Kind: c.Kind, Email: c.Email, At: env.At}}, nil
 	}
 	if !s.Created {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "tenant not found", nil)
 	}
 	switch c := env.Cmd.(type) {
-	case *tcmd.IssueKey:
+	case *tenantcmd.IssueKey:
 		if _, ok := s.Keys[c.KeyID]; ok {
 			return nil, nil
 		}
-		return []events.Event{ev.KeyIssued{KeyID: c.KeyID, Digest: c.Digest, Kind: c.Kind, Prefix: c.Prefix, At: env.At}}, nil
-	case *tcmd.RevokeKey:
+		return []events.Event{evtenant.KeyIssued{KeyID: c.KeyID, Digest: c.Digest, Kind: c.Kind, Prefix: c.Prefix, At: env.At}}, nil
+	case *tenantcmd.RevokeKey:
 		if _, ok := s.Keys[c.KeyID]; !ok {
 			return nil, commands.Refuse(http.StatusNotFound, "not_found", "key not found", nil)
 		}
 		if s.Revoked[c.KeyID] {
 			return nil, nil
 		}
-		return []events.Event{ev.KeyRevoked{KeyID: c.KeyID, At: env.At}}, nil
+		return []events.Event{evtenant.KeyRevoked{KeyID: c.KeyID, At: env.At}}, nil
 	}
 	return nil, fmt.Errorf("tenant: no decision for %T", env.Cmd)
 }

@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine/egress"
 	"github.com/svc/engine/events"
 	evfirm "github.com/svc/engine/events/firm"
 )
@@ -74,11 +78,30 @@ func (r *Reactor) loop(ep *endpoint) {
 	}
 }
 
-// attempt sends d once, records the outcome and, on failure with retries
-// left, schedules the next attempt.
+// attempt sends d once, records the outcome and, on failure with attempts
+// left, schedules the next one: a delivery is tried len(Backoff)+1 times.
+// A panic while sending is a failed attempt (see safeSend); one anywhere else
+// here is logged and drops the delivery, and the endpoint's worker goes on.
 func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 	defer r.flight.Done()
-	out := r.send(r.sendCtx, ep.tenant, ep.id, ep.url, d.body)
+	released := false
+	release := func() {
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		ep.inflight--
+		released = true
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("webhook: scheduling a delivery panicked; the delivery is dropped", "tenant", ep.tenant, "webhook", ep.id,
+				"delivery", d.ev.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !released {
+				release()
+			}
+			ep.signal()
+		}
+	}()
+	out := r.safeSend(r.sendCtx, ep.tenant, ep.id, ep.url, d.ev.Type, d.body)
 	d.attempts++
 	a := evfirm.DeliveryAttempted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, EventType: d.ev.Type,
 		Attempt: d.attempts, Status: out.Status, At: r.cfg.Now().UTC()}
@@ -89,9 +112,7 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 		a.NextAt, d.nextAt = &next, next
 	}
 	r.record(a)
-	ep.mu.Lock()
-	ep.inflight--
-	ep.mu.Unlock()
+	release()
 	if retry {
 		ep.push(d)
 	} else {
@@ -154,17 +175,52 @@ func (r *Reactor) flush(key string, rec *recorder) {
 			return
 		}
 		rec.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		env := commands.Envelope{ID: ulid.Make(), At: batch[len(batch)-1].At, Principal: events.Principal{System: "webhook"},
-			Cmd: &fcmd.RecordAttempts{Attempts: batch}}
-		if _, err := r.ledger.Execute(ctx, key, env); err != nil {
+		if err := r.commit(key, batch); err != nil {
 			slog.Warn("webhook: recording attempts", "webhook", batch[0].WebhookID, "attempts", len(batch), "err", err)
 		}
-		cancel()
 		for _, w := range waiters {
 			close(w)
 		}
 	}
+}
+
+// commit appends one batch of attempts to the delivery ledger; a panic is an
+// error, so that the batch's waiters are always released.
+func (r *Reactor) commit(key string, batch []evfirm.DeliveryAttempted) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("recording panicked: %v", v)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env := commands.Envelope{ID: ulid.Make(), At: batch[len(batch)-1].At, Principal: events.Principal{System: "webhook"},
+		Cmd: &firmcmd.RecordAttempts{Attempts: batch}}
+	_, err = r.ledger.Execute(ctx, key, env)
+	return err
+}
+
+// safeSend is send with a panic contained to its one attempt: the attempt is
+// a failure (retried on the schedule) and the panic is logged with the
+// endpoint's id and never its URL or secret.
+func (r *Reactor) safeSend(ctx context.Context, tenant, webhookID, target, eventType string, body []byte) (out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg := fmt.Sprint(v)
+			if target != "" {
+				msg = strings.ReplaceAll(msg, target, "<endpoint url>")
+			}
+			msg = strings.ReplaceAll(msg, Secret(r.cfg.Key, tenant, webhookID), "<secret>")
+			if len(msg) > 500 {
+				msg = msg[:500]
+			}
+			slog.Error("webhook: delivery attempt panicked; recorded as failed", "tenant", tenant, "webhook", webhookID,
+				"type", eventType, "panic", msg, "stack", string(debug.Stack()))
+			e := "the engine failed during the attempt"
+			out = Outcome{Status: "failed", Error: &e}
+		}
+	}()
+	return r.send(ctx, tenant, webhookID, target, body)
 }
 
 // send makes one signed POST; a 2xx answer is success. Errors never carry the
@@ -198,7 +254,11 @@ func describe(err error, timeout time.Duration) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	var eg *egress.Error
 	switch {
+	case errors.As(err, &eg):
+		// The rule only, never the address: a name may resolve inside our network.
+		return "refused: the endpoint's address is not public (" + eg.Rule + "); webhooks reach only public internet addresses"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "no answer within " + timeout.String()
 	case errors.Is(err, context.Canceled):
@@ -217,7 +277,7 @@ func (r *Reactor) Ping(ctx context.Context, tenant, webhookID, target string) Ou
 	now := r.cfg.Now().UTC()
 	ev := Event{ID: "evt_ping_" + ulid.Make().String(), Type: evfirm.TypePing, CreatedAt: now,
 		Data: map[string]any{"webhookId": webhookID}}
-	out := r.send(ctx, tenant, webhookID, target, encode(ev))
+	out := r.safeSend(ctx, tenant, webhookID, target, ev.Type, encode(ev))
 	a := evfirm.DeliveryAttempted{DeliveryID: ev.ID, TenantID: tenant, WebhookID: webhookID, EventType: ev.Type,
 		Attempt: 1, Status: out.Status, At: r.cfg.Now().UTC()}
 	fill(&a, out)

@@ -3,7 +3,6 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -31,7 +30,7 @@ type acctInfo struct{ tenant, number string }
 func derive(c events.Committed, accounts map[string]acctInfo) []hook {
 	var out []hook
 	id := func(i int) string { return fmt.Sprintf("evt_%d_%d", c.Seq, i) }
-	if aid, ok := strings.CutPrefix(c.Subject, "evt.account."); ok {
+	if aid, ok := events.SubjectID(c.Subject, events.KindAccount); ok {
 		for i, e := range c.Events {
 			if o, ok := e.(evacct.Opened); ok {
 				accounts[aid] = acctInfo{tenant: o.TenantID, number: o.AccountNumber}
@@ -48,7 +47,7 @@ func derive(c events.Committed, accounts map[string]acctInfo) []hook {
 		}
 		return out
 	}
-	if tenant, ok := strings.CutPrefix(c.Subject, "evt.firm."); ok {
+	if tenant, ok := events.SubjectID(c.Subject, events.KindFirm); ok {
 		for i, e := range c.Events {
 			switch e := e.(type) {
 			case evfirm.RegistrationLinked:

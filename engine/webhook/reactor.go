@@ -5,32 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/svc/engine/commands"
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine/egress"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/events"
 	evfirm "github.com/svc/engine/events/firm"
 )
 
-// DefaultBackoff is the wait before each of the 6 retries of a failed
-// delivery: 9 hours 6 minutes in all.
-var DefaultBackoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, time.Hour, 150 * time.Minute, 5 * time.Hour}
+// Attempts is how many times a delivery is tried before it is given up: the
+// spec's "6 attempts over about 9 hours".
+const Attempts = 6
+
+// DefaultBackoff is the wait after each failed attempt but the last, 5 waits
+// for 6 attempts: 1m, 5m, 30m, 2h, 6h24m, so the last attempt is made 9 hours
+// after the first.
+var DefaultBackoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6*time.Hour + 24*time.Minute}
 
 // Config shapes the reactor.
 type Config struct {
 	Log      *eventlog.Log
 	Registry events.Registry
-	Key      []byte       // derives each endpoint's signing secret
-	Client   *http.Client // nil: system roots, no redirects
+	Key      []byte // derives each endpoint's signing secret
+	// Client makes the deliveries; it is guarded by egress.Guard (every dial
+	// checked unless AllowPrivate, no redirect followed). nil: system roots.
+	Client *http.Client
+	// AllowPrivate lets deliveries and CheckURL reach private, loopback and
+	// link-local addresses: local development and tests only.
+	AllowPrivate bool
+	// Resolver resolves names for CheckURL; nil: net.DefaultResolver.
+	Resolver egress.Resolver
 	Timeout  time.Duration
-	Backoff  []time.Duration // waits before the retries; nil: DefaultBackoff
+	Backoff  []time.Duration // the Attempts-1 waits after a failed attempt; nil: DefaultBackoff
 	// InFlight bounds the attempts in flight per endpoint.
 	InFlight int
 	Now      func() time.Time
@@ -51,6 +65,15 @@ func (c Config) Validate() error {
 	}
 	if c.Now == nil {
 		errs = append(errs, errors.New("webhook: Now is required"))
+	}
+	if c.Backoff != nil && len(c.Backoff) != Attempts-1 {
+		errs = append(errs, fmt.Errorf("webhook: Backoff has %d waits, want %d (for %d attempts)", len(c.Backoff), Attempts-1, Attempts))
+	}
+	for _, d := range c.Backoff {
+		if d <= 0 {
+			errs = append(errs, errors.New("webhook: every Backoff wait must be positive"))
+			break
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -114,15 +137,19 @@ func (ep *endpoint) signal() {
 }
 
 func (ep *endpoint) push(d *delivery) {
+	ep.queue(d)
+	ep.signal()
+}
+
+func (ep *endpoint) queue(d *delivery) {
 	ep.mu.Lock()
+	defer ep.mu.Unlock()
 	if d.attempts == 0 {
 		ep.ready = append(ep.ready, d)
 	} else {
 		ep.retry = append(ep.retry, d)
 		sort.SliceStable(ep.retry, func(i, j int) bool { return ep.retry[i].nextAt.Before(ep.retry[j].nextAt) })
 	}
-	ep.mu.Unlock()
-	ep.signal()
 }
 
 // New makes a reactor; Start replays the log and starts delivering.
@@ -139,15 +166,14 @@ func New(cfg Config) (*Reactor, error) {
 	if cfg.InFlight <= 0 {
 		cfg.InFlight = 4
 	}
-	client := cfg.Client
-	if client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 16
-		client = &http.Client{Transport: tr}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
 	}
-	c := *client
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	r := &Reactor{cfg: cfg, client: &c, accounts: map[string]acctInfo{}, eps: map[string]map[string]*endpoint{}, records: map[string]*recorder{}}
+	client, err := egress.Guard(cfg.Client, egress.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout, MaxIdleConnsPerHost: 16})
+	if err != nil {
+		return nil, fmt.Errorf("webhook: client: %w", err)
+	}
+	r := &Reactor{cfg: cfg, client: client, accounts: map[string]acctInfo{}, eps: map[string]map[string]*endpoint{}, records: map[string]*recorder{}}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.sendCtx, r.sendStop = context.WithCancel(context.Background())
 	r.ledger = mailbox.NewGroup(mailbox.Kind[*ledger]{
@@ -155,7 +181,7 @@ func New(cfg Config) (*Reactor, error) {
 		Subject: evfirm.DeliverySubject,
 		New:     func(string) *ledger { return &ledger{} },
 		Decide: func(_ *ledger, env commands.Envelope) ([]events.Event, error) {
-			c, ok := env.Cmd.(*fcmd.RecordAttempts)
+			c, ok := env.Cmd.(*firmcmd.RecordAttempts)
 			if !ok {
 				return nil, fmt.Errorf("webhook: no decision for %T", env.Cmd)
 			}
@@ -170,6 +196,14 @@ func New(cfg Config) (*Reactor, error) {
 	return r, nil
 }
 
+// CheckURL is the registration check of an endpoint URL: https only, a host,
+// no userinfo and, unless AllowPrivate, a host that neither is nor resolves
+// to an address that is not public. A refusal is an *egress.Error naming the
+// rule. The dial check at each delivery is the guard; this one answers early.
+func (r *Reactor) CheckURL(ctx context.Context, raw string) error {
+	return egress.CheckURL(ctx, raw, egress.Policy{AllowPrivate: r.cfg.AllowPrivate, Resolver: r.cfg.Resolver})
+}
+
 type pendingKey struct{ event, webhook string }
 
 // Start rebuilds the schedule by one replay of the log (deliveries without a
@@ -179,37 +213,39 @@ func (r *Reactor) Start(ctx context.Context) error {
 	pending := map[pendingKey]*delivery{}
 	var order []pendingKey
 	last, err := r.cfg.Log.Replay(ctx, 0, func(m eventlog.Msg) error {
-		if !r.wants(m.Subject) {
-			return nil
-		}
-		c, err := r.decode(m)
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(c.Subject, "evt.webhook.") {
-			for _, e := range c.Events {
-				a, ok := e.(evfirm.DeliveryAttempted)
-				if !ok {
-					continue
-				}
-				k := pendingKey{a.DeliveryID, a.WebhookID}
-				if d, ok := pending[k]; ok {
-					d.attempts = a.Attempt
-					if a.NextAt == nil {
-						delete(pending, k)
-					} else {
-						d.nextAt = *a.NextAt
+		return r.contain(m, func() error {
+			if !r.wants(m.Subject) {
+				return nil
+			}
+			c, err := r.decode(m)
+			if err != nil {
+				return err
+			}
+			if events.IsKind(c.Subject, events.KindWebhook) {
+				for _, e := range c.Events {
+					a, ok := e.(evfirm.DeliveryAttempted)
+					if !ok {
+						continue
+					}
+					k := pendingKey{a.DeliveryID, a.WebhookID}
+					if d, ok := pending[k]; ok {
+						d.attempts = a.Attempt
+						if a.NextAt == nil {
+							delete(pending, k)
+						} else {
+							d.nextAt = *a.NextAt
+						}
 					}
 				}
+				return nil
 			}
+			r.route(c, func(ep *endpoint, d *delivery) {
+				k := pendingKey{d.ev.ID, ep.id}
+				pending[k] = d
+				order = append(order, k)
+			})
 			return nil
-		}
-		r.route(c, func(ep *endpoint, d *delivery) {
-			k := pendingKey{d.ev.ID, ep.id}
-			pending[k] = d
-			order = append(order, k)
 		})
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("webhook: replay: %w", err)
@@ -245,10 +281,10 @@ func (r *Reactor) Start(ctx context.Context) error {
 // Router goroutine only.
 func (r *Reactor) wants(subject string) bool {
 	switch {
-	case strings.HasPrefix(subject, "evt.firm."), strings.HasPrefix(subject, "evt.webhook."):
+	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook):
 		return true
-	case strings.HasPrefix(subject, "evt.account."):
-		a, known := r.accounts[strings.TrimPrefix(subject, "evt.account.")]
+	case events.IsKind(subject, events.KindAccount):
+		a, known := r.accounts[events.ID(subject, events.KindAccount)]
 		if !known {
 			return true
 		}
@@ -272,12 +308,19 @@ func (r *Reactor) follow(from uint64) {
 	defer r.loops.Done()
 	for r.ctx.Err() == nil {
 		err := r.cfg.Log.Follow(r.ctx, from, func(m eventlog.Msg) error {
-			if !strings.HasPrefix(m.Subject, "evt.webhook.") && r.wants(m.Subject) {
+			err := r.contain(m, func() error {
+				if events.IsKind(m.Subject, events.KindWebhook) || !r.wants(m.Subject) {
+					return nil
+				}
 				c, err := r.decode(m)
 				if err != nil {
 					return err
 				}
 				r.route(c, func(ep *endpoint, d *delivery) { ep.push(d) })
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			from = m.Seq
 			return nil
@@ -295,7 +338,7 @@ func (r *Reactor) follow(from uint64) {
 
 // route applies one commit: endpoint changes, and the deliveries it yields.
 func (r *Reactor) route(c events.Committed, queue func(*endpoint, *delivery)) {
-	if tenant, ok := strings.CutPrefix(c.Subject, "evt.firm."); ok {
+	if tenant, ok := events.SubjectID(c.Subject, events.KindFirm); ok {
 		for _, e := range c.Events {
 			switch e := e.(type) {
 			case evfirm.WebhookRegistered:
@@ -304,22 +347,9 @@ func (r *Reactor) route(c events.Committed, queue func(*endpoint, *delivery)) {
 				for _, t := range e.EventTypes {
 					ep.types[t] = true
 				}
-				r.mu.Lock()
-				if r.eps[tenant] == nil {
-					r.eps[tenant] = map[string]*endpoint{}
-				}
-				r.eps[tenant][e.WebhookID] = ep
-				if r.live() {
-					r.startLoop(ep)
-				}
-				r.mu.Unlock()
+				r.add(ep)
 			case evfirm.WebhookRemoved:
-				r.mu.Lock()
-				if ep, ok := r.eps[tenant][e.WebhookID]; ok {
-					ep.goneOnce.Do(func() { close(ep.gone) })
-					delete(r.eps[tenant], e.WebhookID)
-				}
-				r.mu.Unlock()
+				r.remove(tenant, e.WebhookID)
 			}
 		}
 	}
@@ -337,6 +367,41 @@ func (r *Reactor) route(c events.Committed, queue func(*endpoint, *delivery)) {
 			}
 		}
 	}
+}
+
+func (r *Reactor) add(ep *endpoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.eps[ep.tenant] == nil {
+		r.eps[ep.tenant] = map[string]*endpoint{}
+	}
+	r.eps[ep.tenant][ep.id] = ep
+	if r.live() {
+		r.startLoop(ep)
+	}
+}
+
+func (r *Reactor) remove(tenant, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ep, ok := r.eps[tenant][id]; ok {
+		ep.goneOnce.Do(func() { close(ep.gone) })
+		delete(r.eps[tenant], id)
+	}
+}
+
+// contain runs f, the router's work on one commit, with a panic contained to
+// that commit: the panic is logged and the commit's deliveries are skipped,
+// rather than the process ending (the log client calls the router in its
+// own goroutine).
+func (r *Reactor) contain(m eventlog.Msg, f func() error) error {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("webhook: routing a commit panicked; its deliveries are skipped", "subject", m.Subject, "seq", m.Seq,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	return f()
 }
 
 // live reports whether Start finished its replay; r.mu held.

@@ -15,7 +15,7 @@ import (
 //msgp:newtime
 
 // Subject is the log subject of the account with the given id.
-func Subject(accountID string) string { return "evt.account." + accountID }
+func Subject(accountID string) string { return events.Subject(events.KindAccount, accountID) }
 
 // Order is an order as placed; the fields a client sent plus the ids given to it.
 type Order struct {

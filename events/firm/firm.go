@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/svc/engine/events"
 )
 
 //go:generate go tool msgp -file firm.go -io=false -tests=false
@@ -14,10 +16,10 @@ import (
 //msgp:newtime
 
 // Subject is the log subject of the firm with the given tenant id.
-func Subject(tenantID string) string { return "evt.firm." + tenantID }
+func Subject(tenantID string) string { return events.Subject(events.KindFirm, tenantID) }
 
 // DeliverySubject is the log subject of one webhook endpoint's delivery ledger.
-func DeliverySubject(key string) string { return "evt.webhook." + key }
+func DeliverySubject(key string) string { return events.Subject(events.KindWebhook, key) }
 
 // Webhook event types a firm can receive.
 const (

@@ -13,7 +13,7 @@ import (
 //msgp:newtime
 
 // Subject is the log subject of the tenant with the given id.
-func Subject(tenantID string) string { return "evt.tenant." + tenantID }
+func Subject(tenantID string) string { return events.Subject(events.KindTenant, tenantID) }
 
 // Created records a new tenant.
 type Created struct {

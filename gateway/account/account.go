@@ -6,26 +6,15 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gorilla/mux"
-
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 )
 
-// Routes registers the account routes on r (already behind credentials).
-func Routes(r *mux.Router, d *api.Deps) {
-	h := &handlers{d}
-	r.Handle("/api/account/list", httpx.Serve(httpx.Trading, h.list)).Methods(http.MethodGet)
-	r.Handle("/api/account/snapshot", httpx.Serve(httpx.Trading, h.snapshot)).Methods(http.MethodGet)
-	r.Handle("/api/account/stream", httpx.Serve(httpx.Trading, h.stream)).Methods(http.MethodGet)
-	r.Handle("/api/account/orders", httpx.Serve(httpx.Trading, h.orders)).Methods(http.MethodGet)
-	r.Handle("/api/account/fills", httpx.Serve(httpx.Trading, h.fills)).Methods(http.MethodGet)
-	r.Handle("/api/account/pnl-history", httpx.Serve(httpx.Trading, h.pnl)).Methods(http.MethodGet)
-	r.Handle("/api/account/instruments", httpx.Serve(httpx.Trading, h.instruments)).Methods(http.MethodGet)
-}
+// New makes the account handlers; the route table is gateway/routes.go.
+func New(d *api.Deps) *Handlers { return &Handlers{d} }
 
-type handlers struct{ d *api.Deps }
+type Handlers struct{ d *api.Deps }
 
 type accountItem struct {
 	AccountID     string `json:"accountId"`
@@ -37,7 +26,7 @@ type accountItem struct {
 	PositionModel string `json:"positionModel"`
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	p, _ := httpx.PrincipalOf(r)
 	accts, err := projections.AccountsOf(r.Context(), h.d.Store, p.TenantID)
 	if err != nil {
@@ -52,7 +41,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) snapshot(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Snapshot(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
@@ -72,10 +61,13 @@ func (h *handlers) snapshot(w http.ResponseWriter, r *http.Request) error {
 // (`lock`), heartbeats every 15 s, until the client goes or the server drains.
 // An HTTP/1.1 stream is detached from net/http and written by the hub's
 // fan-out directly; any other is pumped by this goroutine.
-func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
+	}
+	if err := httpx.AdmitStream(w); err != nil {
+		return err // over the credential's stream limit: refused before any frame is built
 	}
 	sub, cancel, err := h.d.Hub.Subscribe(r.Context(), a.AccountID)
 	if err != nil {
@@ -113,7 +105,7 @@ func limit(r *http.Request, def, max int) (int, error) {
 	return n, nil
 }
 
-func (h *handlers) orders(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Orders(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
@@ -138,7 +130,7 @@ func (h *handlers) orders(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) fills(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Fills(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
@@ -158,7 +150,7 @@ func (h *handlers) fills(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) pnl(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Pnl(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
@@ -183,7 +175,7 @@ type symbolItem struct {
 	Simulated bool   `json:"simulated"`
 }
 
-func (h *handlers) instruments(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/projections"
@@ -92,7 +92,7 @@ func TestCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.App.Engine.Tenant(context.Background(), k.TenantID, e.App.Engine.Envelope(events.Principal{System: "test"}, "", &tcmd.RevokeKey{KeyID: k.KeyID}))
+	res, err := e.App.Engine.Tenant(context.Background(), k.TenantID, e.App.Engine.Envelope(events.Principal{System: "test"}, "", &tenantcmd.RevokeKey{KeyID: k.KeyID}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine"
-	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/httpx"
@@ -123,18 +122,36 @@ func Principal(r *http.Request) events.Principal {
 	return p.Principal
 }
 
+// SettleTimeout bounds the read-your-writes wait after a commit.
+const SettleTimeout = 10 * time.Second
+
 // Settle waits until the read models show the commit res made (read-your-writes).
-func (d *Deps) Settle(ctx context.Context, res mailbox.Result) error {
+// The write is recorded whatever happens here, so a read model that does not
+// catch up in time (or a projector that stopped) is not a refusal: the answer
+// is 202 write_recorded with the commit's revision, never a 503 that would
+// say nothing was sent. A caller that went away gets its context's error.
+func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 	if res.Seq == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, SettleTimeout)
 	defer cancel()
-	return d.Projector.WaitFor(ctx, res.Seq)
+	err := d.Projector.WaitFor(wctx, res.Seq)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	return WriteRecorded(res.Seq)
+}
+
+// WriteRecorded is the answer to a write that is in the log while the read
+// models do not show it yet: 202 with code write_recorded and the revision.
+func WriteRecorded(seq uint64) *httpx.Error {
+	return &httpx.Error{Status: http.StatusAccepted, Code: "write_recorded", Params: map[string]any{"revision": seq},
+		Msg: "the write is recorded at this revision, but the read models are behind; read it back later or follow the account stream; do not resend it under a new id"}
 }
 
 // Exec runs cmd on an account and waits for the read models to show it.
-func (d *Deps) Exec(r *http.Request, accountID, key string, cmd commands.Command) (mailbox.Result, error) {
+func (d *Deps) Exec(r *http.Request, accountID, key string, cmd commands.Command) (engine.Result, error) {
 	env := d.Engine.Envelope(Principal(r), key, cmd)
 	res, err := d.Engine.Account(r.Context(), accountID, env)
 	if err != nil {

@@ -1,14 +1,16 @@
 // Package auth resolves credentials: API keys by their SHA-256 digest, the
-// Origin allow-list, per-credential rate limits and the drain gate.
+// Origin allow-list, per-credential rate limits and stream bounds (a key or a
+// registered browser origin is a credential) and the drain gate.
 package auth
 
 import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,9 +41,21 @@ func NewKey(prefix string) string {
 // Config shapes the middleware.
 type Config struct {
 	AllowedOrigins []string
-	RatePerSecond  float64 // per credential; 0: no limit
+	RatePerSecond  float64 // per credential (a key, or a registered origin); 0: no limit
 	Burst          int
+	MaxStreams     int // concurrent streams per credential; 0: DefaultMaxStreams
 }
+
+// Limits of the credential middleware.
+const (
+	// DefaultMaxStreams bounds a credential's concurrent SSE streams; the next
+	// answers 429 too_many_streams until one ends.
+	DefaultMaxStreams = 50
+	// StreamRetryAfter is the Retry-After, in seconds, of too_many_streams.
+	StreamRetryAfter = 5
+	// maxLimiters bounds the rate-limiter table (limiterLocked).
+	maxLimiters = 4096
+)
 
 // Auth is the credential middleware set.
 type Auth struct {
@@ -49,13 +63,21 @@ type Auth struct {
 	store    projections.Store
 	origins  map[string]bool
 	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters map[string]*rate.Limiter // by credential; at most maxLimiters
+	smu      sync.Mutex
+	streams  map[string]int // open streams by credential; no zero entries
 	draining atomic.Bool
+	kmu      sync.RWMutex
+	known    map[string]projections.Key // last read of each key digest, for a store outage
 }
 
 // New makes the middleware over the key read model.
 func New(cfg Config, store projections.Store) *Auth {
-	a := &Auth{cfg: cfg, store: store, origins: map[string]bool{}, limiters: map[string]*rate.Limiter{}}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	a := &Auth{cfg: cfg, store: store, origins: map[string]bool{}, limiters: map[string]*rate.Limiter{}, streams: map[string]int{},
+		known: map[string]projections.Key{}}
 	for _, o := range cfg.AllowedOrigins {
 		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
 			a.origins[o] = true
@@ -87,28 +109,96 @@ func (a *Auth) Origin(next http.Handler) http.Handler {
 	})
 }
 
+// RequireOrigin admits a request from a registered browser origin (its Origin
+// header present and allow-listed) as a principal of kind origin, rate limited
+// and with its streams bounded per origin, as a key is; anything else is 401.
+func (a *Auth) RequireOrigin(fam httpx.Family) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o := strings.TrimRight(r.Header.Get("Origin"), "/")
+			if o == "" || !a.origins[o] {
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a registered browser origin or a valid API key is required"))
+				return
+			}
+			a.admit(w, r, fam, httpx.Principal{Kind: "origin", Origin: o}, next)
+		})
+	}
+}
+
 // Resolve finds the key of a bearer token, or false.
 func (a *Auth) Resolve(r *http.Request) (projections.Key, bool) {
+	k, err := a.resolve(r)
+	return k, err == nil
+}
+
+// errNoKey: the request bears no live key.
+var errNoKey = errors.New("auth: no live key")
+
+// maxKnownKeys bounds the keys remembered for a store outage.
+const maxKnownKeys = 100000
+
+// resolve finds the live key of a bearer token: errNoKey when there is none,
+// or a 503 store_unavailable when the key store cannot be read and the key
+// was never seen live. A key read live before is admitted as last read while
+// the store is down, so an outage of the read store does not lock out every
+// client; a revocation takes effect as soon as the store answers again.
+func (a *Auth) resolve(r *http.Request) (projections.Key, error) {
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || !strings.HasPrefix(tok, "svc_") || len(tok) < 16 || len(tok) > 256 {
-		return projections.Key{}, false
+		return projections.Key{}, errNoKey
 	}
-	k, err := projections.GetInto[projections.Key](r.Context(), a.store, projections.CollKey, Digest(tok))
-	if err != nil || k.Revoked {
-		return projections.Key{}, false
+	digest := Digest(tok)
+	k, err := projections.GetInto[projections.Key](r.Context(), a.store, projections.CollKey, digest)
+	switch {
+	case errors.Is(err, projections.ErrNotFound):
+		a.forget(digest)
+		return projections.Key{}, errNoKey
+	case err != nil:
+		a.kmu.RLock()
+		k, seen := a.known[digest]
+		a.kmu.RUnlock()
+		if seen {
+			return k, nil
+		}
+		return projections.Key{}, StoreUnavailable()
+	case k.Revoked:
+		a.forget(digest)
+		return projections.Key{}, errNoKey
 	}
-	return k, true
+	a.kmu.Lock()
+	if _, seen := a.known[digest]; seen || len(a.known) < maxKnownKeys {
+		a.known[digest] = k
+	}
+	a.kmu.Unlock()
+	return k, nil
+}
+
+func (a *Auth) forget(digest string) {
+	a.kmu.Lock()
+	delete(a.known, digest)
+	a.kmu.Unlock()
+}
+
+// StoreUnavailable is the answer when a credential cannot be checked because
+// the store is unreachable: 503 store_unavailable with Retry-After, never 401.
+func StoreUnavailable() *httpx.Error {
+	return httpx.Unavailable("store_unavailable", "the credential store cannot be read right now; nothing was recorded; retry after the Retry-After seconds")
 }
 
 // Require admits requests bearing a live key of one of kinds; a key of another
-// kind is 403, anything else 401. Then it applies the per-credential rate limit.
+// kind is 403, anything else 401. Then it applies the per-credential rate
+// limit and stream bound (admit).
 func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			k, ok := a.Resolve(r)
-			if !ok {
+			k, err := a.resolve(r)
+			if errors.Is(err, errNoKey) {
 				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a valid API key is required: Authorization: Bearer svc_sk_..."))
+				return
+			}
+			if err != nil {
+				httpx.WriteError(w, r, fam, err)
 				return
 			}
 			allowed := false
@@ -119,39 +209,108 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "permission_denied", "this key cannot be used on this route"))
 				return
 			}
-			if wait, ok := a.allow(k.KeyID); !ok {
-				w.Header().Set("Retry-After", strconv.Itoa(wait))
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusTooManyRequests, "rate_limited", "rate limit exceeded; wait for Retry-After"))
-				return
-			}
-			p := httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}
-			next.ServeHTTP(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)))
+			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}, next)
 		})
 	}
 }
 
+// credential names the rate limit and the stream bound a principal counts against.
+func credential(p httpx.Principal) string {
+	if p.Kind == "origin" {
+		return "origin:" + p.Origin
+	}
+	return "key:" + p.KeyID
+}
+
+// admit serves a resolved principal: the credential's rate limit (429
+// rate_limited), then next with the principal in the context and its stream,
+// if it starts one, bounded (429 too_many_streams).
+func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p httpx.Principal, next http.Handler) {
+	id := credential(p)
+	if wait, ok := a.allow(id); !ok {
+		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
+		return
+	}
+	httpx.GateStreams(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)), next, func() (func(), error) { return a.openStream(id) })
+}
+
+// openStream takes one of the credential's stream slots; release gives it back.
+func (a *Auth) openStream(id string) (release func(), err error) {
+	a.smu.Lock()
+	defer a.smu.Unlock()
+	if a.streams[id] >= a.cfg.MaxStreams {
+		return nil, &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: StreamRetryAfter,
+			Msg:    fmt.Sprintf("at most %d streams may be open at once per credential; close one first", a.cfg.MaxStreams),
+			Params: map[string]any{"limit": a.cfg.MaxStreams}}
+	}
+	a.streams[id]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			a.smu.Lock()
+			defer a.smu.Unlock()
+			if a.streams[id]--; a.streams[id] <= 0 {
+				delete(a.streams, id)
+			}
+		})
+	}, nil
+}
+
+// Streams counts the open streams of p's credential.
+func (a *Auth) Streams(p httpx.Principal) int {
+	a.smu.Lock()
+	defer a.smu.Unlock()
+	return a.streams[credential(p)]
+}
+
+// allow takes a token of the credential's limiter, or reports the seconds to wait.
 func (a *Auth) allow(id string) (int, bool) {
 	if a.cfg.RatePerSecond <= 0 {
 		return 0, true
 	}
+	now := time.Now()
 	a.mu.Lock()
-	l, ok := a.limiters[id]
-	if !ok {
-		burst := a.cfg.Burst
-		if burst <= 0 {
-			burst = int(math.Max(1, a.cfg.RatePerSecond))
-		}
-		l = rate.NewLimiter(rate.Limit(a.cfg.RatePerSecond), burst)
-		a.limiters[id] = l
-	}
+	l := a.limiterLocked(id, now)
 	a.mu.Unlock()
-	res := l.Reserve()
-	d := res.Delay()
+	res := l.ReserveN(now, 1)
+	d := res.DelayFrom(now)
 	if d == 0 {
 		return 0, true
 	}
-	res.Cancel()
-	return int(math.Ceil(math.Max(d.Seconds(), float64(time.Second)/float64(time.Second)))), false
+	res.CancelAt(now)
+	return int(math.Ceil(math.Max(d.Seconds(), 1))), false
+}
+
+// limiterLocked returns the credential's limiter, made on first use. When the
+// table is full it first drops the limiters back at full burst (no different
+// from new ones); if that leaves it over three quarters full, arbitrary ones
+// until half full, so a sweep is rare however many credentials call.
+func (a *Auth) limiterLocked(id string, now time.Time) *rate.Limiter {
+	if l, ok := a.limiters[id]; ok {
+		return l
+	}
+	if len(a.limiters) >= maxLimiters {
+		for k, l := range a.limiters {
+			if l.TokensAt(now) >= float64(l.Burst()) {
+				delete(a.limiters, k)
+			}
+		}
+		if len(a.limiters) > maxLimiters*3/4 {
+			for k := range a.limiters {
+				if len(a.limiters) <= maxLimiters/2 {
+					break
+				}
+				delete(a.limiters, k)
+			}
+		}
+	}
+	burst := a.cfg.Burst
+	if burst <= 0 {
+		burst = int(math.Max(1, a.cfg.RatePerSecond))
+	}
+	l := rate.NewLimiter(rate.Limit(a.cfg.RatePerSecond), burst)
+	a.limiters[id] = l
+	return l
 }
 
 // Writes refuses writes with 503 engine_draining while the engine drains.

@@ -13,9 +13,10 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/svc/engine/commands"
-	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/projections"
 )
@@ -23,7 +24,8 @@ import (
 // Principal is the resolved caller of a request.
 type Principal struct {
 	events.Principal
-	Kind string // trading, partner, session, origin
+	Kind   string // trading, partner, session, origin
+	Origin string // the registered browser origin, for Kind origin
 }
 
 type ctxKey int
@@ -116,9 +118,15 @@ func toError(err error) *Error {
 			e.RetryAfter = 1
 		}
 		return e
-	case errors.Is(err, eventlog.ErrOutcomeUnknown):
+	case errors.Is(err, engine.ErrLogUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "log_unavailable", RetryAfter: 1,
+			Msg: "the commit log is not connected; nothing was recorded; retry with the same id after the Retry-After seconds"}
+	case errors.Is(err, engine.ErrOutcomeUnknown):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
 			Msg: "the write may or may not have been recorded; read the account stream before retrying with the same id"}
+	case errors.Is(err, projections.ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 1,
+			Msg: "the read models cannot be read right now; nothing was recorded by this read; retry after the Retry-After seconds"}
 	case errors.Is(err, projections.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: "not found"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -141,9 +149,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // DefaultBodyLimit bounds request bodies of routes that set no limit of their own.
 const DefaultBodyLimit = 64 << 10
 
+// MaxDepth bounds the nesting of arrays and objects in a JSON request body.
+const MaxDepth = 32
+
 // Decode reads a JSON request body into v strictly: application/json only
-// (415), at most limit bytes (413), no unknown fields and no trailing data (400).
-// An empty body decodes as {} when allowEmpty.
+// (415), at most limit bytes (413), valid UTF-8 throughout, nested at most
+// MaxDepth deep, no unknown fields and no trailing data (400). The UTF-8 and
+// depth checks run over the bytes before any decoding: encoding/json would
+// turn invalid UTF-8 into U+FFFD (two different keys into one).
+// An empty body decodes as {}.
 func Decode(r *http.Request, v any, limit int64) error {
 	if limit <= 0 {
 		limit = DefaultBodyLimit
@@ -163,6 +177,12 @@ func Decode(r *http.Request, v any, limit int64) error {
 	if int64(len(body)) > limit {
 		return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is over %d bytes", limit)
 	}
+	if !utf8.Valid(body) {
+		return Errorf(http.StatusBadRequest, "invalid_request", "the body is not valid UTF-8")
+	}
+	if tooDeep(body, MaxDepth) {
+		return Errorf(http.StatusBadRequest, "invalid_request", "the body nests arrays and objects more than %d deep", MaxDepth)
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
@@ -171,10 +191,39 @@ func Decode(r *http.Request, v any, limit int64) error {
 	if err := dec.Decode(v); err != nil {
 		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describe(err))
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: trailing data after the object")
 	}
 	return nil
+}
+
+// tooDeep reports whether the JSON in b opens arrays and objects more than max
+// deep, in one pass that skips strings. It does not validate: a stray closer
+// only lowers the count to zero, and the decoder refuses the syntax.
+func tooDeep(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case (c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+	}
+	return false
 }
 
 func describe(err error) string {

@@ -21,12 +21,19 @@ type SSE struct {
 	f http.Flusher
 }
 
-// StartSSE sends the stream's headers; it fails when the writer cannot flush.
+// StartSSE admits the stream (AdmitStream), lifts the response's write
+// deadline (a stream lives as long as its client) and sends the stream's
+// headers. It fails when the stream is refused or the writer cannot
+// flush; nothing is written then.
 func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		return nil, Errorf(http.StatusInternalServerError, "", "streaming unsupported")
 	}
+	if err := AdmitStream(w); err != nil {
+		return nil, err
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -35,6 +42,62 @@ func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	w.WriteHeader(http.StatusOK)
 	f.Flush()
 	return &SSE{w: w, f: f}, nil
+}
+
+// streamGate is a writer that admits the stream its request starts, once.
+type streamGate struct {
+	http.ResponseWriter
+	admit    func() (release func(), err error)
+	admitted bool
+	release  func()
+}
+
+func (g *streamGate) Flush() {
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (g *streamGate) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// GateStreams serves r with next through a writer whose stream, if next starts
+// one, must first be admitted by admit (AdmitStream, StartSSE); the release
+// admit returned is called when next returns. Credential middleware uses it to
+// bound a credential's concurrent streams.
+func GateStreams(w http.ResponseWriter, r *http.Request, next http.Handler, admit func() (release func(), err error)) {
+	g := &streamGate{ResponseWriter: w, admit: admit}
+	defer func() {
+		if g.release != nil {
+			g.release()
+		}
+	}()
+	next.ServeHTTP(g, r)
+}
+
+// AdmitStream admits the request's stream through the gate of w's chain
+// (GateStreams), once; its error is the refusal to answer. A handler calls it
+// before the work of setting a stream up, so a refusal costs nothing; StartSSE
+// calls it otherwise. A writer without a gate admits every stream.
+func AdmitStream(w http.ResponseWriter) error {
+	for w != nil {
+		if g, ok := w.(*streamGate); ok {
+			if g.admitted {
+				return nil
+			}
+			release, err := g.admit()
+			if err != nil {
+				return err
+			}
+			g.admitted, g.release = true, release
+			return nil
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
 }
 
 // FormatEvent renders one event with a name, an optional id and data, as the

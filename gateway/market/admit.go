@@ -8,12 +8,14 @@ import (
 )
 
 // Admit admits market-data and news callers: a request from a registered
-// browser origin (its Origin header present and allow-listed), or one bearing
-// a valid Trading API key (rate limited per key). Anything else is 401. An
-// unregistered Origin never reaches here: the open router answers it 403.
+// browser origin (its Origin header present and allow-listed; rate limited
+// and its streams bounded per origin), or one bearing a valid Trading API key
+// (the same, per key). Anything else is 401. An unregistered Origin never
+// reaches here: the open router answers it 403.
 func Admit(d *api.Deps) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		keyed := d.Auth.Require(httpx.Trading, "trading")(next)
+		origin := d.Auth.RequireOrigin(httpx.Trading)(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fromOrigin := r.Header.Get("Origin") != "" && d.Auth.OriginAllowed(r)
 			if r.Header.Get("Authorization") != "" {
@@ -23,8 +25,7 @@ func Admit(d *api.Deps) func(http.Handler) http.Handler {
 				}
 			}
 			if fromOrigin {
-				p := httpx.Principal{Kind: "origin"}
-				next.ServeHTTP(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)))
+				origin.ServeHTTP(w, r)
 				return
 			}
 			keyed.ServeHTTP(w, r)

@@ -24,6 +24,7 @@ import (
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections/memory"
 )
 
@@ -63,13 +64,13 @@ func BenchmarkHistorySpread5000(b *testing.B) {
 			svc.Store.Put(sym, market.Minute, bar)
 		}
 	}
-	h := &handlers{m: &Market{Catalog: benchCatalog(4), Bars: svc, Futures: market.NoFutures{}, Now: time.Now}}
+	h := &Handlers{m: &Market{Catalog: benchCatalog(4), Bars: svc, Futures: market.NoFutures{}, Now: time.Now}}
 	path := "/api/market/history?tf=1m&countBack=5000&instrument=" + url.QueryEscape("(S0-PERP - S1-PERP) * 2 + S2-PERP / S3-PERP")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		w := httptest.NewRecorder()
-		if err := h.history(w, httptest.NewRequest("GET", path, nil)); err != nil {
+		if err := h.History(w, httptest.NewRequest("GET", path, nil)); err != nil {
 			b.Fatal(err)
 		}
 		if i == 0 && bytes.Count(w.Body.Bytes(), []byte(`"time"`)) != 5000 {
@@ -102,7 +103,8 @@ func fanout(b *testing.B, every time.Duration) {
 
 	d := &api.Deps{Auth: auth.New(auth.Config{AllowedOrigins: []string{benchOrigin}}, memory.New())}
 	r := mux.NewRouter()
-	Routes(r, d, &Market{Catalog: cat, Bars: svc, Feed: feed, Done: ctx.Done()})
+	h := New(d, &Market{Catalog: cat, Bars: svc, Feed: feed, Done: ctx.Done()})
+	r.Handle("/api/market/streams", Admit(d)(httpx.Serve(httpx.Trading, h.Streams))).Methods(http.MethodGet)
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 

@@ -12,11 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
-	"github.com/svc/engine/engine/spread"
+	"github.com/svc/engine/engine/market/spread"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 )
@@ -44,37 +42,24 @@ type Market struct {
 	Done <-chan struct{}
 }
 
-// Routes registers the market routes on open (Origin-checked only); each
-// route admits its callers itself.
-func Routes(open *mux.Router, d *api.Deps, m *Market) {
+// New makes the market-data handlers; the route table is gateway/routes.go,
+// and each route admits its callers itself (Admit).
+func New(d *api.Deps, m *Market) *Handlers {
 	if m.Futures == nil {
 		m.Futures = market.NoFutures{}
 	}
 	if m.Now == nil {
 		m.Now = time.Now
 	}
-	h := &handlers{d: d, m: m}
-	admit := Admit(d)
-	route := func(path string, fn httpx.Handler) {
-		open.Handle(path, admit(httpx.Serve(httpx.Trading, fn))).Methods(http.MethodGet)
-	}
-	route("/api/instruments", h.instruments)
-	route("/api/market/config", h.config)
-	route("/api/market/search", h.search)
-	route("/api/market/symbol-info", h.symbolInfo)
-	route("/api/market/quotes", h.quotes)
-	route("/api/market/time", h.clock)
-	route("/api/market/history", h.history)
-	route("/api/market/stream", h.stream)
-	route("/api/market/streams", h.streams)
+	return &Handlers{d: d, m: m}
 }
 
-type handlers struct {
+type Handlers struct {
 	d *api.Deps
 	m *Market
 }
 
-func (h *handlers) instruments(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"instruments": h.m.Products})
 	return nil
 }
@@ -86,7 +71,7 @@ type unitOut struct {
 	Max     int    `json:"max"`
 }
 
-func (h *handlers) config(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Config(w http.ResponseWriter, r *http.Request) error {
 	units := make([]unitOut, 0, len(market.Units))
 	for _, u := range market.Units {
 		units = append(units, unitOut{Unit: u.Code, Name: u.Name, Seconds: u.Seconds, Max: u.Max})
@@ -109,7 +94,7 @@ func (h *handlers) config(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) assetClasses(r *http.Request) []string {
+func (h *Handlers) assetClasses(r *http.Request) []string {
 	out := []string{"crypto"}
 	if h.futures(r) != nil {
 		out = append(out, "futures")
@@ -118,7 +103,7 @@ func (h *handlers) assetClasses(r *http.Request) []string {
 }
 
 // futures opens the caller's futures source; nil without one.
-func (h *handlers) futures(r *http.Request) market.FuturesFeed {
+func (h *Handlers) futures(r *http.Request) market.FuturesFeed {
 	p, _ := httpx.PrincipalOf(r)
 	f, err := h.m.Futures.Open(r.Context(), p.TenantID)
 	if err != nil {
@@ -147,7 +132,7 @@ func badRequest(code, msg string, params map[string]any) error {
 }
 
 // crypto finds a served (non-futures) catalog symbol, case-insensitively.
-func (h *handlers) crypto(name string) (market.Instrument, bool) {
+func (h *Handlers) crypto(name string) (market.Instrument, bool) {
 	if in, ok := h.m.Catalog.Get(name); ok && in.AssetClass != "futures" {
 		return in, true
 	}
@@ -159,7 +144,7 @@ func (h *handlers) crypto(name string) (market.Instrument, bool) {
 
 // isFutures reports whether name is a futures symbol: a futures catalog entry,
 // a product root, a contract or a continuous symbol.
-func (h *handlers) isFutures(name string) (string, bool) {
+func (h *Handlers) isFutures(name string) (string, bool) {
 	if in, ok := h.m.Catalog.Get(strings.ToUpper(name)); ok && in.AssetClass == "futures" {
 		return in.Symbol, true
 	}
@@ -169,7 +154,7 @@ func (h *handlers) isFutures(name string) (string, bool) {
 	return "", false
 }
 
-func (h *handlers) resolver(name string) (string, bool) {
+func (h *Handlers) resolver(name string) (string, bool) {
 	if in, ok := h.crypto(name); ok {
 		return in.Symbol, true
 	}
@@ -179,7 +164,7 @@ func (h *handlers) resolver(name string) (string, bool) {
 // expression resolves an instrument or spread expression. A lone unknown
 // word is 404 unknown_symbol; a faulty expression is 400 naming the position;
 // any futures leg without the caller's futures source is 503.
-func (h *handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
+func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, badRequest("invalid_request", "instrument is required", nil)
 	}
@@ -242,7 +227,7 @@ func outOf(in market.Instrument) symbolOut {
 	return symbolOut{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, AssetClass: in.AssetClass, Simulated: in.Simulated}
 }
 
-func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Search(w http.ResponseWriter, r *http.Request) error {
 	q := strings.TrimSpace(r.URL.Query().Get("query"))
 	if len(q) > maxQuery {
 		return badRequest("invalid_request", fmt.Sprintf("query is longer than %d characters", maxQuery), nil)
@@ -272,7 +257,7 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) symbolInfo(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) SymbolInfo(w http.ResponseWriter, r *http.Request) error {
 	s := r.URL.Query().Get("symbol")
 	e, err := h.expression(r, s)
 	if err != nil {
@@ -289,6 +274,7 @@ func (h *handlers) symbolInfo(w http.ResponseWriter, r *http.Request) error {
 			"simulated": in.Simulated, "source": h.m.Feed.Name(), "currency": "USD",
 			"timezone": "Etc/UTC", "session": "24x7", "sessionCalendar": cal,
 			"priceFormat": priceFormat(in.TickSize.String()), "legs": []string{in.Symbol},
+			"lotStep": in.LotStep.String(), "minQuantity": in.MinQuantity.String(),
 		})
 		return nil
 	}
@@ -349,7 +335,7 @@ func commaList(raw string) []string {
 	return out
 }
 
-func (h *handlers) quotes(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Quotes(w http.ResponseWriter, r *http.Request) error {
 	names := commaList(r.URL.Query().Get("symbols"))
 	if len(names) == 0 {
 		return badRequest("invalid_request", "symbols is required: a comma-separated list", nil)
@@ -380,13 +366,13 @@ func (h *handlers) quotes(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) clock(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Clock(w http.ResponseWriter, r *http.Request) error {
 	now := h.m.Now().UTC()
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"time": now.Format(time.RFC3339Nano), "unix": now.Unix(), "unixMs": now.UnixMilli()})
 	return nil
 }
 
-func (h *handlers) history(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) History(w http.ResponseWriter, r *http.Request) error {
 	instrument := r.URL.Query().Get("instrument")
 	tf, err := timeframe(r)
 	if err != nil {
@@ -456,7 +442,7 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // subscribe resolves one instrument and timeframe to a live subscription.
-func (h *handlers) subscribe(r *http.Request, instrument, tfRaw string, sink bars.Sink, subNo int) (func(), error) {
+func (h *Handlers) subscribe(r *http.Request, instrument, tfRaw string, sink bars.Sink, subNo int) (func(), error) {
 	tf, err := market.ParseTimeframe(tfRaw)
 	if err != nil {
 		return nil, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": tfRaw})

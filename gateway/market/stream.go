@@ -83,7 +83,7 @@ func barPrefix(instrument, tf string) []byte {
 
 // pump writes the connection's bar events until the client goes, the server
 // drains, or a write fails. Events are `bar`; a comment heartbeat every 15 s.
-func (h *handlers) pump(w http.ResponseWriter, r *http.Request, sse *httpx.SSE, c *conn, prefixes [][]byte) error {
+func (h *Handlers) pump(w http.ResponseWriter, r *http.Request, sse *httpx.SSE, c *conn, prefixes [][]byte) error {
 	var buf []byte
 	var batch []taken
 	return httpx.Pump(r.Context(), sse, h.m.Done, c.ready, func(struct{}) error {
@@ -107,11 +107,15 @@ func (h *handlers) pump(w http.ResponseWriter, r *http.Request, sse *httpx.SSE, 
 }
 
 // stream serves one instrument's live bars: GET /api/market/stream?instrument=&tf=.
-// Errors before the stream opens are answered as HTTP errors.
-func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
+// Errors before the stream opens are answered as HTTP errors; the stream is
+// admitted (the credential's bound) before any subscription is made.
+func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
 	instrument, tf := r.URL.Query().Get("instrument"), r.URL.Query().Get("tf")
 	if tf == "" {
 		return badRequest("invalid_timeframe", "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": tf})
+	}
+	if err := httpx.AdmitStream(w); err != nil {
+		return err
 	}
 	c := newConn(1)
 	cancel, err := h.subscribe(r, instrument, tf, c, 0)
@@ -141,13 +145,16 @@ type streamError struct {
 // (a bad timeframe or expression, an unknown symbol, a futures instrument
 // without a futures source, one past the 24th) becomes a tagged `error`
 // event while the rest stream.
-func (h *handlers) streams(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Streams(w http.ResponseWriter, r *http.Request) error {
 	tokens := commaList(r.URL.Query().Get("subs"))
 	if len(tokens) == 0 {
 		return badRequest("invalid_request", "subs is required: a comma-separated list of INSTRUMENT~tf", nil)
 	}
 	if len(tokens) > maxTokens {
 		return badRequest("too_many_subscriptions", "at most 24 subscriptions per stream", map[string]any{"limit": MaxSubs})
+	}
+	if err := httpx.AdmitStream(w); err != nil {
+		return err
 	}
 	c := newConn(len(tokens))
 	var refusals []streamError

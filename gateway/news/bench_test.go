@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/market"
-	"github.com/svc/engine/engine/news"
+	"github.com/svc/engine/engine/market/news"
 )
 
 // BenchmarkHeadlinesPage50Of1M serves a page of 50 headlines, past a cursor
@@ -29,7 +29,7 @@ func BenchmarkHeadlinesPage50Of1M(b *testing.B) {
 	if svc.News.Len() != n {
 		b.Fatalf("stored %d", svc.News.Len())
 	}
-	h := &handlers{n: &Deps{News: svc, Products: market.Products(), Now: time.Now}}
+	h := &Handlers{n: &Deps{News: svc, Products: market.Products(), Now: time.Now}}
 	mid := news.Cursor{T: start.Add(n / 2 * time.Second).UnixNano(), ID: fmt.Sprintf("b-%07d", n/2)}.Encode()
 	paths := []string{"/api/news?limit=50", "/api/news?limit=50&cursor=" + mid, "/api/news?limit=50&instrument=ES&cursor=" + mid}
 	for j, p := range paths {
@@ -37,7 +37,7 @@ func BenchmarkHeadlinesPage50Of1M(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				w := httptest.NewRecorder()
-				if err := h.list(w, httptest.NewRequest("GET", p, nil)); err != nil || w.Code != 200 {
+				if err := h.List(w, httptest.NewRequest("GET", p, nil)); err != nil || w.Code != 200 {
 					b.Fatal(err, w.Code)
 				}
 			}

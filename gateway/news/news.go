@@ -14,10 +14,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/svc/engine/engine/market"
-	"github.com/svc/engine/engine/news"
-	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/engine/market/news"
 	"github.com/svc/engine/gateway/httpx"
-	marketgw "github.com/svc/engine/gateway/market"
 )
 
 // Limits of the news routes.
@@ -35,23 +33,15 @@ type Deps struct {
 	Done     <-chan struct{} // ends every stream when closed
 }
 
-// Routes registers the routes on open. Headlines and the calendar admit a
-// registered origin or a Trading API key; the thumbnail route is keyless (an
-// <img> cannot send a key) and serves only images of known items.
-func Routes(open *mux.Router, d *api.Deps, n *Deps) {
+// New makes the news and calendar handlers; the route table is gateway/routes.go.
+func New(n *Deps) *Handlers {
 	if n.Now == nil {
 		n.Now = time.Now
 	}
-	h := &handlers{n: n}
-	admit := marketgw.Admit(d)
-	open.Handle("/api/news", admit(httpx.Serve(httpx.Trading, h.list))).Methods(http.MethodGet)
-	open.Handle("/api/news/stream", admit(httpx.Serve(httpx.Trading, h.stream))).Methods(http.MethodGet)
-	open.Handle("/api/news/image/{id}", httpx.Serve(httpx.Trading, h.image)).Methods(http.MethodGet)
-	open.Handle("/api/calendar", admit(httpx.Serve(httpx.Trading, h.calendar))).Methods(http.MethodGet)
-	open.Handle("/api/calendar/stream", admit(httpx.Serve(httpx.Trading, h.calendarStream))).Methods(http.MethodGet)
+	return &Handlers{n: n}
 }
 
-type handlers struct{ n *Deps }
+type Handlers struct{ n *Deps }
 
 func bad(code, msg string, params map[string]any) error {
 	return &httpx.Error{Status: http.StatusBadRequest, Code: code, Msg: msg, Params: params}
@@ -83,7 +73,7 @@ func itemOut(it news.Item) ItemOut {
 }
 
 // root reads the instrument filter: a futures root or contract; unknown is 400.
-func (h *handlers) root(r *http.Request) (string, error) {
+func (h *Handlers) root(r *http.Request) (string, error) {
 	in := strings.TrimSpace(r.URL.Query().Get("instrument"))
 	if in == "" {
 		return "", nil
@@ -95,7 +85,7 @@ func (h *handlers) root(r *http.Request) (string, error) {
 	return root, nil
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	root, err := h.root(r)
 	if err != nil {
 		return err
@@ -130,9 +120,12 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) stream(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
 	root, err := h.root(r)
 	if err != nil {
+		return err
+	}
+	if err := httpx.AdmitStream(w); err != nil {
 		return err
 	}
 	ch, cancel := h.n.News.SubscribeNews()
@@ -159,7 +152,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (h *handlers) image(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Image(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	it, ok := h.n.News.News.Get(id)
 	if !ok {
@@ -206,7 +199,7 @@ func parseWhen(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (h *handlers) calendar(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Calendar(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	now := h.n.Now().UTC()
 	from, to := now.Truncate(24*time.Hour).AddDate(0, 0, -1), now.Truncate(24*time.Hour).AddDate(0, 0, 7)
@@ -251,7 +244,10 @@ func (h *handlers) calendar(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) calendarStream(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CalendarStream(w http.ResponseWriter, r *http.Request) error {
+	if err := httpx.AdmitStream(w); err != nil {
+		return err
+	}
 	ch, cancel := h.n.News.SubscribeCalendar()
 	defer cancel()
 	sse, err := httpx.StartSSE(w)

@@ -29,7 +29,10 @@ func q(e *apptest.Env, p string) *apptest.Resp { return e.Get(p) }
 
 func start(t *testing.T, c *clock) *apptest.Env {
 	t.Helper()
-	o := apptest.Options{ManualFeed: true, Configure: func(cfg *app.Config) { cfg.AllowedOrigins = origin }}
+	o := apptest.Options{ManualFeed: true, Configure: func(cfg *app.Config) {
+		cfg.AllowedOrigins = origin
+		cfg.Firm.WebhookAllowPrivate = true // the test's feed and images are served on 127.0.0.1
+	}}
 	if c != nil {
 		o.Now = c.now
 	}

@@ -12,12 +12,12 @@ import (
 
 	"github.com/gorilla/mux"
 
-	fcmd "github.com/svc/engine/commands/firm"
+	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
-	fproj "github.com/svc/engine/projections/firm"
+	firmproj "github.com/svc/engine/projections/firm"
 )
 
 // Config is what the operator routes need beyond the shared dependencies.
@@ -26,16 +26,10 @@ type Config struct {
 	Now        func() time.Time
 }
 
-// Routes registers the operator routes on open (Origin check only).
-func Routes(d *api.Deps, cfg Config, open *mux.Router) {
-	h := &handlers{d: d, cfg: cfg}
-	base := "/api/operator/venues/{venueId}"
-	open.Handle(base+"/balance-ops/{referenceId}", h.serve(ScopeAccountRead, h.receipt)).Methods(http.MethodGet)
-	open.Handle(base+"/accounts/{accountNumber}/reconciliation-hold", h.serve(ScopeAccountWrite, h.hold)).Methods(http.MethodPost)
-	open.Handle(base+"/accounts/{accountNumber}/reconciliation-hold", h.serve(ScopeAccountWrite, h.release)).Methods(http.MethodDelete)
-}
+// New makes the operator handlers; the route table is gateway/routes.go.
+func New(d *api.Deps, cfg Config) *Handlers { return &Handlers{d: d, cfg: cfg} }
 
-type handlers struct {
+type Handlers struct {
 	d   *api.Deps
 	cfg Config
 }
@@ -48,7 +42,7 @@ type caller struct {
 }
 
 // serve admits an operator session with scope for the path's venue, then runs f.
-func (h *handlers) serve(scope string, f httpx.Handler) http.Handler {
+func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 	return httpx.Serve(httpx.Trading, func(w http.ResponseWriter, r *http.Request) error {
 		if r.Header.Get("Authorization") != "" {
 			return httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on operator routes; sign in as an operator")
@@ -73,7 +67,7 @@ func (h *handlers) serve(scope string, f httpx.Handler) http.Handler {
 		if !s.Has(scope) {
 			return httpx.Errorf(http.StatusForbidden, "permission_denied", "the session lacks the scope %s", scope)
 		}
-		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, fproj.CollVenue, venue)
+		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollVenue, venue)
 		if errors.Is(err, projections.ErrNotFound) {
 			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue")
 		} else if err != nil {
@@ -92,9 +86,9 @@ func callerOf(r *http.Request) caller {
 
 // receipt answers a balance operation's receipt by its original reference, so
 // a backend that lost an answer can settle it.
-func (h *handlers) receipt(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
 	c := callerOf(r)
-	rc, err := projections.GetInto[fproj.Receipt](r.Context(), h.d.Store, fproj.CollReceipt, c.tenant+"/"+mux.Vars(r)["referenceId"])
+	rc, err := projections.GetInto[firmproj.Receipt](r.Context(), h.d.Store, firmproj.CollReceipt, c.tenant+"/"+mux.Vars(r)["referenceId"])
 	if errors.Is(err, projections.ErrNotFound) {
 		return httpx.Errorf(http.StatusNotFound, "not_found", "no balance operation has that referenceId")
 	} else if err != nil {
@@ -104,7 +98,7 @@ func (h *handlers) receipt(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) account(r *http.Request) (projections.Account, error) {
+func (h *Handlers) account(r *http.Request) (projections.Account, error) {
 	c := callerOf(r)
 	number := mux.Vars(r)["accountNumber"]
 	id, err := projections.GetInto[string](r.Context(), h.d.Store, projections.CollAccountNumber, api.DefaultBroker+"/"+number)
@@ -122,7 +116,7 @@ func (h *handlers) account(r *http.Request) (projections.Account, error) {
 	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the venue has that number")
 }
 
-func (h *handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) error {
+func (h *Handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) error {
 	a, err := h.account(r)
 	if err != nil {
 		return err
@@ -138,9 +132,9 @@ func (h *handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) er
 		reason = body.Reason
 	}
 	by := callerOf(r).session.Subject
-	var cmd interface{ Validate() error } = &fcmd.ReleaseReconciliation{By: by}
+	var cmd interface{ Validate() error } = &firmcmd.ReleaseReconciliation{By: by}
 	if held {
-		cmd = &fcmd.HoldForReconciliation{Reason: reason, By: by}
+		cmd = &firmcmd.HoldForReconciliation{Reason: reason, By: by}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
@@ -159,9 +153,9 @@ func (h *handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) er
 
 // hold places the reconciliation hold: no money moves and no exposure is added
 // until release. Idempotent.
-func (h *handlers) hold(w http.ResponseWriter, r *http.Request) error { return h.setHold(w, r, true) }
+func (h *Handlers) Hold(w http.ResponseWriter, r *http.Request) error { return h.setHold(w, r, true) }
 
 // release lifts the reconciliation hold. Idempotent.
-func (h *handlers) release(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Release(w http.ResponseWriter, r *http.Request) error {
 	return h.setHold(w, r, false)
 }

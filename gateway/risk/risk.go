@@ -9,12 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gorilla/mux"
-
-	rcmd "github.com/svc/engine/commands/risk"
+	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/engine"
-	"github.com/svc/engine/engine/account"
-	erisk "github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
@@ -22,13 +18,8 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// Routes registers the risk routes on r (already behind a Trading API key).
-func Routes(r *mux.Router, d *api.Deps) {
-	h := &handlers{d}
-	r.Handle("/api/risk", httpx.Serve(httpx.Trading, h.get)).Methods(http.MethodGet)
-	r.Handle("/api/risk", httpx.Serve(httpx.Trading, h.put)).Methods(http.MethodPut)
-	r.Handle("/api/risk/unlock", httpx.Serve(httpx.Trading, h.unlock)).Methods(http.MethodPost)
-}
+// New makes the risk handlers; the route table is gateway/routes.go.
+func New(d *api.Deps) *Handlers { return &Handlers{d} }
 
 // Number renders an exact decimal as a JSON number (the RiskLock's numbers), never through a float.
 type Number struct{ events.Decimal }
@@ -86,7 +77,7 @@ func utc(t *time.Time) *time.Time {
 }
 
 // Render is the RiskLock of a lock view.
-func Render(v account.LockView) RiskLock {
+func Render(v engine.LockView) RiskLock {
 	st := v.Settings
 	l := RiskLock{Broker: v.Broker, AccountNumber: v.AccountNumber, TradingLocked: v.TradingLocked,
 		SettingsLocked: v.SettingsLocked, FlattenConfirmed: v.FlattenConfirmed,
@@ -110,22 +101,15 @@ func Render(v account.LockView) RiskLock {
 }
 
 // Payload is the account stream's `lock` event carrying the lock as of revision rev.
-func Payload(rev uint64, v account.LockView) stream.Payload {
+func Payload(rev uint64, v engine.LockView) stream.Payload {
 	b, _ := json.Marshal(Render(v))
 	return stream.Payload{Name: "lock", ID: strconv.FormatUint(rev, 10), Data: b, Rev: rev}
 }
 
 // Read is the account's lock now, read from its live state; a state that
 // cannot be read fails closed (503 holds_unreadable).
-func Read(ctx context.Context, e *engine.Engine, accountID string) (account.LockView, uint64, error) {
-	var v account.LockView
-	var rev uint64
-	at := e.Now().UTC()
-	err := e.InspectAccount(ctx, accountID, func(s *account.State, r uint64) { v, rev = s.RiskLock(at), r })
-	if err != nil {
-		return v, 0, erisk.FailClosed(err)
-	}
-	return v, rev, nil
+func Read(ctx context.Context, e *engine.Engine, accountID string) (engine.LockView, uint64, error) {
+	return e.RiskLock(ctx, accountID)
 }
 
 // OnConnect sends a new subscriber of the account stream the current lock.
@@ -139,17 +123,17 @@ func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string) []s
 	}
 }
 
-type handlers struct{ d *api.Deps }
+type Handlers struct{ d *api.Deps }
 
 // account resolves the selectors; broker is required on the risk routes.
-func (h *handlers) account(r *http.Request) (projections.Account, error) {
+func (h *Handlers) account(r *http.Request) (projections.Account, error) {
 	if !r.URL.Query().Has("broker") {
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is required")
 	}
 	return h.d.Account(r)
 }
 
-func (h *handlers) answer(w http.ResponseWriter, r *http.Request, accountID string) error {
+func (h *Handlers) answer(w http.ResponseWriter, r *http.Request, accountID string) error {
 	v, _, err := Read(r.Context(), h.d.Engine, accountID)
 	if err != nil {
 		return err
@@ -159,7 +143,7 @@ func (h *handlers) answer(w http.ResponseWriter, r *http.Request, accountID stri
 	return nil
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.account(r)
 	if err != nil {
 		return err
@@ -170,8 +154,8 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 // DecodeSettings reads a PUT /api/risk body strictly for account a: unknown
 // fields, non-numeric or negative values, a value missing for an enabled
 // control, or a broker or accountNumber naming another account are 400.
-func DecodeSettings(r *http.Request, a projections.Account) (*rcmd.SetSettings, error) {
-	var c rcmd.SetSettings
+func DecodeSettings(r *http.Request, a projections.Account) (*riskcmd.SetSettings, error) {
+	var c riskcmd.SetSettings
 	if err := httpx.Decode(r, &c, 0); err != nil {
 		return nil, err
 	}
@@ -184,7 +168,7 @@ func DecodeSettings(r *http.Request, a projections.Account) (*rcmd.SetSettings, 
 	return &c, nil
 }
 
-func (h *handlers) put(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Put(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.account(r)
 	if err != nil {
 		return err
@@ -199,7 +183,7 @@ func (h *handlers) put(w http.ResponseWriter, r *http.Request) error {
 	return h.answer(w, r, a.AccountID)
 }
 
-func (h *handlers) unlock(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Unlock(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.account(r)
 	if err != nil {
 		return err
@@ -208,18 +192,15 @@ func (h *handlers) unlock(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.Decode(r, &body, 0); err != nil {
 		return err
 	}
-	if _, err := h.d.Exec(r, a.AccountID, "", &rcmd.Unlock{}); err != nil {
+	if _, err := h.d.Exec(r, a.AccountID, "", &riskcmd.Unlock{}); err != nil {
 		return err
 	}
 	return h.answer(w, r, a.AccountID)
 }
 
-// Area registers the risk routes as a gateway area (behind a Trading API key).
-func Area(d *api.Deps, trading, _, _ *mux.Router) { Routes(trading, d) }
-
 // Wire connects the account stream to the lock: a `lock` event whenever the
 // lock changes, and the current lock to every new subscriber.
 func Wire(e *engine.Engine, h *stream.Hub) {
 	h.OnConnect(OnConnect(e))
-	e.Risk().OnLock(func(accountID string, rev uint64, v account.LockView) { h.Send(accountID, Payload(rev, v)) })
+	e.OnLock(func(accountID string, rev uint64, v engine.LockView) { h.Send(accountID, Payload(rev, v)) })
 }

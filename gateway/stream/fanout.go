@@ -2,6 +2,8 @@ package stream
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -70,10 +72,20 @@ func (h *Hub) fan(ctx context.Context) {
 				break
 			}
 			if f != nil {
-				h.pass(k, f)
+				h.passSafely(k, f)
 			}
 		}
 	}
+}
+
+// passSafely is pass with a panic contained to that one pass.
+func (h *Hub) passSafely(k feedKey, f *feed) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("panic contained", "in", "stream fan-out", "panic", fmt.Sprint(v))
+		}
+	}()
+	h.pass(k, f)
 }
 
 func (h *Hub) nextDue() (feedKey, *feed, bool) {

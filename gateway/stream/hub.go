@@ -6,10 +6,10 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,7 +122,7 @@ func (h *Hub) Subscribers() int64 { return h.count.Load() }
 
 // OnCommit is the projector listener: it marks the commit's account dirty.
 func (h *Hub) OnCommit(c events.Committed) {
-	id, ok := strings.CutPrefix(c.Subject, "evt.account.")
+	id, ok := events.SubjectID(c.Subject, events.KindAccount)
 	if !ok {
 		return
 	}
@@ -168,8 +168,14 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
-// Frame renders the account's current frame as a payload.
-func (h *Hub) Frame(ctx context.Context, accountID string) (Payload, error) {
+// Frame renders the account's current frame as a payload. A panic while
+// building it is that frame's error: the hub and the process serve on.
+func (h *Hub) Frame(ctx context.Context, accountID string) (_ Payload, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("frame of %s panicked: %v", accountID, v)
+		}
+	}()
 	f, err := frames.Build(ctx, h.store, accountID, h.marks)
 	if err != nil {
 		return Payload{}, err

@@ -7,10 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/gorilla/mux"
-
 	"github.com/svc/engine/commands"
-	tcmd "github.com/svc/engine/commands/trading"
+	tradecmd "github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	"github.com/svc/engine/gateway/api"
@@ -18,26 +16,42 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// Routes registers the trading routes on r (already behind credentials).
-func Routes(r *mux.Router, d *api.Deps) {
-	h := &handlers{d}
-	r.Handle("/api/trading/order", httpx.Serve(httpx.Trading, orderCommand(h, func(c *tcmd.PlaceOrder) string { return c.ClientOrderID }, placed))).Methods(http.MethodPost)
-	r.Handle("/api/trading/cancel", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.CancelOrder], named[*tcmd.CancelOrder]))).Methods(http.MethodPost)
-	r.Handle("/api/trading/replace", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.ReplaceOrder], named[*tcmd.ReplaceOrder]))).Methods(http.MethodPost)
-	r.Handle("/api/trading/close", httpx.Serve(httpx.Trading, orderCommand(h, noKey[*tcmd.ClosePosition], placed))).Methods(http.MethodPost)
-	r.Handle("/api/trading/flatten", httpx.Serve(httpx.Trading, h.flatten)).Methods(http.MethodPost)
-	r.Handle("/api/trading/reverse", httpx.Serve(httpx.Trading, orderCommand(h, func(c *tcmd.Reverse) string { return c.ClientOrderID }, placed))).Methods(http.MethodPost)
-	r.Handle("/api/trading/actions", httpx.Serve(httpx.Trading, h.actions)).Methods(http.MethodGet)
+// New makes the trading handlers; the route table is gateway/routes.go.
+func New(d *api.Deps) *Handlers { return &Handlers{d} }
+
+// Order places an order (POST /api/trading/order); its clientOrderId is its key.
+func (h *Handlers) Order(w http.ResponseWriter, r *http.Request) error {
+	return orderCommand(h, func(c *tradecmd.PlaceOrder) string { return c.ClientOrderID }, placed)(w, r)
 }
 
-type handlers struct{ d *api.Deps }
+// Cancel cancels a working order.
+func (h *Handlers) Cancel(w http.ResponseWriter, r *http.Request) error {
+	return orderCommand(h, noKey[*tradecmd.CancelOrder], named[*tradecmd.CancelOrder])(w, r)
+}
+
+// Replace changes a working order's quantity or prices.
+func (h *Handlers) Replace(w http.ResponseWriter, r *http.Request) error {
+	return orderCommand(h, noKey[*tradecmd.ReplaceOrder], named[*tradecmd.ReplaceOrder])(w, r)
+}
+
+// Close closes all or part of a position.
+func (h *Handlers) Close(w http.ResponseWriter, r *http.Request) error {
+	return orderCommand(h, func(c *tradecmd.ClosePosition) string { return c.ClientOrderID }, placed)(w, r)
+}
+
+// Reverse turns a position around.
+func (h *Handlers) Reverse(w http.ResponseWriter, r *http.Request) error {
+	return orderCommand(h, func(c *tradecmd.Reverse) string { return c.ClientOrderID }, placed)(w, r)
+}
+
+type Handlers struct{ d *api.Deps }
 
 // orderCommand decodes a command of type T, runs it on the caller's account
 // and answers the order it placed or named.
 func orderCommand[T any, P interface {
 	*T
 	commands.Command
-}](h *handlers, key func(P) string, orderID func(P, []events.Event) string) httpx.Handler {
+}](h *Handlers, key func(P) string, orderID func(P, []events.Event) string) httpx.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		a, err := h.d.Account(r)
 		if err != nil {
@@ -70,7 +84,7 @@ func placedID(evs []events.Event) string {
 	return ""
 }
 
-func (h *handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID, orderID string) error {
+func (h *Handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID, orderID string) error {
 	o, err := projections.GetInto[projections.Order](r.Context(), h.d.Store, projections.CollOrder, accountID+"/"+orderID)
 	if err != nil {
 		return err
@@ -79,16 +93,16 @@ func (h *handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID,
 	return nil
 }
 
-func (h *handlers) flatten(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Flatten(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
 	}
-	var c tcmd.Flatten
+	var c tradecmd.Flatten
 	if err := httpx.Decode(r, &c, 0); err != nil {
 		return err
 	}
-	res, err := h.d.Exec(r, a.AccountID, "", &c)
+	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
 	if err != nil {
 		return err
 	}
@@ -118,7 +132,7 @@ func (h *handlers) flatten(w http.ResponseWriter, r *http.Request) error {
 }
 
 // actions answers the refusals an order described in the query would meet, without sending it.
-func (h *handlers) actions(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Actions(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
@@ -144,8 +158,8 @@ func (h *handlers) actions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func orderFromQuery(q url.Values) (*tcmd.PlaceOrder, error) {
-	c := &tcmd.PlaceOrder{ClientOrderID: q.Get("clientOrderId"), Instrument: q.Get("instrument"), Side: q.Get("side"),
+func orderFromQuery(q url.Values) (*tradecmd.PlaceOrder, error) {
+	c := &tradecmd.PlaceOrder{ClientOrderID: q.Get("clientOrderId"), Instrument: q.Get("instrument"), Side: q.Get("side"),
 		OrderType: q.Get("orderType"), TimeInForce: q.Get("timeInForce"), ReduceOnly: q.Get("reduceOnly") == "true"}
 	if c.ClientOrderID == "" {
 		c.ClientOrderID = "actions-preview"

@@ -59,8 +59,8 @@ func TestOrderLifecycle(t *testing.T) {
 		t.Fatalf("market order %v", o)
 	}
 	// Numbers are accepted exactly, never through a float.
-	o = orderOf(t, e.Post("/api/trading/order", map[string]any{"clientOrderId": "l1", "instrument": "BTC-PERP", "side": "sell", "orderType": "limit", "quantity": 0.1, "limitPrice": "120.25", "timeInForce": "gtc"}))
-	if o["state"] != "working" || o["quantity"] != "0.1" || o["limitPrice"] != "120.25" {
+	o = orderOf(t, e.Post("/api/trading/order", map[string]any{"clientOrderId": "l1", "instrument": "BTC-PERP", "side": "sell", "orderType": "limit", "quantity": 0.1, "limitPrice": "120.5", "timeInForce": "gtc"}))
+	if o["state"] != "working" || o["quantity"] != "0.1" || o["limitPrice"] != "120.5" {
 		t.Fatalf("limit order %v", o)
 	}
 	limitID := o["brokerOrderId"].(string)
@@ -236,5 +236,71 @@ func TestDayOrdersExpireAfterMidnightUTC(t *testing.T) {
 	closed := e.Get("/api/account/orders?state=closed").Map(t)["orders"].([]any)
 	if len(closed) != 1 || closed[0].(map[string]any)["brokerOrderId"] != day["brokerOrderId"] || closed[0].(map[string]any)["state"] != "canceled" {
 		t.Fatalf("closed %v", closed)
+	}
+}
+
+func TestBoundsNameTheField(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{ManualFeed: true})
+	quote(e, "100", "101")
+	params := func(m map[string]any) map[string]any { return m["params"].(map[string]any) }
+
+	for name, coid := range map[string]string{"NUL": "a\u0000b", "ESC": "a\u001b[31m", "bidi override": "a\u202eb", "65 characters": strings.Repeat("x", 65), "space": "a b"} {
+		t.Run("clientOrderId "+name, func(t *testing.T) {
+			m := wantError(t, e.Post("/api/trading/order", order(coid, "buy", "market", "1")), 400, "invalid_request")
+			if params(m)["field"] != "clientOrderId" {
+				t.Fatalf("params %v", m["params"])
+			}
+		})
+	}
+	m := wantError(t, e.Post("/api/trading/order", order("t1", "buy", "limit", "1", "limitPrice", "100.25")), 422, "invalid_request")
+	if p := params(m); p["field"] != "limitPrice" || p["tickSize"] != "0.5" {
+		t.Fatalf("off-tick params %v", p)
+	}
+	m = wantError(t, e.Post("/api/trading/order", order("t2", "buy", "market", "0.0005")), 422, "invalid_request")
+	if p := params(m); p["field"] != "quantity" || p["lotStep"] != "0.001" || p["minQuantity"] != "0.001" {
+		t.Fatalf("off-lot params %v", p)
+	}
+	if os := e.Get("/api/account/orders").Map(t)["orders"].([]any); len(os) != 0 {
+		t.Fatalf("refusals recorded orders: %v", os)
+	}
+
+	info := e.Get("/api/market/symbol-info?symbol=BTC-PERP").Map(t)
+	if info["lotStep"] != "0.001" || info["minQuantity"] != "0.001" || info["priceFormat"].(map[string]any)["tickSize"] != "0.5" {
+		t.Fatalf("symbol-info %v", info)
+	}
+}
+
+func TestCloseAndFlattenTakeAClientOrderID(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{ManualFeed: true})
+	quote(e, "100", "101")
+	orderOf(t, e.Post("/api/trading/order", order("b1", "buy", "market", "2")))
+
+	o := orderOf(t, e.Post("/api/trading/close", map[string]any{"instrument": "BTC-PERP", "quantity": "0.5", "clientOrderId": "close-1"}))
+	if o["clientOrderId"] != "close-1" || o["state"] != "filled" || o["reduceOnly"] != true {
+		t.Fatalf("close %v", o)
+	}
+	for i := 0; i < 2; i++ { // repeating the key keeps answering 409; the position stays
+		m := wantError(t, e.Post("/api/trading/close", map[string]any{"instrument": "BTC-PERP", "quantity": "0.5", "clientOrderId": "close-1"}), 409, "idempotency_conflict")
+		if m["params"].(map[string]any)["brokerOrderId"] != o["brokerOrderId"] {
+			t.Fatalf("conflict names %v", m)
+		}
+	}
+	wantError(t, e.Post("/api/trading/order", order("close-1", "sell", "market", "1")), 409, "idempotency_conflict")
+	wantError(t, e.Post("/api/trading/close", map[string]any{"instrument": "BTC-PERP", "clientOrderId": "bad\u0000"}), 400, "invalid_request")
+	wantError(t, e.Post("/api/trading/close", map[string]any{"instrument": "BTC-PERP", "quantity": "0.0001"}), 422, "invalid_request")
+
+	r := e.Post("/api/trading/flatten", map[string]any{"clientOrderId": "flat-1"})
+	if r.Status != 200 {
+		t.Fatalf("flatten %d %s", r.Status, r.Body)
+	}
+	fl := r.Map(t)
+	if os := fl["orders"].([]any); len(os) != 1 || os[0].(map[string]any)["clientOrderId"] != "flat-1" {
+		t.Fatalf("flatten %v", fl)
+	}
+	orderOf(t, e.Post("/api/trading/order", order("b2", "buy", "market", "1")))
+	wantError(t, e.Post("/api/trading/flatten", map[string]any{"clientOrderId": "flat-1"}), 409, "idempotency_conflict")
+	snap := e.Get("/api/account/snapshot").Map(t)
+	if len(snap["positions"].([]any)) != 1 {
+		t.Fatalf("a repeated flatten closed a position: %v", snap)
 	}
 }

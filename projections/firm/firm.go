@@ -1,4 +1,4 @@
-// Package firm folds the back office's read models: balance receipts, the
+// Package firm folds the firm area's read models: balance receipts, the
 // firm's view of its accounts (halt, reconciliation hold), venues, webhook
 // endpoints (never their secrets), the delivery log, Connect registrations and
 // metered usage.
@@ -6,7 +6,6 @@ package firm
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -16,7 +15,7 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// Collections of the back office's read models.
+// Collections of the firm area's read models.
 const (
 	CollReceipt       = "fw_receipt"        // tenantID/referenceId
 	CollAccount       = "fw_account"        // accountID
@@ -49,7 +48,7 @@ type ReceiptView struct {
 	AppliedAt     time.Time      `json:"appliedAt"`
 }
 
-// Account is the back office's flags of one account.
+// Account is the firm area's flags of one account.
 type Account struct {
 	Halted         bool `json:"halted"`
 	Reconciliation bool `json:"reconciliationHold"`
@@ -122,17 +121,17 @@ func strp(s string) *string {
 	return &s
 }
 
-// Fold is the back office's projection; it runs after projections.Core in the
+// Fold is the firm area's projection; it runs after projections.Core in the
 // same transaction, so it reads the account documents Core keeps.
 func Fold(tx projections.Tx, c events.Committed) error {
 	switch {
-	case strings.HasPrefix(c.Subject, "evt.account."):
-		return foldAccount(tx, strings.TrimPrefix(c.Subject, "evt.account."), c)
-	case strings.HasPrefix(c.Subject, "evt.firm."):
-		return foldFirm(tx, strings.TrimPrefix(c.Subject, "evt.firm."), c)
-	case strings.HasPrefix(c.Subject, "evt.webhook."):
+	case events.IsKind(c.Subject, events.KindAccount):
+		return foldAccount(tx, events.ID(c.Subject, events.KindAccount), c)
+	case events.IsKind(c.Subject, events.KindFirm):
+		return foldFirm(tx, events.ID(c.Subject, events.KindFirm), c)
+	case events.IsKind(c.Subject, events.KindWebhook):
 		return foldDeliveries(tx, c)
-	case strings.HasPrefix(c.Subject, "evt.tenant."):
+	case events.IsKind(c.Subject, events.KindTenant):
 		for _, e := range c.Events {
 			if e, ok := e.(evtenant.Created); ok && e.Kind == "firm" {
 				if err := tx.Put(CollVenue, evfirm.VenueID(e.TenantID), e.TenantID); err != nil {

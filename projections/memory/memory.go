@@ -40,6 +40,7 @@ type Store struct {
 	last   *group // the group the writer used last, and its segment
 	lastPK string
 	seq    uint64
+	logID  string // the log the store is bound to ("": none)
 	undo   []undo // the open transaction's undo steps, reused
 }
 
@@ -231,6 +232,23 @@ func (s *Store) Checkpoint(context.Context) (uint64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.seq, nil
+}
+
+// LogID implements projections.Store.
+func (s *Store) LogID(context.Context) (string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.logID, nil
+}
+
+// Bind implements projections.Store.
+func (s *Store) Bind(_ context.Context, logID string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logID == "" {
+		s.logID = logID
+	}
+	return s.logID, nil
 }
 
 // Get implements projections.Store.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/svc/engine/events"
 )
 
 // A document is stored as the value's JSON, plus, when its type is a struct
@@ -72,7 +74,7 @@ func decode(doc, hidden []byte, v any) error {
 	}
 	el := rv.Elem()
 	el.SetZero()
-	if err := json.Unmarshal(doc, v); err != nil {
+	if err := events.UnmarshalStored(doc, v); err != nil { // computed values may lie outside the API's input bounds
 		return fmt.Errorf("postgres: decode into %T: %w", v, err)
 	}
 	if hidden == nil {
@@ -98,7 +100,7 @@ func decode(doc, hidden []byte, v any) error {
 		if err != nil {
 			continue
 		}
-		if err := json.Unmarshal(raw, fv.Addr().Interface()); err != nil {
+		if err := events.UnmarshalStored(raw, fv.Addr().Interface()); err != nil {
 			return fmt.Errorf("postgres: decode %T.%s: %w", v, f.Name, err)
 		}
 	}

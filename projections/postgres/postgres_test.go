@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/fstest"
@@ -192,5 +193,48 @@ func TestCommitsAreAsynchronousUnlessTheURLSaysOtherwise(t *testing.T) {
 		if err := s.Pool().QueryRow(ctx, `SHOW synchronous_commit`).Scan(&got); err != nil || got != c.want {
 			t.Errorf("synchronous_commit %q, want %q: %v", got, c.want, err)
 		}
+	}
+}
+
+// The log binding lives with the checkpoint in the database: a reopened
+// store (a restarted engine) is bound as before, and Reset empties the read
+// models and unbinds them.
+func TestBindingSurvivesReopenAndResetEmpties(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	if _, err := s.Bind(ctx, "01LOGA"); err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := s.Update(ctx, seq, func(tx projections.Tx) error { return tx.Put("c", fmt.Sprint(seq), seq) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopened := openURL(t, url)
+	if id, err := reopened.LogID(ctx); err != nil || id != "01LOGA" {
+		t.Fatalf("reopened store bound to %q: %v", id, err)
+	}
+	if got, err := reopened.Bind(ctx, "01LOGB"); err != nil || got != "01LOGA" {
+		t.Fatalf("Bind(01LOGB) = %q, %v", got, err)
+	}
+	n, err := reopened.Reset(ctx)
+	if err != nil || n != 3 {
+		t.Fatalf("Reset removed %d documents: %v", n, err)
+	}
+	for _, st := range []*postgres.Store{s, reopened} {
+		id, err := st.LogID(ctx)
+		cp, cerr := st.Checkpoint(ctx)
+		c, nerr := st.Count(ctx, "c", "")
+		if err != nil || cerr != nil || nerr != nil || id != "" || cp != 0 || c != 0 {
+			t.Fatalf("after Reset: log %q, checkpoint %d, %d documents (%v %v %v)", id, cp, c, err, cerr, nerr)
+		}
+	}
+	// The store that reset folds again from the start; the other, which
+	// committed up to 3, sees the checkpoint behind it and stops.
+	if err := reopened.Update(ctx, 1, func(tx projections.Tx) error { return tx.Put("c", "1", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, 4, func(tx projections.Tx) error { return nil }); !errors.Is(err, postgres.ErrCheckpointLost) {
+		t.Fatalf("Update of a store the database was reset under: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -72,6 +73,9 @@ type Store struct {
 // (an Update failing on the broken connection stops the engine). A store
 // that sees the checkpoint behind what it committed itself fails with
 // ErrCheckpointLost rather than fold on top of a gap.
+// ConnectTimeout bounds opening a connection to PostgreSQL.
+const ConnectTimeout = 2 * time.Second
+
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -79,6 +83,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") && cfg.MaxConns < minConns {
 		cfg.MaxConns = minConns // HTTP reads and SSE frames read concurrently
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
+		cfg.ConnConfig.ConnectTimeout = ConnectTimeout // a request fails fast while the server is down
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -123,9 +130,64 @@ func (s *Store) Close() { s.pool.Close() }
 func (s *Store) Checkpoint(ctx context.Context) (uint64, error) {
 	var seq int64
 	if err := s.pool.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1`, s.name).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("postgres: checkpoint: %w", err)
+		return 0, fmt.Errorf("%w: postgres: checkpoint: %w", projections.ErrUnavailable, err)
 	}
 	return uint64(seq), nil
+}
+
+// LogID implements projections.Store.
+func (s *Store) LogID(ctx context.Context) (string, error) {
+	var id *string
+	if err := s.pool.QueryRow(ctx, `SELECT log_id FROM checkpoints WHERE name = $1`, s.name).Scan(&id); err != nil {
+		return "", fmt.Errorf("postgres: log id: %w", err)
+	}
+	if id == nil {
+		return "", nil
+	}
+	return *id, nil
+}
+
+// Bind implements projections.Store: one statement, so nodes starting at once
+// on one database bind it to one log between them.
+func (s *Store) Bind(ctx context.Context, logID string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `UPDATE checkpoints SET log_id = coalesce(log_id, nullif($2, ''))
+		WHERE name = $1 RETURNING coalesce(log_id, '')`, s.name, logID).Scan(&id)
+	if err != nil {
+		return "", fmt.Errorf("postgres: bind to log %s: %w", logID, err)
+	}
+	return id, nil
+}
+
+// Reset empties the read models: every document, and every projection's
+// checkpoint and log binding, in one transaction; the next start folds the
+// log it meets into them from its first commit. No engine may be running on
+// the database meanwhile (one that is fails its next Update with
+// ErrCheckpointLost). It returns how many documents it removed.
+func (s *Store) Reset(ctx context.Context) (int64, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The checkpoint rows first: an Update running meanwhile holds them.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM checkpoints FOR UPDATE`); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM docs`).Scan(&n); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `TRUNCATE docs`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE checkpoints SET seq = 0, log_id = NULL`)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reset: %w", err)
+	}
+	s.cache.reset()
+	s.committed = 0
+	return n, nil
 }
 
 type docKey struct{ coll, key string }
@@ -173,7 +235,7 @@ func (t *tx) Get(coll, key string, v any) (bool, error) {
 		case errors.Is(err, pgx.ErrNoRows):
 			e.state = stateAbsent
 		case err != nil:
-			return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+			return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
 		}
 		t.buf[k] = e
 	}
@@ -191,7 +253,7 @@ func (t *tx) Get(coll, key string, v any) (bool, error) {
 	if e.doc == nil { // Put as another type: go through the stored form
 		var err error
 		if e.doc, e.hidden, err = encode(e.val.Interface()); err != nil {
-			return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+			return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
 		}
 	}
 	return true, decode(e.doc, e.hidden, v)
@@ -318,7 +380,7 @@ func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("postgres: get %s/%s: %w", coll, key, err)
+		return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
 	}
 	return true, decode(doc, hidden, v)
 }
@@ -400,7 +462,7 @@ func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn f
 		sql := fmt.Sprintf(`SELECT key, doc, hidden FROM docs WHERE %s ORDER BY key %s LIMIT $%d`, cond, order, len(args))
 		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
-			return fmt.Errorf("postgres: list %s: %w", coll, err)
+			return fmt.Errorf("%w: postgres: list %s: %w", projections.ErrUnavailable, coll, err)
 		}
 		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 			var x row
@@ -408,7 +470,7 @@ func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn f
 			return x, err
 		})
 		if err != nil {
-			return fmt.Errorf("postgres: list %s: %w", coll, err)
+			return fmt.Errorf("%w: postgres: list %s: %w", projections.ErrUnavailable, coll, err)
 		}
 		for _, x := range page {
 			if err := fn(x.key, func(v any) error { return decode(x.doc, x.hidden, v) }); err != nil {

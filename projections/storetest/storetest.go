@@ -110,6 +110,16 @@ func dec(s string) events.Decimal { return events.MustDecimal(s) }
 
 func decp(s string) *events.Decimal { d := dec(s); return &d }
 
+// stored is a decimal as a store may hold it: a computed value, read within
+// the codec's bounds rather than the API's.
+func stored(s string) events.Decimal {
+	var d events.Decimal
+	if err := events.UnmarshalStored([]byte(`"`+s+`"`), &d); err != nil {
+		panic(err)
+	}
+	return d
+}
+
 // sameRecord compares what a reader of r can see: every field's JSON, the
 // hidden field, decimals by value and digits, times by instant and offset.
 func sameRecord(t *testing.T, got, want Record) {
@@ -147,7 +157,7 @@ func sample() Record {
 		N:        -42,
 		Big:      1<<63 + 12345, // above float64 precision: must not pass through a float
 		OK:       true,
-		Amount:   dec("1234567890123456789012.123456789012"), // 34 digits
+		Amount:   stored("1234567890123456789012.123456789012"), // 34 digits, beyond the API's input bounds
 		Limit:    decp("-0.000000001"),
 		At:       time.Date(2024, 2, 29, 23, 59, 59, 123456789, time.UTC),
 		Zoned:    time.Date(2024, 6, 1, 9, 30, 0, 1, time.FixedZone("X", 2*3600+30*60)),
@@ -172,6 +182,7 @@ func Run(t *testing.T, open Factory) {
 		{"TxSeesItsOwnWrites", testTxOwnWrites},
 		{"FailingUpdateChangesNothing", testRollback},
 		{"CheckpointSkipsOldSequences", testCheckpoint},
+		{"BindsToOneLog", testBind},
 		{"CollectionsAreSeparate", testCollections},
 		{"ListOrderAndQueries", testList},
 		{"ListPagesAndNestedReads", testListLarge},
@@ -509,6 +520,51 @@ func testCheckpoint(t *testing.T, s projections.Store) {
 	put(t, s, big, "c", "b", "v:b")
 	if cp := checkpoint(t, s); cp != big {
 		t.Fatalf("checkpoint %d, want %d", cp, big)
+	}
+}
+
+// A store binds to the first log it is bound to and keeps it: binding to
+// another later changes nothing, and the binding is independent of the
+// checkpoint and the documents.
+func testBind(t *testing.T, s projections.Store) {
+	logID := func() string {
+		t.Helper()
+		id, err := s.LogID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	bind := func(id string) string {
+		t.Helper()
+		got, err := s.Bind(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if id := logID(); id != "" {
+		t.Fatalf("a new store is bound to %q", id)
+	}
+	if got := bind(""); got != "" {
+		t.Fatalf("Bind(\"\") bound the store to %q", got)
+	}
+	put(t, s, 3, "c", "a", "v:a") // a store from before logs had ids: documents, no binding
+	if got := bind("01LOGA"); got != "01LOGA" || logID() != "01LOGA" {
+		t.Fatalf("Bind(01LOGA) = %q, LogID %q", got, logID())
+	}
+	if got := bind("01LOGB"); got != "01LOGA" || logID() != "01LOGA" {
+		t.Fatalf("Bind(01LOGB) on a store of 01LOGA = %q, LogID %q; want it kept", got, logID())
+	}
+	if got := bind("01LOGA"); got != "01LOGA" {
+		t.Fatalf("Bind(01LOGA) again = %q", got)
+	}
+	if cp := checkpoint(t, s); cp != 3 {
+		t.Fatalf("binding moved the checkpoint to %d", cp)
+	}
+	put(t, s, 4, "c", "b", "v:b")
+	if v, _ := get[string](t, s, "c", "a"); v != "v:a" || logID() != "01LOGA" {
+		t.Fatalf("after an update: a = %q, log %q", v, logID())
 	}
 }
 

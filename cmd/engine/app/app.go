@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -64,7 +65,7 @@ type App struct {
 	projDone  chan error
 	closeOnce sync.Once
 
-	backOffice *backOffice // firm back office: secret key, webhook reactor (backoffice.go)
+	firm *firmArea // the firm area: secret key, webhook reactor (firm.go)
 }
 
 // Options override parts of the wiring (tests inject a clock or step the feed by hand).
@@ -90,13 +91,19 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	var err error
-	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream,
+	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream, Prefix: cfg.Deployment.CommitPrefix(),
 		Recent: events.NewRecent(16384)})
+	if errors.Is(err, eventlog.ErrSubjectsTaken) {
+		return nil, fmt.Errorf("%w (set ENGINE_DEPLOYMENT to a name of this deployment's own)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	a.Store, err = openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
+		return nil, err
+	}
+	if err := bindReadModels(ctx, cfg, a.Log, a.Store); err != nil { // bind.go: never serve another log's read models
 		return nil, err
 	}
 	a.Registry = prometheus.NewRegistry()
@@ -117,8 +124,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.bootLast, err = a.warm(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.startBackOffice(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("back office: %w", err)
+	if err := a.startFirm(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("firm area: %w", err)
 	}
 
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Market.Feed}}, a.Registry)
@@ -138,6 +145,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a.stopBG = stop
 	go func() { a.projDone <- a.Projector.Run(bg, a.Log) }()
 	go a.Hub.Run(bg)
+	go a.watchHealth(bg, HealthEvery)
 	if !o.ManualFeed {
 		go a.Sim.Run(bg)
 	}
@@ -171,7 +179,12 @@ func (a *App) warm(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	last, err := a.Engine.Start(ctx, tap)
+	total, err := a.Log.LastSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
+	slog.Info("replaying the log", "commits", total)
+	last, err := a.Engine.Start(ctx, replayProgress(total, ProgressEvery, tap))
 	if err == nil {
 		err = flush()
 	}
@@ -181,8 +194,22 @@ func (a *App) warm(ctx context.Context) (uint64, error) {
 	return last, nil
 }
 
-// Ready reports the log connected and the read models caught up with the log as of start.
-func (a *App) Ready() bool { return a.Log.Connected() && a.Projector.Applied() >= a.bootLast }
+// Ready reports the log connected, the read-model store reachable and the
+// read models caught up with the log as of start; when not, why names which.
+func (a *App) Ready() (bool, string) {
+	if !a.Log.Connected() {
+		return false, "the commit log (NATS) is not connected"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := a.Store.Checkpoint(ctx); err != nil {
+		return false, "the read-model store is unreachable"
+	}
+	if a.Projector.Applied() < a.bootLast {
+		return false, "the read models are catching up with the log"
+	}
+	return true, ""
+}
 
 // Close stops everything; safe to call more than once.
 func (a *App) Close() {
@@ -191,7 +218,7 @@ func (a *App) Close() {
 			a.Hub.Close()
 		}
 		if a.Engine != nil {
-			a.stopBackOffice()
+			a.stopFirm()
 			a.Engine.Close()
 		}
 		if a.stopBG != nil {
@@ -209,17 +236,50 @@ func (a *App) Close() {
 	})
 }
 
+// Limits of the HTTP server. Writing a response is bounded per request by the
+// gateway (gateway.DefaultWriteTimeout), not by http.Server.WriteTimeout, which
+// would end streams too; a stream lifts it (httpx.StartSSE).
+const (
+	// ReadHeaderTimeout closes a connection stalled inside a request's headers.
+	ReadHeaderTimeout = 5 * time.Second
+	// ReadTimeout bounds reading a whole request, body included, from its
+	// first byte; net/http lifts it once the body is read.
+	ReadTimeout = 30 * time.Second
+	// IdleTimeout closes a keep-alive connection idle between requests.
+	IdleTimeout = 120 * time.Second
+	// MaxHeaderBytes bounds a request's line and headers; past it net/http
+	// answers 431 (it allows 4 KiB of slack beyond).
+	MaxHeaderBytes = 32 << 10
+	// shutdownTimeout bounds the drain of in-flight requests.
+	shutdownTimeout = 20 * time.Second
+)
+
+// NewServer is the HTTP server Serve runs h with, with the limits above.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
+
 // Serve listens on cfg.Listen until ctx ends, then drains: new writes answer
 // 503 engine_draining, streams end, in-flight commits finish; nil on a clean stop.
 func (a *App) Serve(ctx context.Context) error {
-	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", a.Cfg.Listen)
 	if err != nil {
 		return err
 	}
-	slog.Info("serving", "addr", ln.Addr().String(), "env", a.Cfg.Env, "sync", a.Cfg.Sync, "embedded", a.Cfg.NatsURL == "", "groupCommit", a.Log.GroupCommit(), "store", storeName(a.Cfg.DatabaseURL))
+	srv := NewServer(a.Handler)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
+	return a.serveOn(ctx, srv, srvErr)
+}
+
+// serveOn runs until ctx ends (then drains srv) or the server or the projector stops.
+func (a *App) serveOn(ctx context.Context, srv *http.Server, srvErr <-chan error) error {
 	select {
 	case err := <-srvErr:
 		return err
@@ -230,7 +290,7 @@ func (a *App) Serve(ctx context.Context) error {
 	slog.Info("draining")
 	a.Deps.Auth.Drain()
 	a.Hub.Close()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
 		slog.Warn("shutdown", "err", err)

@@ -1,15 +1,31 @@
 package app
 
 import (
+	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway"
-	riskgw "github.com/svc/engine/gateway/risk"
+	firmgw "github.com/svc/engine/gateway/firm"
+	marketgw "github.com/svc/engine/gateway/market"
+	newsgw "github.com/svc/engine/gateway/news"
+	"github.com/svc/engine/gateway/operator"
 )
 
-// areas lists the route areas beyond trading and account.
-func areas(a *App, cfg Config) []gateway.Area {
-	return []gateway.Area{
-		riskgw.Area,
-		a.backOfficeArea(cfg),
-		marketArea(a),
+// areas configures the route areas beyond trading, account and risk; the
+// route table itself is gateway/routes.go.
+func areas(a *App, cfg Config) gateway.Areas {
+	price, err := events.ParseDecimal(cfg.Firm.UsagePrice)
+	if err != nil {
+		price = events.Int(0)
+	}
+	cur := cfg.Firm.UsageCurrency
+	if cur == "" {
+		cur = "USD"
+	}
+	return gateway.Areas{
+		Market: &marketgw.Market{Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
+			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done()},
+		News:     &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
+		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
+		Operator: &operator.Config{SessionKey: derive(a.firm.key, "operator-session"), Now: a.Now},
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	tcmd "github.com/svc/engine/commands/tenant"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
@@ -83,7 +83,7 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	sys := events.Principal{System: "bootstrap"}
-	if _, err := d.Engine.Tenant(ctx, DemoTenant, d.Engine.Envelope(sys, "", &tcmd.CreateTenant{Name: "Demo", Kind: "user", Email: "demo@example.com"})); err != nil {
+	if _, err := d.Engine.Tenant(ctx, DemoTenant, d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: "Demo", Kind: "user", Email: "demo@example.com"})); err != nil {
 		return err
 	}
 	keyLive := false
@@ -94,7 +94,7 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 	changed := false
 	if !keyLive {
 		key := auth.NewKey("svc_sk_")
-		res, err := d.Engine.Tenant(ctx, DemoTenant, d.Engine.Envelope(sys, "", &tcmd.IssueKey{KeyID: ulid.Make().String(), Digest: auth.Digest(key), Kind: "trading", Prefix: key[:11]}))
+		res, err := d.Engine.Tenant(ctx, DemoTenant, d.Engine.Envelope(sys, "", &tenantcmd.IssueKey{KeyID: ulid.Make().String(), Digest: auth.Digest(key), Kind: "trading", Prefix: key[:11]}))
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 	var accts []credAccount
 	for i := 1; i <= cfg.DemoAccounts; i++ {
 		id := demoAccountID(i)
-		open := &tcmd.OpenAccount{TenantID: DemoTenant, Broker: api.DefaultBroker, AccountNumber: fmt.Sprintf("PA%06d", i),
+		open := &tenantcmd.OpenAccount{TenantID: DemoTenant, Broker: api.DefaultBroker, AccountNumber: fmt.Sprintf("PA%06d", i),
 			Label: fmt.Sprintf("Demo %d", i), Currency: "USD", StartingBalance: events.Int(50000), Kind: "demo"}
 		res, err := d.Engine.Account(ctx, id, d.Engine.Envelope(sys, "", open))
 		if err != nil {

@@ -22,6 +22,7 @@ type Config struct {
 	Challenges     bool
 	Replicas       int
 	Stream         string
+	Deployment     Deployment // names on the NATS server, from ENGINE_DEPLOYMENT (names.go)
 	DemoAccounts   int
 	RateLimit      float64
 	RateBurst      int
@@ -29,7 +30,7 @@ type Config struct {
 	LogLevel       string
 	BaseURL        string
 	Market         MarketConfig
-	BackOffice     BackOfficeConfig // firm back office (backoffice.go)
+	Firm           FirmConfig // the firm area (firm.go)
 }
 
 // MarketConfig selects the market-data feed and the news sources.
@@ -66,6 +67,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: engine [flags]      serves the engine; every flag also reads the environment variable named with it")
 		fmt.Fprintln(out, "       engine log [flags]  prints the commit log as JSON lines (engine log -h)")
+		fmt.Fprintln(out, "       engine backup -o FILE    writes a backup of the commit log (engine backup -h)")
+		fmt.Fprintln(out, "       engine restore -i FILE   restores a backup into an empty log (engine restore -h)")
+		fmt.Fprintln(out, "       engine rebuild-read-models  empties the PostgreSQL read models; the next start replays the log into them")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.Listen, "listen", env("ENGINE_LISTEN", "127.0.0.1:8080"), "address to serve HTTP on (ENGINE_LISTEN)")
@@ -78,7 +82,8 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.CommitEncoding, "commit-encoding", env("ENGINE_COMMIT_ENCODING", "msgpack"), "msgpack: new commits in MessagePack; json: in JSON, readable by engine builds from before the MessagePack log, for a deployment that may roll back to one; the log is read in either (ENGINE_COMMIT_ENCODING)")
 	fs.BoolVar(&c.Challenges, "challenges", env("CHALLENGES_ENABLED", "") == "true" || env("CHALLENGES_ENABLED", "") == "1", "serve the challenge routes (CHALLENGES_ENABLED)")
 	fs.IntVar(&c.Replicas, "stream-replicas", envInt("ENGINE_STREAM_REPLICAS", 1), "replicas of the commit stream on a cluster (ENGINE_STREAM_REPLICAS)")
-	fs.StringVar(&c.Stream, "stream", env("ENGINE_STREAM", "EVT"), "name of the commit stream (ENGINE_STREAM)")
+	fs.StringVar(&c.Deployment.Name, "deployment", env("ENGINE_DEPLOYMENT", ""), "names this deployment's streams and subjects on the NATS server, so several share one: BLUE_EVT and blue.evt.> for blue; empty: EVT and evt.> (ENGINE_DEPLOYMENT)")
+	fs.StringVar(&c.Deployment.Stream, "stream", env("ENGINE_STREAM", ""), "name of the commit stream; empty: derived from ENGINE_DEPLOYMENT, EVT by default (ENGINE_STREAM)")
 	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
 	rl, _ := strconv.ParseFloat(env("ENGINE_RATE_LIMIT", "200"), 64)
 	fs.Float64Var(&c.RateLimit, "rate-limit", rl, "requests per second per credential; 0: unlimited (ENGINE_RATE_LIMIT)")
@@ -86,7 +91,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	seed, _ := strconv.ParseUint(env("ENGINE_FEED_SEED", "42"), 10, 64)
 	fs.Uint64Var(&c.FeedSeed, "feed-seed", seed, "seed of the simulated price feed (ENGINE_FEED_SEED)")
 	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
-	fs.StringVar(&c.BackOffice.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
+	fs.BoolVar(&c.Firm.WebhookAllowPrivate, "webhook-allow-private", env("ENGINE_WEBHOOK_ALLOW_PRIVATE", "") == "true" || env("ENGINE_WEBHOOK_ALLOW_PRIVATE", "") == "1",
+		"let webhooks and the news image proxy reach private, loopback and link-local addresses; local development only (ENGINE_WEBHOOK_ALLOW_PRIVATE)")
+	fs.StringVar(&c.Firm.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
 	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
 	for _, f := range []struct {
 		p         *string
@@ -109,6 +116,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.Stream = c.Deployment.CommitStream()
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + c.Listen
 	}
@@ -131,6 +139,9 @@ func (c Config) validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("ENGINE_STREAM_REPLICAS %d outside 1..5", c.Replicas))
+	}
+	if err := c.Deployment.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("ENGINE_RATE_LIMIT must be 0 or more"))

@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/svc/engine/engine"
@@ -37,34 +35,26 @@ type dumpedCommit struct {
 var errDumped = errors.New("dumped enough")
 
 // DumpLog is `engine log`: it prints the commit log as JSON lines, one commit
-// a line, decoded from whichever encoding each commit was written in. It
-// reads the log the engine is configured with (NATS_URL, or the embedded
-// server's files under ENGINE_DATA_DIR, which only one process may open at a
-// time: stop the engine first).
+// a line, decoded from whichever encoding each commit was written in (the
+// first is the log's identity commit, with no events). It reads the log the
+// engine is configured with, and never writes to it: NATS_URL, or the
+// embedded server's files under ENGINE_DATA_DIR, which only one process may
+// open at a time (the data directory's lock refuses it while the engine
+// runs: stop the engine first).
 func DumpLog(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
-	env := func(k, def string) string {
-		if v := getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
 	fs := flag.NewFlagSet("engine log", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	dataDir := fs.String("data-dir", env("ENGINE_DATA_DIR", "./data"), "data directory of the embedded JetStream (ENGINE_DATA_DIR)")
-	natsURL := fs.String("nats-url", env("NATS_URL", ""), "external NATS server or cluster; empty: embedded (NATS_URL)")
-	stream := fs.String("stream", env("ENGINE_STREAM", "EVT"), "name of the commit stream (ENGINE_STREAM)")
+	lf := addLogFlags(fs, getenv)
 	subject := fs.String("subject", "", "only this aggregate's commits, e.g. evt.account.<accountId>")
 	after := fs.Uint64("after", 0, "only commits after this sequence")
 	limit := fs.Int("limit", 0, "at most this many commits; 0: all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *natsURL == "" { // a reader: never start a new, empty log where none is
-		if _, err := os.Stat(filepath.Join(*dataDir, "nats")); err != nil {
-			return fmt.Errorf("engine log: no embedded log under %s (set -data-dir or ENGINE_DATA_DIR, or NATS_URL): %w", *dataDir, err)
-		}
+	if err := lf.existing("engine log"); err != nil {
+		return err
 	}
-	l, err := eventlog.Open(ctx, eventlog.Config{URL: *natsURL, DataDir: *dataDir, Sync: "always", Stream: *stream, Replicas: 1})
+	l, err := eventlog.Open(ctx, eventlog.Config{URL: lf.natsURL, DataDir: lf.dataDir, Sync: "always", Stream: lf.names().CommitStream(), Prefix: lf.names().CommitPrefix(), Replicas: 1, ReadOnly: true})
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +41,7 @@ func TestDumpLogPrintsCommitsAsJSONLines(t *testing.T) {
 		subject  string
 		expected uint64 // the subject's last sequence before this commit
 		data     []byte
-	}{{"evt.account.a1", 0, binary}, {"evt.account.a2", 0, legacy}, {"evt.account.a1", 1, binary}} {
+	}{{"evt.account.a1", 0, binary}, {"evt.account.a2", 0, legacy}, {"evt.account.a1", 2, binary}} { // 1 is the identity commit
 		if _, err := l.Append(ctx, c.subject, c.expected, fmt.Sprint("append-", i), c.data); err != nil {
 			t.Fatal(err)
 		}
@@ -72,9 +74,13 @@ func TestDumpLogPrintsCommitsAsJSONLines(t *testing.T) {
 		return got
 	}
 	all := dump()
-	if len(all) != 3 || all[0].Seq != 1 || all[1].Seq != 2 || all[2].Seq != 3 {
-		t.Fatalf("engine log printed %+v, want the 3 commits in order", all)
+	if len(all) != 4 || all[0].Seq != 1 || all[1].Seq != 2 || all[2].Seq != 3 || all[3].Seq != 4 {
+		t.Fatalf("engine log printed %+v, want the identity commit and the 3 commits in order", all)
 	}
+	if c := all[0]; c.Subject != "evt.log" || c.ID == "" || len(c.Events) != 0 {
+		t.Errorf("identity commit printed as %+v", c)
+	}
+	all = all[1:]
 	if c := all[0]; c.Subject != "evt.account.a1" || c.ID != "01KCMD0000000000000000000A" || c.Key != "c-1" ||
 		len(c.Events) != 1 || c.Events[0].Type != "order.canceled.v1" || c.Events[0].Data["brokerOrderId"] != "o1" {
 		t.Errorf("MessagePack commit printed as %+v", c)
@@ -83,11 +89,22 @@ func TestDumpLogPrintsCommitsAsJSONLines(t *testing.T) {
 		c.Events[0].Type != "account.balance_changed.v1" || c.Events[0].Data["amount"] != "100.5" {
 		t.Errorf("JSON commit printed as %+v", c)
 	}
-	if got := dump("-subject", "evt.account.a1"); len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 3 {
+	if got := dump("-subject", "evt.account.a1"); len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 4 {
 		t.Errorf("-subject printed %+v", got)
 	}
-	if got := dump("-after", "1", "-limit", "1"); len(got) != 1 || got[0].Seq != 2 {
-		t.Errorf("-after 1 -limit 1 printed %+v", got)
+	if got := dump("-after", "2", "-limit", "1"); len(got) != 1 || got[0].Seq != 3 {
+		t.Errorf("-after 2 -limit 1 printed %+v", got)
+	}
+	// Only one process opens an embedded log: not while another has it.
+	held, err := eventlog.Open(ctx, eventlog.Config{DataDir: dir, Sync: "always", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	err = DumpLog(ctx, []string{"-data-dir", dir}, func(string) string { return "" }, io.Discard, &errOut)
+	held.Close()
+	if !errors.Is(err, eventlog.ErrLocked) {
+		t.Errorf("engine log beside an open log: %v, want ErrLocked", err)
 	}
 	empty := t.TempDir()
 	var out bytes.Buffer

@@ -8,17 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/engine/market/exchange"
+	"github.com/svc/engine/engine/market/news"
 	"github.com/svc/engine/engine/market/replay"
-	"github.com/svc/engine/engine/news"
 	"github.com/svc/engine/events"
-	"github.com/svc/engine/gateway"
-	"github.com/svc/engine/gateway/api"
-	marketgw "github.com/svc/engine/gateway/market"
-	newsgw "github.com/svc/engine/gateway/news"
 )
 
 // Market is the market-data side of a running service: the crypto feed the
@@ -94,7 +89,7 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
 	}
 	var err error
-	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), bars.DefaultRetention)
+	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), a.Cfg.Deployment.Market(), bars.DefaultRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -122,12 +117,14 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 			return nil, fmt.Errorf("ENGINE_NEWS_POLL %q is not a duration of 1s or more", v)
 		}
 	}
-	if ncfg.Store, err = news.OpenJetStream(ctx, a.Log.JetStream()); err != nil {
+	if ncfg.Store, err = news.OpenJetStream(ctx, a.Log.JetStream(), a.Cfg.Deployment.Market()); err != nil {
 		return nil, err
 	}
 	if m.News, err = news.New(ncfg); err != nil {
 		return nil, err
 	}
+	// Thumbnails reach only the public internet, by the webhooks' rules.
+	m.News.Images = news.NewPublicImages(a.Cfg.Firm.WebhookAllowPrivate)
 	return m, nil
 }
 
@@ -154,16 +151,5 @@ func (m *Market) Close() {
 	if m.stop != nil {
 		m.stop()
 		m.saver.Close()
-	}
-}
-
-// marketArea registers the market-data and news routes.
-func marketArea(a *App) gateway.Area {
-	return func(d *api.Deps, trading, partner, open *mux.Router) {
-		marketgw.Routes(open, d, &marketgw.Market{
-			Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
-			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done(),
-		})
-		newsgw.Routes(open, d, &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()})
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/replay"
-	"github.com/svc/engine/engine/spread"
+	"github.com/svc/engine/engine/market/spread"
 )
 
 func played(t *testing.T, saver Saver) (*Service, *replay.Feed) {
@@ -167,7 +167,7 @@ func TestHistorySurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := OpenJetStream(context.Background(), log.JetStream(), DefaultRetention)
+		p, err := OpenJetStream(context.Background(), log.JetStream(), market.DefaultNames, DefaultRetention)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc/engine/events"
+
 	"github.com/cockroachdb/apd/v3"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,12 +20,13 @@ import (
 )
 
 // JetStream persists bars in one JetStream stream per stored resolution
-// (MKT_BARS_1S, MKT_BARS_1M, MKT_BARS_1D), one subject per symbol and bucket
-// (mkt.bars.1m.<symbol>.<time>) holding only its newest version; the
+// (MKT_BARS_1S, MKT_BARS_1M, MKT_BARS_1D under the default names), one subject
+// per symbol and bucket (mkt.bars.1m.<symbol>.<time>) holding only its newest version; the
 // stream's MaxAge is the resolution's retention. These streams are separate
 // from the commit stream: bars are derived data, never commands.
 type JetStream struct {
 	js      jetstream.JetStream
+	names   market.Names
 	queue   chan record
 	dropped atomic.Int64
 	wg      sync.WaitGroup
@@ -42,7 +45,9 @@ type record struct {
 
 var resCode = [3]string{"1s", "1m", "1d"}
 
-func streamName(res market.Resolution) string { return "MKT_BARS_" + strings.ToUpper(resCode[res]) }
+func streamName(n market.Names, res market.Resolution) string {
+	return n.Stream("BARS_" + strings.ToUpper(resCode[res]))
+}
 
 // subjectToken makes a symbol safe as one subject token.
 func subjectToken(symbol string) string {
@@ -55,11 +60,11 @@ func subjectToken(symbol string) string {
 }
 
 // OpenJetStream ensures the bar streams with the given retention.
-func OpenJetStream(ctx context.Context, js jetstream.JetStream, retention Retention) (*JetStream, error) {
+func OpenJetStream(ctx context.Context, js jetstream.JetStream, names market.Names, retention Retention) (*JetStream, error) {
 	for _, res := range market.Resolutions {
 		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:              streamName(res),
-			Subjects:          []string{"mkt.bars." + resCode[res] + ".>"},
+			Name:              streamName(names, res),
+			Subjects:          []string{names.Subject("bars." + resCode[res] + ".>")},
 			Storage:           jetstream.FileStorage,
 			Retention:         jetstream.LimitsPolicy,
 			Discard:           jetstream.DiscardOld,
@@ -67,10 +72,10 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, retention Retent
 			MaxMsgsPerSubject: 1,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("bars: stream %s: %w", streamName(res), err)
+			return nil, fmt.Errorf("bars: stream %s: %w", streamName(names, res), err)
 		}
 	}
-	return &JetStream{js: js, queue: make(chan record, 8192)}, nil
+	return &JetStream{js: js, names: names, queue: make(chan record, 8192)}, nil
 }
 
 // Save queues b for publication; when the queue is full the bar is dropped
@@ -126,7 +131,7 @@ func (p *JetStream) publish(r record) {
 	if err != nil {
 		return
 	}
-	subj := "mkt.bars." + resCode[r.Res] + "." + subjectToken(r.Symbol) + "." + strconv.FormatInt(r.Time, 10)
+	subj := p.names.Subject("bars." + resCode[r.Res] + "." + subjectToken(r.Symbol) + "." + strconv.FormatInt(r.Time, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := p.js.Publish(ctx, subj, b); err != nil {
@@ -138,7 +143,7 @@ func (p *JetStream) publish(r record) {
 func (p *JetStream) Load(ctx context.Context, st *Store) (int, error) {
 	n := 0
 	for _, res := range market.Resolutions {
-		s, err := p.js.Stream(ctx, streamName(res))
+		s, err := p.js.Stream(ctx, streamName(p.names, res))
 		if err != nil {
 			return n, err
 		}
@@ -162,10 +167,10 @@ func (p *JetStream) Load(ctx context.Context, st *Store) (int, error) {
 			m, err := it.Next()
 			if err != nil {
 				it.Stop()
-				return n, fmt.Errorf("bars: load %s: %w", streamName(res), err)
+				return n, fmt.Errorf("bars: load %s: %w", streamName(p.names, res), err)
 			}
 			var r record
-			if json.Unmarshal(m.Data(), &r) == nil && r.Res == int(res) {
+			if events.UnmarshalStored(m.Data(), &r) == nil && r.Res == int(res) {
 				st.Put(r.Symbol, res, market.Bar{Time: r.Time, Open: r.Open, High: r.High, Low: r.Low, Close: r.Close, Volume: r.Volume})
 				n++
 			}

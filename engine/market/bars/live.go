@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/svc/engine/engine/market"
-	"github.com/svc/engine/engine/spread"
+	"github.com/svc/engine/engine/market/spread"
 )
 
 // Update is one live bar of a subscription's key: the bar and its JSON object

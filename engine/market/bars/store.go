@@ -12,7 +12,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/engine/market"
-	"github.com/svc/engine/engine/spread"
+	"github.com/svc/engine/engine/market/spread"
 )
 
 // Retention is how long each stored resolution is kept.

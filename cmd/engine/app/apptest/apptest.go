@@ -24,6 +24,9 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/svc/engine/cmd/engine/app"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
 )
 
 // Options shape a test service.
@@ -93,7 +96,9 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler)
+	srv := httptest.NewUnstartedServer(a.Handler)
+	srv.Config = app.NewServer(a.Handler) // the real server's timeouts and limits
+	srv.Start()
 	e := &Env{T: t, App: a, Server: srv, URL: srv.URL, DataDir: o.DataDir, opts: o, lastDB: cfg.DatabaseURL}
 	t.Cleanup(e.Stop)
 	b, err := os.ReadFile(filepath.Join(o.DataDir, "dev-credentials.json"))
@@ -307,4 +312,23 @@ func WaitFor(t testing.TB, timeout time.Duration, fn func() error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("condition not met in %v: %v", timeout, err)
+}
+
+// Commits reads the commits of one subject from the log, decoded, in order,
+// for tests that check what a write recorded.
+func (e *Env) Commits(subject string) []events.Commit {
+	e.T.Helper()
+	var out []events.Commit
+	_, err := e.App.Log.Load(context.Background(), subject, func(m eventlog.Msg) error {
+		c, err := engine.Registry().Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("%s at %d: %w", m.Subject, m.Seq, err)
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		e.T.Fatalf("commits of %s: %v", subject, err)
+	}
+	return out
 }

@@ -1,0 +1,172 @@
+package app
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	tenantcmd "github.com/svc/engine/commands/tenant"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/webhook"
+	"github.com/svc/engine/events"
+	evfirm "github.com/svc/engine/events/firm"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/operator"
+	"github.com/svc/engine/projections"
+)
+
+// FirmConfig shapes the firm area. Tests inject the webhook
+// client (to trust a test CA) and a short retry schedule.
+type FirmConfig struct {
+	UsagePrice    string // price of one account that traded in a month, in UsageCurrency
+	UsageCurrency string
+	// WebhookClient makes the deliveries; nil: system roots (SSL_CERT_FILE
+	// honoured). Either way it goes through egress.Guard: every dial checked
+	// unless WebhookAllowPrivate, no redirect followed.
+	WebhookClient  *http.Client
+	WebhookTimeout time.Duration   // per attempt; 0: 10 s
+	WebhookBackoff []time.Duration // the 5 waits between the 6 attempts; nil: 9 hours in all
+	// WebhookAllowPrivate lets webhooks (registration and delivery) and the
+	// news image proxy reach private, loopback and link-local addresses:
+	// local development and tests only (ENGINE_WEBHOOK_ALLOW_PRIVATE).
+	WebhookAllowPrivate bool
+}
+
+// DemoFirm is the id of the sandbox's demo firm tenant.
+const DemoFirm = "demo-firm"
+
+type firmArea struct {
+	key     []byte
+	reactor *webhook.Reactor
+}
+
+// secretKey is the engine's secret key: 32 random bytes made at first start
+// in $ENGINE_DATA_DIR/secret.key (mode 0600). Operator sessions and webhook
+// signing secrets are derived from it; it is never logged. Several nodes
+// share it by sharing the file.
+func secretKey(dir string) ([]byte, error) {
+	path := filepath.Join(dir, "secret.key")
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("secret key: %w", err)
+	}
+	if err == nil {
+		return nil, fmt.Errorf("secret key %s: want 32 bytes, have %d", path, len(b))
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, fmt.Errorf("secret key: %w", err)
+	}
+	return b, os.Rename(tmp, path)
+}
+
+func derive(key []byte, label string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	return m.Sum(nil)
+}
+
+// startFirm loads the secret key and starts the webhook reactor.
+func (a *App) startFirm(ctx context.Context, cfg Config) error {
+	key, err := secretKey(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	bc := cfg.Firm
+	if bc.WebhookAllowPrivate {
+		slog.Warn("ENGINE_WEBHOOK_ALLOW_PRIVATE is on: webhooks and the news image proxy may reach private, loopback and link-local addresses inside this network; never run production like this")
+	}
+	r, err := webhook.New(webhook.Config{Log: a.Log, Registry: engine.Registry(), Key: derive(key, "webhook-secrets"),
+		Client: bc.WebhookClient, AllowPrivate: bc.WebhookAllowPrivate, Timeout: bc.WebhookTimeout, Backoff: bc.WebhookBackoff, Now: a.Now})
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		r.Close(0)
+		return err
+	}
+	a.firm = &firmArea{key: key, reactor: r}
+	return nil
+}
+
+func (a *App) stopFirm() {
+	if a.firm != nil {
+		a.firm.reactor.Close(2 * time.Second)
+	}
+}
+
+// bootstrapFirm makes the sandbox's demo firm on first start: a firm tenant,
+// its partner key and an operator session for its venue, written to
+// dev-credentials.json as partnerKey, operatorSession (with sessionCookieName)
+// and venueId. A restart keeps a live key and a session with a week to run.
+func bootstrapFirm(ctx context.Context, d *api.Deps, cfg Config, creds *credentials) (bool, error) {
+	sys := events.Principal{System: "bootstrap"}
+	if _, err := d.Engine.Tenant(ctx, DemoFirm, d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: "Demo Firm", Kind: "firm", Email: "firm@example.com"})); err != nil {
+		return false, err
+	}
+	if creds.Extra == nil {
+		creds.Extra = map[string]any{}
+	}
+	changed := false
+	var old struct {
+		PartnerKey      string `json:"partnerKey"`
+		OperatorSession string `json:"operatorSession"`
+	}
+	if raw, ok := creds.raw["partnerKey"]; ok {
+		_ = json.Unmarshal(raw, &old.PartnerKey)
+	}
+	if raw, ok := creds.raw["operatorSession"]; ok {
+		_ = json.Unmarshal(raw, &old.OperatorSession)
+	}
+	key := old.PartnerKey
+	live := false
+	if key != "" {
+		k, err := projections.GetInto[projections.Key](ctx, d.Store, projections.CollKey, auth.Digest(key))
+		live = err == nil && !k.Revoked && k.TenantID == DemoFirm && k.Kind == "partner"
+	}
+	if !live {
+		key = auth.NewKey("svc_sk_")
+		res, err := d.Engine.Tenant(ctx, DemoFirm, d.Engine.Envelope(sys, "", &tenantcmd.IssueKey{KeyID: "partner-" + auth.Digest(key)[:16],
+			Digest: auth.Digest(key), Kind: "partner", Prefix: key[:11]}))
+		if err != nil {
+			return false, err
+		}
+		if err := d.Settle(ctx, res); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	secret, err := secretKey(cfg.DataDir)
+	if err != nil {
+		return false, err
+	}
+	skey := derive(secret, "operator-session")
+	venue := evfirm.VenueID(DemoFirm)
+	session := old.OperatorSession
+	s, ok := operator.Verify(skey, session, time.Now().Add(7*24*time.Hour))
+	if !ok || s.VenueID != venue {
+		session = operator.Sign(skey, operator.Session{Subject: "demo-operator", VenueID: venue,
+			Scopes: []string{operator.ScopeAccountRead, operator.ScopeAccountWrite}, Expires: time.Now().Add(30 * 24 * time.Hour).Unix()})
+		changed = true
+	}
+	creds.Extra["partnerKey"], creds.Extra["operatorSession"] = key, session
+	creds.Extra["sessionCookieName"], creds.Extra["venueId"] = operator.CookieName, venue
+	return changed, nil
+}

@@ -1,0 +1,51 @@
+package events
+
+import "testing"
+
+// BenchmarkParseDecimal is the API's common case: a short plain decimal.
+func BenchmarkParseDecimal(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseDecimal("65012.5"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseDecimalExponent is the slow path: exponent notation.
+func BenchmarkParseDecimalExponent(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseDecimal("6.50125e4"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnmarshalJSON is a decimal string in a request body.
+func BenchmarkUnmarshalJSON(b *testing.B) {
+	b.ReportAllocs()
+	var d Decimal
+	for b.Loop() {
+		if err := d.UnmarshalJSON([]byte(`"65012.5"`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecimalMsg is one decimal written to and read from a commit.
+func BenchmarkDecimalMsg(b *testing.B) {
+	b.ReportAllocs()
+	d := MustDecimal("65012.5")
+	buf := make([]byte, 0, 64)
+	var out Decimal
+	for b.Loop() {
+		var err error
+		if buf, err = d.MarshalMsg(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err = out.UnmarshalMsg(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

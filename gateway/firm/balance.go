@@ -1,0 +1,95 @@
+package firm
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/svc/engine/commands"
+	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+	firmproj "github.com/svc/engine/projections/firm"
+)
+
+// BalanceBodyLimit is the largest balance operation body (413 above).
+const BalanceBodyLimit = 16 << 10
+
+// referenceFree refuses a referenceId the firm already used on another account.
+func (h *Handlers) referenceFree(ctx context.Context, tenant, ref, accountID string) error {
+	rc, err := projections.GetInto[firmproj.Receipt](ctx, h.d.Store, firmproj.CollReceipt, tenant+"/"+ref)
+	switch {
+	case errors.Is(err, projections.ErrNotFound):
+		return nil
+	case err != nil:
+		return retryable(err)
+	case rc.AccountID != accountID:
+		return &httpx.Error{Status: http.StatusConflict, Code: "idempotency_conflict",
+			Msg: "referenceId was already used with a different request; the original operation stands", Extra: map[string]any{"referenceId": ref}}
+	}
+	return nil
+}
+
+// balanceOp credits, debits or adjusts an account, ledger-first on the
+// referenceId: the same reference and body answers the original receipt, a
+// different body 409; every 503 carries Retry-After: 1.
+func (h *Handlers) BalanceOp(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		ReferenceID   string          `json:"referenceId"`
+		AccountNumber string          `json:"accountNumber"`
+		Op            string          `json:"op"`
+		Amount        *events.Decimal `json:"amount"`
+		Currency      string          `json:"currency"`
+	}
+	if err := httpx.Decode(r, &body, BalanceBodyLimit); err != nil {
+		return err
+	}
+	if body.Amount == nil {
+		return commands.BadField("amount", nil, "amount is required")
+	}
+	cmd := &firmcmd.BalanceOp{ReferenceID: body.ReferenceID, AccountNumber: body.AccountNumber, Op: body.Op,
+		Amount: *body.Amount, Currency: body.Currency, Env: h.d.Env}
+	if err := cmd.Validate(); err != nil {
+		return err
+	}
+	tenant := tenantOf(r)
+	a, err := h.account(r.Context(), tenant, body.AccountNumber)
+	if err != nil {
+		return retryable(err)
+	}
+	defer h.refs.lock(tenant + "/" + body.ReferenceID)()
+	if err := h.referenceFree(r.Context(), tenant, body.ReferenceID, a.AccountID); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+	defer cancel()
+	res, err := h.d.Engine.BalanceOp(ctx, a.AccountID, h.d.Engine.Envelope(api.Principal(r), body.ReferenceID, cmd))
+	if err != nil {
+		return retryable(err)
+	}
+	if err := h.d.Settle(ctx, res); err != nil {
+		return retryable(err)
+	}
+	for _, e := range res.Events {
+		if bc, ok := e.(evacct.BalanceChanged); ok {
+			writeReceipt(w, firmproj.ReceiptView{ReferenceID: bc.ReferenceID, AccountNumber: a.AccountNumber, Op: bc.Op,
+				Amount: bc.Amount, State: "applied", AppliedAt: bc.At})
+			return nil
+		}
+	}
+	rc, err := projections.GetInto[firmproj.Receipt](r.Context(), h.d.Store, firmproj.CollReceipt, tenant+"/"+body.ReferenceID)
+	if err != nil {
+		return retryable(err)
+	}
+	writeReceipt(w, rc.ReceiptView)
+	return nil
+}
+
+func writeReceipt(w http.ResponseWriter, rc firmproj.ReceiptView) {
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, rc)
+}

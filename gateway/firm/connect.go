@@ -1,0 +1,179 @@
+package firm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/oklog/ulid/v2"
+
+	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+	firmproj "github.com/svc/engine/projections/firm"
+)
+
+func (h *Handlers) firmExec(r *http.Request, tenant string, cmd fcmdCommand) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+	defer cancel()
+	res, err := h.d.Engine.Firm(ctx, tenant, h.d.Engine.Envelope(api.Principal(r), "", cmd))
+	if err != nil {
+		return err
+	}
+	return h.d.Settle(ctx, res)
+}
+
+type fcmdCommand interface{ Validate() error }
+
+func (h *Handlers) registration(ctx context.Context, tenant, id string) (firmproj.Registration, error) {
+	reg, err := projections.GetInto[firmproj.Registration](ctx, h.d.Store, firmproj.CollRegistration, tenant+"/"+id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return reg, httpx.Errorf(http.StatusNotFound, "not_found", "registration not found")
+	}
+	return reg.StatusAt(h.d.Engine.Now()), err
+}
+
+// createRegistration pre-registers a trader's provider account; sending the same
+// email, provider and account number again refreshes its 30-day expiry. A body
+// with handover is 400; no email is sent, and the answer says nothing of one.
+func (h *Handlers) CreateRegistration(w http.ResponseWriter, r *http.Request) error {
+	var raw map[string]json.RawMessage
+	var body struct {
+		Email         string `json:"email"`
+		AccountNumber string `json:"accountNumber"`
+		LoginName     string `json:"loginName"`
+		Provider      string `json:"provider"`
+	}
+	if err := httpx.Decode(r, &raw, 0); err != nil {
+		return err
+	}
+	if _, ok := raw["handover"]; ok {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "handover is no longer accepted: the service sends no email")
+	}
+	b, _ := json.Marshal(raw)
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "malformed body: email, accountNumber, loginName and provider are the fields")
+	}
+	tenant := tenantOf(r)
+	cmd := &firmcmd.CreateRegistration{ID: ulid.Make().String(), Email: strings.TrimSpace(body.Email),
+		AccountNumber: body.AccountNumber, LoginName: body.LoginName, Provider: body.Provider}
+	if err := cmd.Validate(); err != nil {
+		return err
+	}
+	if err := h.firmExec(r, tenant, cmd); err != nil {
+		return err
+	}
+	id, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollRegKey, tenant+"/"+firmproj.RegKey(cmd.Email, cmd.Provider, cmd.AccountNumber))
+	if err != nil {
+		return err
+	}
+	reg, err := h.registration(r.Context(), tenant, id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registration": reg})
+	return nil
+}
+
+// listRegistrations lists the firm's registrations, newest first.
+func (h *Handlers) ListRegistrations(w http.ResponseWriter, r *http.Request) error {
+	regs, err := projections.ListInto[firmproj.Registration](r.Context(), h.d.Store, firmproj.CollRegistration,
+		projections.Query{Prefix: tenantOf(r) + "/", Reverse: true})
+	if err != nil {
+		return err
+	}
+	now := h.d.Engine.Now()
+	out := make([]firmproj.Registration, 0, len(regs))
+	for _, reg := range regs {
+		out = append(out, reg.StatusAt(now))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registrations": out})
+	return nil
+}
+
+// revokeRegistration cancels an unused registration.
+func (h *Handlers) RevokeRegistration(w http.ResponseWriter, r *http.Request) error {
+	tenant, id := tenantOf(r), mux.Vars(r)["id"]
+	if _, err := h.registration(r.Context(), tenant, id); err != nil {
+		return err
+	}
+	if err := h.firmExec(r, tenant, &firmcmd.RevokeRegistration{ID: id}); err != nil {
+		return err
+	}
+	reg, err := h.registration(r.Context(), tenant, id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registration": reg})
+	return nil
+}
+
+// traderEmail is the email of the calling trader's tenant (the sandbox's
+// stand-in for a signed-in trader's verified email).
+func (h *Handlers) traderEmail(r *http.Request) (string, error) {
+	t, err := projections.GetInto[projections.Tenant](r.Context(), h.d.Store, projections.CollTenant, tenantOf(r))
+	if err != nil || t.Email == "" {
+		return "", httpx.Errorf(http.StatusForbidden, "permission_denied", "the caller has no verified email")
+	}
+	return strings.ToLower(t.Email), nil
+}
+
+// traderRegistrations lists the registrations whose email is the caller's:
+// the ones shown to the signed-in trader as ready to link (sandbox).
+func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) error {
+	email, err := h.traderEmail(r)
+	if err != nil {
+		return err
+	}
+	ids, err := projections.ListInto[string](r.Context(), h.d.Store, firmproj.CollRegEmail, projections.Query{Prefix: email + "/"})
+	if err != nil {
+		return err
+	}
+	now := h.d.Engine.Now()
+	out := []firmproj.Registration{}
+	for _, id := range ids {
+		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollRegistrationI, id)
+		if err != nil {
+			return err
+		}
+		reg, err := projections.GetInto[firmproj.Registration](r.Context(), h.d.Store, firmproj.CollRegistration, tenant+"/"+id)
+		if err != nil {
+			return err
+		}
+		out = append(out, reg.StatusAt(now))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registrations": out})
+	return nil
+}
+
+// linkRegistration links a registration for the calling trader whose email
+// matches it (sandbox): it sets linkedAt and emits registration.linked.
+func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) error {
+	email, err := h.traderEmail(r)
+	if err != nil {
+		return err
+	}
+	id := mux.Vars(r)["id"]
+	tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollRegistrationI, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "registration not found")
+	} else if err != nil {
+		return err
+	}
+	if err := h.firmExec(r, tenant, &firmcmd.LinkRegistration{ID: id, Email: email, TraderID: tenantOf(r)}); err != nil {
+		return err
+	}
+	reg, err := h.registration(r.Context(), tenant, id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registration": reg})
+	return nil
+}

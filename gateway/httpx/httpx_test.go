@@ -1,0 +1,137 @@
+package httpx_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/gateway/httpx"
+)
+
+func post(body string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
+}
+
+type order struct {
+	ClientOrderID string `json:"clientOrderId"`
+	Tags          any    `json:"tags"`
+}
+
+func TestDecodeRefusals(t *testing.T) {
+	deep := func(open, close string, n int) string {
+		return strings.Repeat(open, n) + strings.Repeat(close, n)
+	}
+	nestedTags := func(n int) string {
+		return `{"clientOrderId":"a","tags":` + deep("[", "]", n-1) + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		msg        string // part of the sentence
+	}{
+		{"valid", `{"clientOrderId":"a"}`, 0, ""},
+		{"invalid UTF-8 in a value", "{\"clientOrderId\":\"a\xff\"}", 400, "not valid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"clientOrderId\":\"a\",\"\xffx\":1}", 400, "not valid UTF-8"},
+		{"a lone surrogate byte sequence", "{\"clientOrderId\":\"\xed\xa0\x80\"}", 400, "not valid UTF-8"},
+		{"valid multibyte", `{"clientOrderId":"ä€😀"}`, 0, ""},
+		{"32 deep", nestedTags(32), 0, ""},
+		{"33 deep", nestedTags(33), 400, "more than 32 deep"},
+		{"10,000 arrays deep", deep("[", "]", 10000), 400, "more than 32 deep"},
+		{"10,000 objects deep", strings.Repeat(`{"a":`, 10000), 400, "more than 32 deep"},
+		{"unclosed and deep", strings.Repeat("[", 10000), 400, "more than 32 deep"},
+		{"brackets inside strings do not count", `{"clientOrderId":"` + strings.Repeat("[{", 100) + `\"[[[["}`, 0, ""},
+		{"stray closers do not hide depth", strings.Repeat("]", 100) + deep("[", "]", 40), 400, "more than 32 deep"},
+		{"unknown field", `{"nope":1}`, 400, "malformed JSON body"},
+		{"trailing data", `{"clientOrderId":"a"} {}`, 400, "trailing data"},
+		{"a stray closer after the object", `{"clientOrderId":"a"}]`, 400, "trailing data"},
+		{"too large", `{"clientOrderId":"` + strings.Repeat("a", httpx.DefaultBodyLimit) + `"}`, 413, "over"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v order
+			err := httpx.Decode(post(tc.body), &v, 0)
+			if tc.status == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var he *httpx.Error
+			if !errors.As(err, &he) || he.Status != tc.status || !strings.Contains(he.Msg, tc.msg) {
+				t.Fatalf("got %#v, want %d %q", err, tc.status, tc.msg)
+			}
+			if tc.status == 400 && he.Code != "invalid_request" {
+				t.Fatalf("code %q", he.Code)
+			}
+		})
+	}
+}
+
+func TestDecodeRefusesDeepBodiesFast(t *testing.T) {
+	body := strings.Repeat("[", httpx.DefaultBodyLimit/2) + strings.Repeat("]", httpx.DefaultBodyLimit/2)
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		var v order
+		if err := httpx.Decode(post(body), &v, 0); err == nil {
+			t.Fatal("accepted")
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("100 refusals of 64 KiB took %v", d)
+	}
+}
+
+func TestStreamsAreAdmittedOnceThroughTheGate(t *testing.T) {
+	admitted, released := 0, 0
+	refuse := false
+	admit := func() (func(), error) {
+		if refuse {
+			return nil, &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", Msg: "no"}
+		}
+		admitted++
+		return func() { released++ }, nil
+	}
+	stream := httpx.Serve(httpx.Trading, func(w http.ResponseWriter, r *http.Request) error {
+		if err := httpx.AdmitStream(w); err != nil {
+			return err
+		}
+		if released != 0 {
+			t.Error("released while the handler runs")
+		}
+		_, err := httpx.StartSSE(w) // admitted already: not again
+		return err
+	})
+	plain := httpx.Serve(httpx.Trading, func(w http.ResponseWriter, r *http.Request) error {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{})
+		return nil
+	})
+	serve := func(h http.Handler) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		httpx.GateStreams(w, r, h, admit)
+		return w
+	}
+
+	if w := serve(stream); w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", w.Code, w.Body)
+	}
+	if admitted != 1 || released != 1 {
+		t.Fatalf("admitted %d released %d, want 1 and 1", admitted, released)
+	}
+	if w := serve(plain); w.Code != 200 || admitted != 1 || released != 1 {
+		t.Fatalf("a plain answer took a slot: %d, %d %d", w.Code, admitted, released)
+	}
+	refuse = true
+	w := serve(stream)
+	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "too_many_streams") || released != 1 {
+		t.Fatalf("refused stream: %d %s, released %d", w.Code, w.Body, released)
+	}
+	// A writer without a gate admits every stream.
+	if _, err := httpx.StartSSE(httptest.NewRecorder()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/gateway/account"
+	"github.com/svc/engine/gateway/api"
+	firmgw "github.com/svc/engine/gateway/firm"
+	"github.com/svc/engine/gateway/httpx"
+	marketgw "github.com/svc/engine/gateway/market"
+	newsgw "github.com/svc/engine/gateway/news"
+	"github.com/svc/engine/gateway/operator"
+	"github.com/svc/engine/gateway/risk"
+	"github.com/svc/engine/gateway/trading"
+)
+
+// Areas are the route areas beyond trading, account and risk, each served
+// when it is configured (nil: its routes answer 404 like any unknown route).
+type Areas struct {
+	Market   *marketgw.Market // market data: key or browser origin
+	News     *newsgw.Deps     // news and the economic calendar: key or browser origin
+	Firm     *firmgw.Config   // the firm area under /api/partner/: partner key
+	Operator *operator.Config // the operator's routes: operator session cookie
+}
+
+// routes is the route table: every route the engine serves, grouped by the
+// credential that admits it, each with its method and handler. Middleware
+// (origin check, credential, rate limit, draining) is set on the groups in
+// Handler.
+//
+//   - key: a Trading API key (svc_sk_...)
+//   - firm: a partner key; paths under /api/partner/
+//   - open: the Origin check only; each handler admits its caller itself:
+//     market data and news take a Trading API key or an allowed browser
+//     Origin, the news image proxy takes anyone, operator routes an operator
+//     session cookie and never a key
+func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
+	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
+	get := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodGet) }
+	post := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPost) }
+	put := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPut) }
+	del := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodDelete) }
+
+	// Open: market data and news (a Trading API key or an allowed browser Origin).
+	if a.Market != nil {
+		m, admit := marketgw.New(d, a.Market), marketgw.Admit(d)
+		get(open, "/api/instruments", admit(serve(m.Instruments)))
+		get(open, "/api/market/config", admit(serve(m.Config)))
+		get(open, "/api/market/search", admit(serve(m.Search)))
+		get(open, "/api/market/symbol-info", admit(serve(m.SymbolInfo)))
+		get(open, "/api/market/quotes", admit(serve(m.Quotes)))
+		get(open, "/api/market/time", admit(serve(m.Clock)))
+		get(open, "/api/market/history", admit(serve(m.History)))
+		get(open, "/api/market/stream", admit(serve(m.Stream)))
+		get(open, "/api/market/streams", admit(serve(m.Streams)))
+	}
+	if a.News != nil {
+		n, admit := newsgw.New(a.News), marketgw.Admit(d)
+		get(open, "/api/news", admit(serve(n.List)))
+		get(open, "/api/news/stream", admit(serve(n.Stream)))
+		get(open, "/api/news/image/{id}", serve(n.Image)) // images the feed named, to anyone
+		get(open, "/api/calendar", admit(serve(n.Calendar)))
+		get(open, "/api/calendar/stream", admit(serve(n.CalendarStream)))
+	}
+	// Open: the operator (an operator session cookie; keys are refused).
+	if a.Operator != nil {
+		op := operator.New(d, *a.Operator)
+		const venue = "/api/operator/venues/{venueId}"
+		get(open, venue+"/balance-ops/{referenceId}", op.Serve(operator.ScopeAccountRead, op.Receipt))
+		post(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Hold))
+		del(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Release))
+	}
+
+	// Firm: a partner key.
+	if a.Firm != nil {
+		f := firmgw.New(d, *a.Firm)
+		rel := func(path string) string { return strings.TrimPrefix(path, "/api/partner") }
+		post(firm, rel("/api/partner/accounts"), serve(f.Provision))
+		get(firm, rel("/api/partner/accounts"), serve(f.ListAccounts))
+		post(firm, rel("/api/partner/accounts/reset"), serve(f.Reset))
+		get(firm, rel("/api/partner/accounts/risk"), serve(f.GetRisk))
+		put(firm, rel("/api/partner/accounts/risk"), serve(f.PutRisk))
+		post(firm, rel("/api/partner/accounts/halt"), serve(f.Halt))
+		post(firm, rel("/api/partner/accounts/resume"), serve(f.Resume))
+		post(firm, rel("/api/partner/balance-op"), serve(f.BalanceOp))
+		get(firm, rel("/api/partner/usage"), serve(f.Usage))
+		get(firm, rel("/api/partner/usage/accounts"), serve(f.UsageAccounts))
+		post(firm, rel("/api/partner/webhooks"), serve(f.RegisterWebhook))
+		get(firm, rel("/api/partner/webhooks"), serve(f.ListWebhooks))
+		del(firm, rel("/api/partner/webhooks"), serve(f.RemoveNamedWebhook))
+		post(firm, rel("/api/partner/webhooks/test"), serve(f.TestWebhook))
+		get(firm, rel("/api/partner/webhooks/deliveries"), serve(f.Deliveries))
+		del(firm, rel("/api/partner/webhooks/{id}"), serve(f.RemoveWebhook))
+		post(firm, rel("/api/partner/connect/accounts"), serve(f.CreateRegistration))
+		get(firm, rel("/api/partner/connect/accounts"), serve(f.ListRegistrations))
+		del(firm, rel("/api/partner/connect/accounts/{id}"), serve(f.RevokeRegistration))
+		if d.Env == "sandbox" { // a trader's side of a registration, sandbox only
+			get(key, "/api/sandbox/connect/registrations", serve(f.TraderRegistrations))
+			post(key, "/api/sandbox/connect/registrations/{id}/link", serve(f.LinkRegistration))
+		}
+	}
+
+	// Key: a Trading API key.
+	tr := trading.New(d)
+	post(key, "/api/trading/order", serve(tr.Order))
+	post(key, "/api/trading/cancel", serve(tr.Cancel))
+	post(key, "/api/trading/replace", serve(tr.Replace))
+	post(key, "/api/trading/close", serve(tr.Close))
+	post(key, "/api/trading/flatten", serve(tr.Flatten))
+	post(key, "/api/trading/reverse", serve(tr.Reverse))
+	get(key, "/api/trading/actions", serve(tr.Actions))
+	ac := account.New(d)
+	get(key, "/api/account/list", serve(ac.List))
+	get(key, "/api/account/snapshot", serve(ac.Snapshot))
+	get(key, "/api/account/stream", serve(ac.Stream))
+	get(key, "/api/account/orders", serve(ac.Orders))
+	get(key, "/api/account/fills", serve(ac.Fills))
+	get(key, "/api/account/pnl-history", serve(ac.Pnl))
+	get(key, "/api/account/instruments", serve(ac.Instruments))
+	rk := risk.New(d)
+	get(key, "/api/risk", serve(rk.Get))
+	put(key, "/api/risk", serve(rk.Put))
+	post(key, "/api/risk/unlock", serve(rk.Unlock))
+}
