@@ -67,24 +67,37 @@ func (p *Projector) Applied() uint64 {
 // WaitFor blocks until the projector applied seq, ctx ends, or the projector failed.
 // Each waiter is woken once, when its own sequence is applied, not on every batch.
 func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
+	w, err := p.register(seq)
+	if w == nil {
+		return err
+	}
+	return p.await(ctx, w)
+}
+
+// register queues a waiter for seq. It returns none, with WaitFor's answer,
+// when seq is applied already (nil) or the projector failed (its error).
+func (p *Projector) register(seq uint64) (*waiter, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.applied >= seq {
-		p.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	if p.err != nil {
-		err := p.err
-		p.mu.Unlock()
-		return err
+		return nil, p.err
 	}
 	w := &waiter{seq: seq, done: make(chan struct{})}
 	heap.Push(&p.waiters, w)
-	p.mu.Unlock()
+	return w, nil
+}
+
+// await blocks until w is woken (its sequence applied, or the projector
+// failed) or ctx ends.
+func (p *Projector) await(ctx context.Context, w *waiter) error {
 	select {
 	case <-w.done:
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.applied >= seq {
+		if p.applied >= w.seq {
 			return nil
 		}
 		return p.err

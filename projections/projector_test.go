@@ -28,40 +28,41 @@ func batch(seqs ...uint64) []events.Committed {
 func TestWaitForReleasesEachWaiterAtItsSequence(t *testing.T) {
 	p := projections.NewProjector(memory.New(), nil, projections.Core)
 	ctx := context.Background()
-	done := make(map[uint64]chan error)
+	waits := map[uint64][]<-chan error{} // every waiter is registered before any commit is applied
 	for _, seq := range []uint64{5, 2, 9, 2} {
-		ch := make(chan error, 1)
-		done[seq] = ch
-		go func() { ch <- p.WaitFor(ctx, seq) }()
+		waits[seq] = append(waits[seq], projections.StartWaitFor(ctx, p, seq))
 	}
-	time.Sleep(20 * time.Millisecond)
-	returned := func(seq uint64) bool {
-		select {
-		case err := <-done[seq]:
-			if err != nil {
-				t.Fatalf("WaitFor(%d): %v", seq, err)
+	// released reports whether every waiter for seq returned within d.
+	released := func(seq uint64, d time.Duration) bool {
+		for _, ch := range waits[seq] {
+			select {
+			case err := <-ch:
+				if err != nil {
+					t.Fatalf("WaitFor(%d): %v", seq, err)
+				}
+			case <-time.After(d):
+				return false
 			}
-			return true
-		case <-time.After(50 * time.Millisecond):
-			return false
 		}
+		return true
 	}
+	const returns, staysBlocked = 5 * time.Second, 50 * time.Millisecond
 	if err := p.ApplyBatch(ctx, batch(1, 2, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if !returned(2) {
+	if !released(2, returns) {
 		t.Error("WaitFor(2) still waits after 3 was applied")
 	}
-	if returned(5) || returned(9) {
+	if released(5, staysBlocked) || released(9, staysBlocked) {
 		t.Fatal("a waiter returned before its sequence was applied")
 	}
 	if err := p.ApplyBatch(ctx, batch(4, 5, 6)); err != nil {
 		t.Fatal(err)
 	}
-	if !returned(5) {
+	if !released(5, returns) {
 		t.Error("WaitFor(5) still waits after 6 was applied")
 	}
-	if returned(9) {
+	if released(9, staysBlocked) {
 		t.Error("WaitFor(9) returned at 6")
 	}
 	if err := p.WaitFor(ctx, 6); err != nil {
@@ -78,9 +79,7 @@ func TestWaitForReleasesEachWaiterAtItsSequence(t *testing.T) {
 func TestWaitForReportsTheProjectorsFailure(t *testing.T) {
 	p := projections.NewProjector(memory.New(), nil, projections.Core)
 	ctx := context.Background()
-	got := make(chan error, 1)
-	go func() { got <- p.WaitFor(ctx, 10) }()
-	time.Sleep(20 * time.Millisecond)
+	got := projections.StartWaitFor(ctx, p, 10)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	failing := source{err: errors.New("log gone")}

@@ -2,6 +2,7 @@ package account_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
+	firmcmd "github.com/svc/engine/commands/firm"
+	riskcmd "github.com/svc/engine/commands/risk"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -249,43 +253,88 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// Every kind of account event, decided live, then written to the log in
+// both encodings and read back, rebuilds the whole live state: positions,
+// working orders, keys, the ledger, risk and firm state, field for field.
 func TestReplayRebuildsTheSameState(t *testing.T) {
-	m := mkt("100", "101")
-	cmds := []commands.Command{buy("c1", "2", m), limit("l1", "sell", "1", "130", m), sell("c2", "3", mkt("120", "121"))}
-	live, _, err := run(t, cmds, &trading.FillWorking{Quote: mkt("130", "131").Quotes["BTC-PERP"]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Re-decide into a log, then fold the log into a fresh state.
-	var log []events.Event
-	s := account.New("a1")
-	all := append([]commands.Command{&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("50000")}}, cmds...)
-	for i, c := range all {
-		evs, err := account.Decide(s, env(i, c))
-		if err != nil {
-			t.Fatal(err)
+	r := enginetest.NewReplay(t, enginetest.Core[*account.State]{
+		New:      func() *account.State { return account.New("a1") },
+		Decide:   account.Decide,
+		Apply:    account.Apply,
+		Registry: account.Registry(),
+	})
+	at := t0 // a Monday, 14:00 UTC
+	n := 0
+	seen := map[string]bool{}
+	do := func(cmd commands.Command) []events.Event {
+		t.Helper()
+		if err := cmd.Validate(); err != nil {
+			t.Fatalf("%T: %v", cmd, err)
 		}
+		n++
+		id := ulid.MustParse("01J00000000000000000000000")
+		id[14], id[15] = byte(n>>8), byte(n)
+		evs := r.Do(commands.Envelope{ID: id, At: at, Key: fmt.Sprint("k", n), Principal: events.Principal{TenantID: "firm", KeyID: "key1"}, Cmd: cmd})
 		for _, e := range evs {
-			s = account.Apply(s, e)
-			log = append(log, e)
+			seen[e.Type()] = true
+		}
+		return evs
+	}
+	order := func(clientOrderID string) string { return r.Live().ClientOrderIDs[clientOrderID] }
+	m := mkt("100", "101")
+	stopLimit := limit("sl1", "buy", "1", "125", m)
+	stopLimit.OrderType, stopLimit.StopPrice = "stop_limit", ptr("120")
+	stop := sell("st1", "1", m)
+	stop.OrderType, stop.StopPrice = "stop", ptr("95")
+	gtc := limit("g1", "buy", "1", "90", m)
+	gtc.TimeInForce = "gtc"
+
+	do(&tenantcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Label: "Evaluation 1", Currency: "USD",
+		StartingBalance: dec("50000.00"), Kind: "evaluation", Email: "ev1@example.com", ReferenceID: "open-1"})
+	do(settings(func(c *riskcmd.SetSettings) {
+		c.DailyLossEnabled, c.DailyLossValue = on(), num("100")
+		c.WeeklyProfitEnabled, c.WeeklyProfitValue = on(), num("5000.50")
+	}))
+	do(buy("c1", "2", m))
+	do(limit("l1", "sell", "1", "130", m))
+	do(gtc)
+	do(stopLimit)
+	do(stop)
+	do(&trading.ReplaceOrder{BrokerOrderID: order("l1"), Quantity: ptr("2.0"), LimitPrice: ptr("131.00"), Market: m})
+	at = at.Add(time.Minute)
+	do(&trading.FillWorking{Quote: mkt("125.5", "126").Quotes["BTC-PERP"]}) // sl1 triggers, its limit not reached
+	do(&trading.FillWorking{Quote: mkt("131", "132").Quotes["BTC-PERP"]})   // l1 fills, closing c1
+	do(&trading.CancelOrder{BrokerOrderID: order("g1")})
+	do(&firmcmd.BalanceOp{ReferenceID: "r1", AccountNumber: "EV1", Op: "credit", Amount: dec("10.50"), Env: "sandbox"})
+	do(&firmcmd.BalanceOp{ReferenceID: "r2", AccountNumber: "EV1", Op: "debit", Amount: dec("5"), Env: "sandbox"})
+	do(&firmcmd.HaltAccount{})
+	do(&firmcmd.ResumeAccount{})
+	do(&firmcmd.HoldForReconciliation{Reason: "a broker statement to check", By: "op-1"})
+	do(&firmcmd.ReleaseReconciliation{By: "op-1"})
+	at = at.Add(time.Minute)
+	do(buy("c2", "3", m))
+	do(&riskcmd.Evaluate{Market: mkt("40", "41")}) // the daily loss fires: cancels and flattens
+	do(&riskcmd.Unlock{})
+	at = at.Add(time.Minute)
+	do(buy("c3", "1", m))
+	do(&trading.Reverse{Instrument: "BTC-PERP", ClientOrderID: "rv1", Market: m})
+	do(&trading.ClosePosition{Instrument: "BTC-PERP", ClientOrderID: "x1", Market: m})
+	do(&riskcmd.BreachEvaluation{Reason: "max drawdown"})
+	do(&riskcmd.ReleaseEvaluation{})
+	do(limit("d1", "buy", "1", "90", m))
+	at = account.DayStart(at).Add(24*time.Hour + time.Second)
+	do(&trading.ExpireDayOrders{})
+	do(buy("c4", "1", m))
+	do(limit("l9", "sell", "1", "200", m))
+	do(&trading.Flatten{ClientOrderID: "fl1", Market: m})
+	do(&firmcmd.ResetAccount{ReferenceID: "reset-1"})
+
+	for name := range account.Registry() {
+		if !seen[name] {
+			t.Errorf("the script records no %s: add a command that does", name)
 		}
 	}
-	reg := account.Registry()
-	b, err := reg.Encode(events.Commit{CommandID: "x", Events: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := reg.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := account.New("a1")
-	for _, e := range c.Events {
-		re = account.Apply(re, e)
-	}
-	if re.Balance.Cmp(live.Balance) != 0 || re.Positions["BTC-PERP"].Quantity.Cmp(live.Positions["BTC-PERP"].Quantity) != 0 || len(re.ClientOrderIDs) != len(live.ClientOrderIDs) {
-		t.Fatalf("replayed %+v != live %+v", re.Positions, live.Positions)
-	}
+	r.Check()
 }
 
 func TestRegistryNamesMatchTypes(t *testing.T) {

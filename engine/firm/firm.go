@@ -96,7 +96,9 @@ func (s *State) Active() []*Webhook {
 func Apply(s *State, e events.Event) *State {
 	switch e := e.(type) {
 	case evfirm.WebhookRegistered:
-		s.Webhooks[e.WebhookID] = &Webhook{ID: e.WebhookID, URL: e.URL, EventTypes: e.EventTypes, CreatedAt: e.At}
+		// Never nil: MessagePack reads an empty list back as nil, JSON as [].
+		types := append([]string{}, e.EventTypes...)
+		s.Webhooks[e.WebhookID] = &Webhook{ID: e.WebhookID, URL: e.URL, EventTypes: types, CreatedAt: e.At}
 	case evfirm.WebhookRemoved:
 		if w, ok := s.Webhooks[e.WebhookID]; ok {
 			w.Removed = true

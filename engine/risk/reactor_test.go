@@ -15,6 +15,7 @@ import (
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/events"
 )
@@ -83,9 +84,12 @@ func TestIndexAgreesWithTheAggregate(t *testing.T) {
 		states[id] = s
 		r.Track(id, s, 0)
 	}
-	for deadline := time.Now().Add(5 * time.Second); r.Pending() > 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond) // the wake-ups Track sent for accounts breached already
-	}
+	enginetest.WaitFor(t, 5*time.Second, func() error { // the wake-ups Track sent for accounts breached already
+		if n := r.Pending(); n > 0 {
+			return fmt.Errorf("%d commands of the reactor in flight", n)
+		}
+		return nil
+	})
 	fires, checks := 0, 0
 	for round := 0; round < 200; round++ {
 		mark := px(100)

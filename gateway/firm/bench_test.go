@@ -144,10 +144,12 @@ func BenchmarkWebhookLatency(b *testing.B) {
 		}(i)
 	}
 	wg.Wait()
-	deadline := time.Now().Add(30 * time.Second)
-	for (rc.count("/a", "") < b.N || rc.count("/b", "") < b.N) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	apptest.WaitFor(b, 30*time.Second, func() error {
+		if na, nb := rc.count("/a", ""), rc.count("/b", ""); na < b.N || nb < b.N {
+			return fmt.Errorf("%d and %d of %d deliveries arrived at /a and /b", na, nb, b.N)
+		}
+		return nil
+	})
 	b.StopTimer()
 	var lat []time.Duration
 	for _, p := range []string{"/a", "/b"} {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/svc/engine/engine/enginetest"
 )
 
 func TestOfferNeverGoesBack(t *testing.T) {
@@ -55,8 +57,7 @@ func TestFanoutLeavesEverySubscriberWithTheNewest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	enginetest.WaitFor(t, 10*time.Second, func() error {
 		if err := check(); err != nil {
 			t.Fatal(err)
 		}
@@ -66,12 +67,9 @@ func TestFanoutLeavesEverySubscriberWithTheNewest(t *testing.T) {
 				behind++
 			}
 		}
-		if behind == 0 {
-			return
+		if behind > 0 {
+			return fmt.Errorf("%d subscribers lack the newest payload", behind)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribers lack the newest payload", behind)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/market"
 )
 
@@ -117,7 +118,7 @@ func TestAdapterAgainstRecordedFrames(t *testing.T) {
 	defer cancel()
 	go feed.Run(ctx)
 
-	waitFor(t, 10*time.Second, func() error {
+	enginetest.WaitFor(t, 10*time.Second, func() error {
 		if h := feed.Health(); h.Reconnects < 2 || !h.Connected {
 			return fmt.Errorf("health %+v", h)
 		}
@@ -193,17 +194,4 @@ func TestStaleProductsAreReported(t *testing.T) {
 	if err := feed.handle(message{Type: "error", Message: "Failed to subscribe", Reason: "BAD-USD is not a valid product"}); err == nil {
 		t.Fatal("an error message ends the session")
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = fn(); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("not met in %v: %v", d, err)
 }

@@ -1,0 +1,81 @@
+package commands
+
+import "net/http"
+
+// CodeInfo describes one stable error code.
+type CodeInfo struct {
+	// Status lists the HTTP statuses the code is answered with; empty for a
+	// code sent only in a stream's error event.
+	Status []int
+	// RetrySafe reports whether the client may send the same request again,
+	// as is and with the same idempotency key (after Retry-After, where one is
+	// sent), and expect it may succeed: nothing was recorded and the cause is
+	// transient. False where resending earns the same answer until the
+	// request or the account changes, where the write may have been recorded
+	// (outcome_unknown: read the account stream or the receipt first) and
+	// where it was (write_recorded).
+	RetrySafe bool
+}
+
+// Codes is the table of every stable error code the engine answers (the
+// code of a Refusal, of an httpx.Error and of a stream's error event). It
+// returns a new map on every call. A test checks that every code the source
+// answers is listed here and that schema/openapi.yaml's ErrorCode enum lists
+// the same codes.
+func Codes() map[string]CodeInfo {
+	return map[string]CodeInfo{
+		"account_limit_reached":      {Status: []int{http.StatusConflict}},
+		"email_unverified":           {Status: []int{http.StatusForbidden}},
+		"invalid_credentials":        {Status: []int{http.StatusUnauthorized}},
+		"invalid_token":              {Status: []int{http.StatusBadRequest}},
+		"key_limit_reached":          {Status: []int{http.StatusConflict}},
+		"amount_precision_exceeded":  {Status: []int{http.StatusBadRequest}},
+		"balance_refused":            {Status: []int{http.StatusConflict}},
+		"body_too_large":             {Status: []int{http.StatusRequestEntityTooLarge}},
+		"currency_not_issuable":      {Status: []int{http.StatusBadRequest}},
+		"engine_draining":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"engine_overloaded":          {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"engine_starting":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"feed_requires_connection":   {Status: []int{http.StatusServiceUnavailable}}, // until a futures source is connected
+		"feed_unavailable":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"holds_unreadable":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"idempotency_conflict":       {Status: []int{http.StatusConflict}}, // the earlier write stands
+		"image_unavailable":          {Status: []int{http.StatusBadGateway}, RetrySafe: true},
+		"instrument_not_permitted":   {Status: []int{http.StatusUnprocessableEntity}},
+		"internal_error":             {Status: []int{http.StatusInternalServerError}}, // a command that panicked
+		"invalid_cursor":             {Status: []int{http.StatusBadRequest}},
+		"invalid_expression":         {Status: []int{http.StatusBadRequest}},
+		"invalid_key":                {Status: []int{http.StatusUnauthorized}},
+		"invalid_request":            {Status: []int{http.StatusBadRequest, http.StatusUnprocessableEntity}},
+		"invalid_subscription":       {Status: []int{http.StatusBadRequest}},
+		"invalid_timeframe":          {Status: []int{http.StatusBadRequest}},
+		"invalid_window":             {Status: []int{http.StatusBadRequest}},
+		"lock_not_owned":             {Status: []int{http.StatusConflict}},
+		"log_unavailable":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"market_data_unavailable":    {Status: []int{http.StatusUnprocessableEntity}, RetrySafe: true}, // until the first price arrives
+		"not_found":                  {Status: []int{http.StatusNotFound}},
+		"order_quantity_above_limit": {Status: []int{http.StatusUnprocessableEntity}},
+		"origin not allowed":         {Status: []int{http.StatusForbidden}}, // operator writes without a trusted Origin
+		"outcome_unknown":            {Status: []int{http.StatusServiceUnavailable}},
+		"permission_denied":          {Status: []int{http.StatusForbidden}},
+		"position_not_closable":      {Status: []int{http.StatusUnprocessableEntity}},
+		"rate_limited":               {Status: []int{http.StatusTooManyRequests}, RetrySafe: true},
+		"reconciliation_hold":        {Status: []int{http.StatusLocked}},
+		"registration_expired":       {Status: []int{http.StatusConflict}},
+		"registration_linked":        {Status: []int{http.StatusConflict}},
+		"registration_revoked":       {Status: []int{http.StatusConflict}},
+		"risk_locked":                {Status: []int{http.StatusLocked}},
+		"session_required":           {Status: []int{http.StatusUnauthorized}},
+		"settings_locked":            {Status: []int{http.StatusLocked}},
+		"store_unavailable":          {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"subscription_limit":         {}, // the 25th subscription of /api/market/streams: an error event
+		"too_many_streams":           {Status: []int{http.StatusTooManyRequests}, RetrySafe: true},
+		"too_many_subscriptions":     {Status: []int{http.StatusBadRequest}},
+		"too_many_symbols":           {Status: []int{http.StatusBadRequest}},
+		"unknown_symbol":             {Status: []int{http.StatusNotFound}},
+		"unsupported_media_type":     {Status: []int{http.StatusUnsupportedMediaType}},
+		"webhook_exists":             {Status: []int{http.StatusConflict}},
+		"webhook_limit_reached":      {Status: []int{http.StatusConflict}},
+		"write_recorded":             {Status: []int{http.StatusAccepted}}, // recorded; the read models are behind
+	}
+}
