@@ -18,6 +18,7 @@ require (
 	github.com/pb33f/libopenapi-validator v0.13.8
 	github.com/prometheus/client_golang v1.25.0
 	github.com/tinylib/msgp v1.6.5
+	github.com/wneessen/go-mail v0.8.1
 	golang.org/x/mod v0.41.0
 	golang.org/x/time v0.16.0
 )

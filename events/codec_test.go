@@ -177,6 +177,8 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evacct.ReconciliationHeld{}, evacct.ReconciliationReleased{}, evacct.RiskSettingsChanged{}, evacct.RiskLocked{},
 		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{},
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
+		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
+		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{},
 		evfirm.WebhookRegistered{}, evfirm.WebhookRemoved{}, evfirm.RegistrationCreated{}, evfirm.RegistrationRefreshed{},
 		evfirm.RegistrationRevoked{}, evfirm.RegistrationLinked{}, evfirm.DeliveryAttempted{},
 	}

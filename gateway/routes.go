@@ -10,6 +10,7 @@ import (
 	"github.com/svc/engine/gateway/api"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/identity"
 	marketgw "github.com/svc/engine/gateway/market"
 	newsgw "github.com/svc/engine/gateway/news"
 	"github.com/svc/engine/gateway/operator"
@@ -24,6 +25,7 @@ type Areas struct {
 	News     *newsgw.Deps     // news and the economic calendar: key or browser origin
 	Firm     *firmgw.Config   // the firm area under /api/partner/: partner key
 	Operator *operator.Config // the operator's routes: operator session cookie
+	Identity *identity.Config // people, sessions and their keys
 }
 
 // routes is the route table: every route the engine serves, grouped by the
@@ -34,9 +36,11 @@ type Areas struct {
 //   - key: a Trading API key (svc_sk_...)
 //   - firm: a partner key; paths under /api/partner/
 //   - open: the Origin check only; each handler admits its caller itself:
-//     market data and news take a Trading API key or an allowed browser
-//     Origin, the news image proxy takes anyone, operator routes an operator
-//     session cookie and never a key
+//     market data takes a Trading API key or an allowed browser Origin, news
+//     and the calendar a signed-in session too, the news image proxy takes
+//     anyone, operator routes an operator's session cookie and never a key,
+//     /api/auth/ anyone (sign-up, sign-in, tokens), /api/keys a session only,
+//     /api/account/demo a session or a Trading API key
 func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
 	get := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodGet) }
@@ -58,12 +62,28 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 		get(open, "/api/market/streams", admit(serve(m.Streams)))
 	}
 	if a.News != nil {
-		n, admit := newsgw.New(a.News), marketgw.Admit(d)
+		n, admit := newsgw.New(a.News), marketgw.AdmitWithSession(d)
 		get(open, "/api/news", admit(serve(n.List)))
 		get(open, "/api/news/stream", admit(serve(n.Stream)))
 		get(open, "/api/news/image/{id}", serve(n.Image)) // images the feed named, to anyone
 		get(open, "/api/calendar", admit(serve(n.Calendar)))
 		get(open, "/api/calendar/stream", admit(serve(n.CalendarStream)))
+	}
+	// Open: identity (anyone for sign-up, sign-in and tokens; a session for the rest).
+	if a.Identity != nil {
+		id, session := identity.New(d, *a.Identity), d.Auth.RequireSession(httpx.Trading)
+		post(open, "/api/auth/signup", serve(id.Signup))
+		post(open, "/api/auth/verify", serve(id.Verify))
+		post(open, "/api/auth/verify/resend", serve(id.ResendVerification))
+		post(open, "/api/auth/login", serve(id.Login))
+		get(open, "/api/auth/me", serve(id.Me))
+		post(open, "/api/auth/logout", session(serve(id.Logout)))
+		post(open, "/api/auth/password-reset", serve(id.PasswordReset))
+		post(open, "/api/auth/password-reset/confirm", serve(id.PasswordResetConfirm))
+		post(open, "/api/keys", session(serve(id.IssueKey)))
+		get(open, "/api/keys", session(serve(id.ListKeys)))
+		del(open, "/api/keys/{id}", session(serve(id.RevokeKey)))
+		post(open, "/api/account/demo", d.Auth.KeyOrSession(httpx.Trading)(serve(id.OpenDemo)))
 	}
 	// Open: the operator (an operator session cookie; keys are refused).
 	if a.Operator != nil {

@@ -40,12 +40,52 @@ func foldTenant(tx Tx, id string, c events.Committed) error {
 			if err := tx.Put(CollTenant, id, Tenant{TenantID: id, Name: e.Name, Kind: e.Kind, Email: e.Email, CreatedAt: e.At}); err != nil {
 				return err
 			}
+			if e.Kind == "user" {
+				if err := tx.Put(CollUser, id, User{UserID: id, Email: e.Email, CreatedAt: e.At}); err != nil {
+					return err
+				}
+			}
 		case evtenant.KeyIssued:
-			k := Key{KeyID: e.KeyID, TenantID: id, Digest: e.Digest, Kind: e.Kind, Prefix: e.Prefix, CreatedAt: e.At}
+			k := Key{KeyID: e.KeyID, TenantID: id, Digest: e.Digest, Kind: e.Kind, Prefix: e.Prefix, CreatedAt: e.At,
+				Name: e.Name, ExpiresAt: e.ExpiresAt}
 			if err := tx.Put(CollKey, e.Digest, k); err != nil {
 				return err
 			}
 			if err := tx.Put(CollKeyID, e.KeyID, e.Digest); err != nil {
+				return err
+			}
+			if err := tx.Put(CollTenantKey, id+"/"+e.KeyID, e.Digest); err != nil {
+				return err
+			}
+		case evtenant.PasswordSet:
+			if err := editUser(tx, id, func(u *User) { u.PasswordHash = e.Hash }); err != nil {
+				return err
+			}
+		case evtenant.EmailVerified:
+			if err := editUser(tx, id, func(u *User) { u.EmailVerified = true }); err != nil {
+				return err
+			}
+		case evtenant.SessionStarted:
+			if err := tx.Put(CollSession, e.SessionID, Session{SessionID: e.SessionID, UserID: id, StartedAt: e.At, ExpiresAt: e.ExpiresAt}); err != nil {
+				return err
+			}
+		case evtenant.SessionEnded:
+			var s Session
+			if ok, err := tx.Get(CollSession, e.SessionID, &s); err != nil || !ok {
+				return err
+			}
+			s.Ended = true
+			if err := tx.Put(CollSession, e.SessionID, s); err != nil {
+				return err
+			}
+		case evtenant.OperatorGranted:
+			var err error
+			if len(e.Scopes) == 0 {
+				err = tx.Delete(CollOperator, e.VenueID+"/"+id)
+			} else {
+				err = tx.Put(CollOperator, e.VenueID+"/"+id, Operator{VenueID: e.VenueID, UserID: id, Scopes: e.Scopes})
+			}
+			if err != nil {
 				return err
 			}
 		case evtenant.KeyRevoked:
@@ -64,6 +104,16 @@ func foldTenant(tx Tx, id string, c events.Committed) error {
 		}
 	}
 	return nil
+}
+
+// editUser applies fn to the user id, if there is one (a tenant of kind user).
+func editUser(tx Tx, id string, fn func(*User)) error {
+	var u User
+	if ok, err := tx.Get(CollUser, id, &u); err != nil || !ok {
+		return err
+	}
+	fn(&u)
+	return tx.Put(CollUser, id, u)
 }
 
 // orderEdits are the orders one commit touches, written once at its end:

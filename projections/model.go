@@ -21,7 +21,38 @@ const (
 	CollPosition      = "position"       // accountID/instrument
 	CollPnLDay        = "pnl_day"        // accountID/YYYY-MM-DD
 	CollBalanceOp     = "balance_entry"  // accountID/seq
+	CollUser          = "user"           // by user (tenant) id: the identity of a tenant of kind user
+	CollSession       = "session"        // by session id
+	CollTenantKey     = "tenant_key"     // tenantID/keyID -> digest
+	CollOperator      = "operator"       // venueID/userID -> Operator
 )
+
+// User is a signed-up user as read. PasswordHash is the argon2id digest
+// (PHC string), never the password.
+type User struct {
+	UserID        string    `json:"userId"`
+	Email         string    `json:"email"`
+	EmailVerified bool      `json:"emailVerified"`
+	PasswordHash  string    `json:"passwordHash"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// Session is a signed-in session as read: it admits its user until it
+// ends or expires.
+type Session struct {
+	SessionID string    `json:"sessionId"`
+	UserID    string    `json:"userId"`
+	StartedAt time.Time `json:"startedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Ended     bool      `json:"ended"`
+}
+
+// Operator is a user's operator authority on a venue.
+type Operator struct {
+	VenueID string   `json:"venueId"`
+	UserID  string   `json:"userId"`
+	Scopes  []string `json:"scopes"`
+}
 
 // Tenant is a tenant as read.
 type Tenant struct {
@@ -41,6 +72,14 @@ type Key struct {
 	Prefix    string    `json:"prefix"`
 	Revoked   bool      `json:"revoked"`
 	CreatedAt time.Time `json:"createdAt"`
+	Name      string    `json:"name,omitempty"`
+	// ExpiresAt is when the key stops authenticating; zero: never.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Live reports whether the key authenticates at at.
+func (k Key) Live(at time.Time) bool {
+	return !k.Revoked && (k.ExpiresAt.IsZero() || at.Before(k.ExpiresAt))
 }
 
 // Account is an account as read.

@@ -1,6 +1,6 @@
 // Command engine is the trading engine service, and its operations on the
 // commit log and the read models: engine log, engine backup -o FILE, engine
-// restore -i FILE, engine rebuild-read-models (each with -h).
+// restore -i FILE, engine rebuild-read-models, engine admin (each with -h).
 package main
 
 import (
@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 			"backup":              app.Backup,            // engine backup -o FILE
 			"restore":             app.Restore,           // engine restore -i FILE
 			"rebuild-read-models": app.RebuildReadModels, // empty the PostgreSQL read models
+			"admin":               app.Admin,             // users, operators and keys for a production engine
 		}
 		if cmd, ok := commands[args[0]]; ok {
 			err := cmd(ctx, args[1:], getenv, os.Stdout, os.Stderr)

@@ -2,6 +2,8 @@
 package tenant
 
 import (
+	"time"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 )
@@ -34,6 +36,12 @@ type IssueKey struct {
 	Digest string
 	Kind   string // trading or partner
 	Prefix string
+	Name   string
+	// ExpiresAt, when set, is when the key stops authenticating.
+	ExpiresAt time.Time
+	// ByUser: the user issues it for themselves, which needs a verified
+	// email and a free place among MaxKeys live keys.
+	ByUser bool
 }
 
 // Validate checks the shape.
@@ -41,7 +49,7 @@ func (c *IssueKey) Validate() error {
 	if len(c.Digest) != 64 || c.KeyID == "" || (c.Kind != "trading" && c.Kind != "partner") {
 		return commands.Invalid("key needs an id, a kind and a sha-256 digest")
 	}
-	return nil
+	return commands.Text("name", c.Name, MaxKeyName)
 }
 
 // RevokeKey stops a key from authenticating.

@@ -43,7 +43,8 @@ type Config struct {
 	AllowedOrigins []string
 	RatePerSecond  float64 // per credential (a key, or a registered origin); 0: no limit
 	Burst          int
-	MaxStreams     int // concurrent streams per credential; 0: DefaultMaxStreams
+	MaxStreams     int       // concurrent streams per credential; 0: DefaultMaxStreams
+	Sessions       *Sessions // signs and verifies session cookies; nil: no session is admitted
 }
 
 // Limits of the credential middleware.
@@ -69,6 +70,7 @@ type Auth struct {
 	draining atomic.Bool
 	kmu      sync.RWMutex
 	known    map[string]projections.Key // last read of each key digest, for a store outage
+	used     sync.Map                   // key digest -> time.Time of its last admission here
 }
 
 // New makes the middleware over the key read model.
@@ -98,10 +100,11 @@ func (a *Auth) OriginAllowed(r *http.Request) bool {
 	return o == "" || a.origins[strings.TrimRight(o, "/")]
 }
 
-// Origin refuses a request whose Origin header is not registered: 403, even with a valid key.
+// Origin refuses a request whose Origin header is neither registered nor the
+// engine's own (a page it serves signing in): 403, even with a valid key.
 func (a *Auth) Origin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.OriginAllowed(r) {
+		if !a.OriginAllowed(r) && !sameOrigin(r) {
 			httpx.WriteJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed"})
 			return
 		}
@@ -158,14 +161,15 @@ func (a *Auth) resolve(r *http.Request) (projections.Key, error) {
 		a.kmu.RLock()
 		k, seen := a.known[digest]
 		a.kmu.RUnlock()
-		if seen {
+		if seen && k.Live(time.Now()) {
 			return k, nil
 		}
 		return projections.Key{}, StoreUnavailable()
-	case k.Revoked:
+	case !k.Live(time.Now()):
 		a.forget(digest)
 		return projections.Key{}, errNoKey
 	}
+	a.used.Store(digest, time.Now())
 	a.kmu.Lock()
 	if _, seen := a.known[digest]; seen || len(a.known) < maxKnownKeys {
 		a.known[digest] = k
@@ -216,8 +220,11 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 
 // credential names the rate limit and the stream bound a principal counts against.
 func credential(p httpx.Principal) string {
-	if p.Kind == "origin" {
+	switch p.Kind {
+	case "origin":
 		return "origin:" + p.Origin
+	case "session":
+		return "user:" + p.UserID
 	}
 	return "key:" + p.KeyID
 }

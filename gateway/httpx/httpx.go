@@ -24,8 +24,9 @@ import (
 // Principal is the resolved caller of a request.
 type Principal struct {
 	events.Principal
-	Kind   string // trading, partner, session, origin
-	Origin string // the registered browser origin, for Kind origin
+	Kind    string // trading, partner, session, origin
+	Origin  string // the registered browser origin, for Kind origin
+	Session string // the session id, for Kind session
 }
 
 type ctxKey int

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/httpx"
 )
 
@@ -29,6 +30,23 @@ func Admit(d *api.Deps) func(http.Handler) http.Handler {
 				return
 			}
 			keyed.ServeHTTP(w, r)
+		})
+	}
+}
+
+// AdmitWithSession admits what Admit does and, with neither a key nor an
+// allowed Origin, a signed-in session (news and the calendar: the spec admits
+// a licensed origin, a signed-in session or a key).
+func AdmitWithSession(d *api.Deps) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		other := Admit(d)(next)
+		session := d.Auth.RequireSession(httpx.Trading)(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := r.Cookie(auth.SessionCookie); err == nil && r.Header.Get("Authorization") == "" && r.Header.Get("Origin") == "" {
+				session.ServeHTTP(w, r)
+				return
+			}
+			other.ServeHTTP(w, r)
 		})
 	}
 }

@@ -1,13 +1,15 @@
 // Package operator serves /api/operator/venues/{venueId}/: an authorized
 // operator's reads of balance receipts and the reconciliation hold. The
-// credential is a signed session cookie; API keys are refused, and writes
-// need a trusted Origin.
+// credential is a verified user's session whose operator grant on the venue
+// carries the route's scope; API keys are refused, and writes need a
+// trusted Origin.
 package operator
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -22,8 +24,7 @@ import (
 
 // Config is what the operator routes need beyond the shared dependencies.
 type Config struct {
-	SessionKey []byte // verifies session cookies
-	Now        func() time.Time
+	Now func() time.Time
 }
 
 // New makes the operator handlers; the route table is gateway/routes.go.
@@ -37,8 +38,8 @@ type Handlers struct {
 type sessionKey struct{}
 
 type caller struct {
-	session Session
-	tenant  string
+	user   projections.User
+	tenant string
 }
 
 // serve admits an operator session with scope for the path's venue, then runs f.
@@ -47,25 +48,25 @@ func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 		if r.Header.Get("Authorization") != "" {
 			return httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on operator routes; sign in as an operator")
 		}
-		c, err := r.Cookie(CookieName)
+		_, u, err := h.d.Auth.SessionUser(r)
 		if err != nil {
-			return httpx.Errorf(http.StatusUnauthorized, "session_required", "an operator session cookie is required")
+			return err
 		}
-		s, ok := Verify(h.cfg.SessionKey, c.Value, h.cfg.Now())
-		if !ok {
-			return httpx.Errorf(http.StatusUnauthorized, "session_invalid", "the operator session is invalid or expired")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.d.Auth.Trusted(r) {
+			return httpx.Errorf(http.StatusForbidden, "origin not allowed", "writes on operator routes need a trusted Origin")
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if r.Header.Get("Origin") == "" || !h.d.Auth.OriginAllowed(r) {
-				return httpx.Errorf(http.StatusForbidden, "origin not allowed", "writes on operator routes need a trusted Origin")
-			}
+		if !u.EmailVerified {
+			return httpx.Errorf(http.StatusForbidden, "email_unverified", "an operator verifies their email address first")
 		}
 		venue := mux.Vars(r)["venueId"]
-		if s.VenueID != venue {
+		grant, err := projections.GetInto[projections.Operator](r.Context(), h.d.Store, projections.CollOperator, venue+"/"+u.UserID)
+		if errors.Is(err, projections.ErrNotFound) {
 			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue for this operator")
+		} else if err != nil {
+			return err
 		}
-		if !s.Has(scope) {
-			return httpx.Errorf(http.StatusForbidden, "permission_denied", "the session lacks the scope %s", scope)
+		if !slices.Contains(grant.Scopes, scope) {
+			return httpx.Errorf(http.StatusForbidden, "permission_denied", "the operator lacks the scope %s", scope)
 		}
 		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollVenue, venue)
 		if errors.Is(err, projections.ErrNotFound) {
@@ -74,7 +75,7 @@ func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 			return err
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		ctx := context.WithValue(r.Context(), sessionKey{}, caller{session: s, tenant: tenant})
+		ctx := context.WithValue(r.Context(), sessionKey{}, caller{user: u, tenant: tenant})
 		return f(w, r.WithContext(ctx))
 	})
 }
@@ -131,7 +132,7 @@ func (h *Handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) er
 		}
 		reason = body.Reason
 	}
-	by := callerOf(r).session.Subject
+	by := callerOf(r).user.Email
 	var cmd interface{ Validate() error } = &firmcmd.ReleaseReconciliation{By: by}
 	if held {
 		cmd = &firmcmd.HoldForReconciliation{Reason: reason, By: by}
@@ -139,7 +140,7 @@ func (h *Handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) er
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
 	c := callerOf(r)
-	env := h.d.Engine.Envelope(events.Principal{TenantID: c.tenant, UserID: "operator:" + by}, "", cmd)
+	env := h.d.Engine.Envelope(events.Principal{TenantID: c.tenant, UserID: callerOf(r).user.UserID}, "", cmd)
 	res, err := h.d.Engine.Account(ctx, a.AccountID, env)
 	if err != nil {
 		return err

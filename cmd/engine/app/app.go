@@ -23,6 +23,7 @@ import (
 	"github.com/svc/engine/gateway"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/identity"
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
 	"github.com/svc/engine/projections"
@@ -65,7 +66,8 @@ type App struct {
 	projDone  chan error
 	closeOnce sync.Once
 
-	firm *firmArea // the firm area: secret key, webhook reactor (firm.go)
+	firm   *firmArea       // the firm area: secret key, webhook reactor (firm.go)
+	mailer identity.Mailer // mail of the identity routes (identity.go)
 }
 
 // Options override parts of the wiring (tests inject a clock or step the feed by hand).
@@ -151,7 +153,14 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 	a.Market.start(bg, o.ManualFeed)
 
-	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst}, a.Store)
+	sessions, err := newSessions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a.mailer, err = newMailer(cfg, a); err != nil {
+		return nil, err
+	}
+	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, Sessions: sessions}, a.Store)
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
 
 	waitCtx, cancelWait := context.WithTimeout(ctx, 5*time.Minute)

@@ -5,6 +5,7 @@ import (
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway"
 	firmgw "github.com/svc/engine/gateway/firm"
+	"github.com/svc/engine/gateway/identity"
 	marketgw "github.com/svc/engine/gateway/market"
 	newsgw "github.com/svc/engine/gateway/news"
 	"github.com/svc/engine/gateway/operator"
@@ -26,6 +27,7 @@ func areas(a *App, cfg Config) gateway.Areas {
 			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done()},
 		News:     &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
 		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
-		Operator: &operator.Config{SessionKey: derive(a.firm.key, "operator-session"), Now: a.Now},
+		Operator: &operator.Config{Now: a.Now},
+		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
 	}
 }

@@ -29,6 +29,9 @@ type Config struct {
 	FeedSeed       uint64
 	LogLevel       string
 	BaseURL        string
+	SMTPURL        string // mail through SMTP; empty: .eml files under DataDir/mail
+	MailFrom       string
+	SessionKeys    string // hex keys signing session cookies, the first signs
 	Market         MarketConfig
 	Firm           FirmConfig // the firm area (firm.go)
 }
@@ -95,6 +98,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		"let webhooks and the news image proxy reach private, loopback and link-local addresses; local development only (ENGINE_WEBHOOK_ALLOW_PRIVATE)")
 	fs.StringVar(&c.Firm.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
 	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
+	fs.StringVar(&c.SMTPURL, "smtp-url", env("ENGINE_SMTP_URL", ""), "smtp://user:pass@host:587 (STARTTLS) or smtps://...:465 for mail; empty: .eml files under <data-dir>/mail (ENGINE_SMTP_URL)")
+	fs.StringVar(&c.MailFrom, "mail-from", env("ENGINE_MAIL_FROM", ""), "From address of the engine's mail (ENGINE_MAIL_FROM)")
+	fs.StringVar(&c.SessionKeys, "session-keys", env("ENGINE_SESSION_KEYS", ""), "comma-separated hex keys (32+ bytes) signing session cookies; the first signs, all verify; empty: derived from <data-dir>/secret.key (ENGINE_SESSION_KEYS)")
 	for _, f := range []struct {
 		p         *string
 		name, env string

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/webhook"
@@ -21,6 +25,7 @@ import (
 	evfirm "github.com/svc/engine/events/firm"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/identity"
 	"github.com/svc/engine/gateway/operator"
 	"github.com/svc/engine/projections"
 )
@@ -153,20 +158,64 @@ func bootstrapFirm(ctx context.Context, d *api.Deps, cfg Config, creds *credenti
 		}
 		changed = true
 	}
-	secret, err := secretKey(cfg.DataDir)
-	if err != nil {
-		return false, err
-	}
-	skey := derive(secret, "operator-session")
 	venue := evfirm.VenueID(DemoFirm)
-	session := old.OperatorSession
-	s, ok := operator.Verify(skey, session, time.Now().Add(7*24*time.Hour))
-	if !ok || s.VenueID != venue {
-		session = operator.Sign(skey, operator.Session{Subject: "demo-operator", VenueID: venue,
-			Scopes: []string{operator.ScopeAccountRead, operator.ScopeAccountWrite}, Expires: time.Now().Add(30 * 24 * time.Hour).Unix()})
-		changed = true
+	session, opChanged, err := bootstrapOperator(ctx, d, venue, old.OperatorSession)
+	if err != nil {
+		return false, fmt.Errorf("demo operator: %w", err)
 	}
+	changed = changed || opChanged
 	creds.Extra["partnerKey"], creds.Extra["operatorSession"] = key, session
 	creds.Extra["sessionCookieName"], creds.Extra["venueId"] = operator.CookieName, venue
 	return changed, nil
+}
+
+// DemoOperatorEmail is the sandbox operator's sign-in address.
+const DemoOperatorEmail = "operator@example.com"
+
+// bootstrapOperator makes the sandbox's operator a real user: signed up,
+// verified, granted both scopes on the demo venue, with a live session whose
+// cookie dev-credentials.json keeps as operatorSession. A restart keeps a
+// cookie whose session still admits it.
+func bootstrapOperator(ctx context.Context, d *api.Deps, venue, cookie string) (string, bool, error) {
+	sys := events.Principal{System: "bootstrap"}
+	uid := tenantcmd.UserID(DemoOperatorEmail)
+	exec := func(cmd commands.Command) error {
+		res, err := d.Engine.Tenant(ctx, uid, d.Engine.Envelope(sys, "", cmd))
+		if err != nil {
+			return err
+		}
+		return d.Settle(ctx, res)
+	}
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return "", false, err
+	}
+	// Nobody signs in with this password: the session below is the way in.
+	if err := exec(&tenantcmd.SignUp{Email: DemoOperatorEmail, PasswordHash: identity.HashPassword(identity.Argon2, hex.EncodeToString(secret)),
+		VerifyDigest: auth.Digest(hex.EncodeToString(secret)), VerifyUntil: time.Now().Add(time.Hour)}); err != nil {
+		return "", false, err
+	}
+	if err := exec(&tenantcmd.MarkVerified{}); err != nil {
+		return "", false, err
+	}
+	g, err := projections.GetInto[projections.Operator](ctx, d.Store, projections.CollOperator, venue+"/"+uid)
+	if err != nil || len(g.Scopes) != 2 {
+		if err := exec(&tenantcmd.GrantOperator{VenueID: venue, Scopes: []string{operator.ScopeAccountRead, operator.ScopeAccountWrite}}); err != nil {
+			return "", false, err
+		}
+	}
+	sessions := d.Auth.Sessions()
+	if c, ok := sessions.Verify(cookie, time.Now()); ok && c.UserID == uid && time.Until(time.Unix(c.Expires, 0)) > 7*24*time.Hour {
+		s, err := projections.GetInto[projections.Session](ctx, d.Store, projections.CollSession, c.SessionID)
+		if err == nil && !s.Ended {
+			return cookie, false, nil
+		}
+	}
+	now := time.Now().UTC()
+	c := auth.Claims{SessionID: "ses_" + ulid.Make().String(), UserID: uid, Start: now.Unix(), Seen: now.Unix(),
+		Expires: now.Add(auth.SessionAbsolute).Unix()}
+	if err := exec(&tenantcmd.StartSession{SessionID: c.SessionID, Until: time.Unix(c.Expires, 0).UTC()}); err != nil {
+		return "", false, err
+	}
+	return sessions.Sign(c), true, nil
 }

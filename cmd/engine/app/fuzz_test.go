@@ -265,3 +265,24 @@ func provisioned(f *testing.F, fe *fuzzEngine) string {
 	}
 	return out.Results[0].Account.AccountNumber
 }
+
+// FuzzAuthBodies sends fuzzed bodies to the identity routes anyone may call
+// (sign-up, sign-in, verification, resets); the first byte picks the route.
+func FuzzAuthBodies(f *testing.F) {
+	routes := []string{"/api/auth/signup", "/api/auth/login", "/api/auth/verify", "/api/auth/verify/resend",
+		"/api/auth/password-reset", "/api/auth/password-reset/confirm"}
+	for i, s := range []string{`{"email":"a@example.com","password":"long enough password"}`,
+		`{"email":"A@EXAMPLE.COM","password":"long enough password"}`,
+		`{"token":"usr_000000000000000000000000.0000000000000000000000000000000000000000000000000000000000000000"}`,
+		`{"email":"a\u0000@example.com"}`, `{"email":"a@example.com"}`,
+		`{"token":"x","password":"\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000"}`} {
+		f.Add(append([]byte{byte(i)}, s...))
+	}
+	fe := startFuzzEngine(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		fe.send(t, http.MethodPost, routes[int(b[0])%len(routes)], "", b[1:])
+	})
+}

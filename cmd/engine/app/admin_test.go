@@ -1,0 +1,63 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/svc/engine/cmd/engine/app"
+	"github.com/svc/engine/cmd/engine/app/apptest"
+)
+
+func admin(t *testing.T, dir string, args ...string) map[string]any {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string {
+		switch k {
+		case "ENGINE_ENV":
+			return "production"
+		case "ENGINE_DATA_DIR":
+			return dir
+		}
+		return ""
+	}
+	if err := app.Admin(context.Background(), args, getenv, &out, &errOut); err != nil {
+		t.Fatalf("engine admin %v: %v\n%s", args, err, errOut.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("engine admin %v printed %q", args, out.String())
+	}
+	return m
+}
+
+// Production starts from nothing: engine admin makes the first user and
+// keys, and the engine then admits them.
+func TestAdminMakesProductionUsable(t *testing.T) {
+	dir := t.TempDir()
+	u := admin(t, dir, "create-user", "-email", "Owner@Firm.example", "-verified")
+	password, _ := u["password"].(string)
+	if u["email"] != "owner@firm.example" || len(password) < 12 {
+		t.Fatalf("create-user printed %v", u)
+	}
+	k := admin(t, dir, "issue-key", "-email", "owner@firm.example", "-name", "first")
+	p := admin(t, dir, "issue-partner-key", "-firm", "Firm Ltd", "-email", "ops@firm.example")
+
+	e := apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env = "production" }})
+	key := k["tradingKey"].(string)
+	if r := e.Do(apptest.Req{Method: "POST", Path: "/api/account/demo", Body: map[string]any{}, Key: key}); r.Status != 201 {
+		t.Fatalf("demo account with the admin's key: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do(apptest.Req{Method: "GET", Path: "/api/account/list", Key: key}); r.Status != 200 || len(r.Map(t)["accounts"].([]any)) != 1 {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do(apptest.Req{Method: "GET", Path: "/api/partner/accounts", Key: p["partnerKey"].(string)}); r.Status != 200 {
+		t.Fatalf("partner key: %d %s", r.Status, r.Body)
+	}
+	login(t, e, "owner@firm.example", password)
+	// The production engine made no demo tenant.
+	if e.Key != "" {
+		t.Fatalf("production wrote a demo key")
+	}
+}

@@ -1,0 +1,246 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+)
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "svc_session"
+
+// Session lifetimes: a session ends when unused for SessionIdle, and at the
+// latest SessionAbsolute after sign-in.
+const (
+	SessionIdle     = 24 * time.Hour
+	SessionAbsolute = 30 * 24 * time.Hour
+	// sessionRefresh is how stale a cookie's last-seen stamp may get before
+	// an answer carries a fresh cookie (the idle clock restarts).
+	sessionRefresh = time.Minute
+)
+
+// Claims is what a session cookie states. The cookie is signed; the
+// session's liveness (logout, a password reset) is read from the store on
+// every request, so a revocation holds on every node that folds the log.
+type Claims struct {
+	SessionID string `json:"sid"`
+	UserID    string `json:"uid"`
+	Start     int64  `json:"iat"`  // unix seconds: sign-in
+	Seen      int64  `json:"seen"` // unix seconds: the cookie was last renewed
+	Expires   int64  `json:"exp"`  // unix seconds: absolute end
+}
+
+// Sessions signs and verifies session cookies. The first key signs; every key
+// verifies, so a rotated-out key keeps its sessions until they end.
+type Sessions struct {
+	keys   [][]byte
+	Secure bool // Secure cookies (off on a loopback sandbox)
+}
+
+// NewSessions makes a signer over keys (at least one, each at least 32 bytes).
+func NewSessions(secure bool, keys ...[]byte) (*Sessions, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("sessions: a signing key is required")
+	}
+	for _, k := range keys {
+		if len(k) < 32 {
+			return nil, errors.New("sessions: a signing key has at least 32 bytes")
+		}
+	}
+	return &Sessions{keys: keys, Secure: secure}, nil
+}
+
+var b64 = base64.RawURLEncoding
+
+func sessionMAC(key []byte, payload string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("session.v1\x00" + payload))
+	return m.Sum(nil)
+}
+
+// Sign renders c as a cookie value: s1.<payload>.<HMAC-SHA256>.
+func (s *Sessions) Sign(c Claims) string {
+	b, _ := json.Marshal(c)
+	p := b64.EncodeToString(b)
+	return "s1." + p + "." + b64.EncodeToString(sessionMAC(s.keys[0], p))
+}
+
+// Verify checks a cookie value's signature (under any key), its absolute end
+// and its idle time.
+func (s *Sessions) Verify(value string, now time.Time) (Claims, bool) {
+	if len(value) > 1024 {
+		return Claims{}, false
+	}
+	parts := strings.Split(value, ".")
+	if len(parts) != 3 || parts[0] != "s1" {
+		return Claims{}, false
+	}
+	sig, err := b64.DecodeString(parts[2])
+	if err != nil {
+		return Claims{}, false
+	}
+	ok := false
+	for _, k := range s.keys {
+		ok = ok || hmac.Equal(sig, sessionMAC(k, parts[1]))
+	}
+	if !ok {
+		return Claims{}, false
+	}
+	b, err := b64.DecodeString(parts[1])
+	if err != nil {
+		return Claims{}, false
+	}
+	var c Claims
+	if json.Unmarshal(b, &c) != nil || c.SessionID == "" || c.UserID == "" {
+		return Claims{}, false
+	}
+	if now.Unix() >= c.Expires || now.Sub(time.Unix(c.Seen, 0)) > SessionIdle {
+		return Claims{}, false
+	}
+	return c, true
+}
+
+// Cookie is the Set-Cookie of a session: HttpOnly, SameSite=Lax, Secure
+// unless the engine serves a loopback sandbox.
+func (s *Sessions) Cookie(c Claims) *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: s.Sign(c), Path: "/", HttpOnly: true, Secure: s.Secure,
+		SameSite: http.SameSiteLaxMode, Expires: time.Unix(c.Expires, 0)}
+}
+
+// ClearCookie ends the cookie in the browser.
+func (s *Sessions) ClearCookie() *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: s.Secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1}
+}
+
+// Errors of session admission.
+var (
+	errNoSession         = httpx.Errorf(http.StatusUnauthorized, "session_required", "sign in first: this route needs a session cookie (POST /api/auth/login)")
+	errKeyOnSessionRoute = httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on this route; it needs a signed-in session")
+)
+
+// SessionUser resolves the request's session cookie to its live session and
+// user: 401 session_required when there is none, it is forged, expired,
+// idle too long or ended; 503 store_unavailable when the store cannot say.
+func (a *Auth) SessionUser(r *http.Request) (Claims, projections.User, error) {
+	if a.cfg.Sessions == nil {
+		return Claims{}, projections.User{}, errNoSession
+	}
+	ck, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return Claims{}, projections.User{}, errNoSession
+	}
+	c, ok := a.cfg.Sessions.Verify(ck.Value, time.Now())
+	if !ok {
+		return Claims{}, projections.User{}, errNoSession
+	}
+	s, err := projections.GetInto[projections.Session](r.Context(), a.store, projections.CollSession, c.SessionID)
+	switch {
+	case errors.Is(err, projections.ErrNotFound):
+		return Claims{}, projections.User{}, errNoSession
+	case err != nil:
+		return Claims{}, projections.User{}, StoreUnavailable()
+	case s.Ended || s.UserID != c.UserID || !time.Now().Before(s.ExpiresAt):
+		return Claims{}, projections.User{}, errNoSession
+	}
+	u, err := projections.GetInto[projections.User](r.Context(), a.store, projections.CollUser, c.UserID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return Claims{}, projections.User{}, errNoSession
+	} else if err != nil {
+		return Claims{}, projections.User{}, StoreUnavailable()
+	}
+	return c, u, nil
+}
+
+// Trusted reports whether a cookie-borne write comes from a trusted page: its
+// Origin is registered or is the engine's own (CSRF).
+func (a *Auth) Trusted(r *http.Request) bool {
+	o := strings.TrimRight(r.Header.Get("Origin"), "/")
+	if o == "" {
+		return false
+	}
+	return a.origins[o] || sameOrigin(r)
+}
+
+// sameOrigin reports whether the request's Origin is the engine's own host.
+func sameOrigin(r *http.Request) bool {
+	o := strings.TrimRight(r.Header.Get("Origin"), "/")
+	return o != "" && (o == "http://"+r.Host || o == "https://"+r.Host)
+}
+
+// RequireSession admits a signed-in session: no API key (403), a live
+// session cookie (401 session_required), and for a write a trusted Origin
+// (403 origin not allowed). A session close to idle gets a renewed cookie.
+// The principal is the user, of kind session, rate limited like a key.
+func (a *Auth) RequireSession(fam httpx.Family) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "" {
+				httpx.WriteError(w, r, fam, errKeyOnSessionRoute)
+				return
+			}
+			c, _, err := a.SessionUser(r)
+			if err != nil {
+				httpx.WriteError(w, r, fam, err)
+				return
+			}
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !a.Trusted(r) {
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "origin not allowed", "a write with a session cookie needs a trusted Origin header"))
+				return
+			}
+			a.renew(w, c)
+			a.admit(w, r, fam, SessionPrincipal(c), next)
+		})
+	}
+}
+
+// SessionPrincipal is the principal of a session's user.
+func SessionPrincipal(c Claims) httpx.Principal {
+	return httpx.Principal{Principal: events.Principal{TenantID: c.UserID, UserID: c.UserID}, Kind: "session", Session: c.SessionID}
+}
+
+// renew sets a fresh cookie when the last renewal is older than sessionRefresh.
+func (a *Auth) renew(w http.ResponseWriter, c Claims) {
+	now := time.Now()
+	if now.Sub(time.Unix(c.Seen, 0)) < sessionRefresh {
+		return
+	}
+	c.Seen = now.Unix()
+	http.SetCookie(w, a.cfg.Sessions.Cookie(c))
+}
+
+// Sessions is the session signer (nil when sessions are off).
+func (a *Auth) Sessions() *Sessions { return a.cfg.Sessions }
+
+// LastUsed is when this node last admitted the key of digest since it started.
+func (a *Auth) LastUsed(digest string) (time.Time, bool) {
+	v, ok := a.used.Load(digest)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+// KeyOrSession admits a Trading API key (Authorization present) or else a
+// signed-in session.
+func (a *Auth) KeyOrSession(fam httpx.Family) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		keyed, session := a.Require(fam, "trading")(next), a.RequireSession(fam)(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "" {
+				keyed.ServeHTTP(w, r)
+				return
+			}
+			session.ServeHTTP(w, r)
+		})
+	}
+}

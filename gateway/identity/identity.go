@@ -1,0 +1,507 @@
+// Package identity serves people and their credentials: sign-up, email
+// verification, sign-in sessions, password resets, and the Trading API keys
+// and demo accounts a verified user makes for themselves. A user is a tenant
+// of kind user; every change is a command on its aggregate.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
+	tenantcmd "github.com/svc/engine/commands/tenant"
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+)
+
+// Token lifetimes.
+const (
+	VerifyFor = 24 * time.Hour
+	ResetFor  = time.Hour
+)
+
+// Mailer sends one plain-text mail.
+type Mailer interface {
+	Send(ctx context.Context, to, subject, text string) error
+}
+
+// Config is what the identity routes need beyond the shared dependencies.
+type Config struct {
+	Mail    Mailer
+	BaseURL string // links in mails start here
+	Now     func() time.Time
+}
+
+// Handlers serve the identity routes; the route table is gateway/routes.go.
+type Handlers struct {
+	d      *api.Deps
+	cfg    Config
+	limits *limiter
+}
+
+// New makes the identity handlers.
+func New(d *api.Deps, cfg Config) *Handlers {
+	return &Handlers{d: d, cfg: cfg, limits: newLimiter()}
+}
+
+// userView is a user as the API answers it.
+type userView struct {
+	ID            string    `json:"id"`
+	Email         string    `json:"email"`
+	EmailVerified bool      `json:"emailVerified"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+func view(u projections.User) userView {
+	return userView{ID: u.UserID, Email: u.Email, EmailVerified: u.EmailVerified, CreatedAt: u.CreatedAt.UTC()}
+}
+
+type credentialsBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (b credentialsBody) check() error {
+	if err := commandsEmail(b.Email); err != nil {
+		return err
+	}
+	return tenantcmd.Password("password", b.Password)
+}
+
+var system = events.Principal{System: "identity"}
+
+// exec runs cmd on the user's aggregate and waits for the read models.
+// It answers how many events the command recorded (0: it changed nothing).
+func (h *Handlers) exec(ctx context.Context, p events.Principal, userID string, cmd commands.Command) (int, error) {
+	res, err := h.d.Engine.Tenant(ctx, userID, h.d.Engine.Envelope(p, "", cmd))
+	if err != nil {
+		return 0, err
+	}
+	return len(res.Events), h.d.Settle(ctx, res)
+}
+
+func (h *Handlers) user(ctx context.Context, userID string) (projections.User, error) {
+	return projections.GetInto[projections.User](ctx, h.d.Store, projections.CollUser, userID)
+}
+
+func (h *Handlers) link(path, token string) string {
+	return h.cfg.BaseURL + path + "?token=" + url.QueryEscape(token)
+}
+
+// mail sends a message; a failure is logged (without the body, which holds
+// a token) and never changes the answer: the write stands.
+func (h *Handlers) mail(ctx context.Context, to, subject, text string) {
+	if h.cfg.Mail == nil {
+		return
+	}
+	if err := h.cfg.Mail.Send(ctx, to, subject, text); err != nil {
+		slog.Error("mail not sent", "subject", subject, "err", err)
+	}
+}
+
+// Signup creates a user and mails a verification link. A second sign-up of
+// an address answers the same way (201, an unverified user) and mails the
+// owner instead, so the answer never tells whether the address has an account.
+func (h *Handlers) Signup(w http.ResponseWriter, r *http.Request) error {
+	var b credentialsBody
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	email := tenantcmd.NormalEmail(b.Email)
+	uid := tenantcmd.UserID(email)
+	token := newToken(uid)
+	now := h.cfg.Now().UTC()
+	recorded, err := h.exec(r.Context(), system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, b.Password),
+		VerifyDigest: tokenDigest(token), VerifyUntil: now.Add(VerifyFor)})
+	if err != nil {
+		return err
+	}
+	u := userView{ID: uid, Email: email, CreatedAt: now}
+	if recorded == 0 {
+		h.mail(r.Context(), email, "You already have an account",
+			"Someone, perhaps you, tried to sign up with this address, which already has an account.\n\n"+
+				"Sign in instead, or reset your password: "+h.cfg.BaseURL+"/password-reset\n")
+	} else {
+		if got, err := h.user(r.Context(), uid); err == nil {
+			u = view(got)
+		}
+		h.mail(r.Context(), email, "Verify your email address",
+			"Welcome. Confirm this address within 24 hours by opening:\n\n"+h.link("/verify-email", token)+"\n\n"+
+				"Or send the token to POST /api/auth/verify.\n")
+	}
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"user": u})
+	return nil
+}
+
+type tokenBody struct {
+	Token    string `json:"token"`
+	Password string `json:"password,omitempty"`
+}
+
+func parseToken(tok string) (string, error) {
+	uid, ok := tokenUser(tok)
+	if !ok {
+		return "", httpx.Errorf(http.StatusBadRequest, "invalid_token", "the token is invalid, already used or expired; request a new one")
+	}
+	return uid, nil
+}
+
+// Verify spends a verification token: the user's email is verified.
+func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
+	var b tokenBody
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	uid, err := parseToken(b.Token)
+	if err != nil {
+		return err
+	}
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.VerifyEmail{Digest: tokenDigest(b.Token)}); err != nil {
+		if isNotFound(err) {
+			return invalidToken()
+		}
+		return err
+	}
+	u, err := h.user(r.Context(), uid)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+// ResendVerification mails a new verification link to an unverified
+// address; it answers 202 whatever the address.
+func (h *Handlers) ResendVerification(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Email string `json:"email"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := commandsEmail(b.Email); err != nil {
+		return err
+	}
+	uid := tenantcmd.UserID(b.Email)
+	if u, err := h.user(r.Context(), uid); err == nil && !u.EmailVerified {
+		token := newToken(uid)
+		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.IssueVerification{Digest: tokenDigest(token),
+			Until: h.cfg.Now().UTC().Add(VerifyFor)}); err != nil {
+			return err
+		}
+		h.mail(r.Context(), u.Email, "Verify your email address",
+			"Confirm this address within 24 hours by opening:\n\n"+h.link("/verify-email", token)+"\n")
+	} else if err != nil && !errors.Is(err, projections.ErrNotFound) {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "accepted"})
+	return nil
+}
+
+// errCredentials is the one answer to a wrong email or a wrong password.
+var errCredentials = httpx.Errorf(http.StatusUnauthorized, "invalid_credentials", "the email or the password is wrong")
+
+// Login checks the password and starts a session: Set-Cookie svc_session.
+// A wrong email and a wrong password answer alike, in about the same time;
+// failures are rate limited per email and per client address.
+func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
+	var b credentialsBody
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := commandsEmail(b.Email); err != nil {
+		return err
+	}
+	if len(b.Password) > tenantcmd.MaxPassword {
+		return errCredentials
+	}
+	email := tenantcmd.NormalEmail(b.Email)
+	addr := clientAddr(r)
+	now := time.Now()
+	if wait := h.limits.wait(now, "email:"+email, "addr:"+addr); wait > 0 {
+		return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait.Seconds() + 1),
+			Msg: "too many failed sign-ins; wait for Retry-After"}
+	}
+	uid := tenantcmd.UserID(email)
+	u, err := h.user(r.Context(), uid)
+	if err != nil && !errors.Is(err, projections.ErrNotFound) {
+		return err
+	}
+	digest := u.PasswordHash
+	if digest == "" {
+		digest = dummyDigest
+	}
+	if !CheckPassword(digest, b.Password) || u.PasswordHash == "" {
+		h.limits.fail(now, "email:"+email, "addr:"+addr)
+		return errCredentials
+	}
+	h.limits.succeed("email:"+email, "addr:"+addr)
+	start := h.cfg.Now().UTC()
+	c := auth.Claims{SessionID: "ses_" + ulid.Make().String(), UserID: uid, Start: start.Unix(), Seen: start.Unix(),
+		Expires: start.Add(auth.SessionAbsolute).Unix()}
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.StartSession{SessionID: c.SessionID, Until: time.Unix(c.Expires, 0).UTC()}); err != nil {
+		return err
+	}
+	http.SetCookie(w, h.d.Auth.Sessions().Cookie(c))
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+// Me answers the signed-in user.
+func (h *Handlers) Me(w http.ResponseWriter, r *http.Request) error {
+	_, u, err := h.d.Auth.SessionUser(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+// Logout ends the session on the server (every node refuses it from the
+// commit on) and clears the cookie.
+func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	if _, err := h.exec(r.Context(), p.Principal, p.UserID, &tenantcmd.EndSession{SessionID: p.Session, Reason: "logout"}); err != nil {
+		return err
+	}
+	http.SetCookie(w, h.d.Auth.Sessions().ClearCookie())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// PasswordReset mails a reset link when the address has an account; the
+// answer is 202 whatever the address.
+func (h *Handlers) PasswordReset(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Email string `json:"email"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := commandsEmail(b.Email); err != nil {
+		return err
+	}
+	uid := tenantcmd.UserID(b.Email)
+	u, err := h.user(r.Context(), uid)
+	switch {
+	case err == nil:
+		token := newToken(uid)
+		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.RequestReset{Digest: tokenDigest(token), Until: h.cfg.Now().UTC().Add(ResetFor)}); err != nil {
+			return err
+		}
+		h.mail(r.Context(), u.Email, "Reset your password",
+			"Choose a new password within an hour by opening:\n\n"+h.link("/password-reset", token)+"\n\n"+
+				"If you did not ask for this, ignore this mail; your password stays as it is.\n")
+	case !errors.Is(err, projections.ErrNotFound):
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "accepted"})
+	return nil
+}
+
+// PasswordResetConfirm spends a reset token: a new password, and every
+// session of the user ends.
+func (h *Handlers) PasswordResetConfirm(w http.ResponseWriter, r *http.Request) error {
+	var b tokenBody
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	uid, err := parseToken(b.Token)
+	if err != nil {
+		return err
+	}
+	if err := tenantcmd.Password("password", b.Password); err != nil {
+		return err
+	}
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.ConfirmReset{Digest: tokenDigest(b.Token), PasswordHash: HashPassword(Argon2, b.Password)}); err != nil {
+		if isNotFound(err) {
+			return invalidToken()
+		}
+		return err
+	}
+	u, err := h.user(r.Context(), uid)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, h.d.Auth.Sessions().ClearCookie())
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+func invalidToken() error {
+	return httpx.Errorf(http.StatusBadRequest, "invalid_token", "the token is invalid, already used or expired; request a new one")
+}
+
+// isNotFound: the token named a user that does not exist.
+func isNotFound(err error) bool {
+	var ref *commands.Refusal
+	return errors.As(err, &ref) && ref.Status == http.StatusNotFound
+}
+
+func commandsEmail(v string) error { return commands.Email("email", v) }
+
+// keyView is a key as the API answers it; the secret is answered once, at issue.
+type keyView struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+}
+
+func (h *Handlers) keyView(k projections.Key) keyView {
+	v := keyView{ID: k.KeyID, Name: k.Name, Kind: k.Kind, Prefix: k.Prefix, CreatedAt: k.CreatedAt.UTC()}
+	if !k.ExpiresAt.IsZero() {
+		t := k.ExpiresAt.UTC()
+		v.ExpiresAt = &t
+	}
+	if t, ok := h.d.Auth.LastUsed(k.Digest); ok {
+		t = t.UTC()
+		v.LastUsedAt = &t
+	}
+	return v
+}
+
+// IssueKey issues a Trading API key to the signed-in, verified user. The
+// secret is in this answer only; the engine keeps its digest.
+func (h *Handlers) IssueKey(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Name      string     `json:"name"`
+		ExpiresAt *time.Time `json:"expiresAt"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if b.Name == "" {
+		b.Name = "key"
+	}
+	p, _ := httpx.PrincipalOf(r)
+	secret := auth.NewKey("svc_sk_")
+	cmd := &tenantcmd.IssueKey{KeyID: "key_" + ulid.Make().String(), Digest: auth.Digest(secret), Kind: "trading",
+		Prefix: secret[:11], Name: b.Name, ByUser: true}
+	if b.ExpiresAt != nil {
+		cmd.ExpiresAt = b.ExpiresAt.UTC()
+	}
+	if _, err := h.exec(r.Context(), p.Principal, p.UserID, cmd); err != nil {
+		return err
+	}
+	k, err := projections.GetInto[projections.Key](r.Context(), h.d.Store, projections.CollKey, cmd.Digest)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"key": h.keyView(k), "secret": secret})
+	return nil
+}
+
+// ListKeys lists the user's live keys, newest last.
+func (h *Handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	digests, err := projections.ListInto[string](r.Context(), h.d.Store, projections.CollTenantKey, projections.Query{Prefix: p.UserID + "/"})
+	if err != nil {
+		return err
+	}
+	out := []keyView{}
+	now := time.Now()
+	for _, dg := range digests {
+		k, err := projections.GetInto[projections.Key](r.Context(), h.d.Store, projections.CollKey, dg)
+		if err != nil {
+			return err
+		}
+		if k.Live(now) {
+			out = append(out, h.keyView(k))
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"keys": out})
+	return nil
+}
+
+// RevokeKey revokes one of the user's keys: the next request with it is 401.
+func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	id := mux.Vars(r)["id"]
+	if len(id) > 64 {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no key of yours has that id")
+	}
+	if _, err := projections.GetInto[string](r.Context(), h.d.Store, projections.CollTenantKey, p.UserID+"/"+id); errors.Is(err, projections.ErrNotFound) {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no key of yours has that id")
+	} else if err != nil {
+		return err
+	}
+	if _, err := h.exec(r.Context(), p.Principal, p.UserID, &tenantcmd.RevokeKey{KeyID: id}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// MaxDemoAccounts bounds the demo accounts one user opens.
+const MaxDemoAccounts = 10
+
+// DemoBalance is a demo account's starting balance.
+var DemoBalance = events.Int(50000)
+
+// OpenDemo opens a demo paper account for the caller: a verified user's
+// session, or a Trading API key of that user.
+func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Currency string `json:"currency"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if b.Currency == "" {
+		b.Currency = "USD"
+	}
+	if b.Currency != "USD" {
+		return httpx.Errorf(http.StatusUnprocessableEntity, "invalid_request", "demo accounts are issued in USD")
+	}
+	p, _ := httpx.PrincipalOf(r)
+	u, err := h.user(r.Context(), p.TenantID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return httpx.Errorf(http.StatusForbidden, "permission_denied", "demo accounts are opened by signed-up users")
+	} else if err != nil {
+		return err
+	}
+	if !u.EmailVerified {
+		return httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: follow the link in the mail sent at sign-up")
+	}
+	n, err := h.d.Store.Count(r.Context(), projections.CollTenantAccount, u.UserID+"/")
+	if err != nil {
+		return err
+	}
+	if n >= MaxDemoAccounts {
+		return httpx.Errorf(http.StatusConflict, "account_limit_reached", "at most %d demo accounts per user", MaxDemoAccounts)
+	}
+	id := ulid.Make().String()
+	open := &tenantcmd.OpenAccount{TenantID: u.UserID, Broker: api.DefaultBroker, AccountNumber: "PD" + id[len(id)-12:],
+		Label: fmt.Sprintf("Demo %d", n+1), Currency: b.Currency, StartingBalance: DemoBalance, Kind: "demo", Email: u.Email}
+	if _, err := h.d.Exec(r, "acct_"+id, "", open); err != nil {
+		return err
+	}
+	a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, "acct_"+id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"account": map[string]any{"accountId": a.AccountID, "broker": a.Broker,
+		"accountNumber": a.AccountNumber, "label": a.Label, "currency": a.Currency, "clock": "engine", "positionModel": "net"}})
+	return nil
+}
