@@ -52,10 +52,10 @@ type Sender interface {
 
 // Config selects the sender.
 type Config struct {
-	SMTPURL string // ENGINE_SMTP_URL: smtp://user:pass@host:587 (STARTTLS required) or smtps://user:pass@host:465 (implicit TLS); empty: files
-	Dir     string // where files go when SMTPURL is empty: $ENGINE_DATA_DIR/mail
-	From    string // the From address; empty: "Trading Engine <no-reply@localhost>"
-	Now     func() time.Time
+	SMTPURL string           // ENGINE_SMTP_URL: smtp://user:pass@host:587 (STARTTLS required) or smtps://user:pass@host:465 (implicit TLS); empty: files
+	Dir     string           // where files go when SMTPURL is empty: $ENGINE_DATA_DIR/mail
+	From    string           // the From address; empty: "Trading Engine <no-reply@localhost>"
+	Now     func() time.Time // the Date header and file names; nil: time.Now
 	// RootCAs, if set, replaces the system roots the SMTP server's
 	// certificate is verified against: for tests and private CAs.
 	RootCAs *x509.CertPool

@@ -80,7 +80,7 @@ func (s *smtpSender) Send(ctx context.Context, m Message) error {
 	// STARTTLS): the conn is closed here, whatever happened, and at once
 	// should ctx end mid-conversation.
 	c := &conn{}
-	stop := func() bool { return false }
+	stop := context.AfterFunc(ctx, c.close)
 	defer stop()
 	defer c.close()
 	if err := s.client.DialAndSendWithContext(context.WithValue(ctx, connKey{}, c), msg); err != nil {
