@@ -24,6 +24,9 @@ type CodeInfo struct {
 // the same codes.
 func Codes() map[string]CodeInfo {
 	return map[string]CodeInfo{
+		"already_member":             {Status: []int{http.StatusConflict}},
+		"last_owner":                 {Status: []int{http.StatusConflict}},
+		"member_limit_reached":       {Status: []int{http.StatusConflict}},
 		"account_limit_reached":      {Status: []int{http.StatusConflict}},
 		"email_unverified":           {Status: []int{http.StatusForbidden}},
 		"invalid_credentials":        {Status: []int{http.StatusUnauthorized}},

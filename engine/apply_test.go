@@ -14,6 +14,7 @@ import (
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
+	evorg "github.com/svc/engine/events/org"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -29,6 +30,7 @@ func TestEveryRegisteredEventHasAnApplyCase(t *testing.T) {
 	}{
 		{"account", "github.com/svc/engine/events/account", evacct.Registry(), nil},
 		{"tenant", "github.com/svc/engine/events/tenant", evtenant.Registry(), nil},
+		{"org", "github.com/svc/engine/events/org", evorg.Registry(), nil},
 		{"firm", "github.com/svc/engine/events/firm", evfirm.Registry(), map[string]string{
 			"DeliveryAttempted": "the webhook delivery ledger (evt.webhook.*): folded by projections and the webhook reactor, not the firm aggregate",
 		}},

@@ -19,12 +19,14 @@ import (
 	"github.com/svc/engine/engine/firm"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/engine/org"
 	"github.com/svc/engine/engine/paper"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
+	evorg "github.com/svc/engine/events/org"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -70,6 +72,7 @@ type Engine struct {
 	reg       events.Registry
 	accounts  *mailbox.Group[*account.State]
 	tenants   *mailbox.Group[*tenant.State]
+	orgs      *mailbox.Group[*org.State]  // organizations (orgs.go)
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
@@ -81,7 +84,7 @@ type Engine struct {
 
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
-	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry())
+	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -113,6 +116,7 @@ func New(cfg Config) (*Engine, error) {
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 	e.firms = newFirms(cfg, e.reg)
+	e.orgs = newOrgs(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -200,6 +204,7 @@ func (e *Engine) Close() {
 	e.risk.Close()
 	e.accounts.Close()
 	e.tenants.Close()
+	e.orgs.Close()
 	e.firms.Close()
 }
 

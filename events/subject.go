@@ -17,6 +17,7 @@ const (
 	KindFirm    = "firm"
 	KindTenant  = "tenant"
 	KindWebhook = "webhook"
+	KindOrg     = "org"
 )
 
 // Subject is the log subject of the aggregate of kind with id.

@@ -84,6 +84,12 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 		get(open, "/api/keys", session(serve(id.ListKeys)))
 		del(open, "/api/keys/{id}", session(serve(id.RevokeKey)))
 		post(open, "/api/account/demo", d.Auth.KeyOrSession(httpx.Trading)(serve(id.OpenDemo)))
+		post(open, "/api/organizations", session(serve(id.CreateOrg)))
+		get(open, "/api/organizations", session(serve(id.ListOrgs)))
+		get(open, "/api/organizations/{id}/members", session(serve(id.Members)))
+		post(open, "/api/organizations/{id}/members", session(serve(id.Invite)))
+		del(open, "/api/organizations/{id}/members/{userId}", session(serve(id.RemoveMember)))
+		post(open, "/api/organizations/{id}/invitations/accept", session(serve(id.Accept)))
 	}
 	// Open: the operator (an operator session cookie; keys are refused).
 	if a.Operator != nil {

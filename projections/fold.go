@@ -3,9 +3,11 @@ package projections
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evorg "github.com/svc/engine/events/org"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -29,6 +31,43 @@ func Core(tx Tx, c events.Committed) error {
 		return foldTenant(tx, events.ID(c.Subject, events.KindTenant), c)
 	case events.IsKind(c.Subject, events.KindAccount):
 		return foldAccount(tx, events.ID(c.Subject, events.KindAccount), c)
+	case events.IsKind(c.Subject, events.KindOrg):
+		return foldOrg(tx, events.ID(c.Subject, events.KindOrg), c)
+	}
+	return nil
+}
+
+func foldOrg(tx Tx, id string, c events.Committed) error {
+	join := func(userID, email, role string, at time.Time) error {
+		if err := tx.Put(CollOrgMember, id+"/"+userID, OrgMember{UserID: userID, Email: email, Role: role, JoinedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.Delete(CollOrgInvite, id+"/"+email); err != nil {
+			return err
+		}
+		return tx.Put(CollUserOrg, userID+"/"+id, role)
+	}
+	for _, e := range c.Events {
+		var err error
+		switch e := e.(type) {
+		case evorg.Created:
+			if err = tx.Put(CollOrg, id, Org{OrgID: id, Name: e.Name, CreatedAt: e.At}); err == nil {
+				err = join(e.OwnerID, e.OwnerEmail, "owner", e.At)
+			}
+		case evorg.MemberInvited:
+			err = tx.Put(CollOrgInvite, id+"/"+e.Email, OrgInvite{Email: e.Email, Role: e.Role, InvitedAt: e.At})
+		case evorg.MemberJoined:
+			err = join(e.UserID, e.Email, e.Role, e.At)
+		case evorg.MemberRemoved:
+			if err = tx.Delete(CollOrgMember, id+"/"+e.UserID); err == nil {
+				err = tx.Delete(CollUserOrg, e.UserID+"/"+id)
+			}
+		case evorg.InvitationWithdrawn:
+			err = tx.Delete(CollOrgInvite, id+"/"+e.Email)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -25,7 +25,33 @@ const (
 	CollSession       = "session"        // by session id
 	CollTenantKey     = "tenant_key"     // tenantID/keyID -> digest
 	CollOperator      = "operator"       // venueID/userID -> Operator
+	CollOrg           = "org"            // by organization id
+	CollOrgMember     = "org_member"     // orgID/userID -> OrgMember
+	CollUserOrg       = "user_org"       // userID/orgID -> role
+	CollOrgInvite     = "org_invite"     // orgID/email -> OrgInvite
 )
+
+// Org is an organization as read.
+type Org struct {
+	OrgID     string    `json:"orgId"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// OrgMember is a member of an organization.
+type OrgMember struct {
+	UserID   string    `json:"userId"`
+	Email    string    `json:"email"`
+	Role     string    `json:"role"`
+	JoinedAt time.Time `json:"joinedAt"`
+}
+
+// OrgInvite is a pending invitation.
+type OrgInvite struct {
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	InvitedAt time.Time `json:"invitedAt"`
+}
 
 // User is a signed-up user as read. PasswordHash is the argon2id digest
 // (PHC string), never the password.

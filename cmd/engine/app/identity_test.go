@@ -293,3 +293,73 @@ func TestRevocationsHoldOnEveryNode(t *testing.T) {
 		return nil
 	})
 }
+
+// signedIn signs up, verifies and signs in a new user.
+func signedIn(t *testing.T, e *apptest.Env, email string) session {
+	t.Helper()
+	const password = "a long enough password"
+	if r := anon(e, "POST", "/api/auth/signup", map[string]string{"email": email, "password": password}); r.Status != 201 {
+		t.Fatalf("signup %s: %d %s", email, r.Status, r.Body)
+	}
+	if r := anon(e, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, e, email, "Verify your email address")}); r.Status != 200 {
+		t.Fatalf("verify %s: %d %s", email, r.Status, r.Body)
+	}
+	return login(t, e, email, password)
+}
+
+// Organizations: an owner creates one (idempotent by Idempotency-Key),
+// invites by email, the verified invitee accepts, and one owner always remains.
+func TestOrganizations(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{})
+	ann, bob := signedIn(t, e, "ann@example.com"), signedIn(t, e, "bob@example.com")
+	create := func(s session, key, name string) *apptest.Resp {
+		return e.Do(apptest.Req{Method: "POST", Path: "/api/organizations", Body: map[string]string{"name": name}, Key: "-",
+			Headers: map[string]string{"Cookie": "svc_session=" + s.cookie, "Origin": e.URL, "Idempotency-Key": key}})
+	}
+	r := create(ann, "o-1", "Desk One")
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	o := r.Map(t)["organization"].(map[string]any)
+	if o["role"] != "owner" || o["name"] != "Desk One" {
+		t.Fatalf("organization %v", o)
+	}
+	id := o["id"].(string)
+	if r := create(ann, "o-1", "Desk One"); r.Status != 201 || r.Map(t)["organization"].(map[string]any)["id"] != id {
+		t.Fatalf("a retry made another organization: %s", r.Body)
+	}
+	code(t, create(ann, "o-1", "Another"), 409, "idempotency_conflict")
+
+	// Bob cannot see it, nor invite into it; Ann invites him.
+	code(t, bob.do("GET", "/api/organizations/"+id+"/members", nil), 404, "not_found")
+	code(t, bob.do("POST", "/api/organizations/"+id+"/invitations/accept", nil), 404, "not_found")
+	if r := ann.do("POST", "/api/organizations/"+id+"/members", map[string]string{"email": "Bob@Example.com", "role": "member"}); r.Status != 201 {
+		t.Fatalf("invite: %d %s", r.Status, r.Body)
+	}
+	if m, _, err := mail.Latest(filepath.Join(e.DataDir, "mail"), "bob@example.com"); err != nil || m.Subject != "You are invited to Desk One" {
+		t.Fatalf("invitation mail: %v %q", err, m.Subject)
+	}
+	r = bob.do("POST", "/api/organizations/"+id+"/invitations/accept", nil)
+	if r.Status != 200 || r.Map(t)["organization"].(map[string]any)["role"] != "member" {
+		t.Fatalf("accept: %d %s", r.Status, r.Body)
+	}
+	if r := bob.do("GET", "/api/organizations", nil); len(r.Map(t)["organizations"].([]any)) != 1 {
+		t.Fatalf("bob's organizations: %s", r.Body)
+	}
+	// A member invites nobody and removes nobody else; the last owner stays.
+	code(t, bob.do("POST", "/api/organizations/"+id+"/members", map[string]string{"email": "c@example.com", "role": "reader"}), 403, "permission_denied")
+	annID := ann.do("GET", "/api/auth/me", nil).Map(t)["user"].(map[string]any)["id"].(string)
+	bobID := bob.do("GET", "/api/auth/me", nil).Map(t)["user"].(map[string]any)["id"].(string)
+	code(t, bob.do("DELETE", "/api/organizations/"+id+"/members/"+annID, nil), 403, "permission_denied")
+	code(t, ann.do("DELETE", "/api/organizations/"+id+"/members/"+annID, nil), 409, "last_owner")
+	r = ann.do("GET", "/api/organizations/"+id+"/members", nil)
+	if len(r.Map(t)["members"].([]any)) != 2 {
+		t.Fatalf("members: %s", r.Body)
+	}
+	if r := ann.do("DELETE", "/api/organizations/"+id+"/members/"+bobID, nil); r.Status != 204 {
+		t.Fatalf("remove: %d %s", r.Status, r.Body)
+	}
+	code(t, bob.do("GET", "/api/organizations/"+id+"/members", nil), 404, "not_found")
+	// A key never reaches these routes.
+	code(t, e.Do(apptest.Req{Method: "GET", Path: "/api/organizations"}), 403, "permission_denied")
+}
