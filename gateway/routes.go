@@ -123,10 +123,10 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 		post(firm, rel("/api/partner/connect/accounts"), serve(f.CreateRegistration))
 		get(firm, rel("/api/partner/connect/accounts"), serve(f.ListRegistrations))
 		del(firm, rel("/api/partner/connect/accounts/{id}"), serve(f.RevokeRegistration))
-		if d.Env == "sandbox" { // a trader's side of a registration, sandbox only
-			get(key, "/api/sandbox/connect/registrations", serve(f.TraderRegistrations))
-			post(key, "/api/sandbox/connect/registrations/{id}/link", serve(f.LinkRegistration))
-		}
+		// A trader's side of a registration: a signed-in, verified trader's session.
+		session := d.Auth.RequireSession(httpx.Trading)
+		get(open, "/api/connect/registrations", session(serve(f.TraderRegistrations)))
+		post(open, "/api/connect/registrations/{id}/link", session(serve(f.LinkRegistration)))
 	}
 
 	// Key: a Trading API key.

@@ -118,15 +118,20 @@ func (h *Handlers) RevokeRegistration(w http.ResponseWriter, r *http.Request) er
 // traderEmail is the email of the calling trader's tenant (the sandbox's
 // stand-in for a signed-in trader's verified email).
 func (h *Handlers) traderEmail(r *http.Request) (string, error) {
-	t, err := projections.GetInto[projections.Tenant](r.Context(), h.d.Store, projections.CollTenant, tenantOf(r))
-	if err != nil || t.Email == "" {
-		return "", httpx.Errorf(http.StatusForbidden, "permission_denied", "the caller has no verified email")
+	u, err := projections.GetInto[projections.User](r.Context(), h.d.Store, projections.CollUser, tenantOf(r))
+	if errors.Is(err, projections.ErrNotFound) {
+		return "", httpx.Errorf(http.StatusForbidden, "permission_denied", "registrations are linked by a signed-in trader")
+	} else if err != nil {
+		return "", err
 	}
-	return strings.ToLower(t.Email), nil
+	if !u.EmailVerified {
+		return "", httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address")
+	}
+	return strings.ToLower(u.Email), nil
 }
 
 // traderRegistrations lists the registrations whose email is the caller's:
-// the ones shown to the signed-in trader as ready to link (sandbox).
+// the ones shown to the signed-in trader (a verified session) as ready to link.
 func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) error {
 	email, err := h.traderEmail(r)
 	if err != nil {
@@ -154,7 +159,7 @@ func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) e
 }
 
 // linkRegistration links a registration for the calling trader whose email
-// matches it (sandbox): it sets linkedAt and emits registration.linked.
+// verified email matches it: it sets linkedAt and emits registration.linked.
 func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) error {
 	email, err := h.traderEmail(r)
 	if err != nil {

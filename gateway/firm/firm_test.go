@@ -95,12 +95,15 @@ func TestConnectPreRegistrations(t *testing.T) {
 	}
 
 	// The trader whose email matches sees it ready to link, and links it.
-	r = f.Get("/api/sandbox/connect/registrations")
+	// (a key is refused there: the trader signs in)
+	wantCode(t, f.Get("/api/connect/registrations"), http.StatusForbidden, "permission_denied")
+	trader := f.SignIn("Demo@example.com", "the trader's password")
+	r = f.AsSession(trader, apptest.Req{Method: http.MethodGet, Path: "/api/connect/registrations"})
 	want(t, r, http.StatusOK)
 	if n := len(r.Map(t)["registrations"].([]any)); n != 1 {
 		t.Fatalf("%d ready to link", n)
 	}
-	r = f.Post("/api/sandbox/connect/registrations/"+reg["id"].(string)+"/link", nil)
+	r = f.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/connect/registrations/" + reg["id"].(string) + "/link"})
 	want(t, r, http.StatusOK)
 	linked := r.Map(t)["registration"].(map[string]any)
 	if linked["status"] != "linked" || linked["linkedAt"] == nil {
@@ -110,7 +113,7 @@ func TestConnectPreRegistrations(t *testing.T) {
 
 	// Another one is revoked by the firm; a trader with another email cannot link it.
 	other := create(map[string]any{"email": "someone@example.com"})
-	wantCode(t, f.Post("/api/sandbox/connect/registrations/"+other["id"].(string)+"/link", nil), http.StatusNotFound, "not_found")
+	wantCode(t, f.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/connect/registrations/" + other["id"].(string) + "/link"}), http.StatusNotFound, "not_found")
 	r = f.partner(http.MethodDelete, "/api/partner/connect/accounts/"+other["id"].(string), nil)
 	want(t, r, http.StatusOK)
 	if r.Map(t)["registration"].(map[string]any)["status"] != "revoked" {

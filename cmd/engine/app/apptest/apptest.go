@@ -28,6 +28,7 @@ import (
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/mail"
 	"github.com/svc/engine/events"
 )
 
@@ -329,4 +330,44 @@ func (e *Env) Commits(subject string) []events.Commit {
 		e.T.Fatalf("commits of %s: %v", subject, err)
 	}
 	return out
+}
+
+// SignIn signs up a user with email, verifies it with the token of the mail
+// the engine wrote, signs in and answers the session cookie's value.
+func (e *Env) SignIn(email, password string) string {
+	e.T.Helper()
+	if r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/signup", Body: map[string]string{"email": email, "password": password}, Key: "-"}); r.Status != http.StatusCreated {
+		e.T.Fatalf("signup %s: %d %s", email, r.Status, r.Body)
+	}
+	m, file, err := mail.Latest(filepath.Join(e.DataDir, "mail"), email)
+	if err != nil {
+		e.T.Fatalf("no mail to %s: %v", email, err)
+	}
+	tok, ok := mail.Token(m.Text)
+	if !ok {
+		e.T.Fatalf("mail %s carries no token", file)
+	}
+	if r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/verify", Body: map[string]string{"token": tok}, Key: "-"}); r.Status != http.StatusOK {
+		e.T.Fatalf("verify %s: %d %s", email, r.Status, r.Body)
+	}
+	r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/login", Body: map[string]string{"email": email, "password": password}, Key: "-"})
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == "svc_session" {
+			return c.Value
+		}
+	}
+	e.T.Fatalf("login %s: %d %s", email, r.Status, r.Body)
+	return ""
+}
+
+// AsSession is Do with a session cookie and the engine's own Origin, no key.
+func (e *Env) AsSession(cookie string, r Req) *Resp {
+	e.T.Helper()
+	r.Key = "-"
+	h := map[string]string{"Cookie": "svc_session=" + cookie, "Origin": e.URL}
+	for k, v := range r.Headers {
+		h[k] = v
+	}
+	r.Headers = h
+	return e.Do(r)
 }
