@@ -84,6 +84,9 @@ func (g *grouper) append(ctx context.Context, subject string, expected uint64, i
 	select {
 	case g.queue <- r:
 	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), errConnectionLost) {
+			return 0, fmt.Errorf("append %s: %w", subject, ErrLogUnavailable) // never sent
+		}
 		return 0, fmt.Errorf("append %s: %w", subject, ctx.Err()) // never sent
 	case <-g.ctx.Done():
 		return 0, fmt.Errorf("append %s: %w", subject, nats.ErrConnectionClosed) // never sent
@@ -137,6 +140,16 @@ func (g *grouper) drain() {
 func (g *grouper) commit(batch []groupReq) {
 	ctx, cancel := context.WithTimeout(g.ctx, groupTimeout)
 	defer cancel()
+	// A batch in flight when the connection breaks ends at once (see
+	// Log.onConnection), so the batches queued behind it are not held up.
+	ctx, done, err := g.l.onConnection(ctx)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- groupRes{err: fmt.Errorf("append %s: %w", r.subject, err)}
+		}
+		return
+	}
+	defer done()
 	if len(batch) == 1 {
 		r := batch[0]
 		seq, err := g.l.publish(ctx, r.subject, r.expected, r.id, r.data)

@@ -80,7 +80,15 @@ type Log struct {
 	id     string // the log's identity (identity.go)
 	recent *events.Recent
 	group  *grouper // nil: no group commit
+
+	connMu sync.Mutex
+	conn   context.Context // ends when the connection in use breaks; a new one per reconnect
+	lose   context.CancelCauseFunc
 }
+
+// errConnectionLost is why an append in flight ends when the connection
+// breaks: its ack went with the connection and will never come.
+var errConnectionLost = errors.New("eventlog: the connection broke before the ack came")
 
 // Open starts the embedded server (unless cfg.URL is set), connects, ensures
 // the stream and reads the log's identity, writing it first into a log that
@@ -129,6 +137,8 @@ func (c Config) withDefaults() (Config, error) {
 // cfg.URL is set), and connects; it does not touch the stream.
 func dial(cfg Config) (*Log, error) {
 	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
+	l.conn, l.lose = context.WithCancelCause(context.Background())
+	track := []nats.Option{nats.DisconnectErrHandler(l.lost), nats.ReconnectHandler(l.reconnected)}
 	var err error
 	if cfg.URL == "" {
 		dir := filepath.Join(cfg.DataDir, "nats")
@@ -157,12 +167,12 @@ func dial(cfg Config) (*Log, error) {
 			l.Close()
 			return nil, errors.New("eventlog: embedded server not ready")
 		}
-		l.nc, err = nats.Connect("", nats.InProcessServer(l.srv), nats.MaxReconnects(-1))
+		l.nc, err = nats.Connect("", append(track, nats.InProcessServer(l.srv), nats.MaxReconnects(-1))...)
 	} else {
 		// No reconnect buffer: a publish while disconnected fails at once
 		// (ErrLogUnavailable) instead of leaving after a reconnect.
-		l.nc, err = nats.Connect(cfg.URL, nats.MaxReconnects(-1), nats.Name("engine"), nats.ReconnectBufSize(-1),
-			nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
+		l.nc, err = nats.Connect(cfg.URL, append(track, nats.MaxReconnects(-1), nats.Name("engine"), nats.ReconnectBufSize(-1),
+			nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))...)
 	}
 	if err != nil {
 		l.Close()
@@ -245,6 +255,37 @@ func (l *Log) Subject(body string) string { return events.SubjectRoot + "." + bo
 // Connected reports whether the log's connection is up.
 func (l *Log) Connected() bool { return l.nc != nil && l.nc.IsConnected() }
 
+// lost ends the appends waiting on the connection that broke (nats.go keeps
+// a request waiting across a reconnect, for an ack that will never come).
+func (l *Log) lost(*nats.Conn, error) {
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	l.lose(errConnectionLost)
+}
+
+// reconnected starts the context of the new connection.
+func (l *Log) reconnected(*nats.Conn) {
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	l.lose(errConnectionLost)
+	l.conn, l.lose = context.WithCancelCause(context.Background())
+}
+
+// onConnection is ctx, also ended with cause errConnectionLost when the
+// connection in use now breaks; it fails with ErrLogUnavailable, before
+// anything is sent, when that connection has already broken.
+func (l *Log) onConnection(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	l.connMu.Lock()
+	conn := l.conn
+	l.connMu.Unlock()
+	if conn.Err() != nil {
+		return nil, nil, ErrLogUnavailable
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(conn, func() { cancel(context.Cause(conn)) })
+	return ctx, func() { stop(); cancel(nil) }, nil
+}
+
 // Close disconnects and stops the embedded server, waiting for it to flush,
 // and releases the data directory's lock.
 func (l *Log) Close() {
@@ -274,6 +315,13 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 		// the message and send it after a reconnect, long after its answer.
 		return 0, fmt.Errorf("append %s: %w", subject, ErrLogUnavailable)
 	}
+	// An append in flight when the connection breaks answers at once: its
+	// outcome is unknown, and waiting longer cannot tell.
+	ctx, done, err := l.onConnection(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("append %s: %w", subject, err)
+	}
+	defer done()
 	if l.group != nil {
 		return l.group.append(ctx, subject, expected, msgID, data)
 	}
