@@ -24,6 +24,8 @@ type CodeInfo struct {
 // the same codes.
 func Codes() map[string]CodeInfo {
 	return map[string]CodeInfo{
+		"exit_plan_conflict":         {Status: []int{http.StatusConflict}}, // read the plan again
+		"plan_limit_reached":         {Status: []int{http.StatusConflict}},
 		"already_member":             {Status: []int{http.StatusConflict}},
 		"last_owner":                 {Status: []int{http.StatusConflict}},
 		"member_limit_reached":       {Status: []int{http.StatusConflict}},
@@ -56,6 +58,7 @@ func Codes() map[string]CodeInfo {
 		"lock_not_owned":             {Status: []int{http.StatusConflict}},
 		"log_unavailable":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"market_data_unavailable":    {Status: []int{http.StatusUnprocessableEntity}, RetrySafe: true}, // until the first price arrives
+		"method_not_allowed":         {Status: []int{http.StatusMethodNotAllowed}},                     // the Allow header lists the route's methods
 		"not_found":                  {Status: []int{http.StatusNotFound}},
 		"order_quantity_above_limit": {Status: []int{http.StatusUnprocessableEntity}},
 		"origin not allowed":         {Status: []int{http.StatusForbidden}}, // operator writes without a trusted Origin

@@ -15,6 +15,7 @@ import (
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
 	evorg "github.com/svc/engine/events/org"
+	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -31,6 +32,7 @@ func TestEveryRegisteredEventHasAnApplyCase(t *testing.T) {
 		{"account", "github.com/svc/engine/events/account", evacct.Registry(), nil},
 		{"tenant", "github.com/svc/engine/events/tenant", evtenant.Registry(), nil},
 		{"org", "github.com/svc/engine/events/org", evorg.Registry(), nil},
+		{"plan", "github.com/svc/engine/events/plan", evplan.Registry(), nil},
 		{"firm", "github.com/svc/engine/events/firm", evfirm.Registry(), map[string]string{
 			"DeliveryAttempted": "the webhook delivery ledger (evt.webhook.*): folded by projections and the webhook reactor, not the firm aggregate",
 		}},

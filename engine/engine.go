@@ -21,12 +21,14 @@ import (
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/org"
 	"github.com/svc/engine/engine/paper"
+	"github.com/svc/engine/engine/plan"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
 	evorg "github.com/svc/engine/events/org"
+	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -73,6 +75,7 @@ type Engine struct {
 	accounts  *mailbox.Group[*account.State]
 	tenants   *mailbox.Group[*tenant.State]
 	orgs      *mailbox.Group[*org.State]  // organizations (orgs.go)
+	plans     *mailbox.Group[*plan.State] // saved exit plans (plans.go)
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
@@ -84,7 +87,7 @@ type Engine struct {
 
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
-	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
+	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -117,6 +120,7 @@ func New(cfg Config) (*Engine, error) {
 	}, cfg.Log, e.reg, cfg.Metrics)
 	e.firms = newFirms(cfg, e.reg)
 	e.orgs = newOrgs(cfg, e)
+	e.plans = newPlans(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -205,6 +209,7 @@ func (e *Engine) Close() {
 	e.accounts.Close()
 	e.tenants.Close()
 	e.orgs.Close()
+	e.plans.Close()
 	e.firms.Close()
 }
 

@@ -13,6 +13,7 @@ import (
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
 	evorg "github.com/svc/engine/events/org"
+	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -70,7 +71,7 @@ func sameCommit(t *testing.T, how string, got, want events.Commit) {
 // The engine writes commits in MessagePack and reads both that and the
 // JSON commits of earlier versions, to the same values.
 func TestCodecRoundTripsInBothEncodings(t *testing.T) {
-	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
+	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891000000, time.UTC)
 	unlock := at.Add(time.Hour)
 	commits := []events.Commit{
@@ -171,7 +172,7 @@ func fill(t *testing.T, v reflect.Value, at time.Time) {
 // Every event type the engine registers is written in MessagePack and reads
 // back, with every field set, to what it was.
 func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
-	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
+	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
 	all := []events.Event{
 		evacct.Opened{}, evacct.OrderPlaced{}, evacct.OrderFilled{}, evacct.OrderCanceled{}, evacct.OrderReplaced{},
 		evacct.StopTriggered{}, evacct.BalanceChanged{}, evacct.AccountReset{}, evacct.FirmHalted{}, evacct.FirmResumed{},
@@ -181,6 +182,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{},
 		evorg.Created{}, evorg.MemberInvited{}, evorg.MemberJoined{}, evorg.MemberRemoved{}, evorg.InvitationWithdrawn{},
+		evplan.Saved{}, evplan.Deleted{},
 		evfirm.WebhookRegistered{}, evfirm.WebhookRemoved{}, evfirm.RegistrationCreated{}, evfirm.RegistrationRefreshed{},
 		evfirm.RegistrationRevoked{}, evfirm.RegistrationLinked{}, evfirm.DeliveryAttempted{},
 	}

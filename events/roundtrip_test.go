@@ -16,6 +16,7 @@ import (
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
 	evorg "github.com/svc/engine/events/org"
+	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -135,7 +136,7 @@ func registered(t *testing.T, reg events.Registry) []events.Event {
 // and in JSON, or Encode refuses it (exactly when a decimal is outside the
 // codec's bounds): never an encoded commit that fails to decode.
 func TestPropertyEveryEventTypeRoundTripsOrIsRefused(t *testing.T) {
-	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
+	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891000000, time.UTC)
 	bs := boundaries()
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -199,7 +200,7 @@ func TestPropertyEveryEventTypeRoundTripsOrIsRefused(t *testing.T) {
 // A decimal a commit may not hold is refused by its encoder with the bound it
 // breaks, in either encoding, before any byte is appended.
 func TestEncodeRefusesWhatDecodeWould(t *testing.T) {
-	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry())
+	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	price := scan("1e-70")
 	c := events.Commit{CommandID: "c", At: at, Events: []events.Event{evacct.OrderPlaced{Order: evacct.Order{BrokerOrderID: "o1",

@@ -18,6 +18,7 @@ const (
 	KindTenant  = "tenant"
 	KindWebhook = "webhook"
 	KindOrg     = "org"
+	KindPlans   = "plans"
 )
 
 // Subject is the log subject of the aggregate of kind with id.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/identity"
@@ -21,11 +22,12 @@ import (
 // Areas are the route areas beyond trading, account and risk, each served
 // when it is configured (nil: its routes answer 404 like any unknown route).
 type Areas struct {
-	Market   *marketgw.Market // market data: key or browser origin
-	News     *newsgw.Deps     // news and the economic calendar: key or browser origin
-	Firm     *firmgw.Config   // the firm area under /api/partner/: partner key
-	Operator *operator.Config // the operator's routes: operator session cookie
-	Identity *identity.Config // people, sessions and their keys
+	Market   *marketgw.Market  // market data: key or browser origin
+	News     *newsgw.Deps      // news and the economic calendar: key or browser origin
+	Firm     *firmgw.Config    // the firm area under /api/partner/: partner key
+	Operator *operator.Config  // the operator's routes: operator session cookie
+	Identity *identity.Config  // people, sessions and their keys
+	Exits    *exitplans.Config // saved exit plans and their preview
 }
 
 // routes is the route table: every route the engine serves, grouped by the
@@ -90,6 +92,15 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 		post(open, "/api/organizations/{id}/members", session(serve(id.Invite)))
 		del(open, "/api/organizations/{id}/members/{userId}", session(serve(id.RemoveMember)))
 		post(open, "/api/organizations/{id}/invitations/accept", session(serve(id.Accept)))
+	}
+	// Open: exit plans (a Trading API key or a session).
+	if a.Exits != nil {
+		x, either := exitplans.New(d, *a.Exits), d.Auth.KeyOrSession(httpx.Trading)
+		get(open, "/api/exit-plans", either(serve(x.List)))
+		post(open, "/api/exit-plans", either(serve(x.Create)))
+		put(open, "/api/exit-plans/{id}", either(serve(x.Replace)))
+		del(open, "/api/exit-plans/{id}", either(serve(x.Delete)))
+		post(open, "/api/account/exit-plans/preview", either(serve(x.Preview)))
 	}
 	// Open: the operator (an operator session cookie; keys are refused).
 	if a.Operator != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evorg "github.com/svc/engine/events/org"
+	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
 )
 
@@ -33,6 +34,28 @@ func Core(tx Tx, c events.Committed) error {
 		return foldAccount(tx, events.ID(c.Subject, events.KindAccount), c)
 	case events.IsKind(c.Subject, events.KindOrg):
 		return foldOrg(tx, events.ID(c.Subject, events.KindOrg), c)
+	case events.IsKind(c.Subject, events.KindPlans):
+		return foldPlans(tx, events.ID(c.Subject, events.KindPlans), c)
+	}
+	return nil
+}
+
+func foldPlans(tx Tx, owner string, c events.Committed) error {
+	for _, e := range c.Events {
+		var err error
+		switch e := e.(type) {
+		case evplan.Saved:
+			p := Plan{ID: e.PlanID, CreatedAt: e.At}
+			if _, err = tx.Get(CollPlan, owner+"/"+e.PlanID, &p); err == nil {
+				p.Revision, p.Spec, p.Requires, p.UpdatedAt = e.Revision, e.Spec, evplan.Requires(e.Spec), e.At
+				err = tx.Put(CollPlan, owner+"/"+e.PlanID, p)
+			}
+		case evplan.Deleted:
+			err = tx.Delete(CollPlan, owner+"/"+e.PlanID)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

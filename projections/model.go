@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/events"
+	evplan "github.com/svc/engine/events/plan"
 )
 
 // Collections of the core read models.
@@ -29,7 +30,18 @@ const (
 	CollOrgMember     = "org_member"     // orgID/userID -> OrgMember
 	CollUserOrg       = "user_org"       // userID/orgID -> role
 	CollOrgInvite     = "org_invite"     // orgID/email -> OrgInvite
+	CollPlan          = "exit_plan"      // ownerID/planID -> Plan
 )
+
+// Plan is a saved exit plan as read.
+type Plan struct {
+	ID        string      `json:"id"`
+	Revision  string      `json:"revision"`
+	Requires  []string    `json:"requires"`
+	Spec      evplan.Spec `json:"spec"`
+	CreatedAt time.Time   `json:"createdAt"`
+	UpdatedAt time.Time   `json:"updatedAt"`
+}
 
 // Org is an organization as read.
 type Org struct {

@@ -4,9 +4,14 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine"
@@ -158,4 +163,23 @@ func (d *Deps) Exec(r *http.Request, accountID, key string, cmd commands.Command
 		return res, err
 	}
 	return res, d.Settle(r.Context(), res)
+}
+
+// IdempotentID names the resource a create makes: a new id, or, when the
+// request carries an Idempotency-Key (1 to 128 characters), an id derived
+// from the owner and the key, so a retry meets the first write's aggregate;
+// digest is then the body's digest, which that aggregate compares (same key,
+// other body: 409).
+func IdempotentID(r *http.Request, prefix, owner string, body any) (id, digest string, err error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return prefix + ulid.Make().String(), "", nil
+	}
+	if err := commands.Identifier("Idempotency-Key", key, 128); err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256([]byte(owner + "\x00" + key))
+	b, _ := json.Marshal(body)
+	d := sha256.Sum256(b)
+	return prefix + hex.EncodeToString(sum[:13]), hex.EncodeToString(d[:]), nil
 }

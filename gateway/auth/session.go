@@ -221,6 +221,16 @@ func (a *Auth) renew(w http.ResponseWriter, c Claims) {
 // Sessions is the session signer (nil when sessions are off).
 func (a *Auth) Sessions() *Sessions { return a.cfg.Sessions }
 
+// touch records a key's use, at most once a second per key (lastUsedAt is
+// shown to the second; a write per request would cost every order).
+func (a *Auth) touch(digest string) {
+	now := time.Now()
+	if v, ok := a.used.Load(digest); ok && now.Sub(v.(time.Time)) < time.Second {
+		return
+	}
+	a.used.Store(digest, now)
+}
+
 // LastUsed is when this node last admitted the key of digest since it started.
 func (a *Auth) LastUsed(digest string) (time.Time, bool) {
 	v, ok := a.used.Load(digest)

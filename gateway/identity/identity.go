@@ -187,16 +187,11 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 // ResendVerification mails a new verification link to an unverified
 // address; it answers 202 whatever the address.
 func (h *Handlers) ResendVerification(w http.ResponseWriter, r *http.Request) error {
-	var b struct {
-		Email string `json:"email"`
-	}
-	if err := httpx.Decode(r, &b, 0); err != nil {
+	email, err := decodeEmail(r)
+	if err != nil {
 		return err
 	}
-	if err := commandsEmail(b.Email); err != nil {
-		return err
-	}
-	uid := tenantcmd.UserID(b.Email)
+	uid := tenantcmd.UserID(email)
 	if u, err := h.user(r.Context(), uid); err == nil && !u.EmailVerified {
 		token := newToken(uid)
 		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.IssueVerification{Digest: tokenDigest(token),
@@ -288,16 +283,11 @@ func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
 // PasswordReset mails a reset link when the address has an account; the
 // answer is 202 whatever the address.
 func (h *Handlers) PasswordReset(w http.ResponseWriter, r *http.Request) error {
-	var b struct {
-		Email string `json:"email"`
-	}
-	if err := httpx.Decode(r, &b, 0); err != nil {
+	email, err := decodeEmail(r)
+	if err != nil {
 		return err
 	}
-	if err := commandsEmail(b.Email); err != nil {
-		return err
-	}
-	uid := tenantcmd.UserID(b.Email)
+	uid := tenantcmd.UserID(email)
 	u, err := h.user(r.Context(), uid)
 	switch {
 	case err == nil:
@@ -355,6 +345,17 @@ func isNotFound(err error) bool {
 }
 
 func commandsEmail(v string) error { return commands.Email("email", v) }
+
+// decodeEmail reads a body of one email address.
+func decodeEmail(r *http.Request) (string, error) {
+	var b struct {
+		Email string `json:"email"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return "", err
+	}
+	return b.Email, commandsEmail(b.Email)
+}
 
 // keyView is a key as the API answers it; the secret is answered once, at issue.
 type keyView struct {

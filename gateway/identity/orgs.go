@@ -1,18 +1,16 @@
 package identity
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
 	orgcmd "github.com/svc/engine/commands/org"
+	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 )
@@ -87,16 +85,9 @@ func (h *Handlers) CreateOrg(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id := "org_" + ulid.Make().String()
-	var digest string
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		if err := commands.Identifier("Idempotency-Key", key, 128); err != nil {
-			return err
-		}
-		sum := sha256.Sum256([]byte(by.UserID + "\x00" + key))
-		id = "org_" + hex.EncodeToString(sum[:13])
-		body := sha256.Sum256([]byte(b.Name))
-		digest = hex.EncodeToString(body[:])
+	id, digest, err := api.IdempotentID(r, "org_", by.UserID, b.Name)
+	if err != nil {
+		return err
 	}
 	if err := h.orgCmd(r, id, &orgcmd.Create{Name: b.Name, By: by, Digest: digest}); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway"
+	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/identity"
 	marketgw "github.com/svc/engine/gateway/market"
@@ -29,5 +30,6 @@ func areas(a *App, cfg Config) gateway.Areas {
 		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
 		Operator: &operator.Config{Now: a.Now},
 		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
+		Exits:    &exitplans.Config{TokenKey: derive(a.firm.key, "exit-plan-preview"), Now: a.Now},
 	}
 }

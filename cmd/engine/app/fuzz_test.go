@@ -286,3 +286,32 @@ func FuzzAuthBodies(f *testing.F) {
 		fe.send(t, http.MethodPost, routes[int(b[0])%len(routes)], "", b[1:])
 	})
 }
+
+// FuzzExitPlan sends fuzzed plans to POST /api/exit-plans and previews of
+// them: distances, shares and hostile decimals.
+func FuzzExitPlan(f *testing.F) {
+	addSeeds(f, `{"name":"a","stop":{"ticks":20},"targets":[{"distance":{"ticks":10},"share":"0.5"},{"distance":{"offset":"3.5"},"share":"0.5"}]}`,
+		`{"name":"b","stop":{"ticks":20},"runner":true,"targets":[{"distance":{"ticks":10},"share":"0.3333"}],"trailing":{"distance":{"ticks":5}}}`,
+		`{"name":"c","stop":{"ticks":9223372036854775807}}`, `{"name":"d","stop":{"ticks":-1}}`)
+	addSeeds(f, withValue(`{"name":"v","stop":{"offset":%v}}`)...)
+	addSeeds(f, withValue(`{"name":"v","runner":true,"targets":[{"distance":{"ticks":1},"share":%v}]}`)...)
+	fe := startFuzzEngine(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := fe.send(t, http.MethodPost, "/api/exit-plans", fe.Key, body)
+		if w.Code != http.StatusCreated {
+			return
+		}
+		var m struct {
+			Plan struct{ ID, Revision string }
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, side := range []string{"buy", "sell"} {
+			pv, _ := json.Marshal(map[string]any{"planId": m.Plan.ID, "planRevision": m.Plan.Revision, "instrument": "ETH-PERP", "side": side,
+				"quantity": "1.37", "orderType": "limit", "limitPrice": "3000.05", "clientOrderId": "f-1"})
+			fe.send(t, http.MethodPost, "/api/account/exit-plans/preview", fe.Key, pv)
+		}
+		fe.send(t, http.MethodDelete, "/api/exit-plans/"+m.Plan.ID+"?revision="+m.Plan.Revision, fe.Key, nil)
+	})
+}

@@ -122,7 +122,8 @@ func TestIdentityFromSignUpToTrading(t *testing.T) {
 	bad := anon(e, "POST", "/api/auth/login", map[string]string{"email": email, "password": "wrong password here"})
 	unknown := anon(e, "POST", "/api/auth/login", map[string]string{"email": "nobody@example.com", "password": "wrong password here"})
 	code(t, bad, 401, "invalid_credentials")
-	if string(bad.Body) != string(unknown.Body) || bad.Status != unknown.Status {
+	bm, um := bad.Map(t), unknown.Map(t)
+	if bm["error"] != um["error"] || bm["code"] != um["code"] || len(bm) != len(um) || bad.Status != unknown.Status {
 		t.Fatalf("wrong password %s vs unknown email %s", bad.Body, unknown.Body)
 	}
 

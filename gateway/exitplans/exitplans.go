@@ -1,0 +1,344 @@
+// Package exitplans serves saved exit plans (/api/exit-plans) and their
+// preview at an order (/api/account/exit-plans/preview): the ladder priced
+// at the instrument's tick and lot step, and a token that binds it to one
+// order submission.
+package exitplans
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/commands"
+	plancmd "github.com/svc/engine/commands/plan"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/events"
+	evplan "github.com/svc/engine/events/plan"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+)
+
+// PreviewFor is how long a preview's token is good for.
+const PreviewFor = 2 * time.Minute
+
+// Config is what the exit-plan routes need beyond the shared dependencies.
+type Config struct {
+	TokenKey []byte // signs preview tokens (32 bytes or more)
+	Now      func() time.Time
+}
+
+// Handlers serve the exit-plan routes; the route table is gateway/routes.go.
+type Handlers struct {
+	d   *api.Deps
+	cfg Config
+}
+
+// New makes the exit-plan handlers.
+func New(d *api.Deps, cfg Config) *Handlers { return &Handlers{d: d, cfg: cfg} }
+
+// view is a plan as the API answers it: id, revision, requires, the plan's
+// own fields, and when it was made and last changed.
+type view struct {
+	ID       string   `json:"id"`
+	Revision string   `json:"revision"`
+	Requires []string `json:"requires"`
+	evplan.Spec
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func toView(p projections.Plan) view {
+	return view{ID: p.ID, Revision: p.Revision, Requires: p.Requires, Spec: p.Spec, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC()}
+}
+
+func owner(r *http.Request) string {
+	p, _ := httpx.PrincipalOf(r)
+	return p.TenantID
+}
+
+func (h *Handlers) exec(r *http.Request, cmd commands.Command) error {
+	res, err := h.d.Engine.Plans(r.Context(), owner(r), h.d.Engine.Envelope(api.Principal(r), r.Header.Get("Idempotency-Key"), cmd))
+	if err != nil {
+		return err
+	}
+	return h.d.Settle(r.Context(), res)
+}
+
+func (h *Handlers) read(r *http.Request, id string) (projections.Plan, error) {
+	p, err := projections.GetInto[projections.Plan](r.Context(), h.d.Store, projections.CollPlan, owner(r)+"/"+id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return p, httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+	}
+	return p, err
+}
+
+// List answers the caller's saved plans.
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
+	plans, err := projections.ListInto[projections.Plan](r.Context(), h.d.Store, projections.CollPlan, projections.Query{Prefix: owner(r) + "/"})
+	if err != nil {
+		return err
+	}
+	out := make([]view, 0, len(plans))
+	for _, p := range plans {
+		out = append(out, toView(p))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"plans": out})
+	return nil
+}
+
+// Create saves a new plan. An Idempotency-Key makes a retry answer the same plan.
+func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+	var s evplan.Spec
+	if err := httpx.Decode(r, &s, 0); err != nil {
+		return err
+	}
+	id, digest, err := api.IdempotentID(r, "xp_", owner(r), s)
+	if err != nil {
+		return err
+	}
+	if err := h.exec(r, &plancmd.Save{PlanID: id, Spec: s, Create: true, Digest: digest}); err != nil {
+		return err
+	}
+	p, err := h.read(r, id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"plan": toView(p)})
+	return nil
+}
+
+// Replace replaces a plan when the body's revision is its current one (else
+// 409 exit_plan_conflict with params.revision).
+func (h *Handlers) Replace(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Revision string `json:"revision"`
+		evplan.Spec
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	id := mux.Vars(r)["id"]
+	if len(id) > 64 {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+	}
+	if err := h.exec(r, &plancmd.Save{PlanID: id, Spec: b.Spec, IfRevision: b.Revision}); err != nil {
+		return err
+	}
+	p, err := h.read(r, id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"plan": toView(p)})
+	return nil
+}
+
+// Delete removes a plan when the revision (query `revision` or If-Match) is its current one.
+func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	id := mux.Vars(r)["id"]
+	if len(id) > 64 {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+	}
+	rev := r.URL.Query().Get("revision")
+	if rev == "" {
+		rev = strings.Trim(r.Header.Get("If-Match"), `"`)
+	}
+	if err := h.exec(r, &plancmd.Delete{PlanID: id, IfRevision: rev}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Leg is one priced leg of a previewed bracket.
+type Leg struct {
+	Kind     string          `json:"kind"` // stop, target or runner
+	Price    *events.Decimal `json:"price"`
+	Quantity events.Decimal  `json:"quantity"`
+	Share    *events.Decimal `json:"share,omitempty"`
+}
+
+// Warning is a note on a preview or a placement.
+type Warning struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Params  map[string]any `json:"params,omitempty"`
+}
+
+// Binding is what a preview token binds: one submission of one order.
+type Binding struct {
+	AccountID     string         `json:"a"`
+	PlanID        string         `json:"p"`
+	PlanRevision  string         `json:"r"`
+	Instrument    string         `json:"i"`
+	Side          string         `json:"s"`
+	Quantity      events.Decimal `json:"q"`
+	Entry         events.Decimal `json:"e"`
+	ClientOrderID string         `json:"c"`
+	Expires       int64          `json:"x"`
+}
+
+var b64 = base64.RawURLEncoding
+
+func (h *Handlers) sign(b Binding) string {
+	payload, _ := json.Marshal(b)
+	p := b64.EncodeToString(payload)
+	m := hmac.New(sha256.New, h.cfg.TokenKey)
+	m.Write([]byte("exit-plan-preview.v1\x00" + p))
+	return "xpt1." + p + "." + b64.EncodeToString(m.Sum(nil))
+}
+
+// Verify reads a preview token's binding when its signature holds.
+func (h *Handlers) Verify(token string) (Binding, bool) {
+	parts := strings.Split(token, ".")
+	if len(token) > 2048 || len(parts) != 3 || parts[0] != "xpt1" {
+		return Binding{}, false
+	}
+	m := hmac.New(sha256.New, h.cfg.TokenKey)
+	m.Write([]byte("exit-plan-preview.v1\x00" + parts[1]))
+	sig, err := b64.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(sig, m.Sum(nil)) {
+		return Binding{}, false
+	}
+	raw, err := b64.DecodeString(parts[1])
+	var b Binding
+	if err != nil || json.Unmarshal(raw, &b) != nil {
+		return Binding{}, false
+	}
+	return b, true
+}
+
+// Preview prices a plan's ladder for an order and answers the legs with a
+// token binding account, plan and revision, instrument, side, quantity,
+// entry and clientOrderId, good for one submission within PreviewFor.
+func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		PlanID        string          `json:"planId"`
+		PlanRevision  string          `json:"planRevision"`
+		Instrument    string          `json:"instrument"`
+		Side          string          `json:"side"`
+		Quantity      events.Decimal  `json:"quantity"`
+		OrderType     string          `json:"orderType"`
+		LimitPrice    *events.Decimal `json:"limitPrice"`
+		ClientOrderID string          `json:"clientOrderId"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := commands.ClientOrderID("clientOrderId", b.ClientOrderID); err != nil {
+		return err
+	}
+	if b.Side != "buy" && b.Side != "sell" {
+		return commands.BadField("side", nil, "side is buy or sell")
+	}
+	if b.Quantity.Sign() <= 0 {
+		return commands.BadField("quantity", nil, "quantity must be above zero")
+	}
+	acct, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	p, err := h.read(r, b.PlanID)
+	if err != nil {
+		return err
+	}
+	if b.PlanRevision != p.Revision {
+		return commands.Refuse(http.StatusConflict, "exit_plan_conflict", "the plan changed since you read it: preview its current revision",
+			map[string]any{"revision": p.Revision})
+	}
+	in, ok := h.d.Engine.Catalog().Get(b.Instrument)
+	if !ok {
+		return commands.Refuse(http.StatusUnprocessableEntity, "instrument_not_permitted", "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
+	}
+	var entry events.Decimal
+	switch b.OrderType {
+	case "market":
+		if in.AssetClass == "futures" {
+			return trading.FeedRequiresConnection(b.Instrument)
+		}
+		q, ok := h.d.Engine.Feed().Quote(b.Instrument)
+		if !ok {
+			return commands.Refuse(http.StatusUnprocessableEntity, "market_data_unavailable", "no price for "+b.Instrument+" yet",
+				map[string]any{"cause": "mark_missing"})
+		}
+		entry = q.Ask
+		if b.Side == "sell" {
+			entry = q.Bid
+		}
+	case "limit":
+		if b.LimitPrice == nil || b.LimitPrice.Sign() <= 0 {
+			return commands.BadField("limitPrice", nil, "a limit entry needs a limitPrice above zero")
+		}
+		entry = *b.LimitPrice
+	default:
+		return commands.BadField("orderType", nil, "the entry of a bracket is a market or a limit order")
+	}
+	legs, warnings := Price(p.Spec, in.TickSize, in.LotStep, b.Side, entry, b.Quantity)
+	bind := Binding{AccountID: acct.AccountID, PlanID: p.ID, PlanRevision: p.Revision, Instrument: b.Instrument, Side: b.Side,
+		Quantity: b.Quantity, Entry: entry, ClientOrderID: b.ClientOrderID, Expires: h.cfg.Now().Add(PreviewFor).Unix()}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preview": map[string]any{
+		"planId": p.ID, "planRevision": p.Revision, "instrument": b.Instrument, "side": b.Side, "quantity": b.Quantity,
+		"entry": entry, "legs": legs, "warnings": warnings, "token": h.sign(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
+	}})
+	return nil
+}
+
+// at is the price dist away from entry on the side of an exit: below a long
+// entry for a stop (profit false), above it for a target; mirrored for a short.
+func at(entry, tick events.Decimal, side string, d evplan.Distance, profit bool) events.Decimal {
+	off := tick.Mul(events.Int(d.Ticks))
+	if d.Offset != nil {
+		off = *d.Offset
+	}
+	up := (side == "buy") == profit
+	px := entry.Sub(off)
+	if up {
+		px = entry.Add(off)
+	}
+	return plancmd.Steps(px, tick)
+}
+
+// Price prices a plan's ladder for an entry: a stop for the whole quantity,
+// each target for its share rounded down to the lot step, and a runner for
+// what the targets leave. A share that rounds to nothing is left unplaced
+// with the warning exit_plan_remainder_unplaced.
+func Price(s evplan.Spec, tick, lot events.Decimal, side string, entry, qty events.Decimal) ([]Leg, []Warning) {
+	legs, warnings := []Leg{}, []Warning{}
+	if s.Stop != nil {
+		px := at(entry, tick, side, *s.Stop, false)
+		legs = append(legs, Leg{Kind: "stop", Price: &px, Quantity: qty})
+	}
+	placed := events.Int(0)
+	for i, t := range s.Targets {
+		q := plancmd.Floor(qty.Mul(t.Share), lot)
+		if q.Sign() <= 0 {
+			warnings = append(warnings, Warning{Code: "exit_plan_remainder_unplaced",
+				Message: fmt.Sprintf("target %d's share of %s rounds to nothing at the lot step %s: it is left without a target", i+1, qty, lot),
+				Params:  map[string]any{"target": i, "lotStep": lot.String()}})
+			continue
+		}
+		px := at(entry, tick, side, t.Distance, true)
+		share := t.Share
+		legs = append(legs, Leg{Kind: "target", Price: &px, Quantity: q, Share: &share})
+		placed = placed.Add(q)
+	}
+	if rest := qty.Sub(placed); len(s.Targets) > 0 && rest.Sign() > 0 {
+		if s.Runner {
+			legs = append(legs, Leg{Kind: "runner", Quantity: rest})
+		} else {
+			warnings = append(warnings, Warning{Code: "exit_plan_remainder_unplaced",
+				Message: fmt.Sprintf("%s of the quantity rounds to no target at the lot step %s: only the stop protects it", rest, lot),
+				Params:  map[string]any{"quantity": rest.String(), "lotStep": lot.String()}})
+		}
+	}
+	return legs, warnings
+}
