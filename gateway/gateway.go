@@ -5,6 +5,7 @@ package gateway
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/httpx"
 )
 
@@ -25,8 +27,9 @@ const DefaultWriteTimeout = 60 * time.Second
 type Options struct {
 	Ready        func() (ok bool, why string) // why names what is not ready
 	Registry     *prometheus.Registry
-	Areas        Areas         // the areas served beyond trading, account and risk (routes.go)
-	WriteTimeout time.Duration // of every response but a stream's; 0: DefaultWriteTimeout
+	Areas        Areas           // the areas served beyond trading, account and risk (routes.go)
+	WriteTimeout time.Duration   // of every response but a stream's; 0: DefaultWriteTimeout
+	Reference    *docs.Reference // serves /openapi.yaml, /openapi.json and /docs; nil: not served
 }
 
 // Handler builds the gateway's http.Handler.
@@ -35,7 +38,7 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
 	root := mux.NewRouter()
-	root.Use(logRequests)
+	root.Use(recordRoute)
 	root.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})).Methods(http.MethodGet)
@@ -52,6 +55,14 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	if o.Registry != nil {
 		root.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 	}
+	if ref := o.Reference; ref != nil { // to anyone, as /healthz
+		root.Handle("/openapi.yaml", ref.YAML()).Methods(http.MethodGet, http.MethodHead)
+		root.Handle("/openapi.json", ref.JSON()).Methods(http.MethodGet, http.MethodHead)
+		root.Handle("/docs", ref.Page()).Methods(http.MethodGet, http.MethodHead)
+		for name, h := range ref.Assets() {
+			root.Handle("/docs/"+name, h).Methods(http.MethodGet, http.MethodHead)
+		}
+	}
 
 	open := root.NewRoute().Subrouter()
 	open.Use(d.Auth.Origin, d.Auth.Writes(httpx.Trading))
@@ -63,12 +74,32 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading"), d.Auth.Writes(httpx.Trading))
 	routes(d, o.Areas, tr, firm, open)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no such route", "code": "not_found"})
+		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, "not_found", "no such route"))
 	})
 	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed on this route"})
+		if allow := allowed(root, r); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed",
+			"method not allowed on this route; the Allow header lists the methods it takes"))
 	})
-	return BoundWrites(o.WriteTimeout, root)
+	// The log wraps the router, not a middleware of it: mux runs no middleware
+	// for the not-found and method-not-allowed answers, and those are logged too.
+	return BoundWrites(o.WriteTimeout, logRequests(root))
+}
+
+// allowed lists the methods root serves on r's path, for the Allow header of a 405.
+func allowed(root *mux.Router, r *http.Request) string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		c := r.Clone(r.Context())
+		c.Method = m
+		var match mux.RouteMatch
+		if root.Match(c, &match) && match.MatchErr == nil {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // BoundWrites sets a write deadline of d from now on every request's
@@ -109,22 +140,42 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// logRequests gives each request an id and logs one line: id, route, status,
-// duration. Never a key, a query or a body.
+// logRequests gives each request an id, sends it as X-Request-Id on every
+// answer (error bodies carry it as requestId) and logs one line: id, method,
+// route, status, the error code if any, duration. Never a key, a query or a
+// body.
 func logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := ulid.Make().String()
-		w.Header().Set("X-Request-Id", id)
+		tr := &httpx.Trace{ID: ulid.Make().String()}
+		w.Header().Set(httpx.RequestIDHeader, tr.ID)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		route := r.URL.Path
-		if m := mux.CurrentRoute(r); m != nil {
-			if t, err := m.GetPathTemplate(); err == nil {
-				route = t
+		next.ServeHTTP(sw, r.WithContext(httpx.WithTrace(r.Context(), tr)))
+		route := tr.Route
+		if route == "" {
+			route = r.URL.Path
+		}
+		attrs := []slog.Attr{slog.String("id", tr.ID), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", sw.status)}
+		if tr.Code != "" {
+			attrs = append(attrs, slog.String("code", tr.Code))
+		}
+		attrs = append(attrs, slog.Duration("duration", time.Since(start)))
+		slog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	})
+}
+
+// recordRoute writes the matched route's template into the request's trace
+// for the log line.
+func recordRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tr := httpx.TraceOf(r); tr != nil {
+			if m := mux.CurrentRoute(r); m != nil {
+				if t, err := m.GetPathTemplate(); err == nil {
+					tr.Route = t
+				}
 			}
 		}
-		slog.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("id", id), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
+		next.ServeHTTP(w, r)
 	})
 }

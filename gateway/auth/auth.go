@@ -105,7 +105,7 @@ func (a *Auth) OriginAllowed(r *http.Request) bool {
 func (a *Auth) Origin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.OriginAllowed(r) && !sameOrigin(r) {
-			httpx.WriteJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed"})
+			httpx.WriteError(w, r, httpx.Trading, &httpx.Error{Status: http.StatusForbidden, Msg: "origin not allowed"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -169,7 +169,7 @@ func (a *Auth) resolve(r *http.Request) (projections.Key, error) {
 		a.forget(digest)
 		return projections.Key{}, errNoKey
 	}
-	a.used.Store(digest, time.Now())
+	a.touch(digest)
 	a.kmu.Lock()
 	if _, seen := a.known[digest]; seen || len(a.known) < maxKnownKeys {
 		a.known[digest] = k

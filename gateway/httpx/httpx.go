@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
@@ -31,7 +33,35 @@ type Principal struct {
 
 type ctxKey int
 
-const principalKey ctxKey = 1
+const (
+	principalKey ctxKey = 1
+	traceKey     ctxKey = 2
+)
+
+// RequestIDHeader is the response header naming a request's id, sent on every
+// answer; error bodies carry the same id as requestId.
+const RequestIDHeader = "X-Request-Id"
+
+// Trace is what the request log line knows of one request: its id, given when
+// the request arrives, and the route and the error code of its answer, filled
+// in while it is served. It is written and read by the request's own
+// goroutine only.
+type Trace struct {
+	ID    string
+	Route string // the matched route's template; empty: no route matched
+	Code  string // the error code WriteError answered with, if any
+}
+
+// WithTrace stores t in ctx.
+func WithTrace(ctx context.Context, t *Trace) context.Context {
+	return context.WithValue(ctx, traceKey, t)
+}
+
+// TraceOf returns the request's trace, nil outside the gateway's request log.
+func TraceOf(r *http.Request) *Trace {
+	t, _ := r.Context().Value(traceKey).(*Trace)
+	return t
+}
 
 // WithPrincipal stores p in ctx.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
@@ -77,11 +107,21 @@ func Unavailable(code, msg string) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: code, Msg: msg, RetryAfter: 1}
 }
 
-// WriteError is the one place errors become HTTP answers.
+// WriteError is the one place errors become HTTP answers. Every error body
+// carries requestId, the id of the request's log line and of its
+// X-Request-Id header; outside the gateway's request log (no Trace) it makes
+// one and sets the header itself.
 func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
 	e := toError(err)
+	var id string
+	if t := TraceOf(r); t != nil {
+		id, t.Code = t.ID, e.Code
+	} else {
+		id = ulid.Make().String()
+		w.Header().Set(RequestIDHeader, id)
+	}
 	if e.Status >= 500 && e.Code == "" {
-		slog.Error("request failed", "route", r.URL.Path, "err", err)
+		slog.Error("request failed", "id", id, "route", r.URL.Path, "err", err)
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
@@ -104,6 +144,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
 	if e.Params != nil {
 		body["params"] = e.Params
 	}
+	body["requestId"] = id
 	WriteJSON(w, e.Status, body)
 }
 

@@ -258,7 +258,10 @@ func (h *Handlers) Search(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) SymbolInfo(w http.ResponseWriter, r *http.Request) error {
-	s := r.URL.Query().Get("symbol")
+	s, err := query(r, "instrument", "symbol")
+	if err != nil {
+		return err
+	}
 	e, err := h.expression(r, s)
 	if err != nil {
 		return err
@@ -324,6 +327,20 @@ type quoteOut struct {
 	Time   string `json:"time"`
 }
 
+// query reads a query parameter by its name or by the older name it
+// replaces (the routes that take one instrument call it instrument, as the
+// order routes do; the older name stays accepted); both at once is 400.
+func query(r *http.Request, name, older string) (string, error) {
+	q := r.URL.Query()
+	switch {
+	case q.Has(name) && q.Has(older):
+		return "", badRequest("invalid_request", fmt.Sprintf("send %s or its older name %s, not both", name, older), map[string]any{"field": name})
+	case q.Has(name):
+		return q.Get(name), nil
+	}
+	return q.Get(older), nil
+}
+
 // commaList splits a comma-separated query value into its trimmed, non-empty items.
 func commaList(raw string) []string {
 	var out []string
@@ -336,9 +353,13 @@ func commaList(raw string) []string {
 }
 
 func (h *Handlers) Quotes(w http.ResponseWriter, r *http.Request) error {
-	names := commaList(r.URL.Query().Get("symbols"))
+	raw, err := query(r, "instruments", "symbols")
+	if err != nil {
+		return err
+	}
+	names := commaList(raw)
 	if len(names) == 0 {
-		return badRequest("invalid_request", "symbols is required: a comma-separated list", nil)
+		return badRequest("invalid_request", "instruments is required: a comma-separated list", nil)
 	}
 	if len(names) > MaxQuotes {
 		return badRequest("too_many_symbols", fmt.Sprintf("at most %d symbols per request", MaxQuotes), map[string]any{"limit": MaxQuotes})

@@ -111,6 +111,11 @@ func TestMarketRoutesAndRefusals(t *testing.T) {
 	wantError(t, get(e, "/api/market/symbol-info?symbol=NOPE"), 404, "unknown_symbol")
 	wantError(t, get(e, "/api/market/symbol-info?symbol=ES"), 503, "feed_requires_connection")
 	wantError(t, get(e, "/api/market/symbol-info?symbol=ESZ5"), 503, "feed_requires_connection")
+	// instrument, as on the order routes, names the same thing as symbol; both at once is refused.
+	if byInstrument := get(e, "/api/market/symbol-info?instrument=BTC-PERP").Map(t); byInstrument["symbol"] != "BTC-PERP" {
+		t.Fatalf("symbol info by instrument %v", byInstrument)
+	}
+	wantError(t, get(e, "/api/market/symbol-info?instrument=BTC-PERP&symbol=BTC-PERP"), 400, "invalid_request")
 
 	// quotes
 	var quotes struct {
@@ -127,6 +132,11 @@ func TestMarketRoutesAndRefusals(t *testing.T) {
 	wantError(t, get(e, "/api/market/quotes?symbols=BTC-PERP,NOPE"), 404, "unknown_symbol")
 	wantError(t, get(e, "/api/market/quotes?symbols="+strings.Repeat("BTC-PERP,", 51)), 400, "too_many_symbols")
 	wantError(t, get(e, "/api/market/quotes"), 400, "invalid_request")
+	get(e, "/api/market/quotes?instruments=ETH-PERP,BTC-PERP").JSON(t, &quotes)
+	if len(quotes.Quotes) != 2 || quotes.Quotes[0].Symbol != "ETH-PERP" {
+		t.Fatalf("quotes by instruments %+v", quotes)
+	}
+	wantError(t, get(e, "/api/market/quotes?instruments=BTC-PERP&symbols=BTC-PERP"), 400, "invalid_request")
 
 	if tm := get(e, "/api/market/time").Map(t); tm["unix"] == nil {
 		t.Fatalf("time %v", tm)

@@ -23,12 +23,14 @@ import (
 	"github.com/svc/engine/gateway"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/identity"
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
 	"github.com/svc/engine/projections"
 	firmproj "github.com/svc/engine/projections/firm"
 	"github.com/svc/engine/projections/memory"
+	"github.com/svc/engine/schema"
 )
 
 // marks reads mark prices (the mid) from the feeds.
@@ -174,7 +176,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 			return nil, fmt.Errorf("demo tenant: %w", err)
 		}
 	}
-	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: areas(a, cfg)})
+	ref, err := docs.New(schema.OpenAPI())
+	if err != nil {
+		return nil, err
+	}
+	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: areas(a, cfg), Reference: ref})
 	ok = true
 	return a, nil
 }

@@ -59,7 +59,7 @@ func startingAnswer(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "error": "the engine is replaying its log"})
 		return
 	}
-	httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the engine is starting; nothing was recorded; retry after the Retry-After seconds", "code": "engine_starting"})
+	httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_starting", "the engine is starting; nothing was recorded; retry after the Retry-After seconds"))
 }
 
 // replayProgress passes every replayed commit to tap and logs, every interval,
