@@ -221,6 +221,10 @@ func (e *Engine) Envelope(p events.Principal, key string, cmd commands.Command) 
 // Now is the engine's clock.
 func (e *Engine) Now() time.Time { return e.cfg.Now() }
 
+// FuturesServed reports whether a futures price source is connected (else
+// futures orders answer feed_requires_connection).
+func (e *Engine) FuturesServed() bool { return e.cfg.Futures != nil }
+
 // Catalog is the instrument catalog.
 func (e *Engine) Catalog() *market.Catalog { return e.cfg.Catalog }
 

@@ -11293,9 +11293,15 @@ type ListAccountInstrumentsResponse struct {
 			Exchange string `json:"exchange"`
 			Name     string `json:"name"`
 
+			// NotTradableReason why not, and what makes it tradable (futures without a source of your own)
+			NotTradableReason *string `json:"notTradableReason,omitempty"`
+
 			// Simulated priced by the seeded simulated feed
 			Simulated *bool  `json:"simulated,omitempty"`
 			Symbol    string `json:"symbol"`
+
+			// Tradable whether an order on it can be placed now
+			Tradable *bool `json:"tradable,omitempty"`
 
 			// Type future or perpetual
 			Type string `json:"type"`
@@ -11315,9 +11321,15 @@ func (r ListAccountInstrumentsResponse) GetJSON200() *struct {
 		Exchange string `json:"exchange"`
 		Name     string `json:"name"`
 
+		// NotTradableReason why not, and what makes it tradable (futures without a source of your own)
+		NotTradableReason *string `json:"notTradableReason,omitempty"`
+
 		// Simulated priced by the seeded simulated feed
 		Simulated *bool  `json:"simulated,omitempty"`
 		Symbol    string `json:"symbol"`
+
+		// Tradable whether an order on it can be placed now
+		Tradable *bool `json:"tradable,omitempty"`
 
 		// Type future or perpetual
 		Type string `json:"type"`
@@ -18341,9 +18353,15 @@ func ParseListAccountInstrumentsResponse(rsp *http.Response) (*ListAccountInstru
 				Exchange string `json:"exchange"`
 				Name     string `json:"name"`
 
+				// NotTradableReason why not, and what makes it tradable (futures without a source of your own)
+				NotTradableReason *string `json:"notTradableReason,omitempty"`
+
 				// Simulated priced by the seeded simulated feed
 				Simulated *bool  `json:"simulated,omitempty"`
 				Symbol    string `json:"symbol"`
+
+				// Tradable whether an order on it can be placed now
+				Tradable *bool `json:"tradable,omitempty"`
 
 				// Type future or perpetual
 				Type string `json:"type"`

@@ -233,9 +233,13 @@ func (c *FillWorking) Validate() error { return nil }
 // FeedRequiresConnection is the 503 a futures order meets without a futures source.
 func FeedRequiresConnection(instrument string) *commands.Refusal {
 	return commands.Refuse(http.StatusServiceUnavailable, "feed_requires_connection",
-		"futures prices stream only from your own futures source; connect one to trade "+instrument,
-		map[string]any{"instrument": instrument})
+		FuturesNotServed+" ("+instrument+")", map[string]any{"instrument": instrument})
 }
+
+// FuturesNotServed says why a futures product is not tradable here and what
+// makes it so: futures prices are licensed per trader.
+const FuturesNotServed = "futures prices stream only from your own futures source: a login on the venue's production futures system, " +
+	"under your own market data subscription, linked through Connect; none is connected, so futures are listed but not tradable"
 
 // ExpireDayOrders cancels the account's working `day` orders placed before the
 // trading day of the command's time began.

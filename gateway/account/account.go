@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -173,6 +174,8 @@ type symbolItem struct {
 	Exchange  string `json:"exchange"`
 	Type      string `json:"type"`
 	Simulated bool   `json:"simulated"`
+	Tradable  bool   `json:"tradable"`
+	Reason    string `json:"notTradableReason,omitempty"`
 }
 
 func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
@@ -182,7 +185,11 @@ func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []symbolItem{}
 	for _, in := range h.d.Engine.Catalog().All() {
-		out = append(out, symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Simulated: in.Simulated})
+		it := symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Simulated: in.Simulated, Tradable: true}
+		if in.AssetClass == "futures" && !h.d.Engine.FuturesServed() {
+			it.Tradable, it.Reason = false, trading.FuturesNotServed
+		}
+		out = append(out, it)
 	}
 	label := a.Label
 	if label == "" {

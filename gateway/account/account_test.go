@@ -52,8 +52,10 @@ func TestAccountReads(t *testing.T) {
 	var sim, fut bool
 	for _, s := range syms {
 		m := s.(map[string]any)
-		sim = sim || (m["symbol"] == "BTC-PERP" && m["simulated"] == true)
-		fut = fut || (m["symbol"] == "ES" && m["type"] == "future")
+		sim = sim || (m["symbol"] == "BTC-PERP" && m["simulated"] == true && m["tradable"] == true && m["notTradableReason"] == nil)
+		// Futures are listed, not tradable without a source of the trader's own, and say what connects one.
+		fut = fut || (m["symbol"] == "ES" && m["type"] == "future" && m["tradable"] == false &&
+			strings.Contains(m["notTradableReason"].(string), "Connect"))
 	}
 	if !sim || !fut || ins["account"] != e.Accounts[0].AccountNumber {
 		t.Fatalf("instruments %v", ins)

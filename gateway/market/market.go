@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/engine/market/spread"
@@ -114,7 +115,7 @@ func (h *Handlers) futures(r *http.Request) market.FuturesFeed {
 
 func feedRequiresConnection(instrument string) error {
 	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "feed_requires_connection",
-		Msg:    "futures prices stream only from your own futures source; none is connected for " + instrument,
+		Msg:    trading.FuturesNotServed + " (" + instrument + ")",
 		Params: map[string]any{"instrument": instrument}}
 }
 
