@@ -7,8 +7,10 @@
 //	go generate ./cmd/client/
 //
 // A test fails when the committed client.gen.go is not what the document
-// generates. example/ places an order, retries it safely and settles its
-// outcome by reading back.
+// generates. example/ places an order, retries it safely, settles its
+// outcome by reading back and folds the account stream by revision; ts/ is
+// the TypeScript client (openapi-typescript and openapi-fetch) with the same
+// example.
 package client
 
 //go:generate go tool oapi-codegen -config oapi-codegen.yaml -o client.gen.go ../../schema/openapi.yaml

@@ -1,7 +1,8 @@
 // Command example is a small program on the generated Go client (package
 // client beside it): it places an order with a clientOrderId, sends the same
-// order again as a client does when an answer is lost, and settles the
-// outcome by reading the account's orders back.
+// order again as a client does when an answer is lost, settles the outcome by
+// reading the account's orders back, and follows the account stream, folded
+// by revision, until a frame shows the order's fill.
 //
 //	go run ./cmd/client/example                    # the engine of `go run ./cmd/engine`, with its data/dev-credentials.json
 //	go run ./cmd/client/example -url http://127.0.0.1:8080 -key svc_sk_...
@@ -13,6 +14,12 @@
 // that stands in params.brokerOrderId. Before sending again after an unknown
 // outcome, the program reads back (GET /api/account/orders): the order may
 // stand already.
+//
+// The account stream (GET /api/account/stream) sends the whole account as a
+// frame on connect and on every change, each with its revision; a client
+// keeps the frame of the highest revision it has seen (Fold). A market order
+// fills at once, so its frame shows it as the position it changed (the
+// frame's orders are the working ones).
 package main
 
 import (
@@ -86,6 +93,25 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	order := client.PlaceOrder{ClientOrderId: newClientOrderID(), Instrument: *instrument,
 		Side: client.PlaceOrderSideBuy, OrderType: client.PlaceOrderOrderTypeMarket, Quantity: qty}
 
+	// The stream first: its frame on connect is the account before the order.
+	streamCtx, closeStream := context.WithCancel(ctx)
+	defer closeStream()
+	stream, err := OpenStream(streamCtx, c, nil)
+	if err != nil {
+		return err
+	}
+	var fold Fold
+	if err := within(ctx, 10*time.Second, func(ctx context.Context) error {
+		return fold.Until(ctx, stream, func(client.AccountFrame) bool { return true })
+	}); err != nil {
+		return err
+	}
+	connected := fold.Held.Revision
+	before, err := Net(fold.Held, *instrument)
+	if err != nil {
+		return err
+	}
+
 	placed, err := Place(ctx, c, order)
 	if err != nil {
 		return err
@@ -102,7 +128,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if again.BrokerOrderId != placed.BrokerOrderId {
 		return fmt.Errorf("the retry of %s stands as %s, the first answer named %s", order.ClientOrderId, again.BrokerOrderId, placed.BrokerOrderId)
 	}
+
+	// Fold the stream until the held frame shows the fill: the position it
+	// had on connect plus the order's filled quantity.
+	want, err := afterFill(before, placed)
+	if err != nil {
+		return err
+	}
+	if err := within(ctx, 10*time.Second, func(ctx context.Context) error {
+		return fold.Until(ctx, stream, func(f client.AccountFrame) bool {
+			net, err := Net(f, *instrument)
+			return err == nil && net.Cmp(want) == 0
+		})
+	}); err != nil {
+		return fmt.Errorf("no frame shows %s %s: %w", *instrument, position(want), err)
+	}
+	fmt.Fprintf(out, "the account stream, folded by revision: revision %d (%d on connect, %s) holds %s %s, the fill of %s\n",
+		fold.Held.Revision, connected, position(before), *instrument, position(want), placed.ClientOrderId)
 	return nil
+}
+
+// within runs fn with a deadline of d.
+func within(ctx context.Context, d time.Duration, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return fn(ctx)
 }
 
 // Place places o and returns the order that stands for its clientOrderId,

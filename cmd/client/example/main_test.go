@@ -7,36 +7,142 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/svc/engine/cmd/client"
 	"github.com/svc/engine/cmd/engine/app/apptest"
 )
 
 // The example runs against a real engine: it places one order, its repeat
-// settles on the same order, and the account holds that order once.
+// settles on the same order, the account holds that order once, and the
+// stream folded by revision shows its fill in a frame newer than the one on
+// connect.
 func TestTheExampleAgainstAnEngine(t *testing.T) {
 	e := apptest.Start(t, apptest.Options{})
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"-url", e.URL, "-key", e.Key}, &out); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+	for i, want := range []struct{ before, after string }{{"flat", "long 0.01"}, {"long 0.01", "long 0.02"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"-url", e.URL, "-key", e.Key}, &out); err != nil {
+			t.Fatalf("run %d: %v\n%s", i+1, err, out.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "placed example-") || !strings.Contains(lines[0], "filled buy 0.01 BTC-PERP at ") ||
+			!strings.Contains(lines[1], "again: the order that stands is") {
+			t.Fatalf("run %d output:\n%s", i+1, out.String())
+		}
+		coid := strings.Fields(lines[0])[1]
+		m := regexp.MustCompile(`^the account stream, folded by revision: revision (\d+) \((\d+) on connect, (.+)\) holds BTC-PERP (.+), the fill of (\S+)$`).
+			FindStringSubmatch(lines[2])
+		if m == nil || m[3] != want.before || m[4] != want.after || m[5] != coid {
+			t.Fatalf("run %d: the stream line %q, want %s then %s for %s", i+1, lines[2], want.before, want.after, coid)
+		}
+		held, _ := strconv.Atoi(m[1])
+		connected, _ := strconv.Atoi(m[2])
+		var snap struct{ Revision int }
+		e.Get("/api/account/snapshot").JSON(t, &snap)
+		if held <= connected || held != snap.Revision {
+			t.Fatalf("run %d: held revision %d, %d on connect, the snapshot's %d", i+1, held, connected, snap.Revision)
+		}
+		// Each run places its own order: each has its own clientOrderId.
+		if n := examples(t, e); n != i+1 {
+			t.Fatalf("%d example orders on the account after %d runs", n, i+1)
+		}
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "placed example-") || !strings.Contains(lines[0], "filled buy 0.01 BTC-PERP at ") ||
-		!strings.Contains(lines[1], "again: the order that stands is") {
-		t.Fatalf("output:\n%s", out.String())
+}
+
+// Fold keeps a frame only when its revision is higher than the held one's.
+func TestFoldKeepsTheHighestRevision(t *testing.T) {
+	var fd Fold
+	for _, tc := range []struct {
+		rev, held int
+		kept      bool
+	}{
+		{5, 5, true}, {3, 5, false}, {5, 5, false}, {9, 9, true}, {7, 9, false}, {10, 10, true},
+	} {
+		f := client.AccountFrame{Revision: tc.rev, AccountId: strconv.Itoa(tc.rev)}
+		if kept := fd.Add(f); kept != tc.kept || fd.Held.Revision != tc.held || fd.Held.AccountId != strconv.Itoa(tc.held) {
+			t.Fatalf("add %d: kept %v, holding %d; want %v, %d", tc.rev, kept, fd.Held.Revision, tc.kept, tc.held)
+		}
 	}
-	if n := examples(t, e); n != 1 {
-		t.Fatalf("%d example orders on the account, want 1", n)
+	if fd.Kept != 3 || fd.Skipped != 3 {
+		t.Fatalf("kept %d, skipped %d", fd.Kept, fd.Skipped)
 	}
-	// Run twice, it places a second order: each run has its own clientOrderId.
-	if err := run(context.Background(), []string{"-url", e.URL, "-key", e.Key}, io.Discard); err != nil {
+}
+
+// Against a real engine: every fill gives a newer frame, the fold ends at
+// the snapshot's revision, and the first frame of a second connection (the
+// same revision, as after a reconnect) is not taken.
+func TestFoldFollowsTheEngine(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{})
+	c, err := client.NewClientWithResponses(e.URL, client.WithRequestEditorFn(bearer(e.Key)))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := examples(t, e); n != 2 {
-		t.Fatalf("%d example orders after two runs, want 2", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := OpenStream(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd Fold
+	if err := fd.Until(ctx, s, func(client.AccountFrame) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	var qty client.DecimalIn
+	if err := qty.FromDecimalIn0("0.01"); err != nil {
+		t.Fatal(err)
+	}
+	revs := []int{fd.Held.Revision}
+	for i := 1; i <= 3; i++ {
+		o := client.PlaceOrder{ClientOrderId: newClientOrderID(), Instrument: "BTC-PERP", Side: client.PlaceOrderSideBuy,
+			OrderType: client.PlaceOrderOrderTypeMarket, Quantity: qty}
+		if _, err := Place(ctx, c, o); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("long 0.0%d", i)
+		if err := fd.Until(ctx, s, func(f client.AccountFrame) bool {
+			n, err := Net(f, "BTC-PERP")
+			return err == nil && position(n) == want
+		}); err != nil {
+			t.Fatalf("order %d: %v", i, err)
+		}
+		if last := revs[len(revs)-1]; fd.Held.Revision <= last {
+			t.Fatalf("order %d held at revision %d after %d", i, fd.Held.Revision, last)
+		}
+		revs = append(revs, fd.Held.Revision)
+	}
+	var snap client.AccountFrame
+	e.Get("/api/account/snapshot").JSON(t, &snap)
+	if fd.Held.Revision != snap.Revision {
+		t.Fatalf("held revision %d, the snapshot's %d (revisions %v)", fd.Held.Revision, snap.Revision, revs)
+	}
+
+	again, err := OpenStream(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-again.C
+	if first.Revision != fd.Held.Revision || fd.Add(first) {
+		t.Fatalf("a second connection's first frame at revision %d, held %d: taken", first.Revision, fd.Held.Revision)
+	}
+}
+
+// A refused stream is an *Error with the engine's code.
+func TestOpenStreamReturnsARefusal(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{})
+	c, err := client.NewClientWithResponses(e.URL, client.WithRequestEditorFn(bearer(e.Key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nope := client.Account("NOPE")
+	_, err = OpenStream(context.Background(), c, &client.StreamAccountParams{Account: &nope})
+	var ref *Error
+	if !errors.As(err, &ref) || ref.Status != http.StatusBadRequest || ref.Code == "" || ref.RequestID == "" {
+		t.Fatalf("refusal %#v (%v)", ref, err)
 	}
 }
 
