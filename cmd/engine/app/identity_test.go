@@ -136,6 +136,9 @@ func TestIdentityFromSignUpToTrading(t *testing.T) {
 		t.Fatalf("write without Origin: %d %s", r.Status, r.Body)
 	}
 	code(t, e.Do(apptest.Req{Method: "GET", Path: "/api/keys"}), 403, "permission_denied")
+	// ... and a session never reaches the firm area or the key routes.
+	code(t, s.do("GET", "/api/partner/accounts", nil), 401, "invalid_key")
+	code(t, s.do("GET", "/api/account/list", nil), 401, "invalid_key")
 
 	r = s.do("POST", "/api/keys", map[string]any{"name": "bot"})
 	if r.Status != 201 || r.Header.Get("Cache-Control") != "no-store" {
