@@ -367,3 +367,39 @@ func TestOrganizations(t *testing.T) {
 	// A key never reaches these routes.
 	code(t, e.Do(apptest.Req{Method: "GET", Path: "/api/organizations"}), 403, "permission_denied")
 }
+
+// The identity read models (users, sessions, keys, organizations, plans) in
+// PostgreSQL: the same answers as in memory, and a restart keeps them.
+func TestIdentityOnPostgres(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{Postgres: true})
+	cookie := e.SignIn("pg@example.com", "a long enough password")
+	r := e.AsSession(cookie, apptest.Req{Method: "POST", Path: "/api/keys", Body: map[string]any{"name": "pg", "expiresAt": "2099-01-01T00:00:00Z"}})
+	if r.Status != 201 {
+		t.Fatalf("key: %d %s", r.Status, r.Body)
+	}
+	var issued struct {
+		Key    struct{ ID, ExpiresAt string }
+		Secret string
+	}
+	r.JSON(t, &issued)
+	if issued.Key.ExpiresAt != "2099-01-01T00:00:00Z" {
+		t.Fatalf("expiresAt %q", issued.Key.ExpiresAt)
+	}
+	if r := e.AsSession(cookie, apptest.Req{Method: "POST", Path: "/api/organizations", Body: map[string]string{"name": "PG desk"}}); r.Status != 201 {
+		t.Fatalf("org: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do(apptest.Req{Method: "POST", Path: "/api/exit-plans", Body: ladder, Key: issued.Secret}); r.Status != 201 {
+		t.Fatalf("plan: %d %s", r.Status, r.Body)
+	}
+	e = e.Restart()
+	if r := e.AsSession(cookie, apptest.Req{Method: "GET", Path: "/api/organizations"}); r.Status != 200 || len(r.Map(t)["organizations"].([]any)) != 1 {
+		t.Fatalf("after a restart, organizations: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do(apptest.Req{Method: "GET", Path: "/api/exit-plans", Key: issued.Secret}); r.Status != 200 || len(r.Map(t)["plans"].([]any)) != 1 {
+		t.Fatalf("after a restart, plans: %d %s", r.Status, r.Body)
+	}
+	if r := e.AsSession(cookie, apptest.Req{Method: "DELETE", Path: "/api/keys/" + issued.Key.ID}); r.Status != 204 {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	code(t, e.Do(apptest.Req{Method: "GET", Path: "/api/account/list", Key: issued.Secret}), 401, "invalid_key")
+}
