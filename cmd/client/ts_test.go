@@ -97,10 +97,7 @@ func npmCI(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("the TypeScript client's test needs %s under CI=true: %v", tool, err)
-			}
-			t.Skipf("no %s: the TypeScript client is not tested", tool)
+			t.Fatalf("the TypeScript client's test needs %s (Node.js 20 or later; scripts/test installs it where apt-get runs as root): %v", tool, err)
 		}
 	}
 	lock, err := os.Stat(filepath.Join(ts, "package-lock.json"))

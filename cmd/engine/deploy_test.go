@@ -2,39 +2,19 @@ package main_test
 
 import (
 	"context"
-	"net"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 )
 
-// natsURL is NATS_URL or the machine's server at 127.0.0.1:4222; under CI it must answer.
-func natsURL(t *testing.T) string {
-	u := os.Getenv("NATS_URL")
-	if u == "" {
-		u = "nats://127.0.0.1:4222"
-	}
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(u, "nats://"), 300*time.Millisecond)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no NATS at %s under CI", u)
-		}
-		t.Skipf("no NATS at %s", u)
-	}
-	c.Close()
-	return u
-}
-
 // Two deployments named apart share one NATS server: each gets its own
 // commit stream, subjects and market data streams, both serve and trade, and
 // nothing is left on the server afterwards.
 func TestTwoDeploymentsShareOneNATSServer(t *testing.T) {
-	url := natsURL(t)
+	url := newNATS(t).url()
 	bin := build(t)
 	suffix := strings.ToLower(ulid.Make().String()[16:])
 	names := []string{"ta" + suffix, "tb" + suffix}

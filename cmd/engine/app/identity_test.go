@@ -1,17 +1,13 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/cmd/engine/app"
@@ -224,31 +220,10 @@ func TestSignInBackOff(t *testing.T) {
 }
 
 // A revoked key and an ended session are refused by a second engine on the
-// same log (an external NATS server: two processes never share an embedded one).
+// same log (a NATS server of their own: two engines never share an embedded one).
 func TestRevocationsHoldOnEveryNode(t *testing.T) {
-	url := os.Getenv("NATS_URL")
-	if url == "" {
-		url = "nats://127.0.0.1:4222"
-	}
-	nc, err := nats.Connect(url, nats.Timeout(500*time.Millisecond))
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no NATS at %s under CI: %v", url, err)
-		}
-		t.Skipf("no NATS at %s", url)
-	}
-	defer nc.Close()
+	url := apptest.NATS(t)
 	name := "ti" + strings.ToLower(ulid.Make().String()[16:])
-	t.Cleanup(func() {
-		js, _ := jetstream.New(nc)
-		for s := range js.StreamNames(context.Background()).Name() {
-			if strings.HasPrefix(s, strings.ToUpper(name)+"_") {
-				if err := js.DeleteStream(context.Background(), s); err != nil {
-					t.Errorf("cleanup %s: %v", s, err)
-				}
-			}
-		}
-	})
 	// Nodes share the session keys (ENGINE_SESSION_KEYS), as a cluster must.
 	keys := strings.Repeat("ab", 32)
 	conf := func(c *app.Config) {
