@@ -17,7 +17,14 @@ func New(d *api.Deps) *Handlers { return &Handlers{d} }
 
 type Handlers struct{ d *api.Deps }
 
-type accountItem struct {
+// ItemOf renders an account of the engine's paper book.
+func ItemOf(a projections.Account) Item {
+	return Item{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber, Label: a.Label,
+		Currency: a.Currency, Clock: "engine", PositionModel: "net"}
+}
+
+// Item is an account as the account list (and the demo account's answer) renders it.
+type Item struct {
 	AccountID     string `json:"accountId"`
 	Broker        string `json:"broker"`
 	AccountNumber string `json:"accountNumber"`
@@ -33,10 +40,9 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]accountItem, 0, len(accts))
+	out := make([]Item, 0, len(accts))
 	for _, a := range accts {
-		out = append(out, accountItem{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber,
-			Label: a.Label, Currency: a.Currency, Clock: "engine", PositionModel: "net"})
+		out = append(out, ItemOf(a))
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
 	return nil

@@ -1,10 +1,6 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -42,65 +38,27 @@ type Claims struct {
 // Sessions signs and verifies session cookies. The first key signs; every key
 // verifies, so a rotated-out key keeps its sessions until they end.
 type Sessions struct {
-	keys   [][]byte
+	seal   *Sealer
 	Secure bool // Secure cookies (off on a loopback sandbox)
 }
 
 // NewSessions makes a signer over keys (at least one, each at least 32 bytes).
 func NewSessions(secure bool, keys ...[]byte) (*Sessions, error) {
-	if len(keys) == 0 {
-		return nil, errors.New("sessions: a signing key is required")
+	seal, err := NewSealer("s1", "session.v1", 1024, keys...)
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range keys {
-		if len(k) < 32 {
-			return nil, errors.New("sessions: a signing key has at least 32 bytes")
-		}
-	}
-	return &Sessions{keys: keys, Secure: secure}, nil
+	return &Sessions{seal: seal, Secure: secure}, nil
 }
 
-var b64 = base64.RawURLEncoding
-
-func sessionMAC(key []byte, payload string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("session.v1\x00" + payload))
-	return m.Sum(nil)
-}
-
-// Sign renders c as a cookie value: s1.<payload>.<HMAC-SHA256>.
-func (s *Sessions) Sign(c Claims) string {
-	b, _ := json.Marshal(c)
-	p := b64.EncodeToString(b)
-	return "s1." + p + "." + b64.EncodeToString(sessionMAC(s.keys[0], p))
-}
+// Sign renders c as a cookie value.
+func (s *Sessions) Sign(c Claims) string { return s.seal.Seal(c) }
 
 // Verify checks a cookie value's signature (under any key), its absolute end
 // and its idle time.
 func (s *Sessions) Verify(value string, now time.Time) (Claims, bool) {
-	if len(value) > 1024 {
-		return Claims{}, false
-	}
-	parts := strings.Split(value, ".")
-	if len(parts) != 3 || parts[0] != "s1" {
-		return Claims{}, false
-	}
-	sig, err := b64.DecodeString(parts[2])
-	if err != nil {
-		return Claims{}, false
-	}
-	ok := false
-	for _, k := range s.keys {
-		ok = ok || hmac.Equal(sig, sessionMAC(k, parts[1]))
-	}
-	if !ok {
-		return Claims{}, false
-	}
-	b, err := b64.DecodeString(parts[1])
-	if err != nil {
-		return Claims{}, false
-	}
 	var c Claims
-	if json.Unmarshal(b, &c) != nil || c.SessionID == "" || c.UserID == "" {
+	if !s.seal.Open(value, &c) || c.SessionID == "" || c.UserID == "" {
 		return Claims{}, false
 	}
 	if now.Unix() >= c.Expires || now.Sub(time.Unix(c.Seen, 0)) > SessionIdle {

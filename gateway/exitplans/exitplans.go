@@ -5,10 +5,6 @@
 package exitplans
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +19,7 @@ import (
 	"github.com/svc/engine/events"
 	evplan "github.com/svc/engine/events/plan"
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 )
@@ -32,8 +29,8 @@ const PreviewFor = 2 * time.Minute
 
 // Config is what the exit-plan routes need beyond the shared dependencies.
 type Config struct {
-	TokenKey []byte // signs preview tokens (32 bytes or more)
-	Now      func() time.Time
+	Tokens *auth.Sealer // signs preview tokens (NewTokens)
+	Now    func() time.Time
 }
 
 // Handlers serve the exit-plan routes; the route table is gateway/routes.go.
@@ -44,6 +41,11 @@ type Handlers struct {
 
 // New makes the exit-plan handlers.
 func New(d *api.Deps, cfg Config) *Handlers { return &Handlers{d: d, cfg: cfg} }
+
+// NewTokens makes the sealer of preview tokens over key (32 bytes or more).
+func NewTokens(key []byte) (*auth.Sealer, error) {
+	return auth.NewSealer("xpt1", "exit-plan-preview.v1", 2048, key)
+}
 
 // view is a plan as the API answers it: id, revision, requires, the plan's
 // own fields, and when it was made and last changed.
@@ -186,34 +188,10 @@ type Binding struct {
 	Expires       int64          `json:"x"`
 }
 
-var b64 = base64.RawURLEncoding
-
-func (h *Handlers) sign(b Binding) string {
-	payload, _ := json.Marshal(b)
-	p := b64.EncodeToString(payload)
-	m := hmac.New(sha256.New, h.cfg.TokenKey)
-	m.Write([]byte("exit-plan-preview.v1\x00" + p))
-	return "xpt1." + p + "." + b64.EncodeToString(m.Sum(nil))
-}
-
 // Verify reads a preview token's binding when its signature holds.
 func (h *Handlers) Verify(token string) (Binding, bool) {
-	parts := strings.Split(token, ".")
-	if len(token) > 2048 || len(parts) != 3 || parts[0] != "xpt1" {
-		return Binding{}, false
-	}
-	m := hmac.New(sha256.New, h.cfg.TokenKey)
-	m.Write([]byte("exit-plan-preview.v1\x00" + parts[1]))
-	sig, err := b64.DecodeString(parts[2])
-	if err != nil || !hmac.Equal(sig, m.Sum(nil)) {
-		return Binding{}, false
-	}
-	raw, err := b64.DecodeString(parts[1])
 	var b Binding
-	if err != nil || json.Unmarshal(raw, &b) != nil {
-		return Binding{}, false
-	}
-	return b, true
+	return b, h.cfg.Tokens.Open(token, &b)
 }
 
 // Preview prices a plan's ladder for an order and answers the legs with a
@@ -287,7 +265,7 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preview": map[string]any{
 		"planId": p.ID, "planRevision": p.Revision, "instrument": b.Instrument, "side": b.Side, "quantity": b.Quantity,
-		"entry": entry, "legs": legs, "warnings": warnings, "token": h.sign(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
+		"entry": entry, "legs": legs, "warnings": warnings, "token": h.cfg.Tokens.Seal(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
 	}})
 	return nil
 }

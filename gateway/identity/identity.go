@@ -19,6 +19,7 @@ import (
 	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/httpx"
@@ -126,7 +127,7 @@ func (h *Handlers) Signup(w http.ResponseWriter, r *http.Request) error {
 	token := newToken(uid)
 	now := h.cfg.Now().UTC()
 	recorded, err := h.exec(r.Context(), system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, b.Password),
-		VerifyDigest: tokenDigest(token), VerifyUntil: now.Add(VerifyFor)})
+		VerifyDigest: auth.Digest(token), VerifyUntil: now.Add(VerifyFor)})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.VerifyEmail{Digest: tokenDigest(b.Token)}); err != nil {
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.VerifyEmail{Digest: auth.Digest(b.Token)}); err != nil {
 		if isNotFound(err) {
 			return invalidToken()
 		}
@@ -194,7 +195,7 @@ func (h *Handlers) ResendVerification(w http.ResponseWriter, r *http.Request) er
 	uid := tenantcmd.UserID(email)
 	if u, err := h.user(r.Context(), uid); err == nil && !u.EmailVerified {
 		token := newToken(uid)
-		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.IssueVerification{Digest: tokenDigest(token),
+		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.IssueVerification{Digest: auth.Digest(token),
 			Until: h.cfg.Now().UTC().Add(VerifyFor)}); err != nil {
 			return err
 		}
@@ -292,7 +293,7 @@ func (h *Handlers) PasswordReset(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case err == nil:
 		token := newToken(uid)
-		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.RequestReset{Digest: tokenDigest(token), Until: h.cfg.Now().UTC().Add(ResetFor)}); err != nil {
+		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.RequestReset{Digest: auth.Digest(token), Until: h.cfg.Now().UTC().Add(ResetFor)}); err != nil {
 			return err
 		}
 		h.mail(r.Context(), u.Email, "Reset your password",
@@ -319,7 +320,7 @@ func (h *Handlers) PasswordResetConfirm(w http.ResponseWriter, r *http.Request) 
 	if err := tenantcmd.Password("password", b.Password); err != nil {
 		return err
 	}
-	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.ConfirmReset{Digest: tokenDigest(b.Token), PasswordHash: HashPassword(Argon2, b.Password)}); err != nil {
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.ConfirmReset{Digest: auth.Digest(b.Token), PasswordHash: HashPassword(Argon2, b.Password)}); err != nil {
 		if isNotFound(err) {
 			return invalidToken()
 		}
@@ -502,7 +503,6 @@ func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"account": map[string]any{"accountId": a.AccountID, "broker": a.Broker,
-		"accountNumber": a.AccountNumber, "label": a.Label, "currency": a.Currency, "clock": "engine", "positionModel": "net"}})
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"account": account.ItemOf(a)})
 	return nil
 }

@@ -2,13 +2,13 @@ package identity
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
 
+	"github.com/svc/engine/gateway/auth"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -67,26 +67,14 @@ func CheckPassword(digest, password string) bool {
 // email costs what a wrong password does.
 var dummyDigest = HashPassword(Argon2, "no user has this password")
 
-// newToken is a single-use token for the user: "<userId>.<32 random bytes
-// in hex>". Only its digest is recorded.
-func newToken(userID string) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return userID + "." + hex.EncodeToString(b)
-}
-
-// tokenDigest is the recorded form of a token.
-func tokenDigest(token string) string {
-	sum := sha256.Sum256([]byte("token\x00" + token))
-	return hex.EncodeToString(sum[:])
-}
+// newToken is a single-use token for the user: "<userId>.<48 hex of 24
+// random bytes>" (auth.NewKey). Only its digest (auth.Digest) is recorded.
+func newToken(userID string) string { return auth.NewKey(userID + ".") }
 
 // tokenUser is the user a token names, or false for a malformed token.
 func tokenUser(token string) (string, bool) {
 	uid, secret, ok := strings.Cut(token, ".")
-	if !ok || len(token) > 128 || !strings.HasPrefix(uid, "usr_") || len(uid) != 28 || len(secret) != 64 {
+	if !ok || len(token) > 128 || !strings.HasPrefix(uid, "usr_") || len(uid) != 28 || len(secret) != 48 {
 		return "", false
 	}
 	if _, err := hex.DecodeString(uid[4:] + secret); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/docs"
+	"github.com/svc/engine/gateway/exitplans"
 	"github.com/svc/engine/gateway/identity"
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
@@ -68,8 +69,9 @@ type App struct {
 	projDone  chan error
 	closeOnce sync.Once
 
-	firm   *firmArea       // the firm area: secret key, webhook reactor (firm.go)
-	mailer identity.Mailer // mail of the identity routes (identity.go)
+	firm     *firmArea       // the firm area: secret key, webhook reactor (firm.go)
+	mailer   identity.Mailer // mail of the identity routes (identity.go)
+	previews *auth.Sealer    // exit-plan preview tokens
 }
 
 // Options override parts of the wiring (tests inject a clock or step the feed by hand).
@@ -160,6 +162,9 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	if a.mailer, err = newMailer(cfg, a); err != nil {
+		return nil, err
+	}
+	if a.previews, err = exitplans.NewTokens(derive(a.firm.key, "exit-plan-preview")); err != nil {
 		return nil, err
 	}
 	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, Sessions: sessions}, a.Store)

@@ -30,6 +30,6 @@ func areas(a *App, cfg Config) gateway.Areas {
 		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
 		Operator: &operator.Config{Now: a.Now},
 		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
-		Exits:    &exitplans.Config{TokenKey: derive(a.firm.key, "exit-plan-preview"), Now: a.Now},
+		Exits:    &exitplans.Config{Tokens: a.previews, Now: a.Now},
 	}
 }

@@ -48,6 +48,12 @@ func startFuzzEngine(f *testing.F) *fuzzEngine {
 // send runs one request through the engine's handler and checks the answer.
 func (fe *fuzzEngine) send(t testing.TB, method, target, key string, body []byte) *httptest.ResponseRecorder {
 	t.Helper()
+	return fe.sendWith(t, method, target, map[string]string{"Authorization": "Bearer " + key}, body)
+}
+
+// sendWith is send with the request's credential headers as given.
+func (fe *fuzzEngine) sendWith(t testing.TB, method, target string, headers map[string]string, body []byte) *httptest.ResponseRecorder {
+	t.Helper()
 	var r *http.Request
 	if body != nil {
 		r = httptest.NewRequest(method, target, bytes.NewReader(body))
@@ -55,7 +61,9 @@ func (fe *fuzzEngine) send(t testing.TB, method, target, key string, body []byte
 	} else {
 		r = httptest.NewRequest(method, target, nil)
 	}
-	r.Header.Set("Authorization", "Bearer "+key)
+	for k, v := range headers {
+		r.Header.Set(k, v)
+	}
 	w := httptest.NewRecorder()
 	fe.App.Handler.ServeHTTP(w, r)
 	fe.check(t, method, target, body, w)
@@ -273,7 +281,7 @@ func FuzzAuthBodies(f *testing.F) {
 		"/api/auth/password-reset", "/api/auth/password-reset/confirm"}
 	for i, s := range []string{`{"email":"a@example.com","password":"long enough password"}`,
 		`{"email":"A@EXAMPLE.COM","password":"long enough password"}`,
-		`{"token":"usr_000000000000000000000000.0000000000000000000000000000000000000000000000000000000000000000"}`,
+		`{"token":"usr_000000000000000000000000.000000000000000000000000000000000000000000000000"}`,
 		`{"email":"a\u0000@example.com"}`, `{"email":"a@example.com"}`,
 		`{"token":"x","password":"\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000"}`} {
 		f.Add(append([]byte{byte(i)}, s...))
@@ -313,5 +321,33 @@ func FuzzExitPlan(f *testing.F) {
 			fe.send(t, http.MethodPost, "/api/account/exit-plans/preview", fe.Key, pv)
 		}
 		fe.send(t, http.MethodDelete, "/api/exit-plans/"+m.Plan.ID+"?revision="+m.Plan.Revision, fe.Key, nil)
+	})
+}
+
+// FuzzSessionBodies sends fuzzed bodies, as a signed-in verified user, to the
+// session routes that write: keys, organizations and their invitations, demo
+// accounts, plan replacement; the first byte picks the route.
+func FuzzSessionBodies(f *testing.F) {
+	routes := []struct{ method, path string }{{"POST", "/api/keys"}, {"POST", "/api/organizations"},
+		{"POST", "/api/organizations/%org/members"}, {"POST", "/api/account/demo"}, {"PUT", "/api/exit-plans/%plan"}}
+	for i, s := range []string{`{"name":"bot","expiresAt":"2099-01-01T00:00:00Z"}`, `{"name":"Desk"}`,
+		`{"email":"b@example.com","role":"reader"}`, `{"currency":"USD"}`,
+		`{"revision":"%rev","name":"x","stop":{"ticks":5}}`, `{"name":"\u0000"}`, `{"expiresAt":"0001-01-01T00:00:00Z"}`} {
+		f.Add(append([]byte{byte(i % len(routes))}, s...))
+	}
+	fe := startFuzzEngine(f)
+	cookie := fe.SignIn("fuzz@example.com", "a long enough password")
+	// httptest requests go to example.com: that is the engine's own Origin here.
+	h := map[string]string{"Cookie": "svc_session=" + cookie, "Origin": "http://example.com"}
+	org := fe.AsSession(cookie, apptest.Req{Method: "POST", Path: "/api/organizations", Body: map[string]string{"name": "Fuzz"}}).Map(f)["organization"].(map[string]any)["id"].(string)
+	plan := fe.AsSession(cookie, apptest.Req{Method: "POST", Path: "/api/exit-plans", Body: ladder}).Map(f)["plan"].(map[string]any)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		r := routes[int(b[0])%len(routes)]
+		path := strings.NewReplacer("%org", org, "%plan", plan["id"].(string)).Replace(r.path)
+		body := bytes.ReplaceAll(b[1:], []byte("%rev"), []byte(plan["revision"].(string)))
+		fe.sendWith(t, r.method, path, h, body)
 	})
 }
