@@ -178,3 +178,18 @@ func UserID(email string) string {
 	sum := sha256.Sum256([]byte("user\x00" + NormalEmail(email)))
 	return "usr_" + hex.EncodeToString(sum[:12])
 }
+
+// MaxDemoAccounts bounds the demo accounts one user opens.
+const MaxDemoAccounts = 10
+
+// ReserveDemo reserves a demo paper account for a verified user, at most
+// MaxDemoAccounts; the account is opened next, with this id.
+type ReserveDemo struct{ AccountID string }
+
+// Validate checks the shape.
+func (c *ReserveDemo) Validate() error {
+	if c.AccountID == "" {
+		return commands.Invalid("accountId is required")
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package tenant_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,23 @@ func TestIdentityRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a demo account before verification", func(t *testing.T) {
+		if _, evs, err := run(t, t0, signUp(), &tenantcmd.ReserveDemo{AccountID: "a1"}); code(err) != "email_unverified" || len(evs) != 0 {
+			t.Fatalf("got %v %v", evs, err)
+		}
+	})
+	t.Run("a user's 11th demo account; the same one again records nothing", func(t *testing.T) {
+		cmds := []commands.Command{signUp(), verified}
+		for i := 0; i < tenantcmd.MaxDemoAccounts; i++ {
+			cmds = append(cmds, &tenantcmd.ReserveDemo{AccountID: fmt.Sprint("a", i)})
+		}
+		if _, evs, err := run(t, t0, append(cmds, &tenantcmd.ReserveDemo{AccountID: "a0"})...); err != nil || len(evs) != 0 {
+			t.Fatalf("a repeat: %v %v", evs, err)
+		}
+		if _, evs, err := run(t, t0, append(cmds, &tenantcmd.ReserveDemo{AccountID: "a10"})...); code(err) != "account_limit_reached" || len(evs) != 0 {
+			t.Fatalf("the 11th: %v %v", evs, err)
+		}
+	})
 	t.Run("a user's 26th live key", func(t *testing.T) {
 		cmds := []commands.Command{signUp(), verified}
 		for i := 0; i < tenantcmd.MaxKeys; i++ {

@@ -57,6 +57,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&tenantcmd.SignUp{Email: "Ann@example.com", PasswordHash: "$argon2id$one", VerifyDigest: digest("v"), VerifyUntil: at.Add(24 * time.Hour)})
 	do(&tenantcmd.VerifyEmail{Digest: digest("v")})
 	do(&tenantcmd.IssueKey{KeyID: "k3", Digest: digest("c"), Kind: "trading", Prefix: "svc_sk_c", Name: "bot", ExpiresAt: at.Add(time.Hour), ByUser: true})
+	do(&tenantcmd.ReserveDemo{AccountID: "acct_1"})
 	do(&tenantcmd.StartSession{SessionID: "s1", Until: at.Add(time.Hour)})
 	do(&tenantcmd.StartSession{SessionID: "s2", Until: at.Add(time.Hour)})
 	do(&tenantcmd.EndSession{SessionID: "s1", Reason: "logout"})

@@ -6,6 +6,7 @@ package tenant
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -32,6 +33,7 @@ type State struct {
 	Reset        Token                // the pending password reset
 	Sessions     map[string]time.Time // live sessions: id -> absolute end
 	Operator     map[string][]string  // venue id -> scopes
+	Demos        []string             // demo accounts reserved, by account id
 }
 
 // Token is a single-use token by its digest.
@@ -78,6 +80,8 @@ func Apply(s *State, e events.Event) *State {
 		s.Sessions[e.SessionID] = e.ExpiresAt
 	case evtenant.SessionEnded:
 		delete(s.Sessions, e.SessionID)
+	case evtenant.DemoReserved:
+		s.Demos = append(s.Demos, e.AccountID)
 	case evtenant.OperatorGranted:
 		if len(e.Scopes) == 0 {
 			delete(s.Operator, e.VenueID)
@@ -182,6 +186,21 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			return nil, nil // ended already, or never started: logging out twice is fine
 		}
 		return []events.Event{evtenant.SessionEnded{SessionID: c.SessionID, Reason: c.Reason, At: env.At}}, nil
+	case *tenantcmd.ReserveDemo:
+		if s.Kind != "user" {
+			return nil, commands.Refuse(http.StatusForbidden, "permission_denied", "demo accounts are opened by signed-up users", nil)
+		}
+		if !s.Verified {
+			return nil, emailUnverified()
+		}
+		if slices.Contains(s.Demos, c.AccountID) {
+			return nil, nil
+		}
+		if len(s.Demos) >= tenantcmd.MaxDemoAccounts {
+			return nil, commands.Refuse(http.StatusConflict, "account_limit_reached",
+				fmt.Sprintf("at most %d demo accounts per user", tenantcmd.MaxDemoAccounts), map[string]any{"limit": tenantcmd.MaxDemoAccounts})
+		}
+		return []events.Event{evtenant.DemoReserved{AccountID: c.AccountID, At: env.At}}, nil
 	case *tenantcmd.GrantOperator:
 		return []events.Event{evtenant.OperatorGranted{VenueID: c.VenueID, Scopes: c.Scopes, At: env.At}}, nil
 	}

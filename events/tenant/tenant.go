@@ -99,6 +99,14 @@ type OperatorGranted struct {
 	At      time.Time `json:"at"`
 }
 
+// DemoReserved records a demo paper account the user opens, by its id,
+// before the account itself is opened (the user's limit is decided here).
+type DemoReserved struct {
+	AccountID string    `json:"accountId"`
+	At        time.Time `json:"at"`
+}
+
+func (DemoReserved) Type() string       { return "tenant.demo_reserved.v1" }
 func (PasswordSet) Type() string        { return "tenant.password_set.v1" }
 func (VerificationIssued) Type() string { return "tenant.verification_issued.v1" }
 func (EmailVerified) Type() string      { return "tenant.email_verified.v1" }
@@ -121,5 +129,6 @@ func Registry() events.Registry {
 		SessionStarted{}.Type():     events.Of[SessionStarted](),
 		SessionEnded{}.Type():       events.Of[SessionEnded](),
 		OperatorGranted{}.Type():    events.Of[OperatorGranted](),
+		DemoReserved{}.Type():       events.Of[DemoReserved](),
 	}
 }

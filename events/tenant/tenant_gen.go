@@ -110,6 +110,67 @@ func (z *Created) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z DemoReserved) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 2
+	// string "accountId"
+	o = append(o, 0x82, 0xa9, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x49, 0x64)
+	o = msgp.AppendString(o, z.AccountID)
+	// string "at"
+	o = append(o, 0xa2, 0x61, 0x74)
+	o = msgp.AppendTimeExt(o, z.At)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DemoReserved) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "accountId":
+			z.AccountID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccountID")
+				return
+			}
+		case "at":
+			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z DemoReserved) Msgsize() (s int) {
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.AccountID) + 3 + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z EmailVerified) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields

@@ -7,7 +7,6 @@ package identity
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -455,9 +454,6 @@ func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// MaxDemoAccounts bounds the demo accounts one user opens.
-const MaxDemoAccounts = 10
-
 // DemoBalance is a demo account's starting balance.
 var DemoBalance = events.Int(50000)
 
@@ -477,25 +473,17 @@ func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Errorf(http.StatusUnprocessableEntity, "invalid_request", "demo accounts are issued in USD")
 	}
 	p, _ := httpx.PrincipalOf(r)
-	u, err := h.user(r.Context(), p.TenantID)
-	if errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusForbidden, "permission_denied", "demo accounts are opened by signed-up users")
-	} else if err != nil {
+	id := ulid.Make().String()
+	// The user's aggregate decides: a verified user, at most MaxDemoAccounts.
+	if _, err := h.exec(r.Context(), p.Principal, p.TenantID, &tenantcmd.ReserveDemo{AccountID: "acct_" + id}); err != nil {
 		return err
 	}
-	if !u.EmailVerified {
-		return httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: follow the link in the mail sent at sign-up")
-	}
-	n, err := h.d.Store.Count(r.Context(), projections.CollTenantAccount, u.UserID+"/")
+	u, err := h.user(r.Context(), p.TenantID)
 	if err != nil {
 		return err
 	}
-	if n >= MaxDemoAccounts {
-		return httpx.Errorf(http.StatusConflict, "account_limit_reached", "at most %d demo accounts per user", MaxDemoAccounts)
-	}
-	id := ulid.Make().String()
 	open := &tenantcmd.OpenAccount{TenantID: u.UserID, Broker: api.DefaultBroker, AccountNumber: "PD" + id[len(id)-12:],
-		Label: fmt.Sprintf("Demo %d", n+1), Currency: b.Currency, StartingBalance: DemoBalance, Kind: "demo", Email: u.Email}
+		Label: "Demo " + id[len(id)-4:], Currency: b.Currency, StartingBalance: DemoBalance, Kind: "demo", Email: u.Email}
 	if _, err := h.d.Exec(r, "acct_"+id, "", open); err != nil {
 		return err
 	}
