@@ -299,7 +299,8 @@ func (c *RevokeRegistration) Validate() error {
 // email matches it.
 type LinkRegistration struct {
 	ID       string
-	Email    string // the trader's verified email
+	Email    string // the trader's email
+	Verified bool   // whether the trader proved the email: only a verified one links
 	TraderID string // the trader's tenant
 }
 

@@ -189,6 +189,9 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		if !ok || r.Email != c.Email {
 			return nil, notFound("registration")
 		}
+		if !c.Verified {
+			return nil, commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address", nil)
+		}
 		switch r.Status(env.At) {
 		case StatusLinked:
 			if r.TraderID == c.TraderID {

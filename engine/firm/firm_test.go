@@ -75,12 +75,13 @@ func TestFirmDecisions(t *testing.T) {
 		{name: "sent again while pending refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: day}, want: "[firm.registration_refreshed.v1]"},
 		{name: "sent again when expired refreshes", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.CreateRegistration{ID: "r2", Email: "t@example.com"}, at: 31 * day}, want: "[firm.registration_refreshed.v1]"},
 		{name: "sent again after a revoke makes a new one", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.RevokeRegistration{ID: "r1"}}}, when: reg("r2", "t@example.com"), want: "[firm.registration_created.v1]"},
-		{name: "a link by the matching email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "T@example.com", TraderID: "u1"}}, want: "[firm.registration_linked.v1]"},
-		{name: "a link by another email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "x@example.com", TraderID: "u1"}}, wantCode: "not_found"},
-		{name: "a link after expiry", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}, at: 30 * day}, wantCode: "registration_expired"},
-		{name: "a link after a revoke", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.RevokeRegistration{ID: "r1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, wantCode: "registration_revoked"},
-		{name: "a link twice by the same trader", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, want: "[]"},
-		{name: "a revoke of a linked one", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}}, when: step{cmd: &firmcmd.RevokeRegistration{ID: "r1"}}, wantCode: "registration_linked"},
+		{name: "a link by the matching email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "T@example.com", Verified: true, TraderID: "u1"}}, want: "[firm.registration_linked.v1]"},
+		{name: "a link by an unverified email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", TraderID: "u1"}}, wantCode: "email_unverified"},
+		{name: "a link by another email", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "x@example.com", Verified: true, TraderID: "u1"}}, wantCode: "not_found"},
+		{name: "a link after expiry", given: []step{reg("r1", "t@example.com")}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", Verified: true, TraderID: "u1"}, at: 30 * day}, wantCode: "registration_expired"},
+		{name: "a link after a revoke", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.RevokeRegistration{ID: "r1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", Verified: true, TraderID: "u1"}}, wantCode: "registration_revoked"},
+		{name: "a link twice by the same trader", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", Verified: true, TraderID: "u1"}}}, when: step{cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", Verified: true, TraderID: "u1"}}, want: "[]"},
+		{name: "a revoke of a linked one", given: []step{reg("r1", "t@example.com"), {cmd: &firmcmd.LinkRegistration{ID: "r1", Email: "t@example.com", Verified: true, TraderID: "u1"}}}, when: step{cmd: &firmcmd.RevokeRegistration{ID: "r1"}}, wantCode: "registration_linked"},
 		{name: "a bad email", when: reg("r1", "not an email"), wantCode: "invalid_request"},
 	}
 	for _, c := range cases {
@@ -155,7 +156,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&firmcmd.CreateRegistration{ID: "g1b", Email: "trader@example.com", AccountNumber: "A1", LoginName: "trader", Provider: "p"}) // refreshes g1
 	do(&firmcmd.CreateRegistration{ID: "g2", Email: "other@example.com", AccountNumber: "A2", Provider: "p"})
 	do(&firmcmd.RevokeRegistration{ID: "g2"})
-	do(&firmcmd.LinkRegistration{ID: "g1", Email: "trader@example.com", TraderID: "t-1"})
+	do(&firmcmd.LinkRegistration{ID: "g1", Email: "trader@example.com", Verified: true, TraderID: "t-1"})
 	do(&firmcmd.CreateRegistration{ID: "g3", Email: "late@example.com", AccountNumber: "A3", Provider: "p"})
 	at = at.Add(firm.RegistrationLifetime + day)
 	do(&firmcmd.CreateRegistration{ID: "g3b", Email: "late@example.com", AccountNumber: "A3", Provider: "p"}) // refreshes the expired g3

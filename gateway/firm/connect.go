@@ -117,27 +117,25 @@ func (h *Handlers) RevokeRegistration(w http.ResponseWriter, r *http.Request) er
 
 // traderEmail is the email of the calling trader's tenant (the sandbox's
 // stand-in for a signed-in trader's verified email).
-func (h *Handlers) traderEmail(r *http.Request) (string, error) {
+func (h *Handlers) trader(r *http.Request) (projections.User, error) {
 	u, err := projections.GetInto[projections.User](r.Context(), h.d.Store, projections.CollUser, tenantOf(r))
 	if errors.Is(err, projections.ErrNotFound) {
-		return "", httpx.Errorf(http.StatusForbidden, "permission_denied", "registrations are linked by a signed-in trader")
-	} else if err != nil {
-		return "", err
+		return u, httpx.Errorf(http.StatusForbidden, "permission_denied", "registrations are linked by a signed-in trader")
 	}
-	if !u.EmailVerified {
-		return "", httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address")
-	}
-	return strings.ToLower(u.Email), nil
+	return u, err
 }
 
 // traderRegistrations lists the registrations whose email is the caller's:
 // the ones shown to the signed-in trader (a verified session) as ready to link.
 func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) error {
-	email, err := h.traderEmail(r)
+	u, err := h.trader(r)
 	if err != nil {
 		return err
 	}
-	ids, err := projections.ListInto[string](r.Context(), h.d.Store, firmproj.CollRegEmail, projections.Query{Prefix: email + "/"})
+	if !u.EmailVerified {
+		return httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address")
+	}
+	ids, err := projections.ListInto[string](r.Context(), h.d.Store, firmproj.CollRegEmail, projections.Query{Prefix: strings.ToLower(u.Email) + "/"})
 	if err != nil {
 		return err
 	}
@@ -161,7 +159,7 @@ func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) e
 // linkRegistration links a registration for the calling trader whose email
 // verified email matches it: it sets linkedAt and emits registration.linked.
 func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) error {
-	email, err := h.traderEmail(r)
+	u, err := h.trader(r)
 	if err != nil {
 		return err
 	}
@@ -172,7 +170,7 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 	} else if err != nil {
 		return err
 	}
-	if err := h.firmExec(r, tenant, &firmcmd.LinkRegistration{ID: id, Email: email, TraderID: tenantOf(r)}); err != nil {
+	if err := h.firmExec(r, tenant, &firmcmd.LinkRegistration{ID: id, Email: u.Email, Verified: u.EmailVerified, TraderID: tenantOf(r)}); err != nil {
 		return err
 	}
 	reg, err := h.registration(r.Context(), tenant, id)
