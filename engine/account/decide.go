@@ -122,7 +122,7 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOrder(sp, &c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
+	if err := sp.CheckOrder(&c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
 		return nil, err
 	}
 	if err := gate(s, env.At, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
@@ -167,7 +167,7 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
 	}
 	if sp, ok := c.Market.Specs[w.Instrument]; ok {
-		if err := checkOrder(sp, c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
+		if err := sp.CheckOrder(c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
 			return nil, err
 		}
 	}
@@ -235,7 +235,7 @@ func decideClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]e
 			return nil, commands.InvalidField("quantity", nil, "quantity %s is above the position's size %s", c.Quantity, qty)
 		}
 		if sp, ok := c.Market.Specs[c.Instrument]; ok && c.Quantity.Cmp(qty) < 0 {
-			if err := checkQuantity(sp, *c.Quantity); err != nil {
+			if err := sp.CheckOrder(c.Quantity, nil, nil); err != nil {
 				return nil, err
 			}
 		}

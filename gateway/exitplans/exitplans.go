@@ -236,6 +236,11 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return commands.Refuse(http.StatusUnprocessableEntity, "instrument_not_permitted", "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
 	}
+	// The preview refuses what the order would: quantity and price off the instrument's increments.
+	sp := trading.Spec{Symbol: in.Symbol, TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
+	if err := sp.CheckOrder(&b.Quantity, b.LimitPrice, nil); err != nil {
+		return err
+	}
 	var entry events.Decimal
 	switch b.OrderType {
 	case "market":

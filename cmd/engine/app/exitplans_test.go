@@ -82,6 +82,17 @@ func TestExitPlans(t *testing.T) {
 	if t1 := legs[1].(map[string]any); t1["price"] != "60010" || t1["quantity"] != "0.005" {
 		t.Fatalf("first target %v", t1)
 	}
+	// A preview refuses what the order would: off the lot step, off the tick.
+	off := map[string]any{}
+	for k, v := range preview {
+		off[k] = v
+	}
+	off["quantity"] = "0.0015"
+	if r := e.Post("/api/account/exit-plans/preview", off); r.Status != 422 || r.Map(t)["params"].(map[string]any)["lotStep"] != "0.001" {
+		t.Fatalf("off the lot step: %d %s", r.Status, r.Body)
+	}
+	off["quantity"], off["limitPrice"] = "0.01", "60000.25"
+	code(t, e.Post("/api/account/exit-plans/preview", off), 422, "invalid_request")
 	preview["planRevision"] = rev
 	code(t, e.Post("/api/account/exit-plans/preview", preview), 409, "exit_plan_conflict")
 

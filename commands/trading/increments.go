@@ -1,10 +1,9 @@
-package account
+package trading
 
 import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/commands"
-	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 )
 
@@ -23,7 +22,7 @@ func multipleOf(x, step events.Decimal) bool {
 
 // checkPrice refuses a limit or stop price off the instrument's tick: 422
 // invalid_request with params.field and params.tickSize.
-func checkPrice(sp trading.Spec, field string, px *events.Decimal) error {
+func checkPrice(sp Spec, field string, px *events.Decimal) error {
 	if px == nil || multipleOf(*px, sp.TickSize) {
 		return nil
 	}
@@ -34,7 +33,7 @@ func checkPrice(sp trading.Spec, field string, px *events.Decimal) error {
 // checkQuantity refuses a quantity below the instrument's minimum or off its
 // lot step: 422 invalid_request with params.field quantity, params.lotStep and
 // params.minQuantity (those the instrument states).
-func checkQuantity(sp trading.Spec, qty events.Decimal) error {
+func checkQuantity(sp Spec, qty events.Decimal) error {
 	params := map[string]any{"instrument": sp.Symbol}
 	if sp.LotStep.Sign() > 0 {
 		params["lotStep"] = sp.LotStep.String()
@@ -53,9 +52,9 @@ func checkQuantity(sp trading.Spec, qty events.Decimal) error {
 	return nil
 }
 
-// checkOrder refuses an order whose quantity (when set) or prices do not fit
-// the instrument's increments.
-func checkOrder(sp trading.Spec, qty, limit, stop *events.Decimal) error {
+// CheckOrder refuses an order whose quantity (when set) or prices do not fit
+// the instrument's increments (the order routes and the exit-plan preview alike).
+func (sp Spec) CheckOrder(qty, limit, stop *events.Decimal) error {
 	if qty != nil {
 		if err := checkQuantity(sp, *qty); err != nil {
 			return err
