@@ -1829,6 +1829,12 @@ type OpenDemoAccountJSONBody struct {
 	Currency *OpenDemoAccountJSONBodyCurrency `json:"currency,omitempty"`
 }
 
+// OpenDemoAccountParams defines parameters for OpenDemoAccount.
+type OpenDemoAccountParams struct {
+	// IdempotencyKey a retry with the same key answers the same account
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // OpenDemoAccountJSONBodyCurrency defines parameters for OpenDemoAccount.
 type OpenDemoAccountJSONBodyCurrency string
 
@@ -2557,14 +2563,14 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-	OpenDemoAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OpenDemoAccountWithBody(ctx context.Context, params *OpenDemoAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OpenDemoAccount Open a demo paper account (50,000 USD) for a verified user; at most 10
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-	OpenDemoAccount(ctx context.Context, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OpenDemoAccount(ctx context.Context, params *OpenDemoAccountParams, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PreviewExitPlanWithBody Price a plan's ladder for an order; a token binds it to one submission for 2 minutes
 	//
@@ -3552,8 +3558,8 @@ type ClientInterface interface {
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-func (c *Client) OpenDemoAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOpenDemoAccountRequestWithBody(c.Server, contentType, body)
+func (c *Client) OpenDemoAccountWithBody(ctx context.Context, params *OpenDemoAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenDemoAccountRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3569,8 +3575,8 @@ func (c *Client) OpenDemoAccountWithBody(ctx context.Context, contentType string
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-func (c *Client) OpenDemoAccount(ctx context.Context, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOpenDemoAccountRequest(c.Server, body)
+func (c *Client) OpenDemoAccount(ctx context.Context, params *OpenDemoAccountParams, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenDemoAccountRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5692,18 +5698,18 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // NewOpenDemoAccountRequest calls the generic OpenDemoAccount builder with application/json body
-func NewOpenDemoAccountRequest(server string, body OpenDemoAccountJSONRequestBody) (*http.Request, error) {
+func NewOpenDemoAccountRequest(server string, params *OpenDemoAccountParams, body OpenDemoAccountJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewOpenDemoAccountRequestWithBody(server, "application/json", bodyReader)
+	return NewOpenDemoAccountRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewOpenDemoAccountRequestWithBody constructs an http.Request for the OpenDemoAccount method, with any body, and a specified content type
-func NewOpenDemoAccountRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewOpenDemoAccountRequestWithBody(server string, params *OpenDemoAccountParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5727,6 +5733,21 @@ func NewOpenDemoAccountRequestWithBody(server string, contentType string, body i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9949,14 +9970,14 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-	OpenDemoAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error)
+	OpenDemoAccountWithBodyWithResponse(ctx context.Context, params *OpenDemoAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error)
 
 	// OpenDemoAccountWithResponse Open a demo paper account (50,000 USD) for a verified user; at most 10
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-	OpenDemoAccountWithResponse(ctx context.Context, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error)
+	OpenDemoAccountWithResponse(ctx context.Context, params *OpenDemoAccountParams, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error)
 
 	// PreviewExitPlanWithBodyWithResponse Price a plan's ladder for an order; a token binds it to one submission for 2 minutes
 	//
@@ -16349,8 +16370,8 @@ func (r GetReadinessResponse) ContentType() string {
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-func (c *ClientWithResponses) OpenDemoAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error) {
-	rsp, err := c.OpenDemoAccountWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) OpenDemoAccountWithBodyWithResponse(ctx context.Context, params *OpenDemoAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error) {
+	rsp, err := c.OpenDemoAccountWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16362,8 +16383,8 @@ func (c *ClientWithResponses) OpenDemoAccountWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/account/demo (the `OpenDemoAccount` operationId).
-func (c *ClientWithResponses) OpenDemoAccountWithResponse(ctx context.Context, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error) {
-	rsp, err := c.OpenDemoAccount(ctx, body, reqEditors...)
+func (c *ClientWithResponses) OpenDemoAccountWithResponse(ctx context.Context, params *OpenDemoAccountParams, body OpenDemoAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*OpenDemoAccountResponse, error) {
+	rsp, err := c.OpenDemoAccount(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -473,7 +474,12 @@ func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Errorf(http.StatusUnprocessableEntity, "invalid_request", "demo accounts are issued in USD")
 	}
 	p, _ := httpx.PrincipalOf(r)
-	id := ulid.Make().String()
+	// An Idempotency-Key names the account, so a retry opens none more.
+	id, _, err := api.IdempotentID(r, "", p.TenantID, b)
+	if err != nil {
+		return err
+	}
+	id = strings.ToUpper(id)
 	// The user's aggregate decides: a verified user, at most MaxDemoAccounts.
 	if _, err := h.exec(r.Context(), p.Principal, p.TenantID, &tenantcmd.ReserveDemo{AccountID: "acct_" + id}); err != nil {
 		return err

@@ -151,11 +151,15 @@ func TestIdentityFromSignUpToTrading(t *testing.T) {
 	key := issued.Secret
 
 	// The key's user opens a demo account and trades on it; the key sees only its user's accounts.
-	r = e.Do(apptest.Req{Method: "POST", Path: "/api/account/demo", Body: map[string]any{}, Key: key})
+	demo := apptest.Req{Method: "POST", Path: "/api/account/demo", Body: map[string]any{}, Key: key, Headers: map[string]string{"Idempotency-Key": "demo-1"}}
+	r = e.Do(demo)
 	if r.Status != 201 {
 		t.Fatalf("demo account: %d %s", r.Status, r.Body)
 	}
 	acct := r.Map(t)["account"].(map[string]any)
+	if again := e.Do(demo); again.Status != 201 || again.Map(t)["account"].(map[string]any)["accountId"] != acct["accountId"] {
+		t.Fatalf("a retry with the same Idempotency-Key opened another account: %s", again.Body)
+	}
 	r = e.Do(apptest.Req{Method: "GET", Path: "/api/account/list", Key: key})
 	if accts := r.Map(t)["accounts"].([]any); len(accts) != 1 || accts[0].(map[string]any)["accountId"] != acct["accountId"] {
 		t.Fatalf("the user's accounts: %s", r.Body)

@@ -4321,7 +4321,10 @@ export interface operations {
     openDemoAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a retry with the same key answers the same account */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
