@@ -137,6 +137,20 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
 			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt})
 	}
+	// A bracket's breakeven or trailing rule wakes the account where a quote
+	// would move its stop: for a long, a bid at or above the level (as a sell
+	// limit there would fill); for a short, an ask at or below it.
+	for _, b := range s.Brackets {
+		level, ok := account.WakeLevel(b)
+		if !ok {
+			continue
+		}
+		side := "sell"
+		if b.Side == "short" {
+			side = "buy"
+		}
+		out[b.Instrument] = append(out[b.Instrument], paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level})
+	}
 	return out
 }
 
@@ -277,6 +291,10 @@ func (e *Engine) prepare(cmd commands.Command) error {
 		}
 		c.Market = e.market()
 	case *trading.Flatten:
+		c.Market = e.market()
+	case *trading.Protect:
+		c.Market = e.market()
+	case *trading.ChangeBracket:
 		c.Market = e.market()
 	case *trading.Reverse:
 		if err := e.futuresUnserved(c.Instrument); err != nil {

@@ -26,3 +26,16 @@ func (e *Engine) Plans(ctx context.Context, ownerID string, env commands.Envelop
 	}
 	return e.plans.Execute(ctx, ownerID, env)
 }
+
+// Plan reads the saved exit plan planID of the principal ownerID from its
+// aggregate (not a read model): its content and current revision; ok false
+// when there is no such plan.
+func (e *Engine) Plan(ctx context.Context, ownerID, planID string) (spec evplan.Spec, revision string, ok bool, err error) {
+	err = e.plans.Inspect(ctx, ownerID, func(s *plan.State, _ uint64) {
+		var p plan.Plan
+		if p, ok = s.Plans[planID]; ok {
+			spec, revision = p.Spec, p.Revision
+		}
+	})
+	return spec, revision, ok, err
+}

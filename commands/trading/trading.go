@@ -67,6 +67,8 @@ type PlaceOrder struct {
 	StopPrice     *events.Decimal `json:"stopPrice"`
 	TimeInForce   string          `json:"timeInForce"`
 	ReduceOnly    bool            `json:"reduceOnly"`
+	ExitPlan      *ExitPlanRef    `json:"exitPlan"`
+	Bracket       *BracketPlan    `json:"-"` // the exitPlan, verified and loaded by the gateway
 	Market        Market          `json:"-"`
 }
 
@@ -102,6 +104,17 @@ func (c *PlaceOrder) Validate() error {
 		return commands.InvalidField("stopPrice", nil, "stopPrice is required for a %s order", c.OrderType)
 	case !needStop && c.StopPrice != nil:
 		return commands.InvalidField("stopPrice", nil, "stopPrice is not allowed on a %s order", c.OrderType)
+	}
+	if c.ExitPlan != nil {
+		if c.OrderType != "market" && c.OrderType != "limit" {
+			return commands.InvalidField("orderType", nil, "the entry of an exit plan is a market or a limit order")
+		}
+		if c.ReduceOnly {
+			return commands.InvalidField("reduceOnly", nil, "an order with an exitPlan opens or adds to a position: it cannot be reduce-only")
+		}
+		if err := c.ExitPlan.Validate(); err != nil {
+			return err
+		}
 	}
 	return positive(c.LimitPrice, c.StopPrice)
 }

@@ -326,6 +326,16 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&trading.ExpireDayOrders{})
 	do(buy("c4", "1", m))
 	do(limit("l9", "sell", "1", "200", m))
+	tm := tmkt("100", "100.5")
+	do(bracketed(buy("bk1", "2", tm), atm(), "100.5"))
+	do(quoteAt("104.5", "105")) // breakeven
+	do(quoteAt("109", "109.5")) // the target fills, the stop trails
+	do(bracketed(limit("bk2", "buy", "1", "95", tm), atm(), "95"))
+	bk2 := r.Live().Working[order("bk2")].BracketID
+	do(&trading.ChangeBracket{BracketID: bk2, Legs: []trading.LegPrice{{ID: bk2[:len(bk2)-2] + "l0", Price: dec("80")}}, Market: tm})
+	do(&trading.CancelOrder{BrokerOrderID: order("bk2")})
+	do(&trading.Protect{ClientOrderID: "pr1", EntryOrderID: order("l9"), PlanID: "xp_1", PlanRevision: "rev_1", Plan: planned(atm(), "0"), Market: tm})
+	do(&trading.WithdrawBracket{BracketID: r.Live().Working[order("l9")].BracketID})
 	do(&trading.Flatten{ClientOrderID: "fl1", Market: m})
 	do(&firmcmd.ResetAccount{ReferenceID: "reset-1"})
 

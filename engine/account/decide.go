@@ -15,7 +15,23 @@ import (
 
 // Decide runs one command against the state and returns the events to commit,
 // or a *commands.Refusal. It is pure: time, ids, quotes and specs come in env.
+// Every decision ends with the bracket pass (bracket.go).
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
+	evs, err := decide(s, env)
+	if err != nil {
+		return nil, err
+	}
+	var q *trading.Quote
+	if c, ok := env.Cmd.(*trading.FillWorking); ok {
+		q = &c.Quote
+	}
+	if len(evs) == 0 && q == nil {
+		return evs, nil
+	}
+	return settleBrackets(s, env, evs, q), nil
+}
+
+func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	if _, opening := env.Cmd.(*tenantcmd.OpenAccount); !opening && !s.Open {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "account not found", nil)
 	}
@@ -47,6 +63,12 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
 		return decideWorking(s, env, c.Quote), nil
+	case *trading.Protect:
+		return decideProtect(s, env, c)
+	case *trading.WithdrawBracket:
+		return decideWithdraw(s, env, c)
+	case *trading.ChangeBracket:
+		return decideChange(s, env, c)
 	case *trading.ExpireDayOrders:
 		var evs []events.Event
 		start := DayStart(env.At)
@@ -153,6 +175,13 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 		StopPrice: c.StopPrice, TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At,
 	}
 	b := newBook(s, env, c.Market)
+	if c.Bracket != nil {
+		set, err := bracketEntry(env, c, sp, q, &o)
+		if err != nil {
+			return nil, err
+		}
+		b.add(set)
+	}
 	b.add(evacct.OrderPlaced{Order: o})
 	w := &Working{Order: o}
 	if !b.match(w, q) && (o.TimeInForce == "ioc" || o.TimeInForce == "fok") {
@@ -280,6 +309,9 @@ func decideFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]event
 // set; the others carry ids derived from the command id.
 func (b *book) flatten(reason, key string, quotes map[string]trading.Quote) (unclosed int) {
 	s, env := b.s, b.env
+	for _, id := range sortedKeys(s.Brackets) {
+		b.add(evacct.BracketEnd{BracketID: id, Reason: "flatten", At: env.At})
+	}
 	for _, id := range sortedKeys(s.Working) {
 		b.add(evacct.OrderCanceled{BrokerOrderID: id, Reason: reason, At: env.At})
 	}

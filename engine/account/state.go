@@ -35,10 +35,11 @@ type State struct {
 	Realized        events.Decimal
 	Positions       map[string]evacct.Position
 	Working         map[string]*Working
-	ClientOrderIDs  map[string]string // every clientOrderId ever accepted, to its order id
-	References      map[string]string // every balance referenceId, to a digest of its request
-	Risk            Risk              // risk controls and lock (risk.go)
-	Firm            Firm              // firm halt, reconciliation hold, ledger (firm.go)
+	ClientOrderIDs  map[string]string          // every clientOrderId ever accepted, to its order id
+	References      map[string]string          // every balance referenceId, to a digest of its request
+	Brackets        map[string]*evacct.Bracket // active brackets by id (bracket.go)
+	Risk            Risk                       // risk controls and lock (risk.go)
+	Firm            Firm                       // firm halt, reconciliation hold, ledger (firm.go)
 }
 
 // New is the state of an account with no commits.
@@ -49,6 +50,7 @@ func New(id string) *State {
 		Working:        map[string]*Working{},
 		ClientOrderIDs: map[string]string{},
 		References:     map[string]string{},
+		Brackets:       map[string]*evacct.Bracket{},
 	}
 }
 
@@ -96,6 +98,13 @@ func Apply(s *State, e events.Event) *State {
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			w.Triggered, w.UpdatedAt = true, e.At
 		}
+	case evacct.BracketSet:
+		s.Brackets[e.Bracket.ID] = cloneBracket(&e.Bracket)
+		if e.Bracket.ClientOrderID != "" {
+			s.ClientOrderIDs[e.Bracket.ClientOrderID] = e.Bracket.ID
+		}
+	case evacct.BracketEnd:
+		delete(s.Brackets, e.BracketID)
 	case evacct.BalanceChanged:
 		s.Balance = e.Balance
 		if e.ReferenceID != "" {

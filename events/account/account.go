@@ -29,6 +29,7 @@ type Order struct {
 	StopPrice     *events.Decimal `json:"stopPrice,omitempty"`
 	TimeInForce   string          `json:"timeInForce"`
 	ReduceOnly    bool            `json:"reduceOnly,omitempty"`
+	BracketID     string          `json:"bracketId,omitempty"` // the bracket it enters or exits
 	CreatedAt     time.Time       `json:"createdAt"`
 }
 
@@ -130,5 +131,5 @@ func Registry() events.Registry {
 		OrderReplaced{}.Type():  events.Of[OrderReplaced](),
 		StopTriggered{}.Type():  events.Of[StopTriggered](),
 		BalanceChanged{}.Type(): events.Of[BalanceChanged](),
-	}, firmRegistry(), riskRegistry())
+	}, firmRegistry(), riskRegistry(), bracketRegistry())
 }

@@ -313,8 +313,8 @@ func (z *Opened) Msgsize() (s int) {
 func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(11)
-	var zb0001Mask uint16 /* 11 bits */
+	zb0001Len := uint32(12)
+	var zb0001Mask uint16 /* 12 bits */
 	_ = zb0001Mask
 	if z.LimitPrice == nil {
 		zb0001Len--
@@ -327,6 +327,10 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ReduceOnly == false {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.BracketID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -388,6 +392,11 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "reduceOnly"
 			o = append(o, 0xaa, 0x72, 0x65, 0x64, 0x75, 0x63, 0x65, 0x4f, 0x6e, 0x6c, 0x79)
 			o = msgp.AppendBool(o, z.ReduceOnly)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "bracketId"
+			o = append(o, 0xa9, 0x62, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x74, 0x49, 0x64)
+			o = msgp.AppendString(o, z.BracketID)
 		}
 		// string "createdAt"
 		o = append(o, 0xa9, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
@@ -496,6 +505,12 @@ func (z *Order) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ReduceOnly")
 				return
 			}
+		case "bracketId":
+			z.BracketID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BracketID")
+				return
+			}
 		case "createdAt":
 			z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -528,7 +543,7 @@ func (z *Order) Msgsize() (s int) {
 	} else {
 		s += z.StopPrice.Msgsize()
 	}
-	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.TimeSize
+	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.StringPrefixSize + len(z.BracketID) + 10 + msgp.TimeSize
 	return
 }
 

@@ -6,7 +6,6 @@ package exitplans
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -160,21 +159,6 @@ func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Leg is one priced leg of a previewed bracket.
-type Leg struct {
-	Kind     string          `json:"kind"` // stop, target or runner
-	Price    *events.Decimal `json:"price"`
-	Quantity events.Decimal  `json:"quantity"`
-	Share    *events.Decimal `json:"share,omitempty"`
-}
-
-// Warning is a note on a preview or a placement.
-type Warning struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Params  map[string]any `json:"params,omitempty"`
-}
-
 // Binding is what a preview token binds: one submission of one order.
 type Binding struct {
 	AccountID     string         `json:"a"`
@@ -264,64 +248,13 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return commands.BadField("orderType", nil, "the entry of a bracket is a market or a limit order")
 	}
-	legs, warnings := Price(p.Spec, in.TickSize, in.LotStep, b.Side, entry, b.Quantity)
+	ladder := plancmd.Price(p.Spec, in.TickSize, in.LotStep, b.Side, entry, b.Quantity)
 	bind := Binding{AccountID: acct.AccountID, PlanID: p.ID, PlanRevision: p.Revision, Instrument: b.Instrument, Side: b.Side,
 		Quantity: b.Quantity, Entry: entry, ClientOrderID: b.ClientOrderID, Expires: h.cfg.Now().Add(PreviewFor).Unix()}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preview": map[string]any{
 		"planId": p.ID, "planRevision": p.Revision, "instrument": b.Instrument, "side": b.Side, "quantity": b.Quantity,
-		"entry": entry, "legs": legs, "warnings": warnings, "token": h.cfg.Tokens.Seal(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
+		"entry": entry, "legs": ladder.Legs, "warnings": ladder.Warnings, "token": h.cfg.Tokens.Seal(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
 	}})
 	return nil
-}
-
-// at is the price dist away from entry on the side of an exit: below a long
-// entry for a stop (profit false), above it for a target; mirrored for a short.
-func at(entry, tick events.Decimal, side string, d evplan.Distance, profit bool) events.Decimal {
-	off := tick.Mul(events.Int(d.Ticks))
-	if d.Offset != nil {
-		off = *d.Offset
-	}
-	up := (side == "buy") == profit
-	px := entry.Sub(off)
-	if up {
-		px = entry.Add(off)
-	}
-	return plancmd.Steps(px, tick)
-}
-
-// Price prices a plan's ladder for an entry: a stop for the whole quantity,
-// each target for its share rounded down to the lot step, and a runner for
-// what the targets leave. A share that rounds to nothing is left unplaced
-// with the warning exit_plan_remainder_unplaced.
-func Price(s evplan.Spec, tick, lot events.Decimal, side string, entry, qty events.Decimal) ([]Leg, []Warning) {
-	legs, warnings := []Leg{}, []Warning{}
-	if s.Stop != nil {
-		px := at(entry, tick, side, *s.Stop, false)
-		legs = append(legs, Leg{Kind: "stop", Price: &px, Quantity: qty})
-	}
-	placed := events.Int(0)
-	for i, t := range s.Targets {
-		q := plancmd.Floor(qty.Mul(t.Share), lot)
-		if q.Sign() <= 0 {
-			warnings = append(warnings, Warning{Code: "exit_plan_remainder_unplaced",
-				Message: fmt.Sprintf("target %d's share of %s rounds to nothing at the lot step %s: it is left without a target", i+1, qty, lot),
-				Params:  map[string]any{"target": i, "lotStep": lot.String()}})
-			continue
-		}
-		px := at(entry, tick, side, t.Distance, true)
-		share := t.Share
-		legs = append(legs, Leg{Kind: "target", Price: &px, Quantity: q, Share: &share})
-		placed = placed.Add(q)
-	}
-	if rest := qty.Sub(placed); len(s.Targets) > 0 && rest.Sign() > 0 {
-		if s.Runner {
-			legs = append(legs, Leg{Kind: "runner", Quantity: rest})
-		} else {
-			warnings = append(warnings, Warning{Code: "exit_plan_remainder_unplaced",
-				Message: fmt.Sprintf("%s of the quantity rounds to no target at the lot step %s: only the stop protects it", rest, lot),
-				Params:  map[string]any{"quantity": rest.String(), "lotStep": lot.String()}})
-		}
-	}
-	return legs, warnings
 }
