@@ -177,7 +177,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evacct.Opened{}, evacct.OrderPlaced{}, evacct.OrderFilled{}, evacct.OrderCanceled{}, evacct.OrderReplaced{},
 		evacct.StopTriggered{}, evacct.BalanceChanged{}, evacct.AccountReset{}, evacct.FirmHalted{}, evacct.FirmResumed{},
 		evacct.ReconciliationHeld{}, evacct.ReconciliationReleased{}, evacct.RiskSettingsChanged{}, evacct.RiskLocked{},
-		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{},
+		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{}, evacct.BracketSet{}, evacct.BracketEnd{},
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{}, evtenant.DemoReserved{},
