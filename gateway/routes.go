@@ -49,6 +49,7 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	post := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPost) }
 	put := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPut) }
 	del := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodDelete) }
+	patch := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPatch) }
 
 	// Open: market data and news (a Trading API key or an allowed browser Origin).
 	if a.Market != nil {
@@ -94,8 +95,15 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 		post(open, "/api/organizations/{id}/invitations/accept", session(serve(id.Accept)))
 	}
 	// Open: exit plans (a Trading API key or a session).
+	var plans trading.ExitPlans
 	if a.Exits != nil {
 		x, either := exitplans.New(d, *a.Exits), d.Auth.KeyOrSession(httpx.Trading)
+		plans = x
+		post(key, "/api/trading/exits", serve(x.Protect))
+		patch(key, "/api/trading/exits/{id}", serve(x.Change))
+		del(key, "/api/trading/exits/{id}", serve(x.Withdraw))
+		get(key, "/api/account/brackets", serve(x.Brackets))
+		get(key, "/api/account/managed-exits", serve(x.ManagedExits))
 		get(open, "/api/exit-plans", either(serve(x.List)))
 		post(open, "/api/exit-plans", either(serve(x.Create)))
 		put(open, "/api/exit-plans/{id}", either(serve(x.Replace)))
@@ -141,7 +149,7 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	}
 
 	// Key: a Trading API key.
-	tr := trading.New(d)
+	tr := trading.New(d, plans)
 	post(key, "/api/trading/order", serve(tr.Order))
 	post(key, "/api/trading/cancel", serve(tr.Cancel))
 	post(key, "/api/trading/replace", serve(tr.Replace))

@@ -293,6 +293,10 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			err = orders.update(e.BrokerOrderID, func(o *Order) { o.UpdatedAt = e.At })
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
+		case evacct.BracketSet:
+			err = tx.Put(CollBracket, id+"/"+e.Bracket.ID, e.Bracket)
+		case evacct.BracketEnd:
+			err = tx.Delete(CollBracket, id+"/"+e.BracketID)
 		}
 		if err != nil {
 			return fmt.Errorf("fold %s at %d: %w", e.Type(), c.Seq, err)

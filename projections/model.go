@@ -31,6 +31,7 @@ const (
 	CollUserOrg       = "user_org"       // userID/orgID -> role
 	CollOrgInvite     = "org_invite"     // orgID/email -> OrgInvite
 	CollPlan          = "exit_plan"      // ownerID/planID -> Plan
+	CollBracket       = "bracket"        // accountID/bracketID -> evacct.Bracket, while active
 )
 
 // Plan is a saved exit plan as read.

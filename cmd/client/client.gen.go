@@ -167,6 +167,102 @@ func (e BalanceReceiptState) Valid() bool {
 	}
 }
 
+// Defines values for BracketSide.
+const (
+	BracketSideLong  BracketSide = "long"
+	BracketSideShort BracketSide = "short"
+)
+
+// Valid indicates whether the value is a known member of the BracketSide enum.
+func (e BracketSide) Valid() bool {
+	switch e {
+	case BracketSideLong:
+		return true
+	case BracketSideShort:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BracketState.
+const (
+	BracketStateActive BracketState = "active"
+)
+
+// Valid indicates whether the value is a known member of the BracketState enum.
+func (e BracketState) Valid() bool {
+	switch e {
+	case BracketStateActive:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BracketAnswerBracketState.
+const (
+	BracketAnswerBracketStateActive BracketAnswerBracketState = "active"
+	BracketAnswerBracketStateEnded  BracketAnswerBracketState = "ended"
+)
+
+// Valid indicates whether the value is a known member of the BracketAnswerBracketState enum.
+func (e BracketAnswerBracketState) Valid() bool {
+	switch e {
+	case BracketAnswerBracketStateActive:
+		return true
+	case BracketAnswerBracketStateEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BracketLegKind.
+const (
+	BracketLegKindRunner BracketLegKind = "runner"
+	BracketLegKindStop   BracketLegKind = "stop"
+	BracketLegKindTarget BracketLegKind = "target"
+)
+
+// Valid indicates whether the value is a known member of the BracketLegKind enum.
+func (e BracketLegKind) Valid() bool {
+	switch e {
+	case BracketLegKindRunner:
+		return true
+	case BracketLegKindStop:
+		return true
+	case BracketLegKindTarget:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BracketLegState.
+const (
+	BracketLegStateCanceled BracketLegState = "canceled"
+	BracketLegStateFilled   BracketLegState = "filled"
+	BracketLegStatePreArmed BracketLegState = "pre_armed"
+	BracketLegStateWorking  BracketLegState = "working"
+)
+
+// Valid indicates whether the value is a known member of the BracketLegState enum.
+func (e BracketLegState) Valid() bool {
+	switch e {
+	case BracketLegStateCanceled:
+		return true
+	case BracketLegStateFilled:
+		return true
+	case BracketLegStatePreArmed:
+		return true
+	case BracketLegStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CalendarEventImpact.
 const (
 	CalendarEventImpactHigh   CalendarEventImpact = "high"
@@ -443,6 +539,24 @@ func (e ExitPlanRequires) Valid() bool {
 	}
 }
 
+// Defines values for ExitWarningCode.
+const (
+	ExitWarningCodeExitPlanNotRecorded       ExitWarningCode = "exit_plan_not_recorded"
+	ExitWarningCodeExitPlanRemainderUnplaced ExitWarningCode = "exit_plan_remainder_unplaced"
+)
+
+// Valid indicates whether the value is a known member of the ExitWarningCode enum.
+func (e ExitWarningCode) Valid() bool {
+	switch e {
+	case ExitWarningCodeExitPlanNotRecorded:
+		return true
+	case ExitWarningCodeExitPlanRemainderUnplaced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FillSide.
 const (
 	FillSideBuy  FillSide = "buy"
@@ -542,6 +656,63 @@ func (e InvitationRole) Valid() bool {
 	case InvitationRoleOwner:
 		return true
 	case InvitationRoleReader:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ManagedExitKind.
+const (
+	ManagedExitKindBreakeven ManagedExitKind = "breakeven"
+	ManagedExitKindTrailing  ManagedExitKind = "trailing"
+)
+
+// Valid indicates whether the value is a known member of the ManagedExitKind enum.
+func (e ManagedExitKind) Valid() bool {
+	switch e {
+	case ManagedExitKindBreakeven:
+		return true
+	case ManagedExitKindTrailing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ManagedExitSide.
+const (
+	ManagedExitSideLong  ManagedExitSide = "long"
+	ManagedExitSideShort ManagedExitSide = "short"
+)
+
+// Valid indicates whether the value is a known member of the ManagedExitSide enum.
+func (e ManagedExitSide) Valid() bool {
+	switch e {
+	case ManagedExitSideLong:
+		return true
+	case ManagedExitSideShort:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ManagedExitState.
+const (
+	ManagedExitStateDone     ManagedExitState = "done"
+	ManagedExitStateTrailing ManagedExitState = "trailing"
+	ManagedExitStateWaiting  ManagedExitState = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the ManagedExitState enum.
+func (e ManagedExitState) Valid() bool {
+	switch e {
+	case ManagedExitStateDone:
+		return true
+	case ManagedExitStateTrailing:
+		return true
+	case ManagedExitStateWaiting:
 		return true
 	default:
 		return false
@@ -878,24 +1049,6 @@ func (e PreviewExitPlan200JSONResponseBodyPreviewLegsKind) Valid() bool {
 	}
 }
 
-// Defines values for PreviewExitPlan200JSONResponseBodyPreviewWarningsCode.
-const (
-	PreviewExitPlan200JSONResponseBodyPreviewWarningsCodeExitPlanNotRecorded       PreviewExitPlan200JSONResponseBodyPreviewWarningsCode = "exit_plan_not_recorded"
-	PreviewExitPlan200JSONResponseBodyPreviewWarningsCodeExitPlanRemainderUnplaced PreviewExitPlan200JSONResponseBodyPreviewWarningsCode = "exit_plan_remainder_unplaced"
-)
-
-// Valid indicates whether the value is a known member of the PreviewExitPlan200JSONResponseBodyPreviewWarningsCode enum.
-func (e PreviewExitPlan200JSONResponseBodyPreviewWarningsCode) Valid() bool {
-	switch e {
-	case PreviewExitPlan200JSONResponseBodyPreviewWarningsCodeExitPlanNotRecorded:
-		return true
-	case PreviewExitPlan200JSONResponseBodyPreviewWarningsCodeExitPlanRemainderUnplaced:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for ListOrdersParamsState.
 const (
 	ListOrdersParamsStateAll    ListOrdersParamsState = "all"
@@ -1081,8 +1234,8 @@ func (e RegisterWebhookJSONBodyEventTypes) Valid() bool {
 
 // AccountFrame defines model for AccountFrame.
 type AccountFrame struct {
-	AccountId    string                   `json:"accountId"`
-	Brackets     []map[string]interface{} `json:"brackets"`
+	AccountId    string    `json:"accountId"`
+	Brackets     []Bracket `json:"brackets"`
 	Capabilities struct {
 		ExitPlanSupport []AccountFrameCapabilitiesExitPlanSupport `json:"exitPlanSupport"`
 		OrderTypes      *[]string                                 `json:"orderTypes,omitempty"`
@@ -1090,7 +1243,7 @@ type AccountFrame struct {
 		Tifs            []string                                  `json:"tifs"`
 	} `json:"capabilities"`
 	Clock         AccountFrameClock         `json:"clock"`
-	ManagedExits  []map[string]interface{}  `json:"managedExits"`
+	ManagedExits  []ManagedExit             `json:"managedExits"`
 	Orders        []Order                   `json:"orders"`
 	PositionModel AccountFramePositionModel `json:"positionModel"`
 	Positions     []struct {
@@ -1191,6 +1344,82 @@ type Bar struct {
 	Time   int     `json:"time"`
 	Volume Decimal `json:"volume"`
 }
+
+// Bracket defines model for Bracket.
+type Bracket struct {
+	ArmedQuantity string `json:"armedQuantity"`
+
+	// ClientOrderId The key of the protection that opened it
+	ClientOrderId *string   `json:"clientOrderId"`
+	CreatedAt     time.Time `json:"createdAt"`
+
+	// EntryOrderId The resting entry it waits on
+	EntryOrderId *string `json:"entryOrderId"`
+
+	// EntryPrice The basis of its levels
+	EntryPrice      string       `json:"entryPrice"`
+	Id              string       `json:"id"`
+	Instrument      string       `json:"instrument"`
+	Legs            []BracketLeg `json:"legs"`
+	PlanId          *string      `json:"planId"`
+	PlanRevision    *string      `json:"planRevision"`
+	PlannedQuantity string       `json:"plannedQuantity"`
+
+	// Side The position it protects
+	Side      BracketSide  `json:"side"`
+	State     BracketState `json:"state"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+}
+
+// BracketSide The position it protects
+type BracketSide string
+
+// BracketState defines model for Bracket.State.
+type BracketState string
+
+// BracketAnswer defines model for BracketAnswer.
+type BracketAnswer struct {
+	Bracket struct {
+		Id    string                    `json:"id"`
+		State BracketAnswerBracketState `json:"state"`
+	} `json:"bracket"`
+
+	// EntryOrderId The id a resting entry rests as afterwards, where the change re-rested it
+	EntryOrderId *string `json:"entryOrderId,omitempty"`
+
+	// Refused The provider's reason where it refused a pair; the paper book refuses none
+	Refused *string `json:"refused"`
+
+	// Stuck Orders the change meant to cancel that still rest; the bracket keeps them
+	Stuck int `json:"stuck"`
+}
+
+// BracketAnswerBracketState defines model for BracketAnswer.Bracket.State.
+type BracketAnswerBracketState string
+
+// BracketLeg defines model for BracketLeg.
+type BracketLeg struct {
+	FilledQuantity string `json:"filledQuantity"`
+
+	// Id The leg's order id once it rests
+	Id   string         `json:"id"`
+	Kind BracketLegKind `json:"kind"`
+
+	// ParentOrderId The entry while pre_armed; null once the leg protects a position
+	ParentOrderId *string `json:"parentOrderId"`
+
+	// Price null for the runner
+	Price    *string         `json:"price"`
+	Quantity string          `json:"quantity"`
+	Share    *string         `json:"share"`
+	State    BracketLegState `json:"state"`
+}
+
+// BracketLegKind defines model for BracketLeg.Kind.
+type BracketLegKind string
+
+// BracketLegState defines model for BracketLeg.State.
+type BracketLegState string
 
 // CalendarEvent defines model for CalendarEvent.
 type CalendarEvent struct {
@@ -1337,6 +1566,16 @@ type ExitPlanAnswer struct {
 	Plan ExitPlan `json:"plan"`
 }
 
+// ExitPlanRef A saved plan by reference, never levels: the engine reloads the plan at
+// planRevision and checks the order against the preview's token (409
+// exit_plan_conflict with params.reason plan_changed, plan_deleted,
+// token_expired, account_changed, binding or drift).
+type ExitPlanRef struct {
+	PlanId       string `json:"planId"`
+	PlanRevision string `json:"planRevision"`
+	PreviewToken string `json:"previewToken"`
+}
+
 // ExitPlanSpec A stop, targets (at most 4, shares above 0 with at most 4 decimals summing to 1, or to less
 // than 1 with runner taking the rest), a breakeven rule (needs a stop) and a trailing rule.
 // At least a stop, a target or a trailing rule.
@@ -1365,6 +1604,16 @@ type ExitPlanSpec struct {
 		Distance ExitDistance `json:"distance"`
 	} `json:"trailing,omitempty"`
 }
+
+// ExitWarning defines model for ExitWarning.
+type ExitWarning struct {
+	Code    ExitWarningCode         `json:"code"`
+	Message string                  `json:"message"`
+	Params  *map[string]interface{} `json:"params,omitempty"`
+}
+
+// ExitWarningCode defines model for ExitWarning.Code.
+type ExitWarningCode string
 
 // Fill defines model for Fill.
 type Fill struct {
@@ -1428,6 +1677,40 @@ type Invitation struct {
 
 // InvitationRole defines model for Invitation.Role.
 type InvitationRole string
+
+// ManagedExit defines model for ManagedExit.
+type ManagedExit struct {
+	// BestPrice trailing: the best price trailed so far
+	BestPrice *string `json:"bestPrice"`
+	BracketId string  `json:"bracketId"`
+
+	// Distance trailing: how far behind the best price the stop trails
+	Distance   *string         `json:"distance"`
+	Id         string          `json:"id"`
+	Instrument string          `json:"instrument"`
+	Kind       ManagedExitKind `json:"kind"`
+
+	// MoveTo breakeven: the level it moves the stop to
+	MoveTo      *string          `json:"moveTo"`
+	Side        ManagedExitSide  `json:"side"`
+	State       ManagedExitState `json:"state"`
+	StopOrderId *string          `json:"stopOrderId"`
+
+	// StopPrice Where the stop rests now
+	StopPrice *string `json:"stopPrice"`
+
+	// TriggerPrice breakeven: its trigger; trailing: its activation (null: from the start)
+	TriggerPrice *string `json:"triggerPrice"`
+}
+
+// ManagedExitKind defines model for ManagedExit.Kind.
+type ManagedExitKind string
+
+// ManagedExitSide defines model for ManagedExit.Side.
+type ManagedExitSide string
+
+// ManagedExitState defines model for ManagedExit.State.
+type ManagedExitState string
 
 // MarketConfig defines model for MarketConfig.
 type MarketConfig struct {
@@ -1534,7 +1817,15 @@ type OrderTimeInForce string
 
 // OrderAnswer defines model for OrderAnswer.
 type OrderAnswer struct {
+	// Bracket With an exitPlan: the bracket the order opened, or null when it was not recorded
+	Bracket *struct {
+		Id    string `json:"id"`
+		State string `json:"state"`
+	} `json:"bracket,omitempty"`
 	Order Order `json:"order"`
+
+	// Warnings With an exitPlan only
+	Warnings *[]ExitWarning `json:"warnings,omitempty"`
 }
 
 // Organization defines model for Organization.
@@ -1565,7 +1856,13 @@ type PartnerAccount struct {
 // PlaceOrder defines model for PlaceOrder.
 type PlaceOrder struct {
 	ClientOrderId string `json:"clientOrderId"`
-	Instrument    string `json:"instrument"`
+
+	// ExitPlan A saved plan by reference, never levels: the engine reloads the plan at
+	// planRevision and checks the order against the preview's token (409
+	// exit_plan_conflict with params.reason plan_changed, plan_deleted,
+	// token_expired, account_changed, binding or drift).
+	ExitPlan   *ExitPlanRef `json:"exitPlan,omitempty"`
+	Instrument string       `json:"instrument"`
 
 	// LimitPrice A decimal string or a JSON number
 	LimitPrice *DecimalIn          `json:"limitPrice,omitempty"`
@@ -1824,6 +2121,15 @@ type RiskLockAnswer struct {
 	Lock RiskLock `json:"lock"`
 }
 
+// ListBracketsParams defines parameters for ListBrackets.
+type ListBracketsParams struct {
+	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
+	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
+
+	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
+	Account *Account `form:"account,omitempty" json:"account,omitempty"`
+}
+
 // OpenDemoAccountJSONBody defines parameters for OpenDemoAccount.
 type OpenDemoAccountJSONBody struct {
 	Currency *OpenDemoAccountJSONBodyCurrency `json:"currency,omitempty"`
@@ -1872,9 +2178,6 @@ type PreviewExitPlanJSONBodySide string
 // PreviewExitPlan200JSONResponseBodyPreviewLegsKind defines parameters for PreviewExitPlan.
 type PreviewExitPlan200JSONResponseBodyPreviewLegsKind string
 
-// PreviewExitPlan200JSONResponseBodyPreviewWarningsCode defines parameters for PreviewExitPlan.
-type PreviewExitPlan200JSONResponseBodyPreviewWarningsCode string
-
 // ListFillsParams defines parameters for ListFills.
 type ListFillsParams struct {
 	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
@@ -1887,6 +2190,15 @@ type ListFillsParams struct {
 
 // ListAccountInstrumentsParams defines parameters for ListAccountInstruments.
 type ListAccountInstrumentsParams struct {
+	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
+	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
+
+	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
+	Account *Account `form:"account,omitempty" json:"account,omitempty"`
+}
+
+// ListManagedExitsParams defines parameters for ListManagedExits.
+type ListManagedExitsParams struct {
 	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
 	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
 
@@ -2268,6 +2580,52 @@ type ClosePositionParams struct {
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 }
 
+// ProtectWithPlanJSONBody defines parameters for ProtectWithPlan.
+type ProtectWithPlanJSONBody struct {
+	ClientOrderId string  `json:"clientOrderId"`
+	EntryOrderId  *string `json:"entryOrderId,omitempty"`
+	Instrument    *string `json:"instrument,omitempty"`
+	PlanId        string  `json:"planId"`
+	PlanRevision  string  `json:"planRevision"`
+}
+
+// ProtectWithPlanParams defines parameters for ProtectWithPlan.
+type ProtectWithPlanParams struct {
+	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
+	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
+
+	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
+	Account *Account `form:"account,omitempty" json:"account,omitempty"`
+}
+
+// WithdrawBracketParams defines parameters for WithdrawBracket.
+type WithdrawBracketParams struct {
+	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
+	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
+
+	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
+	Account *Account `form:"account,omitempty" json:"account,omitempty"`
+}
+
+// ChangeBracketJSONBody defines parameters for ChangeBracket.
+type ChangeBracketJSONBody struct {
+	Legs []struct {
+		Id string `json:"id"`
+
+		// Price A decimal string or a JSON number
+		Price DecimalIn `json:"price"`
+	} `json:"legs"`
+}
+
+// ChangeBracketParams defines parameters for ChangeBracket.
+type ChangeBracketParams struct {
+	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
+	Broker *Broker `form:"broker,omitempty" json:"broker,omitempty"`
+
+	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
+	Account *Account `form:"account,omitempty" json:"account,omitempty"`
+}
+
 // FlattenAccountJSONBody defines parameters for FlattenAccount.
 type FlattenAccountJSONBody struct {
 	ClientOrderId *string `json:"clientOrderId,omitempty"`
@@ -2409,6 +2767,12 @@ type CancelOrderJSONRequestBody CancelOrderJSONBody
 
 // ClosePositionJSONRequestBody defines body for ClosePosition for application/json ContentType.
 type ClosePositionJSONRequestBody ClosePositionJSONBody
+
+// ProtectWithPlanJSONRequestBody defines body for ProtectWithPlan for application/json ContentType.
+type ProtectWithPlanJSONRequestBody ProtectWithPlanJSONBody
+
+// ChangeBracketJSONRequestBody defines body for ChangeBracket for application/json ContentType.
+type ChangeBracketJSONRequestBody ChangeBracketJSONBody
 
 // FlattenAccountJSONRequestBody defines body for FlattenAccount for application/json ContentType.
 type FlattenAccountJSONRequestBody FlattenAccountJSONBody
@@ -2558,6 +2922,11 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListBrackets The account's active brackets
+	//
+	// Corresponds with GET /api/account/brackets (the `ListBrackets` operationId).
+	ListBrackets(ctx context.Context, params *ListBracketsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// OpenDemoAccountWithBody Open a demo paper account (50,000 USD) for a verified user; at most 10
 	//
 	// Takes any type of body and a specified content type.
@@ -2600,6 +2969,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/account/list (the `ListAccounts` operationId).
 	ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListManagedExits The breakeven and trailing rules the engine manages for the account's brackets
+	//
+	// Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
+	ListManagedExits(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrders Orders, newest first
 	//
@@ -3430,6 +3804,73 @@ type ClientInterface interface {
 	// Corresponds with POST /api/trading/close (the `ClosePosition` operationId).
 	ClosePosition(ctx context.Context, params *ClosePositionParams, body ClosePositionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ProtectWithPlanWithBody Protect a position or a resting entry with a saved exit plan
+	//
+	// Name the position by `instrument`, or a resting entry by `entryOrderId`
+	// (not both), and the plan by `planId` and the `planRevision` you read (an
+	// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+	// bracket is priced from its average price and armed at once; an entry's is
+	// priced from its limit (or stop) price and held `pre_armed`, and the entry
+	// rests again as a new order carrying it (`entryOrderId` in the answer).
+	// `clientOrderId` is the key: used once on the account (409 after). Refused
+	// with 423 while the account is held: it places orders.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+	ProtectWithPlanWithBody(ctx context.Context, params *ProtectWithPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProtectWithPlan Protect a position or a resting entry with a saved exit plan
+	//
+	// Name the position by `instrument`, or a resting entry by `entryOrderId`
+	// (not both), and the plan by `planId` and the `planRevision` you read (an
+	// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+	// bracket is priced from its average price and armed at once; an entry's is
+	// priced from its limit (or stop) price and held `pre_armed`, and the entry
+	// rests again as a new order carrying it (`entryOrderId` in the answer).
+	// `clientOrderId` is the key: used once on the account (409 after). Refused
+	// with 423 while the account is held: it places orders.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+	ProtectWithPlan(ctx context.Context, params *ProtectWithPlanParams, body ProtectWithPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WithdrawBracket Withdraw a bracket
+	//
+	// Cancels every order the bracket rests, then ends it; the position stays open.
+	// A bracket waiting on a resting entry leaves the entry resting: it is replaced by
+	// itself without the bracket in the same step, and `entryOrderId` names its new id
+	// (a hold that refuses new entries refuses that, 423). The paper book's cancels
+	// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+	//
+	// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
+	WithdrawBracket(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeBracketWithBody Move the levels of a bracket's legs
+	//
+	// Each named leg moves to its new price (on the instrument's tick): a leg that
+	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+	// with 423 while the account is held.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+	ChangeBracketWithBody(ctx context.Context, id string, params *ChangeBracketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ChangeBracket Move the levels of a bracket's legs
+	//
+	// Each named leg moves to its new price (on the instrument's tick): a leg that
+	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+	// with 423 while the account is held.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+	ChangeBracket(ctx context.Context, id string, params *ChangeBracketParams, body ChangeBracketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// FlattenAccountWithBody Cancel every working order and close every position
 	//
 	// `clientOrderId` is optional. When sent it is the command's idempotency
@@ -3471,6 +3912,13 @@ type ClientInterface interface {
 	// a repeat answers 409 `idempotency_conflict` forever and never places a
 	// second order.
 	//
+	// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+	// POST /api/account/exit-plans/preview for this very order), the entry is a
+	// market or limit order and its bracket is recorded in the same commit: a
+	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+	// fills. The answer adds `bracket` and `warnings`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -3482,6 +3930,13 @@ type ClientInterface interface {
 	// the answer already shows `filled`. `clientOrderId` is the idempotency key:
 	// a repeat answers 409 `idempotency_conflict` forever and never places a
 	// second order.
+	//
+	// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+	// POST /api/account/exit-plans/preview for this very order), the entry is a
+	// market or limit order and its bracket is recorded in the same commit: a
+	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+	// fills. The answer adds `bracket` and `warnings`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3551,6 +4006,21 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListBrackets The account's active brackets
+//
+// Corresponds with GET /api/account/brackets (the `ListBrackets` operationId).
+func (c *Client) ListBrackets(ctx context.Context, params *ListBracketsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBracketsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // OpenDemoAccountWithBody Open a demo paper account (50,000 USD) for a verified user; at most 10
@@ -3656,6 +4126,21 @@ func (c *Client) ListAccountInstruments(ctx context.Context, params *ListAccount
 // Corresponds with GET /api/account/list (the `ListAccounts` operationId).
 func (c *Client) ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAccountsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListManagedExits The breakeven and trailing rules the engine manages for the account's brackets
+//
+// Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
+func (c *Client) ListManagedExits(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListManagedExitsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5435,6 +5920,123 @@ func (c *Client) ClosePosition(ctx context.Context, params *ClosePositionParams,
 	return c.Client.Do(req)
 }
 
+// ProtectWithPlanWithBody Protect a position or a resting entry with a saved exit plan
+//
+// Name the position by `instrument`, or a resting entry by `entryOrderId`
+// (not both), and the plan by `planId` and the `planRevision` you read (an
+// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+// bracket is priced from its average price and armed at once; an entry's is
+// priced from its limit (or stop) price and held `pre_armed`, and the entry
+// rests again as a new order carrying it (`entryOrderId` in the answer).
+// `clientOrderId` is the key: used once on the account (409 after). Refused
+// with 423 while the account is held: it places orders.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+func (c *Client) ProtectWithPlanWithBody(ctx context.Context, params *ProtectWithPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProtectWithPlanRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProtectWithPlan Protect a position or a resting entry with a saved exit plan
+//
+// Name the position by `instrument`, or a resting entry by `entryOrderId`
+// (not both), and the plan by `planId` and the `planRevision` you read (an
+// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+// bracket is priced from its average price and armed at once; an entry's is
+// priced from its limit (or stop) price and held `pre_armed`, and the entry
+// rests again as a new order carrying it (`entryOrderId` in the answer).
+// `clientOrderId` is the key: used once on the account (409 after). Refused
+// with 423 while the account is held: it places orders.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+func (c *Client) ProtectWithPlan(ctx context.Context, params *ProtectWithPlanParams, body ProtectWithPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProtectWithPlanRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WithdrawBracket Withdraw a bracket
+//
+// Cancels every order the bracket rests, then ends it; the position stays open.
+// A bracket waiting on a resting entry leaves the entry resting: it is replaced by
+// itself without the bracket in the same step, and `entryOrderId` names its new id
+// (a hold that refuses new entries refuses that, 423). The paper book's cancels
+// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+//
+// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
+func (c *Client) WithdrawBracket(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWithdrawBracketRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeBracketWithBody Move the levels of a bracket's legs
+//
+// Each named leg moves to its new price (on the instrument's tick): a leg that
+// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+// with 423 while the account is held.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+func (c *Client) ChangeBracketWithBody(ctx context.Context, id string, params *ChangeBracketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeBracketRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ChangeBracket Move the levels of a bracket's legs
+//
+// Each named leg moves to its new price (on the instrument's tick): a leg that
+// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+// with 423 while the account is held.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+func (c *Client) ChangeBracket(ctx context.Context, id string, params *ChangeBracketParams, body ChangeBracketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewChangeBracketRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // FlattenAccountWithBody Cancel every working order and close every position
 //
 // `clientOrderId` is optional. When sent it is the command's idempotency
@@ -5496,6 +6098,13 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // a repeat answers 409 `idempotency_conflict` forever and never places a
 // second order.
 //
+// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+// POST /api/account/exit-plans/preview for this very order), the entry is a
+// market or limit order and its bracket is recorded in the same commit: a
+// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+// fills. The answer adds `bracket` and `warnings`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -5517,6 +6126,13 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // the answer already shows `filled`. `clientOrderId` is the idempotency key:
 // a repeat answers 409 `idempotency_conflict` forever and never places a
 // second order.
+//
+// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+// POST /api/account/exit-plans/preview for this very order), the entry is a
+// market or limit order and its bracket is recorded in the same commit: a
+// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+// fills. The answer adds `bracket` and `warnings`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5695,6 +6311,72 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListBracketsRequest constructs an http.Request for the ListBrackets method
+func NewListBracketsRequest(server string, params *ListBracketsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/brackets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Broker != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "broker", *params.Broker, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewOpenDemoAccountRequest calls the generic OpenDemoAccount builder with application/json body
@@ -5992,6 +6674,72 @@ func NewListAccountsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListManagedExitsRequest constructs an http.Request for the ListManagedExits method
+func NewListManagedExitsRequest(server string, params *ListManagedExitsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/managed-exits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Broker != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "broker", *params.Broker, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -9443,6 +10191,244 @@ func NewClosePositionRequestWithBody(server string, params *ClosePositionParams,
 	return req, nil
 }
 
+// NewProtectWithPlanRequest calls the generic ProtectWithPlan builder with application/json body
+func NewProtectWithPlanRequest(server string, params *ProtectWithPlanParams, body ProtectWithPlanJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewProtectWithPlanRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewProtectWithPlanRequestWithBody constructs an http.Request for the ProtectWithPlan method, with any body, and a specified content type
+func NewProtectWithPlanRequestWithBody(server string, params *ProtectWithPlanParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/trading/exits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Broker != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "broker", *params.Broker, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWithdrawBracketRequest constructs an http.Request for the WithdrawBracket method
+func NewWithdrawBracketRequest(server string, id string, params *WithdrawBracketParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/trading/exits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Broker != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "broker", *params.Broker, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewChangeBracketRequest calls the generic ChangeBracket builder with application/json body
+func NewChangeBracketRequest(server string, id string, params *ChangeBracketParams, body ChangeBracketJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewChangeBracketRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewChangeBracketRequestWithBody constructs an http.Request for the ChangeBracket method, with any body, and a specified content type
+func NewChangeBracketRequestWithBody(server string, id string, params *ChangeBracketParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/trading/exits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Broker != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "broker", *params.Broker, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewFlattenAccountRequest calls the generic FlattenAccount builder with application/json body
 func NewFlattenAccountRequest(server string, params *FlattenAccountParams, body FlattenAccountJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9965,6 +10951,13 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListBracketsWithResponse The account's active brackets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/account/brackets (the `ListBrackets` operationId).
+	ListBracketsWithResponse(ctx context.Context, params *ListBracketsParams, reqEditors ...RequestEditorFn) (*ListBracketsResponse, error)
+
 	// OpenDemoAccountWithBodyWithResponse Open a demo paper account (50,000 USD) for a verified user; at most 10
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10013,6 +11006,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/account/list (the `ListAccounts` operationId).
 	ListAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAccountsResponse, error)
+
+	// ListManagedExitsWithResponse The breakeven and trailing rules the engine manages for the account's brackets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
+	ListManagedExitsWithResponse(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*ListManagedExitsResponse, error)
 
 	// ListOrdersWithResponse Orders, newest first
 	//
@@ -10931,6 +11931,75 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/trading/close (the `ClosePosition` operationId).
 	ClosePositionWithResponse(ctx context.Context, params *ClosePositionParams, body ClosePositionJSONRequestBody, reqEditors ...RequestEditorFn) (*ClosePositionResponse, error)
 
+	// ProtectWithPlanWithBodyWithResponse Protect a position or a resting entry with a saved exit plan
+	//
+	// Name the position by `instrument`, or a resting entry by `entryOrderId`
+	// (not both), and the plan by `planId` and the `planRevision` you read (an
+	// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+	// bracket is priced from its average price and armed at once; an entry's is
+	// priced from its limit (or stop) price and held `pre_armed`, and the entry
+	// rests again as a new order carrying it (`entryOrderId` in the answer).
+	// `clientOrderId` is the key: used once on the account (409 after). Refused
+	// with 423 while the account is held: it places orders.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+	ProtectWithPlanWithBodyWithResponse(ctx context.Context, params *ProtectWithPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProtectWithPlanResponse, error)
+
+	// ProtectWithPlanWithResponse Protect a position or a resting entry with a saved exit plan
+	//
+	// Name the position by `instrument`, or a resting entry by `entryOrderId`
+	// (not both), and the plan by `planId` and the `planRevision` you read (an
+	// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+	// bracket is priced from its average price and armed at once; an entry's is
+	// priced from its limit (or stop) price and held `pre_armed`, and the entry
+	// rests again as a new order carrying it (`entryOrderId` in the answer).
+	// `clientOrderId` is the key: used once on the account (409 after). Refused
+	// with 423 while the account is held: it places orders.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+	ProtectWithPlanWithResponse(ctx context.Context, params *ProtectWithPlanParams, body ProtectWithPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*ProtectWithPlanResponse, error)
+
+	// WithdrawBracketWithResponse Withdraw a bracket
+	//
+	// Cancels every order the bracket rests, then ends it; the position stays open.
+	// A bracket waiting on a resting entry leaves the entry resting: it is replaced by
+	// itself without the bracket in the same step, and `entryOrderId` names its new id
+	// (a hold that refuses new entries refuses that, 423). The paper book's cancels
+	// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
+	WithdrawBracketWithResponse(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*WithdrawBracketResponse, error)
+
+	// ChangeBracketWithBodyWithResponse Move the levels of a bracket's legs
+	//
+	// Each named leg moves to its new price (on the instrument's tick): a leg that
+	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+	// with 423 while the account is held.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+	ChangeBracketWithBodyWithResponse(ctx context.Context, id string, params *ChangeBracketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeBracketResponse, error)
+
+	// ChangeBracketWithResponse Move the levels of a bracket's legs
+	//
+	// Each named leg moves to its new price (on the instrument's tick): a leg that
+	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+	// with 423 while the account is held.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+	ChangeBracketWithResponse(ctx context.Context, id string, params *ChangeBracketParams, body ChangeBracketJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeBracketResponse, error)
+
 	// FlattenAccountWithBodyWithResponse Cancel every working order and close every position
 	//
 	// `clientOrderId` is optional. When sent it is the command's idempotency
@@ -10972,6 +12041,13 @@ type ClientWithResponsesInterface interface {
 	// a repeat answers 409 `idempotency_conflict` forever and never places a
 	// second order.
 	//
+	// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+	// POST /api/account/exit-plans/preview for this very order), the entry is a
+	// market or limit order and its bracket is recorded in the same commit: a
+	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+	// fills. The answer adds `bracket` and `warnings`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -10983,6 +12059,13 @@ type ClientWithResponsesInterface interface {
 	// the answer already shows `filled`. `clientOrderId` is the idempotency key:
 	// a repeat answers 409 `idempotency_conflict` forever and never places a
 	// second order.
+	//
+	// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+	// POST /api/account/exit-plans/preview for this very order), the entry is a
+	// market or limit order and its bracket is recorded in the same commit: a
+	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+	// fills. The answer adds `bracket` and `warnings`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11064,6 +12147,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+}
+
+// ListBracketsResponseDefaultHeaders the declared response headers of an HTTP default response for ListBrackets
+type ListBracketsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListBracketsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Items    []Bracket `json:"items"`
+		Revision int       `json:"revision"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListBracketsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBracketsResponse) GetJSON200() *struct {
+	Items    []Bracket `json:"items"`
+	Revision int       `json:"revision"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListBracketsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBracketsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBracketsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBracketsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBracketsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // OpenDemoAccountResponseDefaultHeaders the declared response headers of an HTTP default response for OpenDemoAccount
@@ -11154,16 +12299,12 @@ type PreviewExitPlanResponse struct {
 				Quantity string  `json:"quantity"`
 				Share    *string `json:"share,omitempty"`
 			} `json:"legs"`
-			PlanId       string `json:"planId"`
-			PlanRevision string `json:"planRevision"`
-			Quantity     string `json:"quantity"`
-			Side         string `json:"side"`
-			Token        string `json:"token"`
-			Warnings     []struct {
-				Code    PreviewExitPlan200JSONResponseBodyPreviewWarningsCode `json:"code"`
-				Message string                                                `json:"message"`
-				Params  *map[string]interface{}                               `json:"params,omitempty"`
-			} `json:"warnings"`
+			PlanId       string        `json:"planId"`
+			PlanRevision string        `json:"planRevision"`
+			Quantity     string        `json:"quantity"`
+			Side         string        `json:"side"`
+			Token        string        `json:"token"`
+			Warnings     []ExitWarning `json:"warnings"`
 		} `json:"preview"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -11188,16 +12329,12 @@ func (r PreviewExitPlanResponse) GetJSON200() *struct {
 			Quantity string  `json:"quantity"`
 			Share    *string `json:"share,omitempty"`
 		} `json:"legs"`
-		PlanId       string `json:"planId"`
-		PlanRevision string `json:"planRevision"`
-		Quantity     string `json:"quantity"`
-		Side         string `json:"side"`
-		Token        string `json:"token"`
-		Warnings     []struct {
-			Code    PreviewExitPlan200JSONResponseBodyPreviewWarningsCode `json:"code"`
-			Message string                                                `json:"message"`
-			Params  *map[string]interface{}                               `json:"params,omitempty"`
-		} `json:"warnings"`
+		PlanId       string        `json:"planId"`
+		PlanRevision string        `json:"planRevision"`
+		Quantity     string        `json:"quantity"`
+		Side         string        `json:"side"`
+		Token        string        `json:"token"`
+		Warnings     []ExitWarning `json:"warnings"`
 	} `json:"preview"`
 } {
 	return r.JSON200
@@ -11447,6 +12584,68 @@ func (r ListAccountsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListManagedExitsResponseDefaultHeaders the declared response headers of an HTTP default response for ListManagedExits
+type ListManagedExitsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListManagedExitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Items    []ManagedExit `json:"items"`
+		Revision int           `json:"revision"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListManagedExitsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListManagedExitsResponse) GetJSON200() *struct {
+	Items    []ManagedExit `json:"items"`
+	Revision int           `json:"revision"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListManagedExitsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListManagedExitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListManagedExitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListManagedExitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListManagedExitsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15749,6 +16948,174 @@ func (r ClosePositionResponse) ContentType() string {
 	return ""
 }
 
+// ProtectWithPlanResponseDefaultHeaders the declared response headers of an HTTP default response for ProtectWithPlan
+type ProtectWithPlanResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ProtectWithPlanResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BracketAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ProtectWithPlanResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProtectWithPlanResponse) GetJSON200() *BracketAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ProtectWithPlanResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ProtectWithPlanResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProtectWithPlanResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProtectWithPlanResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProtectWithPlanResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WithdrawBracketResponseDefaultHeaders the declared response headers of an HTTP default response for WithdrawBracket
+type WithdrawBracketResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type WithdrawBracketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BracketAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WithdrawBracketResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WithdrawBracketResponse) GetJSON200() *BracketAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WithdrawBracketResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WithdrawBracketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WithdrawBracketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WithdrawBracketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WithdrawBracketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ChangeBracketResponseDefaultHeaders the declared response headers of an HTTP default response for ChangeBracket
+type ChangeBracketResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ChangeBracketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BracketAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ChangeBracketResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ChangeBracketResponse) GetJSON200() *BracketAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ChangeBracketResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ChangeBracketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ChangeBracketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ChangeBracketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ChangeBracketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // FlattenAccountResponseDefaultHeaders the declared response headers of an HTTP default response for FlattenAccount
 type FlattenAccountResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -16365,6 +17732,19 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+// ListBracketsWithResponse The account's active brackets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/account/brackets (the `ListBrackets` operationId).
+func (c *ClientWithResponses) ListBracketsWithResponse(ctx context.Context, params *ListBracketsParams, reqEditors ...RequestEditorFn) (*ListBracketsResponse, error) {
+	rsp, err := c.ListBrackets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBracketsResponse(rsp)
+}
+
 // OpenDemoAccountWithBodyWithResponse Open a demo paper account (50,000 USD) for a verified user; at most 10
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -16454,6 +17834,19 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseListAccountsResponse(rsp)
+}
+
+// ListManagedExitsWithResponse The breakeven and trailing rules the engine manages for the account's brackets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
+func (c *ClientWithResponses) ListManagedExitsWithResponse(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*ListManagedExitsResponse, error) {
+	rsp, err := c.ListManagedExits(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListManagedExitsResponse(rsp)
 }
 
 // ListOrdersWithResponse Orders, newest first
@@ -17937,6 +19330,105 @@ func (c *ClientWithResponses) ClosePositionWithResponse(ctx context.Context, par
 	return ParseClosePositionResponse(rsp)
 }
 
+// ProtectWithPlanWithBodyWithResponse Protect a position or a resting entry with a saved exit plan
+//
+// Name the position by `instrument`, or a resting entry by `entryOrderId`
+// (not both), and the plan by `planId` and the `planRevision` you read (an
+// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+// bracket is priced from its average price and armed at once; an entry's is
+// priced from its limit (or stop) price and held `pre_armed`, and the entry
+// rests again as a new order carrying it (`entryOrderId` in the answer).
+// `clientOrderId` is the key: used once on the account (409 after). Refused
+// with 423 while the account is held: it places orders.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+func (c *ClientWithResponses) ProtectWithPlanWithBodyWithResponse(ctx context.Context, params *ProtectWithPlanParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProtectWithPlanResponse, error) {
+	rsp, err := c.ProtectWithPlanWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProtectWithPlanResponse(rsp)
+}
+
+// ProtectWithPlanWithResponse Protect a position or a resting entry with a saved exit plan
+//
+// Name the position by `instrument`, or a resting entry by `entryOrderId`
+// (not both), and the plan by `planId` and the `planRevision` you read (an
+// edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+// bracket is priced from its average price and armed at once; an entry's is
+// priced from its limit (or stop) price and held `pre_armed`, and the entry
+// rests again as a new order carrying it (`entryOrderId` in the answer).
+// `clientOrderId` is the key: used once on the account (409 after). Refused
+// with 423 while the account is held: it places orders.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
+func (c *ClientWithResponses) ProtectWithPlanWithResponse(ctx context.Context, params *ProtectWithPlanParams, body ProtectWithPlanJSONRequestBody, reqEditors ...RequestEditorFn) (*ProtectWithPlanResponse, error) {
+	rsp, err := c.ProtectWithPlan(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProtectWithPlanResponse(rsp)
+}
+
+// WithdrawBracketWithResponse Withdraw a bracket
+//
+// Cancels every order the bracket rests, then ends it; the position stays open.
+// A bracket waiting on a resting entry leaves the entry resting: it is replaced by
+// itself without the bracket in the same step, and `entryOrderId` names its new id
+// (a hold that refuses new entries refuses that, 423). The paper book's cancels
+// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
+func (c *ClientWithResponses) WithdrawBracketWithResponse(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*WithdrawBracketResponse, error) {
+	rsp, err := c.WithdrawBracket(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWithdrawBracketResponse(rsp)
+}
+
+// ChangeBracketWithBodyWithResponse Move the levels of a bracket's legs
+//
+// Each named leg moves to its new price (on the instrument's tick): a leg that
+// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+// with 423 while the account is held.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+func (c *ClientWithResponses) ChangeBracketWithBodyWithResponse(ctx context.Context, id string, params *ChangeBracketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ChangeBracketResponse, error) {
+	rsp, err := c.ChangeBracketWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeBracketResponse(rsp)
+}
+
+// ChangeBracketWithResponse Move the levels of a bracket's legs
+//
+// Each named leg moves to its new price (on the instrument's tick): a leg that
+// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+// with 423 while the account is held.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
+func (c *ClientWithResponses) ChangeBracketWithResponse(ctx context.Context, id string, params *ChangeBracketParams, body ChangeBracketJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangeBracketResponse, error) {
+	rsp, err := c.ChangeBracket(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseChangeBracketResponse(rsp)
+}
+
 // FlattenAccountWithBodyWithResponse Cancel every working order and close every position
 //
 // `clientOrderId` is optional. When sent it is the command's idempotency
@@ -17990,6 +19482,13 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // a repeat answers 409 `idempotency_conflict` forever and never places a
 // second order.
 //
+// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+// POST /api/account/exit-plans/preview for this very order), the entry is a
+// market or limit order and its bracket is recorded in the same commit: a
+// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+// fills. The answer adds `bracket` and `warnings`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -18007,6 +19506,13 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // the answer already shows `filled`. `clientOrderId` is the idempotency key:
 // a repeat answers 409 `idempotency_conflict` forever and never places a
 // second order.
+//
+// With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+// POST /api/account/exit-plans/preview for this very order), the entry is a
+// market or limit order and its bracket is recorded in the same commit: a
+// market entry's legs arm at once, priced from its fill (refused past 20 ticks
+// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+// fills. The answer adds `bracket` and `warnings`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18155,6 +19661,62 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 	return ParseGetReadinessResponse(rsp)
 }
 
+// ParseListBracketsResponse parses an HTTP response from a ListBracketsWithResponse call
+func ParseListBracketsResponse(rsp *http.Response) (*ListBracketsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBracketsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Items    []Bracket `json:"items"`
+			Revision int       `json:"revision"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListBracketsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseOpenDemoAccountResponse parses an HTTP response from a OpenDemoAccountWithResponse call
 func ParseOpenDemoAccountResponse(rsp *http.Response) (*OpenDemoAccountResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18238,16 +19800,12 @@ func ParsePreviewExitPlanResponse(rsp *http.Response) (*PreviewExitPlanResponse,
 					Quantity string  `json:"quantity"`
 					Share    *string `json:"share,omitempty"`
 				} `json:"legs"`
-				PlanId       string `json:"planId"`
-				PlanRevision string `json:"planRevision"`
-				Quantity     string `json:"quantity"`
-				Side         string `json:"side"`
-				Token        string `json:"token"`
-				Warnings     []struct {
-					Code    PreviewExitPlan200JSONResponseBodyPreviewWarningsCode `json:"code"`
-					Message string                                                `json:"message"`
-					Params  *map[string]interface{}                               `json:"params,omitempty"`
-				} `json:"warnings"`
+				PlanId       string        `json:"planId"`
+				PlanRevision string        `json:"planRevision"`
+				Quantity     string        `json:"quantity"`
+				Side         string        `json:"side"`
+				Token        string        `json:"token"`
+				Warnings     []ExitWarning `json:"warnings"`
 			} `json:"preview"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18460,6 +20018,62 @@ func ParseListAccountsResponse(rsp *http.Response) (*ListAccountsResponse, error
 	switch {
 	case true:
 		var headers ListAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListManagedExitsResponse parses an HTTP response from a ListManagedExitsWithResponse call
+func ParseListManagedExitsResponse(rsp *http.Response) (*ListManagedExitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListManagedExitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Items    []ManagedExit `json:"items"`
+			Revision int           `json:"revision"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListManagedExitsResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22623,6 +24237,165 @@ func ParseClosePositionResponse(rsp *http.Response) (*ClosePositionResponse, err
 	switch {
 	case true:
 		var headers ClosePositionResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProtectWithPlanResponse parses an HTTP response from a ProtectWithPlanWithResponse call
+func ParseProtectWithPlanResponse(rsp *http.Response) (*ProtectWithPlanResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProtectWithPlanResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BracketAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ProtectWithPlanResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWithdrawBracketResponse parses an HTTP response from a WithdrawBracketWithResponse call
+func ParseWithdrawBracketResponse(rsp *http.Response) (*WithdrawBracketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WithdrawBracketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BracketAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers WithdrawBracketResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseChangeBracketResponse parses an HTTP response from a ChangeBracketWithResponse call
+func ParseChangeBracketResponse(rsp *http.Response) (*ChangeBracketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ChangeBracketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BracketAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ChangeBracketResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -166,6 +166,7 @@ type Binding struct {
 	PlanRevision  string         `json:"r"`
 	Instrument    string         `json:"i"`
 	Side          string         `json:"s"`
+	OrderType     string         `json:"t"`
 	Quantity      events.Decimal `json:"q"`
 	Entry         events.Decimal `json:"e"`
 	ClientOrderID string         `json:"c"`
@@ -250,7 +251,7 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 	}
 	ladder := plancmd.Price(p.Spec, in.TickSize, in.LotStep, b.Side, entry, b.Quantity)
 	bind := Binding{AccountID: acct.AccountID, PlanID: p.ID, PlanRevision: p.Revision, Instrument: b.Instrument, Side: b.Side,
-		Quantity: b.Quantity, Entry: entry, ClientOrderID: b.ClientOrderID, Expires: h.cfg.Now().Add(PreviewFor).Unix()}
+		OrderType: b.OrderType, Quantity: b.Quantity, Entry: entry, ClientOrderID: b.ClientOrderID, Expires: h.cfg.Now().Add(PreviewFor).Unix()}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preview": map[string]any{
 		"planId": p.ID, "planRevision": p.Revision, "instrument": b.Instrument, "side": b.Side, "quantity": b.Quantity,

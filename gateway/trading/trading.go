@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/svc/engine/commands"
+	plancmd "github.com/svc/engine/commands/plan"
 	tradecmd "github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -16,12 +17,63 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// New makes the trading handlers; the route table is gateway/routes.go.
-func New(d *api.Deps) *Handlers { return &Handlers{d} }
+// ExitPlans loads an order's exitPlan: the saved plan at the revision its
+// preview token binds, checked against the order (gateway/exitplans).
+type ExitPlans interface {
+	Load(r *http.Request, a projections.Account, c *tradecmd.PlaceOrder) ([]plancmd.Warning, error)
+}
 
-// Order places an order (POST /api/trading/order); its clientOrderId is its key.
+// New makes the trading handlers; the route table is gateway/routes.go.
+// plans may be nil: an order with an exitPlan is then refused.
+func New(d *api.Deps, plans ExitPlans) *Handlers { return &Handlers{d, plans} }
+
+// Order places an order (POST /api/trading/order); its clientOrderId is its
+// key. With an exitPlan the order and its bracket are one commit, and the
+// answer adds the bracket and the ladder's warnings.
 func (h *Handlers) Order(w http.ResponseWriter, r *http.Request) error {
-	return orderCommand(h, func(c *tradecmd.PlaceOrder) string { return c.ClientOrderID }, placed)(w, r)
+	a, err := h.d.Account(r)
+	if err != nil {
+		return err
+	}
+	var c tradecmd.PlaceOrder
+	if err := httpx.Decode(r, &c, 0); err != nil {
+		return err
+	}
+	if c.ExitPlan == nil {
+		res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
+		if err != nil {
+			return err
+		}
+		return h.writeOrder(w, r, a.AccountID, placedID(res.Events))
+	}
+	if h.plans == nil {
+		return commands.InvalidField("exitPlan", nil, "this engine serves no exit plans")
+	}
+	warnings, err := h.plans.Load(r, a, &c)
+	if err != nil {
+		return err
+	}
+	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
+	if err != nil {
+		return err
+	}
+	id := placedID(res.Events)
+	o, err := projections.GetInto[projections.Order](r.Context(), h.d.Store, projections.CollOrder, a.AccountID+"/"+id)
+	if err != nil {
+		return err
+	}
+	var bracket any
+	for _, e := range res.Events {
+		if s, ok := e.(evacct.BracketSet); ok {
+			bracket = map[string]any{"id": s.Bracket.ID, "state": s.Bracket.State}
+		}
+	}
+	if bracket == nil {
+		warnings = append(warnings, plancmd.Warning{Code: "exit_plan_not_recorded",
+			Message: "the entry ended without a fill in the same step (" + c.TimeInForce + "), so its exit plan was not recorded"})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"order": o, "bracket": bracket, "warnings": warnings})
+	return nil
 }
 
 // Cancel cancels a working order.
@@ -44,7 +96,10 @@ func (h *Handlers) Reverse(w http.ResponseWriter, r *http.Request) error {
 	return orderCommand(h, func(c *tradecmd.Reverse) string { return c.ClientOrderID }, placed)(w, r)
 }
 
-type Handlers struct{ d *api.Deps }
+type Handlers struct {
+	d     *api.Deps
+	plans ExitPlans
+}
 
 // orderCommand decodes a command of type T, runs it on the caller's account
 // and answers the order it placed or named.

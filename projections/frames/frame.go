@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/svc/engine/events"
+	evplan "github.com/svc/engine/events/plan"
 	"github.com/svc/engine/projections"
 )
 
@@ -53,8 +54,8 @@ type Frame struct {
 	Summary       Summary             `json:"summary"`
 	Positions     []Position          `json:"positions"`
 	Orders        []projections.Order `json:"orders"`
-	Brackets      []any               `json:"brackets"`
-	ManagedExits  []any               `json:"managedExits"`
+	Brackets      []Bracket           `json:"brackets"`
+	ManagedExits  []ManagedExit       `json:"managedExits"`
 }
 
 // PaperCapabilities are the paper book's.
@@ -63,7 +64,7 @@ func PaperCapabilities() Capabilities {
 		OrderTypes:      []string{"market", "limit", "stop", "stop_limit"},
 		TIFs:            []string{"day", "gtc", "ioc", "fok"},
 		ReduceOnly:      true,
-		ExitPlanSupport: []string{},
+		ExitPlanSupport: []string{evplan.StopLoss, evplan.TakeProfit, evplan.MultipleTargets, evplan.RunnerLeg, evplan.CapBreakeven, evplan.TrailingStop},
 	}
 }
 
@@ -86,8 +87,12 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	if err != nil {
 		return Frame{}, err
 	}
+	brackets, managed, err := Brackets(ctx, s, accountID)
+	if err != nil {
+		return Frame{}, err
+	}
 	f := Frame{AccountID: a.AccountID, Revision: a.Revision, Clock: "engine", PositionModel: "net",
-		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: []any{}, ManagedExits: []any{}}
+		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: brackets, ManagedExits: managed}
 	unreal := events.Int(0)
 	for _, p := range ps {
 		fp := Position{Instrument: p.Instrument, Side: "long", Quantity: p.Quantity.Abs(), AvgPrice: p.AvgPrice, UnrealizedPnl: events.Int(0)}

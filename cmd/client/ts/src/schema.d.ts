@@ -129,8 +129,115 @@ export interface paths {
          *     the answer already shows `filled`. `clientOrderId` is the idempotency key:
          *     a repeat answers 409 `idempotency_conflict` forever and never places a
          *     second order.
+         *
+         *     With `exitPlan` (`planId`, `planRevision` and the `previewToken` of
+         *     POST /api/account/exit-plans/preview for this very order), the entry is a
+         *     market or limit order and its bracket is recorded in the same commit: a
+         *     market entry's legs arm at once, priced from its fill (refused past 20 ticks
+         *     of drift from the previewed entry); a limit entry's rest `pre_armed` until it
+         *     fills. The answer adds `bracket` and `warnings`.
          */
         post: operations["placeOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trading/exits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Protect a position or a resting entry with a saved exit plan
+         * @description Name the position by `instrument`, or a resting entry by `entryOrderId`
+         *     (not both), and the plan by `planId` and the `planRevision` you read (an
+         *     edited plan is 409 `exit_plan_conflict` with `params.revision`). A position's
+         *     bracket is priced from its average price and armed at once; an entry's is
+         *     priced from its limit (or stop) price and held `pre_armed`, and the entry
+         *     rests again as a new order carrying it (`entryOrderId` in the answer).
+         *     `clientOrderId` is the key: used once on the account (409 after). Refused
+         *     with 423 while the account is held: it places orders.
+         */
+        post: operations["protectWithPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trading/exits/{id}": {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path: {
+                /** @description The bracket id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw a bracket
+         * @description Cancels every order the bracket rests, then ends it; the position stays open.
+         *     A bracket waiting on a resting entry leaves the entry resting: it is replaced by
+         *     itself without the bracket in the same step, and `entryOrderId` names its new id
+         *     (a hold that refuses new entries refuses that, 423). The paper book's cancels
+         *     never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+         */
+        delete: operations["withdrawBracket"];
+        options?: never;
+        head?: never;
+        /**
+         * Move the levels of a bracket's legs
+         * @description Each named leg moves to its new price (on the instrument's tick): a leg that
+         *     rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
+         *     resting entry has the entry rest again as a new order (`entryOrderId`). Refused
+         *     with 423 while the account is held.
+         */
+        patch: operations["changeBracket"];
+        trace?: never;
+    };
+    "/api/account/brackets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's active brackets */
+        get: operations["listBrackets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/account/managed-exits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The breakeven and trailing rules the engine manages for the account's brackets */
+        get: operations["listManagedExits"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1537,6 +1644,99 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @description A saved plan by reference, never levels: the engine reloads the plan at
+         *     planRevision and checks the order against the preview's token (409
+         *     exit_plan_conflict with params.reason plan_changed, plan_deleted,
+         *     token_expired, account_changed, binding or drift).
+         */
+        ExitPlanRef: {
+            planId: string;
+            planRevision: string;
+            previewToken: string;
+        };
+        ExitWarning: {
+            /** @enum {string} */
+            code: "exit_plan_remainder_unplaced" | "exit_plan_not_recorded";
+            message: string;
+            params?: Record<string, unknown>;
+        };
+        BracketAnswer: {
+            bracket: {
+                id: string;
+                /** @enum {string} */
+                state: "active" | "ended";
+            };
+            /** @description The provider's reason where it refused a pair; the paper book refuses none */
+            refused: string | null;
+            /** @description Orders the change meant to cancel that still rest; the bracket keeps them */
+            stuck: number;
+            /** @description The id a resting entry rests as afterwards, where the change re-rested it */
+            entryOrderId?: string;
+        };
+        BracketLeg: {
+            /** @description The leg's order id once it rests */
+            id: string;
+            /** @enum {string} */
+            kind: "stop" | "target" | "runner";
+            /** @enum {string} */
+            state: "pre_armed" | "working" | "filled" | "canceled";
+            /** @description null for the runner */
+            price: string | null;
+            quantity: string;
+            share: string | null;
+            filledQuantity: string;
+            /** @description The entry while pre_armed; null once the leg protects a position */
+            parentOrderId: string | null;
+        };
+        Bracket: {
+            id: string;
+            /** @enum {string} */
+            state: "active";
+            instrument: string;
+            /**
+             * @description The position it protects
+             * @enum {string}
+             */
+            side: "long" | "short";
+            /** @description The resting entry it waits on */
+            entryOrderId: string | null;
+            /** @description The basis of its levels */
+            entryPrice: string;
+            plannedQuantity: string;
+            armedQuantity: string;
+            planId: string | null;
+            planRevision: string | null;
+            /** @description The key of the protection that opened it */
+            clientOrderId: string | null;
+            legs: components["schemas"]["BracketLeg"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ManagedExit: {
+            id: string;
+            bracketId: string;
+            /** @enum {string} */
+            kind: "breakeven" | "trailing";
+            /** @enum {string} */
+            state: "waiting" | "done" | "trailing";
+            instrument: string;
+            /** @enum {string} */
+            side: "long" | "short";
+            stopOrderId: string | null;
+            /** @description Where the stop rests now */
+            stopPrice: string | null;
+            /** @description breakeven: its trigger; trailing: its activation (null: from the start) */
+            triggerPrice: string | null;
+            /** @description breakeven: the level it moves the stop to */
+            moveTo: string | null;
+            /** @description trailing: how far behind the best price the stop trails */
+            distance: string | null;
+            /** @description trailing: the best price trailed so far */
+            bestPrice: string | null;
+        };
         ExitPlanAnswer: {
             plan: components["schemas"]["ExitPlan"];
         };
@@ -1619,9 +1819,17 @@ export interface components {
              */
             timeInForce?: "day" | "gtc" | "ioc" | "fok";
             reduceOnly?: boolean;
+            exitPlan?: components["schemas"]["ExitPlanRef"];
         };
         OrderAnswer: {
             order: components["schemas"]["Order"];
+            /** @description With an exitPlan: the bracket the order opened, or null when it was not recorded */
+            bracket?: null | {
+                id: string;
+                state: string;
+            };
+            /** @description With an exitPlan only */
+            warnings?: components["schemas"]["ExitWarning"][];
         };
         Order: {
             brokerOrderId: string;
@@ -1702,8 +1910,8 @@ export interface components {
                 unrealizedPnl: components["schemas"]["Decimal"];
             }[];
             orders: components["schemas"]["Order"][];
-            brackets: Record<string, unknown>[];
-            managedExits: Record<string, unknown>[];
+            brackets: components["schemas"]["Bracket"][];
+            managedExits: components["schemas"]["ManagedExit"][];
         };
         /**
          * @description The lock and monitoring state of one account. `lockReason` is null or
@@ -2287,6 +2495,167 @@ export interface operations {
             423: components["responses"]["Error"];
             429: components["responses"]["Error"];
             503: components["responses"]["Error"];
+        };
+    };
+    protectWithPlan: {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientOrderId: string;
+                    instrument?: string;
+                    entryOrderId?: string;
+                    planId: string;
+                    planRevision: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The bracket as it stands */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BracketAnswer"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    withdrawBracket: {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path: {
+                /** @description The bracket id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bracket withdrawal answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BracketAnswer"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    changeBracket: {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path: {
+                /** @description The bracket id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    legs: {
+                        id: string;
+                        price: components["schemas"]["DecimalIn"];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The bracket as it stands */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BracketAnswer"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listBrackets: {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description {revision, items}: the revision read, not allocated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        revision: number;
+                        items: components["schemas"]["Bracket"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listManagedExits: {
+        parameters: {
+            query?: {
+                /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
+                broker?: components["parameters"]["Broker"];
+                /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
+                account?: components["parameters"]["Account"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description {revision, items}: the revision read, not allocated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        revision: number;
+                        items: components["schemas"]["ManagedExit"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
         };
     };
     cancelOrder: {
@@ -4302,12 +4671,7 @@ export interface operations {
                                 quantity: string;
                                 share?: string;
                             }[];
-                            warnings: {
-                                /** @enum {string} */
-                                code: "exit_plan_remainder_unplaced" | "exit_plan_not_recorded";
-                                message: string;
-                                params?: Record<string, unknown>;
-                            }[];
+                            warnings: components["schemas"]["ExitWarning"][];
                             token: string;
                             /** Format: date-time */
                             expiresAt: string;
