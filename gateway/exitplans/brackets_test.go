@@ -27,10 +27,13 @@ type env struct {
 	now *atomic.Int64
 }
 
-func start(t *testing.T) env {
+func start(t *testing.T) env { return startOn(t, false) }
+
+// startOn starts a service with read models in memory or in PostgreSQL.
+func startOn(t *testing.T, postgres bool) env {
 	now := new(atomic.Int64)
 	now.Store(time.Now().UnixNano())
-	e := apptest.Start(t, apptest.Options{ManualFeed: true, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	e := apptest.Start(t, apptest.Options{ManualFeed: true, Postgres: postgres, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	return env{e, now}
 }
 
@@ -90,9 +93,15 @@ func legOf(b map[string]any, kind string) map[string]any {
 
 // The whole flow of a bracketed market entry: preview, placement by
 // reference in one commit, the frame and the reads, one-cancels-other and
-// breakeven on quotes, withdrawal keeping the position.
+// breakeven on quotes, withdrawal keeping the position; with read models in
+// memory and in PostgreSQL.
 func TestBracketedMarketEntry(t *testing.T) {
-	e := start(t)
+	for _, pg := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "postgres"}[pg], func(t *testing.T) { bracketedMarketEntry(t, startOn(t, pg)) })
+	}
+}
+
+func bracketedMarketEntry(t *testing.T, e env) {
 	e.quote("60000", "60000.5")
 	id, rev := e.plan(t, ladder)
 	token := e.preview(t, id, rev, "market", "bk-1", "0.01", nil)
