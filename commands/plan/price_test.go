@@ -3,9 +3,9 @@ package plan_test
 import (
 	"testing"
 
+	plancmd "github.com/svc/engine/commands/plan"
 	"github.com/svc/engine/events"
 	evplan "github.com/svc/engine/events/plan"
-	plancmd "github.com/svc/engine/commands/plan"
 )
 
 func d(s string) events.Decimal {
