@@ -426,14 +426,12 @@ func (d Decimal) Int64() (int64, error) {
 }
 
 // String renders plain decimal notation, without exponent or trailing
-// fractional zeros ("64998.50" is "64998.5").
+// fractional zeros ("64998.50" is "64998.5", "50000.00" is "50000"): equal
+// values have one text, so a replay of the log renders what the live state did.
 func (d Decimal) String() string {
 	var r apd.Decimal
 	r.Reduce(&d.v)
-	if r.Exponent > 0 {
-		return d.v.Text('f')
-	}
-	return r.Text('f')
+	return r.Text('f') // one text per value: 10.00, 10.0 and 1E+1 are all "10"
 }
 
 // codecText is the text a commit holds for d, or a *DecimalBoundError when

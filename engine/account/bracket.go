@@ -564,8 +564,12 @@ func WakeLevel(b *evacct.Bracket) (events.Decimal, bool) {
 // openBracket is the bracket an order's exit plan opens: legs priced at
 // basis, pre_armed on the entry entryID. Its BracketSet goes first in the
 // decision's events; settleBrackets arms it on the entry's fills.
-func openBracket(env commands.Envelope, key, instrument, side string, qty, basis events.Decimal, sp trading.Spec, p *trading.BracketPlan, entryID string) evacct.BracketSet {
+func openBracket(env commands.Envelope, key, instrument, side string, qty, basis events.Decimal, sp trading.Spec, p *trading.BracketPlan, entryID string) (evacct.BracketSet, error) {
 	ladder := plancmd.Price(p.Spec, sp.TickSize, sp.LotStep, side, basis, qty)
+	if len(ladder.Legs) == 0 {
+		return evacct.BracketSet{}, commands.InvalidField("quantity", map[string]any{"lotStep": sp.LotStep.String()},
+			"the plan places no leg for a quantity of %s: every target's share rounds to nothing at the lot step %s and it has no stop", qty, sp.LotStep)
+	}
 	b := evacct.Bracket{ID: env.DerivedID("b", 0), State: evacct.BracketActive, Instrument: instrument, Side: "long",
 		EntryOrderID: entryID, EntryPrice: basis, Planned: qty, Armed: events.Int(0), Tick: sp.TickSize, Lot: sp.LotStep,
 		PlanID: p.PlanID, PlanRevision: p.PlanRevision, ClientOrderID: key, Breakeven: ladder.Breakeven, Trailing: ladder.Trailing,
@@ -577,7 +581,7 @@ func openBracket(env commands.Envelope, key, instrument, side string, qty, basis
 		b.Legs = append(b.Legs, evacct.BracketLeg{ID: env.DerivedID("l", i), Kind: lg.Kind, State: evacct.LegPreArmed,
 			Price: lg.Price, Quantity: lg.Quantity, Share: lg.Share, Filled: events.Int(0), ParentOrderID: entryID})
 	}
-	return evacct.BracketSet{Bracket: b}
+	return evacct.BracketSet{Bracket: b}, nil
 }
 
 // drift refuses a market entry whose touch moved more than DriftTicks from the previewed entry.

@@ -66,7 +66,6 @@ func (a *bracketTally) add(b bracketTally) {
 
 // stopSnap is a bracket's stop and rules before a step.
 type stopSnap struct {
-	side   string
 	stop   *events.Decimal // the working stop leg's price; nil without one
 	best   *events.Decimal
 	beDone bool
@@ -132,8 +131,8 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 		brackets := slices.Sorted(maps.Keys(s.Brackets))
 		var cmd commands.Command
 		switch k := rng.IntN(100); {
-		case k < 40: // quotes below
-		case k < 52: // an entry with an exit plan
+		case k < 45: // a quote: below, as the fallback of every other case
+		case k < 57: // an entry with an exit plan
 			spec := randomPlan(rng)
 			if err := plancmd.Check(spec); err != nil {
 				fail("the generated plan %s fails Check: %v", planString(spec), err)
@@ -158,7 +157,7 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 			}
 			c.Bracket = &trading.BracketPlan{PlanID: "xp_1", PlanRevision: "rev_1", Spec: spec, Entry: entry}
 			cmd = c
-		case k < 60: // a plain order
+		case k < 63: // a plain order
 			c := &trading.PlaceOrder{ClientOrderID: fmt.Sprint("o", step), Instrument: "BTC-PERP", Side: []string{"buy", "sell"}[rng.IntN(2)],
 				OrderType: "market", Quantity: lots(1 + rng.IntN(30)), TimeInForce: "gtc", ReduceOnly: rng.IntN(5) == 0, Market: market()}
 			if rng.IntN(2) == 0 {
@@ -166,11 +165,11 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 				c.OrderType, c.LimitPrice = "limit", &px
 			}
 			cmd = c
-		case k < 68: // a cancel of any working order: a leg, an entry or a plain one
+		case k < 70: // a cancel of any working order: a leg, an entry or a plain one
 			if len(working) > 0 {
 				cmd = &trading.CancelOrder{BrokerOrderID: working[rng.IntN(len(working))]}
 			}
-		case k < 74: // a protection of the position or of a resting order
+		case k < 76: // a protection of the position or of a resting order
 			c := &trading.Protect{ClientOrderID: fmt.Sprint("p", step), PlanID: "xp_1", PlanRevision: "rev_1", Market: market()}
 			spec := randomPlan(rng)
 			c.Plan = &trading.BracketPlan{PlanID: "xp_1", PlanRevision: "rev_1", Spec: spec}
@@ -180,29 +179,41 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 				c.EntryOrderID = working[rng.IntN(len(working))]
 			}
 			cmd = c
-		case k < 80: // a leg moved
+		case k < 86: // a leg moved
 			if len(brackets) > 0 {
 				b := s.Brackets[brackets[rng.IntN(len(brackets))]]
 				if len(b.Legs) > 0 { // a plan whose every share rounds to nothing at the lot step leaves none
 					lg := b.Legs[rng.IntN(len(b.Legs))]
-					px := bid.Add(ticks(rng.IntN(41) - 20))
+					px := bid.Add(ticks(rng.IntN(41) - 20)) // anywhere about the market,
+					switch k := 1 + rng.IntN(4); {
+					case rng.IntN(3) == 0 && lg.Price != nil: // nudged from where it rests,
+						px = lg.Price.Add(ticks(rng.IntN(17) - 8))
+					case rng.IntN(2) == 0: // or close behind the touch (a stop) or ahead of it (a target)
+						if (b.Side == "long") == (lg.Kind == evacct.LegStop) {
+							k = -k
+						}
+						px = bid.Add(ticks(k))
+					}
+					if px.Sign() <= 0 {
+						px = tick
+					}
 					cmd = &trading.ChangeBracket{BracketID: b.ID, Legs: []trading.LegPrice{{ID: lg.ID, Price: px}}, Market: market()}
 				}
 			}
-		case k < 85:
+		case k < 89:
 			if len(brackets) > 0 {
 				cmd = &trading.WithdrawBracket{BracketID: brackets[rng.IntN(len(brackets))]}
 			}
-		case k < 92: // a close, whole or partial
+		case k < 95: // a close, whole or partial
 			c := &trading.ClosePosition{Instrument: "BTC-PERP", Market: market()}
 			if whole, _ := pos.Abs().Quo(lot).Int64(); whole > 1 && rng.IntN(2) == 0 {
 				q := lots(1 + rng.IntN(int(whole)-1))
 				c.Quantity = &q
 			}
 			cmd = c
-		case k < 95:
-			cmd = &trading.Flatten{Market: market()}
 		case k < 97:
+			cmd = &trading.Flatten{Market: market()}
+		case k < 98:
 			cmd = &firmcmd.HaltAccount{}
 		default:
 			cmd = &firmcmd.ResumeAccount{}
@@ -236,7 +247,7 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 			}
 			pos = f.Position.Quantity
 		}
-		// 3. Quotes move stops only in the position's favour.
+		// 3. Quotes move stops only in the position's favour; and the tally.
 		for _, e := range evs {
 			switch e := e.(type) {
 			case evacct.OrderPlaced:
@@ -349,7 +360,7 @@ func legOrders(s *account.State) map[string]string {
 func stopsOf(s *account.State) map[string]*stopSnap {
 	out := map[string]*stopSnap{}
 	for id, b := range s.Brackets {
-		sn := &stopSnap{side: b.Side}
+		sn := &stopSnap{}
 		if st := leg(*b, evacct.LegStop); st.State == evacct.LegWorking && st.Price != nil {
 			p := *st.Price
 			sn.stop = &p
@@ -377,7 +388,7 @@ func randomPlan(rng *rand.Rand) evplan.Spec {
 	}
 	s := evplan.Spec{Name: "random"}
 	if rng.IntN(6) != 0 {
-		d := dist(24)
+		d := dist(20)
 		s.Stop = &d
 	}
 	if nt := rng.IntN(4); nt > 0 {
@@ -394,11 +405,11 @@ func randomPlan(rng *rand.Rand) evplan.Spec {
 		slices.Sort(cuts)
 		for i := range nt {
 			share := events.Int(int64(cuts[i+1] - cuts[i])).Quo(events.Int(100))
-			s.Targets = append(s.Targets, evplan.Target{Distance: dist(30), Share: share})
+			s.Targets = append(s.Targets, evplan.Target{Distance: dist(16), Share: share})
 		}
 	}
-	if s.Stop != nil && rng.IntN(2) == 0 {
-		s.Breakeven = &evplan.Breakeven{Trigger: dist(16), PlusTicks: int64(rng.IntN(4))}
+	if s.Stop != nil && rng.IntN(3) != 0 {
+		s.Breakeven = &evplan.Breakeven{Trigger: dist(10), PlusTicks: int64(rng.IntN(4))}
 	}
 	if rng.IntN(2) == 0 || (s.Stop == nil && len(s.Targets) == 0) {
 		s.Trailing = &evplan.Trailing{Distance: dist(16)}

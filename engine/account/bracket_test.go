@@ -311,3 +311,25 @@ func anyBracket(s *account.State) string {
 	}
 	return ""
 }
+
+func TestBracketOrdersMoveOnlyThroughTheirBracket(t *testing.T) {
+	m := tmkt("100", "100.5")
+	targetsOnly := evplan.Spec{Name: "t", Targets: []evplan.Target{{Distance: evplan.Distance{Ticks: 10}, Share: dec("0.78")},
+		{Distance: evplan.Distance{Ticks: 20}, Share: dec("0.22")}}}
+	// A plan that places no leg for the quantity is refused, nothing recorded.
+	_, evs, err := run(t, nil, bracketed(buy("e0", "0.1", m), targetsOnly, "100.5"))
+	wantRefusal(t, err, evs, http.StatusUnprocessableEntity, "invalid_request", map[string]any{"field": "quantity"})
+
+	// Replace refuses a leg and a bracketed entry: the bracket would not follow.
+	s, _, _ := run(t, []commands.Command{bracketed(buy("e1", "2", m), atm(), "100.5"), bracketed(limit("e2", "buy", "1", "95", m), atm(), "95")}, &trading.ExpireDayOrders{})
+	var legID string
+	for id, w := range s.Working {
+		if w.ReduceOnly {
+			legID = id
+		}
+	}
+	for _, id := range []string{legID, s.ClientOrderIDs["e2"]} {
+		evs, err := account.Decide(s, env(98, &trading.ReplaceOrder{BrokerOrderID: id, Quantity: ptr("7"), Market: m}))
+		wantRefusal(t, err, evs, http.StatusUnprocessableEntity, "invalid_request", map[string]any{"field": "brokerOrderId"})
+	}
+}

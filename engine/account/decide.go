@@ -195,6 +195,12 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 	if !ok {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no working order with that brokerOrderId", nil)
 	}
+	if w.BracketID != "" {
+		if w.ReduceOnly {
+			return nil, commands.InvalidField("brokerOrderId", nil, "the order is a leg of bracket %s: move its level with PATCH /api/trading/exits/%s", w.BracketID, w.BracketID)
+		}
+		return nil, commands.InvalidField("brokerOrderId", nil, "the order is the entry of bracket %s: withdraw the bracket first, or cancel and place it again", w.BracketID)
+	}
 	if sp, ok := c.Market.Specs[w.Instrument]; ok {
 		if err := sp.CheckOrder(c.Quantity, c.LimitPrice, c.StopPrice); err != nil {
 			return nil, err

@@ -54,7 +54,10 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 		if p.Quantity.Sign() < 0 {
 			side = "sell"
 		}
-		set := openBracket(env, c.ClientOrderID, c.Instrument, side, p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
+		set, err := openBracket(env, c.ClientOrderID, c.Instrument, side, p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
+		if err != nil {
+			return nil, err
+		}
 		return []events.Event{set}, nil
 	}
 	w, ok := s.Working[c.EntryOrderID]
@@ -78,7 +81,10 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 		basis = w.LimitPrice
 	}
 	entryID := env.DerivedID("e", 0)
-	set := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), *basis, sp, c.Plan, entryID)
+	set, err := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), *basis, sp, c.Plan, entryID)
+	if err != nil {
+		return nil, err
+	}
 	_, rest := rerest(env, w, set.Bracket.ID)
 	return append([]events.Event{set}, rest...), nil
 }
@@ -170,7 +176,10 @@ func bracketEntry(env commands.Envelope, c *trading.PlaceOrder, sp trading.Spec,
 	} else {
 		basis = *c.LimitPrice
 	}
-	set := openBracket(env, "", c.Instrument, c.Side, c.Quantity, basis, sp, c.Bracket, o.BrokerOrderID)
+	set, err := openBracket(env, "", c.Instrument, c.Side, c.Quantity, basis, sp, c.Bracket, o.BrokerOrderID)
+	if err != nil {
+		return nil, err
+	}
 	o.BracketID = set.Bracket.ID
 	return set, nil
 }

@@ -143,9 +143,9 @@ func TestAdapterAgainstRecordedFrames(t *testing.T) {
 		"ETH-PERP 3501.2 x 1.5 bid 3501.2 ask 3501.2",
 		"BTC-PERP 67010.5 x 0.1 bid 67012.33 ask 67012.35",
 		// reconnect: the repeated last_match (102) is dropped; 105 skips 103 and 104
-		"BTC-PERP 67020.00 x 0.05 bid 67012.33 ask 67012.35",
+		"BTC-PERP 67020 x 0.05 bid 67012.33 ask 67012.35",
 		// stale: the silent connection is dropped and redialled
-		"BTC-PERP 67030.00 x 0.02 bid 67012.33 ask 67012.35",
+		"BTC-PERP 67030 x 0.02 bid 67012.33 ask 67012.35",
 	}
 	if strings.Join(trades, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("trades:\n%s", strings.Join(trades, "\n"))
