@@ -45,6 +45,7 @@ func Codes() map[string]CodeInfo {
 		"feed_unavailable":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"holds_unreadable":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"idempotency_conflict":       {Status: []int{http.StatusConflict}}, // the earlier write stands
+		"idempotency_key_required":   {Status: []int{http.StatusBadRequest}},
 		"image_unavailable":          {Status: []int{http.StatusBadGateway}, RetrySafe: true},
 		"instrument_not_permitted":   {Status: []int{http.StatusUnprocessableEntity}},
 		"internal_error":             {Status: []int{http.StatusInternalServerError}}, // a command that panicked
@@ -80,6 +81,7 @@ func Codes() map[string]CodeInfo {
 		"too_many_symbols":           {Status: []int{http.StatusBadRequest}},
 		"unknown_symbol":             {Status: []int{http.StatusNotFound}},
 		"unsupported_media_type":     {Status: []int{http.StatusUnsupportedMediaType}},
+		"unsupported_value":          {Status: []int{http.StatusBadRequest}}, // a venue manifest's or condition's value outside the allowed set
 		"webhook_exists":             {Status: []int{http.StatusConflict}},
 		"webhook_limit_reached":      {Status: []int{http.StatusConflict}},
 		"write_recorded":             {Status: []int{http.StatusAccepted}}, // recorded; the read models are behind

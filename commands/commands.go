@@ -23,6 +23,7 @@ type Envelope struct {
 	ID        ulid.ULID
 	At        time.Time
 	Key       string
+	Digest    string // of the request an Idempotency-Key came with (engine/idem)
 	Principal events.Principal
 	Cmd       Command
 }
@@ -82,3 +83,14 @@ func fieldRefusal(status int, field string, params map[string]any, format string
 	p["field"] = field
 	return &Refusal{Status: status, Code: "invalid_request", Params: p, Msg: fmt.Sprintf(format, args...)}
 }
+
+// Replay is the answer to an Idempotency-Key an aggregate has answered
+// before with the same request: the original status and body (engine/idem).
+// It travels as the decision's error, so nothing is committed; the gateway
+// writes it as it stands.
+type Replay struct {
+	Status int
+	Body   []byte
+}
+
+func (r *Replay) Error() string { return fmt.Sprintf("idempotent replay (%d)", r.Status) }

@@ -24,12 +24,15 @@ import (
 	"github.com/svc/engine/engine/plan"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/engine/tenant"
+	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
+	evidem "github.com/svc/engine/events/idem"
 	evorg "github.com/svc/engine/events/org"
 	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
+	evvenue "github.com/svc/engine/events/venue"
 )
 
 // Config holds the engine's dependencies.
@@ -74,9 +77,10 @@ type Engine struct {
 	reg       events.Registry
 	accounts  *mailbox.Group[*account.State]
 	tenants   *mailbox.Group[*tenant.State]
-	orgs      *mailbox.Group[*org.State]  // organizations (orgs.go)
-	plans     *mailbox.Group[*plan.State] // saved exit plans (plans.go)
-	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
+	orgs      *mailbox.Group[*org.State]   // organizations (orgs.go)
+	plans     *mailbox.Group[*plan.State]  // saved exit plans (plans.go)
+	venues    *mailbox.Group[*venue.State] // venues, their keys and provider versions (venues.go)
+	firms     *mailbox.Group[*firm.State]  // firm area (firm.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	stopFeed  func()
@@ -87,7 +91,8 @@ type Engine struct {
 
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
-	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
+	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
+		evvenue.Registry(), evidem.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -121,6 +126,7 @@ func New(cfg Config) (*Engine, error) {
 	e.firms = newFirms(cfg, e.reg)
 	e.orgs = newOrgs(cfg, e)
 	e.plans = newPlans(cfg, e)
+	e.venues = newVenues(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -224,6 +230,7 @@ func (e *Engine) Close() {
 	e.tenants.Close()
 	e.orgs.Close()
 	e.plans.Close()
+	e.venues.Close()
 	e.firms.Close()
 }
 

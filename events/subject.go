@@ -19,6 +19,7 @@ const (
 	KindWebhook = "webhook"
 	KindOrg     = "org"
 	KindPlans   = "plans"
+	KindVenue   = "venue"
 )
 
 // Subject is the log subject of the aggregate of kind with id.

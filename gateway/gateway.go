@@ -16,6 +16,7 @@ import (
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/idem"
 )
 
 // DefaultWriteTimeout bounds writing a response, counted from the request's
@@ -67,12 +68,25 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	open := root.NewRoute().Subrouter()
 	open.Use(d.Auth.Origin, d.Auth.Writes(httpx.Trading))
 
+	// Venue routes: a venue key under /api/venues/ and /api/partner/venues/
+	// (before the partner routes, which would take the prefix), an owner's
+	// session under /api/back-office/; every write with an Idempotency-Key.
+	venueKey := func(prefix string) *mux.Router {
+		r := root.PathPrefix(prefix).Subrouter()
+		r.Use(d.Auth.Origin, d.Auth.RequireVenueKey(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
+		return r
+	}
+	venues, partnerVenues := venueKey("/api/venues"), venueKey("/api/partner/venues")
+	backOffice := root.PathPrefix("/api/back-office").Subrouter()
+	backOffice.Use(d.Auth.Origin, d.Auth.RequireSession(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
+
 	firm := root.PathPrefix("/api/partner/").Subrouter()
 	firm.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
 
 	tr := root.NewRoute().Subrouter()
 	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading"), d.Auth.Writes(httpx.Trading))
 	routes(d, o.Areas, tr, firm, open)
+	venueRoutes(d, venues, partnerVenues, backOffice)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, "not_found", "no such route"))
 	})

@@ -6,17 +6,20 @@ import (
 
 	"github.com/gorilla/mux"
 
+	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/idem"
 	"github.com/svc/engine/gateway/identity"
 	marketgw "github.com/svc/engine/gateway/market"
 	newsgw "github.com/svc/engine/gateway/news"
 	"github.com/svc/engine/gateway/operator"
 	"github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/trading"
+	venuegw "github.com/svc/engine/gateway/venue"
 )
 
 // Areas are the route areas beyond trading, account and risk, each served
@@ -169,4 +172,45 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	get(key, "/api/risk", serve(rk.Get))
 	put(key, "/api/risk", serve(rk.Put))
 	post(key, "/api/risk/unlock", serve(rk.Unlock))
+}
+
+// venueRoutes is the venue platform's route table: venues (a venue key;
+// /api/partner/venues/ holds the spec's named routes, /api/venues/ the rest)
+// and their back-office twins (a verified owner's session; the same doors'
+// checks, handlers and commands). Writes answer through idem.Serve.
+func venueRoutes(d *api.Deps, venues, partnerVenues, backOffice *mux.Router) {
+	v := venuegw.New(d, nil)
+	read := venuegw.Serve
+	keyed := func(h idem.Handler) http.Handler { return idem.Serve(httpx.Venue, h) }
+	// The routers are subrouters of their prefix: a route is its path after it.
+	prefixes := map[*mux.Router]string{venues: "/api/venues", partnerVenues: "/api/partner/venues", backOffice: "/api/back-office"}
+	on := func(r *mux.Router, method, path string, h http.Handler) {
+		r.Handle(strings.TrimPrefix(path, prefixes[r]), h).Methods(method)
+	}
+	key := v.KeyDoor
+	const (
+		pv = "/api/partner/venues/{venueId}"
+		vv = "/api/venues/{venueId}"
+		bv = "/api/back-office/venues/{venueId}"
+	)
+	manage, readers := venuecmd.ScopeProviderManage, []string{venuecmd.ScopeProviderManage, venuecmd.ScopeAccountRead}
+
+	on(partnerVenues, http.MethodPost, pv+"/providers", key(manage)(keyed(v.RegisterProvider)))
+	on(partnerVenues, http.MethodGet, pv+"/providers", key(readers...)(read(v.ListProviders)))
+	on(partnerVenues, http.MethodGet, pv+"/providers/{providerId}", key(readers...)(read(v.GetProvider)))
+	on(venues, http.MethodGet, vv, key(venuecmd.Scopes...)(read(v.GetVenue)))
+	on(venues, http.MethodPost, vv+"/providers", key(manage)(keyed(v.RegisterProvider)))
+	on(venues, http.MethodGet, vv+"/providers", key(readers...)(read(v.ListProviders)))
+	on(venues, http.MethodGet, vv+"/providers/{providerId}", key(readers...)(read(v.GetProvider)))
+
+	owner := v.OwnerDoor
+	on(backOffice, http.MethodPost, "/api/back-office/venues", keyed(v.CreateVenue))
+	on(backOffice, http.MethodGet, "/api/back-office/venues", read(v.ListVenues))
+	on(backOffice, http.MethodGet, bv, owner(read(v.GetVenue)))
+	on(backOffice, http.MethodPost, bv+"/keys", owner(read(v.IssueKey)))
+	on(backOffice, http.MethodGet, bv+"/keys", owner(read(v.ListKeys)))
+	on(backOffice, http.MethodDelete, bv+"/keys/{keyId}", owner(keyed(v.RevokeKey)))
+	on(backOffice, http.MethodPost, bv+"/providers", owner(keyed(v.RegisterProvider)))
+	on(backOffice, http.MethodGet, bv+"/providers", owner(read(v.ListProviders)))
+	on(backOffice, http.MethodGet, bv+"/providers/{providerId}", owner(read(v.GetProvider)))
 }

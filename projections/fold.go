@@ -10,6 +10,7 @@ import (
 	evorg "github.com/svc/engine/events/org"
 	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
+	evvenue "github.com/svc/engine/events/venue"
 )
 
 // SeqKey renders a sequence so that keys sort in sequence order.
@@ -36,6 +37,51 @@ func Core(tx Tx, c events.Committed) error {
 		return foldOrg(tx, events.ID(c.Subject, events.KindOrg), c)
 	case events.IsKind(c.Subject, events.KindPlans):
 		return foldPlans(tx, events.ID(c.Subject, events.KindPlans), c)
+	case events.IsKind(c.Subject, events.KindVenue):
+		return foldVenue(tx, events.ID(c.Subject, events.KindVenue), c)
+	}
+	return nil
+}
+
+func foldVenue(tx Tx, id string, c events.Committed) error {
+	for _, e := range c.Events {
+		var err error
+		switch e := e.(type) {
+		case evvenue.Created:
+			v := Venue{VenueID: id, OrgID: e.OrgID, FirmTenantID: e.FirmTenantID, Name: e.Name, CreatedBy: e.CreatedBy, CreatedAt: e.At}
+			if err = tx.Put(CollVenue, id, v); err == nil {
+				err = tx.Put(CollOrgVenue, e.OrgID+"/"+id, id)
+			}
+		case evvenue.KeyIssued:
+			var v Venue
+			if _, err = tx.Get(CollVenue, id, &v); err != nil {
+				break
+			}
+			k := Key{KeyID: e.KeyID, TenantID: v.FirmTenantID, Digest: e.Digest, Kind: "venue", Prefix: e.Prefix, CreatedAt: e.At,
+				Name: e.Name, ExpiresAt: e.ExpiresAt, VenueID: id, Scopes: e.Scopes, Env: e.Env, CreatedBy: e.CreatedBy}
+			if err = tx.Put(CollKey, e.Digest, k); err == nil {
+				if err = tx.Put(CollKeyID, e.KeyID, e.Digest); err == nil {
+					err = tx.Put(CollVenueKey, id+"/"+e.KeyID, e.Digest)
+				}
+			}
+		case evvenue.KeyRevoked:
+			var digest string
+			var ok bool
+			if ok, err = tx.Get(CollKeyID, e.KeyID, &digest); err != nil || !ok {
+				break
+			}
+			var k Key
+			if ok, err = tx.Get(CollKey, digest, &k); err != nil || !ok {
+				break
+			}
+			k.Revoked = true
+			err = tx.Put(CollKey, digest, k)
+		case evvenue.ProviderRegistered:
+			err = tx.Put(CollProvider, id+"/"+e.Provider.ID, e.Provider)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -32,6 +32,10 @@ const (
 	CollOrgInvite     = "org_invite"     // orgID/email -> OrgInvite
 	CollPlan          = "exit_plan"      // ownerID/planID -> Plan
 	CollBracket       = "bracket"        // accountID/bracketID -> evacct.Bracket, while active
+	CollVenue         = "venue"          // by venue id
+	CollOrgVenue      = "org_venue"      // orgID/venueID -> venue id
+	CollVenueKey      = "venue_key"      // venueID/keyID -> digest
+	CollProvider      = "provider"       // venueID/providerID -> evvenue.Provider
 )
 
 // Plan is a saved exit plan as read.
@@ -42,6 +46,16 @@ type Plan struct {
 	Spec      evplan.Spec `json:"spec"`
 	CreatedAt time.Time   `json:"createdAt"`
 	UpdatedAt time.Time   `json:"updatedAt"`
+}
+
+// Venue is a venue as read.
+type Venue struct {
+	VenueID      string    `json:"venueId"`
+	OrgID        string    `json:"orgId"`
+	FirmTenantID string    `json:"firmTenantId"`
+	Name         string    `json:"name"`
+	CreatedBy    string    `json:"createdBy"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 // Org is an organization as read.
@@ -114,6 +128,11 @@ type Key struct {
 	Name      string    `json:"name,omitempty"`
 	// ExpiresAt is when the key stops authenticating; zero: never.
 	ExpiresAt time.Time `json:"expiresAt"`
+	// A venue key's venue, scopes, environment and the owner who issued it.
+	VenueID   string   `json:"venueId,omitempty"`
+	Scopes    []string `json:"scopes,omitempty"`
+	Env       string   `json:"environment,omitempty"`
+	CreatedBy string   `json:"createdBy,omitempty"`
 }
 
 // Live reports whether the key authenticates at at.

@@ -337,6 +337,7 @@ const (
 	ErrorCodeFeedUnavailable         ErrorCode = "feed_unavailable"
 	ErrorCodeHoldsUnreadable         ErrorCode = "holds_unreadable"
 	ErrorCodeIdempotencyConflict     ErrorCode = "idempotency_conflict"
+	ErrorCodeIdempotencyKeyRequired  ErrorCode = "idempotency_key_required"
 	ErrorCodeImageUnavailable        ErrorCode = "image_unavailable"
 	ErrorCodeInstrumentNotPermitted  ErrorCode = "instrument_not_permitted"
 	ErrorCodeInternalError           ErrorCode = "internal_error"
@@ -378,6 +379,7 @@ const (
 	ErrorCodeTooManySymbols          ErrorCode = "too_many_symbols"
 	ErrorCodeUnknownSymbol           ErrorCode = "unknown_symbol"
 	ErrorCodeUnsupportedMediaType    ErrorCode = "unsupported_media_type"
+	ErrorCodeUnsupportedValue        ErrorCode = "unsupported_value"
 	ErrorCodeWebhookExists           ErrorCode = "webhook_exists"
 	ErrorCodeWebhookLimitReached     ErrorCode = "webhook_limit_reached"
 	ErrorCodeWriteRecorded           ErrorCode = "write_recorded"
@@ -415,6 +417,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeHoldsUnreadable:
 		return true
 	case ErrorCodeIdempotencyConflict:
+		return true
+	case ErrorCodeIdempotencyKeyRequired:
 		return true
 	case ErrorCodeImageUnavailable:
 		return true
@@ -497,6 +501,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnknownSymbol:
 		return true
 	case ErrorCodeUnsupportedMediaType:
+		return true
+	case ErrorCodeUnsupportedValue:
 		return true
 	case ErrorCodeWebhookExists:
 		return true
@@ -896,6 +902,84 @@ func (e PlaceOrderTimeInForce) Valid() bool {
 	}
 }
 
+// Defines values for ProviderState.
+const (
+	ProviderStateCandidate ProviderState = "candidate"
+)
+
+// Valid indicates whether the value is a known member of the ProviderState enum.
+func (e ProviderState) Valid() bool {
+	switch e {
+	case ProviderStateCandidate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProviderManifestCapabilitiesOrderTypes.
+const (
+	ProviderManifestCapabilitiesOrderTypesLimit     ProviderManifestCapabilitiesOrderTypes = "limit"
+	ProviderManifestCapabilitiesOrderTypesMarket    ProviderManifestCapabilitiesOrderTypes = "market"
+	ProviderManifestCapabilitiesOrderTypesStop      ProviderManifestCapabilitiesOrderTypes = "stop"
+	ProviderManifestCapabilitiesOrderTypesStopLimit ProviderManifestCapabilitiesOrderTypes = "stop_limit"
+)
+
+// Valid indicates whether the value is a known member of the ProviderManifestCapabilitiesOrderTypes enum.
+func (e ProviderManifestCapabilitiesOrderTypes) Valid() bool {
+	switch e {
+	case ProviderManifestCapabilitiesOrderTypesLimit:
+		return true
+	case ProviderManifestCapabilitiesOrderTypesMarket:
+		return true
+	case ProviderManifestCapabilitiesOrderTypesStop:
+		return true
+	case ProviderManifestCapabilitiesOrderTypesStopLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProviderManifestCapabilitiesPositionModels.
+const (
+	ProviderManifestCapabilitiesPositionModelsNet ProviderManifestCapabilitiesPositionModels = "net"
+)
+
+// Valid indicates whether the value is a known member of the ProviderManifestCapabilitiesPositionModels enum.
+func (e ProviderManifestCapabilitiesPositionModels) Valid() bool {
+	switch e {
+	case ProviderManifestCapabilitiesPositionModelsNet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProviderManifestCapabilitiesTimeInForce.
+const (
+	ProviderManifestCapabilitiesTimeInForceDay ProviderManifestCapabilitiesTimeInForce = "day"
+	ProviderManifestCapabilitiesTimeInForceFok ProviderManifestCapabilitiesTimeInForce = "fok"
+	ProviderManifestCapabilitiesTimeInForceGtc ProviderManifestCapabilitiesTimeInForce = "gtc"
+	ProviderManifestCapabilitiesTimeInForceIoc ProviderManifestCapabilitiesTimeInForce = "ioc"
+)
+
+// Valid indicates whether the value is a known member of the ProviderManifestCapabilitiesTimeInForce enum.
+func (e ProviderManifestCapabilitiesTimeInForce) Valid() bool {
+	switch e {
+	case ProviderManifestCapabilitiesTimeInForceDay:
+		return true
+	case ProviderManifestCapabilitiesTimeInForceFok:
+		return true
+	case ProviderManifestCapabilitiesTimeInForceGtc:
+		return true
+	case ProviderManifestCapabilitiesTimeInForceIoc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProvisionResultStatus.
 const (
 	ProvisionResultStatusConflict ProvisionResultStatus = "conflict"
@@ -956,6 +1040,51 @@ func (e RiskLockMonitoring) Valid() bool {
 	case RiskLockMonitoringLive:
 		return true
 	case RiskLockMonitoringOff:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VenueKeyEnvironment.
+const (
+	VenueKeyEnvironmentProduction VenueKeyEnvironment = "production"
+	VenueKeyEnvironmentSandbox    VenueKeyEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the VenueKeyEnvironment enum.
+func (e VenueKeyEnvironment) Valid() bool {
+	switch e {
+	case VenueKeyEnvironmentProduction:
+		return true
+	case VenueKeyEnvironmentSandbox:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VenueScope.
+const (
+	VenueScopeAccountManage  VenueScope = "account:manage"
+	VenueScopeAccountRead    VenueScope = "account:read"
+	VenueScopeProviderManage VenueScope = "provider:manage"
+	VenueScopeTraderTrade    VenueScope = "trader:trade"
+	VenueScopeWebhookManage  VenueScope = "webhook:manage"
+)
+
+// Valid indicates whether the value is a known member of the VenueScope enum.
+func (e VenueScope) Valid() bool {
+	switch e {
+	case VenueScopeAccountManage:
+		return true
+	case VenueScopeAccountRead:
+		return true
+	case VenueScopeProviderManage:
+		return true
+	case VenueScopeTraderTrade:
+		return true
+	case VenueScopeWebhookManage:
 		return true
 	default:
 		return false
@@ -1887,6 +2016,84 @@ type PlaceOrderSide string
 // PlaceOrderTimeInForce defines model for PlaceOrder.TimeInForce.
 type PlaceOrderTimeInForce string
 
+// Provider defines model for Provider.
+type Provider struct {
+	CreatedAt    time.Time `json:"createdAt"`
+	CreationHash string    `json:"creationHash"`
+
+	// CreationKey The Idempotency-Key of the creating request
+	CreationKey string             `json:"creationKey"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Manifest Strict: unknown properties are refused. Rules: execution needs accounts,
+	// generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
+	// least 604800 and nonempty orderTypes, timeInForce and positionModels; no execution
+	// feature (generationFencing, completeOrderBook, executionHistory, executionCorrections,
+	// reduceOnly, nativeReplace, nativeOco, orderTypes, timeInForce) without execution;
+	// accountProvisioning and positionModels need accounts; accounts or marketData; no
+	// duplicates in lists. A missing boolean is false, a missing list empty.
+	Manifest     ProviderManifest   `json:"manifest"`
+	ManifestHash string             `json:"manifestHash"`
+	Name         string             `json:"name"`
+	State        ProviderState      `json:"state"`
+	VenueId      openapi_types.UUID `json:"venueId"`
+}
+
+// ProviderState defines model for Provider.State.
+type ProviderState string
+
+// ProviderManifest Strict: unknown properties are refused. Rules: execution needs accounts,
+// generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
+// least 604800 and nonempty orderTypes, timeInForce and positionModels; no execution
+// feature (generationFencing, completeOrderBook, executionHistory, executionCorrections,
+// reduceOnly, nativeReplace, nativeOco, orderTypes, timeInForce) without execution;
+// accountProvisioning and positionModels need accounts; accounts or marketData; no
+// duplicates in lists. A missing boolean is false, a missing list empty.
+type ProviderManifest struct {
+	Capabilities struct {
+		AccountProvisioning    *bool                                         `json:"accountProvisioning,omitempty"`
+		Accounts               *bool                                         `json:"accounts,omitempty"`
+		CompleteOrderBook      *bool                                         `json:"completeOrderBook,omitempty"`
+		Execution              *bool                                         `json:"execution,omitempty"`
+		ExecutionCorrections   *bool                                         `json:"executionCorrections,omitempty"`
+		ExecutionHistory       *bool                                         `json:"executionHistory,omitempty"`
+		GenerationFencing      *bool                                         `json:"generationFencing,omitempty"`
+		MarketData             *bool                                         `json:"marketData,omitempty"`
+		NativeOco              *bool                                         `json:"nativeOco,omitempty"`
+		NativeReplace          *bool                                         `json:"nativeReplace,omitempty"`
+		OrderTypes             *[]ProviderManifestCapabilitiesOrderTypes     `json:"orderTypes,omitempty"`
+		PositionModels         *[]ProviderManifestCapabilitiesPositionModels `json:"positionModels,omitempty"`
+		ReduceOnly             *bool                                         `json:"reduceOnly,omitempty"`
+		ReplayRetentionSeconds *int                                          `json:"replayRetentionSeconds,omitempty"`
+		TimeInForce            *[]ProviderManifestCapabilitiesTimeInForce    `json:"timeInForce,omitempty"`
+	} `json:"capabilities"`
+	ProtocolVersion string `json:"protocolVersion"`
+	ProviderVersion string `json:"providerVersion"`
+	SchemaDigest    string `json:"schemaDigest"`
+}
+
+// ProviderManifestCapabilitiesOrderTypes defines model for ProviderManifest.Capabilities.OrderTypes.
+type ProviderManifestCapabilitiesOrderTypes string
+
+// ProviderManifestCapabilitiesPositionModels defines model for ProviderManifest.Capabilities.PositionModels.
+type ProviderManifestCapabilitiesPositionModels string
+
+// ProviderManifestCapabilitiesTimeInForce defines model for ProviderManifest.Capabilities.TimeInForce.
+type ProviderManifestCapabilitiesTimeInForce string
+
+// ProviderRegistration defines model for ProviderRegistration.
+type ProviderRegistration struct {
+	// Manifest Strict: unknown properties are refused. Rules: execution needs accounts,
+	// generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
+	// least 604800 and nonempty orderTypes, timeInForce and positionModels; no execution
+	// feature (generationFencing, completeOrderBook, executionHistory, executionCorrections,
+	// reduceOnly, nativeReplace, nativeOco, orderTypes, timeInForce) without execution;
+	// accountProvisioning and positionModels need accounts; accounts or marketData; no
+	// duplicates in lists. A missing boolean is false, a missing list empty.
+	Manifest ProviderManifest `json:"manifest"`
+	Name     string           `json:"name"`
+}
+
 // ProvisionResult defines model for ProvisionResult.
 type ProvisionResult struct {
 	Account *PartnerAccount `json:"account,omitempty"`
@@ -2066,6 +2273,38 @@ type UserAnswer struct {
 	User User `json:"user"`
 }
 
+// Venue defines model for Venue.
+type Venue struct {
+	CreatedAt time.Time          `json:"createdAt"`
+	CreatedBy string             `json:"createdBy"`
+	Id        openapi_types.UUID `json:"id"`
+	Name      string             `json:"name"`
+	OrgId     string             `json:"orgId"`
+}
+
+// VenueKey defines model for VenueKey.
+type VenueKey struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy The owner who issued it; the key works while they are an owner
+	CreatedBy   string              `json:"createdBy"`
+	Environment VenueKeyEnvironment `json:"environment"`
+	ExpiresAt   time.Time           `json:"expiresAt"`
+	Id          string              `json:"id"`
+	Name        string              `json:"name"`
+
+	// Prefix The first characters of the secret, to recognise it
+	Prefix  string       `json:"prefix"`
+	Revoked bool         `json:"revoked"`
+	Scopes  []VenueScope `json:"scopes"`
+}
+
+// VenueKeyEnvironment defines model for VenueKey.Environment.
+type VenueKeyEnvironment string
+
+// VenueScope defines model for VenueScope.
+type VenueScope string
+
 // Webhook defines model for Webhook.
 type Webhook struct {
 	CreatedAt  time.Time `json:"createdAt"`
@@ -2080,8 +2319,14 @@ type Account = string
 // Broker defines model for Broker.
 type Broker = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // RiskBroker defines model for RiskBroker.
 type RiskBroker = string
+
+// VenueId defines model for VenueId.
+type VenueId = string
 
 // Accepted defines model for Accepted.
 type Accepted struct {
@@ -2098,6 +2343,16 @@ type Error = ErrorResponse
 type HaltAnswer struct {
 	AccountNumber string `json:"accountNumber"`
 	Halted        bool   `json:"halted"`
+}
+
+// ProviderAnswer defines model for ProviderAnswer.
+type ProviderAnswer struct {
+	Provider Provider `json:"provider"`
+}
+
+// ProviderList defines model for ProviderList.
+type ProviderList struct {
+	Providers []Provider `json:"providers"`
 }
 
 // ReconciliationAnswer defines model for ReconciliationAnswer.
@@ -2120,6 +2375,14 @@ type RiskLockAnswer struct {
 	// as JSON numbers.
 	Lock RiskLock `json:"lock"`
 }
+
+// VenueAnswer defines model for VenueAnswer.
+type VenueAnswer struct {
+	Venue Venue `json:"venue"`
+}
+
+// VenueError defines model for VenueError.
+type VenueError = ErrorResponse
 
 // ListBracketsParams defines parameters for ListBrackets.
 type ListBracketsParams struct {
@@ -2258,6 +2521,43 @@ type ConfirmPasswordResetJSONBody struct {
 
 // ResendVerification202JSONResponseBodyStatus defines parameters for ResendVerification.
 type ResendVerification202JSONResponseBodyStatus string
+
+// CreateVenueJSONBody defines parameters for CreateVenue.
+type CreateVenueJSONBody struct {
+	Name  string `json:"name"`
+	OrgId string `json:"orgId"`
+}
+
+// CreateVenueParams defines parameters for CreateVenue.
+type CreateVenueParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// IssueVenueKeyJSONBody defines parameters for IssueVenueKey.
+type IssueVenueKeyJSONBody struct {
+	ExpiresAt time.Time    `json:"expiresAt"`
+	Name      string       `json:"name"`
+	Scopes    []VenueScope `json:"scopes"`
+}
+
+// IssueVenueKeyParams defines parameters for IssueVenueKey.
+type IssueVenueKeyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RevokeVenueKeyParams defines parameters for RevokeVenueKey.
+type RevokeVenueKeyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RegisterProviderBackOfficeParams defines parameters for RegisterProviderBackOffice.
+type RegisterProviderBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
 
 // ListCalendarEventsParams defines parameters for ListCalendarEvents.
 type ListCalendarEventsParams struct {
@@ -2467,6 +2767,12 @@ type GetPartnerUsageParams struct {
 type ListPartnerUsageAccountsParams struct {
 	// Month YYYY-MM (UTC); default the current month
 	Month *string `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// RegisterProviderParams defines parameters for RegisterProvider.
+type RegisterProviderParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // RemoveWebhookByIdOrUrlJSONBody defines parameters for RemoveWebhookByIdOrUrl.
@@ -2687,6 +2993,12 @@ type ReversePositionParams struct {
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 }
 
+// RegisterProviderVenueParams defines parameters for RegisterProviderVenue.
+type RegisterProviderVenueParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // OpenDemoAccountJSONRequestBody defines body for OpenDemoAccount for application/json ContentType.
 type OpenDemoAccountJSONRequestBody OpenDemoAccountJSONBody
 
@@ -2710,6 +3022,15 @@ type VerifyEmailJSONRequestBody = TokenBody
 
 // ResendVerificationJSONRequestBody defines body for ResendVerification for application/json ContentType.
 type ResendVerificationJSONRequestBody = EmailBody
+
+// CreateVenueJSONRequestBody defines body for CreateVenue for application/json ContentType.
+type CreateVenueJSONRequestBody CreateVenueJSONBody
+
+// IssueVenueKeyJSONRequestBody defines body for IssueVenueKey for application/json ContentType.
+type IssueVenueKeyJSONRequestBody IssueVenueKeyJSONBody
+
+// RegisterProviderBackOfficeJSONRequestBody defines body for RegisterProviderBackOffice for application/json ContentType.
+type RegisterProviderBackOfficeJSONRequestBody = ProviderRegistration
 
 // CreateExitPlanJSONRequestBody defines body for CreateExitPlan for application/json ContentType.
 type CreateExitPlanJSONRequestBody = ExitPlanSpec
@@ -2750,6 +3071,9 @@ type ApplyBalanceOpJSONRequestBody ApplyBalanceOpJSONBody
 // CreateConnectRegistrationJSONRequestBody defines body for CreateConnectRegistration for application/json ContentType.
 type CreateConnectRegistrationJSONRequestBody CreateConnectRegistrationJSONBody
 
+// RegisterProviderJSONRequestBody defines body for RegisterProvider for application/json ContentType.
+type RegisterProviderJSONRequestBody = ProviderRegistration
+
 // RemoveWebhookByIdOrUrlJSONRequestBody defines body for RemoveWebhookByIdOrUrl for application/json ContentType.
 type RemoveWebhookByIdOrUrlJSONRequestBody RemoveWebhookByIdOrUrlJSONBody
 
@@ -2785,6 +3109,9 @@ type ReplaceOrderJSONRequestBody ReplaceOrderJSONBody
 
 // ReversePositionJSONRequestBody defines body for ReversePosition for application/json ContentType.
 type ReversePositionJSONRequestBody ReversePositionJSONBody
+
+// RegisterProviderVenueJSONRequestBody defines body for RegisterProviderVenue for application/json ContentType.
+type RegisterProviderVenueJSONRequestBody = ProviderRegistration
 
 // AsDecimalIn0 returns the union data inside the DecimalIn as a DecimalIn0
 func (t DecimalIn) AsDecimalIn0() (DecimalIn0, error) {
@@ -3114,6 +3441,96 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
 	ResendVerification(ctx context.Context, body ResendVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenues The venues of the organizations you own
+	//
+	// Corresponds with GET /api/back-office/venues (the `ListVenues` operationId).
+	ListVenues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateVenueWithBody Create a venue of an organization you own
+	//
+	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+	// a tenant of its own for its accounts, balances and webhooks.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+	CreateVenueWithBody(ctx context.Context, params *CreateVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateVenue Create a venue of an organization you own
+	//
+	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+	// a tenant of its own for its accounts, balances and webhooks.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+	CreateVenue(ctx context.Context, params *CreateVenueParams, body CreateVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueBackOffice A venue you own
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
+	GetVenueBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueKeys The venue's keys, never their secrets
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
+	ListVenueKeys(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueKeyWithBody Issue a venue key (the secret is shown once)
+	//
+	// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+	// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+	// The key works while it is live and its issuer is an owner of the organization.
+	// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+	// the engine keeps only its digest.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+	IssueVenueKeyWithBody(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueKey Issue a venue key (the secret is shown once)
+	//
+	// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+	// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+	// The key works while it is live and its issuer is an owner of the organization.
+	// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+	// the engine keeps only its digest.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+	IssueVenueKey(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, body IssueVenueKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeVenueKey Revoke a venue key; its next request is 401
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
+	RevokeVenueKey(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProvidersBackOffice The venue's provider versions
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/providers (the `ListProvidersBackOffice` operationId).
+	ListProvidersBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProviderBackOfficeWithBody Register a provider version (the twin of the venue-key route)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+	RegisterProviderBackOfficeWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProviderBackOffice Register a provider version (the twin of the venue-key route)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+	RegisterProviderBackOffice(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, body RegisterProviderBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProviderBackOffice One provider version
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
+	GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCalendarEvents Economic calendar in a bounded window
 	//
@@ -3618,6 +4035,48 @@ type ClientInterface interface {
 	// Corresponds with GET /api/partner/usage/accounts (the `ListPartnerUsageAccounts` operationId).
 	ListPartnerUsageAccounts(ctx context.Context, params *ListPartnerUsageAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProvidersPartner The venue's provider versions (venue key with provider:manage or account:read)
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
+	ListProvidersPartner(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProviderWithBody Register a public provider version (a candidate)
+	//
+	// Venue key with `provider:manage`, issued by an owner of the venue's organization
+	// who is an owner still. The manifest is validated strictly (unknown properties
+	// refused, `field` naming them) by the spec's rules; the version is saved as a
+	// `candidate`; no endpoint is contacted, approved or enabled. The same
+	// Idempotency-Key with the same body answers the original version again
+	// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+	// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+	// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+	RegisterProviderWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProvider Register a public provider version (a candidate)
+	//
+	// Venue key with `provider:manage`, issued by an owner of the venue's organization
+	// who is an owner still. The manifest is validated strictly (unknown properties
+	// refused, `field` naming them) by the spec's rules; the version is saved as a
+	// `candidate`; no endpoint is contacted, approved or enabled. The same
+	// Idempotency-Key with the same body answers the original version again
+	// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+	// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+	// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+	RegisterProvider(ctx context.Context, venueId VenueId, params *RegisterProviderParams, body RegisterProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProviderPartner One provider version
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
+	GetProviderPartner(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RemoveWebhookByIdOrUrlWithBody Remove a webhook endpoint named by id or url
 	//
 	// Name the endpoint once: `id` or `url`, in the JSON body or the query. Neither, or
@@ -3970,6 +4429,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/trading/reverse (the `ReversePosition` operationId).
 	ReversePosition(ctx context.Context, params *ReversePositionParams, body ReversePositionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenue The key's venue
+	//
+	// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
+	GetVenue(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProviders The venue's provider versions
+	//
+	// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
+	ListProviders(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProviderVenueWithBody Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+	RegisterProviderVenueWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterProviderVenue Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+	RegisterProviderVenue(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, body RegisterProviderVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProvider One provider version
+	//
+	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
+	GetProvider(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReferencePage The API reference page
 	//
@@ -4461,6 +4949,216 @@ func (c *Client) ResendVerificationWithBody(ctx context.Context, contentType str
 // Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
 func (c *Client) ResendVerification(ctx context.Context, body ResendVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResendVerificationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenues The venues of the organizations you own
+//
+// Corresponds with GET /api/back-office/venues (the `ListVenues` operationId).
+func (c *Client) ListVenues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenuesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateVenueWithBody Create a venue of an organization you own
+//
+// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+// a tenant of its own for its accounts, balances and webhooks.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+func (c *Client) CreateVenueWithBody(ctx context.Context, params *CreateVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateVenueRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateVenue Create a venue of an organization you own
+//
+// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+// a tenant of its own for its accounts, balances and webhooks.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+func (c *Client) CreateVenue(ctx context.Context, params *CreateVenueParams, body CreateVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateVenueRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueBackOffice A venue you own
+//
+// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
+func (c *Client) GetVenueBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueBackOfficeRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueKeys The venue's keys, never their secrets
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
+func (c *Client) ListVenueKeys(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueKeysRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueKeyWithBody Issue a venue key (the secret is shown once)
+//
+// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+// The key works while it is live and its issuer is an owner of the organization.
+// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+// the engine keeps only its digest.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+func (c *Client) IssueVenueKeyWithBody(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueKeyRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueKey Issue a venue key (the secret is shown once)
+//
+// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+// The key works while it is live and its issuer is an owner of the organization.
+// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+// the engine keeps only its digest.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+func (c *Client) IssueVenueKey(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, body IssueVenueKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueKeyRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeVenueKey Revoke a venue key; its next request is 401
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
+func (c *Client) RevokeVenueKey(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeVenueKeyRequest(c.Server, venueId, keyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProvidersBackOffice The venue's provider versions
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/providers (the `ListProvidersBackOffice` operationId).
+func (c *Client) ListProvidersBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProvidersBackOfficeRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProviderBackOfficeWithBody Register a provider version (the twin of the venue-key route)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+func (c *Client) RegisterProviderBackOfficeWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProviderBackOffice Register a provider version (the twin of the venue-key route)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+func (c *Client) RegisterProviderBackOffice(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, body RegisterProviderBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProviderBackOffice One provider version
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
+func (c *Client) GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderBackOfficeRequest(c.Server, venueId, providerId)
 	if err != nil {
 		return nil, err
 	}
@@ -5554,6 +6252,88 @@ func (c *Client) ListPartnerUsageAccounts(ctx context.Context, params *ListPartn
 	return c.Client.Do(req)
 }
 
+// ListProvidersPartner The venue's provider versions (venue key with provider:manage or account:read)
+//
+// Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
+func (c *Client) ListProvidersPartner(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProvidersPartnerRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProviderWithBody Register a public provider version (a candidate)
+//
+// Venue key with `provider:manage`, issued by an owner of the venue's organization
+// who is an owner still. The manifest is validated strictly (unknown properties
+// refused, `field` naming them) by the spec's rules; the version is saved as a
+// `candidate`; no endpoint is contacted, approved or enabled. The same
+// Idempotency-Key with the same body answers the original version again
+// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+func (c *Client) RegisterProviderWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProvider Register a public provider version (a candidate)
+//
+// Venue key with `provider:manage`, issued by an owner of the venue's organization
+// who is an owner still. The manifest is validated strictly (unknown properties
+// refused, `field` naming them) by the spec's rules; the version is saved as a
+// `candidate`; no endpoint is contacted, approved or enabled. The same
+// Idempotency-Key with the same body answers the original version again
+// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+func (c *Client) RegisterProvider(ctx context.Context, venueId VenueId, params *RegisterProviderParams, body RegisterProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProviderPartner One provider version
+//
+// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
+func (c *Client) GetProviderPartner(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderPartnerRequest(c.Server, venueId, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RemoveWebhookByIdOrUrlWithBody Remove a webhook endpoint named by id or url
 //
 // Name the endpoint once: `id` or `url`, in the JSON body or the query. Neither, or
@@ -6207,6 +6987,85 @@ func (c *Client) ReversePositionWithBody(ctx context.Context, params *ReversePos
 // Corresponds with POST /api/trading/reverse (the `ReversePosition` operationId).
 func (c *Client) ReversePosition(ctx context.Context, params *ReversePositionParams, body ReversePositionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReversePositionRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenue The key's venue
+//
+// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
+func (c *Client) GetVenue(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProviders The venue's provider versions
+//
+// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
+func (c *Client) ListProviders(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProvidersRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProviderVenueWithBody Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+func (c *Client) RegisterProviderVenueWithBody(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderVenueRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterProviderVenue Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+func (c *Client) RegisterProviderVenue(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, body RegisterProviderVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterProviderVenueRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProvider One provider version
+//
+// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
+func (c *Client) GetProvider(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderRequest(c.Server, venueId, providerId)
 	if err != nil {
 		return nil, err
 	}
@@ -7328,6 +8187,403 @@ func NewResendVerificationRequestWithBody(server string, contentType string, bod
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListVenuesRequest constructs an http.Request for the ListVenues method
+func NewListVenuesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateVenueRequest calls the generic CreateVenue builder with application/json body
+func NewCreateVenueRequest(server string, params *CreateVenueParams, body CreateVenueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateVenueRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateVenueRequestWithBody constructs an http.Request for the CreateVenue method, with any body, and a specified content type
+func NewCreateVenueRequestWithBody(server string, params *CreateVenueParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueBackOfficeRequest constructs an http.Request for the GetVenueBackOffice method
+func NewGetVenueBackOfficeRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueKeysRequest constructs an http.Request for the ListVenueKeys method
+func NewListVenueKeysRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewIssueVenueKeyRequest calls the generic IssueVenueKey builder with application/json body
+func NewIssueVenueKeyRequest(server string, venueId VenueId, params *IssueVenueKeyParams, body IssueVenueKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIssueVenueKeyRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewIssueVenueKeyRequestWithBody constructs an http.Request for the IssueVenueKey method, with any body, and a specified content type
+func NewIssueVenueKeyRequestWithBody(server string, venueId VenueId, params *IssueVenueKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokeVenueKeyRequest constructs an http.Request for the RevokeVenueKey method
+func NewRevokeVenueKeyRequest(server string, venueId VenueId, keyId string, params *RevokeVenueKeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "keyId", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListProvidersBackOfficeRequest constructs an http.Request for the ListProvidersBackOffice method
+func NewListProvidersBackOfficeRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterProviderBackOfficeRequest calls the generic RegisterProviderBackOffice builder with application/json body
+func NewRegisterProviderBackOfficeRequest(server string, venueId VenueId, params *RegisterProviderBackOfficeParams, body RegisterProviderBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterProviderBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewRegisterProviderBackOfficeRequestWithBody constructs an http.Request for the RegisterProviderBackOffice method, with any body, and a specified content type
+func NewRegisterProviderBackOfficeRequestWithBody(server string, venueId VenueId, params *RegisterProviderBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetProviderBackOfficeRequest constructs an http.Request for the GetProviderBackOffice method
+func NewGetProviderBackOfficeRequest(server string, venueId VenueId, providerId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "providerId", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/providers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -9374,6 +10630,141 @@ func NewListPartnerUsageAccountsRequest(server string, params *ListPartnerUsageA
 	return req, nil
 }
 
+// NewListProvidersPartnerRequest constructs an http.Request for the ListProvidersPartner method
+func NewListProvidersPartnerRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterProviderRequest calls the generic RegisterProvider builder with application/json body
+func NewRegisterProviderRequest(server string, venueId VenueId, params *RegisterProviderParams, body RegisterProviderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterProviderRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewRegisterProviderRequestWithBody constructs an http.Request for the RegisterProvider method, with any body, and a specified content type
+func NewRegisterProviderRequestWithBody(server string, venueId VenueId, params *RegisterProviderParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetProviderPartnerRequest constructs an http.Request for the GetProviderPartner method
+func NewGetProviderPartnerRequest(server string, venueId VenueId, providerId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "providerId", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/providers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRemoveWebhookByIdOrUrlRequest calls the generic RemoveWebhookByIdOrUrl builder with application/json body
 func NewRemoveWebhookByIdOrUrlRequest(server string, params *RemoveWebhookByIdOrUrlParams, body RemoveWebhookByIdOrUrlJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10745,6 +12136,175 @@ func NewReversePositionRequestWithBody(server string, params *ReversePositionPar
 	return req, nil
 }
 
+// NewGetVenueRequest constructs an http.Request for the GetVenue method
+func NewGetVenueRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListProvidersRequest constructs an http.Request for the ListProviders method
+func NewListProvidersRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterProviderVenueRequest calls the generic RegisterProviderVenue builder with application/json body
+func NewRegisterProviderVenueRequest(server string, venueId VenueId, params *RegisterProviderVenueParams, body RegisterProviderVenueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterProviderVenueRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewRegisterProviderVenueRequestWithBody constructs an http.Request for the RegisterProviderVenue method, with any body, and a specified content type
+func NewRegisterProviderVenueRequestWithBody(server string, venueId VenueId, params *RegisterProviderVenueParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/providers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetProviderRequest constructs an http.Request for the GetProvider method
+func NewGetProviderRequest(server string, venueId VenueId, providerId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "providerId", providerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/providers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReferencePageRequest constructs an http.Request for the GetReferencePage method
 func NewGetReferencePageRequest(server string) (*http.Request, error) {
 	var err error
@@ -11165,6 +12725,108 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
 	ResendVerificationWithResponse(ctx context.Context, body ResendVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendVerificationResponse, error)
+
+	// ListVenuesWithResponse The venues of the organizations you own
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues (the `ListVenues` operationId).
+	ListVenuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListVenuesResponse, error)
+
+	// CreateVenueWithBodyWithResponse Create a venue of an organization you own
+	//
+	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+	// a tenant of its own for its accounts, balances and webhooks.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+	CreateVenueWithBodyWithResponse(ctx context.Context, params *CreateVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateVenueResponse, error)
+
+	// CreateVenueWithResponse Create a venue of an organization you own
+	//
+	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+	// a tenant of its own for its accounts, balances and webhooks.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+	CreateVenueWithResponse(ctx context.Context, params *CreateVenueParams, body CreateVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateVenueResponse, error)
+
+	// GetVenueBackOfficeWithResponse A venue you own
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
+	GetVenueBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueBackOfficeResponse, error)
+
+	// ListVenueKeysWithResponse The venue's keys, never their secrets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
+	ListVenueKeysWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueKeysResponse, error)
+
+	// IssueVenueKeyWithBodyWithResponse Issue a venue key (the secret is shown once)
+	//
+	// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+	// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+	// The key works while it is live and its issuer is an owner of the organization.
+	// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+	// the engine keeps only its digest.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+	IssueVenueKeyWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueKeyResponse, error)
+
+	// IssueVenueKeyWithResponse Issue a venue key (the secret is shown once)
+	//
+	// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+	// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+	// The key works while it is live and its issuer is an owner of the organization.
+	// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+	// the engine keeps only its digest.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+	IssueVenueKeyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, body IssueVenueKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueKeyResponse, error)
+
+	// RevokeVenueKeyWithResponse Revoke a venue key; its next request is 401
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
+	RevokeVenueKeyWithResponse(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*RevokeVenueKeyResponse, error)
+
+	// ListProvidersBackOfficeWithResponse The venue's provider versions
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/providers (the `ListProvidersBackOffice` operationId).
+	ListProvidersBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersBackOfficeResponse, error)
+
+	// RegisterProviderBackOfficeWithBodyWithResponse Register a provider version (the twin of the venue-key route)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+	RegisterProviderBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderBackOfficeResponse, error)
+
+	// RegisterProviderBackOfficeWithResponse Register a provider version (the twin of the venue-key route)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+	RegisterProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, body RegisterProviderBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderBackOfficeResponse, error)
+
+	// GetProviderBackOfficeWithResponse One provider version
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
+	GetProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderBackOfficeResponse, error)
 
 	// ListCalendarEventsWithResponse Economic calendar in a bounded window
 	//
@@ -11733,6 +13395,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/partner/usage/accounts (the `ListPartnerUsageAccounts` operationId).
 	ListPartnerUsageAccountsWithResponse(ctx context.Context, params *ListPartnerUsageAccountsParams, reqEditors ...RequestEditorFn) (*ListPartnerUsageAccountsResponse, error)
 
+	// ListProvidersPartnerWithResponse The venue's provider versions (venue key with provider:manage or account:read)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
+	ListProvidersPartnerWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersPartnerResponse, error)
+
+	// RegisterProviderWithBodyWithResponse Register a public provider version (a candidate)
+	//
+	// Venue key with `provider:manage`, issued by an owner of the venue's organization
+	// who is an owner still. The manifest is validated strictly (unknown properties
+	// refused, `field` naming them) by the spec's rules; the version is saved as a
+	// `candidate`; no endpoint is contacted, approved or enabled. The same
+	// Idempotency-Key with the same body answers the original version again
+	// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+	// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+	// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+	RegisterProviderWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderResponse, error)
+
+	// RegisterProviderWithResponse Register a public provider version (a candidate)
+	//
+	// Venue key with `provider:manage`, issued by an owner of the venue's organization
+	// who is an owner still. The manifest is validated strictly (unknown properties
+	// refused, `field` naming them) by the spec's rules; the version is saved as a
+	// `candidate`; no endpoint is contacted, approved or enabled. The same
+	// Idempotency-Key with the same body answers the original version again
+	// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+	// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+	// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+	RegisterProviderWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderParams, body RegisterProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderResponse, error)
+
+	// GetProviderPartnerWithResponse One provider version
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
+	GetProviderPartnerWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderPartnerResponse, error)
+
 	// RemoveWebhookByIdOrUrlWithBodyWithResponse Remove a webhook endpoint named by id or url
 	//
 	// Name the endpoint once: `id` or `url`, in the JSON body or the query. Neither, or
@@ -12099,6 +13807,41 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/trading/reverse (the `ReversePosition` operationId).
 	ReversePositionWithResponse(ctx context.Context, params *ReversePositionParams, body ReversePositionJSONRequestBody, reqEditors ...RequestEditorFn) (*ReversePositionResponse, error)
+
+	// GetVenueWithResponse The key's venue
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
+	GetVenueWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueResponse, error)
+
+	// ListProvidersWithResponse The venue's provider versions
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
+	ListProvidersWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersResponse, error)
+
+	// RegisterProviderVenueWithBodyWithResponse Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+	RegisterProviderVenueWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderVenueResponse, error)
+
+	// RegisterProviderVenueWithResponse Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+	RegisterProviderVenueWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, body RegisterProviderVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderVenueResponse, error)
+
+	// GetProviderWithResponse One provider version
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
+	GetProviderWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderResponse, error)
 
 	// GetReferencePageWithResponse The API reference page
 	//
@@ -13337,6 +15080,542 @@ func (r ResendVerificationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResendVerificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenuesResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenues
+type ListVenuesResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Venues []Venue `json:"venues"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenuesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenuesResponse) GetJSON200() *struct {
+	Venues []Venue `json:"venues"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenuesResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateVenueResponseDefaultHeaders the declared response headers of an HTTP default response for CreateVenue
+type CreateVenueResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreateVenueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *VenueAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateVenueResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateVenueResponse) GetJSON201() *VenueAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateVenueResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateVenueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateVenueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateVenueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateVenueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueBackOffice
+type GetVenueBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueBackOfficeResponse) GetJSON200() *VenueAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueKeysResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueKeys
+type ListVenueKeysResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Keys []VenueKey `json:"keys"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueKeysResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueKeysResponse) GetJSON200() *struct {
+	Keys []VenueKey `json:"keys"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueKeysResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IssueVenueKeyResponseDefaultHeaders the declared response headers of an HTTP default response for IssueVenueKey
+type IssueVenueKeyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type IssueVenueKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Key    VenueKey `json:"key"`
+		Secret *string  `json:"secret"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *IssueVenueKeyResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r IssueVenueKeyResponse) GetJSON201() *struct {
+	Key    VenueKey `json:"key"`
+	Secret *string  `json:"secret"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r IssueVenueKeyResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r IssueVenueKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IssueVenueKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IssueVenueKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IssueVenueKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeVenueKeyResponseDefaultHeaders the declared response headers of an HTTP default response for RevokeVenueKey
+type RevokeVenueKeyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevokeVenueKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Key VenueKey `json:"key"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RevokeVenueKeyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeVenueKeyResponse) GetJSON200() *struct {
+	Key VenueKey `json:"key"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RevokeVenueKeyResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeVenueKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeVenueKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeVenueKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeVenueKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListProvidersBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListProvidersBackOffice
+type ListProvidersBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListProvidersBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListProvidersBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProvidersBackOfficeResponse) GetJSON200() *ProviderList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListProvidersBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProvidersBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProvidersBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProvidersBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProvidersBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterProviderBackOfficeResponse201Headers the declared response headers of an HTTP 201 response for RegisterProviderBackOffice
+type RegisterProviderBackOfficeResponse201Headers struct {
+	CacheControl *string
+}
+
+// RegisterProviderBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterProviderBackOffice
+type RegisterProviderBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RegisterProviderBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ProviderAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RegisterProviderBackOfficeResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterProviderBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RegisterProviderBackOfficeResponse) GetJSON201() *ProviderAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RegisterProviderBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterProviderBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterProviderBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterProviderBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterProviderBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProviderBackOfficeResponse200Headers the declared response headers of an HTTP 200 response for GetProviderBackOffice
+type GetProviderBackOfficeResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetProviderBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetProviderBackOffice
+type GetProviderBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetProviderBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProviderBackOfficeResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetProviderBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderBackOfficeResponse) GetJSON200() *ProviderAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProviderBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderBackOfficeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15957,6 +18236,308 @@ func (r ListPartnerUsageAccountsResponse) ContentType() string {
 	return ""
 }
 
+// ListProvidersPartnerResponseDefaultHeaders the declared response headers of an HTTP default response for ListProvidersPartner
+type ListProvidersPartnerResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListProvidersPartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListProvidersPartnerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProvidersPartnerResponse) GetJSON200() *ProviderList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListProvidersPartnerResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProvidersPartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProvidersPartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProvidersPartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProvidersPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterProviderResponse201Headers the declared response headers of an HTTP 201 response for RegisterProvider
+type RegisterProviderResponse201Headers struct {
+	CacheControl *string
+}
+
+// RegisterProviderResponse400Headers the declared response headers of an HTTP 400 response for RegisterProvider
+type RegisterProviderResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse401Headers the declared response headers of an HTTP 401 response for RegisterProvider
+type RegisterProviderResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse403Headers the declared response headers of an HTTP 403 response for RegisterProvider
+type RegisterProviderResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse404Headers the declared response headers of an HTTP 404 response for RegisterProvider
+type RegisterProviderResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse409Headers the declared response headers of an HTTP 409 response for RegisterProvider
+type RegisterProviderResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse413Headers the declared response headers of an HTTP 413 response for RegisterProvider
+type RegisterProviderResponse413Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse415Headers the declared response headers of an HTTP 415 response for RegisterProvider
+type RegisterProviderResponse415Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponse503Headers the declared response headers of an HTTP 503 response for RegisterProvider
+type RegisterProviderResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterProviderResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterProvider
+type RegisterProviderResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RegisterProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ProviderAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *VenueError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RegisterProviderResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RegisterProviderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterProviderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RegisterProviderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RegisterProviderResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RegisterProviderResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RegisterProviderResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RegisterProviderResponse415Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RegisterProviderResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterProviderResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RegisterProviderResponse) GetJSON201() *ProviderAnswer {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RegisterProviderResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RegisterProviderResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RegisterProviderResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RegisterProviderResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RegisterProviderResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RegisterProviderResponse) GetJSON413() *VenueError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RegisterProviderResponse) GetJSON415() *VenueError {
+	return r.JSON415
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RegisterProviderResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RegisterProviderResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProviderPartnerResponse200Headers the declared response headers of an HTTP 200 response for GetProviderPartner
+type GetProviderPartnerResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetProviderPartnerResponseDefaultHeaders the declared response headers of an HTTP default response for GetProviderPartner
+type GetProviderPartnerResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetProviderPartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProviderPartnerResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetProviderPartnerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderPartnerResponse) GetJSON200() *ProviderAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProviderPartnerResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderPartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderPartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderPartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RemoveWebhookByIdOrUrlResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveWebhookByIdOrUrl
 type RemoveWebhookByIdOrUrlResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -17486,6 +20067,244 @@ func (r ReversePositionResponse) ContentType() string {
 	return ""
 }
 
+// GetVenueResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenue
+type GetVenueResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueResponse) GetJSON200() *VenueAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListProvidersResponseDefaultHeaders the declared response headers of an HTTP default response for ListProviders
+type ListProvidersResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListProvidersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListProvidersResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProvidersResponse) GetJSON200() *ProviderList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListProvidersResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProvidersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProvidersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProvidersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProvidersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterProviderVenueResponse201Headers the declared response headers of an HTTP 201 response for RegisterProviderVenue
+type RegisterProviderVenueResponse201Headers struct {
+	CacheControl *string
+}
+
+// RegisterProviderVenueResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterProviderVenue
+type RegisterProviderVenueResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RegisterProviderVenueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ProviderAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RegisterProviderVenueResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterProviderVenueResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RegisterProviderVenueResponse) GetJSON201() *ProviderAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RegisterProviderVenueResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterProviderVenueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterProviderVenueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterProviderVenueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterProviderVenueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProviderResponse200Headers the declared response headers of an HTTP 200 response for GetProvider
+type GetProviderResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetProviderResponseDefaultHeaders the declared response headers of an HTTP default response for GetProvider
+type GetProviderResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProviderResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetProviderResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderResponse) GetJSON200() *ProviderAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProviderResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetReferencePageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18107,6 +20926,180 @@ func (c *ClientWithResponses) ResendVerificationWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseResendVerificationResponse(rsp)
+}
+
+// ListVenuesWithResponse The venues of the organizations you own
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues (the `ListVenues` operationId).
+func (c *ClientWithResponses) ListVenuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListVenuesResponse, error) {
+	rsp, err := c.ListVenues(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenuesResponse(rsp)
+}
+
+// CreateVenueWithBodyWithResponse Create a venue of an organization you own
+//
+// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+// a tenant of its own for its accounts, balances and webhooks.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+func (c *ClientWithResponses) CreateVenueWithBodyWithResponse(ctx context.Context, params *CreateVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateVenueResponse, error) {
+	rsp, err := c.CreateVenueWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateVenueResponse(rsp)
+}
+
+// CreateVenueWithResponse Create a venue of an organization you own
+//
+// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+// a tenant of its own for its accounts, balances and webhooks.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues (the `CreateVenue` operationId).
+func (c *ClientWithResponses) CreateVenueWithResponse(ctx context.Context, params *CreateVenueParams, body CreateVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateVenueResponse, error) {
+	rsp, err := c.CreateVenue(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateVenueResponse(rsp)
+}
+
+// GetVenueBackOfficeWithResponse A venue you own
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
+func (c *ClientWithResponses) GetVenueBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueBackOfficeResponse, error) {
+	rsp, err := c.GetVenueBackOffice(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueBackOfficeResponse(rsp)
+}
+
+// ListVenueKeysWithResponse The venue's keys, never their secrets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
+func (c *ClientWithResponses) ListVenueKeysWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueKeysResponse, error) {
+	rsp, err := c.ListVenueKeys(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueKeysResponse(rsp)
+}
+
+// IssueVenueKeyWithBodyWithResponse Issue a venue key (the secret is shown once)
+//
+// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+// The key works while it is live and its issuer is an owner of the organization.
+// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+// the engine keeps only its digest.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+func (c *ClientWithResponses) IssueVenueKeyWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueKeyResponse, error) {
+	rsp, err := c.IssueVenueKeyWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueKeyResponse(rsp)
+}
+
+// IssueVenueKeyWithResponse Issue a venue key (the secret is shown once)
+//
+// `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+// `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+// The key works while it is live and its issuer is an owner of the organization.
+// A retry with the same Idempotency-Key answers the key again with `secret: null`:
+// the engine keeps only its digest.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/keys (the `IssueVenueKey` operationId).
+func (c *ClientWithResponses) IssueVenueKeyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueKeyParams, body IssueVenueKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueKeyResponse, error) {
+	rsp, err := c.IssueVenueKey(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueKeyResponse(rsp)
+}
+
+// RevokeVenueKeyWithResponse Revoke a venue key; its next request is 401
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
+func (c *ClientWithResponses) RevokeVenueKeyWithResponse(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*RevokeVenueKeyResponse, error) {
+	rsp, err := c.RevokeVenueKey(ctx, venueId, keyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeVenueKeyResponse(rsp)
+}
+
+// ListProvidersBackOfficeWithResponse The venue's provider versions
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/providers (the `ListProvidersBackOffice` operationId).
+func (c *ClientWithResponses) ListProvidersBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersBackOfficeResponse, error) {
+	rsp, err := c.ListProvidersBackOffice(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProvidersBackOfficeResponse(rsp)
+}
+
+// RegisterProviderBackOfficeWithBodyWithResponse Register a provider version (the twin of the venue-key route)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+func (c *ClientWithResponses) RegisterProviderBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderBackOfficeResponse, error) {
+	rsp, err := c.RegisterProviderBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderBackOfficeResponse(rsp)
+}
+
+// RegisterProviderBackOfficeWithResponse Register a provider version (the twin of the venue-key route)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/providers (the `RegisterProviderBackOffice` operationId).
+func (c *ClientWithResponses) RegisterProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderBackOfficeParams, body RegisterProviderBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderBackOfficeResponse, error) {
+	rsp, err := c.RegisterProviderBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderBackOfficeResponse(rsp)
+}
+
+// GetProviderBackOfficeWithResponse One provider version
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
+func (c *ClientWithResponses) GetProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderBackOfficeResponse, error) {
+	rsp, err := c.GetProviderBackOffice(ctx, venueId, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderBackOfficeResponse(rsp)
 }
 
 // ListCalendarEventsWithResponse Economic calendar in a bounded window
@@ -19024,6 +22017,76 @@ func (c *ClientWithResponses) ListPartnerUsageAccountsWithResponse(ctx context.C
 	return ParseListPartnerUsageAccountsResponse(rsp)
 }
 
+// ListProvidersPartnerWithResponse The venue's provider versions (venue key with provider:manage or account:read)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
+func (c *ClientWithResponses) ListProvidersPartnerWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersPartnerResponse, error) {
+	rsp, err := c.ListProvidersPartner(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProvidersPartnerResponse(rsp)
+}
+
+// RegisterProviderWithBodyWithResponse Register a public provider version (a candidate)
+//
+// Venue key with `provider:manage`, issued by an owner of the venue's organization
+// who is an owner still. The manifest is validated strictly (unknown properties
+// refused, `field` naming them) by the spec's rules; the version is saved as a
+// `candidate`; no endpoint is contacted, approved or enabled. The same
+// Idempotency-Key with the same body answers the original version again
+// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+func (c *ClientWithResponses) RegisterProviderWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderResponse, error) {
+	rsp, err := c.RegisterProviderWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderResponse(rsp)
+}
+
+// RegisterProviderWithResponse Register a public provider version (a candidate)
+//
+// Venue key with `provider:manage`, issued by an owner of the venue's organization
+// who is an owner still. The manifest is validated strictly (unknown properties
+// refused, `field` naming them) by the spec's rules; the version is saved as a
+// `candidate`; no endpoint is contacted, approved or enabled. The same
+// Idempotency-Key with the same body answers the original version again
+// (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+// lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+// `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/providers (the `RegisterProvider` operationId).
+func (c *ClientWithResponses) RegisterProviderWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderParams, body RegisterProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderResponse, error) {
+	rsp, err := c.RegisterProvider(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderResponse(rsp)
+}
+
+// GetProviderPartnerWithResponse One provider version
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
+func (c *ClientWithResponses) GetProviderPartnerWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderPartnerResponse, error) {
+	rsp, err := c.GetProviderPartner(ctx, venueId, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderPartnerResponse(rsp)
+}
+
 // RemoveWebhookByIdOrUrlWithBodyWithResponse Remove a webhook endpoint named by id or url
 //
 // Name the endpoint once: `id` or `url`, in the JSON body or the query. Neither, or
@@ -19575,6 +22638,71 @@ func (c *ClientWithResponses) ReversePositionWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseReversePositionResponse(rsp)
+}
+
+// GetVenueWithResponse The key's venue
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
+func (c *ClientWithResponses) GetVenueWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueResponse, error) {
+	rsp, err := c.GetVenue(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueResponse(rsp)
+}
+
+// ListProvidersWithResponse The venue's provider versions
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
+func (c *ClientWithResponses) ListProvidersWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListProvidersResponse, error) {
+	rsp, err := c.ListProviders(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProvidersResponse(rsp)
+}
+
+// RegisterProviderVenueWithBodyWithResponse Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+func (c *ClientWithResponses) RegisterProviderVenueWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterProviderVenueResponse, error) {
+	rsp, err := c.RegisterProviderVenueWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderVenueResponse(rsp)
+}
+
+// RegisterProviderVenueWithResponse Register a provider version (the same as POST /api/partner/venues/{venueId}/providers)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/providers (the `RegisterProviderVenue` operationId).
+func (c *ClientWithResponses) RegisterProviderVenueWithResponse(ctx context.Context, venueId VenueId, params *RegisterProviderVenueParams, body RegisterProviderVenueJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterProviderVenueResponse, error) {
+	rsp, err := c.RegisterProviderVenue(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterProviderVenueResponse(rsp)
+}
+
+// GetProviderWithResponse One provider version
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
+func (c *ClientWithResponses) GetProviderWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderResponse, error) {
+	rsp, err := c.GetProvider(ctx, venueId, providerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderResponse(rsp)
 }
 
 // GetReferencePageWithResponse The API reference page
@@ -20722,6 +23850,512 @@ func ParseResendVerificationResponse(rsp *http.Response) (*ResendVerificationRes
 	switch {
 	case true:
 		var headers ResendVerificationResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenuesResponse parses an HTTP response from a ListVenuesWithResponse call
+func ParseListVenuesResponse(rsp *http.Response) (*ListVenuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Venues []Venue `json:"venues"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenuesResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateVenueResponse parses an HTTP response from a CreateVenueWithResponse call
+func ParseCreateVenueResponse(rsp *http.Response) (*CreateVenueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateVenueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest VenueAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CreateVenueResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueBackOfficeResponse parses an HTTP response from a GetVenueBackOfficeWithResponse call
+func ParseGetVenueBackOfficeResponse(rsp *http.Response) (*GetVenueBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueKeysResponse parses an HTTP response from a ListVenueKeysWithResponse call
+func ParseListVenueKeysResponse(rsp *http.Response) (*ListVenueKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Keys []VenueKey `json:"keys"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueKeysResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIssueVenueKeyResponse parses an HTTP response from a IssueVenueKeyWithResponse call
+func ParseIssueVenueKeyResponse(rsp *http.Response) (*IssueVenueKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IssueVenueKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Key    VenueKey `json:"key"`
+			Secret *string  `json:"secret"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers IssueVenueKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeVenueKeyResponse parses an HTTP response from a RevokeVenueKeyWithResponse call
+func ParseRevokeVenueKeyResponse(rsp *http.Response) (*RevokeVenueKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeVenueKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Key VenueKey `json:"key"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RevokeVenueKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListProvidersBackOfficeResponse parses an HTTP response from a ListProvidersBackOfficeWithResponse call
+func ParseListProvidersBackOfficeResponse(rsp *http.Response) (*ListProvidersBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProvidersBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListProvidersBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterProviderBackOfficeResponse parses an HTTP response from a RegisterProviderBackOfficeWithResponse call
+func ParseRegisterProviderBackOfficeResponse(rsp *http.Response) (*RegisterProviderBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterProviderBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RegisterProviderBackOfficeResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers RegisterProviderBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderBackOfficeResponse parses an HTTP response from a GetProviderBackOfficeWithResponse call
+func ParseGetProviderBackOfficeResponse(rsp *http.Response) (*GetProviderBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProviderBackOfficeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetProviderBackOfficeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23181,6 +26815,377 @@ func ParseListPartnerUsageAccountsResponse(rsp *http.Response) (*ListPartnerUsag
 	return response, nil
 }
 
+// ParseListProvidersPartnerResponse parses an HTTP response from a ListProvidersPartnerWithResponse call
+func ParseListProvidersPartnerResponse(rsp *http.Response) (*ListProvidersPartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProvidersPartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListProvidersPartnerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterProviderResponse parses an HTTP response from a RegisterProviderWithResponse call
+func ParseRegisterProviderResponse(rsp *http.Response) (*RegisterProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RegisterProviderResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers RegisterProviderResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RegisterProviderResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RegisterProviderResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RegisterProviderResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RegisterProviderResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RegisterProviderResponse413Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RegisterProviderResponse415Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 503:
+		var headers RegisterProviderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RegisterProviderResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderPartnerResponse parses an HTTP response from a GetProviderPartnerWithResponse call
+func ParseGetProviderPartnerResponse(rsp *http.Response) (*GetProviderPartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderPartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProviderPartnerResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetProviderPartnerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRemoveWebhookByIdOrUrlResponse parses an HTTP response from a RemoveWebhookByIdOrUrlWithResponse call
 func ParseRemoveWebhookByIdOrUrlResponse(rsp *http.Response) (*RemoveWebhookByIdOrUrlResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24823,6 +28828,238 @@ func ParseReversePositionResponse(rsp *http.Response) (*ReversePositionResponse,
 	switch {
 	case true:
 		var headers ReversePositionResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueResponse parses an HTTP response from a GetVenueWithResponse call
+func ParseGetVenueResponse(rsp *http.Response) (*GetVenueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListProvidersResponse parses an HTTP response from a ListProvidersWithResponse call
+func ParseListProvidersResponse(rsp *http.Response) (*ListProvidersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProvidersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListProvidersResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterProviderVenueResponse parses an HTTP response from a RegisterProviderVenueWithResponse call
+func ParseRegisterProviderVenueResponse(rsp *http.Response) (*RegisterProviderVenueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterProviderVenueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RegisterProviderVenueResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers RegisterProviderVenueResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderResponse parses an HTTP response from a GetProviderWithResponse call
+func ParseGetProviderResponse(rsp *http.Response) (*GetProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProviderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetProviderResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

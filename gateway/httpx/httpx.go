@@ -26,9 +26,18 @@ import (
 // Principal is the resolved caller of a request.
 type Principal struct {
 	events.Principal
-	Kind    string // trading, partner, session, origin
-	Origin  string // the registered browser origin, for Kind origin
-	Session string // the session id, for Kind session
+	Kind    string      // trading, partner, venue, session, origin
+	Origin  string      // the registered browser origin, for Kind origin
+	Session string      // the session id, for Kind session
+	Venue   *VenueGrant // for Kind venue
+}
+
+// VenueGrant is what a venue key grants: one venue, its scopes, and the
+// owner who issued it (the key works only while they are an owner).
+type VenueGrant struct {
+	VenueID   string
+	Scopes    []string
+	CreatedBy string
 }
 
 type ctxKey int
@@ -156,6 +165,9 @@ func toError(err error) *Error {
 		return he
 	case errors.As(err, &ref):
 		e := &Error{Status: ref.Status, Code: ref.Code, Msg: ref.Msg, Params: ref.Params}
+		if f, ok := ref.Params["field"].(string); ok {
+			e.Field = f // the venue shape names it at the top level too
+		}
 		if e.Status == http.StatusServiceUnavailable && ref.Code != "outcome_unknown" {
 			e.RetryAfter = 1
 		}

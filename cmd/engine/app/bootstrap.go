@@ -122,6 +122,11 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 	} else if firmChanged {
 		changed = true
 	}
+	if venueChanged, err := bootstrapVenue(ctx, d, &creds); err != nil {
+		return fmt.Errorf("demo venue: %w", err)
+	} else if venueChanged {
+		changed = true
+	}
 	if len(accts) != len(creds.Accounts) || creds.BaseURL != cfg.BaseURL {
 		changed = true
 	}

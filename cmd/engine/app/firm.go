@@ -177,8 +177,24 @@ const DemoOperatorEmail = "operator@example.com"
 // cookie dev-credentials.json keeps as operatorSession. A restart keeps a
 // cookie whose session still admits it.
 func bootstrapOperator(ctx context.Context, d *api.Deps, venue, cookie string) (string, bool, error) {
-	sys := events.Principal{System: "bootstrap"}
 	uid := tenantcmd.UserID(DemoOperatorEmail)
+	g, err := projections.GetInto[projections.Operator](ctx, d.Store, projections.CollOperator, venue+"/"+uid)
+	session, changed, err2 := demoUser(ctx, d, DemoOperatorEmail, cookie, func(exec func(commands.Command) error) error {
+		if err != nil || len(g.Scopes) != 2 {
+			return exec(&tenantcmd.GrantOperator{VenueID: venue, Scopes: []string{operator.ScopeAccountRead, operator.ScopeAccountWrite}})
+		}
+		return nil
+	})
+	return session, changed, err2
+}
+
+// demoUser makes a sandbox user real: signed up, verified, then then(exec)
+// for its grants, and a live session whose cookie it answers. Nobody signs
+// in with its password: the session is the way in. A cookie whose session
+// still admits the user for a week is kept.
+func demoUser(ctx context.Context, d *api.Deps, email, cookie string, then func(exec func(commands.Command) error) error) (string, bool, error) {
+	sys := events.Principal{System: "bootstrap"}
+	uid := tenantcmd.UserID(email)
 	exec := func(cmd commands.Command) error {
 		res, err := d.Engine.Tenant(ctx, uid, d.Engine.Envelope(sys, "", cmd))
 		if err != nil {
@@ -190,17 +206,15 @@ func bootstrapOperator(ctx context.Context, d *api.Deps, venue, cookie string) (
 	if _, err := rand.Read(secret); err != nil {
 		return "", false, err
 	}
-	// Nobody signs in with this password: the session below is the way in.
-	if err := exec(&tenantcmd.SignUp{Email: DemoOperatorEmail, PasswordHash: identity.HashPassword(identity.Argon2, hex.EncodeToString(secret)),
+	if err := exec(&tenantcmd.SignUp{Email: email, PasswordHash: identity.HashPassword(identity.Argon2, hex.EncodeToString(secret)),
 		VerifyDigest: auth.Digest(hex.EncodeToString(secret)), VerifyUntil: time.Now().Add(time.Hour)}); err != nil {
 		return "", false, err
 	}
 	if err := exec(&tenantcmd.MarkVerified{}); err != nil {
 		return "", false, err
 	}
-	g, err := projections.GetInto[projections.Operator](ctx, d.Store, projections.CollOperator, venue+"/"+uid)
-	if err != nil || len(g.Scopes) != 2 {
-		if err := exec(&tenantcmd.GrantOperator{VenueID: venue, Scopes: []string{operator.ScopeAccountRead, operator.ScopeAccountWrite}}); err != nil {
+	if then != nil {
+		if err := then(exec); err != nil {
 			return "", false, err
 		}
 	}

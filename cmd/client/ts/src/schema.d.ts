@@ -550,6 +550,243 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/venues/{venueId}/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The venue's provider versions (venue key with provider:manage or account:read) */
+        get: operations["listProvidersPartner"];
+        put?: never;
+        /**
+         * Register a public provider version (a candidate)
+         * @description Venue key with `provider:manage`, issued by an owner of the venue's organization
+         *     who is an owner still. The manifest is validated strictly (unknown properties
+         *     refused, `field` naming them) by the spec's rules; the version is saved as a
+         *     `candidate`; no endpoint is contacted, approved or enabled. The same
+         *     Idempotency-Key with the same body answers the original version again
+         *     (`Idempotent-Replayed: true`); with another body it is 409. `manifestHash` is the
+         *     lowercase hex SHA-256 of the manifest's RFC 8785 (JCS) canonical JSON as answered;
+         *     `creationHash` the SHA-256 of the JCS of `{"manifest": <manifest>, "name": <name>}`.
+         */
+        post: operations["registerProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/providers/{providerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        /** One provider version */
+        get: operations["getProviderPartner"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The key's venue */
+        get: operations["getVenue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The venue's provider versions */
+        get: operations["listProviders"];
+        put?: never;
+        /** Register a provider version (the same as POST /api/partner/venues/{venueId}/providers) */
+        post: operations["registerProviderVenue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/providers/{providerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        /** One provider version */
+        get: operations["getProvider"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The venues of the organizations you own */
+        get: operations["listVenues"];
+        put?: never;
+        /**
+         * Create a venue of an organization you own
+         * @description A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
+         *     a tenant of its own for its accounts, balances and webhooks.
+         */
+        post: operations["createVenue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** A venue you own */
+        get: operations["getVenueBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The venue's keys, never their secrets */
+        get: operations["listVenueKeys"];
+        put?: never;
+        /**
+         * Issue a venue key (the secret is shown once)
+         * @description `scopes` are explicit: `provider:manage`, `account:read`, `account:manage`,
+         *     `webhook:manage`, `trader:trade`. `expiresAt` is required, at most two years away.
+         *     The key works while it is live and its issuer is an owner of the organization.
+         *     A retry with the same Idempotency-Key answers the key again with `secret: null`:
+         *     the engine keeps only its digest.
+         */
+        post: operations["issueVenueKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a venue key; its next request is 401 */
+        delete: operations["revokeVenueKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The venue's provider versions */
+        get: operations["listProvidersBackOffice"];
+        put?: never;
+        /** Register a provider version (the twin of the venue-key route) */
+        post: operations["registerProviderBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/providers/{providerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        /** One provider version */
+        get: operations["getProviderBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/accounts": {
         parameters: {
             query?: never;
@@ -1778,6 +2015,84 @@ export interface components {
             status: string;
             error?: string;
         };
+        Venue: {
+            /** Format: uuid */
+            id: string;
+            orgId: string;
+            name: string;
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @enum {string} */
+        VenueScope: "provider:manage" | "account:read" | "account:manage" | "webhook:manage" | "trader:trade";
+        VenueKey: {
+            id: string;
+            name: string;
+            /** @description The first characters of the secret, to recognise it */
+            prefix: string;
+            /** @enum {string} */
+            environment: "sandbox" | "production";
+            scopes: components["schemas"]["VenueScope"][];
+            /** @description The owner who issued it; the key works while they are an owner */
+            createdBy: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            revoked: boolean;
+        };
+        ProviderRegistration: {
+            name: string;
+            manifest: components["schemas"]["ProviderManifest"];
+        };
+        /**
+         * @description Strict: unknown properties are refused. Rules: execution needs accounts,
+         *     generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
+         *     least 604800 and nonempty orderTypes, timeInForce and positionModels; no execution
+         *     feature (generationFencing, completeOrderBook, executionHistory, executionCorrections,
+         *     reduceOnly, nativeReplace, nativeOco, orderTypes, timeInForce) without execution;
+         *     accountProvisioning and positionModels need accounts; accounts or marketData; no
+         *     duplicates in lists. A missing boolean is false, a missing list empty.
+         */
+        ProviderManifest: {
+            providerVersion: string;
+            protocolVersion: string;
+            schemaDigest: string;
+            capabilities: {
+                accounts?: boolean;
+                execution?: boolean;
+                marketData?: boolean;
+                generationFencing?: boolean;
+                completeOrderBook?: boolean;
+                executionHistory?: boolean;
+                executionCorrections?: boolean;
+                reduceOnly?: boolean;
+                nativeReplace?: boolean;
+                nativeOco?: boolean;
+                accountProvisioning?: boolean;
+                orderTypes?: ("market" | "limit" | "stop" | "stop_limit")[];
+                timeInForce?: ("day" | "gtc" | "ioc" | "fok")[];
+                positionModels?: "net"[];
+                replayRetentionSeconds?: number;
+            };
+        };
+        Provider: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            venueId: string;
+            name: string;
+            manifest: components["schemas"]["ProviderManifest"];
+            manifestHash: string;
+            /** @enum {string} */
+            state: "candidate";
+            /** @description The Idempotency-Key of the creating request */
+            creationKey: string;
+            creationHash: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
         ErrorResponse: {
             /** @description An English sentence; on venue routes the code itself */
             error: string;
@@ -1799,7 +2114,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "holds_unreadable" | "idempotency_conflict" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "session_required" | "settings_locked" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "session_required" | "settings_locked" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -2216,6 +2531,51 @@ export interface components {
         };
     };
     responses: {
+        /** @description A venue error: `error` is the code itself, `field` names the refused value where it can */
+        VenueError: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description A provider version */
+        ProviderAnswer: {
+            headers: {
+                "Cache-Control"?: "no-store";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    provider: components["schemas"]["Provider"];
+                };
+            };
+        };
+        /** @description Provider versions, oldest first */
+        ProviderList: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    providers: components["schemas"]["Provider"][];
+                };
+            };
+        };
+        /** @description A venue */
+        VenueAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    venue: components["schemas"]["Venue"];
+                };
+            };
+        };
         /** @description Accepted; the answer says nothing of whether the address has an account */
         Accepted: {
             headers: {
@@ -2297,6 +2657,9 @@ export interface components {
         };
     };
     parameters: {
+        /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+        IdempotencyKey: string;
+        VenueId: string;
         /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
         Broker: string;
         /** @description Broker of the account (required on the risk routes); unknown is 400. */
@@ -3145,6 +3508,341 @@ export interface operations {
             423: components["responses"]["Error"];
             429: components["responses"]["Error"];
             503: components["responses"]["Error"];
+        };
+    };
+    listProvidersPartner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderList"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    registerProvider: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderRegistration"];
+            };
+        };
+        responses: {
+            201: components["responses"]["ProviderAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            413: components["responses"]["VenueError"];
+            415: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getProviderPartner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderList"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    registerProviderVenue: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderRegistration"];
+            };
+        };
+        responses: {
+            201: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Venues */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        venues: components["schemas"]["Venue"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    createVenue: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    orgId: string;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            201: components["responses"]["VenueAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: components["schemas"]["VenueKey"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    issueVenueKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    scopes: components["schemas"]["VenueScope"][];
+                    /** Format: date-time */
+                    expiresAt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The key, and its secret (null on a replay) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: components["schemas"]["VenueKey"];
+                        secret: string | null;
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    revokeVenueKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: components["schemas"]["VenueKey"];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listProvidersBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderList"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    registerProviderBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderRegistration"];
+            };
+        };
+        responses: {
+            201: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getProviderBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                providerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
         };
     };
     listPartnerAccounts: {

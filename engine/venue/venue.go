@@ -1,0 +1,144 @@
+// Package venue is the aggregate of one venue: its organization, its keys
+// and its provider versions, with the record of the Idempotency-Keys its
+// writes answered (engine/idem).
+package venue
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/svc/engine/commands"
+	venuecmd "github.com/svc/engine/commands/venue"
+	"github.com/svc/engine/engine/idem"
+	"github.com/svc/engine/events"
+	evvenue "github.com/svc/engine/events/venue"
+)
+
+// Key is a venue key as the aggregate knows it.
+type Key struct {
+	evvenue.KeyIssued
+	Revoked bool
+}
+
+// State is a venue as its commits leave it.
+// Venue state is owned by its mailbox goroutine; never touch it from another.
+type State struct {
+	ID           string
+	Open         bool
+	OrgID        string
+	FirmTenantID string
+	Name         string
+	Keys         map[string]*Key
+	Providers    map[string]evvenue.Provider
+	Idem         idem.Record
+}
+
+// New is the state of a venue with no commits.
+func New(id string) *State {
+	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Idem: idem.Record{}}
+}
+
+// Apply folds one event into the state.
+func Apply(s *State, e events.Event) *State {
+	switch e := e.(type) {
+	case evvenue.Created:
+		s.Open, s.OrgID, s.FirmTenantID, s.Name = true, e.OrgID, e.FirmTenantID, e.Name
+	case evvenue.KeyIssued:
+		s.Keys[e.KeyID] = &Key{KeyIssued: e}
+	case evvenue.KeyRevoked:
+		if k, ok := s.Keys[e.KeyID]; ok {
+			k.Revoked = true
+		}
+	case evvenue.ProviderRegistered:
+		s.Providers[e.Provider.ID] = e.Provider
+	default:
+		s.Idem.Apply(e)
+	}
+	return s
+}
+
+func notFound() error {
+	return commands.Refuse(http.StatusNotFound, "not_found", "no venue of yours has that id", nil)
+}
+
+// owner refuses an actor who is not a verified owner of the venue's organization now.
+func owner(by venuecmd.Owner) error {
+	switch {
+	case !by.Verified:
+		return commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email before managing a venue", nil)
+	case !by.Owner:
+		return commands.Refuse(http.StatusForbidden, "permission_denied", "only an owner of the venue's organization manages it", nil)
+	}
+	return nil
+}
+
+// Decide runs one venue command. Every write goes through idem.Write: the
+// Idempotency-Key and the answer are recorded in the write's commit.
+func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
+	if _, creating := env.Cmd.(*venuecmd.CreateVenue); !creating && !s.Open {
+		return nil, notFound()
+	}
+	switch c := env.Cmd.(type) {
+	case *venuecmd.CreateVenue:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			if s.Open {
+				return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this venue exists already", nil)
+			}
+			if err := owner(c.By); err != nil {
+				return nil, 0, nil, err
+			}
+			e := evvenue.Created{VenueID: s.ID, OrgID: c.OrgID, FirmTenantID: c.FirmTenantID, Name: c.Name, CreatedBy: c.By.UserID, At: env.At}
+			return []events.Event{e}, http.StatusCreated, map[string]any{"venue": venuecmd.VenueView(s.ID, e)}, nil
+		})
+	case *venuecmd.IssueKey:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			if err := owner(c.By); err != nil {
+				return nil, 0, nil, err
+			}
+			live := 0
+			for _, k := range s.Keys {
+				if !k.Revoked && env.At.Before(k.ExpiresAt) {
+					live++
+				}
+			}
+			if live >= venuecmd.MaxKeys {
+				return nil, 0, nil, commands.Refuse(http.StatusConflict, "key_limit_reached",
+					fmt.Sprintf("a venue has at most %d live keys; revoke one first", venuecmd.MaxKeys), map[string]any{"limit": venuecmd.MaxKeys})
+			}
+			e := evvenue.KeyIssued{KeyID: c.KeyID, Digest: c.Digest, Prefix: c.Prefix, Name: c.Name, Env: c.Env, Scopes: c.Scopes,
+				CreatedBy: c.By.UserID, ExpiresAt: c.ExpiresAt.UTC(), At: env.At}
+			// The answer a retry gets again carries no secret: it is shown once, by the first answer only.
+			return []events.Event{e}, http.StatusCreated, map[string]any{"key": venuecmd.ViewOf(e, false), "secret": nil}, nil
+		})
+	case *venuecmd.RevokeKey:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			if err := owner(c.By); err != nil {
+				return nil, 0, nil, err
+			}
+			k, ok := s.Keys[c.KeyID]
+			if !ok {
+				return nil, 0, nil, commands.Refuse(http.StatusNotFound, "not_found", "no key of this venue has that id", nil)
+			}
+			if k.Revoked {
+				return nil, http.StatusOK, map[string]any{"key": venuecmd.ViewOf(k.KeyIssued, true)}, nil
+			}
+			return []events.Event{evvenue.KeyRevoked{KeyID: c.KeyID, By: c.By.UserID, At: env.At}}, http.StatusOK,
+				map[string]any{"key": venuecmd.ViewOf(k.KeyIssued, true)}, nil
+		})
+	case *venuecmd.RegisterProvider:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			p := evvenue.Provider{ID: ProviderID(env), VenueID: s.ID, Name: c.Name, Manifest: c.Canonical, ManifestHash: c.ManifestHash,
+				State: "candidate", CreationKey: env.Key, CreationHash: c.CreationHash, CreatedAt: env.At}
+			return []events.Event{evvenue.ProviderRegistered{Provider: p}}, http.StatusCreated, map[string]any{"provider": venuecmd.ProviderView(p)}, nil
+		})
+	}
+	return nil, fmt.Errorf("venue: no decision for %T", env.Cmd)
+}
+
+// ProviderID is the uuid of the provider version a command registers, derived from the command id.
+func ProviderID(env commands.Envelope) string {
+	b := env.ID
+	b[6] = (b[6] & 0x0f) | 0x80 // a version-8 (custom) uuid over the command's ulid
+	b[8] = (b[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
