@@ -1,0 +1,49 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// FuzzVenueBodies sends fuzzed bodies to the venue platform's writes: a
+// provider registration with the venue key (the manifest is the attack
+// surface), and, as the demo venue's owner signed in, a key issue and a
+// venue creation. The first byte picks the route; every attempt carries a
+// fresh Idempotency-Key, and every other one repeats the previous key, so
+// replays and conflicts are fuzzed too.
+func FuzzVenueBodies(f *testing.F) {
+	routes := []struct{ method, path string }{{"POST", "/api/partner/venues/%venue/providers"},
+		{"POST", "/api/back-office/venues/%venue/keys"}, {"POST", "/api/back-office/venues"}, {"POST", "/api/venues/%venue/providers"}}
+	digest := strings.Repeat("ab", 32)
+	seeds := []string{
+		`{"name":"Acme","manifest":{"providerVersion":"1","protocolVersion":"1","schemaDigest":"` + digest + `","capabilities":{"marketData":true}}}`,
+		`{"name":"ci","scopes":["account:read"],"expiresAt":"2099-01-01T00:00:00Z"}`,
+		`{"orgId":"org_demo","name":"Second venue"}`,
+		`{"name":"Acme","manifest":{"providerVersion":"1","protocolVersion":"1","schemaDigest":"` + digest + `","capabilities":{"accounts":true,"execution":true,"generationFencing":true,"completeOrderBook":true,"executionHistory":true,"orderTypes":["market","market"],"timeInForce":["day"],"positionModels":["net"],"replayRetentionSeconds":604800}}}`,
+		`{"name":"x","manifest":{"providerVersion":"1","protocolVersion":"1","schemaDigest":"` + digest + `","capabilities":{"marketData":true,"replayRetentionSeconds":1e400}}}`,
+		`{"name":"x","manifest":{"providerVersion":"\u0000","protocolVersion":"1","schemaDigest":"` + digest + `","capabilities":{"marketData":true,"marketData":false}}}`,
+		`{"name":"ci","scopes":["account:read","account:read"],"expiresAt":"0001-01-01T00:00:00Z"}`,
+	}
+	for i, s := range seeds {
+		f.Add(append([]byte{byte(i % len(routes))}, s...))
+	}
+	fe := startFuzzEngine(f)
+	venue, key, cookie := fe.Creds["venueId"].(string), fe.Creds["venueKey"].(string), fe.Creds["ownerSession"].(string)
+	n := 0
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		r := routes[int(b[0])%len(routes)]
+		n++
+		idem := fmt.Sprintf("fz-%d", n-n%2) // pairs share a key
+		h := map[string]string{"Idempotency-Key": idem}
+		if strings.HasPrefix(r.path, "/api/back-office/") {
+			h["Cookie"], h["Origin"] = "svc_session="+cookie, "http://example.com"
+		} else {
+			h["Authorization"] = "Bearer " + key
+		}
+		fe.sendWith(t, r.method, strings.ReplaceAll(r.path, "%venue", venue), h, b[1:])
+	})
+}
