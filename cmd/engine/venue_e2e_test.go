@@ -110,7 +110,9 @@ func TestKillNineKeepsIdempotentAnswers(t *testing.T) {
 		}
 	}
 	status, b, err := call(p.base, c.VenueKey, http.MethodGet, path, nil)
-	var list struct{ Providers []struct{ CreationKey string } }
+	var list struct {
+		Providers []struct{ CreationKey string }
+	}
 	if err != nil || status != 200 || json.Unmarshal(b, &list) != nil {
 		t.Fatalf("list: %d %s %v", status, b, err)
 	}
