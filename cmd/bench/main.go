@@ -53,6 +53,11 @@ type opts struct {
 	coldRuns     int
 	coldLog      string
 	probeRuns    int
+	brAccounts   int
+	brRate       float64
+	brDur        time.Duration
+	brIdle       time.Duration
+	brOrders     float64
 	tmp          string
 	profile      string
 	out          io.Writer
@@ -78,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -93,6 +98,11 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.coldAccounts, "cold-accounts", 1000, "accounts the cold-start log spreads over")
 	fs.IntVar(&o.coldRuns, "cold-runs", 1, "cold starts of the generated log")
 	fs.StringVar(&o.coldLog, "cold-log", "", "directory of the cold-start log: generated there on first use and kept, reused by later runs (default: a fresh temporary one)")
+	fs.IntVar(&o.brAccounts, "brackets-accounts", 10000, "brackets: accounts, each long BTC-PERP with a stop and a trailing rule")
+	fs.Float64Var(&o.brRate, "brackets-rate", 200, "brackets: quotes per second streamed to BTC-PERP")
+	fs.DurationVar(&o.brDur, "brackets-duration", 30*time.Second, "brackets: how long quotes stream")
+	fs.DurationVar(&o.brIdle, "brackets-idle", 15*time.Second, "brackets: the idle window of ordinary orders before the stream")
+	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
 	if err := fs.Parse(args); err != nil {
@@ -277,7 +287,7 @@ func bench(ctx context.Context, o opts) error {
 	}
 	progress("bench: GOMAXPROCS %d, %d workers, sync %s, payload %d bytes (one encoded market-order commit), warm-up %s + window %s",
 		runtime.GOMAXPROCS(0), o.workers, o.sync, len(payload), o.warm, o.dur)
-	main, probes := &table{}, &table{}
+	main, probes, brk := &table{}, &table{}, &table{}
 	var failures []string
 
 	var raw *rawLog
@@ -369,11 +379,22 @@ func bench(ctx context.Context, o opts) error {
 		main.add(row{fmt.Sprintf("service start: %d commits into aggregates and memory read models, one pass (commits/s)", n), spread(raw, "", f0), spread(warm, "", f0), spread(wr, "x", f2), "-", "-"})
 	}
 
+	if o.phases["brackets"] {
+		res, err := bracketsPhase(ctx, o)
+		if err != nil {
+			return fmt.Errorf("brackets: %w", err)
+		}
+		bracketRows(brk, res, o)
+	}
+
 	if len(main.rows) > 0 {
 		main.print(o.out, fmt.Sprintf("Engine against raw JetStream (sync=%s, %d workers, %d cores; median of runs, range in brackets)", o.sync, o.workers, runtime.NumCPU()))
 	}
 	if len(probes.rows) > 0 {
 		probes.print(o.out, "Probes (each against its reference window of the same round; median of rounds, range in brackets)")
+	}
+	if len(brk.rows) > 0 {
+		brk.print(o.out, fmt.Sprintf("Brackets (issue 14; sync=%s, %d cores): baseline = idle window, engine = under the quote stream", o.sync, runtime.NumCPU()))
 	}
 	for _, f := range failures {
 		fmt.Fprintln(o.out, "error:", f)
