@@ -155,7 +155,7 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 		if b.Side == "short" {
 			side = "buy"
 		}
-		out[b.Instrument] = append(out[b.Instrument], paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level})
+		out[b.Instrument] = append(out[b.Instrument], paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true})
 	}
 	return out
 }
@@ -225,6 +225,7 @@ func (e *Engine) Close() {
 	if e.stopSweep != nil {
 		e.stopSweep()
 	}
+	e.paper.Close()
 	e.risk.Close()
 	e.accounts.Close()
 	e.tenants.Close()

@@ -91,7 +91,7 @@ func (g *Group[S]) Seed(id string, s S, rev uint64) {
 }
 
 func (g *Group[S]) start(id string, s S, rev uint64, stale bool) *box[S] {
-	b := &box[S]{id: id, in: make(chan request[S], 256), state: s, rev: rev, stale: stale}
+	b := &box[S]{id: id, in: make(chan request[S], 32), state: s, rev: rev, stale: stale}
 	g.wg.Add(1)
 	go g.run(b)
 	return b

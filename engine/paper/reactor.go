@@ -1,11 +1,28 @@
 // Package paper is the paper book's reactor: it watches quotes and asks the
-// accounts whose working orders a quote crosses to fill them. The decision and
-// the fill price stay in the account aggregate; the reactor only wakes it.
+// accounts whose working orders a quote crosses to fill them, and those whose
+// bracket a quote would move (breakeven, trailing). The decision and the fill
+// price stay in the account aggregate; the reactor only wakes it.
+//
+// Wakes are scheduled, not fired: at most Workers are in flight at once, so
+// the reactor never fills the commit queue ahead of the traders' own orders;
+// wakes that may fill an order go before wakes that only move a stop; and an
+// account has at most one wake queued or in flight per instrument, which
+// decides on the newest quote of its instrument (quotes that arrive meanwhile
+// are conflated into it; when the wake ends, the account is checked against
+// the newest quote again).
+//
+// Accounts are indexed by the touch at which each would wake (per
+// instrument, in four ordered trees: sells that wake at or above a bid, at or
+// below it, buys at or below an ask, at or above it), so a quote visits only
+// the accounts it crosses, not every account with an order. An account that
+// is queued or in flight is out of the index until its wake ends.
 package paper
 
 import (
 	"sync"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/svc/engine/events"
 )
@@ -19,6 +36,7 @@ type Trigger struct {
 	Triggered   bool
 	TimeInForce string
 	CreatedAt   time.Time
+	Move        bool // a bracket's breakeven or trailing level: a wake of lower priority
 }
 
 // Crosses reports whether the touch (ask for a buy, bid for a sell) would fill or trigger t.
@@ -47,20 +65,170 @@ func (t Trigger) Crosses(bid, ask events.Decimal) bool {
 	return false
 }
 
-// Reactor indexes working orders by instrument and account.
+// Workers bounds the wakes in flight at once.
+const Workers = 4
+
+type key struct{ account, instrument string }
+
+// level is one account's wake level in one tree.
+type level struct {
+	at      events.Decimal
+	account string
+}
+
+func less(a, b level) bool {
+	if c := a.at.Cmp(b.at); c != 0 {
+		return c < 0
+	}
+	return a.account < b.account
+}
+
+// book is one instrument's index: the wake level of every idle account with
+// triggers on it, in the tree of its direction.
+type book struct {
+	sellUp, sellDown, buyUp, buyDown *btree.BTreeG[level]
+	market                           map[string]bool // accounts with a resting market order: any quote wakes them
+	quote                            *[2]events.Decimal
+	seq                              uint64 // quotes seen
+}
+
+func newBook() *book {
+	return &book{sellUp: btree.NewG(16, less), sellDown: btree.NewG(16, less), buyUp: btree.NewG(16, less),
+		buyDown: btree.NewG(16, less), market: map[string]bool{}}
+}
+
+// levels are the touches at which triggers ts wake an account, nearest in
+// each direction: a sell at or above a bid (limit, triggered stop-limit,
+// move), at or below it (stop); a buy at or below an ask, at or above it.
+type levels struct {
+	sellUp, sellDown, buyUp, buyDown *events.Decimal
+	market                           bool
+}
+
+func levelsOf(ts []Trigger) levels {
+	var l levels
+	nearer := func(cur **events.Decimal, p events.Decimal, lower bool) {
+		if *cur == nil || (lower && p.Cmp(**cur) < 0) || (!lower && p.Cmp(**cur) > 0) {
+			v := p
+			*cur = &v
+		}
+	}
+	for _, t := range ts {
+		limit := t.OrderType == "limit" || (t.OrderType == "stop_limit" && t.Triggered)
+		switch {
+		case t.OrderType == "market":
+			l.market = true
+		case limit && t.Side == "sell":
+			nearer(&l.sellUp, *t.LimitPrice, true)
+		case limit:
+			nearer(&l.buyDown, *t.LimitPrice, false)
+		case t.Side == "sell":
+			nearer(&l.sellDown, *t.StopPrice, false)
+		default:
+			nearer(&l.buyUp, *t.StopPrice, true)
+		}
+	}
+	return l
+}
+
+// waker is one account's wake on one instrument, queued or in flight.
+type waker struct {
+	fill     bool // may fill an order: goes first
+	queued   bool
+	inflight bool
+}
+
+// Reactor indexes working orders by instrument and account and schedules wakes.
 type Reactor struct {
-	mu       sync.Mutex
-	byInst   map[string]map[string][]Trigger
-	inflight map[string]bool
-	wake     func(accountID, instrument string, bid, ask events.Decimal) // sends the fill command; may block
+	mu      sync.Mutex
+	byInst  map[string]map[string][]Trigger
+	indexed map[key]levels // what the trees hold for an idle account
+	books   map[string]*book
+	wakers  map[key]*waker
+	fills   []key // queued wakes that may fill, FIFO
+	moves   []key // queued wakes that only move stops, FIFO
+	ready   *sync.Cond
+	closed  bool
+	wg      sync.WaitGroup
+	wake    func(accountID, instrument string, bid, ask events.Decimal) // sends the command; may block
 }
 
-// New makes a reactor; wake sends an account the command to fill at the given touch.
+// New makes a reactor with Workers wake workers; wake sends an account the
+// command to fill or move at the given touch. Close stops the workers.
 func New(wake func(accountID, instrument string, bid, ask events.Decimal)) *Reactor {
-	return &Reactor{byInst: map[string]map[string][]Trigger{}, inflight: map[string]bool{}, wake: wake}
+	r := &Reactor{byInst: map[string]map[string][]Trigger{}, indexed: map[key]levels{}, books: map[string]*book{},
+		wakers: map[key]*waker{}, wake: wake}
+	r.ready = sync.NewCond(&r.mu)
+	for i := 0; i < Workers; i++ {
+		r.wg.Add(1)
+		go r.work()
+	}
+	return r
 }
 
-// Track replaces what the reactor knows of one account's working orders.
+// Close stops the workers after the wakes in flight; queued wakes are dropped
+// (the next quote after a restart wakes them again).
+func (r *Reactor) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.ready.Broadcast()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func (r *Reactor) book(instrument string) *book {
+	b, ok := r.books[instrument]
+	if !ok {
+		b = newBook()
+		r.books[instrument] = b
+	}
+	return b
+}
+
+// unindex takes an account out of an instrument's trees.
+func (r *Reactor) unindex(k key) {
+	l, ok := r.indexed[k]
+	if !ok {
+		return
+	}
+	delete(r.indexed, k)
+	b := r.book(k.instrument)
+	for _, e := range []struct {
+		t *btree.BTreeG[level]
+		p *events.Decimal
+	}{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}} {
+		if e.p != nil {
+			e.t.Delete(level{*e.p, k.account})
+		}
+	}
+	delete(b.market, k.account)
+}
+
+// index puts an idle account into an instrument's trees by its triggers there.
+func (r *Reactor) index(k key, ts []Trigger) {
+	r.unindex(k)
+	if len(ts) == 0 {
+		return
+	}
+	l := levelsOf(ts)
+	b := r.book(k.instrument)
+	for _, e := range []struct {
+		t *btree.BTreeG[level]
+		p *events.Decimal
+	}{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}} {
+		if e.p != nil {
+			e.t.ReplaceOrInsert(level{*e.p, k.account})
+		}
+	}
+	if l.market {
+		b.market[k.account] = true
+	}
+	r.indexed[k] = l
+}
+
+// Track replaces what the reactor knows of one account's working orders. An
+// account that is queued or in flight stays out of the index: its wake's end
+// checks it against the newest quote.
 func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,6 +238,7 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			if len(accts) == 0 {
 				delete(r.byInst, inst)
 			}
+			r.unindex(key{accountID, inst})
 		}
 	}
 	for inst, ts := range byInstrument {
@@ -79,6 +248,9 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			r.byInst[inst] = accts
 		}
 		accts[accountID] = ts
+		if k := (key{accountID, inst}); r.wakers[k] == nil {
+			r.index(k, ts)
+		}
 	}
 }
 
@@ -108,31 +280,133 @@ func (r *Reactor) DayOrdersBefore(t time.Time) []string {
 	return out
 }
 
-// OnQuote wakes every account with a working order the quote crosses, one
-// wake in flight per account and instrument.
-func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
-	r.mu.Lock()
-	var due []string
-	for acct, ts := range r.byInst[instrument] {
-		key := acct + "|" + instrument
-		if r.inflight[key] {
-			continue
-		}
-		for _, t := range ts {
-			if t.Crosses(bid, ask) {
-				r.inflight[key] = true
-				due = append(due, acct)
-				break
+// crossing reports whether the quote crosses one of ts, and whether one it
+// crosses may fill an order.
+func crossing(ts []Trigger, bid, ask events.Decimal) (crosses, fill bool) {
+	for _, t := range ts {
+		if t.Crosses(bid, ask) {
+			crosses = true
+			if !t.Move {
+				return true, true
 			}
 		}
 	}
-	r.mu.Unlock()
+	return crosses, false
+}
+
+// OnQuote records the instrument's newest quote and schedules a wake of every
+// idle account whose triggers it crosses; accounts already queued or in
+// flight will decide on this quote or a newer one.
+func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.book(instrument)
+	b.quote, b.seq = &[2]events.Decimal{bid, ask}, b.seq+1
+	var due []string
+	b.sellUp.Ascend(func(l level) bool { // a sell limit at or below the bid
+		if l.at.Cmp(bid) > 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	b.sellDown.Descend(func(l level) bool { // a sell stop at or above the bid
+		if l.at.Cmp(bid) < 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	b.buyDown.Descend(func(l level) bool { // a buy limit at or above the ask
+		if l.at.Cmp(ask) < 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	b.buyUp.Ascend(func(l level) bool { // a buy stop at or below the ask
+		if l.at.Cmp(ask) > 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	for acct := range b.market {
+		due = append(due, acct)
+	}
+	woke := false
 	for _, acct := range due {
-		go func(acct string) {
-			r.wake(acct, instrument, bid, ask)
-			r.mu.Lock()
-			delete(r.inflight, acct+"|"+instrument)
-			r.mu.Unlock()
-		}(acct)
+		k := key{acct, instrument}
+		if r.wakers[k] != nil {
+			continue // named by two trees
+		}
+		_, fill := crossing(r.byInst[instrument][acct], bid, ask)
+		r.unindex(k)
+		r.wakers[k] = &waker{fill: fill, queued: true}
+		r.enqueue(k, fill)
+		woke = true
+	}
+	if woke {
+		r.ready.Broadcast()
+	}
+}
+
+func (r *Reactor) enqueue(k key, fill bool) {
+	if fill {
+		r.fills = append(r.fills, k)
+	} else {
+		r.moves = append(r.moves, k)
+	}
+}
+
+// next pops the next queued wake: fills first.
+func (r *Reactor) next() (key, *waker, bool) {
+	for {
+		var k key
+		switch {
+		case len(r.fills) > 0:
+			k, r.fills = r.fills[0], r.fills[1:]
+		case len(r.moves) > 0:
+			k, r.moves = r.moves[0], r.moves[1:]
+		default:
+			return key{}, nil, false
+		}
+		if w := r.wakers[k]; w != nil && w.queued {
+			return k, w, true
+		}
+	}
+}
+
+func (r *Reactor) work() {
+	defer r.wg.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		k, w, ok := r.next()
+		for !ok && !r.closed {
+			r.ready.Wait()
+			k, w, ok = r.next()
+		}
+		if !ok {
+			return
+		}
+		w.queued, w.inflight = false, true
+		b := r.book(k.instrument)
+		q, seq := *b.quote, b.seq // the newest quote of the instrument
+		r.mu.Unlock()
+		r.wake(k.account, k.instrument, q[0], q[1])
+		r.mu.Lock()
+		// The account's triggers are as its commit left them (Track ran in its
+		// After): when a newer quote came during the wake and crosses them,
+		// wake again at once; else index it to wait for a quote that does.
+		ts := r.byInst[k.instrument][k.account]
+		nq := *b.quote
+		if crosses, fill := crossing(ts, nq[0], nq[1]); crosses && !r.closed && b.seq != seq {
+			w.inflight, w.queued, w.fill = false, true, fill
+			r.enqueue(k, fill)
+			continue
+		}
+		delete(r.wakers, k)
+		r.index(k, ts)
 	}
 }
