@@ -182,6 +182,10 @@ func (h *Handlers) exec(r *http.Request, venueID string, cmd commands.Command) (
 // /api/back-office/venues). The venue's id derives from the caller and the
 // Idempotency-Key, so a retry reaches the same venue and gets its first answer.
 func (h *Handlers) CreateVenue(w http.ResponseWriter, r *http.Request) ([]events.Event, error) {
+	if h.d.Env == "production" {
+		return nil, httpx.Errorf(http.StatusForbidden, "permission_denied",
+			"production venues are arranged when a venue qualifies: the operator creates them (engine admin create-venue)")
+	}
 	var c venuecmd.CreateVenue
 	if err := httpx.Decode(r, &c, 0); err != nil {
 		return nil, err

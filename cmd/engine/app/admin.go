@@ -3,6 +3,8 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,9 +19,12 @@ import (
 
 	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
+	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/events"
+	evfirm "github.com/svc/engine/events/firm"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/identity"
+	"github.com/svc/engine/projections"
 )
 
 // Admin is `engine admin <action> [flags]`: the operator's way into a
@@ -35,9 +40,10 @@ import (
 //	engine admin grant-operator -email E -venue V [-scopes account:read,account:write]
 //	engine admin issue-partner-key -firm NAME -email E
 //	engine admin issue-key -email E [-name N]
+//	engine admin create-venue -email OWNER -org ORG -name NAME
 func Admin(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
 	usage := func() {
-		fmt.Fprintln(errOut, "Usage: engine admin create-user|verify|grant-operator|issue-partner-key|issue-key [flags] [engine flags]")
+		fmt.Fprintln(errOut, "Usage: engine admin create-user|verify|grant-operator|issue-partner-key|issue-key|create-venue [flags] [engine flags]")
 	}
 	if len(args) == 0 {
 		usage()
@@ -52,7 +58,8 @@ func Admin(ctx context.Context, args []string, getenv func(string) string, out, 
 	venue := fs.String("venue", "", "grant-operator: the venue id")
 	scopes := fs.String("scopes", "account:read,account:write", "grant-operator: comma-separated scopes; empty revokes the grant")
 	firm := fs.String("firm", "", "issue-partner-key: the firm's name")
-	name := fs.String("name", "admin", "issue-key: the key's name")
+	name := fs.String("name", "admin", "issue-key: the key's name; create-venue: the venue's name")
+	org := fs.String("org", "", "create-venue: the organization the venue belongs to (the -email user must own it)")
 	// The engine's own settings choose the log: flags that are not the
 	// action's go to the engine's configuration.
 	var own, engineArgs []string
@@ -168,6 +175,34 @@ func Admin(ctx context.Context, args []string, getenv func(string) string, out, 
 		}
 		result["firmId"], result["partnerKey"] = firmID, secret
 		delete(result, "userId")
+	case "create-venue":
+		if err := need(*org, "org"); err != nil {
+			return err
+		}
+		m, err := projections.GetInto[projections.OrgMember](ctx, d.Store, projections.CollOrgMember, *org+"/"+uid)
+		if err != nil || m.Role != "owner" {
+			return fmt.Errorf("engine admin create-venue: %s is not an owner of organization %s", *email, *org)
+		}
+		sum := sha256.Sum256([]byte("admin\x00" + *org + "\x00" + *name))
+		firmID := "firm_" + hex.EncodeToString(sum[:12])
+		if err := exec(firmID, &tenantcmd.CreateTenant{Name: *name, Kind: "firm"}); err != nil {
+			return err
+		}
+		venueID := evfirm.VenueID(firmID)
+		env := d.Engine.Envelope(sys, "admin-venue-"+firmID, &venuecmd.CreateVenue{OrgID: *org, Name: *name, FirmTenantID: firmID,
+			By: venuecmd.Owner{UserID: uid, Verified: true, Owner: true}})
+		env.Digest = env.Key
+		res, err := d.Engine.Venue(ctx, venueID, env)
+		var replay *commands.Replay
+		if err != nil && !errors.As(err, &replay) {
+			return err
+		}
+		if err == nil {
+			if err := d.Settle(ctx, res); err != nil {
+				return err
+			}
+		}
+		result["venueId"], result["orgId"] = venueID, *org
 	case "issue-key":
 		secret := auth.NewKey("svc_sk_")
 		if err := exec(uid, &tenantcmd.IssueKey{KeyID: "key_" + ulid.Make().String(), Digest: auth.Digest(secret), Kind: "trading", Prefix: secret[:11], Name: *name}); err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
@@ -55,9 +57,25 @@ func TestAdminMakesProductionUsable(t *testing.T) {
 	if r := e.Do(apptest.Req{Method: "GET", Path: "/api/partner/accounts", Key: p["partnerKey"].(string)}); r.Status != 200 {
 		t.Fatalf("partner key: %d %s", r.Status, r.Body)
 	}
-	login(t, e, "owner@firm.example", password)
+	s := login(t, e, "owner@firm.example", password)
 	// The production engine made no demo tenant.
 	if e.Key != "" {
 		t.Fatalf("production wrote a demo key")
+	}
+
+	// Production venues are the operator's to create; then their owners manage them.
+	org := e.AsSession(s.cookie, apptest.Req{Method: "POST", Path: "/api/organizations", Body: map[string]any{"name": "Firm Ltd"}}).Map(t)["organization"].(map[string]any)["id"].(string)
+	if r := e.AsSession(s.cookie, apptest.Req{Method: "POST", Path: "/api/back-office/venues", Headers: map[string]string{"Idempotency-Key": "v1"},
+		Body: map[string]any{"orgId": org, "name": "Firm Venue"}}); r.Status != 403 {
+		t.Fatalf("self-serve venue in production: %d %s", r.Status, r.Body)
+	}
+	e.Stop()
+	v := admin(t, dir, "create-venue", "-email", "owner@firm.example", "-org", org, "-name", "Firm Venue")
+	e = apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env = "production" }})
+	s = login(t, e, "owner@firm.example", password)
+	r := e.AsSession(s.cookie, apptest.Req{Method: "POST", Path: "/api/back-office/venues/" + v["venueId"].(string) + "/keys",
+		Headers: map[string]string{"Idempotency-Key": "k1"}, Body: map[string]any{"name": "ci", "scopes": []string{"provider:manage"}, "expiresAt": time.Now().AddDate(0, 1, 0).UTC().Format(time.RFC3339)}})
+	if r.Status != 201 || !strings.HasPrefix(r.Map(t)["secret"].(string), "svc_vk_production_") {
+		t.Fatalf("a production venue key: %d %s", r.Status, r.Body)
 	}
 }
