@@ -84,6 +84,16 @@ func Codes() map[string]CodeInfo {
 		"unsupported_value":          {Status: []int{http.StatusBadRequest}}, // a venue manifest's or condition's value outside the allowed set
 		"webhook_exists":             {Status: []int{http.StatusConflict}},
 		"webhook_limit_reached":      {Status: []int{http.StatusConflict}},
+		"config_limit_reached":       {Status: []int{http.StatusConflict}},
+		"entitled_source_unserved":   {Status: []int{http.StatusBadRequest}},
+		"entry_halted":               {Status: []int{http.StatusUnprocessableEntity}},
+		"financing_superseded":       {Status: []int{http.StatusBadRequest}},
+		"loss_limit_unenforced":      {Status: []int{http.StatusBadRequest}},
+		"margin_policy_superseded":   {Status: []int{http.StatusBadRequest}},
+		"round_turn_is_both":         {Status: []int{http.StatusBadRequest}},
+		"stage_version_unrecorded":   {Status: []int{http.StatusLocked}},
+		"venue_route_missing":        {Status: []int{http.StatusUnprocessableEntity}},
+		"version_conflict":           {Status: []int{http.StatusConflict}},
 		"write_recorded":             {Status: []int{http.StatusAccepted}}, // recorded; the read models are behind
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -77,10 +79,12 @@ type Engine struct {
 	reg       events.Registry
 	accounts  *mailbox.Group[*account.State]
 	tenants   *mailbox.Group[*tenant.State]
-	orgs      *mailbox.Group[*org.State]   // organizations (orgs.go)
-	plans     *mailbox.Group[*plan.State]  // saved exit plans (plans.go)
-	venues    *mailbox.Group[*venue.State] // venues, their keys and provider versions (venues.go)
-	firms     *mailbox.Group[*firm.State]  // firm area (firm.go)
+	orgs      *mailbox.Group[*org.State]                // organizations (orgs.go)
+	plans     *mailbox.Group[*plan.State]               // saved exit plans (plans.go)
+	venues    *mailbox.Group[*venue.State]              // venues, their keys and provider versions (venues.go)
+	terms     atomic.Pointer[map[string]*trading.Terms] // every venue group's terms (setTerms)
+	termsMu   sync.Mutex
+	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	stopFeed  func()
@@ -167,8 +171,21 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (uint64, error) {
 	accts := map[string]*account.State{}
 	revs := map[string]uint64{}
+	venues, venueRevs := map[string]*venue.State{}, map[string]uint64{}
 	aggregates := func(cs []events.Committed) error {
 		for _, c := range cs {
+			if id, isVenue := events.SubjectID(c.Subject, events.KindVenue); isVenue {
+				s, ok := venues[id]
+				if !ok {
+					s = venue.New(id)
+					venues[id] = s
+				}
+				for _, ev := range c.Events {
+					s = venue.Apply(s, ev)
+				}
+				venues[id], venueRevs[id] = s, c.Seq
+				continue
+			}
 			id, isAccount := events.SubjectID(c.Subject, events.KindAccount)
 			if !isAccount {
 				continue
@@ -196,10 +213,16 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 			return nil
 		})
 	}
-	skip := func(subject string) bool { return tap == nil && !events.IsKind(subject, events.KindAccount) }
+	skip := func(subject string) bool {
+		return tap == nil && !events.IsKind(subject, events.KindAccount) && !events.IsKind(subject, events.KindVenue)
+	}
 	last, err := replayDecoded(ctx, e.cfg.Log, e.reg, skip, consumers...)
 	if err != nil {
 		return 0, err
+	}
+	for id, s := range venues {
+		e.venues.Seed(id, s, venueRevs[id])
+		e.setTerms(id, venue.Terms(s, venueRevs[id]))
 	}
 	for id, s := range accts {
 		e.accounts.Seed(id, s, revs[id])
@@ -255,8 +278,30 @@ func (e *Engine) Feed() market.Feed { return e.cfg.Feed }
 
 // market is the context attached to trading commands: every permitted
 // instrument's spec and its newest quote.
+// setTerms replaces the compiled terms of one venue's groups in the
+// engine's snapshot (copy on write: commands hold the map they were given).
+func (e *Engine) setTerms(venueID string, terms map[string]*trading.Terms) {
+	e.termsMu.Lock()
+	defer e.termsMu.Unlock()
+	next := map[string]*trading.Terms{}
+	if cur := e.terms.Load(); cur != nil {
+		for k, t := range *cur {
+			if t.VenueID != venueID {
+				next[k] = t
+			}
+		}
+	}
+	for k, t := range terms {
+		next[k] = t
+	}
+	e.terms.Store(&next)
+}
+
 func (e *Engine) market() trading.Market {
 	m := trading.Market{Quotes: make(map[string]trading.Quote, len(e.priced)), Specs: e.specs}
+	if t := e.terms.Load(); t != nil {
+		m.Terms = *t
+	}
 	for _, in := range e.priced {
 		src := e.cfg.Feed
 		if in.AssetClass == "futures" {
@@ -377,7 +422,10 @@ func (e *Engine) expireDayOrders(ctx context.Context, every time.Duration) {
 func (e *Engine) wake(accountID, instrument string, bid, ask events.Decimal) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	env := e.Envelope(events.Principal{System: "paper"}, "", &trading.FillWorking{
-		Quote: trading.Quote{Instrument: instrument, Bid: bid, Ask: ask, At: e.cfg.Now().UTC()}})
+	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: bid, Ask: ask, At: e.cfg.Now().UTC()}}
+	if t := e.terms.Load(); t != nil {
+		fw.Terms = *t
+	}
+	env := e.Envelope(events.Principal{System: "paper"}, "", fw)
 	_, _ = e.accounts.Execute(ctx, accountID, env) // a failure leaves the order working; the next quote retries
 }

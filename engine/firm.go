@@ -29,6 +29,16 @@ func (e *Engine) Firm(ctx context.Context, tenantID string, env commands.Envelop
 	return e.firms.Execute(ctx, tenantID, env)
 }
 
+// AdviseFirm decides env on the firm's live state without committing: the
+// refusal, or the replay (*commands.Replay) of an Idempotency-Key answered
+// before, that the command would meet; nil when it would be recorded. The
+// command need not be whole yet (a test ping's outcome, asked before the
+// ping): Firm validates it when it runs.
+func (e *Engine) AdviseFirm(ctx context.Context, tenantID string, env commands.Envelope) error {
+	_, err := e.firms.DryRun(ctx, tenantID, env)
+	return err
+}
+
 // InspectFirm runs fn on the firm's live state in its mailbox goroutine.
 func (e *Engine) InspectFirm(ctx context.Context, tenantID string, fn func(*firm.State, uint64)) error {
 	return e.firms.Inspect(ctx, tenantID, fn)

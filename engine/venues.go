@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/svc/engine/commands"
+	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/engine/venue"
+	"github.com/svc/engine/events"
 	evvenue "github.com/svc/engine/events/venue"
 )
 
@@ -16,6 +18,9 @@ func newVenues(cfg Config, e *Engine) *mailbox.Group[*venue.State] {
 		New:     venue.New,
 		Decide:  venue.Decide,
 		Apply:   venue.Apply,
+		After: func(id string, s *venue.State, c events.Committed) {
+			e.setTerms(id, venue.Terms(s, c.Seq))
+		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 }
 
@@ -25,4 +30,15 @@ func (e *Engine) Venue(ctx context.Context, venueID string, env commands.Envelop
 		return Result{}, err
 	}
 	return e.venues.Execute(ctx, venueID, env)
+}
+
+// Terms are the compiled terms of a venue's group as of the venue's last
+// commit, or false when the venue holds no such live group.
+func (e *Engine) Terms(venueID, groupID string) (trading.Terms, bool) {
+	if t := e.terms.Load(); t != nil {
+		if g, ok := (*t)[venueID+"/"+groupID]; ok {
+			return *g, true
+		}
+	}
+	return trading.Terms{}, false
 }

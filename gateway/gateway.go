@@ -85,8 +85,8 @@ func Handler(d *api.Deps, o Options) http.Handler {
 
 	tr := root.NewRoute().Subrouter()
 	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading"), d.Auth.Writes(httpx.Trading))
-	routes(d, o.Areas, tr, firm, open)
-	venueRoutes(d, venues, partnerVenues, backOffice)
+	f := routes(d, o.Areas, tr, firm, open)
+	venueRoutes(d, f, venues, partnerVenues, backOffice)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, "not_found", "no such route"))
 	})

@@ -46,7 +46,10 @@ type Areas struct {
 //     anyone, operator routes an operator's session cookie and never a key,
 //     /api/auth/ anyone (sign-up, sign-in, tokens), /api/keys a session only,
 //     /api/account/demo a session or a Trading API key
-func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
+//
+// It answers the firm area's handlers (nil when the area is not served): the
+// venue routes' twins of the partner routes run them too.
+func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) *firmgw.Handlers {
 	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
 	get := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodGet) }
 	post := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPost) }
@@ -123,8 +126,9 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	}
 
 	// Firm: a partner key.
+	var f *firmgw.Handlers
 	if a.Firm != nil {
-		f := firmgw.New(d, *a.Firm)
+		f = firmgw.New(d, *a.Firm)
 		rel := func(path string) string { return strings.TrimPrefix(path, "/api/partner") }
 		post(firm, rel("/api/partner/accounts"), serve(f.Provision))
 		get(firm, rel("/api/partner/accounts"), serve(f.ListAccounts))
@@ -172,13 +176,16 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) {
 	get(key, "/api/risk", serve(rk.Get))
 	put(key, "/api/risk", serve(rk.Put))
 	post(key, "/api/risk/unlock", serve(rk.Unlock))
+	return f
 }
 
 // venueRoutes is the venue platform's route table: venues (a venue key;
 // /api/partner/venues/ holds the spec's named routes, /api/venues/ the rest)
 // and their back-office twins (a verified owner's session; the same doors'
-// checks, handlers and commands). Writes answer through idem.Serve.
-func venueRoutes(d *api.Deps, venues, partnerVenues, backOffice *mux.Router) {
+// checks, handlers and commands). Writes answer through idem.Serve. f is the
+// firm area's handlers, which the twins of the legacy partner routes run (nil:
+// the firm area is not served, nor are the twins).
+func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOffice *mux.Router) {
 	v := venuegw.New(d, nil)
 	read := venuegw.Serve
 	keyed := func(h idem.Handler) http.Handler { return idem.Serve(httpx.Venue, h) }
@@ -202,6 +209,48 @@ func venueRoutes(d *api.Deps, venues, partnerVenues, backOffice *mux.Router) {
 	on(venues, http.MethodPost, vv+"/providers", key(manage)(keyed(v.RegisterProvider)))
 	on(venues, http.MethodGet, vv+"/providers", key(readers...)(read(v.ListProviders)))
 	on(venues, http.MethodGet, vv+"/providers/{providerId}", key(readers...)(read(v.GetProvider)))
+
+	// The venue's configuration, and the accounts it issues into its groups.
+	kinds := "/{kind:" + strings.Join(venuecmd.ConfigKinds, "|") + "}"
+	config, configReaders := venuecmd.ScopeConfigManage, []string{venuecmd.ScopeConfigManage, venuecmd.ScopeAccountRead}
+	accountManage, accountRead := venuecmd.ScopeAccountManage, []string{venuecmd.ScopeAccountRead, venuecmd.ScopeAccountManage}
+	for _, d := range []struct {
+		r     *mux.Router
+		base  string
+		admit func(scopes ...string) func(http.Handler) http.Handler
+	}{{venues, vv, key}, {backOffice, bv, func(...string) func(http.Handler) http.Handler { return v.OwnerDoor }}} {
+		on(d.r, http.MethodGet, d.base+kinds, d.admit(configReaders...)(read(v.ListConfig)))
+		on(d.r, http.MethodGet, d.base+kinds+"/{id}", d.admit(configReaders...)(read(v.GetConfig)))
+		on(d.r, http.MethodPut, d.base+kinds+"/{id}", d.admit(config)(keyed(v.PutConfig)))
+		on(d.r, http.MethodDelete, d.base+kinds+"/{id}", d.admit(config)(keyed(v.RetireConfig)))
+		on(d.r, http.MethodPost, d.base+"/accounts", d.admit(accountManage)(read(v.IssueAccount)))
+		on(d.r, http.MethodGet, d.base+"/accounts", d.admit(accountRead...)(read(v.ListAccounts)))
+	}
+
+	// The twins of the legacy partner routes (halt and resume, balance
+	// operations and receipts, usage, webhooks): the same commands, for the
+	// venue's firm tenant (AsFirm), errors in the venue shape.
+	if f != nil {
+		tw, asFirm := v.Twins(f), venuegw.AsFirm
+		acctManage, acctRead, hooks := venuecmd.ScopeAccountManage, venuecmd.ScopeAccountRead, venuecmd.ScopeWebhookManage
+		for _, d := range []struct {
+			r     *mux.Router
+			base  string
+			admit func(scopes ...string) func(http.Handler) http.Handler
+		}{{partnerVenues, pv, key}, {backOffice, bv, func(...string) func(http.Handler) http.Handler { return v.OwnerDoor }}} {
+			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/halt", d.admit(acctManage)(asFirm(keyed(tw.Halt))))
+			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/resume", d.admit(acctManage)(asFirm(keyed(tw.Resume))))
+			on(d.r, http.MethodPost, d.base+"/balance-ops", d.admit(acctManage)(asFirm(read(tw.BalanceOp))))
+			on(d.r, http.MethodGet, d.base+"/balance-ops/{referenceId}", d.admit(acctRead)(read(tw.Receipt)))
+			on(d.r, http.MethodGet, d.base+"/usage", d.admit(acctRead)(asFirm(read(f.Usage))))
+			on(d.r, http.MethodGet, d.base+"/usage/accounts", d.admit(acctRead)(asFirm(read(f.UsageAccounts))))
+			on(d.r, http.MethodPost, d.base+"/webhooks", d.admit(hooks)(asFirm(read(tw.RegisterWebhook))))
+			on(d.r, http.MethodGet, d.base+"/webhooks", d.admit(hooks)(asFirm(read(f.ListWebhooks))))
+			on(d.r, http.MethodPost, d.base+"/webhooks/test", d.admit(hooks)(asFirm(keyed(tw.TestWebhook))))
+			on(d.r, http.MethodGet, d.base+"/webhooks/deliveries", d.admit(hooks)(asFirm(read(f.Deliveries))))
+			on(d.r, http.MethodDelete, d.base+"/webhooks/{id}", d.admit(hooks)(asFirm(keyed(tw.RemoveWebhook))))
+		}
+	}
 
 	owner := v.OwnerDoor
 	on(backOffice, http.MethodPost, "/api/back-office/venues", keyed(v.CreateVenue))

@@ -78,6 +78,16 @@ func foldVenue(tx Tx, id string, c events.Committed) error {
 			err = tx.Put(CollKey, digest, k)
 		case evvenue.ProviderRegistered:
 			err = tx.Put(CollProvider, id+"/"+e.Provider.ID, e.Provider)
+		case evvenue.ConfigSet:
+			k := id + "/" + e.Kind + "/" + e.ID
+			c := VenueConfig{Kind: e.Kind, ID: e.ID, CreatedAt: e.At}
+			if _, err = tx.Get(CollVenueConfig, k, &c); err == nil {
+				c.Version, c.Retired, c.UpdatedAt = e.Version, e.Retired, e.At
+				if !e.Retired {
+					c.Spec = e.Body
+				}
+				err = tx.Put(CollVenueConfig, k, c)
+			}
 		}
 		if err != nil {
 			return err
@@ -311,7 +321,7 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		case evacct.Opened:
 			*a = Account{AccountID: id, TenantID: e.TenantID, Broker: e.Broker, AccountNumber: e.AccountNumber,
 				Label: e.Label, Currency: e.Currency, Kind: e.Kind, Email: e.Email, ReferenceID: e.ReferenceID,
-				StartingBalance: e.StartingBalance, Balance: e.StartingBalance, CreatedAt: e.At}
+				StartingBalance: e.StartingBalance, Balance: e.StartingBalance, VenueID: e.VenueID, GroupID: e.GroupID, CreatedAt: e.At}
 			if err = tx.Put(CollTenantAccount, e.TenantID+"/"+id, id); err == nil {
 				err = tx.Put(CollAccountNumber, e.Broker+"/"+e.AccountNumber, id)
 			}
@@ -358,6 +368,11 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committed, e evacct.OrderFilled) error {
 	a.Balance = e.Balance
 	a.Realized = a.Realized.Add(e.Realized)
+	fee := events.Int(0)
+	if e.Commission != nil {
+		fee = *e.Commission
+		a.Commissions = a.Commissions.Add(fee)
+	}
 	err := orders.update(e.BrokerOrderID, func(o *Order) {
 		avg := e.OrderAvgPrice
 		o.FilledQuantity, o.AvgFillPrice, o.UpdatedAt = e.OrderFilled, &avg, e.At
@@ -370,7 +385,7 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 		return err
 	}
 	f := Fill{FillID: e.FillID, BrokerOrderID: e.BrokerOrderID, Instrument: e.Instrument, Side: e.Side,
-		Quantity: e.Quantity, Price: e.Price, RealizedPnl: e.Realized, Time: e.At}
+		Quantity: e.Quantity, Price: e.Price, RealizedPnl: e.Realized, Commission: fee, Time: e.At}
 	if err := tx.Put(CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, f); err != nil {
 		return err
 	}

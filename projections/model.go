@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -36,6 +37,7 @@ const (
 	CollOrgVenue      = "org_venue"      // orgID/venueID -> venue id
 	CollVenueKey      = "venue_key"      // venueID/keyID -> digest
 	CollProvider      = "provider"       // venueID/providerID -> evvenue.Provider
+	CollVenueConfig   = "venue_config"   // venueID/kind/id -> VenueConfig
 )
 
 // Plan is a saved exit plan as read.
@@ -56,6 +58,17 @@ type Venue struct {
 	Name         string    `json:"name"`
 	CreatedBy    string    `json:"createdBy"`
 	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// VenueConfig is one item of a venue's configuration as read.
+type VenueConfig struct {
+	Kind      string          `json:"kind"`
+	ID        string          `json:"id"`
+	Version   int             `json:"version"`
+	Retired   bool            `json:"retired"`
+	Spec      json.RawMessage `json:"spec"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
 }
 
 // Org is an organization as read.
@@ -154,6 +167,9 @@ type Account struct {
 	StartingBalance events.Decimal `json:"startingBalance"`
 	Balance         events.Decimal `json:"balance"`
 	Realized        events.Decimal `json:"realized"`
+	Commissions     events.Decimal `json:"commissions"` // paid on fills, in Balance already
+	VenueID         string         `json:"venueId,omitempty"`
+	GroupID         string         `json:"groupId,omitempty"`
 	Revision        uint64         `json:"revision"`
 	CreatedAt       time.Time      `json:"createdAt"`
 	UpdatedAt       time.Time      `json:"updatedAt"`
@@ -192,6 +208,7 @@ type Fill struct {
 	Quantity      events.Decimal `json:"quantity"`
 	Price         events.Decimal `json:"price"`
 	RealizedPnl   events.Decimal `json:"realizedPnl"`
+	Commission    events.Decimal `json:"commission"` // charged by the venue's condition (0 elsewhere)
 	Time          time.Time      `json:"time"`
 }
 

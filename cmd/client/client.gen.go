@@ -327,14 +327,18 @@ const (
 	ErrorCodeAmountPrecisionExceeded ErrorCode = "amount_precision_exceeded"
 	ErrorCodeBalanceRefused          ErrorCode = "balance_refused"
 	ErrorCodeBodyTooLarge            ErrorCode = "body_too_large"
+	ErrorCodeConfigLimitReached      ErrorCode = "config_limit_reached"
 	ErrorCodeCurrencyNotIssuable     ErrorCode = "currency_not_issuable"
 	ErrorCodeEmailUnverified         ErrorCode = "email_unverified"
 	ErrorCodeEngineDraining          ErrorCode = "engine_draining"
 	ErrorCodeEngineOverloaded        ErrorCode = "engine_overloaded"
 	ErrorCodeEngineStarting          ErrorCode = "engine_starting"
+	ErrorCodeEntitledSourceUnserved  ErrorCode = "entitled_source_unserved"
+	ErrorCodeEntryHalted             ErrorCode = "entry_halted"
 	ErrorCodeExitPlanConflict        ErrorCode = "exit_plan_conflict"
 	ErrorCodeFeedRequiresConnection  ErrorCode = "feed_requires_connection"
 	ErrorCodeFeedUnavailable         ErrorCode = "feed_unavailable"
+	ErrorCodeFinancingSuperseded     ErrorCode = "financing_superseded"
 	ErrorCodeHoldsUnreadable         ErrorCode = "holds_unreadable"
 	ErrorCodeIdempotencyConflict     ErrorCode = "idempotency_conflict"
 	ErrorCodeIdempotencyKeyRequired  ErrorCode = "idempotency_key_required"
@@ -354,6 +358,8 @@ const (
 	ErrorCodeLastOwner               ErrorCode = "last_owner"
 	ErrorCodeLockNotOwned            ErrorCode = "lock_not_owned"
 	ErrorCodeLogUnavailable          ErrorCode = "log_unavailable"
+	ErrorCodeLossLimitUnenforced     ErrorCode = "loss_limit_unenforced"
+	ErrorCodeMarginPolicySuperseded  ErrorCode = "margin_policy_superseded"
 	ErrorCodeMarketDataUnavailable   ErrorCode = "market_data_unavailable"
 	ErrorCodeMemberLimitReached      ErrorCode = "member_limit_reached"
 	ErrorCodeMethodNotAllowed        ErrorCode = "method_not_allowed"
@@ -370,8 +376,10 @@ const (
 	ErrorCodeRegistrationLinked      ErrorCode = "registration_linked"
 	ErrorCodeRegistrationRevoked     ErrorCode = "registration_revoked"
 	ErrorCodeRiskLocked              ErrorCode = "risk_locked"
+	ErrorCodeRoundTurnIsBoth         ErrorCode = "round_turn_is_both"
 	ErrorCodeSessionRequired         ErrorCode = "session_required"
 	ErrorCodeSettingsLocked          ErrorCode = "settings_locked"
+	ErrorCodeStageVersionUnrecorded  ErrorCode = "stage_version_unrecorded"
 	ErrorCodeStoreUnavailable        ErrorCode = "store_unavailable"
 	ErrorCodeSubscriptionLimit       ErrorCode = "subscription_limit"
 	ErrorCodeTooManyStreams          ErrorCode = "too_many_streams"
@@ -380,6 +388,8 @@ const (
 	ErrorCodeUnknownSymbol           ErrorCode = "unknown_symbol"
 	ErrorCodeUnsupportedMediaType    ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedValue        ErrorCode = "unsupported_value"
+	ErrorCodeVenueRouteMissing       ErrorCode = "venue_route_missing"
+	ErrorCodeVersionConflict         ErrorCode = "version_conflict"
 	ErrorCodeWebhookExists           ErrorCode = "webhook_exists"
 	ErrorCodeWebhookLimitReached     ErrorCode = "webhook_limit_reached"
 	ErrorCodeWriteRecorded           ErrorCode = "write_recorded"
@@ -398,6 +408,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeBodyTooLarge:
 		return true
+	case ErrorCodeConfigLimitReached:
+		return true
 	case ErrorCodeCurrencyNotIssuable:
 		return true
 	case ErrorCodeEmailUnverified:
@@ -408,11 +420,17 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeEngineStarting:
 		return true
+	case ErrorCodeEntitledSourceUnserved:
+		return true
+	case ErrorCodeEntryHalted:
+		return true
 	case ErrorCodeExitPlanConflict:
 		return true
 	case ErrorCodeFeedRequiresConnection:
 		return true
 	case ErrorCodeFeedUnavailable:
+		return true
+	case ErrorCodeFinancingSuperseded:
 		return true
 	case ErrorCodeHoldsUnreadable:
 		return true
@@ -452,6 +470,10 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeLogUnavailable:
 		return true
+	case ErrorCodeLossLimitUnenforced:
+		return true
+	case ErrorCodeMarginPolicySuperseded:
+		return true
 	case ErrorCodeMarketDataUnavailable:
 		return true
 	case ErrorCodeMemberLimitReached:
@@ -484,9 +506,13 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeRiskLocked:
 		return true
+	case ErrorCodeRoundTurnIsBoth:
+		return true
 	case ErrorCodeSessionRequired:
 		return true
 	case ErrorCodeSettingsLocked:
+		return true
+	case ErrorCodeStageVersionUnrecorded:
 		return true
 	case ErrorCodeStoreUnavailable:
 		return true
@@ -503,6 +529,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorCodeUnsupportedValue:
+		return true
+	case ErrorCodeVenueRouteMissing:
+		return true
+	case ErrorCodeVersionConflict:
 		return true
 	case ErrorCodeWebhookExists:
 		return true
@@ -1046,6 +1076,57 @@ func (e RiskLockMonitoring) Valid() bool {
 	}
 }
 
+// Defines values for VenueBalanceOpOp.
+const (
+	VenueBalanceOpOpAdjustment VenueBalanceOpOp = "adjustment"
+	VenueBalanceOpOpCredit     VenueBalanceOpOp = "credit"
+	VenueBalanceOpOpDebit      VenueBalanceOpOp = "debit"
+)
+
+// Valid indicates whether the value is a known member of the VenueBalanceOpOp enum.
+func (e VenueBalanceOpOp) Valid() bool {
+	switch e {
+	case VenueBalanceOpOpAdjustment:
+		return true
+	case VenueBalanceOpOpCredit:
+		return true
+	case VenueBalanceOpOpDebit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VenueConfigItemKind.
+const (
+	VenueConfigItemKindConditions  VenueConfigItemKind = "conditions"
+	VenueConfigItemKindGroups      VenueConfigItemKind = "groups"
+	VenueConfigItemKindInstruments VenueConfigItemKind = "instruments"
+	VenueConfigItemKindRoutes      VenueConfigItemKind = "routes"
+	VenueConfigItemKindRules       VenueConfigItemKind = "rules"
+	VenueConfigItemKindStages      VenueConfigItemKind = "stages"
+)
+
+// Valid indicates whether the value is a known member of the VenueConfigItemKind enum.
+func (e VenueConfigItemKind) Valid() bool {
+	switch e {
+	case VenueConfigItemKindConditions:
+		return true
+	case VenueConfigItemKindGroups:
+		return true
+	case VenueConfigItemKindInstruments:
+		return true
+	case VenueConfigItemKindRoutes:
+		return true
+	case VenueConfigItemKindRules:
+		return true
+	case VenueConfigItemKindStages:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VenueKeyEnvironment.
 const (
 	VenueKeyEnvironmentProduction VenueKeyEnvironment = "production"
@@ -1068,6 +1149,7 @@ func (e VenueKeyEnvironment) Valid() bool {
 const (
 	VenueScopeAccountManage  VenueScope = "account:manage"
 	VenueScopeAccountRead    VenueScope = "account:read"
+	VenueScopeConfigManage   VenueScope = "config:manage"
 	VenueScopeProviderManage VenueScope = "provider:manage"
 	VenueScopeTraderTrade    VenueScope = "trader:trade"
 	VenueScopeWebhookManage  VenueScope = "webhook:manage"
@@ -1080,11 +1162,73 @@ func (e VenueScope) Valid() bool {
 		return true
 	case VenueScopeAccountRead:
 		return true
+	case VenueScopeConfigManage:
+		return true
 	case VenueScopeProviderManage:
 		return true
 	case VenueScopeTraderTrade:
 		return true
 	case VenueScopeWebhookManage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookRegistrationEventTypes.
+const (
+	WebhookRegistrationEventTypesAccountReset        WebhookRegistrationEventTypes = "account.reset"
+	WebhookRegistrationEventTypesBalanceRecorded     WebhookRegistrationEventTypes = "balance.recorded"
+	WebhookRegistrationEventTypesRegistrationLinked  WebhookRegistrationEventTypes = "registration.linked"
+	WebhookRegistrationEventTypesRegistrationRevoked WebhookRegistrationEventTypes = "registration.revoked"
+	WebhookRegistrationEventTypesRiskLocked          WebhookRegistrationEventTypes = "risk.locked"
+	WebhookRegistrationEventTypesRiskUnlocked        WebhookRegistrationEventTypes = "risk.unlocked"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRegistrationEventTypes enum.
+func (e WebhookRegistrationEventTypes) Valid() bool {
+	switch e {
+	case WebhookRegistrationEventTypesAccountReset:
+		return true
+	case WebhookRegistrationEventTypesBalanceRecorded:
+		return true
+	case WebhookRegistrationEventTypesRegistrationLinked:
+		return true
+	case WebhookRegistrationEventTypesRegistrationRevoked:
+		return true
+	case WebhookRegistrationEventTypesRiskLocked:
+		return true
+	case WebhookRegistrationEventTypesRiskUnlocked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConfigKind.
+const (
+	ConfigKindConditions  ConfigKind = "conditions"
+	ConfigKindGroups      ConfigKind = "groups"
+	ConfigKindInstruments ConfigKind = "instruments"
+	ConfigKindRoutes      ConfigKind = "routes"
+	ConfigKindRules       ConfigKind = "rules"
+	ConfigKindStages      ConfigKind = "stages"
+)
+
+// Valid indicates whether the value is a known member of the ConfigKind enum.
+func (e ConfigKind) Valid() bool {
+	switch e {
+	case ConfigKindConditions:
+		return true
+	case ConfigKindGroups:
+		return true
+	case ConfigKindInstruments:
+		return true
+	case ConfigKindRoutes:
+		return true
+	case ConfigKindRules:
+		return true
+	case ConfigKindStages:
 		return true
 	default:
 		return false
@@ -1229,6 +1373,24 @@ func (e ResendVerification202JSONResponseBodyStatus) Valid() bool {
 	}
 }
 
+// Defines values for IssueVenueAccountBackOfficeJSONBodyCurrency.
+const (
+	IssueVenueAccountBackOfficeJSONBodyCurrencyUSD  IssueVenueAccountBackOfficeJSONBodyCurrency = "USD"
+	IssueVenueAccountBackOfficeJSONBodyCurrencyUSDC IssueVenueAccountBackOfficeJSONBodyCurrency = "USDC"
+)
+
+// Valid indicates whether the value is a known member of the IssueVenueAccountBackOfficeJSONBodyCurrency enum.
+func (e IssueVenueAccountBackOfficeJSONBodyCurrency) Valid() bool {
+	switch e {
+	case IssueVenueAccountBackOfficeJSONBodyCurrencyUSD:
+		return true
+	case IssueVenueAccountBackOfficeJSONBodyCurrencyUSDC:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListCalendarEventsParamsImpact.
 const (
 	ListCalendarEventsParamsImpactHigh   ListCalendarEventsParamsImpact = "high"
@@ -1361,6 +1523,24 @@ func (e RegisterWebhookJSONBodyEventTypes) Valid() bool {
 	}
 }
 
+// Defines values for IssueVenueAccountJSONBodyCurrency.
+const (
+	IssueVenueAccountJSONBodyCurrencyUSD  IssueVenueAccountJSONBodyCurrency = "USD"
+	IssueVenueAccountJSONBodyCurrencyUSDC IssueVenueAccountJSONBodyCurrency = "USDC"
+)
+
+// Valid indicates whether the value is a known member of the IssueVenueAccountJSONBodyCurrency enum.
+func (e IssueVenueAccountJSONBodyCurrency) Valid() bool {
+	switch e {
+	case IssueVenueAccountJSONBodyCurrencyUSD:
+		return true
+	case IssueVenueAccountJSONBodyCurrencyUSDC:
+		return true
+	default:
+		return false
+	}
+}
+
 // AccountFrame defines model for AccountFrame.
 type AccountFrame struct {
 	AccountId    string    `json:"accountId"`
@@ -1387,7 +1567,10 @@ type AccountFrame struct {
 	// Revision The account's commit sequence; strictly increasing, may skip
 	Revision int `json:"revision"`
 	Summary  struct {
-		Balance         Decimal  `json:"balance"`
+		Balance Decimal `json:"balance"`
+
+		// Commissions Paid on fills to the venue's condition; in balance already
+		Commissions     *Decimal `json:"commissions,omitempty"`
 		Currency        string   `json:"currency"`
 		Equity          Decimal  `json:"equity"`
 		RealizedPnl     Decimal  `json:"realizedPnl"`
@@ -1747,6 +1930,7 @@ type ExitWarningCode string
 // Fill defines model for Fill.
 type Fill struct {
 	BrokerOrderId string    `json:"brokerOrderId"`
+	Commission    *Decimal  `json:"commission,omitempty"`
 	FillId        string    `json:"fillId"`
 	Instrument    string    `json:"instrument"`
 	Price         Decimal   `json:"price"`
@@ -2282,6 +2466,73 @@ type Venue struct {
 	OrgId     string             `json:"orgId"`
 }
 
+// VenueAccount defines model for VenueAccount.
+type VenueAccount struct {
+	AccountId       string    `json:"accountId"`
+	AccountNumber   string    `json:"accountNumber"`
+	Balance         Decimal   `json:"balance"`
+	Commissions     Decimal   `json:"commissions"`
+	CreatedAt       time.Time `json:"createdAt"`
+	Currency        string    `json:"currency"`
+	GroupId         string    `json:"groupId"`
+	Label           string    `json:"label"`
+	StartingBalance Decimal   `json:"startingBalance"`
+}
+
+// VenueBalanceOp A balance operation through the venue door; its reference is the Idempotency-Key
+type VenueBalanceOp struct {
+	AccountNumber string `json:"accountNumber"`
+
+	// Amount A decimal string or a JSON number
+	Amount   DecimalIn        `json:"amount"`
+	Currency *string          `json:"currency,omitempty"`
+	Op       VenueBalanceOpOp `json:"op"`
+}
+
+// VenueBalanceOpOp defines model for VenueBalanceOp.Op.
+type VenueBalanceOpOp string
+
+// VenueConfigItem defines model for VenueConfigItem.
+type VenueConfigItem struct {
+	CreatedAt time.Time           `json:"createdAt"`
+	Id        string              `json:"id"`
+	Kind      VenueConfigItemKind `json:"kind"`
+	Retired   bool                `json:"retired"`
+
+	// Spec The item's fields by its kind. instruments: {maxQuantity?, active, entitlement?:
+	// {pricing: {sourceId: trader_feed}}} (a sourceId not served from each trader's own feed is
+	// 400 entitled_source_unserved). conditions: {name, commissions: [{name, basis: per_unit |
+	// per_order, amount, timing: per_side | round_turn, direction: open | close | both, unit:
+	// quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
+	// unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
+	// margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
+	// conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
+	// loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+	// provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
+	// maxQuantity?}.
+	Spec      VenueConfigSpec `json:"spec"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+
+	// Version Send it back as If-Match to change or retire the item
+	Version int `json:"version"`
+}
+
+// VenueConfigItemKind defines model for VenueConfigItem.Kind.
+type VenueConfigItemKind string
+
+// VenueConfigSpec The item's fields by its kind. instruments: {maxQuantity?, active, entitlement?:
+// {pricing: {sourceId: trader_feed}}} (a sourceId not served from each trader's own feed is
+// 400 entitled_source_unserved). conditions: {name, commissions: [{name, basis: per_unit |
+// per_order, amount, timing: per_side | round_turn, direction: open | close | both, unit:
+// quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
+// unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
+// margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
+// conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
+// loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+// provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
+// maxQuantity?}.
+type VenueConfigSpec = map[string]interface{}
+
 // VenueKey defines model for VenueKey.
 type VenueKey struct {
 	CreatedAt time.Time `json:"createdAt"`
@@ -2313,17 +2564,37 @@ type Webhook struct {
 	Url        string    `json:"url"`
 }
 
+// WebhookRegistration defines model for WebhookRegistration.
+type WebhookRegistration struct {
+	EventTypes *[]WebhookRegistrationEventTypes `json:"eventTypes,omitempty"`
+	Url        string                           `json:"url"`
+}
+
+// WebhookRegistrationEventTypes defines model for WebhookRegistration.EventTypes.
+type WebhookRegistrationEventTypes string
+
+// WebhookTest defines model for WebhookTest.
+type WebhookTest struct {
+	WebhookId string `json:"webhookId"`
+}
+
 // Account defines model for Account.
 type Account = string
 
 // Broker defines model for Broker.
 type Broker = string
 
+// ConfigKind defines model for ConfigKind.
+type ConfigKind string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
 // RiskBroker defines model for RiskBroker.
 type RiskBroker = string
+
+// UsageMonth defines model for UsageMonth.
+type UsageMonth = string
 
 // VenueId defines model for VenueId.
 type VenueId = string
@@ -2335,6 +2606,15 @@ type Accepted struct {
 
 // AcceptedStatus defines model for Accepted.Status.
 type AcceptedStatus string
+
+// BalanceReceiptAnswer defines model for BalanceReceiptAnswer.
+type BalanceReceiptAnswer = BalanceReceipt
+
+// DeliveryPage defines model for DeliveryPage.
+type DeliveryPage struct {
+	Deliveries []DeliveryAttempt `json:"deliveries"`
+	NextCursor *string           `json:"nextCursor"`
+}
 
 // Error defines model for Error.
 type Error = ErrorResponse
@@ -2376,13 +2656,60 @@ type RiskLockAnswer struct {
 	Lock RiskLock `json:"lock"`
 }
 
+// UsageAccountsAnswer defines model for UsageAccountsAnswer.
+type UsageAccountsAnswer struct {
+	Accounts []UsageAccount `json:"accounts"`
+	Month    string         `json:"month"`
+}
+
+// UsageAnswer defines model for UsageAnswer.
+type UsageAnswer = Usage
+
+// VenueAccountAnswer defines model for VenueAccountAnswer.
+type VenueAccountAnswer struct {
+	Account VenueAccount `json:"account"`
+}
+
 // VenueAnswer defines model for VenueAnswer.
 type VenueAnswer struct {
 	Venue Venue `json:"venue"`
 }
 
+// VenueConfigAnswer defines model for VenueConfigAnswer.
+type VenueConfigAnswer struct {
+	Item VenueConfigItem `json:"item"`
+}
+
 // VenueError defines model for VenueError.
 type VenueError = ErrorResponse
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// WebhookRegistered defines model for WebhookRegistered.
+type WebhookRegistered struct {
+	Webhook struct {
+		CreatedAt  time.Time `json:"createdAt"`
+		EventTypes []string  `json:"eventTypes"`
+		Id         string    `json:"id"`
+
+		// Secret whsec_...
+		Secret string `json:"secret"`
+		Url    string `json:"url"`
+	} `json:"webhook"`
+}
+
+// WebhookRemoved defines model for WebhookRemoved.
+type WebhookRemoved struct {
+	Webhook Webhook `json:"webhook"`
+}
+
+// WebhookTested defines model for WebhookTested.
+type WebhookTested struct {
+	Delivery DeliveryOutcome `json:"delivery"`
+}
 
 // ListBracketsParams defines parameters for ListBrackets.
 type ListBracketsParams struct {
@@ -2534,6 +2861,50 @@ type CreateVenueParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// IssueVenueAccountBackOfficeJSONBody defines parameters for IssueVenueAccountBackOffice.
+type IssueVenueAccountBackOfficeJSONBody struct {
+	Currency *IssueVenueAccountBackOfficeJSONBodyCurrency `json:"currency,omitempty"`
+	Email    *string                                      `json:"email,omitempty"`
+	GroupId  string                                       `json:"groupId"`
+	Label    *string                                      `json:"label,omitempty"`
+
+	// StartingBalance A decimal string or a JSON number
+	StartingBalance *DecimalIn `json:"startingBalance,omitempty"`
+}
+
+// IssueVenueAccountBackOfficeParams defines parameters for IssueVenueAccountBackOffice.
+type IssueVenueAccountBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// IssueVenueAccountBackOfficeJSONBodyCurrency defines parameters for IssueVenueAccountBackOffice.
+type IssueVenueAccountBackOfficeJSONBodyCurrency string
+
+// HaltVenueAccountBackOfficeJSONBody defines parameters for HaltVenueAccountBackOffice.
+type HaltVenueAccountBackOfficeJSONBody = map[string]interface{}
+
+// HaltVenueAccountBackOfficeParams defines parameters for HaltVenueAccountBackOffice.
+type HaltVenueAccountBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ResumeVenueAccountBackOfficeJSONBody defines parameters for ResumeVenueAccountBackOffice.
+type ResumeVenueAccountBackOfficeJSONBody = map[string]interface{}
+
+// ResumeVenueAccountBackOfficeParams defines parameters for ResumeVenueAccountBackOffice.
+type ResumeVenueAccountBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ApplyVenueBalanceOpBackOfficeParams defines parameters for ApplyVenueBalanceOpBackOffice.
+type ApplyVenueBalanceOpBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // IssueVenueKeyJSONBody defines parameters for IssueVenueKey.
 type IssueVenueKeyJSONBody struct {
 	ExpiresAt time.Time    `json:"expiresAt"`
@@ -2557,6 +2928,60 @@ type RevokeVenueKeyParams struct {
 type RegisterProviderBackOfficeParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// GetVenueUsageBackOfficeParams defines parameters for GetVenueUsageBackOffice.
+type GetVenueUsageBackOfficeParams struct {
+	// Month YYYY-MM (UTC); default the current month
+	Month *UsageMonth `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// ListVenueUsageAccountsBackOfficeParams defines parameters for ListVenueUsageAccountsBackOffice.
+type ListVenueUsageAccountsBackOfficeParams struct {
+	// Month YYYY-MM (UTC); default the current month
+	Month *UsageMonth `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// RegisterVenueWebhookBackOfficeParams defines parameters for RegisterVenueWebhookBackOffice.
+type RegisterVenueWebhookBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListVenueWebhookDeliveriesBackOfficeParams defines parameters for ListVenueWebhookDeliveriesBackOffice.
+type ListVenueWebhookDeliveriesBackOfficeParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor nextCursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// TestVenueWebhookBackOfficeParams defines parameters for TestVenueWebhookBackOffice.
+type TestVenueWebhookBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RemoveVenueWebhookBackOfficeParams defines parameters for RemoveVenueWebhookBackOffice.
+type RemoveVenueWebhookBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RetireVenueConfigBackOfficeParams defines parameters for RetireVenueConfigBackOffice.
+type RetireVenueConfigBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+	IfMatch        string         `json:"If-Match"`
+}
+
+// PutVenueConfigBackOfficeParams defines parameters for PutVenueConfigBackOffice.
+type PutVenueConfigBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// IfMatch The version you read
+	IfMatch *string `json:"If-Match,omitempty"`
 }
 
 // ListCalendarEventsParams defines parameters for ListCalendarEvents.
@@ -2769,8 +3194,70 @@ type ListPartnerUsageAccountsParams struct {
 	Month *string `form:"month,omitempty" json:"month,omitempty"`
 }
 
+// HaltVenueAccountJSONBody defines parameters for HaltVenueAccount.
+type HaltVenueAccountJSONBody = map[string]interface{}
+
+// HaltVenueAccountParams defines parameters for HaltVenueAccount.
+type HaltVenueAccountParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ResumeVenueAccountJSONBody defines parameters for ResumeVenueAccount.
+type ResumeVenueAccountJSONBody = map[string]interface{}
+
+// ResumeVenueAccountParams defines parameters for ResumeVenueAccount.
+type ResumeVenueAccountParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ApplyVenueBalanceOpParams defines parameters for ApplyVenueBalanceOp.
+type ApplyVenueBalanceOpParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // RegisterProviderParams defines parameters for RegisterProvider.
 type RegisterProviderParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// GetVenueUsageParams defines parameters for GetVenueUsage.
+type GetVenueUsageParams struct {
+	// Month YYYY-MM (UTC); default the current month
+	Month *UsageMonth `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// ListVenueUsageAccountsParams defines parameters for ListVenueUsageAccounts.
+type ListVenueUsageAccountsParams struct {
+	// Month YYYY-MM (UTC); default the current month
+	Month *UsageMonth `form:"month,omitempty" json:"month,omitempty"`
+}
+
+// RegisterVenueWebhookParams defines parameters for RegisterVenueWebhook.
+type RegisterVenueWebhookParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListVenueWebhookDeliveriesParams defines parameters for ListVenueWebhookDeliveries.
+type ListVenueWebhookDeliveriesParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor nextCursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// TestVenueWebhookParams defines parameters for TestVenueWebhook.
+type TestVenueWebhookParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RemoveVenueWebhookParams defines parameters for RemoveVenueWebhook.
+type RemoveVenueWebhookParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -2993,10 +3480,46 @@ type ReversePositionParams struct {
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 }
 
+// IssueVenueAccountJSONBody defines parameters for IssueVenueAccount.
+type IssueVenueAccountJSONBody struct {
+	Currency *IssueVenueAccountJSONBodyCurrency `json:"currency,omitempty"`
+	Email    *string                            `json:"email,omitempty"`
+	GroupId  string                             `json:"groupId"`
+	Label    *string                            `json:"label,omitempty"`
+
+	// StartingBalance A decimal string or a JSON number
+	StartingBalance *DecimalIn `json:"startingBalance,omitempty"`
+}
+
+// IssueVenueAccountParams defines parameters for IssueVenueAccount.
+type IssueVenueAccountParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// IssueVenueAccountJSONBodyCurrency defines parameters for IssueVenueAccount.
+type IssueVenueAccountJSONBodyCurrency string
+
 // RegisterProviderVenueParams defines parameters for RegisterProviderVenue.
 type RegisterProviderVenueParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RetireVenueConfigParams defines parameters for RetireVenueConfig.
+type RetireVenueConfigParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+	IfMatch        string         `json:"If-Match"`
+}
+
+// PutVenueConfigParams defines parameters for PutVenueConfig.
+type PutVenueConfigParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// IfMatch The version you read
+	IfMatch *string `json:"If-Match,omitempty"`
 }
 
 // OpenDemoAccountJSONRequestBody defines body for OpenDemoAccount for application/json ContentType.
@@ -3026,11 +3549,32 @@ type ResendVerificationJSONRequestBody = EmailBody
 // CreateVenueJSONRequestBody defines body for CreateVenue for application/json ContentType.
 type CreateVenueJSONRequestBody CreateVenueJSONBody
 
+// IssueVenueAccountBackOfficeJSONRequestBody defines body for IssueVenueAccountBackOffice for application/json ContentType.
+type IssueVenueAccountBackOfficeJSONRequestBody IssueVenueAccountBackOfficeJSONBody
+
+// HaltVenueAccountBackOfficeJSONRequestBody defines body for HaltVenueAccountBackOffice for application/json ContentType.
+type HaltVenueAccountBackOfficeJSONRequestBody = HaltVenueAccountBackOfficeJSONBody
+
+// ResumeVenueAccountBackOfficeJSONRequestBody defines body for ResumeVenueAccountBackOffice for application/json ContentType.
+type ResumeVenueAccountBackOfficeJSONRequestBody = ResumeVenueAccountBackOfficeJSONBody
+
+// ApplyVenueBalanceOpBackOfficeJSONRequestBody defines body for ApplyVenueBalanceOpBackOffice for application/json ContentType.
+type ApplyVenueBalanceOpBackOfficeJSONRequestBody = VenueBalanceOp
+
 // IssueVenueKeyJSONRequestBody defines body for IssueVenueKey for application/json ContentType.
 type IssueVenueKeyJSONRequestBody IssueVenueKeyJSONBody
 
 // RegisterProviderBackOfficeJSONRequestBody defines body for RegisterProviderBackOffice for application/json ContentType.
 type RegisterProviderBackOfficeJSONRequestBody = ProviderRegistration
+
+// RegisterVenueWebhookBackOfficeJSONRequestBody defines body for RegisterVenueWebhookBackOffice for application/json ContentType.
+type RegisterVenueWebhookBackOfficeJSONRequestBody = WebhookRegistration
+
+// TestVenueWebhookBackOfficeJSONRequestBody defines body for TestVenueWebhookBackOffice for application/json ContentType.
+type TestVenueWebhookBackOfficeJSONRequestBody = WebhookTest
+
+// PutVenueConfigBackOfficeJSONRequestBody defines body for PutVenueConfigBackOffice for application/json ContentType.
+type PutVenueConfigBackOfficeJSONRequestBody = VenueConfigSpec
 
 // CreateExitPlanJSONRequestBody defines body for CreateExitPlan for application/json ContentType.
 type CreateExitPlanJSONRequestBody = ExitPlanSpec
@@ -3071,8 +3615,23 @@ type ApplyBalanceOpJSONRequestBody ApplyBalanceOpJSONBody
 // CreateConnectRegistrationJSONRequestBody defines body for CreateConnectRegistration for application/json ContentType.
 type CreateConnectRegistrationJSONRequestBody CreateConnectRegistrationJSONBody
 
+// HaltVenueAccountJSONRequestBody defines body for HaltVenueAccount for application/json ContentType.
+type HaltVenueAccountJSONRequestBody = HaltVenueAccountJSONBody
+
+// ResumeVenueAccountJSONRequestBody defines body for ResumeVenueAccount for application/json ContentType.
+type ResumeVenueAccountJSONRequestBody = ResumeVenueAccountJSONBody
+
+// ApplyVenueBalanceOpJSONRequestBody defines body for ApplyVenueBalanceOp for application/json ContentType.
+type ApplyVenueBalanceOpJSONRequestBody = VenueBalanceOp
+
 // RegisterProviderJSONRequestBody defines body for RegisterProvider for application/json ContentType.
 type RegisterProviderJSONRequestBody = ProviderRegistration
+
+// RegisterVenueWebhookJSONRequestBody defines body for RegisterVenueWebhook for application/json ContentType.
+type RegisterVenueWebhookJSONRequestBody = WebhookRegistration
+
+// TestVenueWebhookJSONRequestBody defines body for TestVenueWebhook for application/json ContentType.
+type TestVenueWebhookJSONRequestBody = WebhookTest
 
 // RemoveWebhookByIdOrUrlJSONRequestBody defines body for RemoveWebhookByIdOrUrl for application/json ContentType.
 type RemoveWebhookByIdOrUrlJSONRequestBody RemoveWebhookByIdOrUrlJSONBody
@@ -3110,8 +3669,14 @@ type ReplaceOrderJSONRequestBody ReplaceOrderJSONBody
 // ReversePositionJSONRequestBody defines body for ReversePosition for application/json ContentType.
 type ReversePositionJSONRequestBody ReversePositionJSONBody
 
+// IssueVenueAccountJSONRequestBody defines body for IssueVenueAccount for application/json ContentType.
+type IssueVenueAccountJSONRequestBody IssueVenueAccountJSONBody
+
 // RegisterProviderVenueJSONRequestBody defines body for RegisterProviderVenue for application/json ContentType.
 type RegisterProviderVenueJSONRequestBody = ProviderRegistration
+
+// PutVenueConfigJSONRequestBody defines body for PutVenueConfig for application/json ContentType.
+type PutVenueConfigJSONRequestBody = VenueConfigSpec
 
 // AsDecimalIn0 returns the union data inside the DecimalIn as a DecimalIn0
 func (t DecimalIn) AsDecimalIn0() (DecimalIn0, error) {
@@ -3472,6 +4037,129 @@ type ClientInterface interface {
 	// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
 	GetVenueBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListVenueAccountsBackOffice The accounts the venue issued, with live balances
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
+	ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueAccountBackOfficeWithBody Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+	IssueVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueAccountBackOffice Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+	IssueVenueAccountBackOffice(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, body IssueVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HaltVenueAccountBackOfficeWithBody Halt trading on an account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+	HaltVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HaltVenueAccountBackOffice Halt trading on an account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+	HaltVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeVenueAccountBackOfficeWithBody Clear the venue's own halt (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+	ResumeVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeVenueAccountBackOffice Clear the venue's own halt (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+	ResumeVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, body ResumeVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyVenueBalanceOpBackOfficeWithBody Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+	ApplyVenueBalanceOpBackOfficeWithBody(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyVenueBalanceOpBackOffice Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+	ApplyVenueBalanceOpBackOffice(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, body ApplyVenueBalanceOpBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueBalanceOpReceiptBackOffice Read the receipt of a balance operation by its reference (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Settles a write whose answer was lost, as the operator's
+	// receipt route does; 404 `not_found` when the venue made no operation under it.
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceiptBackOffice` operationId).
+	GetVenueBalanceOpReceiptBackOffice(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListVenueKeys The venue's keys, never their secrets
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
@@ -3531,6 +4219,117 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 	GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueUsageBackOffice Metered usage of a month (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage for the venue's accounts.
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/usage (the `GetVenueUsageBackOffice` operationId).
+	GetVenueUsageBackOffice(ctx context.Context, venueId VenueId, params *GetVenueUsageBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueUsageAccountsBackOffice Usage of a month per account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage/accounts for the venue's accounts.
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/usage/accounts (the `ListVenueUsageAccountsBackOffice` operationId).
+	ListVenueUsageAccountsBackOffice(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueWebhooksBackOffice List the venue's webhook endpoints, never their secrets (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/webhooks (the `ListVenueWebhooksBackOffice` operationId).
+	ListVenueWebhooksBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterVenueWebhookBackOfficeWithBody Register a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+	RegisterVenueWebhookBackOfficeWithBody(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterVenueWebhookBackOffice Register a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+	RegisterVenueWebhookBackOffice(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, body RegisterVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueWebhookDeliveriesBackOffice The delivery log, newest first (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Every attempt kept 60 days; paged by `cursor`.
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveriesBackOffice` operationId).
+	ListVenueWebhookDeliveriesBackOffice(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestVenueWebhookBackOfficeWithBody Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+	TestVenueWebhookBackOfficeWithBody(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestVenueWebhookBackOffice Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+	TestVenueWebhookBackOffice(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, body TestVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveVenueWebhookBackOffice Remove a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). An endpoint the venue does not have, or removed already,
+	// is 404 `not_found` (a repeat of the removing request answers its first answer).
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhookBackOffice` operationId).
+	RemoveVenueWebhookBackOffice(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueConfigBackOffice The venue's items of one kind of configuration, retired ones included
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/{kind} (the `ListVenueConfigBackOffice` operationId).
+	ListVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireVenueConfigBackOffice Retire an item (If-Match the version read)
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/{kind}/{id} (the `RetireVenueConfigBackOffice` operationId).
+	RetireVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueConfigBackOffice One item of the venue's configuration (its version also in ETag)
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/{kind}/{id} (the `GetVenueConfigBackOffice` operationId).
+	GetVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutVenueConfigBackOfficeWithBody Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+	PutVenueConfigBackOfficeWithBody(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutVenueConfigBackOffice Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+	PutVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, body PutVenueConfigBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCalendarEvents Economic calendar in a bounded window
 	//
@@ -4035,6 +4834,100 @@ type ClientInterface interface {
 	// Corresponds with GET /api/partner/usage/accounts (the `ListPartnerUsageAccounts` operationId).
 	ListPartnerUsageAccounts(ctx context.Context, params *ListPartnerUsageAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HaltVenueAccountWithBody Halt trading on an account
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+	HaltVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HaltVenueAccount Halt trading on an account
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+	HaltVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeVenueAccountWithBody Clear the venue's own halt
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+	ResumeVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeVenueAccount Clear the venue's own halt
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+	ResumeVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyVenueBalanceOpWithBody Credit, debit or adjust one of the venue's accounts
+	//
+	// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+	ApplyVenueBalanceOpWithBody(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyVenueBalanceOp Credit, debit or adjust one of the venue's accounts
+	//
+	// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+	ApplyVenueBalanceOp(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, body ApplyVenueBalanceOpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueBalanceOpReceipt Read the receipt of a balance operation by its reference
+	//
+	// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+	// receipt route does; 404 `not_found` when the venue made no operation under it.
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
+	GetVenueBalanceOpReceipt(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProvidersPartner The venue's provider versions (venue key with provider:manage or account:read)
 	//
 	// Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
@@ -4076,6 +4969,88 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
 	GetProviderPartner(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueUsage Metered usage of a month
+	//
+	// Venue key with `account:read`. The answer of GET /api/partner/usage for the venue's accounts.
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/usage (the `GetVenueUsage` operationId).
+	GetVenueUsage(ctx context.Context, venueId VenueId, params *GetVenueUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueUsageAccounts Usage of a month per account
+	//
+	// Venue key with `account:read`. The answer of GET /api/partner/usage/accounts for the venue's accounts.
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/usage/accounts (the `ListVenueUsageAccounts` operationId).
+	ListVenueUsageAccounts(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueWebhooks List the venue's webhook endpoints, never their secrets
+	//
+	// Venue key with `webhook:manage`.
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/webhooks (the `ListVenueWebhooks` operationId).
+	ListVenueWebhooks(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterVenueWebhookWithBody Register a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+	RegisterVenueWebhookWithBody(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterVenueWebhook Register a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+	RegisterVenueWebhook(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, body RegisterVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueWebhookDeliveries The delivery log, newest first
+	//
+	// Venue key with `webhook:manage`. Every attempt kept 60 days; paged by `cursor`.
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveries` operationId).
+	ListVenueWebhookDeliveries(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestVenueWebhookWithBody Deliver a signed ping at once and report the outcome
+	//
+	// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+	TestVenueWebhookWithBody(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestVenueWebhook Deliver a signed ping at once and report the outcome
+	//
+	// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+	TestVenueWebhook(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, body TestVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveVenueWebhook Remove a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. An endpoint the venue does not have, or removed already,
+	// is 404 `not_found` (a repeat of the removing request answers its first answer).
+	//
+	// Corresponds with DELETE /api/partner/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhook` operationId).
+	RemoveVenueWebhook(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveWebhookByIdOrUrlWithBody Remove a webhook endpoint named by id or url
 	//
@@ -4435,6 +5410,35 @@ type ClientInterface interface {
 	// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
 	GetVenue(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListVenueAccounts The accounts the venue issued, with live balances
+	//
+	// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
+	ListVenueAccounts(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueAccountWithBody Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+	IssueVenueAccountWithBody(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueVenueAccount Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+	IssueVenueAccount(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProviders The venue's provider versions
 	//
 	// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
@@ -4458,6 +5462,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
 	GetProvider(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListVenueConfig The venue's items of one kind of configuration, retired ones included
+	//
+	// Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
+	ListVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireVenueConfig Retire an item (If-Match the version read)
+	//
+	// Corresponds with DELETE /api/venues/{venueId}/{kind}/{id} (the `RetireVenueConfig` operationId).
+	RetireVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueConfig One item of the venue's configuration (its version also in ETag)
+	//
+	// Corresponds with GET /api/venues/{venueId}/{kind}/{id} (the `GetVenueConfig` operationId).
+	GetVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutVenueConfigWithBody Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+	PutVenueConfigWithBody(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutVenueConfig Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+	PutVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReferencePage The API reference page
 	//
@@ -5029,6 +6062,229 @@ func (c *Client) GetVenueBackOffice(ctx context.Context, venueId VenueId, reqEdi
 	return c.Client.Do(req)
 }
 
+// ListVenueAccountsBackOffice The accounts the venue issued, with live balances
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
+func (c *Client) ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueAccountsBackOfficeRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueAccountBackOfficeWithBody Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+func (c *Client) IssueVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueAccountBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueAccountBackOffice Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+func (c *Client) IssueVenueAccountBackOffice(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, body IssueVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueAccountBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HaltVenueAccountBackOfficeWithBody Halt trading on an account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+func (c *Client) HaltVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHaltVenueAccountBackOfficeRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HaltVenueAccountBackOffice Halt trading on an account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+func (c *Client) HaltVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHaltVenueAccountBackOfficeRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeVenueAccountBackOfficeWithBody Clear the venue's own halt (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+func (c *Client) ResumeVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeVenueAccountBackOfficeRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeVenueAccountBackOffice Clear the venue's own halt (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+func (c *Client) ResumeVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, body ResumeVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeVenueAccountBackOfficeRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyVenueBalanceOpBackOfficeWithBody Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+func (c *Client) ApplyVenueBalanceOpBackOfficeWithBody(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyVenueBalanceOpBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyVenueBalanceOpBackOffice Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+func (c *Client) ApplyVenueBalanceOpBackOffice(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, body ApplyVenueBalanceOpBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyVenueBalanceOpBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueBalanceOpReceiptBackOffice Read the receipt of a balance operation by its reference (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Settles a write whose answer was lost, as the operator's
+// receipt route does; 404 `not_found` when the venue made no operation under it.
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceiptBackOffice` operationId).
+func (c *Client) GetVenueBalanceOpReceiptBackOffice(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueBalanceOpReceiptBackOfficeRequest(c.Server, venueId, referenceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListVenueKeys The venue's keys, never their secrets
 //
 // Corresponds with GET /api/back-office/venues/{venueId}/keys (the `ListVenueKeys` operationId).
@@ -5159,6 +6415,257 @@ func (c *Client) RegisterProviderBackOffice(ctx context.Context, venueId VenueId
 // Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 func (c *Client) GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProviderBackOfficeRequest(c.Server, venueId, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueUsageBackOffice Metered usage of a month (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage for the venue's accounts.
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/usage (the `GetVenueUsageBackOffice` operationId).
+func (c *Client) GetVenueUsageBackOffice(ctx context.Context, venueId VenueId, params *GetVenueUsageBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueUsageBackOfficeRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueUsageAccountsBackOffice Usage of a month per account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage/accounts for the venue's accounts.
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/usage/accounts (the `ListVenueUsageAccountsBackOffice` operationId).
+func (c *Client) ListVenueUsageAccountsBackOffice(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueUsageAccountsBackOfficeRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueWebhooksBackOffice List the venue's webhook endpoints, never their secrets (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/webhooks (the `ListVenueWebhooksBackOffice` operationId).
+func (c *Client) ListVenueWebhooksBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueWebhooksBackOfficeRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterVenueWebhookBackOfficeWithBody Register a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+func (c *Client) RegisterVenueWebhookBackOfficeWithBody(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterVenueWebhookBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterVenueWebhookBackOffice Register a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+func (c *Client) RegisterVenueWebhookBackOffice(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, body RegisterVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterVenueWebhookBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueWebhookDeliveriesBackOffice The delivery log, newest first (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Every attempt kept 60 days; paged by `cursor`.
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveriesBackOffice` operationId).
+func (c *Client) ListVenueWebhookDeliveriesBackOffice(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueWebhookDeliveriesBackOfficeRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestVenueWebhookBackOfficeWithBody Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+func (c *Client) TestVenueWebhookBackOfficeWithBody(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestVenueWebhookBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestVenueWebhookBackOffice Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+func (c *Client) TestVenueWebhookBackOffice(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, body TestVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestVenueWebhookBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveVenueWebhookBackOffice Remove a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). An endpoint the venue does not have, or removed already,
+// is 404 `not_found` (a repeat of the removing request answers its first answer).
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhookBackOffice` operationId).
+func (c *Client) RemoveVenueWebhookBackOffice(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveVenueWebhookBackOfficeRequest(c.Server, venueId, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueConfigBackOffice The venue's items of one kind of configuration, retired ones included
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/{kind} (the `ListVenueConfigBackOffice` operationId).
+func (c *Client) ListVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueConfigBackOfficeRequest(c.Server, venueId, kind)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireVenueConfigBackOffice Retire an item (If-Match the version read)
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/{kind}/{id} (the `RetireVenueConfigBackOffice` operationId).
+func (c *Client) RetireVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireVenueConfigBackOfficeRequest(c.Server, venueId, kind, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueConfigBackOffice One item of the venue's configuration (its version also in ETag)
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/{kind}/{id} (the `GetVenueConfigBackOffice` operationId).
+func (c *Client) GetVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueConfigBackOfficeRequest(c.Server, venueId, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutVenueConfigBackOfficeWithBody Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+func (c *Client) PutVenueConfigBackOfficeWithBody(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutVenueConfigBackOfficeRequestWithBody(c.Server, venueId, kind, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutVenueConfigBackOffice Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+func (c *Client) PutVenueConfigBackOffice(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, body PutVenueConfigBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutVenueConfigBackOfficeRequest(c.Server, venueId, kind, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6252,6 +7759,170 @@ func (c *Client) ListPartnerUsageAccounts(ctx context.Context, params *ListPartn
 	return c.Client.Do(req)
 }
 
+// HaltVenueAccountWithBody Halt trading on an account
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+func (c *Client) HaltVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHaltVenueAccountRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HaltVenueAccount Halt trading on an account
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+func (c *Client) HaltVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHaltVenueAccountRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeVenueAccountWithBody Clear the venue's own halt
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+func (c *Client) ResumeVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeVenueAccountRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeVenueAccount Clear the venue's own halt
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+func (c *Client) ResumeVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeVenueAccountRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyVenueBalanceOpWithBody Credit, debit or adjust one of the venue's accounts
+//
+// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+func (c *Client) ApplyVenueBalanceOpWithBody(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyVenueBalanceOpRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyVenueBalanceOp Credit, debit or adjust one of the venue's accounts
+//
+// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+func (c *Client) ApplyVenueBalanceOp(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, body ApplyVenueBalanceOpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyVenueBalanceOpRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueBalanceOpReceipt Read the receipt of a balance operation by its reference
+//
+// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+// receipt route does; 404 `not_found` when the venue made no operation under it.
+//
+// Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
+func (c *Client) GetVenueBalanceOpReceipt(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueBalanceOpReceiptRequest(c.Server, venueId, referenceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProvidersPartner The venue's provider versions (venue key with provider:manage or account:read)
 //
 // Corresponds with GET /api/partner/venues/{venueId}/providers (the `ListProvidersPartner` operationId).
@@ -6324,6 +7995,178 @@ func (c *Client) RegisterProvider(ctx context.Context, venueId VenueId, params *
 // Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
 func (c *Client) GetProviderPartner(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProviderPartnerRequest(c.Server, venueId, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueUsage Metered usage of a month
+//
+// Venue key with `account:read`. The answer of GET /api/partner/usage for the venue's accounts.
+//
+// Corresponds with GET /api/partner/venues/{venueId}/usage (the `GetVenueUsage` operationId).
+func (c *Client) GetVenueUsage(ctx context.Context, venueId VenueId, params *GetVenueUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueUsageRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueUsageAccounts Usage of a month per account
+//
+// Venue key with `account:read`. The answer of GET /api/partner/usage/accounts for the venue's accounts.
+//
+// Corresponds with GET /api/partner/venues/{venueId}/usage/accounts (the `ListVenueUsageAccounts` operationId).
+func (c *Client) ListVenueUsageAccounts(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueUsageAccountsRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueWebhooks List the venue's webhook endpoints, never their secrets
+//
+// Venue key with `webhook:manage`.
+//
+// Corresponds with GET /api/partner/venues/{venueId}/webhooks (the `ListVenueWebhooks` operationId).
+func (c *Client) ListVenueWebhooks(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueWebhooksRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterVenueWebhookWithBody Register a webhook endpoint
+//
+// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+func (c *Client) RegisterVenueWebhookWithBody(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterVenueWebhookRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterVenueWebhook Register a webhook endpoint
+//
+// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+func (c *Client) RegisterVenueWebhook(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, body RegisterVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterVenueWebhookRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueWebhookDeliveries The delivery log, newest first
+//
+// Venue key with `webhook:manage`. Every attempt kept 60 days; paged by `cursor`.
+//
+// Corresponds with GET /api/partner/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveries` operationId).
+func (c *Client) ListVenueWebhookDeliveries(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueWebhookDeliveriesRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestVenueWebhookWithBody Deliver a signed ping at once and report the outcome
+//
+// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+func (c *Client) TestVenueWebhookWithBody(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestVenueWebhookRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestVenueWebhook Deliver a signed ping at once and report the outcome
+//
+// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+func (c *Client) TestVenueWebhook(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, body TestVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestVenueWebhookRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveVenueWebhook Remove a webhook endpoint
+//
+// Venue key with `webhook:manage`. An endpoint the venue does not have, or removed already,
+// is 404 `not_found` (a repeat of the removing request answers its first answer).
+//
+// Corresponds with DELETE /api/partner/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhook` operationId).
+func (c *Client) RemoveVenueWebhook(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveVenueWebhookRequest(c.Server, venueId, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7012,6 +8855,65 @@ func (c *Client) GetVenue(ctx context.Context, venueId VenueId, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
+// ListVenueAccounts The accounts the venue issued, with live balances
+//
+// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
+func (c *Client) ListVenueAccounts(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueAccountsRequest(c.Server, venueId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueAccountWithBody Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+func (c *Client) IssueVenueAccountWithBody(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueAccountRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueVenueAccount Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+func (c *Client) IssueVenueAccount(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueVenueAccountRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProviders The venue's provider versions
 //
 // Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
@@ -7066,6 +8968,85 @@ func (c *Client) RegisterProviderVenue(ctx context.Context, venueId VenueId, par
 // Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
 func (c *Client) GetProvider(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProviderRequest(c.Server, venueId, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListVenueConfig The venue's items of one kind of configuration, retired ones included
+//
+// Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
+func (c *Client) ListVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueConfigRequest(c.Server, venueId, kind)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireVenueConfig Retire an item (If-Match the version read)
+//
+// Corresponds with DELETE /api/venues/{venueId}/{kind}/{id} (the `RetireVenueConfig` operationId).
+func (c *Client) RetireVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireVenueConfigRequest(c.Server, venueId, kind, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueConfig One item of the venue's configuration (its version also in ETag)
+//
+// Corresponds with GET /api/venues/{venueId}/{kind}/{id} (the `GetVenueConfig` operationId).
+func (c *Client) GetVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueConfigRequest(c.Server, venueId, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutVenueConfigWithBody Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+func (c *Client) PutVenueConfigWithBody(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutVenueConfigRequestWithBody(c.Server, venueId, kind, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutVenueConfig Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+func (c *Client) PutVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutVenueConfigRequest(c.Server, venueId, kind, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8305,6 +10286,335 @@ func NewGetVenueBackOfficeRequest(server string, venueId VenueId) (*http.Request
 	return req, nil
 }
 
+// NewListVenueAccountsBackOfficeRequest constructs an http.Request for the ListVenueAccountsBackOffice method
+func NewListVenueAccountsBackOfficeRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewIssueVenueAccountBackOfficeRequest calls the generic IssueVenueAccountBackOffice builder with application/json body
+func NewIssueVenueAccountBackOfficeRequest(server string, venueId VenueId, params *IssueVenueAccountBackOfficeParams, body IssueVenueAccountBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIssueVenueAccountBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewIssueVenueAccountBackOfficeRequestWithBody constructs an http.Request for the IssueVenueAccountBackOffice method, with any body, and a specified content type
+func NewIssueVenueAccountBackOfficeRequestWithBody(server string, venueId VenueId, params *IssueVenueAccountBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewHaltVenueAccountBackOfficeRequest calls the generic HaltVenueAccountBackOffice builder with application/json body
+func NewHaltVenueAccountBackOfficeRequest(server string, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHaltVenueAccountBackOfficeRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewHaltVenueAccountBackOfficeRequestWithBody constructs an http.Request for the HaltVenueAccountBackOffice method, with any body, and a specified content type
+func NewHaltVenueAccountBackOfficeRequestWithBody(server string, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts/%s/halt", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewResumeVenueAccountBackOfficeRequest calls the generic ResumeVenueAccountBackOffice builder with application/json body
+func NewResumeVenueAccountBackOfficeRequest(server string, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, body ResumeVenueAccountBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeVenueAccountBackOfficeRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewResumeVenueAccountBackOfficeRequestWithBody constructs an http.Request for the ResumeVenueAccountBackOffice method, with any body, and a specified content type
+func NewResumeVenueAccountBackOfficeRequestWithBody(server string, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts/%s/resume", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewApplyVenueBalanceOpBackOfficeRequest calls the generic ApplyVenueBalanceOpBackOffice builder with application/json body
+func NewApplyVenueBalanceOpBackOfficeRequest(server string, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, body ApplyVenueBalanceOpBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApplyVenueBalanceOpBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewApplyVenueBalanceOpBackOfficeRequestWithBody constructs an http.Request for the ApplyVenueBalanceOpBackOffice method, with any body, and a specified content type
+func NewApplyVenueBalanceOpBackOfficeRequestWithBody(server string, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/balance-ops", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueBalanceOpReceiptBackOfficeRequest constructs an http.Request for the GetVenueBalanceOpReceiptBackOffice method
+func NewGetVenueBalanceOpReceiptBackOfficeRequest(server string, venueId VenueId, referenceId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "referenceId", referenceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/balance-ops/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListVenueKeysRequest constructs an http.Request for the ListVenueKeys method
 func NewListVenueKeysRequest(server string, venueId VenueId) (*http.Request, error) {
 	var err error
@@ -8583,6 +10893,653 @@ func NewGetProviderBackOfficeRequest(server string, venueId VenueId, providerId 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetVenueUsageBackOfficeRequest constructs an http.Request for the GetVenueUsageBackOffice method
+func NewGetVenueUsageBackOfficeRequest(server string, venueId VenueId, params *GetVenueUsageBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/usage", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Month != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "month", *params.Month, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueUsageAccountsBackOfficeRequest constructs an http.Request for the ListVenueUsageAccountsBackOffice method
+func NewListVenueUsageAccountsBackOfficeRequest(server string, venueId VenueId, params *ListVenueUsageAccountsBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/usage/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Month != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "month", *params.Month, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueWebhooksBackOfficeRequest constructs an http.Request for the ListVenueWebhooksBackOffice method
+func NewListVenueWebhooksBackOfficeRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterVenueWebhookBackOfficeRequest calls the generic RegisterVenueWebhookBackOffice builder with application/json body
+func NewRegisterVenueWebhookBackOfficeRequest(server string, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, body RegisterVenueWebhookBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterVenueWebhookBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewRegisterVenueWebhookBackOfficeRequestWithBody constructs an http.Request for the RegisterVenueWebhookBackOffice method, with any body, and a specified content type
+func NewRegisterVenueWebhookBackOfficeRequestWithBody(server string, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListVenueWebhookDeliveriesBackOfficeRequest constructs an http.Request for the ListVenueWebhookDeliveriesBackOffice method
+func NewListVenueWebhookDeliveriesBackOfficeRequest(server string, venueId VenueId, params *ListVenueWebhookDeliveriesBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/webhooks/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTestVenueWebhookBackOfficeRequest calls the generic TestVenueWebhookBackOffice builder with application/json body
+func NewTestVenueWebhookBackOfficeRequest(server string, venueId VenueId, params *TestVenueWebhookBackOfficeParams, body TestVenueWebhookBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestVenueWebhookBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewTestVenueWebhookBackOfficeRequestWithBody constructs an http.Request for the TestVenueWebhookBackOffice method, with any body, and a specified content type
+func NewTestVenueWebhookBackOfficeRequestWithBody(server string, venueId VenueId, params *TestVenueWebhookBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/webhooks/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveVenueWebhookBackOfficeRequest constructs an http.Request for the RemoveVenueWebhookBackOffice method
+func NewRemoveVenueWebhookBackOfficeRequest(server string, venueId VenueId, id string, params *RemoveVenueWebhookBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/webhooks/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListVenueConfigBackOfficeRequest constructs an http.Request for the ListVenueConfigBackOffice method
+func NewListVenueConfigBackOfficeRequest(server string, venueId VenueId, kind ConfigKind) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRetireVenueConfigBackOfficeRequest constructs an http.Request for the RetireVenueConfigBackOffice method
+func NewRetireVenueConfigBackOfficeRequest(server string, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("If-Match", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueConfigBackOfficeRequest constructs an http.Request for the GetVenueConfigBackOffice method
+func NewGetVenueConfigBackOfficeRequest(server string, venueId VenueId, kind ConfigKind, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutVenueConfigBackOfficeRequest calls the generic PutVenueConfigBackOffice builder with application/json body
+func NewPutVenueConfigBackOfficeRequest(server string, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, body PutVenueConfigBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutVenueConfigBackOfficeRequestWithBody(server, venueId, kind, id, params, "application/json", bodyReader)
+}
+
+// NewPutVenueConfigBackOfficeRequestWithBody constructs an http.Request for the PutVenueConfigBackOffice method, with any body, and a specified content type
+func NewPutVenueConfigBackOfficeRequestWithBody(server string, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -10630,6 +13587,241 @@ func NewListPartnerUsageAccountsRequest(server string, params *ListPartnerUsageA
 	return req, nil
 }
 
+// NewHaltVenueAccountRequest calls the generic HaltVenueAccount builder with application/json body
+func NewHaltVenueAccountRequest(server string, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHaltVenueAccountRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewHaltVenueAccountRequestWithBody constructs an http.Request for the HaltVenueAccount method, with any body, and a specified content type
+func NewHaltVenueAccountRequestWithBody(server string, venueId VenueId, accountId string, params *HaltVenueAccountParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/accounts/%s/halt", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewResumeVenueAccountRequest calls the generic ResumeVenueAccount builder with application/json body
+func NewResumeVenueAccountRequest(server string, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeVenueAccountRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewResumeVenueAccountRequestWithBody constructs an http.Request for the ResumeVenueAccount method, with any body, and a specified content type
+func NewResumeVenueAccountRequestWithBody(server string, venueId VenueId, accountId string, params *ResumeVenueAccountParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/accounts/%s/resume", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewApplyVenueBalanceOpRequest calls the generic ApplyVenueBalanceOp builder with application/json body
+func NewApplyVenueBalanceOpRequest(server string, venueId VenueId, params *ApplyVenueBalanceOpParams, body ApplyVenueBalanceOpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApplyVenueBalanceOpRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewApplyVenueBalanceOpRequestWithBody constructs an http.Request for the ApplyVenueBalanceOp method, with any body, and a specified content type
+func NewApplyVenueBalanceOpRequestWithBody(server string, venueId VenueId, params *ApplyVenueBalanceOpParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/balance-ops", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueBalanceOpReceiptRequest constructs an http.Request for the GetVenueBalanceOpReceipt method
+func NewGetVenueBalanceOpReceiptRequest(server string, venueId VenueId, referenceId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "referenceId", referenceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/balance-ops/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListProvidersPartnerRequest constructs an http.Request for the ListProvidersPartner method
 func NewListProvidersPartnerRequest(server string, venueId VenueId) (*http.Request, error) {
 	var err error
@@ -10760,6 +13952,409 @@ func NewGetProviderPartnerRequest(server string, venueId VenueId, providerId str
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetVenueUsageRequest constructs an http.Request for the GetVenueUsage method
+func NewGetVenueUsageRequest(server string, venueId VenueId, params *GetVenueUsageParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/usage", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Month != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "month", *params.Month, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueUsageAccountsRequest constructs an http.Request for the ListVenueUsageAccounts method
+func NewListVenueUsageAccountsRequest(server string, venueId VenueId, params *ListVenueUsageAccountsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/usage/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Month != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "month", *params.Month, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueWebhooksRequest constructs an http.Request for the ListVenueWebhooks method
+func NewListVenueWebhooksRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterVenueWebhookRequest calls the generic RegisterVenueWebhook builder with application/json body
+func NewRegisterVenueWebhookRequest(server string, venueId VenueId, params *RegisterVenueWebhookParams, body RegisterVenueWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterVenueWebhookRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewRegisterVenueWebhookRequestWithBody constructs an http.Request for the RegisterVenueWebhook method, with any body, and a specified content type
+func NewRegisterVenueWebhookRequestWithBody(server string, venueId VenueId, params *RegisterVenueWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListVenueWebhookDeliveriesRequest constructs an http.Request for the ListVenueWebhookDeliveries method
+func NewListVenueWebhookDeliveriesRequest(server string, venueId VenueId, params *ListVenueWebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/webhooks/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTestVenueWebhookRequest calls the generic TestVenueWebhook builder with application/json body
+func NewTestVenueWebhookRequest(server string, venueId VenueId, params *TestVenueWebhookParams, body TestVenueWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestVenueWebhookRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewTestVenueWebhookRequestWithBody constructs an http.Request for the TestVenueWebhook method, with any body, and a specified content type
+func NewTestVenueWebhookRequestWithBody(server string, venueId VenueId, params *TestVenueWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/webhooks/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveVenueWebhookRequest constructs an http.Request for the RemoveVenueWebhook method
+func NewRemoveVenueWebhookRequest(server string, venueId VenueId, id string, params *RemoveVenueWebhookParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/webhooks/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
 	}
 
 	return req, nil
@@ -12170,6 +15765,100 @@ func NewGetVenueRequest(server string, venueId VenueId) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListVenueAccountsRequest constructs an http.Request for the ListVenueAccounts method
+func NewListVenueAccountsRequest(server string, venueId VenueId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewIssueVenueAccountRequest calls the generic IssueVenueAccount builder with application/json body
+func NewIssueVenueAccountRequest(server string, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIssueVenueAccountRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewIssueVenueAccountRequestWithBody constructs an http.Request for the IssueVenueAccount method, with any body, and a specified content type
+func NewIssueVenueAccountRequestWithBody(server string, venueId VenueId, params *IssueVenueAccountParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListProvidersRequest constructs an http.Request for the ListProviders method
 func NewListProvidersRequest(server string, venueId VenueId) (*http.Request, error) {
 	var err error
@@ -12300,6 +15989,250 @@ func NewGetProviderRequest(server string, venueId VenueId, providerId string) (*
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListVenueConfigRequest constructs an http.Request for the ListVenueConfig method
+func NewListVenueConfigRequest(server string, venueId VenueId, kind ConfigKind) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRetireVenueConfigRequest constructs an http.Request for the RetireVenueConfig method
+func NewRetireVenueConfigRequest(server string, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("If-Match", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueConfigRequest constructs an http.Request for the GetVenueConfig method
+func NewGetVenueConfigRequest(server string, venueId VenueId, kind ConfigKind, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutVenueConfigRequest calls the generic PutVenueConfig builder with application/json body
+func NewPutVenueConfigRequest(server string, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutVenueConfigRequestWithBody(server, venueId, kind, id, params, "application/json", bodyReader)
+}
+
+// NewPutVenueConfigRequestWithBody constructs an http.Request for the PutVenueConfig method, with any body, and a specified content type
+func NewPutVenueConfigRequestWithBody(server string, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "kind", kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/%s/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -12760,6 +16693,133 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/back-office/venues/{venueId} (the `GetVenueBackOffice` operationId).
 	GetVenueBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueBackOfficeResponse, error)
 
+	// ListVenueAccountsBackOfficeWithResponse The accounts the venue issued, with live balances
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
+	ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error)
+
+	// IssueVenueAccountBackOfficeWithBodyWithResponse Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+	IssueVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueAccountBackOfficeResponse, error)
+
+	// IssueVenueAccountBackOfficeWithResponse Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+	IssueVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, body IssueVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueAccountBackOfficeResponse, error)
+
+	// HaltVenueAccountBackOfficeWithBodyWithResponse Halt trading on an account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+	HaltVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HaltVenueAccountBackOfficeResponse, error)
+
+	// HaltVenueAccountBackOfficeWithResponse Halt trading on an account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+	HaltVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountBackOfficeResponse, error)
+
+	// ResumeVenueAccountBackOfficeWithBodyWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+	ResumeVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeVenueAccountBackOfficeResponse, error)
+
+	// ResumeVenueAccountBackOfficeWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+	ResumeVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, body ResumeVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeVenueAccountBackOfficeResponse, error)
+
+	// ApplyVenueBalanceOpBackOfficeWithBodyWithResponse Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+	ApplyVenueBalanceOpBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpBackOfficeResponse, error)
+
+	// ApplyVenueBalanceOpBackOfficeWithResponse Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+	ApplyVenueBalanceOpBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, body ApplyVenueBalanceOpBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpBackOfficeResponse, error)
+
+	// GetVenueBalanceOpReceiptBackOfficeWithResponse Read the receipt of a balance operation by its reference (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Settles a write whose answer was lost, as the operator's
+	// receipt route does; 404 `not_found` when the venue made no operation under it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceiptBackOffice` operationId).
+	GetVenueBalanceOpReceiptBackOfficeWithResponse(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*GetVenueBalanceOpReceiptBackOfficeResponse, error)
+
 	// ListVenueKeysWithResponse The venue's keys, never their secrets
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -12827,6 +16887,133 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 	GetProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderBackOfficeResponse, error)
+
+	// GetVenueUsageBackOfficeWithResponse Metered usage of a month (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage for the venue's accounts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/usage (the `GetVenueUsageBackOffice` operationId).
+	GetVenueUsageBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *GetVenueUsageBackOfficeParams, reqEditors ...RequestEditorFn) (*GetVenueUsageBackOfficeResponse, error)
+
+	// ListVenueUsageAccountsBackOfficeWithResponse Usage of a month per account (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage/accounts for the venue's accounts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/usage/accounts (the `ListVenueUsageAccountsBackOffice` operationId).
+	ListVenueUsageAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueUsageAccountsBackOfficeResponse, error)
+
+	// ListVenueWebhooksBackOfficeWithResponse List the venue's webhook endpoints, never their secrets (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/webhooks (the `ListVenueWebhooksBackOffice` operationId).
+	ListVenueWebhooksBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueWebhooksBackOfficeResponse, error)
+
+	// RegisterVenueWebhookBackOfficeWithBodyWithResponse Register a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+	RegisterVenueWebhookBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookBackOfficeResponse, error)
+
+	// RegisterVenueWebhookBackOfficeWithResponse Register a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+	RegisterVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, body RegisterVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookBackOfficeResponse, error)
+
+	// ListVenueWebhookDeliveriesBackOfficeWithResponse The delivery log, newest first (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Every attempt kept 60 days; paged by `cursor`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveriesBackOffice` operationId).
+	ListVenueWebhookDeliveriesBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueWebhookDeliveriesBackOfficeResponse, error)
+
+	// TestVenueWebhookBackOfficeWithBodyWithResponse Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+	TestVenueWebhookBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestVenueWebhookBackOfficeResponse, error)
+
+	// TestVenueWebhookBackOfficeWithResponse Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+	TestVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, body TestVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*TestVenueWebhookBackOfficeResponse, error)
+
+	// RemoveVenueWebhookBackOfficeWithResponse Remove a webhook endpoint (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). An endpoint the venue does not have, or removed already,
+	// is 404 `not_found` (a repeat of the removing request answers its first answer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhookBackOffice` operationId).
+	RemoveVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookBackOfficeParams, reqEditors ...RequestEditorFn) (*RemoveVenueWebhookBackOfficeResponse, error)
+
+	// ListVenueConfigBackOfficeWithResponse The venue's items of one kind of configuration, retired ones included
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/{kind} (the `ListVenueConfigBackOffice` operationId).
+	ListVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*ListVenueConfigBackOfficeResponse, error)
+
+	// RetireVenueConfigBackOfficeWithResponse Retire an item (If-Match the version read)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/back-office/venues/{venueId}/{kind}/{id} (the `RetireVenueConfigBackOffice` operationId).
+	RetireVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigBackOfficeParams, reqEditors ...RequestEditorFn) (*RetireVenueConfigBackOfficeResponse, error)
+
+	// GetVenueConfigBackOfficeWithResponse One item of the venue's configuration (its version also in ETag)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/{kind}/{id} (the `GetVenueConfigBackOffice` operationId).
+	GetVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*GetVenueConfigBackOfficeResponse, error)
+
+	// PutVenueConfigBackOfficeWithBodyWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+	PutVenueConfigBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutVenueConfigBackOfficeResponse, error)
+
+	// PutVenueConfigBackOfficeWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+	PutVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, body PutVenueConfigBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutVenueConfigBackOfficeResponse, error)
 
 	// ListCalendarEventsWithResponse Economic calendar in a bounded window
 	//
@@ -13395,6 +17582,102 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/partner/usage/accounts (the `ListPartnerUsageAccounts` operationId).
 	ListPartnerUsageAccountsWithResponse(ctx context.Context, params *ListPartnerUsageAccountsParams, reqEditors ...RequestEditorFn) (*ListPartnerUsageAccountsResponse, error)
 
+	// HaltVenueAccountWithBodyWithResponse Halt trading on an account
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+	HaltVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HaltVenueAccountResponse, error)
+
+	// HaltVenueAccountWithResponse Halt trading on an account
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+	// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+	// until the venue resumes; open positions stay open; durable across restarts.
+	// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+	// control, an evaluation breach) is on the account. An account that is not the
+	// venue's is 404. The same Idempotency-Key with the same request answers the first
+	// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+	HaltVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountResponse, error)
+
+	// ResumeVenueAccountWithBodyWithResponse Clear the venue's own halt
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+	ResumeVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeVenueAccountResponse, error)
+
+	// ResumeVenueAccountWithResponse Clear the venue's own halt
+	//
+	// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+	// only the firm's halt is cleared; other locks stand. Idempotent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+	ResumeVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeVenueAccountResponse, error)
+
+	// ApplyVenueBalanceOpWithBodyWithResponse Credit, debit or adjust one of the venue's accounts
+	//
+	// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+	ApplyVenueBalanceOpWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpResponse, error)
+
+	// ApplyVenueBalanceOpWithResponse Credit, debit or adjust one of the venue's accounts
+	//
+	// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+	// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+	// it, so the same key and body answer the original receipt and another body (another
+	// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+	// venue's referenceId space with the partner route. Errors, in the venue shape with
+	// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+	// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+	// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+	// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+	// key or retry with it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+	ApplyVenueBalanceOpWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, body ApplyVenueBalanceOpJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpResponse, error)
+
+	// GetVenueBalanceOpReceiptWithResponse Read the receipt of a balance operation by its reference
+	//
+	// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+	// receipt route does; 404 `not_found` when the venue made no operation under it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
+	GetVenueBalanceOpReceiptWithResponse(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*GetVenueBalanceOpReceiptResponse, error)
+
 	// ListProvidersPartnerWithResponse The venue's provider versions (venue key with provider:manage or account:read)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -13440,6 +17723,98 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/partner/venues/{venueId}/providers/{providerId} (the `GetProviderPartner` operationId).
 	GetProviderPartnerWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderPartnerResponse, error)
+
+	// GetVenueUsageWithResponse Metered usage of a month
+	//
+	// Venue key with `account:read`. The answer of GET /api/partner/usage for the venue's accounts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/usage (the `GetVenueUsage` operationId).
+	GetVenueUsageWithResponse(ctx context.Context, venueId VenueId, params *GetVenueUsageParams, reqEditors ...RequestEditorFn) (*GetVenueUsageResponse, error)
+
+	// ListVenueUsageAccountsWithResponse Usage of a month per account
+	//
+	// Venue key with `account:read`. The answer of GET /api/partner/usage/accounts for the venue's accounts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/usage/accounts (the `ListVenueUsageAccounts` operationId).
+	ListVenueUsageAccountsWithResponse(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsParams, reqEditors ...RequestEditorFn) (*ListVenueUsageAccountsResponse, error)
+
+	// ListVenueWebhooksWithResponse List the venue's webhook endpoints, never their secrets
+	//
+	// Venue key with `webhook:manage`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/webhooks (the `ListVenueWebhooks` operationId).
+	ListVenueWebhooksWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueWebhooksResponse, error)
+
+	// RegisterVenueWebhookWithBodyWithResponse Register a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+	RegisterVenueWebhookWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookResponse, error)
+
+	// RegisterVenueWebhookWithResponse Register a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+	// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+	// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+	// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+	// again, its signing `secret` with it; with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+	RegisterVenueWebhookWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, body RegisterVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookResponse, error)
+
+	// ListVenueWebhookDeliveriesWithResponse The delivery log, newest first
+	//
+	// Venue key with `webhook:manage`. Every attempt kept 60 days; paged by `cursor`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/partner/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveries` operationId).
+	ListVenueWebhookDeliveriesWithResponse(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListVenueWebhookDeliveriesResponse, error)
+
+	// TestVenueWebhookWithBodyWithResponse Deliver a signed ping at once and report the outcome
+	//
+	// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+	TestVenueWebhookWithBodyWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestVenueWebhookResponse, error)
+
+	// TestVenueWebhookWithResponse Deliver a signed ping at once and report the outcome
+	//
+	// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+	// with the same request answers it again and pings no more.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+	TestVenueWebhookWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, body TestVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*TestVenueWebhookResponse, error)
+
+	// RemoveVenueWebhookWithResponse Remove a webhook endpoint
+	//
+	// Venue key with `webhook:manage`. An endpoint the venue does not have, or removed already,
+	// is 404 `not_found` (a repeat of the removing request answers its first answer).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/partner/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhook` operationId).
+	RemoveVenueWebhookWithResponse(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookParams, reqEditors ...RequestEditorFn) (*RemoveVenueWebhookResponse, error)
 
 	// RemoveWebhookByIdOrUrlWithBodyWithResponse Remove a webhook endpoint named by id or url
 	//
@@ -13815,6 +18190,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/venues/{venueId} (the `GetVenue` operationId).
 	GetVenueWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*GetVenueResponse, error)
 
+	// ListVenueAccountsWithResponse The accounts the venue issued, with live balances
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
+	ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error)
+
+	// IssueVenueAccountWithBodyWithResponse Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+	IssueVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueAccountResponse, error)
+
+	// IssueVenueAccountWithResponse Issue a paper-book account into one of the venue's groups
+	//
+	// The account's id and number derive from the venue and the Idempotency-Key: a retry
+	// answers the same account (200, Idempotent-Replayed), the same key with another
+	// request 409. The account records the group's stage version; the group's terms govern
+	// its orders from its next command.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+	IssueVenueAccountWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueAccountResponse, error)
+
 	// ListProvidersWithResponse The venue's provider versions
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -13842,6 +18248,41 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
 	GetProviderWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderResponse, error)
+
+	// ListVenueConfigWithResponse The venue's items of one kind of configuration, retired ones included
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
+	ListVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*ListVenueConfigResponse, error)
+
+	// RetireVenueConfigWithResponse Retire an item (If-Match the version read)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/venues/{venueId}/{kind}/{id} (the `RetireVenueConfig` operationId).
+	RetireVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigParams, reqEditors ...RequestEditorFn) (*RetireVenueConfigResponse, error)
+
+	// GetVenueConfigWithResponse One item of the venue's configuration (its version also in ETag)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/{kind}/{id} (the `GetVenueConfig` operationId).
+	GetVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*GetVenueConfigResponse, error)
+
+	// PutVenueConfigWithBodyWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+	PutVenueConfigWithBodyWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutVenueConfigResponse, error)
+
+	// PutVenueConfigWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+	PutVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutVenueConfigResponse, error)
 
 	// GetReferencePageWithResponse The API reference page
 	//
@@ -15258,6 +19699,682 @@ func (r GetVenueBackOfficeResponse) ContentType() string {
 	return ""
 }
 
+// ListVenueAccountsBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueAccountsBackOffice
+type ListVenueAccountsBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueAccountsBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Accounts []VenueAccount `json:"accounts"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueAccountsBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueAccountsBackOfficeResponse) GetJSON200() *struct {
+	Accounts []VenueAccount `json:"accounts"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueAccountsBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueAccountsBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueAccountsBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueAccountsBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueAccountsBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IssueVenueAccountBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for IssueVenueAccountBackOffice
+type IssueVenueAccountBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type IssueVenueAccountBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueAccountAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *VenueAccountAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *IssueVenueAccountBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IssueVenueAccountBackOfficeResponse) GetJSON200() *VenueAccountAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r IssueVenueAccountBackOfficeResponse) GetJSON201() *VenueAccountAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r IssueVenueAccountBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r IssueVenueAccountBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IssueVenueAccountBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IssueVenueAccountBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IssueVenueAccountBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HaltVenueAccountBackOfficeResponse400Headers the declared response headers of an HTTP 400 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponse401Headers the declared response headers of an HTTP 401 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponse403Headers the declared response headers of an HTTP 403 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponse404Headers the declared response headers of an HTTP 404 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponse409Headers the declared response headers of an HTTP 409 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponse503Headers the declared response headers of an HTTP 503 response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for HaltVenueAccountBackOffice
+type HaltVenueAccountBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HaltVenueAccountBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HaltAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *HaltVenueAccountBackOfficeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HaltVenueAccountBackOfficeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *HaltVenueAccountBackOfficeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *HaltVenueAccountBackOfficeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HaltVenueAccountBackOfficeResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *HaltVenueAccountBackOfficeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HaltVenueAccountBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON200() *HaltAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HaltVenueAccountBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HaltVenueAccountBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HaltVenueAccountBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HaltVenueAccountBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HaltVenueAccountBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeVenueAccountBackOfficeResponse400Headers the declared response headers of an HTTP 400 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponse401Headers the declared response headers of an HTTP 401 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponse403Headers the declared response headers of an HTTP 403 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponse404Headers the declared response headers of an HTTP 404 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponse409Headers the declared response headers of an HTTP 409 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponse503Headers the declared response headers of an HTTP 503 response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ResumeVenueAccountBackOffice
+type ResumeVenueAccountBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ResumeVenueAccountBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HaltAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResumeVenueAccountBackOfficeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeVenueAccountBackOfficeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResumeVenueAccountBackOfficeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResumeVenueAccountBackOfficeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResumeVenueAccountBackOfficeResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeVenueAccountBackOfficeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResumeVenueAccountBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON200() *HaltAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResumeVenueAccountBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeVenueAccountBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeVenueAccountBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeVenueAccountBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeVenueAccountBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse200Headers the declared response headers of an HTTP 200 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse200Headers struct {
+	CacheControl *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse400Headers the declared response headers of an HTTP 400 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse401Headers the declared response headers of an HTTP 401 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse403Headers the declared response headers of an HTTP 403 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse404Headers the declared response headers of an HTTP 404 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse409Headers the declared response headers of an HTTP 409 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse413Headers the declared response headers of an HTTP 413 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse413Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse415Headers the declared response headers of an HTTP 415 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse415Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse423Headers the declared response headers of an HTTP 423 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse423Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponse503Headers the declared response headers of an HTTP 503 response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ApplyVenueBalanceOpBackOffice
+type ApplyVenueBalanceOpBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ApplyVenueBalanceOpBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalanceReceiptAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *VenueError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *VenueError
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApplyVenueBalanceOpBackOfficeResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApplyVenueBalanceOpBackOfficeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ApplyVenueBalanceOpBackOfficeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ApplyVenueBalanceOpBackOfficeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApplyVenueBalanceOpBackOfficeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApplyVenueBalanceOpBackOfficeResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApplyVenueBalanceOpBackOfficeResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ApplyVenueBalanceOpBackOfficeResponse415Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *ApplyVenueBalanceOpBackOfficeResponse423Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ApplyVenueBalanceOpBackOfficeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ApplyVenueBalanceOpBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON200() *BalanceReceiptAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON413() *VenueError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON415() *VenueError {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON423() *VenueError {
+	return r.JSON423
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ApplyVenueBalanceOpBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApplyVenueBalanceOpBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApplyVenueBalanceOpBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApplyVenueBalanceOpBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueBalanceOpReceiptBackOfficeResponse200Headers the declared response headers of an HTTP 200 response for GetVenueBalanceOpReceiptBackOffice
+type GetVenueBalanceOpReceiptBackOfficeResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetVenueBalanceOpReceiptBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueBalanceOpReceiptBackOffice
+type GetVenueBalanceOpReceiptBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueBalanceOpReceiptBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalanceReceiptAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVenueBalanceOpReceiptBackOfficeResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueBalanceOpReceiptBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) GetJSON200() *BalanceReceiptAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueBalanceOpReceiptBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListVenueKeysResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueKeys
 type ListVenueKeysResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -15616,6 +20733,730 @@ func (r GetProviderBackOfficeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProviderBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueUsageBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueUsageBackOffice
+type GetVenueUsageBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueUsageBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueUsageBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueUsageBackOfficeResponse) GetJSON200() *UsageAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueUsageBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueUsageBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueUsageBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueUsageBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueUsageBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueUsageAccountsBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueUsageAccountsBackOffice
+type ListVenueUsageAccountsBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueUsageAccountsBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAccountsAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueUsageAccountsBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueUsageAccountsBackOfficeResponse) GetJSON200() *UsageAccountsAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueUsageAccountsBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueUsageAccountsBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueUsageAccountsBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueUsageAccountsBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueUsageAccountsBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueWebhooksBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueWebhooksBackOffice
+type ListVenueWebhooksBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueWebhooksBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueWebhooksBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueWebhooksBackOfficeResponse) GetJSON200() *WebhookList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueWebhooksBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueWebhooksBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueWebhooksBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueWebhooksBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueWebhooksBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterVenueWebhookBackOfficeResponse200Headers the declared response headers of an HTTP 200 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse200Headers struct {
+	CacheControl *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse400Headers the declared response headers of an HTTP 400 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse401Headers the declared response headers of an HTTP 401 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse403Headers the declared response headers of an HTTP 403 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse404Headers the declared response headers of an HTTP 404 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse409Headers the declared response headers of an HTTP 409 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponse503Headers the declared response headers of an HTTP 503 response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterVenueWebhookBackOffice
+type RegisterVenueWebhookBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RegisterVenueWebhookBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookRegistered
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RegisterVenueWebhookBackOfficeResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RegisterVenueWebhookBackOfficeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterVenueWebhookBackOfficeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RegisterVenueWebhookBackOfficeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RegisterVenueWebhookBackOfficeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RegisterVenueWebhookBackOfficeResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RegisterVenueWebhookBackOfficeResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterVenueWebhookBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON200() *WebhookRegistered {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RegisterVenueWebhookBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterVenueWebhookBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterVenueWebhookBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterVenueWebhookBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterVenueWebhookBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueWebhookDeliveriesBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueWebhookDeliveriesBackOffice
+type ListVenueWebhookDeliveriesBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueWebhookDeliveriesBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeliveryPage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueWebhookDeliveriesBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) GetJSON200() *DeliveryPage {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueWebhookDeliveriesBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestVenueWebhookBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for TestVenueWebhookBackOffice
+type TestVenueWebhookBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type TestVenueWebhookBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookTested
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TestVenueWebhookBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestVenueWebhookBackOfficeResponse) GetJSON200() *WebhookTested {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TestVenueWebhookBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TestVenueWebhookBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestVenueWebhookBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestVenueWebhookBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestVenueWebhookBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveVenueWebhookBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveVenueWebhookBackOffice
+type RemoveVenueWebhookBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RemoveVenueWebhookBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookRemoved
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveVenueWebhookBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveVenueWebhookBackOfficeResponse) GetJSON200() *WebhookRemoved {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveVenueWebhookBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveVenueWebhookBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveVenueWebhookBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveVenueWebhookBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveVenueWebhookBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueConfigBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueConfigBackOffice
+type ListVenueConfigBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueConfigBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Items []VenueConfigItem `json:"items"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueConfigBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueConfigBackOfficeResponse) GetJSON200() *struct {
+	Items []VenueConfigItem `json:"items"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueConfigBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueConfigBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueConfigBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueConfigBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueConfigBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetireVenueConfigBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for RetireVenueConfigBackOffice
+type RetireVenueConfigBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RetireVenueConfigBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RetireVenueConfigBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetireVenueConfigBackOfficeResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RetireVenueConfigBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireVenueConfigBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireVenueConfigBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireVenueConfigBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireVenueConfigBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueConfigBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueConfigBackOffice
+type GetVenueConfigBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueConfigBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueConfigBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueConfigBackOfficeResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueConfigBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueConfigBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueConfigBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueConfigBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueConfigBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutVenueConfigBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for PutVenueConfigBackOffice
+type PutVenueConfigBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PutVenueConfigBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutVenueConfigBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutVenueConfigBackOfficeResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutVenueConfigBackOfficeResponse) GetJSON201() *VenueConfigAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutVenueConfigBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutVenueConfigBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutVenueConfigBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutVenueConfigBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutVenueConfigBackOfficeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18236,6 +24077,559 @@ func (r ListPartnerUsageAccountsResponse) ContentType() string {
 	return ""
 }
 
+// HaltVenueAccountResponse400Headers the declared response headers of an HTTP 400 response for HaltVenueAccount
+type HaltVenueAccountResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponse401Headers the declared response headers of an HTTP 401 response for HaltVenueAccount
+type HaltVenueAccountResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponse403Headers the declared response headers of an HTTP 403 response for HaltVenueAccount
+type HaltVenueAccountResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponse404Headers the declared response headers of an HTTP 404 response for HaltVenueAccount
+type HaltVenueAccountResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponse409Headers the declared response headers of an HTTP 409 response for HaltVenueAccount
+type HaltVenueAccountResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponse503Headers the declared response headers of an HTTP 503 response for HaltVenueAccount
+type HaltVenueAccountResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// HaltVenueAccountResponseDefaultHeaders the declared response headers of an HTTP default response for HaltVenueAccount
+type HaltVenueAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HaltVenueAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HaltAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *HaltVenueAccountResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HaltVenueAccountResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *HaltVenueAccountResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *HaltVenueAccountResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HaltVenueAccountResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *HaltVenueAccountResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HaltVenueAccountResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON200() *HaltAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r HaltVenueAccountResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HaltVenueAccountResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HaltVenueAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HaltVenueAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HaltVenueAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HaltVenueAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeVenueAccountResponse400Headers the declared response headers of an HTTP 400 response for ResumeVenueAccount
+type ResumeVenueAccountResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponse401Headers the declared response headers of an HTTP 401 response for ResumeVenueAccount
+type ResumeVenueAccountResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponse403Headers the declared response headers of an HTTP 403 response for ResumeVenueAccount
+type ResumeVenueAccountResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponse404Headers the declared response headers of an HTTP 404 response for ResumeVenueAccount
+type ResumeVenueAccountResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponse409Headers the declared response headers of an HTTP 409 response for ResumeVenueAccount
+type ResumeVenueAccountResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponse503Headers the declared response headers of an HTTP 503 response for ResumeVenueAccount
+type ResumeVenueAccountResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ResumeVenueAccountResponseDefaultHeaders the declared response headers of an HTTP default response for ResumeVenueAccount
+type ResumeVenueAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ResumeVenueAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HaltAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResumeVenueAccountResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeVenueAccountResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResumeVenueAccountResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResumeVenueAccountResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResumeVenueAccountResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeVenueAccountResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResumeVenueAccountResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON200() *HaltAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeVenueAccountResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResumeVenueAccountResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeVenueAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeVenueAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeVenueAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeVenueAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApplyVenueBalanceOpResponse200Headers the declared response headers of an HTTP 200 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse200Headers struct {
+	CacheControl *string
+}
+
+// ApplyVenueBalanceOpResponse400Headers the declared response headers of an HTTP 400 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse401Headers the declared response headers of an HTTP 401 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse403Headers the declared response headers of an HTTP 403 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse404Headers the declared response headers of an HTTP 404 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse409Headers the declared response headers of an HTTP 409 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse413Headers the declared response headers of an HTTP 413 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse413Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse415Headers the declared response headers of an HTTP 415 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse415Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse423Headers the declared response headers of an HTTP 423 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse423Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponse503Headers the declared response headers of an HTTP 503 response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ApplyVenueBalanceOpResponseDefaultHeaders the declared response headers of an HTTP default response for ApplyVenueBalanceOp
+type ApplyVenueBalanceOpResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ApplyVenueBalanceOpResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalanceReceiptAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *VenueError
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *VenueError
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApplyVenueBalanceOpResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApplyVenueBalanceOpResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ApplyVenueBalanceOpResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ApplyVenueBalanceOpResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApplyVenueBalanceOpResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApplyVenueBalanceOpResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApplyVenueBalanceOpResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ApplyVenueBalanceOpResponse415Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *ApplyVenueBalanceOpResponse423Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ApplyVenueBalanceOpResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ApplyVenueBalanceOpResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON200() *BalanceReceiptAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON413() *VenueError {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON415() *VenueError {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON423() *VenueError {
+	return r.JSON423
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ApplyVenueBalanceOpResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ApplyVenueBalanceOpResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApplyVenueBalanceOpResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApplyVenueBalanceOpResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApplyVenueBalanceOpResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueBalanceOpReceiptResponse200Headers the declared response headers of an HTTP 200 response for GetVenueBalanceOpReceipt
+type GetVenueBalanceOpReceiptResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetVenueBalanceOpReceiptResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueBalanceOpReceipt
+type GetVenueBalanceOpReceiptResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueBalanceOpReceiptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalanceReceiptAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVenueBalanceOpReceiptResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueBalanceOpReceiptResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueBalanceOpReceiptResponse) GetJSON200() *BalanceReceiptAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueBalanceOpReceiptResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueBalanceOpReceiptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueBalanceOpReceiptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueBalanceOpReceiptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueBalanceOpReceiptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProvidersPartnerResponseDefaultHeaders the declared response headers of an HTTP default response for ListProvidersPartner
 type ListProvidersPartnerResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -18532,6 +24926,495 @@ func (r GetProviderPartnerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProviderPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueUsageResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueUsage
+type GetVenueUsageResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueUsageResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueUsageResponse) GetJSON200() *UsageAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueUsageResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueUsageAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueUsageAccounts
+type ListVenueUsageAccountsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueUsageAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAccountsAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueUsageAccountsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueUsageAccountsResponse) GetJSON200() *UsageAccountsAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueUsageAccountsResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueUsageAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueUsageAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueUsageAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueUsageAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueWebhooksResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueWebhooks
+type ListVenueWebhooksResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueWebhooksResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueWebhooksResponse) GetJSON200() *WebhookList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueWebhooksResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueWebhooksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterVenueWebhookResponse200Headers the declared response headers of an HTTP 200 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse200Headers struct {
+	CacheControl *string
+}
+
+// RegisterVenueWebhookResponse400Headers the declared response headers of an HTTP 400 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse400Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponse401Headers the declared response headers of an HTTP 401 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse401Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponse403Headers the declared response headers of an HTTP 403 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse403Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponse404Headers the declared response headers of an HTTP 404 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse404Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponse409Headers the declared response headers of an HTTP 409 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse409Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponse503Headers the declared response headers of an HTTP 503 response for RegisterVenueWebhook
+type RegisterVenueWebhookResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RegisterVenueWebhookResponseDefaultHeaders the declared response headers of an HTTP default response for RegisterVenueWebhook
+type RegisterVenueWebhookResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RegisterVenueWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookRegistered
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *VenueError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *VenueError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *VenueError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *VenueError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *VenueError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *VenueError
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RegisterVenueWebhookResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RegisterVenueWebhookResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterVenueWebhookResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RegisterVenueWebhookResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RegisterVenueWebhookResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RegisterVenueWebhookResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RegisterVenueWebhookResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RegisterVenueWebhookResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON200() *WebhookRegistered {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON400() *VenueError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON401() *VenueError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON403() *VenueError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON404() *VenueError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON409() *VenueError {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSON503() *VenueError {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RegisterVenueWebhookResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterVenueWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterVenueWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterVenueWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterVenueWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueWebhookDeliveriesResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueWebhookDeliveries
+type ListVenueWebhookDeliveriesResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeliveryPage
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueWebhookDeliveriesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueWebhookDeliveriesResponse) GetJSON200() *DeliveryPage {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueWebhookDeliveriesResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestVenueWebhookResponseDefaultHeaders the declared response headers of an HTTP default response for TestVenueWebhook
+type TestVenueWebhookResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type TestVenueWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookTested
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TestVenueWebhookResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestVenueWebhookResponse) GetJSON200() *WebhookTested {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TestVenueWebhookResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TestVenueWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestVenueWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestVenueWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestVenueWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveVenueWebhookResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveVenueWebhook
+type RemoveVenueWebhookResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RemoveVenueWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookRemoved
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveVenueWebhookResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveVenueWebhookResponse) GetJSON200() *WebhookRemoved {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveVenueWebhookResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveVenueWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveVenueWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveVenueWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveVenueWebhookResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20123,6 +27006,129 @@ func (r GetVenueResponse) ContentType() string {
 	return ""
 }
 
+// ListVenueAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueAccounts
+type ListVenueAccountsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Accounts []VenueAccount `json:"accounts"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueAccountsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueAccountsResponse) GetJSON200() *struct {
+	Accounts []VenueAccount `json:"accounts"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueAccountsResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IssueVenueAccountResponseDefaultHeaders the declared response headers of an HTTP default response for IssueVenueAccount
+type IssueVenueAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type IssueVenueAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueAccountAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *VenueAccountAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *IssueVenueAccountResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IssueVenueAccountResponse) GetJSON200() *VenueAccountAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r IssueVenueAccountResponse) GetJSON201() *VenueAccountAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r IssueVenueAccountResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r IssueVenueAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IssueVenueAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IssueVenueAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IssueVenueAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProvidersResponseDefaultHeaders the declared response headers of an HTTP default response for ListProviders
 type ListProvidersResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -20299,6 +27305,241 @@ func (r GetProviderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListVenueConfigResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueConfig
+type ListVenueConfigResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListVenueConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Items []VenueConfigItem `json:"items"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListVenueConfigResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListVenueConfigResponse) GetJSON200() *struct {
+	Items []VenueConfigItem `json:"items"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListVenueConfigResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListVenueConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListVenueConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListVenueConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListVenueConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetireVenueConfigResponseDefaultHeaders the declared response headers of an HTTP default response for RetireVenueConfig
+type RetireVenueConfigResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RetireVenueConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RetireVenueConfigResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetireVenueConfigResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RetireVenueConfigResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireVenueConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireVenueConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireVenueConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireVenueConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueConfigResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueConfig
+type GetVenueConfigResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueConfigResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueConfigResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueConfigResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutVenueConfigResponseDefaultHeaders the declared response headers of an HTTP default response for PutVenueConfig
+type PutVenueConfigResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PutVenueConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueConfigAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *VenueConfigAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutVenueConfigResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutVenueConfigResponse) GetJSON200() *VenueConfigAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutVenueConfigResponse) GetJSON201() *VenueConfigAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutVenueConfigResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutVenueConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutVenueConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutVenueConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutVenueConfigResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20986,6 +28227,193 @@ func (c *ClientWithResponses) GetVenueBackOfficeWithResponse(ctx context.Context
 	return ParseGetVenueBackOfficeResponse(rsp)
 }
 
+// ListVenueAccountsBackOfficeWithResponse The accounts the venue issued, with live balances
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
+func (c *ClientWithResponses) ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error) {
+	rsp, err := c.ListVenueAccountsBackOffice(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueAccountsBackOfficeResponse(rsp)
+}
+
+// IssueVenueAccountBackOfficeWithBodyWithResponse Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) IssueVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.IssueVenueAccountBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueAccountBackOfficeResponse(rsp)
+}
+
+// IssueVenueAccountBackOfficeWithResponse Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts (the `IssueVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) IssueVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountBackOfficeParams, body IssueVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.IssueVenueAccountBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueAccountBackOfficeResponse(rsp)
+}
+
+// HaltVenueAccountBackOfficeWithBodyWithResponse Halt trading on an account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) HaltVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HaltVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.HaltVenueAccountBackOfficeWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHaltVenueAccountBackOfficeResponse(rsp)
+}
+
+// HaltVenueAccountBackOfficeWithResponse Halt trading on an account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) HaltVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.HaltVenueAccountBackOffice(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHaltVenueAccountBackOfficeResponse(rsp)
+}
+
+// ResumeVenueAccountBackOfficeWithBodyWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) ResumeVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.ResumeVenueAccountBackOfficeWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeVenueAccountBackOfficeResponse(rsp)
+}
+
+// ResumeVenueAccountBackOfficeWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) ResumeVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountBackOfficeParams, body ResumeVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.ResumeVenueAccountBackOffice(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeVenueAccountBackOfficeResponse(rsp)
+}
+
+// ApplyVenueBalanceOpBackOfficeWithBodyWithResponse Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+func (c *ClientWithResponses) ApplyVenueBalanceOpBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpBackOfficeResponse, error) {
+	rsp, err := c.ApplyVenueBalanceOpBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyVenueBalanceOpBackOfficeResponse(rsp)
+}
+
+// ApplyVenueBalanceOpBackOfficeWithResponse Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOpBackOffice` operationId).
+func (c *ClientWithResponses) ApplyVenueBalanceOpBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpBackOfficeParams, body ApplyVenueBalanceOpBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpBackOfficeResponse, error) {
+	rsp, err := c.ApplyVenueBalanceOpBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyVenueBalanceOpBackOfficeResponse(rsp)
+}
+
+// GetVenueBalanceOpReceiptBackOfficeWithResponse Read the receipt of a balance operation by its reference (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Settles a write whose answer was lost, as the operator's
+// receipt route does; 404 `not_found` when the venue made no operation under it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceiptBackOffice` operationId).
+func (c *ClientWithResponses) GetVenueBalanceOpReceiptBackOfficeWithResponse(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*GetVenueBalanceOpReceiptBackOfficeResponse, error) {
+	rsp, err := c.GetVenueBalanceOpReceiptBackOffice(ctx, venueId, referenceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueBalanceOpReceiptBackOfficeResponse(rsp)
+}
+
 // ListVenueKeysWithResponse The venue's keys, never their secrets
 //
 // Returns a wrapper object for the known response body format(s).
@@ -21100,6 +28528,217 @@ func (c *ClientWithResponses) GetProviderBackOfficeWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseGetProviderBackOfficeResponse(rsp)
+}
+
+// GetVenueUsageBackOfficeWithResponse Metered usage of a month (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage for the venue's accounts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/usage (the `GetVenueUsageBackOffice` operationId).
+func (c *ClientWithResponses) GetVenueUsageBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *GetVenueUsageBackOfficeParams, reqEditors ...RequestEditorFn) (*GetVenueUsageBackOfficeResponse, error) {
+	rsp, err := c.GetVenueUsageBackOffice(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueUsageBackOfficeResponse(rsp)
+}
+
+// ListVenueUsageAccountsBackOfficeWithResponse Usage of a month per account (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage/accounts for the venue's accounts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/usage/accounts (the `ListVenueUsageAccountsBackOffice` operationId).
+func (c *ClientWithResponses) ListVenueUsageAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueUsageAccountsBackOfficeResponse, error) {
+	rsp, err := c.ListVenueUsageAccountsBackOffice(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueUsageAccountsBackOfficeResponse(rsp)
+}
+
+// ListVenueWebhooksBackOfficeWithResponse List the venue's webhook endpoints, never their secrets (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/webhooks (the `ListVenueWebhooksBackOffice` operationId).
+func (c *ClientWithResponses) ListVenueWebhooksBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueWebhooksBackOfficeResponse, error) {
+	rsp, err := c.ListVenueWebhooksBackOffice(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueWebhooksBackOfficeResponse(rsp)
+}
+
+// RegisterVenueWebhookBackOfficeWithBodyWithResponse Register a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+func (c *ClientWithResponses) RegisterVenueWebhookBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookBackOfficeResponse, error) {
+	rsp, err := c.RegisterVenueWebhookBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterVenueWebhookBackOfficeResponse(rsp)
+}
+
+// RegisterVenueWebhookBackOfficeWithResponse Register a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks (the `RegisterVenueWebhookBackOffice` operationId).
+func (c *ClientWithResponses) RegisterVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookBackOfficeParams, body RegisterVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookBackOfficeResponse, error) {
+	rsp, err := c.RegisterVenueWebhookBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterVenueWebhookBackOfficeResponse(rsp)
+}
+
+// ListVenueWebhookDeliveriesBackOfficeWithResponse The delivery log, newest first (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Every attempt kept 60 days; paged by `cursor`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveriesBackOffice` operationId).
+func (c *ClientWithResponses) ListVenueWebhookDeliveriesBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueWebhookDeliveriesBackOfficeResponse, error) {
+	rsp, err := c.ListVenueWebhookDeliveriesBackOffice(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueWebhookDeliveriesBackOfficeResponse(rsp)
+}
+
+// TestVenueWebhookBackOfficeWithBodyWithResponse Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+func (c *ClientWithResponses) TestVenueWebhookBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestVenueWebhookBackOfficeResponse, error) {
+	rsp, err := c.TestVenueWebhookBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestVenueWebhookBackOfficeResponse(rsp)
+}
+
+// TestVenueWebhookBackOfficeWithResponse Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/webhooks/test (the `TestVenueWebhookBackOffice` operationId).
+func (c *ClientWithResponses) TestVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookBackOfficeParams, body TestVenueWebhookBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*TestVenueWebhookBackOfficeResponse, error) {
+	rsp, err := c.TestVenueWebhookBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestVenueWebhookBackOfficeResponse(rsp)
+}
+
+// RemoveVenueWebhookBackOfficeWithResponse Remove a webhook endpoint (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). An endpoint the venue does not have, or removed already,
+// is 404 `not_found` (a repeat of the removing request answers its first answer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhookBackOffice` operationId).
+func (c *ClientWithResponses) RemoveVenueWebhookBackOfficeWithResponse(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookBackOfficeParams, reqEditors ...RequestEditorFn) (*RemoveVenueWebhookBackOfficeResponse, error) {
+	rsp, err := c.RemoveVenueWebhookBackOffice(ctx, venueId, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveVenueWebhookBackOfficeResponse(rsp)
+}
+
+// ListVenueConfigBackOfficeWithResponse The venue's items of one kind of configuration, retired ones included
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/{kind} (the `ListVenueConfigBackOffice` operationId).
+func (c *ClientWithResponses) ListVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*ListVenueConfigBackOfficeResponse, error) {
+	rsp, err := c.ListVenueConfigBackOffice(ctx, venueId, kind, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueConfigBackOfficeResponse(rsp)
+}
+
+// RetireVenueConfigBackOfficeWithResponse Retire an item (If-Match the version read)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/back-office/venues/{venueId}/{kind}/{id} (the `RetireVenueConfigBackOffice` operationId).
+func (c *ClientWithResponses) RetireVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigBackOfficeParams, reqEditors ...RequestEditorFn) (*RetireVenueConfigBackOfficeResponse, error) {
+	rsp, err := c.RetireVenueConfigBackOffice(ctx, venueId, kind, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireVenueConfigBackOfficeResponse(rsp)
+}
+
+// GetVenueConfigBackOfficeWithResponse One item of the venue's configuration (its version also in ETag)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/{kind}/{id} (the `GetVenueConfigBackOffice` operationId).
+func (c *ClientWithResponses) GetVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*GetVenueConfigBackOfficeResponse, error) {
+	rsp, err := c.GetVenueConfigBackOffice(ctx, venueId, kind, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueConfigBackOfficeResponse(rsp)
+}
+
+// PutVenueConfigBackOfficeWithBodyWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+func (c *ClientWithResponses) PutVenueConfigBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutVenueConfigBackOfficeResponse, error) {
+	rsp, err := c.PutVenueConfigBackOfficeWithBody(ctx, venueId, kind, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutVenueConfigBackOfficeResponse(rsp)
+}
+
+// PutVenueConfigBackOfficeWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/{kind}/{id} (the `PutVenueConfigBackOffice` operationId).
+func (c *ClientWithResponses) PutVenueConfigBackOfficeWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigBackOfficeParams, body PutVenueConfigBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutVenueConfigBackOfficeResponse, error) {
+	rsp, err := c.PutVenueConfigBackOffice(ctx, venueId, kind, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutVenueConfigBackOfficeResponse(rsp)
 }
 
 // ListCalendarEventsWithResponse Economic calendar in a bounded window
@@ -22017,6 +29656,144 @@ func (c *ClientWithResponses) ListPartnerUsageAccountsWithResponse(ctx context.C
 	return ParseListPartnerUsageAccountsResponse(rsp)
 }
 
+// HaltVenueAccountWithBodyWithResponse Halt trading on an account
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+func (c *ClientWithResponses) HaltVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HaltVenueAccountResponse, error) {
+	rsp, err := c.HaltVenueAccountWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHaltVenueAccountResponse(rsp)
+}
+
+// HaltVenueAccountWithResponse Halt trading on an account
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+// new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+// until the venue resumes; open positions stay open; durable across restarts.
+// Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+// control, an evaluation breach) is on the account. An account that is not the
+// venue's is 404. The same Idempotency-Key with the same request answers the first
+// answer again (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
+func (c *ClientWithResponses) HaltVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountResponse, error) {
+	rsp, err := c.HaltVenueAccount(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHaltVenueAccountResponse(rsp)
+}
+
+// ResumeVenueAccountWithBodyWithResponse Clear the venue's own halt
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+func (c *ClientWithResponses) ResumeVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeVenueAccountResponse, error) {
+	rsp, err := c.ResumeVenueAccountWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeVenueAccountResponse(rsp)
+}
+
+// ResumeVenueAccountWithResponse Clear the venue's own halt
+//
+// Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+// only the firm's halt is cleared; other locks stand. Idempotent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/resume (the `ResumeVenueAccount` operationId).
+func (c *ClientWithResponses) ResumeVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeVenueAccountResponse, error) {
+	rsp, err := c.ResumeVenueAccount(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeVenueAccountResponse(rsp)
+}
+
+// ApplyVenueBalanceOpWithBodyWithResponse Credit, debit or adjust one of the venue's accounts
+//
+// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+func (c *ClientWithResponses) ApplyVenueBalanceOpWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpResponse, error) {
+	rsp, err := c.ApplyVenueBalanceOpWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyVenueBalanceOpResponse(rsp)
+}
+
+// ApplyVenueBalanceOpWithResponse Credit, debit or adjust one of the venue's accounts
+//
+// Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+// Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+// it, so the same key and body answer the original receipt and another body (another
+// account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+// venue's referenceId space with the partner route. Errors, in the venue shape with
+// the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+// `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+// `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+// 503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+// key or retry with it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/balance-ops (the `ApplyVenueBalanceOp` operationId).
+func (c *ClientWithResponses) ApplyVenueBalanceOpWithResponse(ctx context.Context, venueId VenueId, params *ApplyVenueBalanceOpParams, body ApplyVenueBalanceOpJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyVenueBalanceOpResponse, error) {
+	rsp, err := c.ApplyVenueBalanceOp(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyVenueBalanceOpResponse(rsp)
+}
+
+// GetVenueBalanceOpReceiptWithResponse Read the receipt of a balance operation by its reference
+//
+// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+// receipt route does; 404 `not_found` when the venue made no operation under it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
+func (c *ClientWithResponses) GetVenueBalanceOpReceiptWithResponse(ctx context.Context, venueId VenueId, referenceId string, reqEditors ...RequestEditorFn) (*GetVenueBalanceOpReceiptResponse, error) {
+	rsp, err := c.GetVenueBalanceOpReceipt(ctx, venueId, referenceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueBalanceOpReceiptResponse(rsp)
+}
+
 // ListProvidersPartnerWithResponse The venue's provider versions (venue key with provider:manage or account:read)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -22085,6 +29862,152 @@ func (c *ClientWithResponses) GetProviderPartnerWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGetProviderPartnerResponse(rsp)
+}
+
+// GetVenueUsageWithResponse Metered usage of a month
+//
+// Venue key with `account:read`. The answer of GET /api/partner/usage for the venue's accounts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/usage (the `GetVenueUsage` operationId).
+func (c *ClientWithResponses) GetVenueUsageWithResponse(ctx context.Context, venueId VenueId, params *GetVenueUsageParams, reqEditors ...RequestEditorFn) (*GetVenueUsageResponse, error) {
+	rsp, err := c.GetVenueUsage(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueUsageResponse(rsp)
+}
+
+// ListVenueUsageAccountsWithResponse Usage of a month per account
+//
+// Venue key with `account:read`. The answer of GET /api/partner/usage/accounts for the venue's accounts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/usage/accounts (the `ListVenueUsageAccounts` operationId).
+func (c *ClientWithResponses) ListVenueUsageAccountsWithResponse(ctx context.Context, venueId VenueId, params *ListVenueUsageAccountsParams, reqEditors ...RequestEditorFn) (*ListVenueUsageAccountsResponse, error) {
+	rsp, err := c.ListVenueUsageAccounts(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueUsageAccountsResponse(rsp)
+}
+
+// ListVenueWebhooksWithResponse List the venue's webhook endpoints, never their secrets
+//
+// Venue key with `webhook:manage`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/webhooks (the `ListVenueWebhooks` operationId).
+func (c *ClientWithResponses) ListVenueWebhooksWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueWebhooksResponse, error) {
+	rsp, err := c.ListVenueWebhooks(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueWebhooksResponse(rsp)
+}
+
+// RegisterVenueWebhookWithBodyWithResponse Register a webhook endpoint
+//
+// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+func (c *ClientWithResponses) RegisterVenueWebhookWithBodyWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookResponse, error) {
+	rsp, err := c.RegisterVenueWebhookWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterVenueWebhookResponse(rsp)
+}
+
+// RegisterVenueWebhookWithResponse Register a webhook endpoint
+//
+// Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+// firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+// twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+// `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+// again, its signing `secret` with it; with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks (the `RegisterVenueWebhook` operationId).
+func (c *ClientWithResponses) RegisterVenueWebhookWithResponse(ctx context.Context, venueId VenueId, params *RegisterVenueWebhookParams, body RegisterVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterVenueWebhookResponse, error) {
+	rsp, err := c.RegisterVenueWebhook(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterVenueWebhookResponse(rsp)
+}
+
+// ListVenueWebhookDeliveriesWithResponse The delivery log, newest first
+//
+// Venue key with `webhook:manage`. Every attempt kept 60 days; paged by `cursor`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/partner/venues/{venueId}/webhooks/deliveries (the `ListVenueWebhookDeliveries` operationId).
+func (c *ClientWithResponses) ListVenueWebhookDeliveriesWithResponse(ctx context.Context, venueId VenueId, params *ListVenueWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListVenueWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListVenueWebhookDeliveries(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueWebhookDeliveriesResponse(rsp)
+}
+
+// TestVenueWebhookWithBodyWithResponse Deliver a signed ping at once and report the outcome
+//
+// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+func (c *ClientWithResponses) TestVenueWebhookWithBodyWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestVenueWebhookResponse, error) {
+	rsp, err := c.TestVenueWebhookWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestVenueWebhookResponse(rsp)
+}
+
+// TestVenueWebhookWithResponse Deliver a signed ping at once and report the outcome
+//
+// Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+// with the same request answers it again and pings no more.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/webhooks/test (the `TestVenueWebhook` operationId).
+func (c *ClientWithResponses) TestVenueWebhookWithResponse(ctx context.Context, venueId VenueId, params *TestVenueWebhookParams, body TestVenueWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*TestVenueWebhookResponse, error) {
+	rsp, err := c.TestVenueWebhook(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestVenueWebhookResponse(rsp)
+}
+
+// RemoveVenueWebhookWithResponse Remove a webhook endpoint
+//
+// Venue key with `webhook:manage`. An endpoint the venue does not have, or removed already,
+// is 404 `not_found` (a repeat of the removing request answers its first answer).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/partner/venues/{venueId}/webhooks/{id} (the `RemoveVenueWebhook` operationId).
+func (c *ClientWithResponses) RemoveVenueWebhookWithResponse(ctx context.Context, venueId VenueId, id string, params *RemoveVenueWebhookParams, reqEditors ...RequestEditorFn) (*RemoveVenueWebhookResponse, error) {
+	rsp, err := c.RemoveVenueWebhook(ctx, venueId, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveVenueWebhookResponse(rsp)
 }
 
 // RemoveWebhookByIdOrUrlWithBodyWithResponse Remove a webhook endpoint named by id or url
@@ -22653,6 +30576,55 @@ func (c *ClientWithResponses) GetVenueWithResponse(ctx context.Context, venueId 
 	return ParseGetVenueResponse(rsp)
 }
 
+// ListVenueAccountsWithResponse The accounts the venue issued, with live balances
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
+func (c *ClientWithResponses) ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error) {
+	rsp, err := c.ListVenueAccounts(ctx, venueId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueAccountsResponse(rsp)
+}
+
+// IssueVenueAccountWithBodyWithResponse Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+func (c *ClientWithResponses) IssueVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueVenueAccountResponse, error) {
+	rsp, err := c.IssueVenueAccountWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueAccountResponse(rsp)
+}
+
+// IssueVenueAccountWithResponse Issue a paper-book account into one of the venue's groups
+//
+// The account's id and number derive from the venue and the Idempotency-Key: a retry
+// answers the same account (200, Idempotent-Replayed), the same key with another
+// request 409. The account records the group's stage version; the group's terms govern
+// its orders from its next command.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
+func (c *ClientWithResponses) IssueVenueAccountWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueAccountResponse, error) {
+	rsp, err := c.IssueVenueAccount(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueVenueAccountResponse(rsp)
+}
+
 // ListProvidersWithResponse The venue's provider versions
 //
 // Returns a wrapper object for the known response body format(s).
@@ -22703,6 +30675,71 @@ func (c *ClientWithResponses) GetProviderWithResponse(ctx context.Context, venue
 		return nil, err
 	}
 	return ParseGetProviderResponse(rsp)
+}
+
+// ListVenueConfigWithResponse The venue's items of one kind of configuration, retired ones included
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
+func (c *ClientWithResponses) ListVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, reqEditors ...RequestEditorFn) (*ListVenueConfigResponse, error) {
+	rsp, err := c.ListVenueConfig(ctx, venueId, kind, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListVenueConfigResponse(rsp)
+}
+
+// RetireVenueConfigWithResponse Retire an item (If-Match the version read)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/venues/{venueId}/{kind}/{id} (the `RetireVenueConfig` operationId).
+func (c *ClientWithResponses) RetireVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *RetireVenueConfigParams, reqEditors ...RequestEditorFn) (*RetireVenueConfigResponse, error) {
+	rsp, err := c.RetireVenueConfig(ctx, venueId, kind, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireVenueConfigResponse(rsp)
+}
+
+// GetVenueConfigWithResponse One item of the venue's configuration (its version also in ETag)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/{kind}/{id} (the `GetVenueConfig` operationId).
+func (c *ClientWithResponses) GetVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, reqEditors ...RequestEditorFn) (*GetVenueConfigResponse, error) {
+	rsp, err := c.GetVenueConfig(ctx, venueId, kind, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueConfigResponse(rsp)
+}
+
+// PutVenueConfigWithBodyWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+func (c *ClientWithResponses) PutVenueConfigWithBodyWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutVenueConfigResponse, error) {
+	rsp, err := c.PutVenueConfigWithBody(ctx, venueId, kind, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutVenueConfigResponse(rsp)
+}
+
+// PutVenueConfigWithResponse Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
+func (c *ClientWithResponses) PutVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutVenueConfigResponse, error) {
+	rsp, err := c.PutVenueConfig(ctx, venueId, kind, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutVenueConfigResponse(rsp)
 }
 
 // GetReferencePageWithResponse The API reference page
@@ -24031,6 +32068,857 @@ func ParseGetVenueBackOfficeResponse(rsp *http.Response) (*GetVenueBackOfficeRes
 	return response, nil
 }
 
+// ParseListVenueAccountsBackOfficeResponse parses an HTTP response from a ListVenueAccountsBackOfficeWithResponse call
+func ParseListVenueAccountsBackOfficeResponse(rsp *http.Response) (*ListVenueAccountsBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueAccountsBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Accounts []VenueAccount `json:"accounts"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueAccountsBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIssueVenueAccountBackOfficeResponse parses an HTTP response from a IssueVenueAccountBackOfficeWithResponse call
+func ParseIssueVenueAccountBackOfficeResponse(rsp *http.Response) (*IssueVenueAccountBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IssueVenueAccountBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest VenueAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers IssueVenueAccountBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHaltVenueAccountBackOfficeResponse parses an HTTP response from a HaltVenueAccountBackOfficeWithResponse call
+func ParseHaltVenueAccountBackOfficeResponse(rsp *http.Response) (*HaltVenueAccountBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HaltVenueAccountBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HaltAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers HaltVenueAccountBackOfficeResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers HaltVenueAccountBackOfficeResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers HaltVenueAccountBackOfficeResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers HaltVenueAccountBackOfficeResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers HaltVenueAccountBackOfficeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers HaltVenueAccountBackOfficeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers HaltVenueAccountBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeVenueAccountBackOfficeResponse parses an HTTP response from a ResumeVenueAccountBackOfficeWithResponse call
+func ParseResumeVenueAccountBackOfficeResponse(rsp *http.Response) (*ResumeVenueAccountBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeVenueAccountBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HaltAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers ResumeVenueAccountBackOfficeResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResumeVenueAccountBackOfficeResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResumeVenueAccountBackOfficeResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResumeVenueAccountBackOfficeResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResumeVenueAccountBackOfficeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeVenueAccountBackOfficeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ResumeVenueAccountBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApplyVenueBalanceOpBackOfficeResponse parses an HTTP response from a ApplyVenueBalanceOpBackOfficeWithResponse call
+func ParseApplyVenueBalanceOpBackOfficeResponse(rsp *http.Response) (*ApplyVenueBalanceOpBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApplyVenueBalanceOpBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalanceReceiptAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApplyVenueBalanceOpBackOfficeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApplyVenueBalanceOpBackOfficeResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ApplyVenueBalanceOpBackOfficeResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ApplyVenueBalanceOpBackOfficeResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApplyVenueBalanceOpBackOfficeResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApplyVenueBalanceOpBackOfficeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApplyVenueBalanceOpBackOfficeResponse413Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ApplyVenueBalanceOpBackOfficeResponse415Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 423:
+		var headers ApplyVenueBalanceOpBackOfficeResponse423Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 503:
+		var headers ApplyVenueBalanceOpBackOfficeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ApplyVenueBalanceOpBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueBalanceOpReceiptBackOfficeResponse parses an HTTP response from a GetVenueBalanceOpReceiptBackOfficeWithResponse call
+func ParseGetVenueBalanceOpReceiptBackOfficeResponse(rsp *http.Response) (*GetVenueBalanceOpReceiptBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueBalanceOpReceiptBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalanceReceiptAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVenueBalanceOpReceiptBackOfficeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetVenueBalanceOpReceiptBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListVenueKeysResponse parses an HTTP response from a ListVenueKeysWithResponse call
 func ParseListVenueKeysResponse(rsp *http.Response) (*ListVenueKeysResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24356,6 +33244,752 @@ func ParseGetProviderBackOfficeResponse(rsp *http.Response) (*GetProviderBackOff
 		response.Headers200 = &headers
 	case true:
 		var headers GetProviderBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueUsageBackOfficeResponse parses an HTTP response from a GetVenueUsageBackOfficeWithResponse call
+func ParseGetVenueUsageBackOfficeResponse(rsp *http.Response) (*GetVenueUsageBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueUsageBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueUsageBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueUsageAccountsBackOfficeResponse parses an HTTP response from a ListVenueUsageAccountsBackOfficeWithResponse call
+func ParseListVenueUsageAccountsBackOfficeResponse(rsp *http.Response) (*ListVenueUsageAccountsBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueUsageAccountsBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAccountsAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueUsageAccountsBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueWebhooksBackOfficeResponse parses an HTTP response from a ListVenueWebhooksBackOfficeWithResponse call
+func ParseListVenueWebhooksBackOfficeResponse(rsp *http.Response) (*ListVenueWebhooksBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueWebhooksBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueWebhooksBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterVenueWebhookBackOfficeResponse parses an HTTP response from a RegisterVenueWebhookBackOfficeWithResponse call
+func ParseRegisterVenueWebhookBackOfficeResponse(rsp *http.Response) (*RegisterVenueWebhookBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterVenueWebhookBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookRegistered
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RegisterVenueWebhookBackOfficeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RegisterVenueWebhookBackOfficeResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RegisterVenueWebhookBackOfficeResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RegisterVenueWebhookBackOfficeResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RegisterVenueWebhookBackOfficeResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RegisterVenueWebhookBackOfficeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers RegisterVenueWebhookBackOfficeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RegisterVenueWebhookBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueWebhookDeliveriesBackOfficeResponse parses an HTTP response from a ListVenueWebhookDeliveriesBackOfficeWithResponse call
+func ParseListVenueWebhookDeliveriesBackOfficeResponse(rsp *http.Response) (*ListVenueWebhookDeliveriesBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueWebhookDeliveriesBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeliveryPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueWebhookDeliveriesBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestVenueWebhookBackOfficeResponse parses an HTTP response from a TestVenueWebhookBackOfficeWithResponse call
+func ParseTestVenueWebhookBackOfficeResponse(rsp *http.Response) (*TestVenueWebhookBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestVenueWebhookBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookTested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers TestVenueWebhookBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveVenueWebhookBackOfficeResponse parses an HTTP response from a RemoveVenueWebhookBackOfficeWithResponse call
+func ParseRemoveVenueWebhookBackOfficeResponse(rsp *http.Response) (*RemoveVenueWebhookBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveVenueWebhookBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookRemoved
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RemoveVenueWebhookBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueConfigBackOfficeResponse parses an HTTP response from a ListVenueConfigBackOfficeWithResponse call
+func ParseListVenueConfigBackOfficeResponse(rsp *http.Response) (*ListVenueConfigBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueConfigBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Items []VenueConfigItem `json:"items"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueConfigBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetireVenueConfigBackOfficeResponse parses an HTTP response from a RetireVenueConfigBackOfficeWithResponse call
+func ParseRetireVenueConfigBackOfficeResponse(rsp *http.Response) (*RetireVenueConfigBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireVenueConfigBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RetireVenueConfigBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueConfigBackOfficeResponse parses an HTTP response from a GetVenueConfigBackOfficeWithResponse call
+func ParseGetVenueConfigBackOfficeResponse(rsp *http.Response) (*GetVenueConfigBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueConfigBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueConfigBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutVenueConfigBackOfficeResponse parses an HTTP response from a PutVenueConfigBackOfficeWithResponse call
+func ParsePutVenueConfigBackOfficeResponse(rsp *http.Response) (*PutVenueConfigBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutVenueConfigBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PutVenueConfigBackOfficeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26815,6 +36449,742 @@ func ParseListPartnerUsageAccountsResponse(rsp *http.Response) (*ListPartnerUsag
 	return response, nil
 }
 
+// ParseHaltVenueAccountResponse parses an HTTP response from a HaltVenueAccountWithResponse call
+func ParseHaltVenueAccountResponse(rsp *http.Response) (*HaltVenueAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HaltVenueAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HaltAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers HaltVenueAccountResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers HaltVenueAccountResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers HaltVenueAccountResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers HaltVenueAccountResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers HaltVenueAccountResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers HaltVenueAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers HaltVenueAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeVenueAccountResponse parses an HTTP response from a ResumeVenueAccountWithResponse call
+func ParseResumeVenueAccountResponse(rsp *http.Response) (*ResumeVenueAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeVenueAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HaltAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers ResumeVenueAccountResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResumeVenueAccountResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResumeVenueAccountResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResumeVenueAccountResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResumeVenueAccountResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeVenueAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ResumeVenueAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApplyVenueBalanceOpResponse parses an HTTP response from a ApplyVenueBalanceOpWithResponse call
+func ParseApplyVenueBalanceOpResponse(rsp *http.Response) (*ApplyVenueBalanceOpResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApplyVenueBalanceOpResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalanceReceiptAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApplyVenueBalanceOpResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApplyVenueBalanceOpResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ApplyVenueBalanceOpResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ApplyVenueBalanceOpResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApplyVenueBalanceOpResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApplyVenueBalanceOpResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApplyVenueBalanceOpResponse413Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ApplyVenueBalanceOpResponse415Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 423:
+		var headers ApplyVenueBalanceOpResponse423Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 503:
+		var headers ApplyVenueBalanceOpResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ApplyVenueBalanceOpResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueBalanceOpReceiptResponse parses an HTTP response from a GetVenueBalanceOpReceiptWithResponse call
+func ParseGetVenueBalanceOpReceiptResponse(rsp *http.Response) (*GetVenueBalanceOpReceiptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueBalanceOpReceiptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalanceReceiptAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVenueBalanceOpReceiptResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetVenueBalanceOpReceiptResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListProvidersPartnerResponse parses an HTTP response from a ListProvidersPartnerWithResponse call
 func ParseListProvidersPartnerResponse(rsp *http.Response) (*ListProvidersPartnerResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -27166,6 +37536,531 @@ func ParseGetProviderPartnerResponse(rsp *http.Response) (*GetProviderPartnerRes
 		response.Headers200 = &headers
 	case true:
 		var headers GetProviderPartnerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueUsageResponse parses an HTTP response from a GetVenueUsageWithResponse call
+func ParseGetVenueUsageResponse(rsp *http.Response) (*GetVenueUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueUsageResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueUsageAccountsResponse parses an HTTP response from a ListVenueUsageAccountsWithResponse call
+func ParseListVenueUsageAccountsResponse(rsp *http.Response) (*ListVenueUsageAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueUsageAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAccountsAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueUsageAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueWebhooksResponse parses an HTTP response from a ListVenueWebhooksWithResponse call
+func ParseListVenueWebhooksResponse(rsp *http.Response) (*ListVenueWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueWebhooksResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterVenueWebhookResponse parses an HTTP response from a RegisterVenueWebhookWithResponse call
+func ParseRegisterVenueWebhookResponse(rsp *http.Response) (*RegisterVenueWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterVenueWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookRegistered
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RegisterVenueWebhookResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RegisterVenueWebhookResponse400Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RegisterVenueWebhookResponse401Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RegisterVenueWebhookResponse403Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RegisterVenueWebhookResponse404Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RegisterVenueWebhookResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers RegisterVenueWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers RegisterVenueWebhookResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueWebhookDeliveriesResponse parses an HTTP response from a ListVenueWebhookDeliveriesWithResponse call
+func ParseListVenueWebhookDeliveriesResponse(rsp *http.Response) (*ListVenueWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeliveryPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueWebhookDeliveriesResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestVenueWebhookResponse parses an HTTP response from a TestVenueWebhookWithResponse call
+func ParseTestVenueWebhookResponse(rsp *http.Response) (*TestVenueWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestVenueWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookTested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers TestVenueWebhookResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveVenueWebhookResponse parses an HTTP response from a RemoveVenueWebhookWithResponse call
+func ParseRemoveVenueWebhookResponse(rsp *http.Response) (*RemoveVenueWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveVenueWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookRemoved
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RemoveVenueWebhookResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28901,6 +39796,121 @@ func ParseGetVenueResponse(rsp *http.Response) (*GetVenueResponse, error) {
 	return response, nil
 }
 
+// ParseListVenueAccountsResponse parses an HTTP response from a ListVenueAccountsWithResponse call
+func ParseListVenueAccountsResponse(rsp *http.Response) (*ListVenueAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Accounts []VenueAccount `json:"accounts"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIssueVenueAccountResponse parses an HTTP response from a IssueVenueAccountWithResponse call
+func ParseIssueVenueAccountResponse(rsp *http.Response) (*IssueVenueAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IssueVenueAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest VenueAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers IssueVenueAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListProvidersResponse parses an HTTP response from a ListProvidersWithResponse call
 func ParseListProvidersResponse(rsp *http.Response) (*ListProvidersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -29060,6 +40070,227 @@ func ParseGetProviderResponse(rsp *http.Response) (*GetProviderResponse, error) 
 		response.Headers200 = &headers
 	case true:
 		var headers GetProviderResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListVenueConfigResponse parses an HTTP response from a ListVenueConfigWithResponse call
+func ParseListVenueConfigResponse(rsp *http.Response) (*ListVenueConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListVenueConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Items []VenueConfigItem `json:"items"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListVenueConfigResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetireVenueConfigResponse parses an HTTP response from a RetireVenueConfigWithResponse call
+func ParseRetireVenueConfigResponse(rsp *http.Response) (*RetireVenueConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireVenueConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RetireVenueConfigResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueConfigResponse parses an HTTP response from a GetVenueConfigWithResponse call
+func ParseGetVenueConfigResponse(rsp *http.Response) (*GetVenueConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetVenueConfigResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutVenueConfigResponse parses an HTTP response from a PutVenueConfigWithResponse call
+func ParsePutVenueConfigResponse(rsp *http.Response) (*PutVenueConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutVenueConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest VenueConfigAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PutVenueConfigResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -249,6 +249,32 @@ func (c *RemoveWebhook) Validate() error {
 	return nil
 }
 
+// TestWebhook keeps the outcome of a test ping of an endpoint under the venue
+// door's Idempotency-Key, so that a retry answers the first outcome again; it
+// changes nothing else. The partner route's ping records nothing.
+type TestWebhook struct {
+	WebhookID string
+	Outcome   *PingOutcome // nil only when the door asks, before the ping, what the key would meet (engine.AdviseFirm)
+}
+
+// PingOutcome is a test ping's outcome as its answer shows it.
+type PingOutcome struct {
+	Status       string  `json:"status"` // succeeded or failed
+	ResponseCode *int    `json:"responseCode"`
+	Error        *string `json:"error"`
+}
+
+// Validate checks the shape: the endpoint and the outcome.
+func (c *TestWebhook) Validate() error {
+	switch {
+	case c.WebhookID == "":
+		return commands.BadRequest("webhook id is required")
+	case c.Outcome == nil || (c.Outcome.Status != "succeeded" && c.Outcome.Status != "failed"):
+		return commands.BadRequest("a test ping's outcome is succeeded or failed")
+	}
+	return nil
+}
+
 // CreateRegistration pre-registers a trader's provider account for Connect.
 // Sending the same email, provider and account number again refreshes it.
 type CreateRegistration struct {

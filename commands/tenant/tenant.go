@@ -74,6 +74,9 @@ type OpenAccount struct {
 	Kind            string // demo or evaluation
 	Email           string
 	ReferenceID     string
+	VenueID         string // issued by a venue into GroupID, at the group stage's StageVersion
+	GroupID         string
+	StageVersion    string
 }
 
 // MaxAccountNumber bounds an account number.

@@ -38,6 +38,9 @@ const MaxInstrument = 64
 type Market struct {
 	Quotes map[string]Quote
 	Specs  map[string]Spec
+	// Terms of every venue group, by venueID + "/" + groupID: an immutable
+	// snapshot the engine replaces on each venue commit.
+	Terms map[string]*Terms
 }
 
 // Sides, order types and times in force.
@@ -238,6 +241,7 @@ func (c *Reverse) Validate() error {
 // its working orders on an instrument that the quote crosses.
 type FillWorking struct {
 	Quote Quote
+	Terms map[string]*Terms // the engine's venue terms, for the commissions fills pay
 }
 
 // Validate checks the shape.

@@ -10,7 +10,9 @@ import (
 	"github.com/svc/engine/commands"
 )
 
-// Venue key scopes. provider:manage registers and reads provider versions;
+// Venue key scopes. config:manage changes the venue's configuration
+// (instruments, conditions, groups, routes, stages, rules), which
+// account:read and config:manage read; provider:manage registers and reads provider versions;
 // account:read reads accounts, receipts and usage; account:manage halts and
 // resumes accounts and moves balances; webhook:manage registers and removes
 // webhooks; trader:trade acts on a trader's accounts where a trading route
@@ -21,10 +23,11 @@ const (
 	ScopeAccountManage  = "account:manage"
 	ScopeWebhookManage  = "webhook:manage"
 	ScopeTraderTrade    = "trader:trade"
+	ScopeConfigManage   = "config:manage"
 )
 
 // Scopes are every venue key scope.
-var Scopes = []string{ScopeProviderManage, ScopeAccountRead, ScopeAccountManage, ScopeWebhookManage, ScopeTraderTrade}
+var Scopes = []string{ScopeProviderManage, ScopeAccountRead, ScopeAccountManage, ScopeWebhookManage, ScopeTraderTrade, ScopeConfigManage}
 
 // Bounds of venue inputs.
 const (

@@ -18,6 +18,7 @@ import (
 	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evidem "github.com/svc/engine/events/idem"
 )
 
 var (
@@ -257,11 +258,13 @@ func TestTransitions(t *testing.T) {
 // both encodings and read back, rebuilds the whole live state: positions,
 // working orders, keys, the ledger, risk and firm state, field for field.
 func TestReplayRebuildsTheSameState(t *testing.T) {
+	// The account's events and the Idempotency-Key record of its venue-door writes.
+	registry := events.Merge(account.Registry(), evidem.Registry())
 	r := enginetest.NewReplay(t, enginetest.Core[*account.State]{
 		New:      func() *account.State { return account.New("a1") },
 		Decide:   account.Decide,
 		Apply:    account.Apply,
-		Registry: account.Registry(),
+		Registry: registry,
 	})
 	at := t0 // a Monday, 14:00 UTC
 	n := 0
@@ -309,6 +312,17 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&firmcmd.BalanceOp{ReferenceID: "r2", AccountNumber: "EV1", Op: "debit", Amount: dec("5"), Env: "sandbox"})
 	do(&firmcmd.HaltAccount{})
 	do(&firmcmd.ResumeAccount{})
+	keyed := func(key string, cmd commands.Command) { // a venue-door write: the key recorded with its answer
+		t.Helper()
+		n++
+		id := ulid.MustParse("01J00000000000000000000000")
+		id[14], id[15] = byte(n>>8), byte(n)
+		for _, e := range r.Do(commands.Envelope{ID: id, At: at, Key: key, Digest: "digest-" + key, Principal: events.Principal{TenantID: "firm", KeyID: "vk1"}, Cmd: cmd}) {
+			seen[e.Type()] = true
+		}
+	}
+	keyed("halt-1", &firmcmd.HaltAccount{})
+	keyed("resume-1", &firmcmd.ResumeAccount{})
 	do(&firmcmd.HoldForReconciliation{Reason: "a broker statement to check", By: "op-1"})
 	do(&firmcmd.ReleaseReconciliation{By: "op-1"})
 	at = at.Add(time.Minute)
@@ -339,7 +353,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&trading.Flatten{ClientOrderID: "fl1", Market: m})
 	do(&firmcmd.ResetAccount{ReferenceID: "reset-1"})
 
-	for name := range account.Registry() {
+	for name := range registry {
 		if !seen[name] {
 			t.Errorf("the script records no %s: add a command that does", name)
 		}

@@ -31,10 +31,15 @@ type book struct {
 	positions map[string]evacct.Position
 	fills     int
 	out       []events.Event
+	terms     *trading.Terms // of the venue group the account was issued into, if any
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
-	return &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]evacct.Position{}}
+	b := &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]evacct.Position{}}
+	if s.GroupID != "" {
+		b.terms = m.Terms[s.VenueID+"/"+s.GroupID]
+	}
+	return b
 }
 
 func (b *book) add(e events.Event) { b.out = append(b.out, e) }
@@ -127,6 +132,10 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 	}
 	b.positions[w.Instrument] = np
 	b.balance = b.balance.Add(realized)
+	var fee *events.Decimal
+	if c := commission(b.terms, p, w.Side, qty, w.Filled.IsZero(), b.s.Currency); c.Sign() > 0 {
+		b.balance, fee = b.balance.Sub(c), &c
+	}
 	filled := w.Filled.Add(qty)
 	avg := w.Filled.Mul(w.AvgPrice).Add(qty.Mul(price)).Quo(filled).Round(PriceDecimals)
 	b.fills++
@@ -135,7 +144,7 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 		BrokerOrderID: w.BrokerOrderID, FillID: b.env.DerivedID("f", b.fills), Instrument: w.Instrument,
 		Side: w.Side, Quantity: qty, Price: price, Realized: realized, Position: np, Balance: b.balance,
 		OrderFilled: filled, OrderAvgPrice: avg, Done: filled.Cmp(w.Quantity) >= 0 || w.ReduceOnly,
-		Quote: &touch, At: b.env.At,
+		Quote: &touch, Commission: fee, At: b.env.At,
 	})
 	w.Filled, w.AvgPrice = filled, avg
 }

@@ -43,7 +43,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return []events.Event{evacct.Opened{
 			AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber,
 			Label: c.Label, Currency: c.Currency, StartingBalance: c.StartingBalance, Kind: c.Kind,
-			Email: c.Email, ReferenceID: c.ReferenceID, At: env.At,
+			Email: c.Email, ReferenceID: c.ReferenceID, VenueID: c.VenueID, GroupID: c.GroupID, StageVersion: c.StageVersion, At: env.At,
 		}}, nil
 	case *trading.PlaceOrder:
 		return decidePlace(s, env, c)
@@ -62,7 +62,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	case *trading.Reverse:
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
-		return decideWorking(s, env, c.Quote), nil
+		return decideWorking(s, env, c.Quote, c.Terms), nil
 	case *trading.Protect:
 		return decideProtect(s, env, c)
 	case *trading.WithdrawBracket:
@@ -150,6 +150,10 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	if err := gate(s, env.At, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly); err != nil {
 		return nil, err
 	}
+	terms, err := venueTerms(s, c.Market, c.Instrument, c.Side, c.OrderType, c.Quantity, c.ReduceOnly)
+	if err != nil {
+		return nil, err
+	}
 	if sp.MaxQuantity.Sign() > 0 && c.Quantity.Cmp(sp.MaxQuantity) > 0 {
 		return nil, commands.Refuse(http.StatusUnprocessableEntity, "order_quantity_above_limit",
 			"quantity is above the instrument's per-order limit",
@@ -173,6 +177,9 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 		BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument,
 		Side: c.Side, OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice,
 		StopPrice: c.StopPrice, TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At,
+	}
+	if terms != nil {
+		o.TermsRevision = terms.Revision
 	}
 	b := newBook(s, env, c.Market)
 	if c.Bracket != nil {
@@ -351,6 +358,9 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	if _, err := spec(c.Market, c.Instrument); err != nil {
 		return nil, err
 	}
+	if _, err := venueTerms(s, c.Market, c.Instrument, sideToClose(p), "market", p.Quantity.Abs().Add(p.Quantity.Abs()), false); err != nil {
+		return nil, err
+	}
 	q, err := quote(c.Market, c.Instrument)
 	if err != nil {
 		return nil, err
@@ -360,8 +370,8 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	return b.out, nil
 }
 
-func decideWorking(s *State, env commands.Envelope, q trading.Quote) []events.Event {
-	b := newBook(s, env, trading.Market{})
+func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[string]*trading.Terms) []events.Event {
+	b := newBook(s, env, trading.Market{Terms: terms})
 	for _, id := range sortedKeys(s.Working) {
 		w := *s.Working[id]
 		if w.Instrument != q.Instrument {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -58,18 +59,24 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 	case *firmcmd.ResetAccount:
 		evs, err = decideReset(s, env, c)
 	case *firmcmd.HaltAccount:
-		switch {
-		case s.Firm.Halted:
-		case s.ControlLocked(env.At):
-			err = commands.Refuse(http.StatusConflict, "lock_not_owned",
-				"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
-		default:
-			evs = []events.Event{evacct.FirmHalted{At: env.At}}
-		}
+		evs, err = keyed(s, env, func() ([]events.Event, error) {
+			switch {
+			case s.Firm.Halted:
+			case s.ControlLocked(env.At):
+				return nil, commands.Refuse(http.StatusConflict, "lock_not_owned",
+					"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
+			default:
+				return []events.Event{evacct.FirmHalted{At: env.At}}, nil
+			}
+			return nil, nil
+		}, true)
 	case *firmcmd.ResumeAccount:
-		if s.Firm.Halted {
-			evs = []events.Event{evacct.FirmResumed{At: env.At}}
-		}
+		evs, err = keyed(s, env, func() ([]events.Event, error) {
+			if s.Firm.Halted {
+				return []events.Event{evacct.FirmResumed{At: env.At}}, nil
+			}
+			return nil, nil
+		}, false)
 	case *firmcmd.HoldForReconciliation:
 		if !s.Firm.Reconciliation {
 			evs = []events.Event{evacct.ReconciliationHeld{Reason: c.Reason, By: c.By, At: env.At}}
@@ -82,6 +89,21 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 		return nil, false, nil
 	}
 	return evs, true, err
+}
+
+// keyed runs a halt or resume decision. Through the venue door (env carries
+// an Idempotency-Key and its request's digest) it goes through idem.Write: the
+// key and the answer {accountNumber, halted} are recorded in the commit, and
+// a repeat answers it again. The partner route sends no digest: decided as
+// it stands, nothing recorded.
+func keyed(s *State, env commands.Envelope, decide func() ([]events.Event, error), halted bool) ([]events.Event, error) {
+	if env.Key == "" || env.Digest == "" {
+		return decide()
+	}
+	return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		evs, err := decide()
+		return evs, http.StatusOK, map[string]any{"accountNumber": s.AccountNumber, "halted": halted}, err
+	})
 }
 
 // firmHolds names the holds the firm places on the account at time at.

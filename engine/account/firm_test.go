@@ -13,6 +13,7 @@ import (
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evidem "github.com/svc/engine/events/idem"
 )
 
 func credit(ref, amount string) *firmcmd.BalanceOp {
@@ -180,4 +181,81 @@ func TestFirmTransitions(t *testing.T) {
 			t.Fatalf("replayed %+v, live %+v", r.Firm, s.Firm)
 		}
 	})
+}
+
+// The halt and resume through the venue door carry an Idempotency-Key and
+// the request's digest: the key is recorded with the answer in the commit,
+// a repeat answers it again, another request under it is 409. The partner
+// route's (no digest) records no key.
+func TestKeyedHaltAndResume(t *testing.T) {
+	keyed := func(n int, key, digest string, cmd commands.Command) commands.Envelope {
+		e := env(n, cmd)
+		e.Key, e.Digest = key, digest
+		return e
+	}
+	halt, resume := &firmcmd.HaltAccount{}, &firmcmd.ResumeAccount{}
+	cases := []struct {
+		name      string
+		given     []commands.Envelope
+		when      commands.Envelope
+		wantTypes string // the recorded event types
+		wantBody  string // of the KeyUsed, or of the replay
+		wantCode  string
+	}{
+		{name: "a keyed halt records the halt and the key", when: keyed(9, "k1", "d1", halt),
+			wantTypes: "[account.firm_halted.v1 idempotency.key_used.v1]", wantBody: `{"accountNumber":"EV1","halted":true}`},
+		{name: "a keyed halt of a halted account records the key only", given: []commands.Envelope{env(1, halt)}, when: keyed(9, "k1", "d1", halt),
+			wantTypes: "[idempotency.key_used.v1]", wantBody: `{"accountNumber":"EV1","halted":true}`},
+		{name: "a keyed resume answers halted false", given: []commands.Envelope{env(1, halt)}, when: keyed(9, "k1", "d1", resume),
+			wantTypes: "[account.firm_resumed.v1 idempotency.key_used.v1]", wantBody: `{"accountNumber":"EV1","halted":false}`},
+		{name: "the same key and request answer the first answer", given: []commands.Envelope{keyed(1, "k1", "d1", halt), env(2, resume)},
+			when: keyed(9, "k1", "d1", halt), wantBody: `{"accountNumber":"EV1","halted":true}`},
+		{name: "the same key with another request is a conflict", given: []commands.Envelope{keyed(1, "k1", "d1", halt)},
+			when: keyed(9, "k1", "d2", resume), wantCode: "idempotency_conflict"},
+		{name: "a refused keyed halt records nothing", given: []commands.Envelope{env(1, &riskcmd.BreachEvaluation{})},
+			when: keyed(9, "k1", "d1", halt), wantCode: "lock_not_owned"},
+		{name: "the partner route's halt records no key", when: keyed(9, "k1", "", halt), wantTypes: "[account.firm_halted.v1]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := account.New("a1")
+			open := env(0, &tenantcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: "USD", StartingBalance: dec("1000"), Kind: "evaluation"})
+			for i, g := range append([]commands.Envelope{open}, c.given...) {
+				evs, err := account.Decide(s, g)
+				if err != nil {
+					t.Fatalf("given %d: %v", i, err)
+				}
+				for _, e := range evs {
+					s = account.Apply(s, e)
+				}
+			}
+			evs, err := account.Decide(s, c.when)
+			var ref *commands.Refusal
+			var replay *commands.Replay
+			switch {
+			case c.wantCode != "":
+				if !errors.As(err, &ref) || ref.Code != c.wantCode || len(evs) != 0 {
+					t.Fatalf("want %s, got %v %v", c.wantCode, evs, err)
+				}
+			case c.wantTypes == "":
+				if !errors.As(err, &replay) || replay.Status != 200 || string(replay.Body) != c.wantBody {
+					t.Fatalf("want the replay of %s, got %v %v", c.wantBody, evs, err)
+				}
+			default:
+				if err != nil {
+					t.Fatal(err)
+				}
+				var types []string
+				for _, e := range evs {
+					types = append(types, e.Type())
+					if k, ok := e.(evidem.KeyUsed); ok && (k.Status != 200 || string(k.Body) != c.wantBody || k.Key != "k1" || k.Digest != "d1") {
+						t.Fatalf("key used %+v, body %s", k, k.Body)
+					}
+				}
+				if fmt.Sprint(types) != c.wantTypes {
+					t.Fatalf("recorded %v, want %s", types, c.wantTypes)
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ package account
 import (
 	"time"
 
+	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -30,6 +31,9 @@ type State struct {
 	Currency        string
 	Kind            string
 	Email           string
+	VenueID         string // an account a venue issued into GroupID (venueterms.go)
+	GroupID         string
+	StageVersion    string
 	StartingBalance events.Decimal
 	Balance         events.Decimal
 	Realized        events.Decimal
@@ -40,6 +44,7 @@ type State struct {
 	Brackets        map[string]*evacct.Bracket // active brackets by id (bracket.go)
 	Risk            Risk                       // risk controls and lock (risk.go)
 	Firm            Firm                       // firm halt, reconciliation hold, ledger (firm.go)
+	Idem            idem.Record                // Idempotency-Keys of the venue door's writes (firm.go)
 }
 
 // New is the state of an account with no commits.
@@ -51,6 +56,7 @@ func New(id string) *State {
 		ClientOrderIDs: map[string]string{},
 		References:     map[string]string{},
 		Brackets:       map[string]*evacct.Bracket{},
+		Idem:           idem.Record{},
 	}
 }
 
@@ -62,6 +68,7 @@ func Apply(s *State, e events.Event) *State {
 		s.Open = true
 		s.TenantID, s.Broker, s.AccountNumber, s.Label = e.TenantID, e.Broker, e.AccountNumber, e.Label
 		s.Currency, s.Kind, s.Email = e.Currency, e.Kind, e.Email
+		s.VenueID, s.GroupID, s.StageVersion = e.VenueID, e.GroupID, e.StageVersion
 		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
 	case evacct.OrderPlaced:
 		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
@@ -113,6 +120,7 @@ func Apply(s *State, e events.Event) *State {
 	default:
 		applyRisk(s, e)
 		applyFirm(s, e)
+		s.Idem.Apply(e)
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 // Package firm is the aggregate of a firm: its webhook endpoints
-// and its Connect pre-registrations. Balance, halt and reconciliation state
-// live on each account's own aggregate (engine/account).
+// and its Connect pre-registrations, with the record of the Idempotency-Keys
+// its venue-door writes answered (engine/idem). Balance, halt and
+// reconciliation state live on each account's own aggregate (engine/account).
 package firm
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evfirm "github.com/svc/engine/events/firm"
 )
@@ -73,11 +75,12 @@ type State struct {
 	Webhooks      map[string]*Webhook
 	Registrations map[string]*Registration
 	ByKey         map[string]string // registration key -> the newest registration's id
+	Idem          idem.Record       // Idempotency-Keys of the venue door's webhook writes
 }
 
 // New is the state of a firm with no commits.
 func New(id string) *State {
-	return &State{ID: id, Webhooks: map[string]*Webhook{}, Registrations: map[string]*Registration{}, ByKey: map[string]string{}}
+	return &State{ID: id, Webhooks: map[string]*Webhook{}, Registrations: map[string]*Registration{}, ByKey: map[string]string{}, Idem: idem.Record{}}
 }
 
 // Active lists the endpoints not removed, oldest first.
@@ -121,6 +124,8 @@ func Apply(s *State, e events.Event) *State {
 			at := e.At
 			r.LinkedAt, r.TraderID = &at, e.TraderID
 		}
+	default:
+		s.Idem.Apply(e)
 	}
 	return s
 }
@@ -129,35 +134,79 @@ func notFound(what string) error {
 	return commands.Refuse(http.StatusNotFound, "not_found", what+" not found", nil)
 }
 
-// Decide runs one firm command.
+// keyed reports whether env came through the venue door: an Idempotency-Key
+// with its request's digest. The partner routes send no digest.
+func keyed(env commands.Envelope) bool { return env.Key != "" && env.Digest != "" }
+
+// view is an endpoint as the webhook routes answer it (never its secret).
+func view(w *Webhook) map[string]any {
+	return map[string]any{"id": w.ID, "url": w.URL, "eventTypes": w.EventTypes, "createdAt": w.CreatedAt}
+}
+
+func registerWebhook(s *State, env commands.Envelope, c *firmcmd.RegisterWebhook) ([]events.Event, error) {
+	if w, ok := s.Webhooks[c.ID]; ok && !w.Removed {
+		return nil, nil
+	}
+	for _, w := range s.Active() {
+		if w.URL == c.URL {
+			return nil, commands.Refuse(http.StatusConflict, "webhook_exists",
+				"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
+		}
+	}
+	if len(s.Active()) >= firmcmd.MaxWebhooks {
+		return nil, commands.Refuse(http.StatusConflict, "webhook_limit_reached",
+			fmt.Sprintf("a firm registers at most %d endpoints; remove one first", firmcmd.MaxWebhooks),
+			map[string]any{"limit": firmcmd.MaxWebhooks})
+	}
+	types := append([]string{}, c.EventTypes...)
+	return []events.Event{evfirm.WebhookRegistered{WebhookID: c.ID, URL: c.URL, EventTypes: types, At: env.At}}, nil
+}
+
+// Decide runs one firm command. Through the venue door (keyed) the webhook
+// writes go through idem.Write: the Idempotency-Key and the answer are
+// recorded in the write's commit, and a repeat answers it again; the partner
+// routes' writes record no key and answer from the read models.
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
 	case *firmcmd.RegisterWebhook:
-		if w, ok := s.Webhooks[c.ID]; ok && !w.Removed {
-			return nil, nil
+		if !keyed(env) {
+			return registerWebhook(s, env, c)
 		}
-		for _, w := range s.Active() {
-			if w.URL == c.URL {
-				return nil, commands.Refuse(http.StatusConflict, "webhook_exists",
-					"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			evs, err := registerWebhook(s, env, c)
+			if err != nil {
+				return nil, 0, nil, err
 			}
-		}
-		if len(s.Active()) >= firmcmd.MaxWebhooks {
-			return nil, commands.Refuse(http.StatusConflict, "webhook_limit_reached",
-				fmt.Sprintf("a firm registers at most %d endpoints; remove one first", firmcmd.MaxWebhooks),
-				map[string]any{"limit": firmcmd.MaxWebhooks})
-		}
-		types := append([]string{}, c.EventTypes...)
-		return []events.Event{evfirm.WebhookRegistered{WebhookID: c.ID, URL: c.URL, EventTypes: types, At: env.At}}, nil
+			w := s.Webhooks[c.ID]
+			if len(evs) > 0 {
+				w = &Webhook{ID: c.ID, URL: c.URL, EventTypes: append([]string{}, c.EventTypes...), CreatedAt: env.At}
+			}
+			return evs, http.StatusOK, map[string]any{"webhook": view(w)}, nil
+		})
 	case *firmcmd.RemoveWebhook:
 		w, ok := s.Webhooks[c.ID]
-		if !ok {
-			return nil, notFound("webhook")
+		if !keyed(env) {
+			switch {
+			case !ok:
+				return nil, notFound("webhook")
+			case w.Removed:
+				return nil, nil
+			}
+			return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
 		}
-		if w.Removed {
-			return nil, nil
-		}
-		return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			if !ok || w.Removed { // a removed endpoint is not found, as the partner route answers it
+				return nil, 0, nil, notFound("webhook")
+			}
+			return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, http.StatusOK, map[string]any{"webhook": view(w)}, nil
+		})
+	case *firmcmd.TestWebhook:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			if w, ok := s.Webhooks[c.WebhookID]; !ok || w.Removed {
+				return nil, 0, nil, notFound("webhook")
+			}
+			return nil, http.StatusOK, map[string]any{"delivery": c.Outcome}, nil
+		})
 	case *firmcmd.CreateRegistration:
 		expires := env.At.Add(RegistrationLifetime)
 		if id, ok := s.ByKey[RegistrationKey(c.Email, c.Provider, c.AccountNumber)]; ok {

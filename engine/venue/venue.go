@@ -30,12 +30,13 @@ type State struct {
 	Name         string
 	Keys         map[string]*Key
 	Providers    map[string]evvenue.Provider
+	Config       map[string]map[string]*Item // kind -> id -> item (config.go)
 	Idem         idem.Record
 }
 
 // New is the state of a venue with no commits.
 func New(id string) *State {
-	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Idem: idem.Record{}}
+	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Config: map[string]map[string]*Item{}, Idem: idem.Record{}}
 }
 
 // Apply folds one event into the state.
@@ -51,6 +52,8 @@ func Apply(s *State, e events.Event) *State {
 		}
 	case evvenue.ProviderRegistered:
 		s.Providers[e.Provider.ID] = e.Provider
+	case evvenue.ConfigSet:
+		applyConfig(s, e)
 	default:
 		s.Idem.Apply(e)
 	}
@@ -131,6 +134,8 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				State: "candidate", CreationKey: env.Key, CreationHash: c.CreationHash, CreatedAt: env.At}
 			return []events.Event{evvenue.ProviderRegistered{Provider: p}}, http.StatusCreated, map[string]any{"provider": venuecmd.ProviderView(p)}, nil
 		})
+	case *venuecmd.SetConfig:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decideConfig(s, env, c) })
 	}
 	return nil, fmt.Errorf("venue: no decision for %T", env.Cmd)
 }

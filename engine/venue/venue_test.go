@@ -161,6 +161,13 @@ func TestVenueReplayRebuildsTheSameState(t *testing.T) {
 	do(keyed("k1", "d1", issue(owner, "vk_1")))
 	do(keyed("k2", "d2", &venuecmd.RevokeKey{KeyID: "vk_1", By: owner}))
 	do(keyed("k3", "d3", &venuecmd.RegisterProvider{Name: "Acme Data", Manifest: []byte(manifest)}))
+	do(keyed("k4", "d4", &venuecmd.SetConfig{Kind: venuecmd.KindInstruments, ID: "BTC-PERP", Body: []byte(`{"active":true,"maxQuantity":"5"}`)}))
+	do(keyed("k5", "d5", &venuecmd.SetConfig{Kind: venuecmd.KindRoutes, ID: "paper", Body: []byte(`{"target":"paper"}`)}))
+	do(keyed("k6", "d6", &venuecmd.SetConfig{Kind: venuecmd.KindGroups, ID: "g1", Body: []byte(`{"name":"G","instruments":["BTC-PERP"],"routeId":"paper"}`)}))
+	do(keyed("k7", "d7", &venuecmd.SetConfig{Kind: venuecmd.KindRoutes, ID: "paper", IfVersion: 1, Retire: true}))
+	if ts := venue.Terms(r.Live(), 7); ts["v1/g1"] == nil || ts["v1/g1"].Route != "" || !ts["v1/g1"].Permitted["BTC-PERP"].IsZero() && ts["v1/g1"].Permitted["BTC-PERP"].String() != "5" {
+		t.Fatalf("terms %+v", ts["v1/g1"])
+	}
 	for name := range events.Merge(evvenue.Registry(), evidem.Registry()) {
 		if !seen[name] {
 			t.Errorf("the script records no %s", name)

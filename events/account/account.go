@@ -29,7 +29,8 @@ type Order struct {
 	StopPrice     *events.Decimal `json:"stopPrice,omitempty"`
 	TimeInForce   string          `json:"timeInForce"`
 	ReduceOnly    bool            `json:"reduceOnly,omitempty"`
-	BracketID     string          `json:"bracketId,omitempty"` // the bracket it enters or exits
+	BracketID     string          `json:"bracketId,omitempty"`     // the bracket it enters or exits
+	TermsRevision uint64          `json:"termsRevision,omitempty"` // the venue revision whose terms admitted it
 	CreatedAt     time.Time       `json:"createdAt"`
 }
 
@@ -53,6 +54,9 @@ type Opened struct {
 	Kind            string         `json:"kind"` // demo or evaluation
 	Email           string         `json:"email,omitempty"`
 	ReferenceID     string         `json:"referenceId,omitempty"`
+	VenueID         string         `json:"venueId,omitempty"`      // issued by a venue into one of its groups
+	GroupID         string         `json:"groupId,omitempty"`      //
+	StageVersion    string         `json:"stageVersion,omitempty"` // the group's stage version recorded at issue
 	At              time.Time      `json:"at"`
 }
 
@@ -76,6 +80,7 @@ type OrderFilled struct {
 	OrderAvgPrice events.Decimal  `json:"orderAvgPrice"` // order's average fill price after the fill
 	Done          bool            `json:"done"`          // order fully filled
 	Quote         *events.Decimal `json:"quote,omitempty"`
+	Commission    *events.Decimal `json:"commission,omitempty"` // charged by the venue's condition, in Balance already
 	At            time.Time       `json:"at"`
 }
 

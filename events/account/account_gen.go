@@ -146,8 +146,8 @@ func (z *BalanceChanged) Msgsize() (s int) {
 func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(11)
-	var zb0001Mask uint16 /* 11 bits */
+	zb0001Len := uint32(14)
+	var zb0001Mask uint16 /* 14 bits */
 	_ = zb0001Mask
 	if z.Email == "" {
 		zb0001Len--
@@ -156,6 +156,18 @@ func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ReferenceID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.VenueID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.GroupID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.StageVersion == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -199,6 +211,21 @@ func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "referenceId"
 			o = append(o, 0xab, 0x72, 0x65, 0x66, 0x65, 0x72, 0x65, 0x6e, 0x63, 0x65, 0x49, 0x64)
 			o = msgp.AppendString(o, z.ReferenceID)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "venueId"
+			o = append(o, 0xa7, 0x76, 0x65, 0x6e, 0x75, 0x65, 0x49, 0x64)
+			o = msgp.AppendString(o, z.VenueID)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "groupId"
+			o = append(o, 0xa7, 0x67, 0x72, 0x6f, 0x75, 0x70, 0x49, 0x64)
+			o = msgp.AppendString(o, z.GroupID)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "stageVersion"
+			o = append(o, 0xac, 0x73, 0x74, 0x61, 0x67, 0x65, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StageVersion)
 		}
 		// string "at"
 		o = append(o, 0xa2, 0x61, 0x74)
@@ -285,6 +312,24 @@ func (z *Opened) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ReferenceID")
 				return
 			}
+		case "venueId":
+			z.VenueID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "VenueID")
+				return
+			}
+		case "groupId":
+			z.GroupID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "GroupID")
+				return
+			}
+		case "stageVersion":
+			z.StageVersion, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "StageVersion")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -305,7 +350,7 @@ func (z *Opened) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Opened) Msgsize() (s int) {
-	s = 1 + 10 + msgp.StringPrefixSize + len(z.AccountID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 7 + msgp.StringPrefixSize + len(z.Broker) + 14 + msgp.StringPrefixSize + len(z.AccountNumber) + 6 + msgp.StringPrefixSize + len(z.Label) + 9 + msgp.StringPrefixSize + len(z.Currency) + 16 + z.StartingBalance.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Kind) + 6 + msgp.StringPrefixSize + len(z.Email) + 12 + msgp.StringPrefixSize + len(z.ReferenceID) + 3 + msgp.TimeSize
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.AccountID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 7 + msgp.StringPrefixSize + len(z.Broker) + 14 + msgp.StringPrefixSize + len(z.AccountNumber) + 6 + msgp.StringPrefixSize + len(z.Label) + 9 + msgp.StringPrefixSize + len(z.Currency) + 16 + z.StartingBalance.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Kind) + 6 + msgp.StringPrefixSize + len(z.Email) + 12 + msgp.StringPrefixSize + len(z.ReferenceID) + 8 + msgp.StringPrefixSize + len(z.VenueID) + 8 + msgp.StringPrefixSize + len(z.GroupID) + 13 + msgp.StringPrefixSize + len(z.StageVersion) + 3 + msgp.TimeSize
 	return
 }
 
@@ -313,8 +358,8 @@ func (z *Opened) Msgsize() (s int) {
 func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(12)
-	var zb0001Mask uint16 /* 12 bits */
+	zb0001Len := uint32(13)
+	var zb0001Mask uint16 /* 13 bits */
 	_ = zb0001Mask
 	if z.LimitPrice == nil {
 		zb0001Len--
@@ -331,6 +376,10 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.BracketID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x400
+	}
+	if z.TermsRevision == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -397,6 +446,11 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "bracketId"
 			o = append(o, 0xa9, 0x62, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x74, 0x49, 0x64)
 			o = msgp.AppendString(o, z.BracketID)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "termsRevision"
+			o = append(o, 0xad, 0x74, 0x65, 0x72, 0x6d, 0x73, 0x52, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendUint64(o, z.TermsRevision)
 		}
 		// string "createdAt"
 		o = append(o, 0xa9, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
@@ -511,6 +565,12 @@ func (z *Order) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "BracketID")
 				return
 			}
+		case "termsRevision":
+			z.TermsRevision, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TermsRevision")
+				return
+			}
 		case "createdAt":
 			z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -543,7 +603,7 @@ func (z *Order) Msgsize() (s int) {
 	} else {
 		s += z.StopPrice.Msgsize()
 	}
-	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.StringPrefixSize + len(z.BracketID) + 10 + msgp.TimeSize
+	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.StringPrefixSize + len(z.BracketID) + 14 + msgp.Uint64Size + 10 + msgp.TimeSize
 	return
 }
 
@@ -621,12 +681,16 @@ func (z OrderCanceled) Msgsize() (s int) {
 func (z *OrderFilled) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(14)
-	var zb0001Mask uint16 /* 14 bits */
+	zb0001Len := uint32(15)
+	var zb0001Mask uint16 /* 15 bits */
 	_ = zb0001Mask
 	if z.Quote == nil {
 		zb0001Len--
 		zb0001Mask |= 0x1000
+	}
+	if z.Commission == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -706,6 +770,19 @@ func (z *OrderFilled) MarshalMsg(b []byte) (o []byte, err error) {
 				o, err = z.Quote.MarshalMsg(o)
 				if err != nil {
 					err = msgp.WrapError(err, "Quote")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "commission"
+			o = append(o, 0xaa, 0x63, 0x6f, 0x6d, 0x6d, 0x69, 0x73, 0x73, 0x69, 0x6f, 0x6e)
+			if z.Commission == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Commission.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Commission")
 					return
 				}
 			}
@@ -824,6 +901,23 @@ func (z *OrderFilled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "commission":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Commission = nil
+			} else {
+				if z.Commission == nil {
+					z.Commission = new(events.Decimal)
+				}
+				bts, err = z.Commission.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Commission")
+					return
+				}
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -849,6 +943,12 @@ func (z *OrderFilled) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.Quote.Msgsize()
+	}
+	s += 11
+	if z.Commission == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Commission.Msgsize()
 	}
 	s += 3 + msgp.TimeSize
 	return

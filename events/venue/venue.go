@@ -80,5 +80,21 @@ func Registry() events.Registry {
 		KeyIssued{}.Type():          events.Of[KeyIssued](),
 		KeyRevoked{}.Type():         events.Of[KeyRevoked](),
 		ProviderRegistered{}.Type(): events.Of[ProviderRegistered](),
+		ConfigSet{}.Type():          events.Of[ConfigSet](),
 	}
 }
+
+// ConfigSet records one configuration item of the venue created, changed or
+// retired, whole: its kind (instruments, conditions, groups, routes, stages,
+// rules), id, version (1 on creation, +1 on each change) and body as
+// validated canonical JSON.
+type ConfigSet struct {
+	Kind    string    `json:"kind"`
+	ID      string    `json:"id"`
+	Version int       `json:"version"`
+	Retired bool      `json:"retired,omitempty"`
+	Body    []byte    `json:"body"`
+	At      time.Time `json:"at"`
+}
+
+func (ConfigSet) Type() string { return "venue.config_set.v1" }

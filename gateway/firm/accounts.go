@@ -9,9 +9,11 @@ import (
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
 	tenantcmd "github.com/svc/engine/commands/tenant"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/idem"
 	"github.com/svc/engine/projections"
 )
 
@@ -231,15 +233,24 @@ func (h *Handlers) haltOrResume(w http.ResponseWriter, r *http.Request, halt boo
 	if err != nil {
 		return err
 	}
-	var cmd commands.Command = &firmcmd.ResumeAccount{}
-	if halt {
-		cmd = &firmcmd.HaltAccount{}
-	}
-	if _, err := h.exec(r, a.AccountID, "", cmd); err != nil {
+	if _, err := h.SetHalt(r, a.AccountID, halt); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountNumber": a.AccountNumber, "halted": halt})
 	return nil
+}
+
+// SetHalt puts the firm's halt on the account (halt) or clears it, and waits
+// for the read models. A request that came through idem.Require (the venue
+// door's twins) runs it keyed: the account records the Idempotency-Key with
+// the answer {accountNumber, halted}, which the result's events carry, and a
+// repeat answers it again (*commands.Replay). The partner route's is unkeyed.
+func (h *Handlers) SetHalt(r *http.Request, accountID string, halt bool) (engine.Result, error) {
+	var cmd commands.Command = &firmcmd.ResumeAccount{}
+	if halt {
+		cmd = &firmcmd.HaltAccount{}
+	}
+	return h.run(r, accountID, idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", cmd)))
 }
 
 // halt is the firm's halt: idempotent; 409 lock_not_owned while a lock the firm

@@ -39,54 +39,83 @@ func (h *Handlers) referenceFree(ctx context.Context, tenant, ref, accountID str
 // different body 409; every 503 carries Retry-After: 1.
 func (h *Handlers) BalanceOp(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
-		ReferenceID   string          `json:"referenceId"`
-		AccountNumber string          `json:"accountNumber"`
-		Op            string          `json:"op"`
-		Amount        *events.Decimal `json:"amount"`
-		Currency      string          `json:"currency"`
+		ReferenceID string `json:"referenceId"`
+		BalanceRequest
 	}
 	if err := httpx.Decode(r, &body, BalanceBodyLimit); err != nil {
 		return err
 	}
-	if body.Amount == nil {
-		return commands.BadField("amount", nil, "amount is required")
+	rc, err := h.ApplyBalance(r, body.ReferenceID, body.BalanceRequest)
+	if err != nil {
+		return err
 	}
-	cmd := &firmcmd.BalanceOp{ReferenceID: body.ReferenceID, AccountNumber: body.AccountNumber, Op: body.Op,
+	writeReceipt(w, rc)
+	return nil
+}
+
+// BalanceRequest is a balance operation's body but its reference: the
+// partner route's body carries referenceId, the venue door's twin takes its
+// Idempotency-Key as the reference.
+type BalanceRequest struct {
+	AccountNumber string          `json:"accountNumber"`
+	Op            string          `json:"op"`
+	Amount        *events.Decimal `json:"amount"`
+	Currency      string          `json:"currency"`
+}
+
+// ApplyBalance runs a balance operation of the firm's under reference ref,
+// ledger-first: the account records ref with a digest of the operation, so the
+// same reference and operation answer the original receipt and another
+// operation (or another account) under it is 409 idempotency_conflict. Every
+// 503 carries Retry-After: 1.
+func (h *Handlers) ApplyBalance(r *http.Request, ref string, body BalanceRequest) (firmproj.ReceiptView, error) {
+	if body.Amount == nil {
+		return firmproj.ReceiptView{}, commands.BadField("amount", nil, "amount is required")
+	}
+	cmd := &firmcmd.BalanceOp{ReferenceID: ref, AccountNumber: body.AccountNumber, Op: body.Op,
 		Amount: *body.Amount, Currency: body.Currency, Env: h.d.Env}
 	if err := cmd.Validate(); err != nil {
-		return err
+		return firmproj.ReceiptView{}, err
 	}
 	tenant := tenantOf(r)
 	a, err := h.account(r.Context(), tenant, body.AccountNumber)
 	if err != nil {
-		return retryable(err)
+		return firmproj.ReceiptView{}, retryable(err)
 	}
-	defer h.refs.lock(tenant + "/" + body.ReferenceID)()
-	if err := h.referenceFree(r.Context(), tenant, body.ReferenceID, a.AccountID); err != nil {
-		return err
+	defer h.refs.lock(tenant + "/" + ref)()
+	if err := h.referenceFree(r.Context(), tenant, ref, a.AccountID); err != nil {
+		return firmproj.ReceiptView{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
-	res, err := h.d.Engine.BalanceOp(ctx, a.AccountID, h.d.Engine.Envelope(api.Principal(r), body.ReferenceID, cmd))
+	res, err := h.d.Engine.BalanceOp(ctx, a.AccountID, h.d.Engine.Envelope(api.Principal(r), ref, cmd))
 	if err != nil {
-		return retryable(err)
+		return firmproj.ReceiptView{}, retryable(err)
 	}
 	if err := h.d.Settle(ctx, res); err != nil {
-		return retryable(err)
+		return firmproj.ReceiptView{}, retryable(err)
 	}
 	for _, e := range res.Events {
 		if bc, ok := e.(evacct.BalanceChanged); ok {
-			writeReceipt(w, firmproj.ReceiptView{ReferenceID: bc.ReferenceID, AccountNumber: a.AccountNumber, Op: bc.Op,
-				Amount: bc.Amount, State: "applied", AppliedAt: bc.At})
-			return nil
+			return firmproj.ReceiptView{ReferenceID: bc.ReferenceID, AccountNumber: a.AccountNumber, Op: bc.Op,
+				Amount: bc.Amount, State: "applied", AppliedAt: bc.At}, nil
 		}
 	}
-	rc, err := projections.GetInto[firmproj.Receipt](r.Context(), h.d.Store, firmproj.CollReceipt, tenant+"/"+body.ReferenceID)
+	rc, err := projections.GetInto[firmproj.Receipt](r.Context(), h.d.Store, firmproj.CollReceipt, tenant+"/"+ref)
 	if err != nil {
-		return retryable(err)
+		return firmproj.ReceiptView{}, retryable(err)
 	}
-	writeReceipt(w, rc.ReceiptView)
-	return nil
+	return rc.ReceiptView, nil
+}
+
+// ReadReceipt is the receipt of the balance operation tenant made under
+// reference ref: 404 not_found when it made none.
+func ReadReceipt(ctx context.Context, store projections.Store, tenant, ref string) (firmproj.ReceiptView, error) {
+	rc, err := projections.GetInto[firmproj.Receipt](ctx, store, firmproj.CollReceipt, tenant+"/"+ref)
+	if errors.Is(err, projections.ErrNotFound) {
+		return firmproj.ReceiptView{}, httpx.Errorf(http.StatusNotFound, "not_found", "no balance operation has that referenceId")
+	}
+	return rc.ReceiptView, err
 }
 
 func writeReceipt(w http.ResponseWriter, rc firmproj.ReceiptView) {

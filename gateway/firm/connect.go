@@ -11,21 +11,44 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/idem"
 	"github.com/svc/engine/projections"
 	firmproj "github.com/svc/engine/projections/firm"
 )
 
 func (h *Handlers) firmExec(r *http.Request, tenant string, cmd fcmdCommand) error {
+	_, err := h.execFirm(r, tenant, h.d.Engine.Envelope(api.Principal(r), "", cmd))
+	return err
+}
+
+// ExecFirm runs cmd on the firm's aggregate, detached from the caller's
+// connection, and waits for the read models. A request that came through
+// idem.Require (the venue door's twins) runs it keyed: the firm records the
+// Idempotency-Key with the answer, which the result's events carry, and a
+// repeat answers it again (*commands.Replay).
+func (h *Handlers) ExecFirm(r *http.Request, cmd fcmdCommand) (engine.Result, error) {
+	return h.execFirm(r, tenantOf(r), idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", cmd)))
+}
+
+// AdviseFirm asks, without committing, what ExecFirm of cmd would meet: a
+// refusal, the replay of an Idempotency-Key answered before, or nil.
+func (h *Handlers) AdviseFirm(r *http.Request, cmd fcmdCommand) error {
+	return h.d.Engine.AdviseFirm(r.Context(), tenantOf(r), idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", cmd)))
+}
+
+func (h *Handlers) execFirm(r *http.Request, tenant string, env commands.Envelope) (engine.Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
-	res, err := h.d.Engine.Firm(ctx, tenant, h.d.Engine.Envelope(api.Principal(r), "", cmd))
+	res, err := h.d.Engine.Firm(ctx, tenant, env)
 	if err != nil {
-		return err
+		return res, err
 	}
-	return h.d.Settle(ctx, res)
+	return res, h.d.Settle(ctx, res)
 }
 
 type fcmdCommand interface{ Validate() error }

@@ -2,7 +2,8 @@
 // legacy name "partner" in the paths and the key): account provisioning, reset,
 // halt and resume, balance operations, usage,
 // webhooks and Connect pre-registrations. Every route needs a partner key; the
-// caller's tenant is the firm.
+// caller's tenant is the firm. The venue door's twins of these routes
+// (gateway/venue) run the same logic for the venue's firm tenant (ForTenant).
 package firm
 
 import (
@@ -62,7 +63,21 @@ func (s *stripes) lock(key string) func() {
 	return m.Unlock
 }
 
+type tenantKey struct{}
+
+// ForTenant makes the firm handlers serving a request with ctx act for tenant
+// instead of the credential's own tenant: the venue door's twins of the
+// partner routes act for the venue's firm tenant, once the door admitted the
+// caller to the venue.
+func ForTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// tenantOf is the firm a request acts for: ForTenant's, else the credential's tenant.
 func tenantOf(r *http.Request) string {
+	if t, ok := r.Context().Value(tenantKey{}).(string); ok {
+		return t
+	}
 	p, _ := httpx.PrincipalOf(r)
 	return p.TenantID
 }
@@ -85,6 +100,21 @@ func (h *Handlers) account(ctx context.Context, tenant, number string) (projecti
 		return projections.Account{}, err
 	}
 	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the firm has that number")
+}
+
+// AccountByID resolves one of the firm's accounts by its id (the accountId of
+// the account lists): 404 when the id is unknown or another tenant's.
+func (h *Handlers) AccountByID(r *http.Request, id string) (projections.Account, error) {
+	if id != "" && len(id) <= 128 {
+		a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, id)
+		if err == nil && a.TenantID == tenantOf(r) {
+			return a, nil
+		}
+		if err != nil && !errors.Is(err, projections.ErrNotFound) {
+			return projections.Account{}, err
+		}
+	}
+	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the firm has that id")
 }
 
 // accountView is an account as the firm reads it.
@@ -115,9 +145,13 @@ func (h *Handlers) view(ctx context.Context, a projections.Account) (accountView
 // connection (a lost answer never leaves a decision half made), and waits for
 // the read models to show it.
 func (h *Handlers) exec(r *http.Request, accountID, key string, cmd commands.Command) (engine.Result, error) {
+	return h.run(r, accountID, h.d.Engine.Envelope(api.Principal(r), key, cmd))
+}
+
+// run is exec of a made envelope.
+func (h *Handlers) run(r *http.Request, accountID string, env commands.Envelope) (engine.Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
-	env := h.d.Engine.Envelope(api.Principal(r), key, cmd)
 	res, err := h.d.Engine.Account(ctx, accountID, env)
 	if err != nil {
 		return res, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/egress"
 	evfirm "github.com/svc/engine/events/firm"
 	"github.com/svc/engine/gateway/httpx"
@@ -25,36 +26,11 @@ const DeliveryRetention = 60 * 24 * time.Hour
 
 // registerWebhook adds an https endpoint; its signing secret is in this answer only.
 func (h *Handlers) RegisterWebhook(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		URL        string   `json:"url"`
-		EventTypes []string `json:"eventTypes"`
-	}
-	if err := httpx.Decode(r, &body, 0); err != nil {
+	cmd, err := h.NewWebhook(r)
+	if err != nil {
 		return err
-	}
-	if err := h.cfg.Webhooks.CheckURL(r.Context(), body.URL); err != nil {
-		var eg *egress.Error
-		if errors.As(err, &eg) {
-			return commands.BadField("url", map[string]any{"rule": eg.Rule},
-				"url %s; webhooks reach only https:// endpoints on the public internet", eg.Reason())
-		}
-		return err
-	}
-	known := map[string]bool{}
-	for _, t := range evfirm.WebhookTypes {
-		known[t] = true
-	}
-	for _, t := range body.EventTypes {
-		if !known[t] {
-			return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown event type " + strconv.Quote(t),
-				Params: map[string]any{"eventTypes": evfirm.WebhookTypes}}
-		}
-	}
-	if body.EventTypes == nil {
-		body.EventTypes = []string{}
 	}
 	tenant := tenantOf(r)
-	cmd := &firmcmd.RegisterWebhook{ID: ulid.Make().String(), URL: body.URL, EventTypes: body.EventTypes}
 	if err := h.firmExec(r, tenant, cmd); err != nil {
 		return err
 	}
@@ -65,9 +41,49 @@ func (h *Handlers) RegisterWebhook(w http.ResponseWriter, r *http.Request) error
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"webhook": map[string]any{
 		"id": wh.ID, "url": wh.URL, "eventTypes": wh.EventTypes, "createdAt": wh.CreatedAt,
-		"secret": h.cfg.Webhooks.Secret(tenant, wh.ID),
+		"secret": h.WebhookSecret(r, wh.ID),
 	}})
 	return nil
+}
+
+// NewWebhook reads a webhook registration's body {url, eventTypes} and checks
+// it: an https URL on the public internet (400 invalid_request, params.field
+// url and params.rule), known event types. The command's endpoint id is new.
+func (h *Handlers) NewWebhook(r *http.Request) (*firmcmd.RegisterWebhook, error) {
+	var body struct {
+		URL        string   `json:"url"`
+		EventTypes []string `json:"eventTypes"`
+	}
+	if err := httpx.Decode(r, &body, 0); err != nil {
+		return nil, err
+	}
+	if err := h.cfg.Webhooks.CheckURL(r.Context(), body.URL); err != nil {
+		var eg *egress.Error
+		if errors.As(err, &eg) {
+			return nil, commands.BadField("url", map[string]any{"rule": eg.Rule},
+				"url %s; webhooks reach only https:// endpoints on the public internet", eg.Reason())
+		}
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, t := range evfirm.WebhookTypes {
+		known[t] = true
+	}
+	for _, t := range body.EventTypes {
+		if !known[t] {
+			return nil, &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown event type " + strconv.Quote(t),
+				Params: map[string]any{"eventTypes": evfirm.WebhookTypes}}
+		}
+	}
+	if body.EventTypes == nil {
+		body.EventTypes = []string{}
+	}
+	return &firmcmd.RegisterWebhook{ID: ulid.Make().String(), URL: body.URL, EventTypes: body.EventTypes}, nil
+}
+
+// WebhookSecret is the signing secret of the firm's endpoint id.
+func (h *Handlers) WebhookSecret(r *http.Request, id string) string {
+	return h.cfg.Webhooks.Secret(tenantOf(r), id)
 }
 
 func (h *Handlers) ListWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -163,20 +179,37 @@ func (h *Handlers) remove(w http.ResponseWriter, r *http.Request, tenant string,
 
 // testWebhook delivers a signed ping at once and reports the outcome.
 func (h *Handlers) TestWebhook(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		WebhookID string `json:"webhookId"`
-	}
-	if err := httpx.Decode(r, &body, 0); err != nil {
-		return err
-	}
-	tenant := tenantOf(r)
-	wh, err := h.webhook(r.Context(), tenant, body.WebhookID)
+	id, err := TestedWebhook(r)
 	if err != nil {
 		return err
 	}
-	out := h.cfg.Webhooks.Ping(r.Context(), tenant, wh.ID, wh.URL)
+	out, err := h.PingWebhook(r, id)
+	if err != nil {
+		return err
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"delivery": out})
 	return nil
+}
+
+// TestedWebhook reads a test ping's body {webhookId}.
+func TestedWebhook(r *http.Request) (string, error) {
+	var body struct {
+		WebhookID string `json:"webhookId"`
+	}
+	err := httpx.Decode(r, &body, 0)
+	return body.WebhookID, err
+}
+
+// PingWebhook delivers a signed ping to the firm's endpoint id at once (404
+// when the firm has no such endpoint) and reports the outcome, which the
+// delivery log records too.
+func (h *Handlers) PingWebhook(r *http.Request, id string) (engine.WebhookOutcome, error) {
+	tenant := tenantOf(r)
+	wh, err := h.webhook(r.Context(), tenant, id)
+	if err != nil {
+		return engine.WebhookOutcome{}, err
+	}
+	return h.cfg.Webhooks.Ping(r.Context(), tenant, wh.ID, wh.URL), nil
 }
 
 // deliveries lists the delivery log, newest first, in pages; attempts older

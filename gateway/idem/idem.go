@@ -34,7 +34,10 @@ const ReplayedHeader = "Idempotent-Replayed"
 
 type ctxKey struct{}
 
-type keyed struct{ key, digest string }
+type keyed struct {
+	key, digest string
+	body        []byte
+}
 
 // Required is the refusal of a write without a usable key.
 func Required() *httpx.Error {
@@ -76,7 +79,7 @@ func Require(fam httpx.Family) func(http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			p, _ := httpx.PrincipalOf(r)
-			ctx := context.WithValue(r.Context(), ctxKey{}, keyed{key: key, digest: Digest(r.Method, r.URL.RequestURI(), credential(p), body)})
+			ctx := context.WithValue(r.Context(), ctxKey{}, keyed{key: key, digest: Digest(r.Method, r.URL.RequestURI(), credential(p), body), body: body})
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
@@ -114,6 +117,12 @@ func Envelope(r *http.Request, env commands.Envelope) commands.Envelope {
 		env.Key, env.Digest = k.key, k.digest
 	}
 	return env
+}
+
+// Body is the keyed write's body as it came (nil outside Require).
+func Body(r *http.Request) []byte {
+	k, _ := r.Context().Value(ctxKey{}).(keyed)
+	return k.body
 }
 
 // Key is the request's Idempotency-Key ("" outside Require).

@@ -17,6 +17,7 @@ import (
 	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
+	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 	firmproj "github.com/svc/engine/projections/firm"
@@ -88,14 +89,11 @@ func callerOf(r *http.Request) caller {
 // receipt answers a balance operation's receipt by its original reference, so
 // a backend that lost an answer can settle it.
 func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
-	c := callerOf(r)
-	rc, err := projections.GetInto[firmproj.Receipt](r.Context(), h.d.Store, firmproj.CollReceipt, c.tenant+"/"+mux.Vars(r)["referenceId"])
-	if errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no balance operation has that referenceId")
-	} else if err != nil {
+	rc, err := firmgw.ReadReceipt(r.Context(), h.d.Store, callerOf(r).tenant, mux.Vars(r)["referenceId"])
+	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, rc.ReceiptView)
+	httpx.WriteJSON(w, http.StatusOK, rc)
 	return nil
 }
 

@@ -32,6 +32,7 @@ type Summary struct {
 	Equity          events.Decimal `json:"equity"`
 	RealizedPnl     events.Decimal `json:"realizedPnl"`
 	UnrealizedPnl   events.Decimal `json:"unrealizedPnl"`
+	Commissions     events.Decimal `json:"commissions"` // paid on fills to the venue's condition
 }
 
 // Position is a position with its mark.
@@ -108,6 +109,6 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	}
 	sort.Slice(f.Positions, func(i, j int) bool { return f.Positions[i].Instrument < f.Positions[j].Instrument })
 	f.Summary = Summary{Currency: a.Currency, StartingBalance: a.StartingBalance, Balance: a.Balance,
-		Equity: a.Balance.Add(unreal), RealizedPnl: a.Realized, UnrealizedPnl: unreal}
+		Equity: a.Balance.Add(unreal), RealizedPnl: a.Realized, UnrealizedPnl: unreal, Commissions: a.Commissions}
 	return f, nil
 }

@@ -787,6 +787,654 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/venues/{venueId}/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+            };
+            cookie?: never;
+        };
+        /** The venue's items of one kind of configuration, retired ones included */
+        get: operations["listVenueConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/{kind}/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** One item of the venue's configuration (its version also in ETag) */
+        get: operations["getVenueConfig"];
+        /** Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict) */
+        put: operations["putVenueConfig"];
+        post?: never;
+        /** Retire an item (If-Match the version read) */
+        delete: operations["retireVenueConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The accounts the venue issued, with live balances */
+        get: operations["listVenueAccounts"];
+        put?: never;
+        /**
+         * Issue a paper-book account into one of the venue's groups
+         * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
+         *     answers the same account (200, Idempotent-Replayed), the same key with another
+         *     request 409. The account records the group's stage version; the group's terms govern
+         *     its orders from its next command.
+         */
+        post: operations["issueVenueAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+            };
+            cookie?: never;
+        };
+        /** The venue's items of one kind of configuration, retired ones included */
+        get: operations["listVenueConfigBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/{kind}/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** One item of the venue's configuration (its version also in ETag) */
+        get: operations["getVenueConfigBackOffice"];
+        /** Create an item (no If-Match) or change it (If-Match the version read; stale is 409 version_conflict) */
+        put: operations["putVenueConfigBackOffice"];
+        post?: never;
+        /** Retire an item (If-Match the version read) */
+        delete: operations["retireVenueConfigBackOffice"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /** The accounts the venue issued, with live balances */
+        get: operations["listVenueAccountsBackOffice"];
+        put?: never;
+        /**
+         * Issue a paper-book account into one of the venue's groups
+         * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
+         *     answers the same account (200, Idempotent-Replayed), the same key with another
+         *     request 409. The account records the group's stage version; the group's terms govern
+         *     its orders from its next command.
+         */
+        post: operations["issueVenueAccountBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/accounts/{accountId}/halt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id (accountId of the account lists), an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Halt trading on an account
+         * @description Venue key with `account:manage`. The same operation as POST /api/partner/accounts/halt:
+         *     new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+         *     until the venue resumes; open positions stay open; durable across restarts.
+         *     Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+         *     control, an evaluation breach) is on the account. An account that is not the
+         *     venue's is 404. The same Idempotency-Key with the same request answers the first
+         *     answer again (`Idempotent-Replayed: true`); with another request it is 409.
+         */
+        post: operations["haltVenueAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/accounts/{accountId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear the venue's own halt
+         * @description Venue key with `account:manage`. The same operation as POST /api/partner/accounts/resume:
+         *     only the firm's halt is cleared; other locks stand. Idempotent.
+         */
+        post: operations["resumeVenueAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/balance-ops": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit, debit or adjust one of the venue's accounts
+         * @description Venue key with `account:manage`. The operation of POST /api/partner/balance-op with the
+         *     Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+         *     it, so the same key and body answer the original receipt and another body (another
+         *     account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+         *     venue's referenceId space with the partner route. Errors, in the venue shape with
+         *     the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+         *     `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+         *     `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+         *     503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+         *     key or retry with it.
+         */
+        post: operations["applyVenueBalanceOp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/balance-ops/{referenceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The operation's reference: through the venue door, its Idempotency-Key */
+                referenceId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the receipt of a balance operation by its reference
+         * @description Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+         *     receipt route does; 404 `not_found` when the venue made no operation under it.
+         */
+        get: operations["getVenueBalanceOpReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Metered usage of a month
+         * @description Venue key with `account:read`. The answer of GET /api/partner/usage for the venue's accounts.
+         */
+        get: operations["getVenueUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/usage/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Usage of a month per account
+         * @description Venue key with `account:read`. The answer of GET /api/partner/usage/accounts for the venue's accounts.
+         */
+        get: operations["listVenueUsageAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the venue's webhook endpoints, never their secrets
+         * @description Venue key with `webhook:manage`.
+         */
+        get: operations["listVenueWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Venue key with `webhook:manage`. The command of POST /api/partner/webhooks on the venue's
+         *     firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+         *     twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+         *     `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+         *     again, its signing `secret` with it; with another request it is 409.
+         */
+        post: operations["registerVenueWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook endpoint
+         * @description Venue key with `webhook:manage`. An endpoint the venue does not have, or removed already,
+         *     is 404 `not_found` (a repeat of the removing request answers its first answer).
+         */
+        delete: operations["removeVenueWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/webhooks/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a signed ping at once and report the outcome
+         * @description Venue key with `webhook:manage`. The outcome is kept under the Idempotency-Key: the same key
+         *     with the same request answers it again and pings no more.
+         */
+        post: operations["testVenueWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/venues/{venueId}/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The delivery log, newest first
+         * @description Venue key with `webhook:manage`. Every attempt kept 60 days; paged by `cursor`.
+         */
+        get: operations["listVenueWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/accounts/{accountId}/halt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id (accountId of the account lists), an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Halt trading on an account (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/halt:
+         *     new orders that may add exposure are refused (423 `risk_locked`, hold `firm_halt`)
+         *     until the venue resumes; open positions stay open; durable across restarts.
+         *     Idempotent; 409 `lock_not_owned` when a lock the venue does not own (a fired risk
+         *     control, an evaluation breach) is on the account. An account that is not the
+         *     venue's is 404. The same Idempotency-Key with the same request answers the first
+         *     answer again (`Idempotent-Replayed: true`); with another request it is 409.
+         */
+        post: operations["haltVenueAccountBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/accounts/{accountId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear the venue's own halt (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
+         *     only the firm's halt is cleared; other locks stand. Idempotent.
+         */
+        post: operations["resumeVenueAccountBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/balance-ops": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit, debit or adjust one of the venue's accounts (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The operation of POST /api/partner/balance-op with the
+         *     Idempotency-Key as the receipt's `referenceId` (the body has none): ledger-first on
+         *     it, so the same key and body answer the original receipt and another body (another
+         *     account, op, amount or currency) is 409 `idempotency_conflict`; keys share the
+         *     venue's referenceId space with the partner route. Errors, in the venue shape with
+         *     the same `params`: `amount_precision_exceeded` (400, `currency`, `decimals`),
+         *     `currency_not_issuable` (400, `currency`, `environment`), `balance_refused` (409,
+         *     `reason`), 413 above 16 KiB, 423 `reconciliation_hold` (nothing recorded). Every
+         *     503 carries `Retry-After: 1`, `outcome_unknown` included: read the receipt by the
+         *     key or retry with it.
+         */
+        post: operations["applyVenueBalanceOpBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/balance-ops/{referenceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The operation's reference: through the venue door, its Idempotency-Key */
+                referenceId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the receipt of a balance operation by its reference (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). Settles a write whose answer was lost, as the operator's
+         *     receipt route does; 404 `not_found` when the venue made no operation under it.
+         */
+        get: operations["getVenueBalanceOpReceiptBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Metered usage of a month (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage for the venue's accounts.
+         */
+        get: operations["getVenueUsageBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/usage/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Usage of a month per account (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The answer of GET /api/partner/usage/accounts for the venue's accounts.
+         */
+        get: operations["listVenueUsageAccountsBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the venue's webhook endpoints, never their secrets (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes).
+         */
+        get: operations["listVenueWebhooksBackOffice"];
+        put?: never;
+        /**
+         * Register a webhook endpoint (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The command of POST /api/partner/webhooks on the venue's
+         *     firm: up to five `https://` endpoints (409 `webhook_limit_reached`; the same url
+         *     twice 409 `webhook_exists`), the url on the public internet (400 `invalid_request`,
+         *     `field` `url`). The same Idempotency-Key with the same request answers the endpoint
+         *     again, its signing `secret` with it; with another request it is 409.
+         */
+        post: operations["registerVenueWebhookBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook endpoint (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). An endpoint the venue does not have, or removed already,
+         *     is 404 `not_found` (a repeat of the removing request answers its first answer).
+         */
+        delete: operations["removeVenueWebhookBackOffice"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/webhooks/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a signed ping at once and report the outcome (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). The outcome is kept under the Idempotency-Key: the same key
+         *     with the same request answers it again and pings no more.
+         */
+        post: operations["testVenueWebhookBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The delivery log, newest first (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). Every attempt kept 60 days; paged by `cursor`.
+         */
+        get: operations["listVenueWebhookDeliveriesBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/accounts": {
         parameters: {
             query?: never;
@@ -2025,7 +2673,7 @@ export interface components {
             createdAt: string;
         };
         /** @enum {string} */
-        VenueScope: "provider:manage" | "account:read" | "account:manage" | "webhook:manage" | "trader:trade";
+        VenueScope: "provider:manage" | "account:read" | "account:manage" | "webhook:manage" | "trader:trade" | "config:manage";
         VenueKey: {
             id: string;
             name: string;
@@ -2093,6 +2741,45 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        VenueConfigItem: {
+            /** @enum {string} */
+            kind: "instruments" | "conditions" | "groups" | "routes" | "stages" | "rules";
+            id: string;
+            /** @description Send it back as If-Match to change or retire the item */
+            version: number;
+            retired: boolean;
+            spec: components["schemas"]["VenueConfigSpec"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @description The item's fields by its kind. instruments: {maxQuantity?, active, entitlement?:
+         *     {pricing: {sourceId: trader_feed}}} (a sourceId not served from each trader's own feed is
+         *     400 entitled_source_unserved). conditions: {name, commissions: [{name, basis: per_unit |
+         *     per_order, amount, timing: per_side | round_turn, direction: open | close | both, unit:
+         *     quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
+         *     unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
+         *     margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
+         *     conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
+         *     loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+         *     provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
+         *     maxQuantity?}.
+         */
+        VenueConfigSpec: Record<string, unknown>;
+        VenueAccount: {
+            accountId: string;
+            accountNumber: string;
+            label: string;
+            groupId: string;
+            currency: string;
+            startingBalance: components["schemas"]["Decimal"];
+            balance: components["schemas"]["Decimal"];
+            commissions: components["schemas"]["Decimal"];
+            /** Format: date-time */
+            createdAt: string;
+        };
         ErrorResponse: {
             /** @description An English sentence; on venue routes the code itself */
             error: string;
@@ -2114,7 +2801,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "session_required" | "settings_locked" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -2178,6 +2865,7 @@ export interface components {
             quantity: components["schemas"]["Decimal"];
             price: components["schemas"]["Decimal"];
             realizedPnl: components["schemas"]["Decimal"];
+            commission?: components["schemas"]["Decimal"];
             /** Format: date-time */
             time: string;
         };
@@ -2214,6 +2902,8 @@ export interface components {
                 equity: components["schemas"]["Decimal"];
                 realizedPnl: components["schemas"]["Decimal"];
                 unrealizedPnl: components["schemas"]["Decimal"];
+                /** @description Paid on fills to the venue's condition; in balance already */
+                commissions?: components["schemas"]["Decimal"];
             };
             positions: {
                 instrument: string;
@@ -2426,6 +3116,21 @@ export interface components {
             error?: string;
             params?: Record<string, unknown>;
         };
+        /** @description A balance operation through the venue door; its reference is the Idempotency-Key */
+        VenueBalanceOp: {
+            accountNumber: string;
+            /** @enum {string} */
+            op: "credit" | "debit" | "adjustment";
+            amount: components["schemas"]["DecimalIn"];
+            currency?: string;
+        };
+        WebhookRegistration: {
+            url: string;
+            eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked")[];
+        };
+        WebhookTest: {
+            webhookId: string;
+        };
         BalanceReceipt: {
             referenceId: string;
             accountNumber: string;
@@ -2542,6 +3247,28 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description One configuration item */
+        VenueConfigAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    item: components["schemas"]["VenueConfigItem"];
+                };
+            };
+        };
+        /** @description An account the venue issued */
+        VenueAccountAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    account: components["schemas"]["VenueAccount"];
+                };
+            };
+        };
         /** @description A provider version */
         ProviderAnswer: {
             headers: {
@@ -2619,6 +3346,97 @@ export interface components {
                 "application/json": components["schemas"]["OrderAnswer"];
             };
         };
+        /** @description A balance operation's receipt (the original one for a repeat) */
+        BalanceReceiptAnswer: {
+            headers: {
+                "Cache-Control"?: "no-store";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["BalanceReceipt"];
+            };
+        };
+        /** @description Distinct accounts that traded, price per account, total */
+        UsageAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Usage"];
+            };
+        };
+        /** @description Per-account fills with first and last fill times */
+        UsageAccountsAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    month: string;
+                    accounts: components["schemas"]["UsageAccount"][];
+                };
+            };
+        };
+        /** @description The endpoint with its signing secret */
+        WebhookRegistered: {
+            headers: {
+                "Cache-Control"?: "no-store";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    webhook: components["schemas"]["Webhook"] & {
+                        /** @description whsec_... */
+                        secret: string;
+                    };
+                };
+            };
+        };
+        /** @description The endpoints */
+        WebhookList: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    webhooks: components["schemas"]["Webhook"][];
+                };
+            };
+        };
+        /** @description The endpoint removed */
+        WebhookRemoved: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    webhook: components["schemas"]["Webhook"];
+                };
+            };
+        };
+        /** @description The ping's outcome (also in the delivery log) */
+        WebhookTested: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    delivery: components["schemas"]["DeliveryOutcome"];
+                };
+            };
+        };
+        /** @description One page of delivery attempts */
+        DeliveryPage: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    deliveries: components["schemas"]["DeliveryAttempt"][];
+                    nextCursor: string | null;
+                };
+            };
+        };
         /** @description The account's halt as it stands */
         HaltAnswer: {
             headers: {
@@ -2659,6 +3477,9 @@ export interface components {
     parameters: {
         /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
         IdempotencyKey: string;
+        ConfigKind: "instruments" | "conditions" | "groups" | "routes" | "stages" | "rules";
+        /** @description YYYY-MM (UTC); default the current month */
+        UsageMonth: string;
         VenueId: string;
         /** @description Broker selector; omitted means the default (paper); present but unknown is 400. */
         Broker: string;
@@ -3842,6 +4663,804 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ProviderAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Items */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["VenueConfigItem"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    putVenueConfig: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /** @description The version you read */
+                "If-Match"?: string;
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueConfigSpec"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            201: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    retireVenueConfig: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                "If-Match": string;
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accounts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accounts: components["schemas"]["VenueAccount"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    issueVenueAccount: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    groupId: string;
+                    label?: string;
+                    /**
+                     * @default USD
+                     * @enum {string}
+                     */
+                    currency?: "USD" | "USDC";
+                    startingBalance?: components["schemas"]["DecimalIn"];
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueAccountAnswer"];
+            201: components["responses"]["VenueAccountAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueConfigBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Items */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["VenueConfigItem"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueConfigBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    putVenueConfigBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /** @description The version you read */
+                "If-Match"?: string;
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueConfigSpec"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            201: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    retireVenueConfigBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                "If-Match": string;
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                kind: components["parameters"]["ConfigKind"];
+                /** @description The item's id; an instrument's is its catalog symbol */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueConfigAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueAccountsBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accounts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accounts: components["schemas"]["VenueAccount"][];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
+    issueVenueAccountBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    groupId: string;
+                    label?: string;
+                    /**
+                     * @default USD
+                     * @enum {string}
+                     */
+                    currency?: "USD" | "USDC";
+                    startingBalance?: components["schemas"]["DecimalIn"];
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueAccountAnswer"];
+            201: components["responses"]["VenueAccountAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    haltVenueAccount: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id (accountId of the account lists), an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            200: components["responses"]["HaltAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    resumeVenueAccount: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            200: components["responses"]["HaltAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    applyVenueBalanceOp: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueBalanceOp"];
+            };
+        };
+        responses: {
+            200: components["responses"]["BalanceReceiptAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            413: components["responses"]["VenueError"];
+            415: components["responses"]["VenueError"];
+            423: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueBalanceOpReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The operation's reference: through the venue door, its Idempotency-Key */
+                referenceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BalanceReceiptAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueUsage: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM (UTC); default the current month */
+                month?: components["parameters"]["UsageMonth"];
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UsageAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueUsageAccounts: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM (UTC); default the current month */
+                month?: components["parameters"]["UsageMonth"];
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UsageAccountsAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookList"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    registerVenueWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRegistration"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookRegistered"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    removeVenueWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookRemoved"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    testVenueWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookTested"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["DeliveryPage"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    haltVenueAccountBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id (accountId of the account lists), an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            200: components["responses"]["HaltAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    resumeVenueAccountBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            200: components["responses"]["HaltAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    applyVenueBalanceOpBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueBalanceOp"];
+            };
+        };
+        responses: {
+            200: components["responses"]["BalanceReceiptAnswer"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            413: components["responses"]["VenueError"];
+            415: components["responses"]["VenueError"];
+            423: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueBalanceOpReceiptBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The operation's reference: through the venue door, its Idempotency-Key */
+                referenceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BalanceReceiptAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueUsageBackOffice: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM (UTC); default the current month */
+                month?: components["parameters"]["UsageMonth"];
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UsageAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueUsageAccountsBackOffice: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM (UTC); default the current month */
+                month?: components["parameters"]["UsageMonth"];
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UsageAccountsAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueWebhooksBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookList"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    registerVenueWebhookBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRegistration"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookRegistered"];
+            400: components["responses"]["VenueError"];
+            401: components["responses"]["VenueError"];
+            403: components["responses"]["VenueError"];
+            404: components["responses"]["VenueError"];
+            409: components["responses"]["VenueError"];
+            503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    removeVenueWebhookBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["WebhookRemoved"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    testVenueWebhookBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookTested"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    listVenueWebhookDeliveriesBackOffice: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["DeliveryPage"];
             default: components["responses"]["VenueError"];
         };
     };
