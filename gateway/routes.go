@@ -214,11 +214,15 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 	kinds := "/{kind:" + strings.Join(venuecmd.ConfigKinds, "|") + "}"
 	config, configReaders := venuecmd.ScopeConfigManage, []string{venuecmd.ScopeConfigManage, venuecmd.ScopeAccountRead}
 	accountManage, accountRead := venuecmd.ScopeAccountManage, []string{venuecmd.ScopeAccountRead, venuecmd.ScopeAccountManage}
-	for _, d := range []struct {
+	// A door is a router, the path its routes start with, and its admission:
+	// a venue key with one of the route's scopes, or an owner's session.
+	type door struct {
 		r     *mux.Router
 		base  string
 		admit func(scopes ...string) func(http.Handler) http.Handler
-	}{{venues, vv, key}, {backOffice, bv, func(...string) func(http.Handler) http.Handler { return v.OwnerDoor }}} {
+	}
+	backOfficeDoor := door{backOffice, bv, func(...string) func(http.Handler) http.Handler { return v.OwnerDoor }}
+	for _, d := range []door{{venues, vv, key}, backOfficeDoor} {
 		on(d.r, http.MethodGet, d.base+kinds, d.admit(configReaders...)(read(v.ListConfig)))
 		on(d.r, http.MethodGet, d.base+kinds+"/{id}", d.admit(configReaders...)(read(v.GetConfig)))
 		on(d.r, http.MethodPut, d.base+kinds+"/{id}", d.admit(config)(keyed(v.PutConfig)))
@@ -233,15 +237,11 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 	if f != nil {
 		tw, asFirm := v.Twins(f), venuegw.AsFirm
 		acctManage, acctRead, hooks := venuecmd.ScopeAccountManage, venuecmd.ScopeAccountRead, venuecmd.ScopeWebhookManage
-		for _, d := range []struct {
-			r     *mux.Router
-			base  string
-			admit func(scopes ...string) func(http.Handler) http.Handler
-		}{{partnerVenues, pv, key}, {backOffice, bv, func(...string) func(http.Handler) http.Handler { return v.OwnerDoor }}} {
+		for _, d := range []door{{partnerVenues, pv, key}, backOfficeDoor} {
 			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/halt", d.admit(acctManage)(asFirm(keyed(tw.Halt))))
 			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/resume", d.admit(acctManage)(asFirm(keyed(tw.Resume))))
 			on(d.r, http.MethodPost, d.base+"/balance-ops", d.admit(acctManage)(asFirm(read(tw.BalanceOp))))
-			on(d.r, http.MethodGet, d.base+"/balance-ops/{referenceId}", d.admit(acctRead)(read(tw.Receipt)))
+			on(d.r, http.MethodGet, d.base+"/balance-ops/{referenceId}", d.admit(acctRead, acctManage)(read(tw.Receipt)))
 			on(d.r, http.MethodGet, d.base+"/usage", d.admit(acctRead)(asFirm(read(f.Usage))))
 			on(d.r, http.MethodGet, d.base+"/usage/accounts", d.admit(acctRead)(asFirm(read(f.UsageAccounts))))
 			on(d.r, http.MethodPost, d.base+"/webhooks", d.admit(hooks)(asFirm(read(tw.RegisterWebhook))))

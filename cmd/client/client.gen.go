@@ -4922,7 +4922,7 @@ type ClientInterface interface {
 
 	// GetVenueBalanceOpReceipt Read the receipt of a balance operation by its reference
 	//
-	// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+	// Venue key with `account:read` or `account:manage`. Settles a write whose answer was lost, as the operator's
 	// receipt route does; 404 `not_found` when the venue made no operation under it.
 	//
 	// Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
@@ -7907,7 +7907,7 @@ func (c *Client) ApplyVenueBalanceOp(ctx context.Context, venueId VenueId, param
 
 // GetVenueBalanceOpReceipt Read the receipt of a balance operation by its reference
 //
-// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+// Venue key with `account:read` or `account:manage`. Settles a write whose answer was lost, as the operator's
 // receipt route does; 404 `not_found` when the venue made no operation under it.
 //
 // Corresponds with GET /api/partner/venues/{venueId}/balance-ops/{referenceId} (the `GetVenueBalanceOpReceipt` operationId).
@@ -17670,7 +17670,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetVenueBalanceOpReceiptWithResponse Read the receipt of a balance operation by its reference
 	//
-	// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+	// Venue key with `account:read` or `account:manage`. Settles a write whose answer was lost, as the operator's
 	// receipt route does; 404 `not_found` when the venue made no operation under it.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -29780,7 +29780,7 @@ func (c *ClientWithResponses) ApplyVenueBalanceOpWithResponse(ctx context.Contex
 
 // GetVenueBalanceOpReceiptWithResponse Read the receipt of a balance operation by its reference
 //
-// Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+// Venue key with `account:read` or `account:manage`. Settles a write whose answer was lost, as the operator's
 // receipt route does; 404 `not_found` when the venue made no operation under it.
 //
 // Returns a wrapper object for the known response body format(s).

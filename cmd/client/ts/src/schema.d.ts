@@ -1026,7 +1026,7 @@ export interface paths {
         };
         /**
          * Read the receipt of a balance operation by its reference
-         * @description Venue key with `account:read`. Settles a write whose answer was lost, as the operator's
+         * @description Venue key with `account:read` or `account:manage`. Settles a write whose answer was lost, as the operator's
          *     receipt route does; 404 `not_found` when the venue made no operation under it.
          */
         get: operations["getVenueBalanceOpReceipt"];
