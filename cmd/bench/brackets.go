@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -285,51 +282,6 @@ func (b bkBehind) String() string {
 	return fmt.Sprintf("%d of %d (%.0f%%), mean %.1f, p99 %d, max %d ticks", b.Behind, b.Live, 100*float64(b.Behind)/float64(b.Live), b.Mean, b.P99, b.Max)
 }
 
-// startManual is startService with the simulated feed stepped by hand only.
-func startManual(ctx context.Context, o opts, accounts int) (*service, error) {
-	dir, err := os.MkdirTemp(o.tmp, "bench-brackets-")
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := app.ParseConfig(nil, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit = dir, o.sync, accounts, 0
-	cfg.Listen = "127.0.0.1:0"
-	a, err := app.Start(ctx, cfg, app.Options{ManualFeed: true})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &service{App: a, dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "dev-credentials.json"))
-	if err == nil {
-		var c struct {
-			TradingKey string        `json:"tradingKey"`
-			Accounts   []credAccount `json:"accounts"`
-		}
-		err = json.Unmarshal(b, &c)
-		s.Key, s.Accounts = c.TradingKey, c.Accounts
-	}
-	if err == nil && len(s.Accounts) != accounts {
-		err = fmt.Errorf("bench: %d demo accounts, want %d", len(s.Accounts), accounts)
-	}
-	var ln net.Listener
-	if err == nil {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.URL = "http://" + ln.Addr().String()
-	s.srv = &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
-	go s.srv.Serve(ln)
-	return s, nil
-}
-
 // bkOpen opens n accounts and places each one bracketed market buy at the
 // current quote, from 64 goroutines through the engine's command API.
 func bkOpen(ctx context.Context, s *service, n int, ask events.Decimal) error {
@@ -508,7 +460,7 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	res := bkResult{Accounts: o.brAccounts}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute) // a bound for a stalled engine; the phase takes about a minute
 	defer cancel()
-	s, err := startManual(ctx, o, 2*bkProbeWorkers)
+	s, err := startService(ctx, o, o.sync, 2*bkProbeWorkers, true, app.Options{ManualFeed: true})
 	if err != nil {
 		return res, err
 	}

@@ -41,7 +41,7 @@ type credAccount struct {
 // startService starts the service as cmd/engine does, with accounts demo
 // accounts, the rate limit off and the given sync setting; listen adds the
 // HTTP server.
-func startService(ctx context.Context, o opts, sync string, accounts int, listen bool) (*service, error) {
+func startService(ctx context.Context, o opts, sync string, accounts int, listen bool, ao ...app.Options) (*service, error) {
 	dir, err := os.MkdirTemp(o.tmp, "bench-engine-")
 	if err != nil {
 		return nil, err
@@ -52,7 +52,11 @@ func startService(ctx context.Context, o opts, sync string, accounts int, listen
 	}
 	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit = dir, sync, accounts, 0
 	cfg.Listen = "127.0.0.1:0"
-	a, err := app.Start(ctx, cfg, app.Options{})
+	var opt app.Options
+	if len(ao) > 0 {
+		opt = ao[0]
+	}
+	a, err := app.Start(ctx, cfg, opt)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
