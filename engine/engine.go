@@ -164,41 +164,47 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 	return out
 }
 
+// rebuilt is what a replay rebuilds of one kind of aggregate: each one's
+// state and revision.
+type rebuilt[S any] struct {
+	kind  string
+	new   func(string) S
+	apply func(S, events.Event) S
+	state map[string]S
+	rev   map[string]uint64
+}
+
+func newRebuilt[S any](kind string, new func(string) S, apply func(S, events.Event) S) *rebuilt[S] {
+	return &rebuilt[S]{kind: kind, new: new, apply: apply, state: map[string]S{}, rev: map[string]uint64{}}
+}
+
+// fold applies a commit of the kind and reports whether it was one.
+func (r *rebuilt[S]) fold(c events.Committed) bool {
+	id, ok := events.SubjectID(c.Subject, r.kind)
+	if !ok {
+		return false
+	}
+	s, seen := r.state[id]
+	if !seen {
+		s = r.new(id)
+	}
+	for _, ev := range c.Events {
+		s = r.apply(s, ev)
+	}
+	r.state[id], r.rev[id] = s, c.Seq
+	return true
+}
+
 // Start rebuilds every aggregate by one replay of the log and starts watching quotes.
 // tap, if set, sees every commit of the replay, decoded, in order: the read
 // models catch up from the same pass instead of decoding the log again.
 // It returns the last sequence replayed.
 func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (uint64, error) {
-	accts := map[string]*account.State{}
-	revs := map[string]uint64{}
-	venues, venueRevs := map[string]*venue.State{}, map[string]uint64{}
+	accts := newRebuilt(events.KindAccount, account.New, account.Apply)
+	venues := newRebuilt(events.KindVenue, venue.New, venue.Apply)
 	aggregates := func(cs []events.Committed) error {
 		for _, c := range cs {
-			if id, isVenue := events.SubjectID(c.Subject, events.KindVenue); isVenue {
-				s, ok := venues[id]
-				if !ok {
-					s = venue.New(id)
-					venues[id] = s
-				}
-				for _, ev := range c.Events {
-					s = venue.Apply(s, ev)
-				}
-				venues[id], venueRevs[id] = s, c.Seq
-				continue
-			}
-			id, isAccount := events.SubjectID(c.Subject, events.KindAccount)
-			if !isAccount {
-				continue
-			}
-			s, ok := accts[id]
-			if !ok {
-				s = account.New(id)
-				accts[id] = s
-			}
-			for _, ev := range c.Events {
-				s = account.Apply(s, ev)
-			}
-			accts[id], revs[id] = s, c.Seq
+			_ = accts.fold(c) || venues.fold(c)
 		}
 		return nil
 	}
@@ -220,14 +226,14 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 	if err != nil {
 		return 0, err
 	}
-	for id, s := range venues {
-		e.venues.Seed(id, s, venueRevs[id])
-		e.setTerms(id, venue.Terms(s, venueRevs[id]))
+	for id, s := range venues.state {
+		e.venues.Seed(id, s, venues.rev[id])
+		e.setTerms(id, venue.Terms(s, venues.rev[id]))
 	}
-	for id, s := range accts {
-		e.accounts.Seed(id, s, revs[id])
+	for id, s := range accts.state {
+		e.accounts.Seed(id, s, accts.rev[id])
 		e.paper.Track(id, triggers(s))
-		e.risk.Track(id, s, revs[id])
+		e.risk.Track(id, s, accts.rev[id])
 	}
 	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) {
 		e.paper.OnQuote(q.Instrument, q.Bid, q.Ask)

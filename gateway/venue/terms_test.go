@@ -133,4 +133,9 @@ func TestTheBookObeysTheVenue(t *testing.T) {
 	if after["balance"] != before["balance"] || after["commissions"] != before["commissions"] || before["commissions"] != "1.5" {
 		t.Fatalf("before the restart %v, after %v", before, after)
 	}
+	// The terms are rebuilt with the venue: still no route after the restart.
+	if r := e2.Do(apptest.Req{Method: http.MethodPost, Path: "/api/trading/order?account=" + a["accountNumber"].(string), Key: key,
+		Body: map[string]any{"clientOrderId": "o7", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}}); r.Status != 422 || r.Map(t)["code"] != "venue_route_missing" {
+		t.Fatalf("after the restart: %d %s", r.Status, r.Body)
+	}
 }
