@@ -124,6 +124,7 @@ func TestTheBookObeysTheVenue(t *testing.T) {
 	// A group without a route: venue_route_missing.
 	want(t, e.put("groups", "g1", "c11", "1", map[string]any{"name": "Evaluation 50k", "instruments": []any{"BTC-PERP"}, "conditionId": "std", "stageId": "eval"}), 200, "")
 	code(order("o6", "1"), 422, "venue_route_missing")
+	want(t, e.put("groups", "g1", "c12", "2", group), 200, "") // the route back
 
 	snap = code(e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/account/snapshot?account=" + a["accountNumber"].(string), Key: key}), 200, "")
 	before := snap["summary"].(map[string]any)
@@ -133,9 +134,9 @@ func TestTheBookObeysTheVenue(t *testing.T) {
 	if after["balance"] != before["balance"] || after["commissions"] != before["commissions"] || before["commissions"] != "1.5" {
 		t.Fatalf("before the restart %v, after %v", before, after)
 	}
-	// The terms are rebuilt with the venue: still no route after the restart.
+	// The terms are rebuilt with the venue: routed, and close-only on the new stage version.
 	if r := e2.Do(apptest.Req{Method: http.MethodPost, Path: "/api/trading/order?account=" + a["accountNumber"].(string), Key: key,
-		Body: map[string]any{"clientOrderId": "o7", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}}); r.Status != 422 || r.Map(t)["code"] != "venue_route_missing" {
+		Body: map[string]any{"clientOrderId": "o7", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}}); r.Status != 423 || r.Map(t)["code"] != "stage_version_unrecorded" {
 		t.Fatalf("after the restart: %d %s", r.Status, r.Body)
 	}
 }
