@@ -240,6 +240,7 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 		for _, d := range []door{{partnerVenues, pv, key}, backOfficeDoor} {
 			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/halt", d.admit(acctManage)(asFirm(keyed(tw.Halt))))
 			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/resume", d.admit(acctManage)(asFirm(keyed(tw.Resume))))
+			on(d.r, http.MethodPost, d.base+"/accounts/{accountId}/reset", d.admit(acctManage)(asFirm(read(tw.Reset))))
 			on(d.r, http.MethodPost, d.base+"/balance-ops", d.admit(acctManage)(asFirm(read(tw.BalanceOp))))
 			on(d.r, http.MethodGet, d.base+"/balance-ops/{referenceId}", d.admit(acctRead, acctManage)(read(tw.Receipt)))
 			on(d.r, http.MethodGet, d.base+"/usage", d.admit(acctRead)(asFirm(read(f.Usage))))

@@ -2890,6 +2890,15 @@ type HaltVenueAccountBackOfficeParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ResetVenueAccountBackOfficeJSONBody defines parameters for ResetVenueAccountBackOffice.
+type ResetVenueAccountBackOfficeJSONBody = map[string]interface{}
+
+// ResetVenueAccountBackOfficeParams defines parameters for ResetVenueAccountBackOffice.
+type ResetVenueAccountBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ResumeVenueAccountBackOfficeJSONBody defines parameters for ResumeVenueAccountBackOffice.
 type ResumeVenueAccountBackOfficeJSONBody = map[string]interface{}
 
@@ -3199,6 +3208,15 @@ type HaltVenueAccountJSONBody = map[string]interface{}
 
 // HaltVenueAccountParams defines parameters for HaltVenueAccount.
 type HaltVenueAccountParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ResetVenueAccountJSONBody defines parameters for ResetVenueAccount.
+type ResetVenueAccountJSONBody = map[string]interface{}
+
+// ResetVenueAccountParams defines parameters for ResetVenueAccount.
+type ResetVenueAccountParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -3555,6 +3573,9 @@ type IssueVenueAccountBackOfficeJSONRequestBody IssueVenueAccountBackOfficeJSONB
 // HaltVenueAccountBackOfficeJSONRequestBody defines body for HaltVenueAccountBackOffice for application/json ContentType.
 type HaltVenueAccountBackOfficeJSONRequestBody = HaltVenueAccountBackOfficeJSONBody
 
+// ResetVenueAccountBackOfficeJSONRequestBody defines body for ResetVenueAccountBackOffice for application/json ContentType.
+type ResetVenueAccountBackOfficeJSONRequestBody = ResetVenueAccountBackOfficeJSONBody
+
 // ResumeVenueAccountBackOfficeJSONRequestBody defines body for ResumeVenueAccountBackOffice for application/json ContentType.
 type ResumeVenueAccountBackOfficeJSONRequestBody = ResumeVenueAccountBackOfficeJSONBody
 
@@ -3617,6 +3638,9 @@ type CreateConnectRegistrationJSONRequestBody CreateConnectRegistrationJSONBody
 
 // HaltVenueAccountJSONRequestBody defines body for HaltVenueAccount for application/json ContentType.
 type HaltVenueAccountJSONRequestBody = HaltVenueAccountJSONBody
+
+// ResetVenueAccountJSONRequestBody defines body for ResetVenueAccount for application/json ContentType.
+type ResetVenueAccountJSONRequestBody = ResetVenueAccountJSONBody
 
 // ResumeVenueAccountJSONRequestBody defines body for ResumeVenueAccount for application/json ContentType.
 type ResumeVenueAccountJSONRequestBody = ResumeVenueAccountJSONBody
@@ -4095,6 +4119,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
 	HaltVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetVenueAccountBackOfficeWithBody Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+	ResetVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetVenueAccountBackOffice Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+	ResetVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, body ResetVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeVenueAccountBackOfficeWithBody Clear the venue's own halt (the back-office twin of the venue-key route)
 	//
@@ -4863,6 +4909,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
 	HaltVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetVenueAccountWithBody Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+	ResetVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetVenueAccount Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+	ResetVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, body ResetVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeVenueAccountWithBody Clear the venue's own halt
 	//
@@ -6161,6 +6229,48 @@ func (c *Client) HaltVenueAccountBackOfficeWithBody(ctx context.Context, venueId
 // Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
 func (c *Client) HaltVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHaltVenueAccountBackOfficeRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetVenueAccountBackOfficeWithBody Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+func (c *Client) ResetVenueAccountBackOfficeWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetVenueAccountBackOfficeRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetVenueAccountBackOffice Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+func (c *Client) ResetVenueAccountBackOffice(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, body ResetVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetVenueAccountBackOfficeRequest(c.Server, venueId, accountId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7799,6 +7909,48 @@ func (c *Client) HaltVenueAccountWithBody(ctx context.Context, venueId VenueId, 
 // Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
 func (c *Client) HaltVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHaltVenueAccountRequest(c.Server, venueId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetVenueAccountWithBody Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+func (c *Client) ResetVenueAccountWithBody(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetVenueAccountRequestWithBody(c.Server, venueId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetVenueAccount Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+func (c *Client) ResetVenueAccount(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, body ResetVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetVenueAccountRequest(c.Server, venueId, accountId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10415,6 +10567,73 @@ func NewHaltVenueAccountBackOfficeRequestWithBody(server string, venueId VenueId
 	}
 
 	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts/%s/halt", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewResetVenueAccountBackOfficeRequest calls the generic ResetVenueAccountBackOffice builder with application/json body
+func NewResetVenueAccountBackOfficeRequest(server string, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, body ResetVenueAccountBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResetVenueAccountBackOfficeRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewResetVenueAccountBackOfficeRequestWithBody constructs an http.Request for the ResetVenueAccountBackOffice method, with any body, and a specified content type
+func NewResetVenueAccountBackOfficeRequestWithBody(server string, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/accounts/%s/reset", pathParam0, pathParam1)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -13654,6 +13873,73 @@ func NewHaltVenueAccountRequestWithBody(server string, venueId VenueId, accountI
 	return req, nil
 }
 
+// NewResetVenueAccountRequest calls the generic ResetVenueAccount builder with application/json body
+func NewResetVenueAccountRequest(server string, venueId VenueId, accountId string, params *ResetVenueAccountParams, body ResetVenueAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResetVenueAccountRequestWithBody(server, venueId, accountId, params, "application/json", bodyReader)
+}
+
+// NewResetVenueAccountRequestWithBody constructs an http.Request for the ResetVenueAccount method, with any body, and a specified content type
+func NewResetVenueAccountRequestWithBody(server string, venueId VenueId, accountId string, params *ResetVenueAccountParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/partner/venues/%s/accounts/%s/reset", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewResumeVenueAccountRequest calls the generic ResumeVenueAccount builder with application/json body
 func NewResumeVenueAccountRequest(server string, venueId VenueId, accountId string, params *ResumeVenueAccountParams, body ResumeVenueAccountJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16754,6 +17040,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccountBackOffice` operationId).
 	HaltVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountBackOfficeParams, body HaltVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountBackOfficeResponse, error)
 
+	// ResetVenueAccountBackOfficeWithBodyWithResponse Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+	ResetVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetVenueAccountBackOfficeResponse, error)
+
+	// ResetVenueAccountBackOfficeWithResponse Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+	ResetVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, body ResetVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetVenueAccountBackOfficeResponse, error)
+
 	// ResumeVenueAccountBackOfficeWithBodyWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
 	//
 	// A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
@@ -17611,6 +17919,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/halt (the `HaltVenueAccount` operationId).
 	HaltVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *HaltVenueAccountParams, body HaltVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*HaltVenueAccountResponse, error)
+
+	// ResetVenueAccountWithBodyWithResponse Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+	ResetVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetVenueAccountResponse, error)
+
+	// ResetVenueAccountWithResponse Return an account of the venue to its starting state
+	//
+	// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+	// Idempotency-Key as its referenceId: the same key and request again change nothing,
+	// another request under the key is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+	ResetVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, body ResetVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetVenueAccountResponse, error)
 
 	// ResumeVenueAccountWithBodyWithResponse Clear the venue's own halt
 	//
@@ -19962,6 +20292,66 @@ func (r HaltVenueAccountBackOfficeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HaltVenueAccountBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResetVenueAccountBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ResetVenueAccountBackOffice
+type ResetVenueAccountBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ResetVenueAccountBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Account PartnerAccount `json:"account"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResetVenueAccountBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetVenueAccountBackOfficeResponse) GetJSON200() *struct {
+	Account PartnerAccount `json:"account"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResetVenueAccountBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetVenueAccountBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetVenueAccountBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetVenueAccountBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetVenueAccountBackOfficeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -24223,6 +24613,66 @@ func (r HaltVenueAccountResponse) ContentType() string {
 	return ""
 }
 
+// ResetVenueAccountResponseDefaultHeaders the declared response headers of an HTTP default response for ResetVenueAccount
+type ResetVenueAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ResetVenueAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Account PartnerAccount `json:"account"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResetVenueAccountResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetVenueAccountResponse) GetJSON200() *struct {
+	Account PartnerAccount `json:"account"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResetVenueAccountResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetVenueAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetVenueAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetVenueAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetVenueAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResumeVenueAccountResponse400Headers the declared response headers of an HTTP 400 response for ResumeVenueAccount
 type ResumeVenueAccountResponse400Headers struct {
 	RetryAfter *int
@@ -28318,6 +28768,40 @@ func (c *ClientWithResponses) HaltVenueAccountBackOfficeWithResponse(ctx context
 	return ParseHaltVenueAccountBackOfficeResponse(rsp)
 }
 
+// ResetVenueAccountBackOfficeWithBodyWithResponse Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) ResetVenueAccountBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.ResetVenueAccountBackOfficeWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetVenueAccountBackOfficeResponse(rsp)
+}
+
+// ResetVenueAccountBackOfficeWithResponse Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccountBackOffice` operationId).
+func (c *ClientWithResponses) ResetVenueAccountBackOfficeWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountBackOfficeParams, body ResetVenueAccountBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetVenueAccountBackOfficeResponse, error) {
+	rsp, err := c.ResetVenueAccountBackOffice(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetVenueAccountBackOfficeResponse(rsp)
+}
+
 // ResumeVenueAccountBackOfficeWithBodyWithResponse Clear the venue's own halt (the back-office twin of the venue-key route)
 //
 // A verified owner's session (a trusted Origin on writes). The same operation as POST /api/partner/accounts/resume:
@@ -29696,6 +30180,40 @@ func (c *ClientWithResponses) HaltVenueAccountWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseHaltVenueAccountResponse(rsp)
+}
+
+// ResetVenueAccountWithBodyWithResponse Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+func (c *ClientWithResponses) ResetVenueAccountWithBodyWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetVenueAccountResponse, error) {
+	rsp, err := c.ResetVenueAccountWithBody(ctx, venueId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetVenueAccountResponse(rsp)
+}
+
+// ResetVenueAccountWithResponse Return an account of the venue to its starting state
+//
+// `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+// Idempotency-Key as its referenceId: the same key and request again change nothing,
+// another request under the key is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/partner/venues/{venueId}/accounts/{accountId}/reset (the `ResetVenueAccount` operationId).
+func (c *ClientWithResponses) ResetVenueAccountWithResponse(ctx context.Context, venueId VenueId, accountId string, params *ResetVenueAccountParams, body ResetVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetVenueAccountResponse, error) {
+	rsp, err := c.ResetVenueAccount(ctx, venueId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetVenueAccountResponse(rsp)
 }
 
 // ResumeVenueAccountWithBodyWithResponse Clear the venue's own halt
@@ -32360,6 +32878,61 @@ func ParseHaltVenueAccountBackOfficeResponse(rsp *http.Response) (*HaltVenueAcco
 		response.Headers503 = &headers
 	case true:
 		var headers HaltVenueAccountBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetVenueAccountBackOfficeResponse parses an HTTP response from a ResetVenueAccountBackOfficeWithResponse call
+func ParseResetVenueAccountBackOfficeResponse(rsp *http.Response) (*ResetVenueAccountBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetVenueAccountBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Account PartnerAccount `json:"account"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ResetVenueAccountBackOfficeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -36626,6 +37199,61 @@ func ParseHaltVenueAccountResponse(rsp *http.Response) (*HaltVenueAccountRespons
 		response.Headers503 = &headers
 	case true:
 		var headers HaltVenueAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetVenueAccountResponse parses an HTTP response from a ResetVenueAccountWithResponse call
+func ParseResetVenueAccountResponse(rsp *http.Response) (*ResetVenueAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetVenueAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Account PartnerAccount `json:"account"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ResetVenueAccountResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -197,31 +197,39 @@ func (h *Handlers) Reset(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.Decode(r, &body, 16<<10); err != nil {
 		return err
 	}
-	tenant := tenantOf(r)
-	a, err := h.account(r.Context(), tenant, body.AccountNumber)
+	a, err := h.account(r.Context(), tenantOf(r), body.AccountNumber)
 	if err != nil {
 		return err
 	}
-	cmd := &firmcmd.ResetAccount{ReferenceID: body.ReferenceID}
-	if body.ReferenceID != "" {
-		defer h.refs.lock(tenant + "/" + body.ReferenceID)()
-		if err := h.referenceFree(r.Context(), tenant, body.ReferenceID, a.AccountID); err != nil {
-			return err
-		}
-	}
-	if _, err := h.exec(r, a.AccountID, body.ReferenceID, cmd); err != nil {
-		return retryable(err)
-	}
-	a, err = projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, a.AccountID)
-	if err != nil {
-		return err
-	}
-	v, err := h.view(r.Context(), a)
+	v, err := h.ResetAccount(r, a, body.ReferenceID)
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"account": v})
 	return nil
+}
+
+// ResetAccount returns one of the firm's accounts to its starting state under
+// ref (optional; a reference is used once per firm, the same request again
+// changes nothing) and answers the account as the firm's list shows it. The
+// partner route and the venue door's twin both run it.
+func (h *Handlers) ResetAccount(r *http.Request, a projections.Account, ref string) (any, error) {
+	tenant := tenantOf(r)
+	cmd := &firmcmd.ResetAccount{ReferenceID: ref}
+	if ref != "" {
+		defer h.refs.lock(tenant + "/" + ref)()
+		if err := h.referenceFree(r.Context(), tenant, ref, a.AccountID); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := h.exec(r, a.AccountID, ref, cmd); err != nil {
+		return nil, retryable(err)
+	}
+	a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, a.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return h.view(r.Context(), a)
 }
 
 func (h *Handlers) haltOrResume(w http.ResponseWriter, r *http.Request, halt bool) error {

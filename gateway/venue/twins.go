@@ -65,6 +65,25 @@ func (t *Twins) setHalt(r *http.Request, halt bool) ([]events.Event, error) {
 	return res.Events, err
 }
 
+// Reset returns the path's account to its starting state (POST
+// .../accounts/{accountId}/reset): the partner route's operation with the
+// Idempotency-Key as its referenceId, answering {account}.
+func (t *Twins) Reset(w http.ResponseWriter, r *http.Request) error {
+	if err := httpx.Decode(r, &struct{}{}, 0); err != nil {
+		return err
+	}
+	a, err := t.f.AccountByID(r, mux.Vars(r)["accountId"])
+	if err != nil {
+		return err
+	}
+	v, err := t.f.ResetAccount(r, a, idem.Key(r))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"account": v})
+	return nil
+}
+
 // BalanceOp credits, debits or adjusts one of the venue's accounts (POST
 // .../balance-ops): the partner route's operation with the Idempotency-Key
 // as its referenceId, so the account's reference record keys it (the same

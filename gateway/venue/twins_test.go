@@ -365,3 +365,19 @@ func TestTwinWebhooks(t *testing.T) {
 		t.Fatalf("still listed %v", ids)
 	}
 }
+
+// A reset through the venue door is the partner route's, keyed by its Idempotency-Key.
+func TestVenueResetIsTheFirmReset(t *testing.T) {
+	e := startTwins(t)
+	id, number := e.account(t, "reset-1")
+	pv := "/api/partner/venues/" + e.venueID
+	want(t, e.call(e.venueKey, false, http.MethodPost, pv+"/balance-ops", "credit-1", map[string]any{"accountNumber": number, "op": "credit", "amount": "250"}), 200, "")
+	r := want(t, e.call(e.venueKey, false, http.MethodPost, pv+"/accounts/"+id+"/reset", "reset-k1", map[string]any{}), 200, "")
+	a := r["account"].(map[string]any)
+	if a["accountNumber"] != number || a["balance"] != a["startingBalance"] {
+		t.Fatalf("reset %v", a)
+	}
+	want(t, e.call(e.venueKey, false, http.MethodPost, pv+"/accounts/"+id+"/reset", "reset-k1", map[string]any{}), 200, "")
+	want(t, e.call(e.venueKey, false, http.MethodPost, pv+"/accounts/"+id+"/reset", "", map[string]any{}), 400, "idempotency_key_required")
+	want(t, e.call(e.Key, false, http.MethodPost, pv+"/accounts/"+id+"/reset", "reset-k2", map[string]any{}), 403, "permission_denied")
+}

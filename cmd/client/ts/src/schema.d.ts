@@ -957,6 +957,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/venues/{venueId}/accounts/{accountId}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return an account of the venue to its starting state
+         * @description `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+         *     Idempotency-Key as its referenceId: the same key and request again change nothing,
+         *     another request under the key is 409.
+         */
+        post: operations["resetVenueAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/venues/{venueId}/accounts/{accountId}/resume": {
         parameters: {
             query?: never;
@@ -1205,6 +1231,32 @@ export interface paths {
          *     answer again (`Idempotent-Replayed: true`); with another request it is 409.
          */
         post: operations["haltVenueAccountBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/accounts/{accountId}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return an account of the venue to its starting state
+         * @description `account:manage`. The same operation as POST /api/partner/accounts/reset, with the
+         *     Idempotency-Key as its referenceId: the same key and request again change nothing,
+         *     another request under the key is 409.
+         */
+        post: operations["resetVenueAccountBackOffice"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5000,6 +5052,40 @@ export interface operations {
             default: components["responses"]["VenueError"];
         };
     };
+    resetVenueAccount: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The account after the reset */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: components["schemas"]["PartnerAccount"];
+                    };
+                };
+            };
+            default: components["responses"]["VenueError"];
+        };
+    };
     resumeVenueAccount: {
         parameters: {
             query?: never;
@@ -5244,6 +5330,40 @@ export interface operations {
             404: components["responses"]["VenueError"];
             409: components["responses"]["VenueError"];
             503: components["responses"]["VenueError"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    resetVenueAccountBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description The account's id, an account of the venue's */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The account after the reset */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: components["schemas"]["PartnerAccount"];
+                    };
+                };
+            };
             default: components["responses"]["VenueError"];
         };
     };
