@@ -52,6 +52,8 @@ func venueTerms(s *State, m trading.Market, instrument, side, orderType string, 
 	return t, nil
 }
 
+var half = events.MustDecimal("0.5")
+
 // commission is what a fill of qty pays under the terms'
 // commissions, in the account currency's decimals: per unit of the opening
 // or closing part the commission's direction names (half of it for a round
@@ -66,7 +68,6 @@ func commission(t *trading.Terms, p evacct.Position, side string, qty events.Dec
 		closing = qty.Min(p.Quantity.Abs())
 	}
 	opening := qty.Sub(closing)
-	half := events.MustDecimal("0.5")
 	for _, c := range t.Commissions {
 		var units events.Decimal
 		switch c.Direction {
@@ -80,14 +81,12 @@ func commission(t *trading.Terms, p evacct.Position, side string, qty events.Dec
 		if units.Sign() <= 0 {
 			continue
 		}
-		amount := c.Amount
-		if !c.PerUnit {
-			if !firstFill {
-				continue
-			}
-			units = events.Int(1)
+		charge := c.Amount
+		if c.PerUnit {
+			charge = charge.Mul(units)
+		} else if !firstFill {
+			continue
 		}
-		charge := amount.Mul(units)
 		if c.RoundTurn {
 			charge = charge.Mul(half)
 		}

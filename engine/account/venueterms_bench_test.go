@@ -97,62 +97,100 @@ func benchEnv(n uint64, c commands.Command) commands.Envelope {
 	return commands.Envelope{ID: id, At: t0, Cmd: c}
 }
 
-// ordersPerAccount is how many orders one account takes before the benchmark
-// opens a fresh one (outside the timer), so its clientOrderId index stays
-// the size of a busy day's and does not grow with b.N.
+// ordersPerAccount is how many orders one account takes before the loop
+// opens a fresh one, so its clientOrderId index stays the size of a busy
+// day's and does not grow with b.N (the reopening, one Decide in a thousand
+// orders, is timed with them).
 const ordersPerAccount = 1000
 
-// benchMarketOrders times Decide + Apply of one market order on an account
-// opened by open, every order under market m.
-func benchMarketOrders(b *testing.B, open *tenantcmd.OpenAccount, m trading.Market) {
-	envs := make([]commands.Envelope, ordersPerAccount)
-	for i := range envs {
+// orderLoop places market orders on one account through Decide + Apply,
+// buy and sell alternating, every order under one market.
+type orderLoop struct {
+	b    *testing.B
+	open *tenantcmd.OpenAccount
+	envs []commands.Envelope
+	s    *account.State
+	k    int
+}
+
+func newOrderLoop(b *testing.B, open *tenantcmd.OpenAccount, m trading.Market) *orderLoop {
+	l := &orderLoop{b: b, open: open, envs: make([]commands.Envelope, ordersPerAccount), k: ordersPerAccount}
+	for i := range l.envs {
 		c := buy("o"+strconv.Itoa(i), "1", m)
 		if i%2 == 1 {
 			c.Side = "sell"
 		}
-		envs[i] = benchEnv(uint64(i+1), c)
+		l.envs[i] = benchEnv(uint64(i+1), c)
 	}
-	fresh := func() *account.State {
-		s := account.New("a1")
-		evs, err := account.Decide(s, benchEnv(0, open))
-		if err != nil {
-			b.Fatal(err)
+	return l
+}
+
+// run places n orders.
+func (l *orderLoop) run(n int) {
+	for ; n > 0; n-- {
+		if l.k == len(l.envs) {
+			l.s, l.k = account.New("a1"), 0
+			l.apply(benchEnv(0, l.open), 1)
 		}
-		for _, e := range evs {
-			s = account.Apply(s, e)
-		}
-		return s
-	}
-	s := fresh()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		k := i % ordersPerAccount
-		if k == 0 && i > 0 {
-			b.StopTimer()
-			s = fresh()
-			b.StartTimer()
-		}
-		evs, err := account.Decide(s, envs[k])
-		if err != nil || len(evs) != 2 {
-			b.Fatalf("order %d: %v %v", i, evs, err)
-		}
-		for _, e := range evs {
-			s = account.Apply(s, e)
-		}
+		l.apply(l.envs[l.k], 2)
+		l.k++
 	}
 }
 
+func (l *orderLoop) apply(env commands.Envelope, want int) {
+	evs, err := account.Decide(l.s, env)
+	if err != nil || len(evs) != want {
+		l.b.Fatalf("%T: %v %v", env.Cmd, evs, err)
+	}
+	for _, e := range evs {
+		l.s = account.Apply(l.s, e)
+	}
+}
+
+// paired runs chunks of n orders on two accounts in turn (which goes first
+// alternating), one op being one order on each, and reports each one's wall
+// and CPU time per order and the second's over the first's: both share every
+// swing in the machine's speed, which on a shared VM is wider than 10%.
+func paired(b *testing.B, n int, names [2]string, run [2]func(n int)) {
+	var wall, cpu [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += n {
+		for r := range 2 {
+			j := (r + i/n) % 2
+			w, c := time.Now(), cpuTime()
+			run[j](min(n, b.N-i))
+			wall[j] += time.Since(w)
+			cpu[j] += cpuTime() - c
+		}
+	}
+	b.StopTimer()
+	for j, name := range names {
+		b.ReportMetric(float64(wall[j].Nanoseconds())/float64(b.N), name+"-ns/order")
+		b.ReportMetric(float64(cpu[j].Nanoseconds())/float64(b.N), name+"-cpu-ns/order")
+	}
+	b.ReportMetric(float64(wall[1])/float64(wall[0]), "ratio-wall")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ratio-cpu")
+}
+
 // BenchmarkMarketOrder is Decide + Apply of a market order on a plain account
-// and on an issued one (every venue check passes, both commissions post).
-// Both run under the same market, compiled terms attached as the engine
-// attaches them to every order.
+// and on an issued one (every venue check passes, both commissions post),
+// each on its own and then paired. Both run under the same market, compiled
+// terms attached as the engine attaches them to every order.
 func BenchmarkMarketOrder(b *testing.B) {
 	m := mkt("64999.5", "65000.5")
 	m.Terms = compiledTerms(b)
-	b.Run("plain", func(b *testing.B) { benchMarketOrders(b, openAccount(false), m) })
-	b.Run("issued", func(b *testing.B) { benchMarketOrders(b, openAccount(true), m) })
+	for _, issued := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "issued"}[issued], func(b *testing.B) {
+			l := newOrderLoop(b, openAccount(issued), m)
+			b.ReportAllocs()
+			b.ResetTimer()
+			l.run(b.N)
+		})
+	}
+	b.Run("paired", func(b *testing.B) {
+		plain, issued := newOrderLoop(b, openAccount(false), m), newOrderLoop(b, openAccount(true), m)
+		paired(b, ordersPerAccount, [2]string{"plain", "issued"}, [2]func(int){plain.run, issued.run})
+	})
 }
 
 // TestIssuedBenchOrdersPayCommissions checks what BenchmarkMarketOrder
@@ -223,23 +261,30 @@ func BenchmarkEngineMarketOrder(b *testing.B) {
 		}
 	}
 	placed := map[string]int{} // orders per account, across the runs of b.N
+	place := func(b *testing.B, id string, n int) {
+		for ; n > 0; n-- {
+			k := placed[id]
+			placed[id]++
+			c := &trading.PlaceOrder{ClientOrderID: "o" + strconv.Itoa(k), Instrument: "BTC-PERP",
+				Side: []string{"buy", "sell"}[k%2], OrderType: "market", Quantity: dec("1"), TimeInForce: "day"}
+			res, err := e.Account(ctx, id, e.Envelope(sys, c.ClientOrderID, c))
+			if err != nil || len(res.Events) != 2 {
+				b.Fatalf("order %d: %v %v", k, res.Events, err)
+			}
+		}
+	}
 	for _, id := range []string{"plain", "issued"} {
 		b.Run(id, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := cpuTime()
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				n := placed[id]
-				placed[id]++
-				c := &trading.PlaceOrder{ClientOrderID: "o" + strconv.Itoa(n), Instrument: "BTC-PERP",
-					Side: []string{"buy", "sell"}[n%2], OrderType: "market", Quantity: dec("1"), TimeInForce: "day"}
-				res, err := e.Account(ctx, id, e.Envelope(sys, c.ClientOrderID, c))
-				if err != nil || len(res.Events) != 2 {
-					b.Fatalf("order %d: %v %v", n, res.Events, err)
-				}
-			}
+			place(b, id, b.N)
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/1e3/float64(b.N), "cpu-us/order")
 		})
 	}
+	b.Run("paired", func(b *testing.B) {
+		paired(b, 100, [2]string{"plain", "issued"}, [2]func(int){
+			func(n int) { place(b, "plain", n) }, func(n int) { place(b, "issued", n) }})
+	})
 }
