@@ -227,7 +227,7 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 		on(d.r, http.MethodGet, d.base+kinds+"/{id}", d.admit(configReaders...)(read(v.GetConfig)))
 		on(d.r, http.MethodPut, d.base+kinds+"/{id}", d.admit(config)(keyed(v.PutConfig)))
 		on(d.r, http.MethodDelete, d.base+kinds+"/{id}", d.admit(config)(keyed(v.RetireConfig)))
-		on(d.r, http.MethodPost, d.base+"/accounts", d.admit(accountManage)(read(v.IssueAccount)))
+		on(d.r, http.MethodPost, d.base+"/accounts", d.admit(accountManage)(keyed(v.IssueAccount)))
 		on(d.r, http.MethodGet, d.base+"/accounts", d.admit(accountRead...)(read(v.ListAccounts)))
 	}
 

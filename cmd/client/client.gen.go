@@ -4069,8 +4069,8 @@ type ClientInterface interface {
 	// IssueVenueAccountBackOfficeWithBody Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes any type of body and a specified content type.
@@ -4081,8 +4081,8 @@ type ClientInterface interface {
 	// IssueVenueAccountBackOffice Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes a body of the `application/json` content type.
@@ -5486,8 +5486,8 @@ type ClientInterface interface {
 	// IssueVenueAccountWithBody Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes any type of body and a specified content type.
@@ -5498,8 +5498,8 @@ type ClientInterface interface {
 	// IssueVenueAccount Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes a body of the `application/json` content type.
@@ -6148,8 +6148,8 @@ func (c *Client) ListVenueAccountsBackOffice(ctx context.Context, venueId VenueI
 // IssueVenueAccountBackOfficeWithBody Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes any type of body and a specified content type.
@@ -6170,8 +6170,8 @@ func (c *Client) IssueVenueAccountBackOfficeWithBody(ctx context.Context, venueI
 // IssueVenueAccountBackOffice Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes a body of the `application/json` content type.
@@ -9025,8 +9025,8 @@ func (c *Client) ListVenueAccounts(ctx context.Context, venueId VenueId, reqEdit
 // IssueVenueAccountWithBody Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes any type of body and a specified content type.
@@ -9047,8 +9047,8 @@ func (c *Client) IssueVenueAccountWithBody(ctx context.Context, venueId VenueId,
 // IssueVenueAccount Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes a body of the `application/json` content type.
@@ -16989,8 +16989,8 @@ type ClientWithResponsesInterface interface {
 	// IssueVenueAccountBackOfficeWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17001,8 +17001,8 @@ type ClientWithResponsesInterface interface {
 	// IssueVenueAccountBackOfficeWithResponse Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -18530,8 +18530,8 @@ type ClientWithResponsesInterface interface {
 	// IssueVenueAccountWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18542,8 +18542,8 @@ type ClientWithResponsesInterface interface {
 	// IssueVenueAccountWithResponse Issue a paper-book account into one of the venue's groups
 	//
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
-	// answers the same account (200, Idempotent-Replayed), the same key with another
-	// request 409. The account records the group's stage version; the group's terms govern
+	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+	// another request 409. The account records the group's stage version; the group's terms govern
 	// its orders from its next command.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -28693,8 +28693,8 @@ func (c *ClientWithResponses) ListVenueAccountsBackOfficeWithResponse(ctx contex
 // IssueVenueAccountBackOfficeWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -28711,8 +28711,8 @@ func (c *ClientWithResponses) IssueVenueAccountBackOfficeWithBodyWithResponse(ct
 // IssueVenueAccountBackOfficeWithResponse Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -31110,8 +31110,8 @@ func (c *ClientWithResponses) ListVenueAccountsWithResponse(ctx context.Context,
 // IssueVenueAccountWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -31128,8 +31128,8 @@ func (c *ClientWithResponses) IssueVenueAccountWithBodyWithResponse(ctx context.
 // IssueVenueAccountWithResponse Issue a paper-book account into one of the venue's groups
 //
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
-// answers the same account (200, Idempotent-Replayed), the same key with another
-// request 409. The account records the group's stage version; the group's terms govern
+// answers the first answer again (201, Idempotent-Replayed: true), the same key with
+// another request 409. The account records the group's stage version; the group's terms govern
 // its orders from its next command.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

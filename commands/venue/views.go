@@ -3,6 +3,7 @@ package venue
 import (
 	"time"
 
+	"github.com/svc/engine/events"
 	evvenue "github.com/svc/engine/events/venue"
 )
 
@@ -44,4 +45,11 @@ func (r rawJSON) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return r, nil
+}
+
+// AccountView is an account a venue issued, as its answers show it.
+func AccountView(accountID, number, label, groupID, currency string, starting, balance, commissions events.Decimal, created time.Time) map[string]any {
+	return map[string]any{"accountId": accountID, "accountNumber": number, "label": label, "groupId": groupID,
+		"currency": currency, "startingBalance": starting, "balance": balance, "commissions": commissions,
+		"createdAt": created.UTC()}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
+	venuecmd "github.com/svc/engine/commands/venue"
+	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -37,14 +39,26 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	}
 	switch c := env.Cmd.(type) {
 	case *tenantcmd.OpenAccount:
-		if s.Open {
-			return nil, reopen(s, c) // opening twice with the same request changes nothing
-		}
-		return []events.Event{evacct.Opened{
+		open := evacct.Opened{
 			AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber,
 			Label: c.Label, Currency: c.Currency, StartingBalance: c.StartingBalance, Kind: c.Kind,
 			Email: c.Email, ReferenceID: c.ReferenceID, VenueID: c.VenueID, GroupID: c.GroupID, StageVersion: c.StageVersion, At: env.At,
-		}}, nil
+		}
+		if c.VenueID != "" && env.Digest != "" {
+			// Issued through the venue door: keyed like every venue write, the answer recorded.
+			return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+				if s.Open {
+					return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this account exists already", nil)
+				}
+				z := events.Int(0)
+				return []events.Event{open}, http.StatusCreated, map[string]any{"account": venuecmd.AccountView(s.ID, c.AccountNumber, c.Label,
+					c.GroupID, c.Currency, c.StartingBalance, c.StartingBalance, z, env.At)}, nil
+			})
+		}
+		if s.Open {
+			return nil, reopen(s, c) // opening twice with the same request changes nothing
+		}
+		return []events.Event{open}, nil
 	case *trading.PlaceOrder:
 		return decidePlace(s, env, c)
 	case *trading.CancelOrder:

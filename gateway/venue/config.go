@@ -129,21 +129,22 @@ type issueBody struct {
 
 // IssueAccount issues a paper-book account into a group of the venue (POST
 // /api/venues/{venueId}/accounts): its id and number derive from the venue
-// and the Idempotency-Key, so a retry answers the same account and the same
-// key with another request is 409. The account records the group's stage
-// version; the group's terms then govern every order it places.
-func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) error {
+// and the Idempotency-Key, and the account's aggregate records the key with
+// its answer, so a retry answers the first answer and the same key with
+// another request is 409. The account records the group's stage version; the
+// group's terms then govern every order it places.
+func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) ([]events.Event, error) {
 	var b issueBody
 	if err := httpx.Decode(r, &b, 0); err != nil {
-		return err
+		return nil, err
 	}
 	v := DoorOf(r).Venue
 	if err := commands.Key("groupId", b.GroupID, 64); err != nil {
-		return err
+		return nil, err
 	}
 	t, ok := h.d.Engine.Terms(v.VenueID, b.GroupID)
 	if !ok {
-		return commands.Refuse(http.StatusUnprocessableEntity, "invalid_request", "the venue holds no live group "+b.GroupID,
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, "invalid_request", "the venue holds no live group "+b.GroupID,
 			map[string]any{"field": "groupId"})
 	}
 	if b.Currency == "" {
@@ -154,12 +155,12 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) error {
 		start = *b.StartingBalance
 	}
 	if err := firmcmd.CheckPrecision(start, b.Currency, "evaluation"); err != nil {
-		return err
+		return nil, err
 	}
 	email := strings.ToLower(strings.TrimSpace(b.Email))
 	if email != "" {
 		if err := commands.Email("email", email); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ref := "venue:" + idem.Key(r)
@@ -170,30 +171,15 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) error {
 	if open.Label == "" {
 		open.Label = open.AccountNumber
 	}
-	res, err := h.d.Engine.Account(r.Context(), id, h.d.Engine.Envelope(api.Principal(r), ref, open))
+	res, err := h.d.Engine.Account(r.Context(), id, idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), ref, open)))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := h.d.Settle(r.Context(), res); err != nil {
-		return err
-	}
-	a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, id)
-	if err != nil {
-		return err
-	}
-	status := http.StatusCreated
-	if len(res.Events) == 0 {
-		status = http.StatusOK
-		w.Header().Set(idem.ReplayedHeader, "true")
-	}
-	httpx.WriteJSON(w, status, map[string]any{"account": accountView(a)})
-	return nil
+	return res.Events, h.d.Settle(r.Context(), res)
 }
 
 func accountView(a projections.Account) map[string]any {
-	return map[string]any{"accountId": a.AccountID, "accountNumber": a.AccountNumber, "label": a.Label, "groupId": a.GroupID,
-		"currency": a.Currency, "startingBalance": a.StartingBalance, "balance": a.Balance, "commissions": a.Commissions,
-		"createdAt": a.CreatedAt.UTC()}
+	return venuecmd.AccountView(a.AccountID, a.AccountNumber, a.Label, a.GroupID, a.Currency, a.StartingBalance, a.Balance, a.Commissions, a.CreatedAt)
 }
 
 // ListAccounts lists the accounts the venue issued, with live balances.

@@ -77,9 +77,12 @@ func TestTheBookObeysTheVenue(t *testing.T) {
 			Headers: map[string]string{"Idempotency-Key": idem}, Body: map[string]any{"groupId": "g1", "startingBalance": "10000"}})
 	}
 	a := want(t, issue("acct-1"), 201, "")["account"].(map[string]any)
-	if again := want(t, issue("acct-1"), 200, "")["account"].(map[string]any); again["accountId"] != a["accountId"] {
-		t.Fatalf("a retry issued another account: %v", again)
+	if again := issue("acct-1"); again.Status != 201 || string(again.Body) != string(issue("acct-1").Body) || again.Header.Get("Idempotent-Replayed") != "true" ||
+		again.Map(t)["account"].(map[string]any)["accountId"] != a["accountId"] {
+		t.Fatalf("a retry: %d %s", again.Status, again.Body)
 	}
+	want(t, e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
+		Headers: map[string]string{"Idempotency-Key": "acct-1"}, Body: map[string]any{"groupId": "g1", "startingBalance": "20000"}}), 409, "idempotency_conflict")
 	key := firmKey(t, e)
 	order := func(coid, qty string) *apptest.Resp {
 		return e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/trading/order?account=" + a["accountNumber"].(string), Key: key,

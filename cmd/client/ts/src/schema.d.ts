@@ -846,8 +846,8 @@ export interface paths {
         /**
          * Issue a paper-book account into one of the venue's groups
          * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
-         *     answers the same account (200, Idempotent-Replayed), the same key with another
-         *     request 409. The account records the group's stage version; the group's terms govern
+         *     answers the first answer again (201, Idempotent-Replayed: true), the same key with
+         *     another request 409. The account records the group's stage version; the group's terms govern
          *     its orders from its next command.
          */
         post: operations["issueVenueAccount"];
@@ -916,8 +916,8 @@ export interface paths {
         /**
          * Issue a paper-book account into one of the venue's groups
          * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
-         *     answers the same account (200, Idempotent-Replayed), the same key with another
-         *     request 409. The account records the group's stage version; the group's terms govern
+         *     answers the first answer again (201, Idempotent-Replayed: true), the same key with
+         *     another request 409. The account records the group's stage version; the group's terms govern
          *     its orders from its next command.
          */
         post: operations["issueVenueAccountBackOffice"];
