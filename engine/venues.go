@@ -42,3 +42,14 @@ func (e *Engine) Terms(venueID, groupID string) (trading.Terms, bool) {
 	}
 	return trading.Terms{}, false
 }
+
+// VenuePolicy reads a risk policy from the venue's aggregate: its versions
+// and the one in force, as answered; false when the venue stated none.
+func (e *Engine) VenuePolicy(ctx context.Context, venueID, policyID string) (view map[string]any, found bool, err error) {
+	err = e.venues.Inspect(ctx, venueID, func(s *venue.State, _ uint64) {
+		if p := s.Policies[policyID]; p != nil {
+			view, found = venue.PolicyView(policyID, p), true
+		}
+	})
+	return view, found, err
+}

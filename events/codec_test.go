@@ -12,9 +12,11 @@ import (
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evfirm "github.com/svc/engine/events/firm"
+	evidem "github.com/svc/engine/events/idem"
 	evorg "github.com/svc/engine/events/org"
 	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
+	evvenue "github.com/svc/engine/events/venue"
 )
 
 func dec(s string) events.Decimal   { return events.MustDecimal(s) }
@@ -172,12 +174,15 @@ func fill(t *testing.T, v reflect.Value, at time.Time) {
 // Every event type the engine registers is written in MessagePack and reads
 // back, with every field set, to what it was.
 func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
-	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry())
+	reg := events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
+		evvenue.Registry(), evidem.Registry())
 	all := []events.Event{
+		evvenue.Created{}, evvenue.KeyIssued{}, evvenue.KeyRevoked{}, evvenue.ProviderRegistered{}, evvenue.ConfigSet{},
+		evvenue.PolicyStated{}, evvenue.PolicyPublished{}, evidem.KeyUsed{},
 		evacct.Opened{}, evacct.OrderPlaced{}, evacct.OrderFilled{}, evacct.OrderCanceled{}, evacct.OrderReplaced{},
 		evacct.StopTriggered{}, evacct.BalanceChanged{}, evacct.AccountReset{}, evacct.FirmHalted{}, evacct.FirmResumed{},
 		evacct.ReconciliationHeld{}, evacct.ReconciliationReleased{}, evacct.RiskSettingsChanged{}, evacct.RiskLocked{},
-		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{}, evacct.BracketSet{}, evacct.BracketEnd{},
+		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{}, evacct.BracketSet{}, evacct.BracketEnd{}, evacct.RiskPolicyBound{},
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{}, evtenant.DemoReserved{},

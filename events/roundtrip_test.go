@@ -89,7 +89,7 @@ func fillWith(t *testing.T, v reflect.Value, at time.Time, next func() events.De
 		v.SetString("s-" + v.Type().Name())
 	case reflect.Bool:
 		v.SetBool(true)
-	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Uint64:
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint32, reflect.Uint64:
 		v.Set(reflect.ValueOf(7).Convert(v.Type()))
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))

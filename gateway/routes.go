@@ -227,6 +227,9 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 		on(d.r, http.MethodGet, d.base+kinds+"/{id}", d.admit(configReaders...)(read(v.GetConfig)))
 		on(d.r, http.MethodPut, d.base+kinds+"/{id}", d.admit(config)(keyed(v.PutConfig)))
 		on(d.r, http.MethodDelete, d.base+kinds+"/{id}", d.admit(config)(keyed(v.RetireConfig)))
+		on(d.r, http.MethodPut, d.base+"/risk-policies/{policyId}/versions/{version}", d.admit(config)(keyed(v.StatePolicy)))
+		on(d.r, http.MethodPost, d.base+"/risk-policies/{policyId}/publish", d.admit(config)(keyed(v.PublishPolicy)))
+		on(d.r, http.MethodGet, d.base+"/risk-policies/{policyId}", d.admit(configReaders...)(read(v.GetPolicy)))
 		on(d.r, http.MethodPost, d.base+"/accounts", d.admit(accountManage)(keyed(v.IssueAccount)))
 		on(d.r, http.MethodGet, d.base+"/accounts", d.admit(accountRead...)(read(v.ListAccounts)))
 	}

@@ -78,6 +78,12 @@ func foldVenue(tx Tx, id string, c events.Committed) error {
 			err = tx.Put(CollKey, digest, k)
 		case evvenue.ProviderRegistered:
 			err = tx.Put(CollProvider, id+"/"+e.Provider.ID, e.Provider)
+		case evvenue.PolicyStated:
+			var owner string
+			var ok bool
+			if ok, err = tx.Get(CollPolicyOwner, e.PolicyID, &owner); err == nil && !ok {
+				err = tx.Put(CollPolicyOwner, e.PolicyID, id)
+			}
 		case evvenue.ConfigSet:
 			k := id + "/" + e.Kind + "/" + e.ID
 			c := VenueConfig{Kind: e.Kind, ID: e.ID, CreatedAt: e.At}

@@ -38,6 +38,7 @@ const (
 	CollVenueKey      = "venue_key"      // venueID/keyID -> digest
 	CollProvider      = "provider"       // venueID/providerID -> evvenue.Provider
 	CollVenueConfig   = "venue_config"   // venueID/kind/id -> VenueConfig
+	CollPolicyOwner   = "policy_owner"   // policyID -> the venue id that stated it first
 )
 
 // Plan is a saved exit plan as read.

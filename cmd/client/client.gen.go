@@ -322,77 +322,83 @@ func (e DeliveryOutcomeStatus) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
-	ErrorCodeAccountLimitReached     ErrorCode = "account_limit_reached"
-	ErrorCodeAlreadyMember           ErrorCode = "already_member"
-	ErrorCodeAmountPrecisionExceeded ErrorCode = "amount_precision_exceeded"
-	ErrorCodeBalanceRefused          ErrorCode = "balance_refused"
-	ErrorCodeBodyTooLarge            ErrorCode = "body_too_large"
-	ErrorCodeConfigLimitReached      ErrorCode = "config_limit_reached"
-	ErrorCodeCurrencyNotIssuable     ErrorCode = "currency_not_issuable"
-	ErrorCodeEmailUnverified         ErrorCode = "email_unverified"
-	ErrorCodeEngineDraining          ErrorCode = "engine_draining"
-	ErrorCodeEngineOverloaded        ErrorCode = "engine_overloaded"
-	ErrorCodeEngineStarting          ErrorCode = "engine_starting"
-	ErrorCodeEntitledSourceUnserved  ErrorCode = "entitled_source_unserved"
-	ErrorCodeEntryHalted             ErrorCode = "entry_halted"
-	ErrorCodeExitPlanConflict        ErrorCode = "exit_plan_conflict"
-	ErrorCodeFeedRequiresConnection  ErrorCode = "feed_requires_connection"
-	ErrorCodeFeedUnavailable         ErrorCode = "feed_unavailable"
-	ErrorCodeFinancingSuperseded     ErrorCode = "financing_superseded"
-	ErrorCodeHoldsUnreadable         ErrorCode = "holds_unreadable"
-	ErrorCodeIdempotencyConflict     ErrorCode = "idempotency_conflict"
-	ErrorCodeIdempotencyKeyRequired  ErrorCode = "idempotency_key_required"
-	ErrorCodeImageUnavailable        ErrorCode = "image_unavailable"
-	ErrorCodeInstrumentNotPermitted  ErrorCode = "instrument_not_permitted"
-	ErrorCodeInternalError           ErrorCode = "internal_error"
-	ErrorCodeInvalidCredentials      ErrorCode = "invalid_credentials"
-	ErrorCodeInvalidCursor           ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidExpression       ErrorCode = "invalid_expression"
-	ErrorCodeInvalidKey              ErrorCode = "invalid_key"
-	ErrorCodeInvalidRequest          ErrorCode = "invalid_request"
-	ErrorCodeInvalidSubscription     ErrorCode = "invalid_subscription"
-	ErrorCodeInvalidTimeframe        ErrorCode = "invalid_timeframe"
-	ErrorCodeInvalidToken            ErrorCode = "invalid_token"
-	ErrorCodeInvalidWindow           ErrorCode = "invalid_window"
-	ErrorCodeKeyLimitReached         ErrorCode = "key_limit_reached"
-	ErrorCodeLastOwner               ErrorCode = "last_owner"
-	ErrorCodeLockNotOwned            ErrorCode = "lock_not_owned"
-	ErrorCodeLogUnavailable          ErrorCode = "log_unavailable"
-	ErrorCodeLossLimitUnenforced     ErrorCode = "loss_limit_unenforced"
-	ErrorCodeMarginPolicySuperseded  ErrorCode = "margin_policy_superseded"
-	ErrorCodeMarketDataUnavailable   ErrorCode = "market_data_unavailable"
-	ErrorCodeMemberLimitReached      ErrorCode = "member_limit_reached"
-	ErrorCodeMethodNotAllowed        ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound                ErrorCode = "not_found"
-	ErrorCodeOrderQuantityAboveLimit ErrorCode = "order_quantity_above_limit"
-	ErrorCodeOriginNotAllowed        ErrorCode = "origin not allowed"
-	ErrorCodeOutcomeUnknown          ErrorCode = "outcome_unknown"
-	ErrorCodePermissionDenied        ErrorCode = "permission_denied"
-	ErrorCodePlanLimitReached        ErrorCode = "plan_limit_reached"
-	ErrorCodePositionNotClosable     ErrorCode = "position_not_closable"
-	ErrorCodeRateLimited             ErrorCode = "rate_limited"
-	ErrorCodeReconciliationHold      ErrorCode = "reconciliation_hold"
-	ErrorCodeRegistrationExpired     ErrorCode = "registration_expired"
-	ErrorCodeRegistrationLinked      ErrorCode = "registration_linked"
-	ErrorCodeRegistrationRevoked     ErrorCode = "registration_revoked"
-	ErrorCodeRiskLocked              ErrorCode = "risk_locked"
-	ErrorCodeRoundTurnIsBoth         ErrorCode = "round_turn_is_both"
-	ErrorCodeSessionRequired         ErrorCode = "session_required"
-	ErrorCodeSettingsLocked          ErrorCode = "settings_locked"
-	ErrorCodeStageVersionUnrecorded  ErrorCode = "stage_version_unrecorded"
-	ErrorCodeStoreUnavailable        ErrorCode = "store_unavailable"
-	ErrorCodeSubscriptionLimit       ErrorCode = "subscription_limit"
-	ErrorCodeTooManyStreams          ErrorCode = "too_many_streams"
-	ErrorCodeTooManySubscriptions    ErrorCode = "too_many_subscriptions"
-	ErrorCodeTooManySymbols          ErrorCode = "too_many_symbols"
-	ErrorCodeUnknownSymbol           ErrorCode = "unknown_symbol"
-	ErrorCodeUnsupportedMediaType    ErrorCode = "unsupported_media_type"
-	ErrorCodeUnsupportedValue        ErrorCode = "unsupported_value"
-	ErrorCodeVenueRouteMissing       ErrorCode = "venue_route_missing"
-	ErrorCodeVersionConflict         ErrorCode = "version_conflict"
-	ErrorCodeWebhookExists           ErrorCode = "webhook_exists"
-	ErrorCodeWebhookLimitReached     ErrorCode = "webhook_limit_reached"
-	ErrorCodeWriteRecorded           ErrorCode = "write_recorded"
+	ErrorCodeAccountLimitReached       ErrorCode = "account_limit_reached"
+	ErrorCodeAlreadyMember             ErrorCode = "already_member"
+	ErrorCodeAmountPrecisionExceeded   ErrorCode = "amount_precision_exceeded"
+	ErrorCodeBalanceRefused            ErrorCode = "balance_refused"
+	ErrorCodeBodyTooLarge              ErrorCode = "body_too_large"
+	ErrorCodeConfigLimitReached        ErrorCode = "config_limit_reached"
+	ErrorCodeCurrencyNotIssuable       ErrorCode = "currency_not_issuable"
+	ErrorCodeEmailUnverified           ErrorCode = "email_unverified"
+	ErrorCodeEngineDraining            ErrorCode = "engine_draining"
+	ErrorCodeEngineOverloaded          ErrorCode = "engine_overloaded"
+	ErrorCodeEngineStarting            ErrorCode = "engine_starting"
+	ErrorCodeEntitledSourceUnserved    ErrorCode = "entitled_source_unserved"
+	ErrorCodeEntryHalted               ErrorCode = "entry_halted"
+	ErrorCodeExitPlanConflict          ErrorCode = "exit_plan_conflict"
+	ErrorCodeFeedRequiresConnection    ErrorCode = "feed_requires_connection"
+	ErrorCodeFeedUnavailable           ErrorCode = "feed_unavailable"
+	ErrorCodeFinancingSuperseded       ErrorCode = "financing_superseded"
+	ErrorCodeHoldsUnreadable           ErrorCode = "holds_unreadable"
+	ErrorCodeIdempotencyConflict       ErrorCode = "idempotency_conflict"
+	ErrorCodeIdempotencyKeyRequired    ErrorCode = "idempotency_key_required"
+	ErrorCodeImageUnavailable          ErrorCode = "image_unavailable"
+	ErrorCodeInstrumentNotPermitted    ErrorCode = "instrument_not_permitted"
+	ErrorCodeInternalError             ErrorCode = "internal_error"
+	ErrorCodeInvalidCredentials        ErrorCode = "invalid_credentials"
+	ErrorCodeInvalidCursor             ErrorCode = "invalid_cursor"
+	ErrorCodeInvalidExpression         ErrorCode = "invalid_expression"
+	ErrorCodeInvalidKey                ErrorCode = "invalid_key"
+	ErrorCodeInvalidRequest            ErrorCode = "invalid_request"
+	ErrorCodeInvalidSubscription       ErrorCode = "invalid_subscription"
+	ErrorCodeInvalidTimeframe          ErrorCode = "invalid_timeframe"
+	ErrorCodeInvalidToken              ErrorCode = "invalid_token"
+	ErrorCodeInvalidWindow             ErrorCode = "invalid_window"
+	ErrorCodeKeyLimitReached           ErrorCode = "key_limit_reached"
+	ErrorCodeLastOwner                 ErrorCode = "last_owner"
+	ErrorCodeLockNotOwned              ErrorCode = "lock_not_owned"
+	ErrorCodeLogUnavailable            ErrorCode = "log_unavailable"
+	ErrorCodeLossLimitUnenforced       ErrorCode = "loss_limit_unenforced"
+	ErrorCodeMarginPolicySuperseded    ErrorCode = "margin_policy_superseded"
+	ErrorCodeMarketDataUnavailable     ErrorCode = "market_data_unavailable"
+	ErrorCodeMemberLimitReached        ErrorCode = "member_limit_reached"
+	ErrorCodeMethodNotAllowed          ErrorCode = "method_not_allowed"
+	ErrorCodeNotFound                  ErrorCode = "not_found"
+	ErrorCodeOrderQuantityAboveLimit   ErrorCode = "order_quantity_above_limit"
+	ErrorCodeOriginNotAllowed          ErrorCode = "origin not allowed"
+	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
+	ErrorCodePermissionDenied          ErrorCode = "permission_denied"
+	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
+	ErrorCodePositionNotClosable       ErrorCode = "position_not_closable"
+	ErrorCodeRateLimited               ErrorCode = "rate_limited"
+	ErrorCodeReconciliationHold        ErrorCode = "reconciliation_hold"
+	ErrorCodeRegistrationExpired       ErrorCode = "registration_expired"
+	ErrorCodeRegistrationLinked        ErrorCode = "registration_linked"
+	ErrorCodeRegistrationRevoked       ErrorCode = "registration_revoked"
+	ErrorCodeRiskLocked                ErrorCode = "risk_locked"
+	ErrorCodeRiskPolicyIdReserved      ErrorCode = "risk_policy_id_reserved"
+	ErrorCodeRiskPolicyOwnerConflict   ErrorCode = "risk_policy_owner_conflict"
+	ErrorCodeRiskPolicyPostingMismatch ErrorCode = "risk_policy_posting_mismatch"
+	ErrorCodeRiskPolicyUnchanged       ErrorCode = "risk_policy_unchanged"
+	ErrorCodeRiskPolicyUnsourced       ErrorCode = "risk_policy_unsourced"
+	ErrorCodeRiskPolicyVersionConflict ErrorCode = "risk_policy_version_conflict"
+	ErrorCodeRoundTurnIsBoth           ErrorCode = "round_turn_is_both"
+	ErrorCodeSessionRequired           ErrorCode = "session_required"
+	ErrorCodeSettingsLocked            ErrorCode = "settings_locked"
+	ErrorCodeStageVersionUnrecorded    ErrorCode = "stage_version_unrecorded"
+	ErrorCodeStoreUnavailable          ErrorCode = "store_unavailable"
+	ErrorCodeSubscriptionLimit         ErrorCode = "subscription_limit"
+	ErrorCodeTooManyStreams            ErrorCode = "too_many_streams"
+	ErrorCodeTooManySubscriptions      ErrorCode = "too_many_subscriptions"
+	ErrorCodeTooManySymbols            ErrorCode = "too_many_symbols"
+	ErrorCodeUnknownSymbol             ErrorCode = "unknown_symbol"
+	ErrorCodeUnsupportedMediaType      ErrorCode = "unsupported_media_type"
+	ErrorCodeUnsupportedValue          ErrorCode = "unsupported_value"
+	ErrorCodeVenueRouteMissing         ErrorCode = "venue_route_missing"
+	ErrorCodeVersionConflict           ErrorCode = "version_conflict"
+	ErrorCodeWebhookExists             ErrorCode = "webhook_exists"
+	ErrorCodeWebhookLimitReached       ErrorCode = "webhook_limit_reached"
+	ErrorCodeWriteRecorded             ErrorCode = "write_recorded"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
@@ -505,6 +511,18 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRegistrationRevoked:
 		return true
 	case ErrorCodeRiskLocked:
+		return true
+	case ErrorCodeRiskPolicyIdReserved:
+		return true
+	case ErrorCodeRiskPolicyOwnerConflict:
+		return true
+	case ErrorCodeRiskPolicyPostingMismatch:
+		return true
+	case ErrorCodeRiskPolicyUnchanged:
+		return true
+	case ErrorCodeRiskPolicyUnsourced:
+		return true
+	case ErrorCodeRiskPolicyVersionConflict:
 		return true
 	case ErrorCodeRoundTurnIsBoth:
 		return true
@@ -1070,6 +1088,27 @@ func (e RiskLockMonitoring) Valid() bool {
 	case RiskLockMonitoringLive:
 		return true
 	case RiskLockMonitoringOff:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RiskPolicyVersionPostingCurrency.
+const (
+	RiskPolicyVersionPostingCurrencyUSD  RiskPolicyVersionPostingCurrency = "USD"
+	RiskPolicyVersionPostingCurrencyUSDC RiskPolicyVersionPostingCurrency = "USDC"
+	RiskPolicyVersionPostingCurrencyUSDT RiskPolicyVersionPostingCurrency = "USDT"
+)
+
+// Valid indicates whether the value is a known member of the RiskPolicyVersionPostingCurrency enum.
+func (e RiskPolicyVersionPostingCurrency) Valid() bool {
+	switch e {
+	case RiskPolicyVersionPostingCurrencyUSD:
+		return true
+	case RiskPolicyVersionPostingCurrencyUSDC:
+		return true
+	case RiskPolicyVersionPostingCurrencyUSDT:
 		return true
 	default:
 		return false
@@ -2312,9 +2351,19 @@ type Registration struct {
 // RegistrationStatus defines model for Registration.Status.
 type RegistrationStatus string
 
+// RiskFigure defines model for RiskFigure.
+type RiskFigure struct {
+	// Sourced An unsourced figure cannot be published (409 risk_policy_unsourced)
+	Sourced bool `json:"sourced"`
+
+	// Value A decimal string or a JSON number
+	Value DecimalIn `json:"value"`
+}
+
 // RiskLock The lock and monitoring state of one account. `lockReason` is null or
 // one of `daily_loss_limit`, `weekly_loss_limit`, `daily_profit_target`,
-// `weekly_profit_target`, `eod_close` (fired controls), `eval_breach`,
+// `weekly_profit_target`, `eod_close` (fired controls), `policy_daily_loss_limit`,
+// `policy_weekly_loss_limit` (a venue's published risk policy), `eval_breach`,
 // `firm_halt` (or another hold's name). Numbers are exact decimals written
 // as JSON numbers.
 type RiskLock struct {
@@ -2334,6 +2383,21 @@ type RiskLock struct {
 
 // RiskLockMonitoring defines model for RiskLock.Monitoring.
 type RiskLockMonitoring string
+
+// RiskPolicyVersion defines model for RiskPolicyVersion.
+type RiskPolicyVersion struct {
+	// Authority The venue whose policy it is: this venue's id
+	Authority      string      `json:"authority"`
+	DailyLossLimit *RiskFigure `json:"dailyLossLimit,omitempty"`
+	Posting        struct {
+		Currency RiskPolicyVersionPostingCurrency `json:"currency"`
+		Decimals int                              `json:"decimals"`
+	} `json:"posting"`
+	WeeklyLossLimit *RiskFigure `json:"weeklyLossLimit,omitempty"`
+}
+
+// RiskPolicyVersionPostingCurrency defines model for RiskPolicyVersion.Posting.Currency.
+type RiskPolicyVersionPostingCurrency string
 
 // RiskSettings defines model for RiskSettings.
 type RiskSettings struct {
@@ -2650,10 +2714,24 @@ type RegistrationAnswer struct {
 type RiskLockAnswer struct {
 	// Lock The lock and monitoring state of one account. `lockReason` is null or
 	// one of `daily_loss_limit`, `weekly_loss_limit`, `daily_profit_target`,
-	// `weekly_profit_target`, `eod_close` (fired controls), `eval_breach`,
+	// `weekly_profit_target`, `eod_close` (fired controls), `policy_daily_loss_limit`,
+	// `policy_weekly_loss_limit` (a venue's published risk policy), `eval_breach`,
 	// `firm_halt` (or another hold's name). Numbers are exact decimals written
 	// as JSON numbers.
 	Lock RiskLock `json:"lock"`
+}
+
+// RiskPolicyAnswer defines model for RiskPolicyAnswer.
+type RiskPolicyAnswer struct {
+	Policy struct {
+		Id       string  `json:"id"`
+		InForce  *string `json:"inForce"`
+		Versions []struct {
+			Policy   RiskPolicyVersion `json:"policy"`
+			StatedAt time.Time         `json:"statedAt"`
+			Version  string            `json:"version"`
+		} `json:"versions"`
+	} `json:"policy"`
 }
 
 // UsageAccountsAnswer defines model for UsageAccountsAnswer.
@@ -2935,6 +3013,23 @@ type RevokeVenueKeyParams struct {
 
 // RegisterProviderBackOfficeParams defines parameters for RegisterProviderBackOffice.
 type RegisterProviderBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// PublishRiskPolicyBackOfficeJSONBody defines parameters for PublishRiskPolicyBackOffice.
+type PublishRiskPolicyBackOfficeJSONBody struct {
+	Version string `json:"version"`
+}
+
+// PublishRiskPolicyBackOfficeParams defines parameters for PublishRiskPolicyBackOffice.
+type PublishRiskPolicyBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// StateRiskPolicyBackOfficeParams defines parameters for StateRiskPolicyBackOffice.
+type StateRiskPolicyBackOfficeParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -3524,6 +3619,23 @@ type RegisterProviderVenueParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PublishRiskPolicyJSONBody defines parameters for PublishRiskPolicy.
+type PublishRiskPolicyJSONBody struct {
+	Version string `json:"version"`
+}
+
+// PublishRiskPolicyParams defines parameters for PublishRiskPolicy.
+type PublishRiskPolicyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// StateRiskPolicyParams defines parameters for StateRiskPolicy.
+type StateRiskPolicyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // RetireVenueConfigParams defines parameters for RetireVenueConfig.
 type RetireVenueConfigParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
@@ -3587,6 +3699,12 @@ type IssueVenueKeyJSONRequestBody IssueVenueKeyJSONBody
 
 // RegisterProviderBackOfficeJSONRequestBody defines body for RegisterProviderBackOffice for application/json ContentType.
 type RegisterProviderBackOfficeJSONRequestBody = ProviderRegistration
+
+// PublishRiskPolicyBackOfficeJSONRequestBody defines body for PublishRiskPolicyBackOffice for application/json ContentType.
+type PublishRiskPolicyBackOfficeJSONRequestBody PublishRiskPolicyBackOfficeJSONBody
+
+// StateRiskPolicyBackOfficeJSONRequestBody defines body for StateRiskPolicyBackOffice for application/json ContentType.
+type StateRiskPolicyBackOfficeJSONRequestBody = RiskPolicyVersion
 
 // RegisterVenueWebhookBackOfficeJSONRequestBody defines body for RegisterVenueWebhookBackOffice for application/json ContentType.
 type RegisterVenueWebhookBackOfficeJSONRequestBody = WebhookRegistration
@@ -3698,6 +3816,12 @@ type IssueVenueAccountJSONRequestBody IssueVenueAccountJSONBody
 
 // RegisterProviderVenueJSONRequestBody defines body for RegisterProviderVenue for application/json ContentType.
 type RegisterProviderVenueJSONRequestBody = ProviderRegistration
+
+// PublishRiskPolicyJSONRequestBody defines body for PublishRiskPolicy for application/json ContentType.
+type PublishRiskPolicyJSONRequestBody PublishRiskPolicyJSONBody
+
+// StateRiskPolicyJSONRequestBody defines body for StateRiskPolicy for application/json ContentType.
+type StateRiskPolicyJSONRequestBody = RiskPolicyVersion
 
 // PutVenueConfigJSONRequestBody defines body for PutVenueConfig for application/json ContentType.
 type PutVenueConfigJSONRequestBody = VenueConfigSpec
@@ -4265,6 +4389,57 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 	GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRiskPolicyBackOffice A risk policy's stated versions and the one in force (an unstated policy is 404)
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicyBackOffice` operationId).
+	GetRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishRiskPolicyBackOfficeWithBody Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+	PublishRiskPolicyBackOfficeWithBody(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishRiskPolicyBackOffice Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+	PublishRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, body PublishRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StateRiskPolicyBackOfficeWithBody State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+	StateRiskPolicyBackOfficeWithBody(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StateRiskPolicyBackOffice State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+	StateRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, body StateRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetVenueUsageBackOffice Metered usage of a month (the back-office twin of the venue-key route)
 	//
@@ -5531,6 +5706,57 @@ type ClientInterface interface {
 	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
 	GetProvider(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRiskPolicy A risk policy's stated versions and the one in force (an unstated policy is 404)
+	//
+	// Corresponds with GET /api/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicy` operationId).
+	GetRiskPolicy(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishRiskPolicyWithBody Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+	PublishRiskPolicyWithBody(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishRiskPolicy Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+	PublishRiskPolicy(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, body PublishRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StateRiskPolicyWithBody State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+	StateRiskPolicyWithBody(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StateRiskPolicy State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+	StateRiskPolicy(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, body StateRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListVenueConfig The venue's items of one kind of configuration, retired ones included
 	//
 	// Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
@@ -6525,6 +6751,107 @@ func (c *Client) RegisterProviderBackOffice(ctx context.Context, venueId VenueId
 // Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 func (c *Client) GetProviderBackOffice(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProviderBackOfficeRequest(c.Server, venueId, providerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRiskPolicyBackOffice A risk policy's stated versions and the one in force (an unstated policy is 404)
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicyBackOffice` operationId).
+func (c *Client) GetRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRiskPolicyBackOfficeRequest(c.Server, venueId, policyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishRiskPolicyBackOfficeWithBody Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+func (c *Client) PublishRiskPolicyBackOfficeWithBody(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishRiskPolicyBackOfficeRequestWithBody(c.Server, venueId, policyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishRiskPolicyBackOffice Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+func (c *Client) PublishRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, body PublishRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishRiskPolicyBackOfficeRequest(c.Server, venueId, policyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StateRiskPolicyBackOfficeWithBody State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+func (c *Client) StateRiskPolicyBackOfficeWithBody(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStateRiskPolicyBackOfficeRequestWithBody(c.Server, venueId, policyId, version, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StateRiskPolicyBackOffice State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+func (c *Client) StateRiskPolicyBackOffice(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, body StateRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStateRiskPolicyBackOfficeRequest(c.Server, venueId, policyId, version, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9130,6 +9457,107 @@ func (c *Client) GetProvider(ctx context.Context, venueId VenueId, providerId st
 	return c.Client.Do(req)
 }
 
+// GetRiskPolicy A risk policy's stated versions and the one in force (an unstated policy is 404)
+//
+// Corresponds with GET /api/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicy` operationId).
+func (c *Client) GetRiskPolicy(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRiskPolicyRequest(c.Server, venueId, policyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishRiskPolicyWithBody Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+func (c *Client) PublishRiskPolicyWithBody(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishRiskPolicyRequestWithBody(c.Server, venueId, policyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishRiskPolicy Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+func (c *Client) PublishRiskPolicy(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, body PublishRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishRiskPolicyRequest(c.Server, venueId, policyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StateRiskPolicyWithBody State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+func (c *Client) StateRiskPolicyWithBody(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStateRiskPolicyRequestWithBody(c.Server, venueId, policyId, version, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StateRiskPolicy State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+func (c *Client) StateRiskPolicy(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, body StateRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStateRiskPolicyRequest(c.Server, venueId, policyId, version, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListVenueConfig The venue's items of one kind of configuration, retired ones included
 //
 // Corresponds with GET /api/venues/{venueId}/{kind} (the `ListVenueConfig` operationId).
@@ -11112,6 +11540,188 @@ func NewGetProviderBackOfficeRequest(server string, venueId VenueId, providerId 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRiskPolicyBackOfficeRequest constructs an http.Request for the GetRiskPolicyBackOffice method
+func NewGetRiskPolicyBackOfficeRequest(server string, venueId VenueId, policyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/risk-policies/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishRiskPolicyBackOfficeRequest calls the generic PublishRiskPolicyBackOffice builder with application/json body
+func NewPublishRiskPolicyBackOfficeRequest(server string, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, body PublishRiskPolicyBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishRiskPolicyBackOfficeRequestWithBody(server, venueId, policyId, params, "application/json", bodyReader)
+}
+
+// NewPublishRiskPolicyBackOfficeRequestWithBody constructs an http.Request for the PublishRiskPolicyBackOffice method, with any body, and a specified content type
+func NewPublishRiskPolicyBackOfficeRequestWithBody(server string, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/risk-policies/%s/publish", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewStateRiskPolicyBackOfficeRequest calls the generic StateRiskPolicyBackOffice builder with application/json body
+func NewStateRiskPolicyBackOfficeRequest(server string, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, body StateRiskPolicyBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStateRiskPolicyBackOfficeRequestWithBody(server, venueId, policyId, version, params, "application/json", bodyReader)
+}
+
+// NewStateRiskPolicyBackOfficeRequestWithBody constructs an http.Request for the StateRiskPolicyBackOffice method, with any body, and a specified content type
+func NewStateRiskPolicyBackOfficeRequestWithBody(server string, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/risk-policies/%s/versions/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
 	}
 
 	return req, nil
@@ -16280,6 +16890,188 @@ func NewGetProviderRequest(server string, venueId VenueId, providerId string) (*
 	return req, nil
 }
 
+// NewGetRiskPolicyRequest constructs an http.Request for the GetRiskPolicy method
+func NewGetRiskPolicyRequest(server string, venueId VenueId, policyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/risk-policies/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishRiskPolicyRequest calls the generic PublishRiskPolicy builder with application/json body
+func NewPublishRiskPolicyRequest(server string, venueId VenueId, policyId string, params *PublishRiskPolicyParams, body PublishRiskPolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishRiskPolicyRequestWithBody(server, venueId, policyId, params, "application/json", bodyReader)
+}
+
+// NewPublishRiskPolicyRequestWithBody constructs an http.Request for the PublishRiskPolicy method, with any body, and a specified content type
+func NewPublishRiskPolicyRequestWithBody(server string, venueId VenueId, policyId string, params *PublishRiskPolicyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/risk-policies/%s/publish", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewStateRiskPolicyRequest calls the generic StateRiskPolicy builder with application/json body
+func NewStateRiskPolicyRequest(server string, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, body StateRiskPolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStateRiskPolicyRequestWithBody(server, venueId, policyId, version, params, "application/json", bodyReader)
+}
+
+// NewStateRiskPolicyRequestWithBody constructs an http.Request for the StateRiskPolicy method, with any body, and a specified content type
+func NewStateRiskPolicyRequestWithBody(server string, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "policyId", policyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/risk-policies/%s/versions/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListVenueConfigRequest constructs an http.Request for the ListVenueConfig method
 func NewListVenueConfigRequest(server string, venueId VenueId, kind ConfigKind) (*http.Request, error) {
 	var err error
@@ -17195,6 +17987,59 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/providers/{providerId} (the `GetProviderBackOffice` operationId).
 	GetProviderBackOfficeWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderBackOfficeResponse, error)
+
+	// GetRiskPolicyBackOfficeWithResponse A risk policy's stated versions and the one in force (an unstated policy is 404)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicyBackOffice` operationId).
+	GetRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*GetRiskPolicyBackOfficeResponse, error)
+
+	// PublishRiskPolicyBackOfficeWithBodyWithResponse Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+	PublishRiskPolicyBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishRiskPolicyBackOfficeResponse, error)
+
+	// PublishRiskPolicyBackOfficeWithResponse Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+	PublishRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, body PublishRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishRiskPolicyBackOfficeResponse, error)
+
+	// StateRiskPolicyBackOfficeWithBodyWithResponse State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+	StateRiskPolicyBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StateRiskPolicyBackOfficeResponse, error)
+
+	// StateRiskPolicyBackOfficeWithResponse State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+	StateRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, body StateRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*StateRiskPolicyBackOfficeResponse, error)
 
 	// GetVenueUsageBackOfficeWithResponse Metered usage of a month (the back-office twin of the venue-key route)
 	//
@@ -18578,6 +19423,59 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/venues/{venueId}/providers/{providerId} (the `GetProvider` operationId).
 	GetProviderWithResponse(ctx context.Context, venueId VenueId, providerId string, reqEditors ...RequestEditorFn) (*GetProviderResponse, error)
+
+	// GetRiskPolicyWithResponse A risk policy's stated versions and the one in force (an unstated policy is 404)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicy` operationId).
+	GetRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*GetRiskPolicyResponse, error)
+
+	// PublishRiskPolicyWithBodyWithResponse Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+	PublishRiskPolicyWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishRiskPolicyResponse, error)
+
+	// PublishRiskPolicyWithResponse Put a stated version in force
+	//
+	// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+	// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+	// policy live under it from their next command.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+	PublishRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, body PublishRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishRiskPolicyResponse, error)
+
+	// StateRiskPolicyWithBodyWithResponse State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+	StateRiskPolicyWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StateRiskPolicyResponse, error)
+
+	// StateRiskPolicyWithResponse State one version of a risk policy; a stated version never changes
+	//
+	// The same content again answers the policy (200); other content under a stored version is
+	// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+	// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+	// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+	StateRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, body StateRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*StateRiskPolicyResponse, error)
 
 	// ListVenueConfigWithResponse The venue's items of one kind of configuration, retired ones included
 	//
@@ -21123,6 +22021,181 @@ func (r GetProviderBackOfficeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProviderBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRiskPolicyBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetRiskPolicyBackOffice
+type GetRiskPolicyBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetRiskPolicyBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetRiskPolicyBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRiskPolicyBackOfficeResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRiskPolicyBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRiskPolicyBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRiskPolicyBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRiskPolicyBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRiskPolicyBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishRiskPolicyBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for PublishRiskPolicyBackOffice
+type PublishRiskPolicyBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PublishRiskPolicyBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublishRiskPolicyBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PublishRiskPolicyBackOfficeResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PublishRiskPolicyBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishRiskPolicyBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishRiskPolicyBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishRiskPolicyBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishRiskPolicyBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StateRiskPolicyBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for StateRiskPolicyBackOffice
+type StateRiskPolicyBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type StateRiskPolicyBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *StateRiskPolicyBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StateRiskPolicyBackOfficeResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StateRiskPolicyBackOfficeResponse) GetJSON201() *RiskPolicyAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StateRiskPolicyBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StateRiskPolicyBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StateRiskPolicyBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StateRiskPolicyBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StateRiskPolicyBackOfficeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -27761,6 +28834,181 @@ func (r GetProviderResponse) ContentType() string {
 	return ""
 }
 
+// GetRiskPolicyResponseDefaultHeaders the declared response headers of an HTTP default response for GetRiskPolicy
+type GetRiskPolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetRiskPolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetRiskPolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRiskPolicyResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRiskPolicyResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRiskPolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRiskPolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRiskPolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRiskPolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishRiskPolicyResponseDefaultHeaders the declared response headers of an HTTP default response for PublishRiskPolicy
+type PublishRiskPolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PublishRiskPolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublishRiskPolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PublishRiskPolicyResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PublishRiskPolicyResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishRiskPolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishRiskPolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishRiskPolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishRiskPolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StateRiskPolicyResponseDefaultHeaders the declared response headers of an HTTP default response for StateRiskPolicy
+type StateRiskPolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type StateRiskPolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RiskPolicyAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RiskPolicyAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *StateRiskPolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StateRiskPolicyResponse) GetJSON200() *RiskPolicyAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StateRiskPolicyResponse) GetJSON201() *RiskPolicyAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StateRiskPolicyResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StateRiskPolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StateRiskPolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StateRiskPolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StateRiskPolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListVenueConfigResponseDefaultHeaders the declared response headers of an HTTP default response for ListVenueConfig
 type ListVenueConfigResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -29012,6 +30260,89 @@ func (c *ClientWithResponses) GetProviderBackOfficeWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseGetProviderBackOfficeResponse(rsp)
+}
+
+// GetRiskPolicyBackOfficeWithResponse A risk policy's stated versions and the one in force (an unstated policy is 404)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicyBackOffice` operationId).
+func (c *ClientWithResponses) GetRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*GetRiskPolicyBackOfficeResponse, error) {
+	rsp, err := c.GetRiskPolicyBackOffice(ctx, venueId, policyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRiskPolicyBackOfficeResponse(rsp)
+}
+
+// PublishRiskPolicyBackOfficeWithBodyWithResponse Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+func (c *ClientWithResponses) PublishRiskPolicyBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishRiskPolicyBackOfficeResponse, error) {
+	rsp, err := c.PublishRiskPolicyBackOfficeWithBody(ctx, venueId, policyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishRiskPolicyBackOfficeResponse(rsp)
+}
+
+// PublishRiskPolicyBackOfficeWithResponse Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicyBackOffice` operationId).
+func (c *ClientWithResponses) PublishRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyBackOfficeParams, body PublishRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishRiskPolicyBackOfficeResponse, error) {
+	rsp, err := c.PublishRiskPolicyBackOffice(ctx, venueId, policyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishRiskPolicyBackOfficeResponse(rsp)
+}
+
+// StateRiskPolicyBackOfficeWithBodyWithResponse State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+func (c *ClientWithResponses) StateRiskPolicyBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StateRiskPolicyBackOfficeResponse, error) {
+	rsp, err := c.StateRiskPolicyBackOfficeWithBody(ctx, venueId, policyId, version, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStateRiskPolicyBackOfficeResponse(rsp)
+}
+
+// StateRiskPolicyBackOfficeWithResponse State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicyBackOffice` operationId).
+func (c *ClientWithResponses) StateRiskPolicyBackOfficeWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyBackOfficeParams, body StateRiskPolicyBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*StateRiskPolicyBackOfficeResponse, error) {
+	rsp, err := c.StateRiskPolicyBackOffice(ctx, venueId, policyId, version, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStateRiskPolicyBackOfficeResponse(rsp)
 }
 
 // GetVenueUsageBackOfficeWithResponse Metered usage of a month (the back-office twin of the venue-key route)
@@ -31193,6 +32524,89 @@ func (c *ClientWithResponses) GetProviderWithResponse(ctx context.Context, venue
 		return nil, err
 	}
 	return ParseGetProviderResponse(rsp)
+}
+
+// GetRiskPolicyWithResponse A risk policy's stated versions and the one in force (an unstated policy is 404)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/risk-policies/{policyId} (the `GetRiskPolicy` operationId).
+func (c *ClientWithResponses) GetRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, reqEditors ...RequestEditorFn) (*GetRiskPolicyResponse, error) {
+	rsp, err := c.GetRiskPolicy(ctx, venueId, policyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRiskPolicyResponse(rsp)
+}
+
+// PublishRiskPolicyWithBodyWithResponse Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+func (c *ClientWithResponses) PublishRiskPolicyWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishRiskPolicyResponse, error) {
+	rsp, err := c.PublishRiskPolicyWithBody(ctx, venueId, policyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishRiskPolicyResponse(rsp)
+}
+
+// PublishRiskPolicyWithResponse Put a stated version in force
+//
+// 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+// 409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+// policy live under it from their next command.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/risk-policies/{policyId}/publish (the `PublishRiskPolicy` operationId).
+func (c *ClientWithResponses) PublishRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, params *PublishRiskPolicyParams, body PublishRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishRiskPolicyResponse, error) {
+	rsp, err := c.PublishRiskPolicy(ctx, venueId, policyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishRiskPolicyResponse(rsp)
+}
+
+// StateRiskPolicyWithBodyWithResponse State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+func (c *ClientWithResponses) StateRiskPolicyWithBodyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StateRiskPolicyResponse, error) {
+	rsp, err := c.StateRiskPolicyWithBody(ctx, venueId, policyId, version, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStateRiskPolicyResponse(rsp)
+}
+
+// StateRiskPolicyWithResponse State one version of a risk policy; a stated version never changes
+//
+// The same content again answers the policy (200); other content under a stored version is
+// 409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+// another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+// book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/venues/{venueId}/risk-policies/{policyId}/versions/{version} (the `StateRiskPolicy` operationId).
+func (c *ClientWithResponses) StateRiskPolicyWithResponse(ctx context.Context, venueId VenueId, policyId string, version string, params *StateRiskPolicyParams, body StateRiskPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*StateRiskPolicyResponse, error) {
+	rsp, err := c.StateRiskPolicy(ctx, venueId, policyId, version, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStateRiskPolicyResponse(rsp)
 }
 
 // ListVenueConfigWithResponse The venue's items of one kind of configuration, retired ones included
@@ -33817,6 +35231,172 @@ func ParseGetProviderBackOfficeResponse(rsp *http.Response) (*GetProviderBackOff
 		response.Headers200 = &headers
 	case true:
 		var headers GetProviderBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRiskPolicyBackOfficeResponse parses an HTTP response from a GetRiskPolicyBackOfficeWithResponse call
+func ParseGetRiskPolicyBackOfficeResponse(rsp *http.Response) (*GetRiskPolicyBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRiskPolicyBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetRiskPolicyBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishRiskPolicyBackOfficeResponse parses an HTTP response from a PublishRiskPolicyBackOfficeWithResponse call
+func ParsePublishRiskPolicyBackOfficeResponse(rsp *http.Response) (*PublishRiskPolicyBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishRiskPolicyBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PublishRiskPolicyBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStateRiskPolicyBackOfficeResponse parses an HTTP response from a StateRiskPolicyBackOfficeWithResponse call
+func ParseStateRiskPolicyBackOfficeResponse(rsp *http.Response) (*StateRiskPolicyBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StateRiskPolicyBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers StateRiskPolicyBackOfficeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -40698,6 +42278,172 @@ func ParseGetProviderResponse(rsp *http.Response) (*GetProviderResponse, error) 
 		response.Headers200 = &headers
 	case true:
 		var headers GetProviderResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRiskPolicyResponse parses an HTTP response from a GetRiskPolicyWithResponse call
+func ParseGetRiskPolicyResponse(rsp *http.Response) (*GetRiskPolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRiskPolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetRiskPolicyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishRiskPolicyResponse parses an HTTP response from a PublishRiskPolicyWithResponse call
+func ParsePublishRiskPolicyResponse(rsp *http.Response) (*PublishRiskPolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishRiskPolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PublishRiskPolicyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStateRiskPolicyResponse parses an HTTP response from a StateRiskPolicyWithResponse call
+func ParseStateRiskPolicyResponse(rsp *http.Response) (*StateRiskPolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StateRiskPolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RiskPolicyAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers StateRiskPolicyResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

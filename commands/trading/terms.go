@@ -21,6 +21,11 @@ type Terms struct {
 	StageID      string
 	StageVersion string
 	Commissions  []Commission
+	// The group's published risk policy in force ("" : none) and its loss limits.
+	PolicyID        string
+	PolicyVersion   string
+	DailyLossLimit  *events.Decimal
+	WeeklyLossLimit *events.Decimal
 }
 
 // Commission is one charge a fill pays (commands/venue.Commission, compiled).

@@ -80,6 +80,7 @@ type Group struct {
 	ConditionID    string          `json:"conditionId,omitempty"`
 	RouteID        string          `json:"routeId,omitempty"`
 	StageID        string          `json:"stageId,omitempty"`
+	RiskPolicyID   string          `json:"riskPolicyId,omitempty"` // the published policy its accounts live under
 	MaxQuantity    *events.Decimal `json:"maxQuantity,omitempty"`
 	DailyLossLimit json.RawMessage `json:"dailyLossLimit,omitempty"`
 	Margin         json.RawMessage `json:"margin,omitempty"`

@@ -27,6 +27,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	if c, ok := env.Cmd.(*trading.FillWorking); ok {
 		q = &c.Quote
 	}
+	evs = append(evs, bindPolicy(s, env)...)
 	if len(evs) == 0 && q == nil {
 		return evs, nil
 	}

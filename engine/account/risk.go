@@ -40,6 +40,9 @@ type Risk struct {
 	FillCount     uint64
 	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order
 	EvalBreach    bool       // an eval_breach lock stands
+	// Policy is the venue's published risk policy the account lives under
+	// (issued accounts of a group bound to one), with its loss limits.
+	Policy evacct.RiskPolicyBound
 }
 
 // applyRisk folds risk events.
@@ -60,6 +63,8 @@ func applyRisk(s *State, e events.Event) {
 		if e.Reason == "manual" {
 			r.Latches, r.CountFrom, r.CountFromFill = nil, e.At, r.FillCount
 		}
+	case evacct.RiskPolicyBound:
+		r.Policy = e
 	case evacct.EvaluationBreached:
 		r.EvalBreach = true
 	case evacct.EvaluationReleased:
@@ -136,7 +141,8 @@ func (r *Risk) EODAt(d calendar.Period) (time.Time, bool) {
 // Monitored reports whether any control is enabled.
 func (r *Risk) Monitored() bool {
 	st := r.Settings
-	return st.DailyLossEnabled || st.WeeklyLossEnabled || st.DailyProfitEnabled || st.WeeklyProfitEnabled || st.EODCloseEnabled
+	return st.DailyLossEnabled || st.WeeklyLossEnabled || st.DailyProfitEnabled || st.WeeklyProfitEnabled || st.EODCloseEnabled ||
+		r.Policy.DailyLossLimit != nil || r.Policy.WeeklyLossLimit != nil
 }
 
 // Unrealized is the open PnL of the account's positions at marks: each priced
@@ -193,6 +199,8 @@ func (s *State) Breach(at time.Time, mark func(instrument string) (events.Decima
 		{evacct.ControlWeeklyLoss, st.WeeklyLossEnabled, st.WeeklyLossValue, true, week, &weekPnl},
 		{evacct.ControlDailyProfit, st.DailyProfitEnabled, st.DailyProfitValue, false, day, &dayPnl},
 		{evacct.ControlWeeklyProfit, st.WeeklyProfitEnabled, st.WeeklyProfitValue, false, week, &weekPnl},
+		{evacct.ControlPolicyDailyLoss, r.Policy.DailyLossLimit != nil, r.Policy.DailyLossLimit, true, day, &dayPnl},
+		{evacct.ControlPolicyWeeklyLoss, r.Policy.WeeklyLossLimit != nil, r.Policy.WeeklyLossLimit, true, week, &weekPnl},
 	}
 	for _, c := range checks {
 		if !c.on || c.limit == nil || r.Latched(c.control, c.p.Start) {

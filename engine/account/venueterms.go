@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/svc/engine/commands"
+	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -93,4 +94,45 @@ func commission(t *trading.Terms, p evacct.Position, side string, qty events.Dec
 		total = total.Add(charge)
 	}
 	return total.Round(CurrencyDecimals(currency))
+}
+
+// marketOf is the market context a command carries, with the venue terms in it.
+func marketOf(cmd commands.Command) map[string]*trading.Terms {
+	switch c := cmd.(type) {
+	case *trading.PlaceOrder:
+		return c.Market.Terms
+	case *trading.ReplaceOrder:
+		return c.Market.Terms
+	case *trading.ClosePosition:
+		return c.Market.Terms
+	case *trading.Flatten:
+		return c.Market.Terms
+	case *trading.Reverse:
+		return c.Market.Terms
+	case *trading.Protect:
+		return c.Market.Terms
+	case *trading.ChangeBracket:
+		return c.Market.Terms
+	case *trading.FillWorking:
+		return c.Terms
+	case *riskcmd.Evaluate:
+		return c.Market.Terms
+	}
+	return nil
+}
+
+// bindPolicy records the risk policy the account's group has in force when it
+// differs from the one the account lives under: a publication takes effect at
+// each account's next command that carries the venue's terms, in log order,
+// so a replay binds alike. A refused command records nothing, its bind neither.
+func bindPolicy(s *State, env commands.Envelope) []events.Event {
+	if s.GroupID == "" {
+		return nil
+	}
+	t := marketOf(env.Cmd)[s.VenueID+"/"+s.GroupID]
+	if t == nil || (t.PolicyID == s.Risk.Policy.PolicyID && t.PolicyVersion == s.Risk.Policy.Version) {
+		return nil
+	}
+	return []events.Event{evacct.RiskPolicyBound{PolicyID: t.PolicyID, Version: t.PolicyVersion,
+		DailyLossLimit: t.DailyLossLimit, WeeklyLossLimit: t.WeeklyLossLimit, At: env.At}}
 }

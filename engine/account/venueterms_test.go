@@ -5,11 +5,14 @@ import (
 	"testing"
 
 	"github.com/svc/engine/commands"
+	riskcmd "github.com/svc/engine/commands/risk"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evidem "github.com/svc/engine/events/idem"
 )
 
 // issued is an account a venue issued into group g1 at stage version v1.
@@ -113,4 +116,43 @@ func TestCommissionsPostOnFills(t *testing.T) {
 	if c := only[evacct.OrderFilled](t, evs).Commission; c != nil {
 		t.Fatalf("a plain account paid %v", c)
 	}
+}
+
+// An issued account's whole life replays to the same state: venue checks,
+// commissions, a policy bound at its next command, a policy loss limit firing.
+func TestIssuedAccountReplay(t *testing.T) {
+	r := enginetest.NewReplay(t, enginetest.Core[*account.State]{
+		New:      func() *account.State { return account.New("a1") },
+		Decide:   account.Decide,
+		Apply:    account.Apply,
+		Registry: events.Merge(account.Registry(), evidem.Registry()),
+	})
+	seen := map[string]bool{}
+	n := 0
+	do := func(cmd commands.Command) {
+		n++
+		for _, e := range r.Do(env(n, cmd)) {
+			seen[e.Type()] = true
+		}
+	}
+	do(&tenantcmd.OpenAccount{TenantID: "firm", Broker: "paper", AccountNumber: "EV1", Currency: "USD",
+		StartingBalance: dec("10000"), Kind: "evaluation", VenueID: "v1", GroupID: "g1", StageVersion: "v1"})
+	do(buy("o1", "2", terms(nil)))
+	bound := terms(func(t *trading.Terms) { t.PolicyID, t.PolicyVersion, t.DailyLossLimit = "house", "2026-11", ptr("50") })
+	do(&riskcmd.Evaluate{Market: bound}) // binds; the loss is small
+	if p := r.Live().Risk.Policy; p.PolicyID != "house" || p.DailyLossLimit.String() != "50" {
+		t.Fatalf("not bound: %+v", p)
+	}
+	falling := terms(func(t *trading.Terms) { t.PolicyID, t.PolicyVersion, t.DailyLossLimit = "house", "2026-11", ptr("50") })
+	falling.Quotes["BTC-PERP"] = trading.Quote{Instrument: "BTC-PERP", Bid: dec("60"), Ask: dec("61"), At: t0}
+	do(&riskcmd.Evaluate{Market: falling})
+	if l := r.Live().Risk.Lock; l == nil || l.Control != evacct.ControlPolicyDailyLoss {
+		t.Fatalf("the policy's loss limit did not fire: %+v", l)
+	}
+	for _, name := range []string{(evacct.RiskPolicyBound{}).Type(), (evacct.RiskLocked{}).Type(), (evacct.OrderFilled{}).Type()} {
+		if !seen[name] {
+			t.Errorf("no %s", name)
+		}
+	}
+	r.Check()
 }

@@ -233,6 +233,20 @@ func neg(d *events.Decimal) *events.Decimal {
 	return &n
 }
 
+// tighter is the negated loss threshold nearer zero: the limit that fires
+// first (a venue policy's and the trader's own, whichever is lower).
+func tighter(a, b *events.Decimal) *events.Decimal {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.Cmp(*b) >= 0:
+		return a
+	}
+	return b
+}
+
 func enabled(on bool, v *events.Decimal) *events.Decimal {
 	if !on {
 		return nil
@@ -249,7 +263,8 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 	rs := &s.Risk
 	st := rs.Settings
 	e := &entry{id: id, cal: rs.Calendar,
-		dayLoss: neg(enabled(st.DailyLossEnabled, st.DailyLossValue)), weekLoss: neg(enabled(st.WeeklyLossEnabled, st.WeeklyLossValue)),
+		dayLoss:   tighter(neg(enabled(st.DailyLossEnabled, st.DailyLossValue)), neg(rs.Policy.DailyLossLimit)),
+		weekLoss:  tighter(neg(enabled(st.WeeklyLossEnabled, st.WeeklyLossValue)), neg(rs.Policy.WeeklyLossLimit)),
 		dayProfit: enabled(st.DailyProfitEnabled, st.DailyProfitValue), weekProf: enabled(st.WeeklyProfitEnabled, st.WeeklyProfitValue),
 		countFrom: rs.CountFrom, terms: map[string]*term{}}
 	if st.EODCloseEnabled && st.EODCloseValue != nil {

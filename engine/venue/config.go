@@ -129,6 +129,9 @@ func references(s *State, c *venuecmd.SetConfig) error {
 				return missing(ref.field, ref.kind, ref.id)
 			}
 		}
+		if g.RiskPolicyID != "" && s.Policies[g.RiskPolicyID] == nil {
+			return missing("riskPolicyId", "risk policy", g.RiskPolicyID)
+		}
 	case venuecmd.KindRules:
 		var r venuecmd.Rule
 		_ = json.Unmarshal(c.Canonical, &r)
@@ -226,6 +229,19 @@ func Terms(s *State, rev uint64) map[string]*trading.Terms {
 				for _, m := range c.Commissions {
 					t.Commissions = append(t.Commissions, trading.Commission{Name: m.Name, PerUnit: m.Basis == "per_unit",
 						Amount: m.Amount, RoundTurn: m.Timing == "round_turn", Direction: m.Direction})
+				}
+			}
+		}
+		if g.RiskPolicyID != "" {
+			if v, pol, ok := s.inForce(g.RiskPolicyID); ok {
+				t.PolicyID, t.PolicyVersion = g.RiskPolicyID, v
+				if pol.DailyLossLimit != nil {
+					d := pol.DailyLossLimit.Value
+					t.DailyLossLimit = &d
+				}
+				if pol.WeeklyLossLimit != nil {
+					w := pol.WeeklyLossLimit.Value
+					t.WeeklyLossLimit = &w
 				}
 			}
 		}

@@ -31,12 +31,13 @@ type State struct {
 	Keys         map[string]*Key
 	Providers    map[string]evvenue.Provider
 	Config       map[string]map[string]*Item // kind -> id -> item (config.go)
+	Policies     map[string]*Policy          // risk policies by id (policy.go)
 	Idem         idem.Record
 }
 
 // New is the state of a venue with no commits.
 func New(id string) *State {
-	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Config: map[string]map[string]*Item{}, Idem: idem.Record{}}
+	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Config: map[string]map[string]*Item{}, Policies: map[string]*Policy{}, Idem: idem.Record{}}
 }
 
 // Apply folds one event into the state.
@@ -54,6 +55,8 @@ func Apply(s *State, e events.Event) *State {
 		s.Providers[e.Provider.ID] = e.Provider
 	case evvenue.ConfigSet:
 		applyConfig(s, e)
+	case evvenue.PolicyStated, evvenue.PolicyPublished:
+		applyPolicy(s, e)
 	default:
 		s.Idem.Apply(e)
 	}
@@ -136,6 +139,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		})
 	case *venuecmd.SetConfig:
 		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decideConfig(s, env, c) })
+	case *venuecmd.StatePolicy:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decideStatePolicy(s, env, c) })
+	case *venuecmd.PublishPolicy:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decidePublish(s, env, c) })
 	}
 	return nil, fmt.Errorf("venue: no decision for %T", env.Cmd)
 }

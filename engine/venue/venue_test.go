@@ -165,6 +165,9 @@ func TestVenueReplayRebuildsTheSameState(t *testing.T) {
 	do(keyed("k5", "d5", &venuecmd.SetConfig{Kind: venuecmd.KindRoutes, ID: "paper", Body: []byte(`{"target":"paper"}`)}))
 	do(keyed("k6", "d6", &venuecmd.SetConfig{Kind: venuecmd.KindGroups, ID: "g1", Body: []byte(`{"name":"G","instruments":["BTC-PERP"],"routeId":"paper"}`)}))
 	do(keyed("k7", "d7", &venuecmd.SetConfig{Kind: venuecmd.KindRoutes, ID: "paper", IfVersion: 1, Retire: true}))
+	do(keyed("k8", "d8", &venuecmd.StatePolicy{PolicyID: "house", Version: "1",
+		Body: []byte(`{"authority":"v1","posting":{"currency":"USD","decimals":2},"dailyLossLimit":{"value":"500","sourced":true}}`)}))
+	do(keyed("k9", "d9", &venuecmd.PublishPolicy{PolicyID: "house", Version: "1"}))
 	if ts := venue.Terms(r.Live(), 7); ts["v1/g1"] == nil || ts["v1/g1"].Route != "" || !ts["v1/g1"].Permitted["BTC-PERP"].IsZero() && ts["v1/g1"].Permitted["BTC-PERP"].String() != "5" {
 		t.Fatalf("terms %+v", ts["v1/g1"])
 	}

@@ -18,6 +18,10 @@ const (
 	ControlDailyProfit  = "daily_profit_target"
 	ControlWeeklyProfit = "weekly_profit_target"
 	ControlEODClose     = "eod_close"
+	// A venue's published risk policy: its loss limits fire like the
+	// controls above, under lock reasons of their own.
+	ControlPolicyDailyLoss  = "policy_daily_loss_limit"
+	ControlPolicyWeeklyLoss = "policy_weekly_loss_limit"
 	// ReasonEvalBreach is the lock of a breached evaluation; a manual unlock cannot clear it.
 	ReasonEvalBreach = "eval_breach"
 )
@@ -46,6 +50,18 @@ type RiskSettingsChanged struct {
 	Calendar string       `json:"calendar"`
 	At       time.Time    `json:"at"`
 }
+
+// RiskPolicyBound records the published risk policy an issued account lives
+// under from this commit: its id, version and loss limits (nil: none).
+type RiskPolicyBound struct {
+	PolicyID        string          `json:"policyId"`
+	Version         string          `json:"version"`
+	DailyLossLimit  *events.Decimal `json:"dailyLossLimit,omitempty"`
+	WeeklyLossLimit *events.Decimal `json:"weeklyLossLimit,omitempty"`
+	At              time.Time       `json:"at"`
+}
+
+func (RiskPolicyBound) Type() string { return "account.risk_policy_bound.v1" }
 
 // RiskLocked records a fired control: trading is locked until TradingUnlockAt
 // (the next period's start). In its commit the working orders' cancels and the
@@ -94,5 +110,6 @@ func riskRegistry() events.Registry {
 		RiskUnlocked{}.Type():        events.Of[RiskUnlocked](),
 		EvaluationBreached{}.Type():  events.Of[EvaluationBreached](),
 		EvaluationReleased{}.Type():  events.Of[EvaluationReleased](),
+		RiskPolicyBound{}.Type():     events.Of[RiskPolicyBound](),
 	}
 }

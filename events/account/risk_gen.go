@@ -320,6 +320,165 @@ func (z *RiskLocked) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *RiskPolicyBound) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.DailyLossLimit == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.WeeklyLossLimit == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "policyId"
+		o = append(o, 0xa8, 0x70, 0x6f, 0x6c, 0x69, 0x63, 0x79, 0x49, 0x64)
+		o = msgp.AppendString(o, z.PolicyID)
+		// string "version"
+		o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Version)
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "dailyLossLimit"
+			o = append(o, 0xae, 0x64, 0x61, 0x69, 0x6c, 0x79, 0x4c, 0x6f, 0x73, 0x73, 0x4c, 0x69, 0x6d, 0x69, 0x74)
+			if z.DailyLossLimit == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.DailyLossLimit.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "DailyLossLimit")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "weeklyLossLimit"
+			o = append(o, 0xaf, 0x77, 0x65, 0x65, 0x6b, 0x6c, 0x79, 0x4c, 0x6f, 0x73, 0x73, 0x4c, 0x69, 0x6d, 0x69, 0x74)
+			if z.WeeklyLossLimit == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.WeeklyLossLimit.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "WeeklyLossLimit")
+					return
+				}
+			}
+		}
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RiskPolicyBound) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "policyId":
+			z.PolicyID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PolicyID")
+				return
+			}
+		case "version":
+			z.Version, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "dailyLossLimit":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.DailyLossLimit = nil
+			} else {
+				if z.DailyLossLimit == nil {
+					z.DailyLossLimit = new(events.Decimal)
+				}
+				bts, err = z.DailyLossLimit.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DailyLossLimit")
+					return
+				}
+			}
+		case "weeklyLossLimit":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.WeeklyLossLimit = nil
+			} else {
+				if z.WeeklyLossLimit == nil {
+					z.WeeklyLossLimit = new(events.Decimal)
+				}
+				bts, err = z.WeeklyLossLimit.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "WeeklyLossLimit")
+					return
+				}
+			}
+		case "at":
+			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *RiskPolicyBound) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.PolicyID) + 8 + msgp.StringPrefixSize + len(z.Version) + 15
+	if z.DailyLossLimit == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.DailyLossLimit.Msgsize()
+	}
+	s += 16
+	if z.WeeklyLossLimit == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.WeeklyLossLimit.Msgsize()
+	}
+	s += 3 + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *RiskSettings) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 11

@@ -81,6 +81,8 @@ func Registry() events.Registry {
 		KeyRevoked{}.Type():         events.Of[KeyRevoked](),
 		ProviderRegistered{}.Type(): events.Of[ProviderRegistered](),
 		ConfigSet{}.Type():          events.Of[ConfigSet](),
+		PolicyStated{}.Type():       events.Of[PolicyStated](),
+		PolicyPublished{}.Type():    events.Of[PolicyPublished](),
 	}
 }
 
@@ -98,3 +100,22 @@ type ConfigSet struct {
 }
 
 func (ConfigSet) Type() string { return "venue.config_set.v1" }
+
+// PolicyStated records a risk policy's version as the venue stated it: its
+// canonical content, never changed afterwards.
+type PolicyStated struct {
+	PolicyID string    `json:"policyId"`
+	Version  string    `json:"version"`
+	Body     []byte    `json:"body"`
+	At       time.Time `json:"at"`
+}
+
+// PolicyPublished records the version of a risk policy in force from now.
+type PolicyPublished struct {
+	PolicyID string    `json:"policyId"`
+	Version  string    `json:"version"`
+	At       time.Time `json:"at"`
+}
+
+func (PolicyStated) Type() string    { return "venue.policy_stated.v1" }
+func (PolicyPublished) Type() string { return "venue.policy_published.v1" }

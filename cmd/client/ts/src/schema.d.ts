@@ -1487,6 +1487,152 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/venues/{venueId}/risk-policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        /** A risk policy's stated versions and the one in force (an unstated policy is 404) */
+        get: operations["getRiskPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/risk-policies/{policyId}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description Ids starting with svc- are reserved (409 risk_policy_id_reserved) */
+                policyId: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * State one version of a risk policy; a stated version never changes
+         * @description The same content again answers the policy (200); other content under a stored version is
+         *     409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+         *     another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+         *     book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+         */
+        put: operations["stateRiskPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/risk-policies/{policyId}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put a stated version in force
+         * @description 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+         *     409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+         *     policy live under it from their next command.
+         */
+        post: operations["publishRiskPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/risk-policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        /** A risk policy's stated versions and the one in force (an unstated policy is 404) */
+        get: operations["getRiskPolicyBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/risk-policies/{policyId}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description Ids starting with svc- are reserved (409 risk_policy_id_reserved) */
+                policyId: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * State one version of a risk policy; a stated version never changes
+         * @description The same content again answers the policy (200); other content under a stored version is
+         *     409 risk_policy_version_conflict; an authority other than this venue, or a policy id
+         *     another venue stated, 409 risk_policy_owner_conflict; a posting term at a precision the
+         *     book does not post at (USD 2 decimals, USDC and USDT 6) 409 risk_policy_posting_mismatch.
+         */
+        put: operations["stateRiskPolicyBackOffice"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/risk-policies/{policyId}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put a stated version in force
+         * @description 404 not_found for an unstated version, 409 risk_policy_unchanged for the version in force,
+         *     409 risk_policy_unsourced when a figure is not sourced. Accounts of groups bound to the
+         *     policy live under it from their next command.
+         */
+        post: operations["publishRiskPolicyBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/accounts": {
         parameters: {
             query?: never;
@@ -2832,6 +2978,22 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        RiskFigure: {
+            value: components["schemas"]["DecimalIn"];
+            /** @description An unsourced figure cannot be published (409 risk_policy_unsourced) */
+            sourced: boolean;
+        };
+        RiskPolicyVersion: {
+            /** @description The venue whose policy it is: this venue's id */
+            authority: string;
+            posting: {
+                /** @enum {string} */
+                currency: "USD" | "USDC" | "USDT";
+                decimals: number;
+            };
+            dailyLossLimit?: components["schemas"]["RiskFigure"];
+            weeklyLossLimit?: components["schemas"]["RiskFigure"];
+        };
         ErrorResponse: {
             /** @description An English sentence; on venue routes the code itself */
             error: string;
@@ -2853,7 +3015,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -2973,7 +3135,8 @@ export interface components {
         /**
          * @description The lock and monitoring state of one account. `lockReason` is null or
          *     one of `daily_loss_limit`, `weekly_loss_limit`, `daily_profit_target`,
-         *     `weekly_profit_target`, `eod_close` (fired controls), `eval_breach`,
+         *     `weekly_profit_target`, `eod_close` (fired controls), `policy_daily_loss_limit`,
+         *     `policy_weekly_loss_limit` (a venue's published risk policy), `eval_breach`,
          *     `firm_halt` (or another hold's name). Numbers are exact decimals written
          *     as JSON numbers.
          */
@@ -3297,6 +3460,26 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description A risk policy */
+        RiskPolicyAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    policy: {
+                        id: string;
+                        inForce: string | null;
+                        versions: {
+                            version: string;
+                            policy: components["schemas"]["RiskPolicyVersion"];
+                            /** Format: date-time */
+                            statedAt: string;
+                        }[];
+                    };
+                };
             };
         };
         /** @description One configuration item */
@@ -5581,6 +5764,140 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["DeliveryPage"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getRiskPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    stateRiskPolicy: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description Ids starting with svc- are reserved (409 risk_policy_id_reserved) */
+                policyId: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RiskPolicyVersion"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
+            201: components["responses"]["RiskPolicyAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    publishRiskPolicy: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    version: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getRiskPolicyBackOffice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    stateRiskPolicyBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                /** @description Ids starting with svc- are reserved (409 risk_policy_id_reserved) */
+                policyId: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RiskPolicyVersion"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
+            201: components["responses"]["RiskPolicyAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    publishRiskPolicyBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    version: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["RiskPolicyAnswer"];
             default: components["responses"]["VenueError"];
         };
     };
