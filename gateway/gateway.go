@@ -17,6 +17,7 @@ import (
 	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
+	venuegw "github.com/svc/engine/gateway/venue"
 )
 
 // DefaultWriteTimeout bounds writing a response, counted from the request's
@@ -84,7 +85,7 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	firm.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
 
 	tr := root.NewRoute().Subrouter()
-	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading"), d.Auth.Writes(httpx.Trading))
+	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading))
 	f := routes(d, o.Areas, tr, firm, open)
 	venueRoutes(d, f, venues, partnerVenues, backOffice)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

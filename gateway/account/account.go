@@ -42,7 +42,9 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]Item, 0, len(accts))
 	for _, a := range accts {
-		out = append(out, ItemOf(a))
+		if api.Visible(p, a) {
+			out = append(out, ItemOf(a))
+		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
 	return nil

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -65,22 +66,29 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 			return projections.Account{}, err
 		}
 		a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
-		if err == nil && a.TenantID == p.TenantID && a.Broker == broker {
+		if err == nil && a.TenantID == p.TenantID && a.Broker == broker && Visible(p, a) {
 			return a, nil
 		}
 		if err != nil && !errors.Is(err, projections.ErrNotFound) {
 			return projections.Account{}, err
 		}
-		if _, err := d.firstOn(ctx, p.TenantID, broker); err != nil {
+		if _, err := d.firstOn(ctx, p.TenantID, broker, func(projections.Account) bool { return true }); err != nil {
 			return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
 		}
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
 	}
-	a, err := d.firstOn(ctx, p.TenantID, broker)
+	a, err := d.firstOn(ctx, p.TenantID, broker, func(a projections.Account) bool { return Visible(p, a) })
 	if err != nil {
 		return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
 	}
 	return a, nil
+}
+
+// Visible reports whether the principal reaches the account: every account of
+// its tenant, or, for a venue key acting for a trader (x-svc-trader), the
+// accounts the venue issued to that trader's email.
+func Visible(p httpx.Principal, a projections.Account) bool {
+	return p.OnBehalfOf == "" || (a.VenueID != "" && strings.EqualFold(a.Email, p.OnBehalfOf))
 }
 
 func (d *Deps) unknownBroker(named bool, broker string, err error) error {
@@ -94,7 +102,7 @@ func (d *Deps) unknownBroker(named bool, broker string, err error) error {
 }
 
 // firstOn is the tenant's first account (in id order) on broker: the default account.
-func (d *Deps) firstOn(ctx context.Context, tenantID, broker string) (projections.Account, error) {
+func (d *Deps) firstOn(ctx context.Context, tenantID, broker string, keep func(projections.Account) bool) (projections.Account, error) {
 	var found projections.Account
 	errFound := errors.New("found")
 	err := d.Store.List(ctx, projections.CollTenantAccount, projections.Query{Prefix: tenantID + "/"}, func(_ string, decode func(any) error) error {
@@ -106,7 +114,7 @@ func (d *Deps) firstOn(ctx context.Context, tenantID, broker string) (projection
 		if err != nil {
 			return err
 		}
-		if a.Broker == broker {
+		if a.Broker == broker && keep(a) {
 			found = a
 			return errFound
 		}

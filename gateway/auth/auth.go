@@ -213,7 +213,11 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "permission_denied", "this key cannot be used on this route"))
 				return
 			}
-			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}, next)
+			p := httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}
+			if k.Kind == "venue" {
+				p.Venue = &httpx.VenueGrant{VenueID: k.VenueID, Scopes: k.Scopes, CreatedBy: k.CreatedBy}
+			}
+			a.admit(w, r, fam, p, next)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package venue_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,46 @@ func TestTheBookObeysTheVenue(t *testing.T) {
 		Body: map[string]any{"clientOrderId": "o7", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}}); r.Status != 423 || r.Map(t)["code"] != "stage_version_unrecorded" {
 		t.Fatalf("after the restart: %d %s", r.Status, r.Body)
 	}
+}
+
+// A venue key with trader:trade acts on the trading routes for the trader it
+// names in x-svc-trader: on the accounts the venue issued to that trader, no other.
+func TestAVenueKeyActsForItsTrader(t *testing.T) {
+	x := apptest.Start(t, apptest.Options{ManualFeed: true})
+	e := env{x, x.Creds["venueId"].(string), x.Creds["venueKey"].(string), x.Creds["ownerSession"].(string)}
+	e.App.Sim.Publish(market.Quote{Instrument: "BTC-PERP", Bid: events.MustDecimal("100"), Ask: events.MustDecimal("101"), Last: events.MustDecimal("100"), At: time.Now()})
+	want(t, e.put("instruments", "BTC-PERP", "c1", "", map[string]any{"active": true}), 201, "")
+	want(t, e.put("routes", "paper", "c2", "", map[string]any{"target": "paper"}), 201, "")
+	want(t, e.put("groups", "g1", "c3", "", map[string]any{"name": "G", "instruments": []any{"BTC-PERP"}, "routeId": "paper"}), 201, "")
+	issue := func(idem, email string) map[string]any {
+		return want(t, e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
+			Headers: map[string]string{"Idempotency-Key": idem}, Body: map[string]any{"groupId": "g1", "email": email}}), 201, "")["account"].(map[string]any)
+	}
+	ana, bob := issue("a1", "ana@example.com"), issue("a2", "bob@example.com")
+	as := func(key, trader, method, path string, body any) *apptest.Resp {
+		return e.Do(apptest.Req{Method: method, Path: path, Key: key, Headers: map[string]string{"x-svc-trader": trader}, Body: body})
+	}
+	order := map[string]any{"clientOrderId": "o1", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "1"}
+	if r := as(e.venueKey, "Ana@Example.com", http.MethodPost, "/api/trading/order?account="+ana["accountNumber"].(string), order); r.Status != 200 {
+		t.Fatalf("ana's order: %d %s", r.Status, r.Body)
+	}
+	if r := as(e.venueKey, "ana@example.com", http.MethodPost, "/api/trading/order?account="+bob["accountNumber"].(string), order); r.Status != 400 {
+		t.Fatalf("ana's key on bob's account: %d %s", r.Status, r.Body)
+	}
+	list := as(e.venueKey, "bob@example.com", http.MethodGet, "/api/account/list", nil).Map(t)["accounts"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["accountNumber"] != bob["accountNumber"] {
+		t.Fatalf("bob sees %v", list)
+	}
+	// A key without trader:trade acts for nobody.
+	reader := e.venueKeyWithScopes(t, "account:read")
+	if r := as(reader, "ana@example.com", http.MethodGet, "/api/account/list", nil); r.Status != 403 {
+		t.Fatalf("a reader key: %d %s", r.Status, r.Body)
+	}
+}
+
+func (e env) venueKeyWithScopes(t *testing.T, scopes ...string) string {
+	r := e.AsSession(e.owner, apptest.Req{Method: http.MethodPost, Path: "/api/back-office/venues/" + e.venueID + "/keys",
+		Headers: map[string]string{"Idempotency-Key": "k-" + strings.Join(scopes, "-")},
+		Body:    map[string]any{"name": "scoped", "scopes": scopes, "expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
+	return want(t, r, 201, "")["secret"].(string)
 }

@@ -363,3 +363,45 @@ func (h *Handlers) GetProvider(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"provider": venuecmd.ProviderView(p)})
 	return nil
 }
+
+// TraderHeader names the trader a venue key acts for on trading and account routes.
+const TraderHeader = "x-svc-trader"
+
+// ActAsTrader admits a venue key on the trading and account routes when it
+// carries trader:trade (else 403), its issuer is an owner still (else 403)
+// and it names a trader by email in x-svc-trader (else 400): it then acts on
+// the accounts the venue issued to that trader, and no other. Other
+// credentials pass untouched.
+func (h *Handlers) ActAsTrader(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := httpx.PrincipalOf(r)
+		if p.Kind != "venue" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		fail := func(err error) { httpx.WriteError(w, r, httpx.Trading, err) }
+		if p.Venue == nil || !slices.Contains(p.Venue.Scopes, venuecmd.ScopeTraderTrade) {
+			fail(httpx.Errorf(http.StatusForbidden, "permission_denied", "a venue key acts for a trader only with the scope trader:trade"))
+			return
+		}
+		v, err := h.venue(r.Context(), p.Venue.VenueID)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if role, err := h.role(r.Context(), v.OrgID, p.Venue.CreatedBy); err != nil || role != "owner" {
+			if err == nil {
+				err = httpx.Errorf(http.StatusForbidden, "permission_denied", "the owner who issued this key is no longer an owner of the venue's organization: it stopped working")
+			}
+			fail(err)
+			return
+		}
+		trader := strings.ToLower(strings.TrimSpace(r.Header.Get(TraderHeader)))
+		if commands.Email(TraderHeader, trader) != nil {
+			fail(commands.BadField(TraderHeader, nil, "a venue key names the trader it acts for in x-svc-trader: the email the venue issued the accounts to"))
+			return
+		}
+		p.OnBehalfOf = trader
+		next.ServeHTTP(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)))
+	})
+}
