@@ -358,17 +358,7 @@ func paced(ctx context.Context, workers int, rate float64, dur time.Duration, op
 		}()
 	}
 	wg.Wait()
-	s := sample{Window: dur}
-	var all []time.Duration
-	for w := range workers {
-		all = append(all, lats[w]...)
-		if errs[w] > 0 && s.FirstErr == "" {
-			s.FirstErr = firsts[w]
-		}
-		s.Errors += errs[w]
-	}
-	summarize(&s, all)
-	return s
+	return collect(dur, lats, errs, firsts)
 }
 
 // httpOrder posts one market order for acct, as httpPath does, and checks it filled.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -172,26 +170,7 @@ func (s *service) httpPath(ctx context.Context, o opts) sample {
 	c := httpClient(o.workers)
 	defer c.CloseIdleConnections()
 	return drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
-		body := `{"clientOrderId":"http-` + n + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(i) + `","instrument":"BTC-PERP","side":"` + side(i) + `","orderType":"market","quantity":"0.01"}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/trading/order?account="+s.Accounts[w].AccountNumber, strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+s.Key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, filled) {
-			return fmt.Errorf("order: %d %.200s", resp.StatusCode, b)
-		}
-		return nil
+		return s.httpOrder(ctx, c, s.Accounts[w], "http-"+n+"-"+strconv.Itoa(w)+"-"+strconv.Itoa(i), i)
 	})
 }
 

@@ -93,16 +93,7 @@ func drive(ctx context.Context, workers int, warm, dur time.Duration, op func(ct
 	time.Sleep(time.Until(end))
 	cpu1 := cpuTime()
 	wg.Wait()
-	s := sample{Window: dur}
-	var all []time.Duration
-	for w := range workers {
-		all = append(all, lats[w]...)
-		if errs[w] > 0 && s.FirstErr == "" {
-			s.FirstErr = firsts[w]
-		}
-		s.Errors += errs[w]
-	}
-	summarize(&s, all)
+	s := collect(dur, lats, errs, firsts)
 	if s.N > 0 {
 		s.CPU = (cpu1 - cpu0) / time.Duration(s.N)
 	}
@@ -116,4 +107,20 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// collect is the sample of a window: every worker's latencies, its errors and
+// the first error's text.
+func collect(dur time.Duration, lats [][]time.Duration, errs []int, firsts []string) sample {
+	s := sample{Window: dur}
+	var all []time.Duration
+	for w := range lats {
+		all = append(all, lats[w]...)
+		if errs[w] > 0 && s.FirstErr == "" {
+			s.FirstErr = firsts[w]
+		}
+		s.Errors += errs[w]
+	}
+	summarize(&s, all)
+	return s
 }

@@ -131,6 +131,17 @@ func levelsOf(ts []Trigger) levels {
 	return l
 }
 
+// treeLevel is one of an account's levels and the tree it goes in.
+type treeLevel struct {
+	t  *btree.BTreeG[level]
+	at *events.Decimal // nil: the account has none in this direction
+}
+
+// trees pairs each of an account's levels with its tree.
+func (b *book) trees(l levels) [4]treeLevel {
+	return [4]treeLevel{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}}
+}
+
 // waker is one account's wake on one instrument, queued or in flight.
 type waker struct {
 	fill     bool // may fill an order: goes first
@@ -193,12 +204,9 @@ func (r *Reactor) unindex(k key) {
 	}
 	delete(r.indexed, k)
 	b := r.book(k.instrument)
-	for _, e := range []struct {
-		t *btree.BTreeG[level]
-		p *events.Decimal
-	}{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}} {
-		if e.p != nil {
-			e.t.Delete(level{*e.p, k.account})
+	for _, e := range b.trees(l) {
+		if e.at != nil {
+			e.t.Delete(level{*e.at, k.account})
 		}
 	}
 	delete(b.market, k.account)
@@ -212,12 +220,9 @@ func (r *Reactor) index(k key, ts []Trigger) {
 	}
 	l := levelsOf(ts)
 	b := r.book(k.instrument)
-	for _, e := range []struct {
-		t *btree.BTreeG[level]
-		p *events.Decimal
-	}{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}} {
-		if e.p != nil {
-			e.t.ReplaceOrInsert(level{*e.p, k.account})
+	for _, e := range b.trees(l) {
+		if e.at != nil {
+			e.t.ReplaceOrInsert(level{*e.at, k.account})
 		}
 	}
 	if l.market {
