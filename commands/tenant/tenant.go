@@ -77,6 +77,9 @@ type OpenAccount struct {
 	VenueID         string // issued by a venue into GroupID, at the group stage's StageVersion
 	GroupID         string
 	StageVersion    string
+	// The group's risk policy in force at issue ("": none), bound from the first commit.
+	PolicyID, PolicyVersion         string
+	DailyLossLimit, WeeklyLossLimit *events.Decimal
 }
 
 // MaxAccountNumber bounds an account number.

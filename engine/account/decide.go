@@ -52,7 +52,12 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 					return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this account exists already", nil)
 				}
 				z := events.Int(0)
-				return []events.Event{open}, http.StatusCreated, map[string]any{"account": venuecmd.AccountView(s.ID, c.AccountNumber, c.Label,
+				evs := []events.Event{open}
+				if c.PolicyID != "" {
+					evs = append(evs, evacct.RiskPolicyBound{PolicyID: c.PolicyID, Version: c.PolicyVersion,
+						DailyLossLimit: c.DailyLossLimit, WeeklyLossLimit: c.WeeklyLossLimit, At: env.At})
+				}
+				return evs, http.StatusCreated, map[string]any{"account": venuecmd.AccountView(s.ID, c.AccountNumber, c.Label,
 					c.GroupID, c.Currency, c.StartingBalance, c.StartingBalance, z, env.At)}, nil
 			})
 		}

@@ -167,7 +167,8 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) ([]event
 	id := firmcmd.AccountID(v.FirmTenantID, ref)
 	open := &tenantcmd.OpenAccount{TenantID: v.FirmTenantID, Broker: api.DefaultBroker, AccountNumber: firmcmd.AccountNumber(v.FirmTenantID, ref),
 		Label: b.Label, Currency: b.Currency, StartingBalance: start, Kind: "evaluation", Email: email, ReferenceID: ref,
-		VenueID: v.VenueID, GroupID: b.GroupID, StageVersion: t.StageVersion}
+		VenueID: v.VenueID, GroupID: b.GroupID, StageVersion: t.StageVersion,
+		PolicyID: t.PolicyID, PolicyVersion: t.PolicyVersion, DailyLossLimit: t.DailyLossLimit, WeeklyLossLimit: t.WeeklyLossLimit}
 	if open.Label == "" {
 		open.Label = open.AccountNumber
 	}

@@ -55,6 +55,10 @@ func TestAPublishedPolicyLocksTheAccount(t *testing.T) {
 	a := want(t, e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
 		Headers: map[string]string{"Idempotency-Key": "acct-1"}, Body: map[string]any{"groupId": "g1", "startingBalance": "10000"}}), 201, "")["account"].(map[string]any)
 	key, number := firmKey(t, e), a["accountNumber"].(string)
+	// Issued into a bound group, the account lives under the policy from its first commit.
+	if l := e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/risk?broker=paper&account=" + number, Key: key}).Map(t)["lock"].(map[string]any); l["monitoring"] != "live" {
+		t.Fatalf("not monitored at issue: %v", l)
+	}
 	if r := e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/trading/order?account=" + number, Key: key,
 		Body: map[string]any{"clientOrderId": "o1", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.01"}}); r.Status != 200 {
 		t.Fatalf("order %d %s", r.Status, r.Body)

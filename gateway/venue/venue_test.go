@@ -44,7 +44,11 @@ func want(t *testing.T, r *apptest.Resp, status int, code string) map[string]any
 func (e env) withKey(key, idem string, r apptest.Req) *apptest.Resp {
 	r.Key = key
 	if idem != "" {
-		r.Headers = map[string]string{"Idempotency-Key": idem}
+		h := map[string]string{"Idempotency-Key": idem}
+		for k, v := range r.Headers {
+			h[k] = v
+		}
+		r.Headers = h
 	}
 	return e.Do(r)
 }
@@ -201,5 +205,28 @@ func TestIdempotentWritesRaceAndSurviveARestart(t *testing.T) {
 	r := e2.register(e.venueKey, "race-1", body)
 	if fmt.Sprint(r.Status, " ", string(r.Body)) != answers[0] {
 		t.Fatalf("after a restart: %d %s, first %s", r.Status, r.Body, answers[0])
+	}
+}
+
+// The venue-key door and the back office reach the same venue and the same configuration.
+func TestBothDoorsReachTheSameVenue(t *testing.T) {
+	e := start(t)
+	v := want(t, e.withKey(e.venueKey, "", apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID}), 200, "")["venue"].(map[string]any)
+	bo := want(t, e.AsSession(e.owner, apptest.Req{Method: http.MethodGet, Path: "/api/back-office/venues/" + e.venueID}), 200, "")["venue"].(map[string]any)
+	if v["id"] != e.venueID || bo["id"] != v["id"] || bo["orgId"] != v["orgId"] {
+		t.Fatalf("venue %v, back office %v", v, bo)
+	}
+	// A route made in the back office is read through the venue key, and the reverse.
+	want(t, e.AsSession(e.owner, apptest.Req{Method: http.MethodPut, Path: "/api/back-office/venues/" + e.venueID + "/routes/paper",
+		Headers: map[string]string{"Idempotency-Key": "r1"}, Body: map[string]any{"target": "paper"}}), 201, "")
+	it := want(t, e.withKey(e.venueKey, "", apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID + "/routes/paper"}), 200, "")["item"].(map[string]any)
+	if it["version"].(float64) != 1 {
+		t.Fatalf("item %v", it)
+	}
+	want(t, e.withKey(e.venueKey, "r2", apptest.Req{Method: http.MethodPut, Path: "/api/venues/" + e.venueID + "/routes/paper",
+		Headers: map[string]string{"If-Match": "1"}, Body: map[string]any{"target": "paper"}}), 200, "")
+	list := want(t, e.AsSession(e.owner, apptest.Req{Method: http.MethodGet, Path: "/api/back-office/venues/" + e.venueID + "/routes"}), 200, "")["items"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["version"].(float64) != 2 {
+		t.Fatalf("routes %v", list)
 	}
 }
