@@ -1,11 +1,10 @@
-package account_test
+package main
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +28,26 @@ import (
 // quantity 1, buy and sell alternating, one quote) on a plain account and on
 // an account issued into group g1 of venueConfig, in the same run:
 //
-//	go test ./engine/account -run '^$' -bench 'MarketOrder' -benchmem -count 5 -benchtime 2s
+//	go test ./cmd/bench -run '^$' -bench 'MarketOrder' -benchmem -count 5 -benchtime 2s
+
+// The account package's test helpers, as the benchmarks need them.
+var (
+	t0  = time.Date(2026, 11, 2, 14, 0, 0, 0, time.UTC)
+	dec = events.MustDecimal
+)
+
+// mkt quotes BTC-PERP at bid/ask and permits it (multiplier 1, at most 100).
+func mkt(bid, ask string) trading.Market {
+	return trading.Market{
+		Quotes: map[string]trading.Quote{"BTC-PERP": {Instrument: "BTC-PERP", Bid: dec(bid), Ask: dec(ask), At: t0}},
+		Specs:  map[string]trading.Spec{"BTC-PERP": {Symbol: "BTC-PERP", Multiplier: dec("1"), MaxQuantity: dec("100")}},
+	}
+}
+
+// order is a day market order of qty on BTC-PERP.
+func order(id, side, qty string, m trading.Market) *trading.PlaceOrder {
+	return &trading.PlaceOrder{ClientOrderID: id, Instrument: "BTC-PERP", Side: side, OrderType: "market", Quantity: dec(qty), TimeInForce: "day", Market: m}
+}
 
 // venueOwner creates the bench venue.
 var venueOwner = venuecmd.Owner{UserID: "usr_bench", Verified: true, Owner: true}
@@ -116,10 +134,7 @@ type orderLoop struct {
 func newOrderLoop(b *testing.B, open *tenantcmd.OpenAccount, m trading.Market) *orderLoop {
 	l := &orderLoop{b: b, open: open, envs: make([]commands.Envelope, ordersPerAccount), k: ordersPerAccount}
 	for i := range l.envs {
-		c := buy("o"+strconv.Itoa(i), "1", m)
-		if i%2 == 1 {
-			c.Side = "sell"
-		}
+		c := order("o"+strconv.Itoa(i), []string{"buy", "sell"}[i%2], "1", m)
 		l.envs[i] = benchEnv(uint64(i+1), c)
 	}
 	return l
@@ -201,7 +216,7 @@ func TestIssuedBenchOrdersPayCommissions(t *testing.T) {
 	m.Terms = compiledTerms(t)
 	s := account.New("a1")
 	var fees []string
-	for i, c := range []commands.Command{openAccount(true), buy("o1", "1", m), sell("o2", "1", m)} {
+	for i, c := range []commands.Command{openAccount(true), order("o1", "buy", "1", m), order("o2", "sell", "1", m)} {
 		evs, err := account.Decide(s, benchEnv(uint64(i), c))
 		if err != nil {
 			t.Fatalf("%d: %v", i, err)
@@ -216,14 +231,6 @@ func TestIssuedBenchOrdersPayCommissions(t *testing.T) {
 	if fmt.Sprint(fees) != "[1.6 0.35]" {
 		t.Fatalf("commissions %v", fees)
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkEngineMarketOrder is the whole command path as cmd/bench drives
