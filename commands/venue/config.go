@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
@@ -140,8 +141,23 @@ func strict(raw []byte, v any) error {
 }
 
 func positive(field string, d *events.Decimal) error {
-	if d != nil && d.Sign() <= 0 {
+	if d == nil {
+		return nil
+	}
+	if d.Sign() <= 0 {
 		return commands.BadField(field, nil, "%s must be above zero", field)
+	}
+	return commands.Amount(field, *d, commands.MaxAmount)
+}
+
+// refs checks the ids an item names: each empty or a key of at most 64 characters.
+func refs(named map[string]string) error {
+	for field, id := range named {
+		if id != "" {
+			if err := commands.Key(field, id, 64); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -190,8 +206,12 @@ func (c *SetConfig) Validate() error {
 		v, err = group(c.Body)
 	case KindRoutes:
 		var r Route
-		if err = strict(c.Body, &r); err == nil && r.Target != "paper" && !(len(r.Target) > 9 && r.Target[:9] == "provider:") {
-			err = unsupported("target", `target is "paper" or "provider:<provider version id>"`)
+		if err = strict(c.Body, &r); err == nil {
+			if id, ok := strings.CutPrefix(r.Target, "provider:"); ok {
+				err = commands.Key("target", id, 64)
+			} else if r.Target != "paper" {
+				err = unsupported("target", `target is "paper" or "provider:<provider version id>"`)
+			}
 		}
 		v = r
 	case KindStages:
@@ -205,8 +225,10 @@ func (c *SetConfig) Validate() error {
 	case KindRules:
 		var r Rule
 		if err = strict(c.Body, &r); err == nil {
-			if err = ids("instruments", r.Instruments); err == nil {
-				err = positive("maxQuantity", r.MaxQuantity)
+			if err = refs(map[string]string{"groupId": r.GroupID}); err == nil {
+				if err = ids("instruments", r.Instruments); err == nil {
+					err = positive("maxQuantity", r.MaxQuantity)
+				}
 			}
 		}
 		v = r
@@ -258,8 +280,9 @@ func condition(raw []byte) (Condition, error) {
 			return c, commands.Identifier(f+".name", m.Name, MaxName)
 		case m.Basis != "per_unit" && m.Basis != "per_order":
 			return c, unsupported(f+".basis", "basis is per_unit or per_order")
-		case m.Amount.Sign() < 0 || m.Amount.Decimals() > 6:
-			return c, commands.BadField(f+".amount", nil, "%s.amount is zero or more, with at most 6 decimals", f)
+		case m.Amount.Sign() < 0 || m.Amount.Decimals() > 6 || m.Amount.Cmp(commands.MaxAmount) > 0:
+			return c, commands.BadField(f+".amount", map[string]any{"max": commands.MaxAmount.String()},
+				"%s.amount is zero to %s, with at most 6 decimals", f, commands.MaxAmount)
 		case m.Timing != "per_side" && m.Timing != "round_turn":
 			return c, unsupported(f+".timing", "timing is per_side or round_turn")
 		case m.Direction != "open" && m.Direction != "close" && m.Direction != "both":
@@ -291,6 +314,9 @@ func group(raw []byte) (Group, error) {
 	}
 	g.Margin, g.DailyLossLimit = nil, nil
 	if err := commands.Identifier("name", g.Name, MaxName); err != nil {
+		return g, err
+	}
+	if err := refs(map[string]string{"conditionId": g.ConditionID, "routeId": g.RouteID, "stageId": g.StageID, "riskPolicyId": g.RiskPolicyID}); err != nil {
 		return g, err
 	}
 	if err := ids("instruments", g.Instruments); err != nil {

@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/svc/engine/commands"
@@ -43,6 +44,12 @@ func TestConfigRefusals(t *testing.T) {
 		{"a stage without version", venuecmd.KindStages, `{"name":"Evaluation"}`, 400, "invalid_request", "version"},
 		{"a rule", venuecmd.KindRules, `{"entryHalted":true,"maxQuantity":"2"}`, 0, "", ""},
 		{"a rule's zero limit", venuecmd.KindRules, `{"entryHalted":false,"maxQuantity":"0"}`, 400, "invalid_request", "maxQuantity"},
+		// Every value from outside is bounded.
+		{"a provider route's overlong id", venuecmd.KindRoutes, `{"target":"provider:` + strings.Repeat("p", 65) + `"}`, 400, "invalid_request", "target"},
+		{"a rule's overlong group", venuecmd.KindRules, `{"groupId":"` + strings.Repeat("g", 65) + `","entryHalted":true}`, 400, "invalid_request", "groupId"},
+		{"a group's overlong condition", venuecmd.KindGroups, `{"name":"g","instruments":[],"conditionId":"` + strings.Repeat("c", 65) + `"}`, 400, "invalid_request", "conditionId"},
+		{"a commission above the maximum", venuecmd.KindConditions, `{"name":"std","commissions":[{"name":"f","basis":"per_order","amount":"1000000001","timing":"per_side","direction":"both"}]}`, 400, "invalid_request", "commissions[0].amount"},
+		{"a limit above the maximum", venuecmd.KindInstruments, `{"active":true,"maxQuantity":"1e12"}`, 422, "invalid_request", "maxQuantity"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,5 +77,15 @@ func TestConfigRefusals(t *testing.T) {
 	var r *commands.Refusal
 	if err := (&venuecmd.SetConfig{Kind: "margins", ID: "g", Body: []byte(`{}`)}).Validate(); !errors.As(err, &r) || r.Status != 404 {
 		t.Fatalf("unknown kind: %v", err)
+	}
+}
+
+// A policy's figures are bounded like every money amount.
+func TestPolicyFiguresAreBounded(t *testing.T) {
+	c := &venuecmd.StatePolicy{PolicyID: "house", Version: "1",
+		Body: []byte(`{"authority":"v1","posting":{"currency":"USD","decimals":2},"dailyLossLimit":{"value":"1000000001","sourced":true}}`)}
+	var r *commands.Refusal
+	if err := c.Validate(); !errors.As(err, &r) || r.Status != 400 || r.Params["field"] != "dailyLossLimit.value" {
+		t.Fatalf("an unbounded figure: %v", err)
 	}
 }

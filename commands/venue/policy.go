@@ -91,8 +91,8 @@ func (c *StatePolicy) Validate() error {
 		name string
 		fig  *Figure
 	}{{"dailyLossLimit", p.DailyLossLimit}, {"weeklyLossLimit", p.WeeklyLossLimit}} {
-		if f.fig != nil && (f.fig.Value.Sign() <= 0 || f.fig.Value.Decimals() > p.Posting.Decimals) {
-			return commands.BadField(f.name+".value", nil, "%s.value is above zero, in at most %d decimals", f.name, p.Posting.Decimals)
+		if f.fig != nil && (f.fig.Value.Sign() <= 0 || f.fig.Value.Decimals() > p.Posting.Decimals || f.fig.Value.Cmp(commands.MaxAmount) > 0) {
+			return commands.BadField(f.name+".value", nil, "%s.value is above zero and at most %s, in at most %d decimals", f.name, commands.MaxAmount, p.Posting.Decimals)
 		}
 	}
 	var err error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -141,20 +142,13 @@ func references(s *State, c *venuecmd.SetConfig) error {
 	case venuecmd.KindRoutes:
 		var r venuecmd.Route
 		_ = json.Unmarshal(c.Canonical, &r)
-		if id, ok := cutPrefix(r.Target, "provider:"); ok {
+		if id, ok := strings.CutPrefix(r.Target, "provider:"); ok {
 			if _, known := s.Providers[id]; !known {
 				return missing("target", "provider version", id)
 			}
 		}
 	}
 	return nil
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return "", false
 }
 
 // Terms compiles the terms of every live group of the venue at revision rev,

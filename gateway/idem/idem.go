@@ -144,8 +144,7 @@ func Serve(fam httpx.Family, h Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		evs, err := h(w, r)
 		if rp, ok := AsReplay(err); ok {
-			w.Header().Set(ReplayedHeader, "true")
-			write(w, rp.Status, rp.Body)
+			WriteReplay(w, rp)
 			return
 		}
 		if err != nil {
@@ -176,6 +175,12 @@ func Answer(evs []events.Event) (status int, body []byte, ok bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// WriteReplay answers a repeated key with the first answer, marked Idempotent-Replayed.
+func WriteReplay(w http.ResponseWriter, rp *commands.Replay) {
+	w.Header().Set(ReplayedHeader, "true")
+	write(w, rp.Status, rp.Body)
 }
 
 func write(w http.ResponseWriter, status int, body []byte) {

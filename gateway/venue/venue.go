@@ -271,8 +271,7 @@ func (h *Handlers) IssueKey(w http.ResponseWriter, r *http.Request) error {
 	evs, err := h.exec(r, door.Venue.VenueID, &c)
 	w.Header().Set("Cache-Control", "no-store")
 	if rp, ok := idem.AsReplay(err); ok {
-		w.Header().Set(idem.ReplayedHeader, "true")
-		writeRaw(w, rp.Status, rp.Body)
+		idem.WriteReplay(w, rp)
 		return nil
 	}
 	if err != nil {
@@ -286,12 +285,6 @@ func (h *Handlers) IssueKey(w http.ResponseWriter, r *http.Request) error {
 	m["secret"] = secret
 	httpx.WriteJSON(w, status, m)
 	return nil
-}
-
-func writeRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // ListKeys lists the venue's keys, live and revoked, never their secrets.

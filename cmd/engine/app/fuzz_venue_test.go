@@ -8,13 +8,16 @@ import (
 
 // FuzzVenueBodies sends fuzzed bodies to the venue platform's writes: a
 // provider registration with the venue key (the manifest is the attack
-// surface), and, as the demo venue's owner signed in, a key issue and a
-// venue creation. The first byte picks the route; every attempt carries a
+// surface), the venue's configuration, risk policies and account issue, and,
+// as the demo venue's owner signed in, a key issue and a venue creation. The first byte picks the route; every attempt carries a
 // fresh Idempotency-Key, and every other one repeats the previous key, so
 // replays and conflicts are fuzzed too.
 func FuzzVenueBodies(f *testing.F) {
 	routes := []struct{ method, path string }{{"POST", "/api/partner/venues/%venue/providers"},
-		{"POST", "/api/back-office/venues/%venue/keys"}, {"POST", "/api/back-office/venues"}, {"POST", "/api/venues/%venue/providers"}}
+		{"POST", "/api/back-office/venues/%venue/keys"}, {"POST", "/api/back-office/venues"}, {"POST", "/api/venues/%venue/providers"},
+		{"PUT", "/api/venues/%venue/conditions/c1"}, {"PUT", "/api/venues/%venue/groups/g1"}, {"PUT", "/api/venues/%venue/instruments/BTC-PERP"},
+		{"PUT", "/api/venues/%venue/rules/r1"}, {"PUT", "/api/venues/%venue/risk-policies/p1/versions/1"},
+		{"POST", "/api/venues/%venue/risk-policies/p1/publish"}, {"POST", "/api/venues/%venue/accounts"}}
 	digest := strings.Repeat("ab", 32)
 	seeds := []string{
 		`{"name":"Acme","manifest":{"providerVersion":"1","protocolVersion":"1","schemaDigest":"` + digest + `","capabilities":{"marketData":true}}}`,
@@ -27,6 +30,18 @@ func FuzzVenueBodies(f *testing.F) {
 	}
 	for i, s := range seeds {
 		f.Add(append([]byte{byte(i % len(routes))}, s...))
+	}
+	// The configuration, policy and issue routes (4 to 10), one seed each.
+	for i, s := range []string{
+		`{"name":"std","commissions":[{"name":"f","basis":"per_unit","amount":"0.5","timing":"round_turn","direction":"both","unit":"quantity"}]}`,
+		`{"name":"G","instruments":["BTC-PERP"],"conditionId":"c1","routeId":"paper","riskPolicyId":"p1"}`,
+		`{"active":true,"maxQuantity":"1e-70","entitlement":{"pricing":{"sourceId":"trader_feed"}}}`,
+		`{"groupId":"g1","entryHalted":true,"instruments":["BTC-PERP"],"maxQuantity":"9999999999999999"}`,
+		`{"authority":"%venue","posting":{"currency":"USD","decimals":2},"dailyLossLimit":{"value":"100","sourced":true}}`,
+		`{"version":"1"}`,
+		`{"groupId":"g1","startingBalance":"1e400","email":"t@example.com"}`,
+	} {
+		f.Add(append([]byte{byte(4 + i)}, s...))
 	}
 	fe := startFuzzEngine(f)
 	venue, key, cookie := fe.Creds["venueId"].(string), fe.Creds["venueKey"].(string), fe.Creds["ownerSession"].(string)
@@ -44,6 +59,6 @@ func FuzzVenueBodies(f *testing.F) {
 		} else {
 			h["Authorization"] = "Bearer " + key
 		}
-		fe.sendWith(t, r.method, strings.ReplaceAll(r.path, "%venue", venue), h, b[1:])
+		fe.sendWith(t, r.method, strings.ReplaceAll(r.path, "%venue", venue), h, []byte(strings.ReplaceAll(string(b[1:]), "%venue", venue)))
 	})
 }
