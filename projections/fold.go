@@ -356,9 +356,19 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
 		case evacct.BracketSet:
-			err = tx.Put(CollBracket, id+"/"+e.Bracket.ID, e.Bracket)
+			var known bool
+			if known, err = tx.Get(CollBracket, id+"/"+e.Bracket.ID, new(evacct.Bracket)); err == nil {
+				if !known {
+					a.Brackets++
+				}
+				err = tx.Put(CollBracket, id+"/"+e.Bracket.ID, e.Bracket)
+			}
 		case evacct.BracketEnd:
-			err = tx.Delete(CollBracket, id+"/"+e.BracketID)
+			var known bool
+			if known, err = tx.Get(CollBracket, id+"/"+e.BracketID, new(evacct.Bracket)); err == nil && known {
+				a.Brackets--
+				err = tx.Delete(CollBracket, id+"/"+e.BracketID)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("fold %s at %d: %w", e.Type(), c.Seq, err)

@@ -169,6 +169,7 @@ type Account struct {
 	Balance         events.Decimal `json:"balance"`
 	Realized        events.Decimal `json:"realized"`
 	Commissions     events.Decimal `json:"commissions"` // paid on fills, in Balance already
+	Brackets        int            `json:"brackets"`    // active brackets: the frame reads them only when there are some
 	VenueID         string         `json:"venueId,omitempty"`
 	GroupID         string         `json:"groupId,omitempty"`
 	Revision        uint64         `json:"revision"`

@@ -88,9 +88,11 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	if err != nil {
 		return Frame{}, err
 	}
-	brackets, managed, err := Brackets(ctx, s, accountID)
-	if err != nil {
-		return Frame{}, err
+	brackets, managed := []Bracket{}, []ManagedExit{}
+	if a.Brackets > 0 { // no read on the hot path of an account without brackets
+		if brackets, managed, err = Brackets(ctx, s, accountID); err != nil {
+			return Frame{}, err
+		}
 	}
 	f := Frame{AccountID: a.AccountID, Revision: a.Revision, Clock: "engine", PositionModel: "net",
 		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: brackets, ManagedExits: managed}
