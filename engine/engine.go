@@ -29,6 +29,7 @@ import (
 	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evconnect "github.com/svc/engine/events/connect"
 	evfirm "github.com/svc/engine/events/firm"
 	evidem "github.com/svc/engine/events/idem"
 	evorg "github.com/svc/engine/events/org"
@@ -85,6 +86,7 @@ type Engine struct {
 	terms     atomic.Pointer[map[string]*trading.Terms] // every venue group's terms (setTerms)
 	termsMu   sync.Mutex
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
+	connect   connects                    // Connect apps, links and statements (connects.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	stopFeed  func()
@@ -96,7 +98,7 @@ type Engine struct {
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
 	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
-		evvenue.Registry(), evidem.Registry())
+		evvenue.Registry(), evidem.Registry(), evconnect.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -131,6 +133,7 @@ func New(cfg Config) (*Engine, error) {
 	e.orgs = newOrgs(cfg, e)
 	e.plans = newPlans(cfg, e)
 	e.venues = newVenues(cfg, e)
+	e.connect = newConnects(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -262,6 +265,7 @@ func (e *Engine) Close() {
 	e.plans.Close()
 	e.venues.Close()
 	e.firms.Close()
+	e.connect.close()
 }
 
 // Envelope wraps cmd with a new id, the engine's time, key and principal.

@@ -20,6 +20,9 @@ const (
 	KindOrg     = "org"
 	KindPlans   = "plans"
 	KindVenue   = "venue"
+	KindApp     = "app"  // a Connect app, its keys
+	KindLink    = "link" // a Connect link
+	KindStmt    = "stmt" // a redeemed Connect account statement, by its single-use id
 )
 
 // Subject is the log subject of the aggregate of kind with id.

@@ -39,6 +39,10 @@ func Core(tx Tx, c events.Committed) error {
 		return foldPlans(tx, events.ID(c.Subject, events.KindPlans), c)
 	case events.IsKind(c.Subject, events.KindVenue):
 		return foldVenue(tx, events.ID(c.Subject, events.KindVenue), c)
+	case events.IsKind(c.Subject, events.KindApp):
+		return foldApp(tx, events.ID(c.Subject, events.KindApp), c)
+	case events.IsKind(c.Subject, events.KindLink):
+		return foldLink(tx, events.ID(c.Subject, events.KindLink), c)
 	}
 	return nil
 }
@@ -65,17 +69,7 @@ func foldVenue(tx Tx, id string, c events.Committed) error {
 				}
 			}
 		case evvenue.KeyRevoked:
-			var digest string
-			var ok bool
-			if ok, err = tx.Get(CollKeyID, e.KeyID, &digest); err != nil || !ok {
-				break
-			}
-			var k Key
-			if ok, err = tx.Get(CollKey, digest, &k); err != nil || !ok {
-				break
-			}
-			k.Revoked = true
-			err = tx.Put(CollKey, digest, k)
+			err = revokeKey(tx, e.KeyID)
 		case evvenue.ProviderRegistered:
 			err = tx.Put(CollProvider, id+"/"+e.Provider.ID, e.Provider)
 		case evvenue.PolicyStated:
@@ -327,7 +321,8 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		case evacct.Opened:
 			*a = Account{AccountID: id, TenantID: e.TenantID, Broker: e.Broker, AccountNumber: e.AccountNumber,
 				Label: e.Label, Currency: e.Currency, Kind: e.Kind, Email: e.Email, ReferenceID: e.ReferenceID,
-				StartingBalance: e.StartingBalance, Balance: e.StartingBalance, VenueID: e.VenueID, GroupID: e.GroupID, CreatedAt: e.At}
+				StartingBalance: e.StartingBalance, Balance: e.StartingBalance, VenueID: e.VenueID, GroupID: e.GroupID,
+				AppID: e.AppID, Trader: e.Trader, CreatedAt: e.At}
 			if err = tx.Put(CollTenantAccount, e.TenantID+"/"+id, id); err == nil {
 				err = tx.Put(CollAccountNumber, e.Broker+"/"+e.AccountNumber, id)
 			}

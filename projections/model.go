@@ -147,6 +147,8 @@ type Key struct {
 	Scopes    []string `json:"scopes,omitempty"`
 	Env       string   `json:"environment,omitempty"`
 	CreatedBy string   `json:"createdBy,omitempty"`
+	// A Connect app key's app (its environment and creator above).
+	AppID string `json:"appId,omitempty"`
 }
 
 // Live reports whether the key authenticates at at.
@@ -172,6 +174,8 @@ type Account struct {
 	Brackets        int            `json:"brackets"`    // active brackets: the frame reads them only when there are some
 	VenueID         string         `json:"venueId,omitempty"`
 	GroupID         string         `json:"groupId,omitempty"`
+	AppID           string         `json:"appId,omitempty"`  // a Connect app's white-label paper
+	Trader          string         `json:"trader,omitempty"` // the app's own id of its trader
 	Revision        uint64         `json:"revision"`
 	CreatedAt       time.Time      `json:"createdAt"`
 	UpdatedAt       time.Time      `json:"updatedAt"`

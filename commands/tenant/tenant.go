@@ -77,6 +77,7 @@ type OpenAccount struct {
 	VenueID         string // issued by a venue into GroupID, at the group stage's StageVersion
 	GroupID         string
 	StageVersion    string
+	AppID, Trader   string // a Connect app's white-label paper, for the app's trader
 	// The group's risk policy in force at issue ("": none), bound from the first commit.
 	PolicyID, PolicyVersion         string
 	DailyLossLimit, WeeklyLossLimit *events.Decimal

@@ -43,7 +43,8 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		open := evacct.Opened{
 			AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber,
 			Label: c.Label, Currency: c.Currency, StartingBalance: c.StartingBalance, Kind: c.Kind,
-			Email: c.Email, ReferenceID: c.ReferenceID, VenueID: c.VenueID, GroupID: c.GroupID, StageVersion: c.StageVersion, At: env.At,
+			Email: c.Email, ReferenceID: c.ReferenceID, VenueID: c.VenueID, GroupID: c.GroupID, StageVersion: c.StageVersion,
+			AppID: c.AppID, Trader: c.Trader, At: env.At,
 		}
 		if c.VenueID != "" && env.Digest != "" {
 			// Issued through the venue door: keyed like every venue write, the answer recorded.

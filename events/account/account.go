@@ -57,6 +57,8 @@ type Opened struct {
 	VenueID         string         `json:"venueId,omitempty"`      // issued by a venue into one of its groups
 	GroupID         string         `json:"groupId,omitempty"`      //
 	StageVersion    string         `json:"stageVersion,omitempty"` // the group's stage version recorded at issue
+	AppID           string         `json:"appId,omitempty"`        // a Connect app's white-label paper, opened for Trader
+	Trader          string         `json:"trader,omitempty"`       // the app's own id of its trader
 	At              time.Time      `json:"at"`
 }
 

@@ -146,8 +146,8 @@ func (z *BalanceChanged) Msgsize() (s int) {
 func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(14)
-	var zb0001Mask uint16 /* 14 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
 	if z.Email == "" {
 		zb0001Len--
@@ -169,8 +169,16 @@ func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x1000
 	}
+	if z.AppID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.Trader == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
 	// variable map header, size zb0001Len
-	o = append(o, 0x80|uint8(zb0001Len))
+	o = msgp.AppendMapHeader(o, zb0001Len)
 
 	// skip if no fields are to be emitted
 	if zb0001Len != 0 {
@@ -226,6 +234,16 @@ func (z *Opened) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "stageVersion"
 			o = append(o, 0xac, 0x73, 0x74, 0x61, 0x67, 0x65, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.StageVersion)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "appId"
+			o = append(o, 0xa5, 0x61, 0x70, 0x70, 0x49, 0x64)
+			o = msgp.AppendString(o, z.AppID)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "trader"
+			o = append(o, 0xa6, 0x74, 0x72, 0x61, 0x64, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Trader)
 		}
 		// string "at"
 		o = append(o, 0xa2, 0x61, 0x74)
@@ -330,6 +348,18 @@ func (z *Opened) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "StageVersion")
 				return
 			}
+		case "appId":
+			z.AppID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AppID")
+				return
+			}
+		case "trader":
+			z.Trader, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Trader")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -350,7 +380,7 @@ func (z *Opened) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Opened) Msgsize() (s int) {
-	s = 1 + 10 + msgp.StringPrefixSize + len(z.AccountID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 7 + msgp.StringPrefixSize + len(z.Broker) + 14 + msgp.StringPrefixSize + len(z.AccountNumber) + 6 + msgp.StringPrefixSize + len(z.Label) + 9 + msgp.StringPrefixSize + len(z.Currency) + 16 + z.StartingBalance.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Kind) + 6 + msgp.StringPrefixSize + len(z.Email) + 12 + msgp.StringPrefixSize + len(z.ReferenceID) + 8 + msgp.StringPrefixSize + len(z.VenueID) + 8 + msgp.StringPrefixSize + len(z.GroupID) + 13 + msgp.StringPrefixSize + len(z.StageVersion) + 3 + msgp.TimeSize
+	s = 3 + 10 + msgp.StringPrefixSize + len(z.AccountID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 7 + msgp.StringPrefixSize + len(z.Broker) + 14 + msgp.StringPrefixSize + len(z.AccountNumber) + 6 + msgp.StringPrefixSize + len(z.Label) + 9 + msgp.StringPrefixSize + len(z.Currency) + 16 + z.StartingBalance.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Kind) + 6 + msgp.StringPrefixSize + len(z.Email) + 12 + msgp.StringPrefixSize + len(z.ReferenceID) + 8 + msgp.StringPrefixSize + len(z.VenueID) + 8 + msgp.StringPrefixSize + len(z.GroupID) + 13 + msgp.StringPrefixSize + len(z.StageVersion) + 6 + msgp.StringPrefixSize + len(z.AppID) + 7 + msgp.StringPrefixSize + len(z.Trader) + 3 + msgp.TimeSize
 	return
 }
 

@@ -88,7 +88,13 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 // its tenant, or, for a venue key acting for a trader (x-svc-trader), the
 // accounts the venue issued to that trader's email.
 func Visible(p httpx.Principal, a projections.Account) bool {
-	return p.OnBehalfOf == "" || (a.VenueID != "" && strings.EqualFold(a.Email, p.OnBehalfOf))
+	switch {
+	case p.OnBehalfOf == "":
+		return true
+	case p.App != nil: // a Connect app key: the white-label paper it opened for that trader
+		return a.AppID == p.App.AppID && a.Trader == p.OnBehalfOf
+	}
+	return a.VenueID != "" && strings.EqualFold(a.Email, p.OnBehalfOf)
 }
 
 func (d *Deps) unknownBroker(named bool, broker string, err error) error {
@@ -127,6 +133,15 @@ func (d *Deps) firstOn(ctx context.Context, tenantID, broker string, keep func(p
 		return found, err
 	}
 	return found, projections.ErrNotFound
+}
+
+// OrgRole is the user's role in the organization now ("" when not a member).
+func (d *Deps) OrgRole(ctx context.Context, orgID, userID string) (string, error) {
+	m, err := projections.GetInto[projections.OrgMember](ctx, d.Store, projections.CollOrgMember, orgID+"/"+userID)
+	if errors.Is(err, projections.ErrNotFound) {
+		return "", nil
+	}
+	return m.Role, err
 }
 
 // Principal is the request's principal as the engine records it.

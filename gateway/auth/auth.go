@@ -45,6 +45,9 @@ type Config struct {
 	Burst          int
 	MaxStreams     int       // concurrent streams per credential; 0: DefaultMaxStreams
 	Sessions       *Sessions // signs and verifies session cookies; nil: no session is admitted
+	// DashboardOrigin is the Connect dashboard's origin: its session's
+	// requests must come from it. "": the engine's own origin.
+	DashboardOrigin string
 }
 
 // Limits of the credential middleware.
@@ -214,8 +217,11 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 				return
 			}
 			p := httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}
-			if k.Kind == "venue" {
+			switch k.Kind {
+			case "venue":
 				p.Venue = &httpx.VenueGrant{VenueID: k.VenueID, Scopes: k.Scopes, CreatedBy: k.CreatedBy}
+			case "connect":
+				p.App = &httpx.AppGrant{AppID: k.AppID, CreatedBy: k.CreatedBy, Env: k.Env}
 			}
 			a.admit(w, r, fam, p, next)
 		})
@@ -227,7 +233,7 @@ func credential(p httpx.Principal) string {
 	switch p.Kind {
 	case "origin":
 		return "origin:" + p.Origin
-	case "session":
+	case "session", "dashboard":
 		return "user:" + p.UserID
 	}
 	return "key:" + p.KeyID

@@ -30,9 +30,10 @@ const (
 type Claims struct {
 	SessionID string `json:"sid"`
 	UserID    string `json:"uid"`
-	Start     int64  `json:"iat"`  // unix seconds: sign-in
-	Seen      int64  `json:"seen"` // unix seconds: the cookie was last renewed
-	Expires   int64  `json:"exp"`  // unix seconds: absolute end
+	Start     int64  `json:"iat"`           // unix seconds: sign-in
+	Seen      int64  `json:"seen"`          // unix seconds: the cookie was last renewed
+	Expires   int64  `json:"exp"`           // unix seconds: absolute end
+	Aud       string `json:"aud,omitempty"` // "": a trader's session; AudDashboard: the Connect dashboard's
 }
 
 // Sessions signs and verifies session cookies. The first key signs; every key
@@ -90,15 +91,20 @@ var (
 // user: 401 session_required when there is none, it is forged, expired,
 // idle too long or ended; 503 store_unavailable when the store cannot say.
 func (a *Auth) SessionUser(r *http.Request) (Claims, projections.User, error) {
+	return a.sessionUser(r, SessionCookie, "")
+}
+
+// sessionUser resolves the session in cookie name, which must be of audience aud.
+func (a *Auth) sessionUser(r *http.Request, name, aud string) (Claims, projections.User, error) {
 	if a.cfg.Sessions == nil {
 		return Claims{}, projections.User{}, errNoSession
 	}
-	ck, err := r.Cookie(SessionCookie)
+	ck, err := r.Cookie(name)
 	if err != nil {
 		return Claims{}, projections.User{}, errNoSession
 	}
 	c, ok := a.cfg.Sessions.Verify(ck.Value, time.Now())
-	if !ok {
+	if !ok || c.Aud != aud {
 		return Claims{}, projections.User{}, errNoSession
 	}
 	s, err := projections.GetInto[projections.Session](r.Context(), a.store, projections.CollSession, c.SessionID)

@@ -26,10 +26,19 @@ import (
 // Principal is the resolved caller of a request.
 type Principal struct {
 	events.Principal
-	Kind    string      // trading, partner, venue, session, origin
+	Kind    string      // trading, partner, venue, connect, session, dashboard, origin
 	Origin  string      // the registered browser origin, for Kind origin
-	Session string      // the session id, for Kind session
+	Session string      // the session id, for Kind session and dashboard
 	Venue   *VenueGrant // for Kind venue
+	App     *AppGrant   // for Kind connect
+}
+
+// AppGrant is what a Connect app key grants: one app in one environment,
+// while the owner who created it owns the app's organization.
+type AppGrant struct {
+	AppID     string
+	CreatedBy string
+	Env       string
 }
 
 // VenueGrant is what a venue key grants: one venue, its scopes, and the

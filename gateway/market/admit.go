@@ -15,7 +15,7 @@ import (
 // reaches here: the open router answers it 403.
 func Admit(d *api.Deps) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		keyed := d.Auth.Require(httpx.Trading, "trading")(next)
+		keyed := d.Auth.Require(httpx.Trading, "trading", "connect")(next)
 		origin := d.Auth.RequireOrigin(httpx.Trading)(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fromOrigin := r.Header.Get("Origin") != "" && d.Auth.OriginAllowed(r)

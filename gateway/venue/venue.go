@@ -83,11 +83,7 @@ func (h *Handlers) venue(ctx context.Context, id string) (projections.Venue, err
 
 // role is the user's role in the organization now ("" when not a member).
 func (h *Handlers) role(ctx context.Context, orgID, userID string) (string, error) {
-	m, err := projections.GetInto[projections.OrgMember](ctx, h.d.Store, projections.CollOrgMember, orgID+"/"+userID)
-	if errors.Is(err, projections.ErrNotFound) {
-		return "", nil
-	}
-	return m.Role, err
+	return h.d.OrgRole(ctx, orgID, userID)
 }
 
 // KeyDoor admits a venue key (after auth.RequireVenueKey) to the path's
