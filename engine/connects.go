@@ -58,9 +58,9 @@ func (e *Engine) Statement(ctx context.Context, jti string, env commands.Envelop
 }
 
 // LinkState reads a link from its aggregate, or false when it has none.
-func (e *Engine) LinkState(ctx context.Context, linkID string) (l connect.Link, found bool, err error) {
+func (e *Engine) LinkState(ctx context.Context, linkID string) (l evconnect.Link, found bool, err error) {
 	err = e.connect.links.Inspect(ctx, linkID, func(s *connect.Link, _ uint64) {
-		l, found = *s, s.State != ""
+		l, found = s.Link, s.State != ""
 	})
 	return l, found, err
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
+	connectgw "github.com/svc/engine/gateway/connect"
+	"github.com/svc/engine/gateway/identity"
 	venuegw "github.com/svc/engine/gateway/venue"
 )
 
@@ -84,10 +86,30 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	firm := root.PathPrefix("/api/partner/").Subrouter()
 	firm.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
 
+	// Identity's handlers serve sign-in for traders and for the Connect dashboard alike (one limiter).
+	var id *identity.Handlers
+	if o.Areas.Identity != nil {
+		id = identity.New(d, *o.Areas.Identity)
+	}
+	// Connect (with identity): an app key acts for one of its traders on the
+	// trading, account and market routes, as a venue key with trader:trade does.
+	var cn *connectgw.Handlers
+	if o.Areas.Connect != nil && id != nil {
+		cfg := *o.Areas.Connect
+		cfg.NewUser, cfg.StartDashboard = id.VerifiedUser, id.StartDashboard
+		cn = connectgw.New(d, cfg)
+	}
 	tr := root.NewRoute().Subrouter()
-	tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading))
-	f := routes(d, o.Areas, tr, firm, open)
+	if cn != nil {
+		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue", "connect"), venuegw.New(d, nil).ActAsTrader, cn.ActAsTrader, d.Auth.Writes(httpx.Trading))
+	} else {
+		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading))
+	}
+	f := routes(d, o.Areas, id, tr, firm, open)
 	venueRoutes(d, f, venues, partnerVenues, backOffice)
+	if cn != nil {
+		connectRoutes(d, cn, id, root, open)
+	}
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, "not_found", "no such route"))
 	})

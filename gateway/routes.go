@@ -19,6 +19,7 @@ import (
 	"github.com/svc/engine/gateway/operator"
 	"github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/trading"
+	connectgw "github.com/svc/engine/gateway/connect"
 	venuegw "github.com/svc/engine/gateway/venue"
 )
 
@@ -31,6 +32,7 @@ type Areas struct {
 	Operator *operator.Config  // the operator's routes: operator session cookie
 	Identity *identity.Config  // people, sessions and their keys
 	Exits    *exitplans.Config // saved exit plans and their preview
+	Connect  *connectgw.Config // Connect: dashboard, links, hosted Connect (needs Identity)
 }
 
 // routes is the route table: every route the engine serves, grouped by the
@@ -49,7 +51,7 @@ type Areas struct {
 //
 // It answers the firm area's handlers (nil when the area is not served): the
 // venue routes' twins of the partner routes run them too.
-func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) *firmgw.Handlers {
+func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Router) *firmgw.Handlers {
 	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
 	get := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodGet) }
 	post := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPost) }
@@ -79,8 +81,8 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) *firmgw.Handlers 
 		get(open, "/api/calendar/stream", admit(serve(n.CalendarStream)))
 	}
 	// Open: identity (anyone for sign-up, sign-in and tokens; a session for the rest).
-	if a.Identity != nil {
-		id, session := identity.New(d, *a.Identity), d.Auth.RequireSession(httpx.Trading)
+	if id != nil {
+		session := d.Auth.RequireSession(httpx.Trading)
 		post(open, "/api/auth/signup", serve(id.Signup))
 		post(open, "/api/auth/verify", serve(id.Verify))
 		post(open, "/api/auth/verify/resend", serve(id.ResendVerification))
@@ -266,4 +268,51 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 	on(backOffice, http.MethodPost, bv+"/providers", owner(keyed(v.RegisterProvider)))
 	on(backOffice, http.MethodGet, bv+"/providers", owner(read(v.ListProviders)))
 	on(backOffice, http.MethodGet, bv+"/providers/{providerId}", owner(read(v.GetProvider)))
+}
+
+// connectRoutes is Connect's route table: the dashboard (a Connect dashboard
+// session from the dashboard's origin; sign-in and the sandbox's statement
+// exchange open), the link routes (a Connect app key from the app's server;
+// every write with an Idempotency-Key) and hosted Connect (its page, and its
+// frame session's routes). Links and hosted Connect are served on the
+// sandbox only (the spec's preview).
+func connectRoutes(d *api.Deps, c *connectgw.Handlers, id *identity.Handlers, root, open *mux.Router) {
+	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(connectgw.Fam, h) }
+	keyed := func(h idem.Handler) http.Handler { return idem.Serve(connectgw.Fam, h) }
+	const dash = "/api/connect/dashboard"
+	open.Handle(dash+"/login", serve(id.DashboardLogin)).Methods(http.MethodPost)
+	open.Handle(dash+"/exchange", serve(c.Exchange)).Methods(http.MethodPost)
+
+	board := root.PathPrefix(dash).Subrouter()
+	board.Use(d.Auth.RequireDashboard(connectgw.Fam), d.Auth.Writes(connectgw.Fam))
+	boardKeyed := board.NewRoute().Subrouter()
+	boardKeyed.Use(idem.Require(connectgw.Fam))
+	on := func(r *mux.Router, method, path string, h http.Handler) {
+		r.Handle(strings.TrimPrefix(path, dash), h).Methods(method)
+	}
+	on(board, http.MethodPost, dash+"/logout", serve(id.DashboardLogout))
+	on(board, http.MethodGet, dash+"/me", serve(id.DashboardMe))
+	on(board, http.MethodPost, dash+"/statement", serve(c.Statement))
+	on(board, http.MethodGet, dash+"/apps", serve(c.ListApps))
+	on(boardKeyed, http.MethodPost, dash+"/apps", keyed(c.CreateApp))
+	on(board, http.MethodGet, dash+"/apps/{appId}", serve(c.GetApp))
+	on(boardKeyed, http.MethodPatch, dash+"/apps/{appId}", keyed(c.UpdateApp))
+	on(board, http.MethodGet, dash+"/apps/{appId}/traders", serve(c.ListTraders))
+	on(boardKeyed, http.MethodPost, dash+"/apps/{appId}/keys", serve(c.IssueKey))
+	on(board, http.MethodGet, dash+"/apps/{appId}/keys", serve(c.ListKeys))
+	on(boardKeyed, http.MethodDelete, dash+"/apps/{appId}/keys/{keyId}", keyed(c.RevokeKey))
+
+	if d.Env == "production" {
+		return
+	}
+	links := root.PathPrefix("/api/connect/links").Subrouter()
+	links.Use(d.Auth.RequireConnectKey(connectgw.Fam), c.AppDoor, d.Auth.Writes(connectgw.Fam), idem.Require(connectgw.Fam))
+	links.Handle("", serve(c.CreateLink)).Methods(http.MethodPost)
+	links.Handle("", serve(c.ListLinks)).Methods(http.MethodGet)
+	links.Handle("/{linkId}", serve(c.GetLink)).Methods(http.MethodGet)
+	links.Handle("/{linkId}", keyed(c.CloseLink)).Methods(http.MethodDelete)
+
+	root.Handle("/connect/hosted/{linkId}", http.HandlerFunc(c.Page)).Methods(http.MethodGet)
+	open.Handle("/api/connect/hosted/session", serve(c.Session)).Methods(http.MethodGet)
+	open.Handle("/api/connect/hosted/connect", serve(c.Connect)).Methods(http.MethodPost)
 }

@@ -56,6 +56,22 @@ func (c *Invite) Validate() error {
 	return role(c.Role)
 }
 
+// AdmitOwner makes a user an owner of the organization on the engine's own
+// authority: a sandbox admits the owners a production statement names to the
+// counterpart of their production organization.
+type AdmitOwner struct {
+	UserID string
+	Email  string
+}
+
+// Validate checks the shape.
+func (c *AdmitOwner) Validate() error {
+	if err := commands.Identifier("userId", c.UserID, 64); err != nil {
+		return err
+	}
+	return commands.Email("email", c.Email)
+}
+
 // Accept joins the actor to the organization whose invitation names their verified email.
 type Accept struct{ By Actor }
 

@@ -116,6 +116,11 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				fmt.Sprintf("an organization has at most %d members and invitations", orgcmd.MaxMembers), map[string]any{"limit": orgcmd.MaxMembers})
 		}
 		return []events.Event{evorg.MemberInvited{Email: email, Role: c.Role, InvitedBy: c.By.UserID, At: env.At}}, nil
+	case *orgcmd.AdmitOwner:
+		if s.Members[c.UserID].Role == orgcmd.RoleOwner {
+			return nil, nil
+		}
+		return []events.Event{evorg.MemberJoined{UserID: c.UserID, Email: c.Email, Role: orgcmd.RoleOwner, At: env.At}}, nil
 	case *orgcmd.Accept:
 		if _, ok := s.Members[c.By.UserID]; ok {
 			return nil, nil

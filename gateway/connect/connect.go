@@ -43,8 +43,10 @@ type Config struct {
 	Signer   *statement.Signer
 	Audience string
 	Verifier *statement.Verifier
-	// NewUser creates a verified sandbox user for an exchanged statement's email.
-	NewUser func(ctx context.Context, email string) error
+	// NewUser finds or creates the verified sandbox user of an exchanged
+	// statement's email; StartDashboard starts its dashboard session.
+	NewUser        func(ctx context.Context, email string) (userID string, err error)
+	StartDashboard func(w http.ResponseWriter, r *http.Request, userID string) error
 }
 
 // Handlers serve Connect; the route table is gateway/routes.go.
@@ -101,12 +103,16 @@ func (h *Handlers) owner(r *http.Request, orgID string) (connectcmd.Owner, error
 
 // execApp runs a keyed app command and waits for the read models.
 func (h *Handlers) execApp(r *http.Request, appID string, cmd commands.Command) ([]events.Event, error) {
-	env := idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", cmd))
-	res, err := h.d.Engine.App(r.Context(), appID, env)
+	return h.execAppEnv(r.Context(), appID, idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", cmd)))
+}
+
+// execAppEnv runs an app command in env and waits for the read models.
+func (h *Handlers) execAppEnv(ctx context.Context, appID string, env commands.Envelope) ([]events.Event, error) {
+	res, err := h.d.Engine.App(ctx, appID, env)
 	if err != nil {
 		return nil, err
 	}
-	return res.Events, h.d.Settle(r.Context(), res)
+	return res.Events, h.d.Settle(ctx, res)
 }
 
 // derivedID is an id of prefix derived from parts: the same parts, the same id.
@@ -171,23 +177,25 @@ func (h *Handlers) CreateApp(w http.ResponseWriter, r *http.Request) ([]events.E
 	p, _ := httpx.PrincipalOf(r)
 	appID := uuidOf("app", p.UserID, idem.Key(r))
 	c.By, c.TenantID = by, "capp_"+strings.ReplaceAll(appID, "-", "")
-	return h.createApp(r, appID, &c)
+	return h.createApp(r.Context(), appID, idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", &c)))
 }
 
-// createApp makes the app's tenant (which holds its traders' accounts), then the app.
-func (h *Handlers) createApp(r *http.Request, appID string, c *connectcmd.CreateApp) ([]events.Event, error) {
+// createApp makes the app's tenant (which holds its traders' accounts), then
+// the app, by the keyed command in env.
+func (h *Handlers) createApp(ctx context.Context, appID string, env commands.Envelope) ([]events.Event, error) {
+	c := env.Cmd.(*connectcmd.CreateApp)
 	if !c.By.Verified {
 		return nil, httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email before creating a Connect app")
 	}
 	sys := events.Principal{System: "connect", UserID: c.By.UserID}
-	res, err := h.d.Engine.Tenant(r.Context(), c.TenantID, h.d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: c.Settings.Name, Kind: "firm"}))
+	res, err := h.d.Engine.Tenant(ctx, c.TenantID, h.d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: c.Settings.Name, Kind: "firm"}))
 	if err != nil {
 		return nil, err
 	}
-	if err := h.d.Settle(r.Context(), res); err != nil {
+	if err := h.d.Settle(ctx, res); err != nil {
 		return nil, err
 	}
-	return h.execApp(r, appID, c)
+	return h.execAppEnv(ctx, appID, env)
 }
 
 // ListApps lists the apps of the organizations the caller belongs to.

@@ -215,6 +215,62 @@ var errCredentials = httpx.Errorf(http.StatusUnauthorized, "invalid_credentials"
 // A wrong email and a wrong password answer alike, in about the same time;
 // failures are rate limited per email and per client address.
 func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
+	return h.signIn(w, r, h.d.Auth.Sessions().Cookie)
+}
+
+// DashboardLogin signs in to the Connect dashboard (POST
+// /api/connect/dashboard/login): the same credentials and limits as Login,
+// a session of the dashboard's own audience in the svc_connect cookie, from
+// the dashboard's origin only.
+func (h *Handlers) DashboardLogin(w http.ResponseWriter, r *http.Request) error {
+	if !h.d.Auth.DashboardOriginAllowed(r) {
+		return httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "sign in to the Connect dashboard from the dashboard's own origin")
+	}
+	return h.signIn(w, r, h.d.Auth.Sessions().DashboardCookie)
+}
+
+// DashboardLogout ends the dashboard session on the server and clears its cookie.
+func (h *Handlers) DashboardLogout(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	if _, err := h.exec(r.Context(), p.Principal, p.UserID, &tenantcmd.EndSession{SessionID: p.Session, Reason: "logout"}); err != nil {
+		return err
+	}
+	http.SetCookie(w, h.d.Auth.Sessions().ClearDashboardCookie())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// DashboardMe answers the dashboard session's user.
+func (h *Handlers) DashboardMe(w http.ResponseWriter, r *http.Request) error {
+	_, u, err := h.d.Auth.DashboardUser(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+// StartDashboard starts a dashboard session for a user (a sandbox's exchange
+// of a statement) and sets its cookie.
+func (h *Handlers) StartDashboard(w http.ResponseWriter, r *http.Request, uid string) error {
+	return h.startSession(w, r, uid, h.d.Auth.Sessions().DashboardCookie)
+}
+
+// startSession records a new session of the user in the log and sets the cookie cookie makes of it.
+func (h *Handlers) startSession(w http.ResponseWriter, r *http.Request, uid string, cookie func(auth.Claims) *http.Cookie) error {
+	start := h.cfg.Now().UTC()
+	c := auth.Claims{SessionID: "ses_" + ulid.Make().String(), UserID: uid, Start: start.Unix(), Seen: start.Unix(),
+		Expires: start.Add(auth.SessionAbsolute).Unix()}
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.StartSession{SessionID: c.SessionID, Until: time.Unix(c.Expires, 0).UTC()}); err != nil {
+		return err
+	}
+	http.SetCookie(w, cookie(c))
+	return nil
+}
+
+// signIn checks the password and starts a session whose cookie cookie makes.
+func (h *Handlers) signIn(w http.ResponseWriter, r *http.Request, cookie func(auth.Claims) *http.Cookie) error {
 	var b credentialsBody
 	if err := httpx.Decode(r, &b, 0); err != nil {
 		return err
@@ -246,13 +302,9 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 		return errCredentials
 	}
 	h.limits.succeed("email:"+email, "addr:"+addr)
-	start := h.cfg.Now().UTC()
-	c := auth.Claims{SessionID: "ses_" + ulid.Make().String(), UserID: uid, Start: start.Unix(), Seen: start.Unix(),
-		Expires: start.Add(auth.SessionAbsolute).Unix()}
-	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.StartSession{SessionID: c.SessionID, Until: time.Unix(c.Expires, 0).UTC()}); err != nil {
+	if err := h.startSession(w, r, uid, cookie); err != nil {
 		return err
 	}
-	http.SetCookie(w, h.d.Auth.Sessions().Cookie(c))
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
 	return nil
@@ -499,4 +551,28 @@ func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"account": account.ItemOf(a)})
 	return nil
+}
+
+// VerifiedUser finds or makes the verified user of email: a sandbox's
+// Connect account, whose address production has verified (an exchanged
+// statement says so). A new user gets a random password nobody knows: the
+// dashboard is reached by exchanging statements, and a password reset gives
+// the address's owner one.
+func (h *Handlers) VerifiedUser(ctx context.Context, email string) (string, error) {
+	email = tenantcmd.NormalEmail(email)
+	uid := tenantcmd.UserID(email)
+	u, err := h.user(ctx, uid)
+	if errors.Is(err, projections.ErrNotFound) {
+		if _, err := h.exec(ctx, system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, auth.NewKey("pw_"))}); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", err
+	}
+	if !u.EmailVerified {
+		if _, err := h.exec(ctx, system, uid, &tenantcmd.MarkVerified{}); err != nil {
+			return "", err
+		}
+	}
+	return uid, nil
 }

@@ -167,7 +167,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.previews, err = exitplans.NewTokens(derive(a.firm.key, "exit-plan-preview")); err != nil {
 		return nil, err
 	}
-	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, Sessions: sessions}, a.Store)
+	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, Sessions: sessions,
+		DashboardOrigin: cfg.Connect.DashboardOrigin}, a.Store)
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
 
 	waitCtx, cancelWait := context.WithTimeout(ctx, 5*time.Minute)
@@ -185,7 +186,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: areas(a, cfg), Reference: ref})
+	ar, err := areas(a, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: ar, Reference: ref})
 	ok = true
 	return a, nil
 }

@@ -14,7 +14,7 @@ import (
 
 // areas configures the route areas beyond trading, account and risk; the
 // route table itself is gateway/routes.go.
-func areas(a *App, cfg Config) gateway.Areas {
+func areas(a *App, cfg Config) (gateway.Areas, error) {
 	price, err := events.ParseDecimal(cfg.Firm.UsagePrice)
 	if err != nil {
 		price = events.Int(0)
@@ -22,6 +22,10 @@ func areas(a *App, cfg Config) gateway.Areas {
 	cur := cfg.Firm.UsageCurrency
 	if cur == "" {
 		cur = "USD"
+	}
+	connect, err := connectConfig(a, cfg)
+	if err != nil {
+		return gateway.Areas{}, err
 	}
 	return gateway.Areas{
 		Market: &marketgw.Market{Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
@@ -31,5 +35,6 @@ func areas(a *App, cfg Config) gateway.Areas {
 		Operator: &operator.Config{Now: a.Now},
 		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
 		Exits:    &exitplans.Config{Tokens: a.previews, Now: a.Now},
-	}
+		Connect:  connect,
+	}, nil
 }

@@ -127,6 +127,11 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 	} else if venueChanged {
 		changed = true
 	}
+	if connectChanged, err := bootstrapConnect(ctx, d, &creds); err != nil {
+		return fmt.Errorf("sample Connect app: %w", err)
+	} else if connectChanged {
+		changed = true
+	}
 	if len(accts) != len(creds.Accounts) || creds.BaseURL != cfg.BaseURL {
 		changed = true
 	}

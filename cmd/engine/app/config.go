@@ -34,6 +34,15 @@ type Config struct {
 	SessionKeys    string // hex keys signing session cookies, the first signs
 	Market         MarketConfig
 	Firm           FirmConfig // the firm area (firm.go)
+	Connect        ConnectConfig
+}
+
+// ConnectConfig shapes Connect (connect.go).
+type ConnectConfig struct {
+	DashboardOrigin string // the Connect dashboard's origin; empty: the engine's own
+	StatementKey    string // production: hex Ed25519 seed signing statements; empty: derived from the secret key
+	ProductionKey   string // sandbox: production's public statement key; empty: no exchange
+	Audience        string // the sandbox's audience in statements
 }
 
 // MarketConfig selects the market-data feed and the news sources.
@@ -106,6 +115,10 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		name, env string
 		usage     string
 	}{
+		{&c.Connect.DashboardOrigin, "connect-dashboard-origin", "ENGINE_CONNECT_DASHBOARD_ORIGIN", "origin of the Connect dashboard; empty: the engine's own"},
+		{&c.Connect.StatementKey, "connect-statement-key", "ENGINE_CONNECT_STATEMENT_KEY", "production: hex 32-byte Ed25519 seed signing Connect account statements; empty: derived from <data-dir>/secret.key"},
+		{&c.Connect.ProductionKey, "connect-production-key", "ENGINE_CONNECT_PRODUCTION_KEY", "sandbox: production's public statement key (base64url, hex or JWK; engine admin connect-public-key prints it); empty: statements are not exchanged"},
+		{&c.Connect.Audience, "connect-audience", "ENGINE_CONNECT_AUDIENCE", "the sandbox's name in statements (default svc-sandbox)"},
 		{&c.Market.Feed, "market-feed", "ENGINE_MARKET_FEED", "price feed: simulated, replay or coinbase"},
 		{&c.Market.Replay, "market-replay", "ENGINE_MARKET_REPLAY", "recording of trades or quotes the replay feed plays"},
 		{&c.Market.ReplayRebase, "market-replay-rebase", "ENGINE_MARKET_REPLAY_REBASE", "0 keeps the recording's own times"},

@@ -1,0 +1,314 @@
+package connect
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/svc/engine/commands"
+	connectcmd "github.com/svc/engine/commands/connect"
+	firmcmd "github.com/svc/engine/commands/firm"
+	tenantcmd "github.com/svc/engine/commands/tenant"
+	"github.com/svc/engine/events"
+	evconnect "github.com/svc/engine/events/connect"
+	"github.com/svc/engine/gateway/account"
+	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/projections"
+)
+
+// FrameLife bounds a frame session: hosted Connect's page must be opened again after it.
+const FrameLife = 30 * time.Minute
+
+// frameToken is a frame session: the link it is bound to and its end.
+type frameToken struct {
+	Link string `json:"l"`
+	Exp  int64  `json:"exp"`
+}
+
+// hostedSystem is the principal of hosted Connect's own commits.
+var hostedSystem = events.Principal{System: "connect-hosted"}
+
+// frameAncestors is the page's Content-Security-Policy: only the app's
+// websites may embed it, and it runs only its own script and style.
+func frameAncestors(websites []string, nonce string) string {
+	anc := "'none'"
+	if len(websites) > 0 {
+		anc = strings.Join(websites, " ")
+	}
+	return "default-src 'none'; img-src https: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+		"script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce + "'; frame-ancestors " + anc
+}
+
+// Page serves hosted Connect on a link (GET /connect/hosted/{linkId}?token=):
+// it checks the link's token, mounts the link (created -> mounted) and opens
+// a frame session bound to it. Only the app's websites may embed the page.
+// A closed, expired or connected link gets a page saying so.
+func (h *Handlers) Page(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["linkId"]
+	var tok linkToken
+	nonce := newNonce()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	fail := func(status int, websites []string, msg string) {
+		w.Header().Set("Content-Security-Policy", frameAncestors(websites, nonce))
+		h.render(w, status, page{Nonce: nonce, Error: msg})
+	}
+	if len(id) > 64 || !h.links.Open(r.URL.Query().Get("token"), &tok) || tok.Link != id {
+		fail(http.StatusNotFound, nil, "This Connect link is not valid. Go back to the app and start again.")
+		return
+	}
+	l, found, err := h.d.Engine.LinkState(r.Context(), id)
+	if err != nil || !found {
+		fail(http.StatusServiceUnavailable, nil, "Connect cannot be reached right now. Try again in a moment.")
+		return
+	}
+	a, err := h.app(r.Context(), l.AppID)
+	if err != nil {
+		fail(http.StatusServiceUnavailable, nil, "Connect cannot be reached right now. Try again in a moment.")
+		return
+	}
+	env := h.d.Engine.Envelope(hostedSystem, "", &connectcmd.MountLink{})
+	res, err := h.d.Engine.Link(r.Context(), id, env)
+	if err == nil {
+		err = h.d.Settle(r.Context(), res)
+	}
+	if err != nil {
+		var ref *commands.Refusal
+		if errors.As(err, &ref) {
+			fail(ref.Status, a.Settings.Websites, ref.Msg)
+			return
+		}
+		fail(http.StatusServiceUnavailable, a.Settings.Websites, "Connect cannot be reached right now. Try again in a moment.")
+		return
+	}
+	w.Header().Set("Content-Security-Policy", frameAncestors(a.Settings.Websites, nonce))
+	frame := h.frames.Seal(frameToken{Link: id, Exp: h.cfg.Now().Add(FrameLife).Unix()})
+	h.render(w, http.StatusOK, page{Nonce: nonce, App: a.Settings.Name, Logo: a.Settings.LogoURL, Frame: frame, Link: id})
+}
+
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+type page struct {
+	Nonce, App, Logo, Frame, Link, Error string
+}
+
+func (h *Handlers) render(w http.ResponseWriter, status int, p page) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = hostedPage.Execute(w, p)
+}
+
+// errFrame is the answer to a request without a live frame session.
+var errFrame = httpx.Errorf(http.StatusUnauthorized, "frame_session_required", "hosted Connect's routes take the frame session its page opened: open the link's hosted URL again")
+
+// frame resolves the request's frame session to its link, read from the
+// link's aggregate: a closed, failed or expired link ends the session.
+func (h *Handlers) frame(r *http.Request) (evconnect.Link, projections.App, error) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Frame ")
+	var f frameToken
+	if !ok || !h.frames.Open(tok, &f) || h.cfg.Now().Unix() >= f.Exp {
+		return evconnect.Link{}, projections.App{}, errFrame
+	}
+	l, found, err := h.d.Engine.LinkState(r.Context(), f.Link)
+	if err != nil {
+		return l, projections.App{}, err
+	}
+	if !found {
+		return l, projections.App{}, errFrame
+	}
+	if l.State == evconnect.StateClosed || l.State == evconnect.StateFailed || l.Expired(h.cfg.Now()) {
+		code, msg := "link_closed", "the app closed this Connect link: the session on it ended; go back to the app and start again"
+		if l.State != evconnect.StateClosed {
+			code, msg = "link_expired", "this Connect link expired: the session on it ended; go back to the app and start again"
+		}
+		return l, projections.App{}, &httpx.Error{Status: http.StatusGone, Code: code, Msg: msg}
+	}
+	a, err := h.app(r.Context(), l.AppID)
+	return l, a, err
+}
+
+// traderAccounts are the accounts the link's trader connected to the app before.
+func (h *Handlers) traderAccounts(ctx context.Context, a projections.App, trader string) ([]projections.Account, error) {
+	accts, err := projections.AccountsOf(ctx, h.d.Store, a.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := []projections.Account{}
+	for _, x := range accts {
+		if x.AppID == a.AppID && x.Trader == trader {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// whiteLabelID is the id and number of the app's white-label paper for a trader: one per trader.
+func whiteLabelID(a projections.App, trader string) (id, number string) {
+	ref := "connect:" + a.AppID + ":" + trader
+	return firmcmd.AccountID(a.TenantID, ref), "WL" + firmcmd.AccountNumber(a.TenantID, ref)[2:]
+}
+
+// Session answers hosted Connect's page what it shows (GET
+// /api/connect/hosted/session): the link, the app, the trader's accounts
+// already connected to the app, and the app's white-label paper.
+func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
+	l, a, err := h.frame(r)
+	if err != nil {
+		return err
+	}
+	accts, err := h.traderAccounts(r.Context(), a, l.Trader)
+	if err != nil {
+		return err
+	}
+	items := make([]account.Item, 0, len(accts))
+	for _, x := range accts {
+		items = append(items, account.ItemOf(x))
+	}
+	wl := a.Settings.WhiteLabel
+	wlID, _ := whiteLabelID(a, l.Trader)
+	opened := false
+	for _, x := range accts {
+		opened = opened || x.AccountID == wlID
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+		"link":       connectcmd.ViewLink(l, h.cfg.Now()),
+		"app":        map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": a.Settings.LogoURL},
+		"accounts":   items,
+		"whiteLabel": map[string]any{"enabled": wl.Enabled, "label": wl.Label, "currency": wl.Currency, "startingBalance": wl.StartingBalance, "opened": opened},
+	})
+	return nil
+}
+
+// connectBody is the trader's choice: one of their accounts already
+// connected to the app, or the app's white-label paper.
+type connectBody struct {
+	AccountID  string `json:"accountId"`
+	WhiteLabel bool   `json:"whiteLabel"`
+}
+
+// Connect records the trader's choice on the link (POST
+// /api/connect/hosted/connect): the link becomes connected with that
+// account; opening the white-label paper issues it first (once per trader).
+func (h *Handlers) Connect(w http.ResponseWriter, r *http.Request) error {
+	var b connectBody
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if (b.AccountID == "") == !b.WhiteLabel {
+		return commands.BadRequest("choose one: accountId (an account you connected to this app before) or whiteLabel: true")
+	}
+	l, a, err := h.frame(r)
+	if err != nil {
+		return err
+	}
+	accountID := b.AccountID
+	if b.WhiteLabel {
+		wl := a.Settings.WhiteLabel
+		if !wl.Enabled {
+			return commands.InvalidField("whiteLabel", nil, "this app offers no white-label paper account")
+		}
+		id, number := whiteLabelID(a, l.Trader)
+		open := &tenantcmd.OpenAccount{TenantID: a.TenantID, Broker: api.DefaultBroker, AccountNumber: number, Label: wl.Label,
+			Currency: wl.Currency, StartingBalance: wl.StartingBalance, Kind: "demo", ReferenceID: "connect:" + a.AppID + ":" + l.Trader,
+			AppID: a.AppID, Trader: l.Trader}
+		res, err := h.d.Engine.Account(r.Context(), id, h.d.Engine.Envelope(hostedSystem, "", open))
+		if err != nil {
+			return err
+		}
+		if err := h.d.Settle(r.Context(), res); err != nil {
+			return err
+		}
+		accountID = id
+	} else {
+		if err := commands.Key("accountId", b.AccountID, 64); err != nil {
+			return err
+		}
+		x, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, b.AccountID)
+		if errors.Is(err, projections.ErrNotFound) || (err == nil && (x.AppID != a.AppID || x.Trader != l.Trader)) {
+			return httpx.Errorf(http.StatusNotFound, "not_found", "no account of yours connected to this app has that id")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	res, err := h.d.Engine.Link(r.Context(), l.ID, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.ConnectLink{AccountID: accountID}))
+	if err != nil {
+		return err
+	}
+	if err := h.d.Settle(r.Context(), res); err != nil {
+		return err
+	}
+	l, _, err = h.d.Engine.LinkState(r.Context(), l.ID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"link": connectcmd.ViewLink(l, h.cfg.Now())})
+	return nil
+}
+
+var hostedPage = template.Must(template.New("hosted").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Connect{{if .App}} to {{.App}}{{end}}</title>
+<style nonce="{{.Nonce}}">
+body{font:15px/1.4 system-ui,sans-serif;margin:0;padding:20px;color:#111;background:#fff}
+h1{font-size:18px;margin:0 0 12px}.logo{height:32px;margin-bottom:8px}
+button{font:inherit;padding:8px 14px;margin:4px 0;border:1px solid #888;border-radius:6px;background:#f4f4f4;cursor:pointer;display:block;width:100%;text-align:left}
+.err{color:#a00}.ok{color:#060}.muted{color:#666}
+</style></head><body>
+{{if .Error}}<h1>Connect</h1><p class="err" id="error">{{.Error}}</p>{{else}}
+{{if .Logo}}<img class="logo" src="{{.Logo}}" alt="">{{end}}
+<h1>Connect an account to {{.App}}</h1>
+<div id="main" data-frame="{{.Frame}}" data-link="{{.Link}}"><p class="muted" id="status">Loading…</p>
+<div id="accounts"></div><div id="paper"></div></div>
+<script nonce="{{.Nonce}}">
+(function () {
+  var main = document.getElementById('main'), frame = main.dataset.frame, link = main.dataset.link;
+  var status = document.getElementById('status');
+  function show(text, cls) { status.textContent = text; status.className = cls || 'muted'; }
+  function call(method, path, body) {
+    return fetch(path, {method: method, headers: {'Authorization': 'Frame ' + frame, 'Content-Type': 'application/json'},
+      body: body ? JSON.stringify(body) : undefined}).then(function (r) {
+      return r.json().then(function (j) { if (!r.ok) { throw new Error(j.error || ('HTTP ' + r.status)); } return j; });
+    });
+  }
+  function done(j) {
+    document.getElementById('accounts').textContent = ''; document.getElementById('paper').textContent = '';
+    show('Connected. You can go back to the app.', 'ok');
+    status.id = 'connected'; status.dataset.account = j.link.result ? j.link.result.accountId : '';
+    window.parent.postMessage({type: 'svc.connect', linkId: link, state: j.link.state}, '*');
+  }
+  function choose(body) { show('Connecting…'); call('POST', '/api/connect/hosted/connect', body).then(done, function (e) { show(e.message, 'err'); }); }
+  call('GET', '/api/connect/hosted/session').then(function (s) {
+    if (s.link.state === 'connected') { done(s); return; }
+    show(s.accounts.length ? 'Pick an account, or open a paper account.' : 'Open a paper account to start.');
+    s.accounts.forEach(function (a) {
+      var b = document.createElement('button'); b.className = 'account'; b.dataset.account = a.accountId;
+      b.textContent = a.label + ' (' + a.accountNumber + ')'; b.onclick = function () { choose({accountId: a.accountId}); };
+      document.getElementById('accounts').appendChild(b);
+    });
+    if (s.whiteLabel.enabled && !s.whiteLabel.opened) {
+      var p = document.createElement('button'); p.id = 'open-paper';
+      p.textContent = 'Open a ' + s.whiteLabel.label + ' account (' + s.whiteLabel.startingBalance + ' ' + s.whiteLabel.currency + ')';
+      p.onclick = function () { choose({whiteLabel: true}); };
+      document.getElementById('paper').appendChild(p);
+    }
+  }, function (e) { show(e.message, 'err'); });
+})();
+</script>{{end}}
+</body></html>
+`))
