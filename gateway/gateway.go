@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/svc/engine/gateway/api"
+	connectgw "github.com/svc/engine/gateway/connect"
 	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
-	connectgw "github.com/svc/engine/gateway/connect"
 	"github.com/svc/engine/gateway/identity"
 	venuegw "github.com/svc/engine/gateway/venue"
 )

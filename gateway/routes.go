@@ -9,6 +9,7 @@ import (
 	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
+	connectgw "github.com/svc/engine/gateway/connect"
 	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
@@ -19,7 +20,6 @@ import (
 	"github.com/svc/engine/gateway/operator"
 	"github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/trading"
-	connectgw "github.com/svc/engine/gateway/connect"
 	venuegw "github.com/svc/engine/gateway/venue"
 )
 
