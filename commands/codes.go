@@ -25,6 +25,13 @@ type CodeInfo struct {
 func Codes() map[string]CodeInfo {
 	return map[string]CodeInfo{
 		"exit_plan_conflict":           {Status: []int{http.StatusConflict}}, // read the plan again
+		"api_key_required":             {Status: []int{http.StatusUnauthorized}},
+		"invalid_statement":            {Status: []int{http.StatusUnauthorized}}, // ask production for a new statement
+		"link_closed":                  {Status: []int{http.StatusGone}},
+		"link_expired":                 {Status: []int{http.StatusGone}},
+		"link_connected":               {Status: []int{http.StatusConflict}},
+		"frame_session_required":       {Status: []int{http.StatusUnauthorized}},
+		"origin_not_allowed":           {Status: []int{http.StatusForbidden}},
 		"plan_limit_reached":           {Status: []int{http.StatusConflict}},
 		"already_member":               {Status: []int{http.StatusConflict}},
 		"last_owner":                   {Status: []int{http.StatusConflict}},
