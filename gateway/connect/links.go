@@ -204,7 +204,7 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 		if err := commands.Key("cursor", cursor, 128); err != nil {
 			return commands.BadField("cursor", nil, "cursor is not one this route gave")
 		}
-		query.After = a.AppID + "/" + cursor
+		query.After = a.AppID + "/" + strings.Replace(cursor, ":", "/", 1)
 	}
 	now := h.cfg.Now()
 	out := []connectcmd.LinkView{}
@@ -227,7 +227,7 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 			more = true
 			return stop
 		}
-		out, next = append(out, v), strings.TrimPrefix(key, a.AppID+"/")
+		out, next = append(out, v), strings.Replace(strings.TrimPrefix(key, a.AppID+"/"), "/", ":", 1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, stop) {
