@@ -101,3 +101,15 @@ func find() (string, error) {
 	}
 	return "", err
 }
+
+// Frame is the page's iframe matching sel, with its document in the page's
+// DOM tree (a frame of the same site stays in the page's process; one of
+// another site does not, and fails the test saying so).
+func Frame(t testing.TB, ctx context.Context, sel string) *chromedp.Node {
+	t.Helper()
+	nodes := Get(t, ctx, chromedp.Nodes(chromedp.CSS(sel)))
+	if len(nodes) == 0 || nodes[0].ContentDocument == nil {
+		t.Fatalf("the frame %s has no document in the page's DOM tree: is it out of process (another site)?", sel)
+	}
+	return nodes[0]
+}

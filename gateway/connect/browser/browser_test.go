@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -113,7 +112,7 @@ func TestFrameAncestors(t *testing.T) {
 			chromedp.Navigate(allowed.URL),
 			chromedp.WaitVisible(chromedp.CSS("body[data-frame-loaded]")),
 		)
-		iframe := frameNode(t, ctx)
+		iframe := browser.Frame(t, ctx, "iframe#f")
 		if got := seen.get("ran:allowed"); got != 1 {
 			t.Fatalf("B's script ran %d times in A's frame, want 1", got)
 		}
@@ -148,7 +147,7 @@ func TestFrameAncestors(t *testing.T) {
 			t.Fatalf("B's script ran %d times in C's frame: frame-ancestors not enforced", n)
 		}
 		// The frame holds the browser's error page, not B's document.
-		iframe := frameNode(t, ctx)
+		iframe := browser.Frame(t, ctx, "iframe#f")
 		if doc := iframe.ContentDocument; strings.HasPrefix(doc.DocumentURL, frameSrv.URL) {
 			t.Errorf("C's frame holds %s, want the browser's error page", doc.DocumentURL)
 		}
@@ -181,17 +180,4 @@ func TestNewFailsNamingWhatToInstall(t *testing.T) {
 	if !strings.Contains(f.msg, "apt-get install chromium") {
 		t.Errorf("New without a browser failed with %q, want it to name the package", f.msg)
 	}
-}
-
-// frameNode returns the iframe of the current page, with its content
-// document. 127.0.0.1 on two ports is one site, so Chrome keeps the frame in
-// the page's process and its document in the page's DOM tree; a frame of
-// another site would be a target of its own (see chromedp.WithTargetID).
-func frameNode(t *testing.T, ctx context.Context) *chromedp.Node {
-	t.Helper()
-	nodes := browser.Get(t, ctx, chromedp.Nodes(chromedp.CSS("iframe#f")))
-	if nodes[0].ContentDocument == nil {
-		t.Fatalf("the iframe's document is not in the page's DOM tree: is the frame out of process?")
-	}
-	return nodes[0]
 }
