@@ -563,7 +563,8 @@ func (h *Handlers) VerifiedUser(ctx context.Context, email string) (string, erro
 	uid := tenantcmd.UserID(email)
 	u, err := h.user(ctx, uid)
 	if errors.Is(err, projections.ErrNotFound) {
-		if _, err := h.exec(ctx, system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, auth.NewKey("pw_"))}); err != nil {
+		if _, err := h.exec(ctx, system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, auth.NewKey("pw_")),
+			VerifyDigest: auth.Digest(auth.NewKey("unused_")), VerifyUntil: h.cfg.Now().UTC()}); err != nil {
 			return "", err
 		}
 	} else if err != nil {
