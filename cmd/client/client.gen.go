@@ -284,6 +284,144 @@ func (e CalendarEventImpact) Valid() bool {
 	}
 }
 
+// Defines values for ConnectAppEnvironment.
+const (
+	ConnectAppEnvironmentProduction ConnectAppEnvironment = "production"
+	ConnectAppEnvironmentSandbox    ConnectAppEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the ConnectAppEnvironment enum.
+func (e ConnectAppEnvironment) Valid() bool {
+	switch e {
+	case ConnectAppEnvironmentProduction:
+		return true
+	case ConnectAppEnvironmentSandbox:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectAppKeyEnvironment.
+const (
+	ConnectAppKeyEnvironmentProduction ConnectAppKeyEnvironment = "production"
+	ConnectAppKeyEnvironmentSandbox    ConnectAppKeyEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the ConnectAppKeyEnvironment enum.
+func (e ConnectAppKeyEnvironment) Valid() bool {
+	switch e {
+	case ConnectAppKeyEnvironmentProduction:
+		return true
+	case ConnectAppKeyEnvironmentSandbox:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectLinkResult1Status.
+const (
+	ConnectLinkResult1StatusConnected ConnectLinkResult1Status = "connected"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkResult1Status enum.
+func (e ConnectLinkResult1Status) Valid() bool {
+	switch e {
+	case ConnectLinkResult1StatusConnected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectLinkResult2Status.
+const (
+	ConnectLinkResult2StatusClosed ConnectLinkResult2Status = "closed"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkResult2Status enum.
+func (e ConnectLinkResult2Status) Valid() bool {
+	switch e {
+	case ConnectLinkResult2StatusClosed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectLinkResult3Reason.
+const (
+	ConnectLinkResult3ReasonExpired ConnectLinkResult3Reason = "expired"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkResult3Reason enum.
+func (e ConnectLinkResult3Reason) Valid() bool {
+	switch e {
+	case ConnectLinkResult3ReasonExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectLinkResult3Status.
+const (
+	ConnectLinkResult3StatusFailed ConnectLinkResult3Status = "failed"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkResult3Status enum.
+func (e ConnectLinkResult3Status) Valid() bool {
+	switch e {
+	case ConnectLinkResult3StatusFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectLinkState.
+const (
+	ConnectLinkStateClosed    ConnectLinkState = "closed"
+	ConnectLinkStateConnected ConnectLinkState = "connected"
+	ConnectLinkStateCreated   ConnectLinkState = "created"
+	ConnectLinkStateFailed    ConnectLinkState = "failed"
+	ConnectLinkStateMounted   ConnectLinkState = "mounted"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkState enum.
+func (e ConnectLinkState) Valid() bool {
+	switch e {
+	case ConnectLinkStateClosed:
+		return true
+	case ConnectLinkStateConnected:
+		return true
+	case ConnectLinkStateCreated:
+		return true
+	case ConnectLinkStateFailed:
+		return true
+	case ConnectLinkStateMounted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectWhiteLabelCurrency.
+const (
+	ConnectWhiteLabelCurrencyUSD ConnectWhiteLabelCurrency = "USD"
+)
+
+// Valid indicates whether the value is a known member of the ConnectWhiteLabelCurrency enum.
+func (e ConnectWhiteLabelCurrency) Valid() bool {
+	switch e {
+	case ConnectWhiteLabelCurrencyUSD:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryAttemptStatus.
 const (
 	DeliveryAttemptStatusFailed    DeliveryAttemptStatus = "failed"
@@ -325,6 +463,7 @@ const (
 	ErrorCodeAccountLimitReached       ErrorCode = "account_limit_reached"
 	ErrorCodeAlreadyMember             ErrorCode = "already_member"
 	ErrorCodeAmountPrecisionExceeded   ErrorCode = "amount_precision_exceeded"
+	ErrorCodeApiKeyRequired            ErrorCode = "api_key_required"
 	ErrorCodeBalanceRefused            ErrorCode = "balance_refused"
 	ErrorCodeBodyTooLarge              ErrorCode = "body_too_large"
 	ErrorCodeConfigLimitReached        ErrorCode = "config_limit_reached"
@@ -339,6 +478,7 @@ const (
 	ErrorCodeFeedRequiresConnection    ErrorCode = "feed_requires_connection"
 	ErrorCodeFeedUnavailable           ErrorCode = "feed_unavailable"
 	ErrorCodeFinancingSuperseded       ErrorCode = "financing_superseded"
+	ErrorCodeFrameSessionRequired      ErrorCode = "frame_session_required"
 	ErrorCodeHoldsUnreadable           ErrorCode = "holds_unreadable"
 	ErrorCodeIdempotencyConflict       ErrorCode = "idempotency_conflict"
 	ErrorCodeIdempotencyKeyRequired    ErrorCode = "idempotency_key_required"
@@ -350,12 +490,16 @@ const (
 	ErrorCodeInvalidExpression         ErrorCode = "invalid_expression"
 	ErrorCodeInvalidKey                ErrorCode = "invalid_key"
 	ErrorCodeInvalidRequest            ErrorCode = "invalid_request"
+	ErrorCodeInvalidStatement          ErrorCode = "invalid_statement"
 	ErrorCodeInvalidSubscription       ErrorCode = "invalid_subscription"
 	ErrorCodeInvalidTimeframe          ErrorCode = "invalid_timeframe"
 	ErrorCodeInvalidToken              ErrorCode = "invalid_token"
 	ErrorCodeInvalidWindow             ErrorCode = "invalid_window"
 	ErrorCodeKeyLimitReached           ErrorCode = "key_limit_reached"
 	ErrorCodeLastOwner                 ErrorCode = "last_owner"
+	ErrorCodeLinkClosed                ErrorCode = "link_closed"
+	ErrorCodeLinkConnected             ErrorCode = "link_connected"
+	ErrorCodeLinkExpired               ErrorCode = "link_expired"
 	ErrorCodeLockNotOwned              ErrorCode = "lock_not_owned"
 	ErrorCodeLogUnavailable            ErrorCode = "log_unavailable"
 	ErrorCodeLossLimitUnenforced       ErrorCode = "loss_limit_unenforced"
@@ -366,6 +510,7 @@ const (
 	ErrorCodeNotFound                  ErrorCode = "not_found"
 	ErrorCodeOrderQuantityAboveLimit   ErrorCode = "order_quantity_above_limit"
 	ErrorCodeOriginNotAllowed          ErrorCode = "origin not allowed"
+	ErrorCodeOriginNotAllowed1         ErrorCode = "origin_not_allowed"
 	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
 	ErrorCodePermissionDenied          ErrorCode = "permission_denied"
 	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
@@ -410,6 +555,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeAmountPrecisionExceeded:
 		return true
+	case ErrorCodeApiKeyRequired:
+		return true
 	case ErrorCodeBalanceRefused:
 		return true
 	case ErrorCodeBodyTooLarge:
@@ -438,6 +585,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeFinancingSuperseded:
 		return true
+	case ErrorCodeFrameSessionRequired:
+		return true
 	case ErrorCodeHoldsUnreadable:
 		return true
 	case ErrorCodeIdempotencyConflict:
@@ -460,6 +609,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeInvalidRequest:
 		return true
+	case ErrorCodeInvalidStatement:
+		return true
 	case ErrorCodeInvalidSubscription:
 		return true
 	case ErrorCodeInvalidTimeframe:
@@ -471,6 +622,12 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeKeyLimitReached:
 		return true
 	case ErrorCodeLastOwner:
+		return true
+	case ErrorCodeLinkClosed:
+		return true
+	case ErrorCodeLinkConnected:
+		return true
+	case ErrorCodeLinkExpired:
 		return true
 	case ErrorCodeLockNotOwned:
 		return true
@@ -491,6 +648,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeOrderQuantityAboveLimit:
 		return true
 	case ErrorCodeOriginNotAllowed:
+		return true
+	case ErrorCodeOriginNotAllowed1:
 		return true
 	case ErrorCodeOutcomeUnknown:
 		return true
@@ -1451,6 +1610,33 @@ func (e ListCalendarEventsParamsImpact) Valid() bool {
 	}
 }
 
+// Defines values for ListConnectLinksParamsState.
+const (
+	ListConnectLinksParamsStateClosed    ListConnectLinksParamsState = "closed"
+	ListConnectLinksParamsStateConnected ListConnectLinksParamsState = "connected"
+	ListConnectLinksParamsStateCreated   ListConnectLinksParamsState = "created"
+	ListConnectLinksParamsStateFailed    ListConnectLinksParamsState = "failed"
+	ListConnectLinksParamsStateMounted   ListConnectLinksParamsState = "mounted"
+)
+
+// Valid indicates whether the value is a known member of the ListConnectLinksParamsState enum.
+func (e ListConnectLinksParamsState) Valid() bool {
+	switch e {
+	case ListConnectLinksParamsStateClosed:
+		return true
+	case ListConnectLinksParamsStateConnected:
+		return true
+	case ListConnectLinksParamsStateCreated:
+		return true
+	case ListConnectLinksParamsStateFailed:
+		return true
+	case ListConnectLinksParamsStateMounted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListOrganizationMembers200JSONResponseBodyMembersRole.
 const (
 	ListOrganizationMembers200JSONResponseBodyMembersRoleMember ListOrganizationMembers200JSONResponseBodyMembersRole = "member"
@@ -1789,6 +1975,121 @@ type CalendarEvent struct {
 
 // CalendarEventImpact defines model for CalendarEvent.Impact.
 type CalendarEventImpact string
+
+// ConnectApp defines model for ConnectApp.
+type ConnectApp struct {
+	CreatedAt   time.Time             `json:"createdAt"`
+	CreatedBy   string                `json:"createdBy"`
+	Environment ConnectAppEnvironment `json:"environment"`
+	Id          string                `json:"id"`
+	LogoUrl     *string               `json:"logoUrl"`
+	Name        string                `json:"name"`
+	OrgId       string                `json:"orgId"`
+
+	// ProductionAppId The production app a sandbox counterpart stands for
+	ProductionAppId *string   `json:"productionAppId"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+	Websites        []string  `json:"websites"`
+
+	// WhiteLabel The paper account hosted Connect opens for a trader of the app (USD, one per trader)
+	WhiteLabel ConnectWhiteLabel `json:"whiteLabel"`
+}
+
+// ConnectAppEnvironment defines model for ConnectApp.Environment.
+type ConnectAppEnvironment string
+
+// ConnectAppKey defines model for ConnectAppKey.
+type ConnectAppKey struct {
+	AppId       string                   `json:"appId"`
+	CreatedAt   time.Time                `json:"createdAt"`
+	CreatedBy   string                   `json:"createdBy"`
+	Environment ConnectAppKeyEnvironment `json:"environment"`
+	ExpiresAt   time.Time                `json:"expiresAt"`
+	Id          string                   `json:"id"`
+	Name        string                   `json:"name"`
+	Prefix      string                   `json:"prefix"`
+	Revoked     bool                     `json:"revoked"`
+}
+
+// ConnectAppKeyEnvironment defines model for ConnectAppKey.Environment.
+type ConnectAppKeyEnvironment string
+
+// ConnectAppSettingsIn defines model for ConnectAppSettingsIn.
+type ConnectAppSettingsIn struct {
+	// LogoUrl https (http on a loopback host)
+	LogoUrl *string `json:"logoUrl,omitempty"`
+	Name    *string `json:"name,omitempty"`
+
+	// OrgId On creation only
+	OrgId *string `json:"orgId,omitempty"`
+
+	// Websites Origins (scheme://host[:port]) allowed to embed hosted Connect; https, or http on localhost or 127.0.0.1
+	Websites *[]string `json:"websites,omitempty"`
+
+	// WhiteLabel The paper account hosted Connect opens for a trader of the app (USD, one per trader)
+	WhiteLabel *ConnectWhiteLabel `json:"whiteLabel,omitempty"`
+}
+
+// ConnectLink One of a Connect app's links as its backend reads it; exactly these properties. A link
+// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+// `result` `{status: failed, reason: expired}`.
+type ConnectLink struct {
+	CreatedAt time.Time           `json:"createdAt"`
+	ExpiresAt time.Time           `json:"expiresAt"`
+	Id        openapi_types.UUID  `json:"id"`
+	Result    *ConnectLink_Result `json:"result"`
+	State     ConnectLinkState    `json:"state"`
+	Trader    string              `json:"trader"`
+	UpdatedAt time.Time           `json:"updatedAt"`
+}
+
+// ConnectLinkResult1 defines model for ConnectLink.Result.1.
+type ConnectLinkResult1 struct {
+	AccountId string                   `json:"accountId"`
+	Status    ConnectLinkResult1Status `json:"status"`
+}
+
+// ConnectLinkResult1Status defines model for ConnectLink.Result.1.Status.
+type ConnectLinkResult1Status string
+
+// ConnectLinkResult2 defines model for ConnectLink.Result.2.
+type ConnectLinkResult2 struct {
+	Status ConnectLinkResult2Status `json:"status"`
+}
+
+// ConnectLinkResult2Status defines model for ConnectLink.Result.2.Status.
+type ConnectLinkResult2Status string
+
+// ConnectLinkResult3 defines model for ConnectLink.Result.3.
+type ConnectLinkResult3 struct {
+	Reason ConnectLinkResult3Reason `json:"reason"`
+	Status ConnectLinkResult3Status `json:"status"`
+}
+
+// ConnectLinkResult3Reason defines model for ConnectLink.Result.3.Reason.
+type ConnectLinkResult3Reason string
+
+// ConnectLinkResult3Status defines model for ConnectLink.Result.3.Status.
+type ConnectLinkResult3Status string
+
+// ConnectLink_Result defines model for ConnectLink.Result.
+type ConnectLink_Result struct {
+	union json.RawMessage
+}
+
+// ConnectLinkState defines model for ConnectLink.State.
+type ConnectLinkState string
+
+// ConnectWhiteLabel The paper account hosted Connect opens for a trader of the app (USD, one per trader)
+type ConnectWhiteLabel struct {
+	Currency        *ConnectWhiteLabelCurrency `json:"currency,omitempty"`
+	Enabled         *bool                      `json:"enabled,omitempty"`
+	Label           *string                    `json:"label,omitempty"`
+	StartingBalance *Decimal                   `json:"startingBalance,omitempty"`
+}
+
+// ConnectWhiteLabelCurrency defines model for ConnectWhiteLabel.Currency.
+type ConnectWhiteLabelCurrency string
 
 // Credentials defines model for Credentials.
 type Credentials struct {
@@ -3099,6 +3400,103 @@ type ListCalendarEventsParams struct {
 // ListCalendarEventsParamsImpact defines parameters for ListCalendarEvents.
 type ListCalendarEventsParamsImpact string
 
+// CreateConnectAppJSONBody defines parameters for CreateConnectApp.
+type CreateConnectAppJSONBody struct {
+	// LogoUrl https (http on a loopback host)
+	LogoUrl *string `json:"logoUrl,omitempty"`
+	Name    string  `json:"name"`
+
+	// OrgId On creation only
+	OrgId string `json:"orgId"`
+
+	// Websites Origins (scheme://host[:port]) allowed to embed hosted Connect; https, or http on localhost or 127.0.0.1
+	Websites []string `json:"websites"`
+
+	// WhiteLabel The paper account hosted Connect opens for a trader of the app (USD, one per trader)
+	WhiteLabel *ConnectWhiteLabel `json:"whiteLabel,omitempty"`
+}
+
+// CreateConnectAppParams defines parameters for CreateConnectApp.
+type CreateConnectAppParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// UpdateConnectAppParams defines parameters for UpdateConnectApp.
+type UpdateConnectAppParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// IssueConnectAppKeyJSONBody defines parameters for IssueConnectAppKey.
+type IssueConnectAppKeyJSONBody struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+	Name      string    `json:"name"`
+}
+
+// IssueConnectAppKeyParams defines parameters for IssueConnectAppKey.
+type IssueConnectAppKeyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RevokeConnectAppKeyParams defines parameters for RevokeConnectAppKey.
+type RevokeConnectAppKeyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ConnectExchangeJSONBody defines parameters for ConnectExchange.
+type ConnectExchangeJSONBody struct {
+	Statement string `json:"statement"`
+}
+
+// ConnectDashboardLoginJSONBody defines parameters for ConnectDashboardLogin.
+type ConnectDashboardLoginJSONBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// HostedConnectChooseJSONBody defines parameters for HostedConnectChoose.
+type HostedConnectChooseJSONBody struct {
+	AccountId  *string `json:"accountId,omitempty"`
+	WhiteLabel *bool   `json:"whiteLabel,omitempty"`
+}
+
+// ListConnectLinksParams defines parameters for ListConnectLinks.
+type ListConnectLinksParams struct {
+	Trader *string                      `form:"trader,omitempty" json:"trader,omitempty"`
+	State  *ListConnectLinksParamsState `form:"state,omitempty" json:"state,omitempty"`
+	Limit  *int                         `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The nextCursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListConnectLinksParamsState defines parameters for ListConnectLinks.
+type ListConnectLinksParamsState string
+
+// CreateConnectLinkJSONBody defines parameters for CreateConnectLink.
+type CreateConnectLinkJSONBody struct {
+	// Trader The app's own id for the trader
+	Trader string `json:"trader"`
+}
+
+// CreateConnectLinkParams defines parameters for CreateConnectLink.
+type CreateConnectLinkParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CloseConnectLinkJSONBody defines parameters for CloseConnectLink.
+type CloseConnectLinkJSONBody = map[string]interface{}
+
+// CloseConnectLinkParams defines parameters for CloseConnectLink.
+type CloseConnectLinkParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // CreateExitPlanParams defines parameters for CreateExitPlan.
 type CreateExitPlanParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
@@ -3652,6 +4050,11 @@ type PutVenueConfigParams struct {
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
+// HostedConnectPageParams defines parameters for HostedConnectPage.
+type HostedConnectPageParams struct {
+	Token string `form:"token" json:"token"`
+}
+
 // OpenDemoAccountJSONRequestBody defines body for OpenDemoAccount for application/json ContentType.
 type OpenDemoAccountJSONRequestBody OpenDemoAccountJSONBody
 
@@ -3714,6 +4117,30 @@ type TestVenueWebhookBackOfficeJSONRequestBody = WebhookTest
 
 // PutVenueConfigBackOfficeJSONRequestBody defines body for PutVenueConfigBackOffice for application/json ContentType.
 type PutVenueConfigBackOfficeJSONRequestBody = VenueConfigSpec
+
+// CreateConnectAppJSONRequestBody defines body for CreateConnectApp for application/json ContentType.
+type CreateConnectAppJSONRequestBody CreateConnectAppJSONBody
+
+// UpdateConnectAppJSONRequestBody defines body for UpdateConnectApp for application/json ContentType.
+type UpdateConnectAppJSONRequestBody = ConnectAppSettingsIn
+
+// IssueConnectAppKeyJSONRequestBody defines body for IssueConnectAppKey for application/json ContentType.
+type IssueConnectAppKeyJSONRequestBody IssueConnectAppKeyJSONBody
+
+// ConnectExchangeJSONRequestBody defines body for ConnectExchange for application/json ContentType.
+type ConnectExchangeJSONRequestBody ConnectExchangeJSONBody
+
+// ConnectDashboardLoginJSONRequestBody defines body for ConnectDashboardLogin for application/json ContentType.
+type ConnectDashboardLoginJSONRequestBody ConnectDashboardLoginJSONBody
+
+// HostedConnectChooseJSONRequestBody defines body for HostedConnectChoose for application/json ContentType.
+type HostedConnectChooseJSONRequestBody HostedConnectChooseJSONBody
+
+// CreateConnectLinkJSONRequestBody defines body for CreateConnectLink for application/json ContentType.
+type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
+
+// CloseConnectLinkJSONRequestBody defines body for CloseConnectLink for application/json ContentType.
+type CloseConnectLinkJSONRequestBody = CloseConnectLinkJSONBody
 
 // CreateExitPlanJSONRequestBody defines body for CreateExitPlan for application/json ContentType.
 type CreateExitPlanJSONRequestBody = ExitPlanSpec
@@ -3825,6 +4252,94 @@ type StateRiskPolicyJSONRequestBody = RiskPolicyVersion
 
 // PutVenueConfigJSONRequestBody defines body for PutVenueConfig for application/json ContentType.
 type PutVenueConfigJSONRequestBody = VenueConfigSpec
+
+// AsConnectLinkResult1 returns the union data inside the ConnectLink_Result as a ConnectLinkResult1
+func (t ConnectLink_Result) AsConnectLinkResult1() (ConnectLinkResult1, error) {
+	var body ConnectLinkResult1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConnectLinkResult1 overwrites any union data inside the ConnectLink_Result as the provided ConnectLinkResult1
+func (t *ConnectLink_Result) FromConnectLinkResult1(v ConnectLinkResult1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConnectLinkResult1 performs a merge with any union data inside the ConnectLink_Result, using the provided ConnectLinkResult1
+func (t *ConnectLink_Result) MergeConnectLinkResult1(v ConnectLinkResult1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConnectLinkResult2 returns the union data inside the ConnectLink_Result as a ConnectLinkResult2
+func (t ConnectLink_Result) AsConnectLinkResult2() (ConnectLinkResult2, error) {
+	var body ConnectLinkResult2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConnectLinkResult2 overwrites any union data inside the ConnectLink_Result as the provided ConnectLinkResult2
+func (t *ConnectLink_Result) FromConnectLinkResult2(v ConnectLinkResult2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConnectLinkResult2 performs a merge with any union data inside the ConnectLink_Result, using the provided ConnectLinkResult2
+func (t *ConnectLink_Result) MergeConnectLinkResult2(v ConnectLinkResult2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConnectLinkResult3 returns the union data inside the ConnectLink_Result as a ConnectLinkResult3
+func (t ConnectLink_Result) AsConnectLinkResult3() (ConnectLinkResult3, error) {
+	var body ConnectLinkResult3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConnectLinkResult3 overwrites any union data inside the ConnectLink_Result as the provided ConnectLinkResult3
+func (t *ConnectLink_Result) FromConnectLinkResult3(v ConnectLinkResult3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConnectLinkResult3 performs a merge with any union data inside the ConnectLink_Result, using the provided ConnectLinkResult3
+func (t *ConnectLink_Result) MergeConnectLinkResult3(v ConnectLinkResult3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConnectLink_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConnectLink_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsDecimalIn0 returns the union data inside the DecimalIn as a DecimalIn0
 func (t DecimalIn) AsDecimalIn0() (DecimalIn0, error) {
@@ -4571,6 +5086,252 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/calendar/stream (the `StreamCalendar` operationId).
 	StreamCalendar(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConnectApps The apps of the organizations the signed-in user belongs to
+	//
+	// Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
+	ListConnectApps(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConnectAppWithBody Create an app of an organization the signed-in user owns (verified owners only)
+	//
+	// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+	// answer (Idempotent-Replayed: true), the same key with another body 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+	CreateConnectAppWithBody(ctx context.Context, params *CreateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConnectApp Create an app of an organization the signed-in user owns (verified owners only)
+	//
+	// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+	// answer (Idempotent-Replayed: true), the same key with another body 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+	CreateConnectApp(ctx context.Context, params *CreateConnectAppParams, body CreateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConnectApp One app, to a member of its organization
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId} (the `GetConnectApp` operationId).
+	GetConnectApp(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConnectAppWithBody Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+	UpdateConnectAppWithBody(ctx context.Context, appId string, params *UpdateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConnectApp Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+	UpdateConnectApp(ctx context.Context, appId string, params *UpdateConnectAppParams, body UpdateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConnectAppKeys The app's keys, live and revoked, never their secrets
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId}/keys (the `ListConnectAppKeys` operationId).
+	ListConnectAppKeys(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueConnectAppKeyWithBody Create an app API key (an owner); the secret is answered once
+	//
+	// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+	// environment, a name and an expiry (at most two years). A retry with the same
+	// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+	// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+	// stops being an owner of the app's organization.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+	IssueConnectAppKeyWithBody(ctx context.Context, appId string, params *IssueConnectAppKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IssueConnectAppKey Create an app API key (an owner); the secret is answered once
+	//
+	// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+	// environment, a name and an expiry (at most two years). A retry with the same
+	// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+	// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+	// stops being an owner of the app's organization.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+	IssueConnectAppKey(ctx context.Context, appId string, params *IssueConnectAppKeyParams, body IssueConnectAppKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeConnectAppKey Revoke an app key (an owner); its next request is 401
+	//
+	// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
+	RevokeConnectAppKey(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
+	ListConnectAppTraders(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectExchangeWithBody The sandbox exchanges a production statement for a dashboard session and counterpart apps
+	//
+	// The sandbox verifies the statement with production's public key only
+	// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+	// log: a second exchange of the same statement is 401 `invalid_statement` with
+	// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+	// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+	// exchange (verified); each production app gets its counterpart sandbox app (made once,
+	// found again afterwards) in the counterpart of its organization, the user an owner.
+	// Sets the `svc_connect` cookie. From the dashboard's origin only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+	ConnectExchangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectExchange The sandbox exchanges a production statement for a dashboard session and counterpart apps
+	//
+	// The sandbox verifies the statement with production's public key only
+	// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+	// log: a second exchange of the same statement is 401 `invalid_statement` with
+	// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+	// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+	// exchange (verified); each production app gets its counterpart sandbox app (made once,
+	// found again afterwards) in the counterpart of its organization, the user an owner.
+	// Sets the `svc_connect` cookie. From the dashboard's origin only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+	ConnectExchange(ctx context.Context, body ConnectExchangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectDashboardLoginWithBody Sign in to the Connect dashboard (its own session, never a trader's)
+	//
+	// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+	// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+	// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+	// trading, account, market or challenge route accepts.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+	ConnectDashboardLoginWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectDashboardLogin Sign in to the Connect dashboard (its own session, never a trader's)
+	//
+	// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+	// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+	// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+	// trading, account, market or challenge route accepts.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+	ConnectDashboardLogin(ctx context.Context, body ConnectDashboardLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectDashboardLogout End the dashboard session on the server
+	//
+	// Corresponds with POST /api/connect/dashboard/logout (the `ConnectDashboardLogout` operationId).
+	ConnectDashboardLogout(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectDashboardMe The dashboard session's user
+	//
+	// Corresponds with GET /api/connect/dashboard/me (the `ConnectDashboardMe` operationId).
+	ConnectDashboardMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectStatement Production signs a statement of the signed-in Connect account (email and apps owned)
+	//
+	// Production only (404 on the sandbox). A compact JWS (EdDSA, Ed25519, `typ`
+	// connect-statement+jwt) naming the verified email and the apps of every organization the
+	// user owns, for the sandbox's audience (ENGINE_CONNECT_AUDIENCE, default svc-sandbox), good
+	// for five minutes and one exchange.
+	//
+	// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
+	ConnectStatement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectChooseWithBody The trader connects an account they connected to the app before, or opens the app's white-label paper
+	//
+	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+	// per trader and app (opened once, found again). The link becomes connected with
+	// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+	HostedConnectChooseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectChoose The trader connects an account they connected to the app before, or opens the app's white-label paper
+	//
+	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+	// per trader and app (opened once, found again). The link becomes connected with
+	// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+	HostedConnectChoose(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	//
+	// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
+	HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConnectLinks The app's links, newest first, keyset-paged, filtered by trader and state (sandbox)
+	//
+	// Corresponds with GET /api/connect/links (the `ListConnectLinks` operationId).
+	ListConnectLinks(ctx context.Context, params *ListConnectLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConnectLinkWithBody Create a link for one of the app's traders (sandbox)
+	//
+	// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+	// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+	// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+	CreateConnectLinkWithBody(ctx context.Context, params *CreateConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConnectLink Create a link for one of the app's traders (sandbox)
+	//
+	// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+	// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+	// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+	CreateConnectLink(ctx context.Context, params *CreateConnectLinkParams, body CreateConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CloseConnectLinkWithBody Close a link (sandbox)
+	//
+	// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+	// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+	// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+	// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+	// retry with the same key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+	CloseConnectLinkWithBody(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CloseConnectLink Close a link (sandbox)
+	//
+	// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+	// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+	// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+	// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+	// retry with the same key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+	CloseConnectLink(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, body CloseConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConnectLink One of the app's links (sandbox)
+	//
+	// Corresponds with GET /api/connect/links/{linkId} (the `GetConnectLink` operationId).
+	GetConnectLink(ctx context.Context, linkId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTraderRegistrations The signed-in trader's registrations (their verified email matches), ready to link
 	//
@@ -5785,6 +6546,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
 	PutVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectPage Hosted Connect's page on a link (the hostedUrl); embeddable by the app's websites only
+	//
+	// Server-rendered HTML with a little script. Sent with `Content-Security-Policy:
+	// frame-ancestors <the app's websites>`, `Referrer-Policy: no-referrer` and
+	// `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
+	// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
+	// page that says so (410 or 409), a bad token 404.
+	//
+	// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
+	HostedConnectPage(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReferencePage The API reference page
 	//
@@ -7143,6 +7915,522 @@ func (c *Client) ListCalendarEvents(ctx context.Context, params *ListCalendarEve
 // Corresponds with GET /api/calendar/stream (the `StreamCalendar` operationId).
 func (c *Client) StreamCalendar(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamCalendarRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConnectApps The apps of the organizations the signed-in user belongs to
+//
+// Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
+func (c *Client) ListConnectApps(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectAppsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConnectAppWithBody Create an app of an organization the signed-in user owns (verified owners only)
+//
+// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+// answer (Idempotent-Replayed: true), the same key with another body 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+func (c *Client) CreateConnectAppWithBody(ctx context.Context, params *CreateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConnectAppRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConnectApp Create an app of an organization the signed-in user owns (verified owners only)
+//
+// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+// answer (Idempotent-Replayed: true), the same key with another body 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+func (c *Client) CreateConnectApp(ctx context.Context, params *CreateConnectAppParams, body CreateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConnectAppRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConnectApp One app, to a member of its organization
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId} (the `GetConnectApp` operationId).
+func (c *Client) GetConnectApp(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConnectAppRequest(c.Server, appId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConnectAppWithBody Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+func (c *Client) UpdateConnectAppWithBody(ctx context.Context, appId string, params *UpdateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConnectAppRequestWithBody(c.Server, appId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConnectApp Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+func (c *Client) UpdateConnectApp(ctx context.Context, appId string, params *UpdateConnectAppParams, body UpdateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConnectAppRequest(c.Server, appId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConnectAppKeys The app's keys, live and revoked, never their secrets
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId}/keys (the `ListConnectAppKeys` operationId).
+func (c *Client) ListConnectAppKeys(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectAppKeysRequest(c.Server, appId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueConnectAppKeyWithBody Create an app API key (an owner); the secret is answered once
+//
+// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+// environment, a name and an expiry (at most two years). A retry with the same
+// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+// stops being an owner of the app's organization.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+func (c *Client) IssueConnectAppKeyWithBody(ctx context.Context, appId string, params *IssueConnectAppKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueConnectAppKeyRequestWithBody(c.Server, appId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IssueConnectAppKey Create an app API key (an owner); the secret is answered once
+//
+// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+// environment, a name and an expiry (at most two years). A retry with the same
+// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+// stops being an owner of the app's organization.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+func (c *Client) IssueConnectAppKey(ctx context.Context, appId string, params *IssueConnectAppKeyParams, body IssueConnectAppKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIssueConnectAppKeyRequest(c.Server, appId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeConnectAppKey Revoke an app key (an owner); its next request is 401
+//
+// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
+func (c *Client) RevokeConnectAppKey(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeConnectAppKeyRequest(c.Server, appId, keyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
+func (c *Client) ListConnectAppTraders(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectAppTradersRequest(c.Server, appId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectExchangeWithBody The sandbox exchanges a production statement for a dashboard session and counterpart apps
+//
+// The sandbox verifies the statement with production's public key only
+// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+// log: a second exchange of the same statement is 401 `invalid_statement` with
+// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+// exchange (verified); each production app gets its counterpart sandbox app (made once,
+// found again afterwards) in the counterpart of its organization, the user an owner.
+// Sets the `svc_connect` cookie. From the dashboard's origin only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+func (c *Client) ConnectExchangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectExchangeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectExchange The sandbox exchanges a production statement for a dashboard session and counterpart apps
+//
+// The sandbox verifies the statement with production's public key only
+// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+// log: a second exchange of the same statement is 401 `invalid_statement` with
+// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+// exchange (verified); each production app gets its counterpart sandbox app (made once,
+// found again afterwards) in the counterpart of its organization, the user an owner.
+// Sets the `svc_connect` cookie. From the dashboard's origin only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+func (c *Client) ConnectExchange(ctx context.Context, body ConnectExchangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectExchangeRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectDashboardLoginWithBody Sign in to the Connect dashboard (its own session, never a trader's)
+//
+// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+// trading, account, market or challenge route accepts.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+func (c *Client) ConnectDashboardLoginWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectDashboardLoginRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectDashboardLogin Sign in to the Connect dashboard (its own session, never a trader's)
+//
+// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+// trading, account, market or challenge route accepts.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+func (c *Client) ConnectDashboardLogin(ctx context.Context, body ConnectDashboardLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectDashboardLoginRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectDashboardLogout End the dashboard session on the server
+//
+// Corresponds with POST /api/connect/dashboard/logout (the `ConnectDashboardLogout` operationId).
+func (c *Client) ConnectDashboardLogout(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectDashboardLogoutRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectDashboardMe The dashboard session's user
+//
+// Corresponds with GET /api/connect/dashboard/me (the `ConnectDashboardMe` operationId).
+func (c *Client) ConnectDashboardMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectDashboardMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectStatement Production signs a statement of the signed-in Connect account (email and apps owned)
+//
+// Production only (404 on the sandbox). A compact JWS (EdDSA, Ed25519, `typ`
+// connect-statement+jwt) naming the verified email and the apps of every organization the
+// user owns, for the sandbox's audience (ENGINE_CONNECT_AUDIENCE, default svc-sandbox), good
+// for five minutes and one exchange.
+//
+// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
+func (c *Client) ConnectStatement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectStatementRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectChooseWithBody The trader connects an account they connected to the app before, or opens the app's white-label paper
+//
+// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+// per trader and app (opened once, found again). The link becomes connected with
+// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+func (c *Client) HostedConnectChooseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectChooseRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectChoose The trader connects an account they connected to the app before, or opens the app's white-label paper
+//
+// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+// per trader and app (opened once, found again). The link becomes connected with
+// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+func (c *Client) HostedConnectChoose(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectChooseRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+//
+// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
+func (c *Client) HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectSessionRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConnectLinks The app's links, newest first, keyset-paged, filtered by trader and state (sandbox)
+//
+// Corresponds with GET /api/connect/links (the `ListConnectLinks` operationId).
+func (c *Client) ListConnectLinks(ctx context.Context, params *ListConnectLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectLinksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConnectLinkWithBody Create a link for one of the app's traders (sandbox)
+//
+// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+func (c *Client) CreateConnectLinkWithBody(ctx context.Context, params *CreateConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConnectLinkRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConnectLink Create a link for one of the app's traders (sandbox)
+//
+// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+func (c *Client) CreateConnectLink(ctx context.Context, params *CreateConnectLinkParams, body CreateConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConnectLinkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CloseConnectLinkWithBody Close a link (sandbox)
+//
+// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+// retry with the same key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+func (c *Client) CloseConnectLinkWithBody(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseConnectLinkRequestWithBody(c.Server, linkId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CloseConnectLink Close a link (sandbox)
+//
+// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+// retry with the same key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+func (c *Client) CloseConnectLink(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, body CloseConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseConnectLinkRequest(c.Server, linkId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConnectLink One of the app's links (sandbox)
+//
+// Corresponds with GET /api/connect/links/{linkId} (the `GetConnectLink` operationId).
+func (c *Client) GetConnectLink(ctx context.Context, linkId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConnectLinkRequest(c.Server, linkId)
 	if err != nil {
 		return nil, err
 	}
@@ -9627,6 +10915,27 @@ func (c *Client) PutVenueConfigWithBody(ctx context.Context, venueId VenueId, ki
 // Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
 func (c *Client) PutVenueConfig(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutVenueConfigRequest(c.Server, venueId, kind, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectPage Hosted Connect's page on a link (the hostedUrl); embeddable by the app's websites only
+//
+// Server-rendered HTML with a little script. Sent with `Content-Security-Policy:
+// frame-ancestors <the app's websites>`, `Referrer-Policy: no-referrer` and
+// `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
+// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
+// page that says so (410 or 409), a bad token 404.
+//
+// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
+func (c *Client) HostedConnectPage(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectPageRequest(c.Server, linkId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -12474,6 +13783,827 @@ func NewStreamCalendarRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/api/calendar/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListConnectAppsRequest constructs an http.Request for the ListConnectApps method
+func NewListConnectAppsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateConnectAppRequest calls the generic CreateConnectApp builder with application/json body
+func NewCreateConnectAppRequest(server string, params *CreateConnectAppParams, body CreateConnectAppJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateConnectAppRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateConnectAppRequestWithBody constructs an http.Request for the CreateConnectApp method, with any body, and a specified content type
+func NewCreateConnectAppRequestWithBody(server string, params *CreateConnectAppParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetConnectAppRequest constructs an http.Request for the GetConnectApp method
+func NewGetConnectAppRequest(server string, appId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateConnectAppRequest calls the generic UpdateConnectApp builder with application/json body
+func NewUpdateConnectAppRequest(server string, appId string, params *UpdateConnectAppParams, body UpdateConnectAppJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConnectAppRequestWithBody(server, appId, params, "application/json", bodyReader)
+}
+
+// NewUpdateConnectAppRequestWithBody constructs an http.Request for the UpdateConnectApp method, with any body, and a specified content type
+func NewUpdateConnectAppRequestWithBody(server string, appId string, params *UpdateConnectAppParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListConnectAppKeysRequest constructs an http.Request for the ListConnectAppKeys method
+func NewListConnectAppKeysRequest(server string, appId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewIssueConnectAppKeyRequest calls the generic IssueConnectAppKey builder with application/json body
+func NewIssueConnectAppKeyRequest(server string, appId string, params *IssueConnectAppKeyParams, body IssueConnectAppKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIssueConnectAppKeyRequestWithBody(server, appId, params, "application/json", bodyReader)
+}
+
+// NewIssueConnectAppKeyRequestWithBody constructs an http.Request for the IssueConnectAppKey method, with any body, and a specified content type
+func NewIssueConnectAppKeyRequestWithBody(server string, appId string, params *IssueConnectAppKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokeConnectAppKeyRequest constructs an http.Request for the RevokeConnectAppKey method
+func NewRevokeConnectAppKeyRequest(server string, appId string, keyId string, params *RevokeConnectAppKeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "keyId", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListConnectAppTradersRequest constructs an http.Request for the ListConnectAppTraders method
+func NewListConnectAppTradersRequest(server string, appId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "appId", appId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/apps/%s/traders", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConnectExchangeRequest calls the generic ConnectExchange builder with application/json body
+func NewConnectExchangeRequest(server string, body ConnectExchangeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConnectExchangeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConnectExchangeRequestWithBody constructs an http.Request for the ConnectExchange method, with any body, and a specified content type
+func NewConnectExchangeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/exchange")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConnectDashboardLoginRequest calls the generic ConnectDashboardLogin builder with application/json body
+func NewConnectDashboardLoginRequest(server string, body ConnectDashboardLoginJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConnectDashboardLoginRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConnectDashboardLoginRequestWithBody constructs an http.Request for the ConnectDashboardLogin method, with any body, and a specified content type
+func NewConnectDashboardLoginRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/login")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConnectDashboardLogoutRequest constructs an http.Request for the ConnectDashboardLogout method
+func NewConnectDashboardLogoutRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/logout")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConnectDashboardMeRequest constructs an http.Request for the ConnectDashboardMe method
+func NewConnectDashboardMeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConnectStatementRequest constructs an http.Request for the ConnectStatement method
+func NewConnectStatementRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/dashboard/statement")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHostedConnectChooseRequest calls the generic HostedConnectChoose builder with application/json body
+func NewHostedConnectChooseRequest(server string, body HostedConnectChooseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostedConnectChooseRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostedConnectChooseRequestWithBody constructs an http.Request for the HostedConnectChoose method, with any body, and a specified content type
+func NewHostedConnectChooseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/connect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostedConnectSessionRequest constructs an http.Request for the HostedConnectSession method
+func NewHostedConnectSessionRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/session")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListConnectLinksRequest constructs an http.Request for the ListConnectLinks method
+func NewListConnectLinksRequest(server string, params *ListConnectLinksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Trader != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trader", *params.Trader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateConnectLinkRequest calls the generic CreateConnectLink builder with application/json body
+func NewCreateConnectLinkRequest(server string, params *CreateConnectLinkParams, body CreateConnectLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateConnectLinkRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateConnectLinkRequestWithBody constructs an http.Request for the CreateConnectLink method, with any body, and a specified content type
+func NewCreateConnectLinkRequestWithBody(server string, params *CreateConnectLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewCloseConnectLinkRequest calls the generic CloseConnectLink builder with application/json body
+func NewCloseConnectLinkRequest(server string, linkId openapi_types.UUID, params *CloseConnectLinkParams, body CloseConnectLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCloseConnectLinkRequestWithBody(server, linkId, params, "application/json", bodyReader)
+}
+
+// NewCloseConnectLinkRequestWithBody constructs an http.Request for the CloseConnectLink method, with any body, and a specified content type
+func NewCloseConnectLinkRequestWithBody(server string, linkId openapi_types.UUID, params *CloseConnectLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "linkId", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetConnectLinkRequest constructs an http.Request for the GetConnectLink method
+func NewGetConnectLinkRequest(server string, linkId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "linkId", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/links/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -17316,6 +19446,63 @@ func NewPutVenueConfigRequestWithBody(server string, venueId VenueId, kind Confi
 	return req, nil
 }
 
+// NewHostedConnectPageRequest constructs an http.Request for the HostedConnectPage method
+func NewHostedConnectPageRequest(server string, linkId string, params *HostedConnectPageParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "linkId", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/connect/hosted/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReferencePageRequest constructs an http.Request for the GetReferencePage method
 func NewGetReferencePageRequest(server string) (*http.Request, error) {
 	var err error
@@ -18191,6 +20378,274 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/calendar/stream (the `StreamCalendar` operationId).
 	StreamCalendarWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StreamCalendarResponse, error)
+
+	// ListConnectAppsWithResponse The apps of the organizations the signed-in user belongs to
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
+	ListConnectAppsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListConnectAppsResponse, error)
+
+	// CreateConnectAppWithBodyWithResponse Create an app of an organization the signed-in user owns (verified owners only)
+	//
+	// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+	// answer (Idempotent-Replayed: true), the same key with another body 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+	CreateConnectAppWithBodyWithResponse(ctx context.Context, params *CreateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConnectAppResponse, error)
+
+	// CreateConnectAppWithResponse Create an app of an organization the signed-in user owns (verified owners only)
+	//
+	// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+	// answer (Idempotent-Replayed: true), the same key with another body 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+	CreateConnectAppWithResponse(ctx context.Context, params *CreateConnectAppParams, body CreateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectAppResponse, error)
+
+	// GetConnectAppWithResponse One app, to a member of its organization
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId} (the `GetConnectApp` operationId).
+	GetConnectAppWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*GetConnectAppResponse, error)
+
+	// UpdateConnectAppWithBodyWithResponse Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+	UpdateConnectAppWithBodyWithResponse(ctx context.Context, appId string, params *UpdateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConnectAppResponse, error)
+
+	// UpdateConnectAppWithResponse Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+	UpdateConnectAppWithResponse(ctx context.Context, appId string, params *UpdateConnectAppParams, body UpdateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConnectAppResponse, error)
+
+	// ListConnectAppKeysWithResponse The app's keys, live and revoked, never their secrets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId}/keys (the `ListConnectAppKeys` operationId).
+	ListConnectAppKeysWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppKeysResponse, error)
+
+	// IssueConnectAppKeyWithBodyWithResponse Create an app API key (an owner); the secret is answered once
+	//
+	// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+	// environment, a name and an expiry (at most two years). A retry with the same
+	// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+	// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+	// stops being an owner of the app's organization.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+	IssueConnectAppKeyWithBodyWithResponse(ctx context.Context, appId string, params *IssueConnectAppKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueConnectAppKeyResponse, error)
+
+	// IssueConnectAppKeyWithResponse Create an app API key (an owner); the secret is answered once
+	//
+	// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+	// environment, a name and an expiry (at most two years). A retry with the same
+	// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+	// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+	// stops being an owner of the app's organization.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+	IssueConnectAppKeyWithResponse(ctx context.Context, appId string, params *IssueConnectAppKeyParams, body IssueConnectAppKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueConnectAppKeyResponse, error)
+
+	// RevokeConnectAppKeyWithResponse Revoke an app key (an owner); its next request is 401
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
+	RevokeConnectAppKeyWithResponse(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*RevokeConnectAppKeyResponse, error)
+
+	// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
+	ListConnectAppTradersWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error)
+
+	// ConnectExchangeWithBodyWithResponse The sandbox exchanges a production statement for a dashboard session and counterpart apps
+	//
+	// The sandbox verifies the statement with production's public key only
+	// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+	// log: a second exchange of the same statement is 401 `invalid_statement` with
+	// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+	// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+	// exchange (verified); each production app gets its counterpart sandbox app (made once,
+	// found again afterwards) in the counterpart of its organization, the user an owner.
+	// Sets the `svc_connect` cookie. From the dashboard's origin only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+	ConnectExchangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectExchangeResponse, error)
+
+	// ConnectExchangeWithResponse The sandbox exchanges a production statement for a dashboard session and counterpart apps
+	//
+	// The sandbox verifies the statement with production's public key only
+	// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+	// log: a second exchange of the same statement is 401 `invalid_statement` with
+	// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+	// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+	// exchange (verified); each production app gets its counterpart sandbox app (made once,
+	// found again afterwards) in the counterpart of its organization, the user an owner.
+	// Sets the `svc_connect` cookie. From the dashboard's origin only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+	ConnectExchangeWithResponse(ctx context.Context, body ConnectExchangeJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectExchangeResponse, error)
+
+	// ConnectDashboardLoginWithBodyWithResponse Sign in to the Connect dashboard (its own session, never a trader's)
+	//
+	// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+	// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+	// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+	// trading, account, market or challenge route accepts.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+	ConnectDashboardLoginWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectDashboardLoginResponse, error)
+
+	// ConnectDashboardLoginWithResponse Sign in to the Connect dashboard (its own session, never a trader's)
+	//
+	// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+	// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+	// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+	// trading, account, market or challenge route accepts.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+	ConnectDashboardLoginWithResponse(ctx context.Context, body ConnectDashboardLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectDashboardLoginResponse, error)
+
+	// ConnectDashboardLogoutWithResponse End the dashboard session on the server
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/logout (the `ConnectDashboardLogout` operationId).
+	ConnectDashboardLogoutWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectDashboardLogoutResponse, error)
+
+	// ConnectDashboardMeWithResponse The dashboard session's user
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/dashboard/me (the `ConnectDashboardMe` operationId).
+	ConnectDashboardMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectDashboardMeResponse, error)
+
+	// ConnectStatementWithResponse Production signs a statement of the signed-in Connect account (email and apps owned)
+	//
+	// Production only (404 on the sandbox). A compact JWS (EdDSA, Ed25519, `typ`
+	// connect-statement+jwt) naming the verified email and the apps of every organization the
+	// user owns, for the sandbox's audience (ENGINE_CONNECT_AUDIENCE, default svc-sandbox), good
+	// for five minutes and one exchange.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
+	ConnectStatementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectStatementResponse, error)
+
+	// HostedConnectChooseWithBodyWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
+	//
+	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+	// per trader and app (opened once, found again). The link becomes connected with
+	// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+	HostedConnectChooseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectChooseResponse, error)
+
+	// HostedConnectChooseWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
+	//
+	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+	// per trader and app (opened once, found again). The link becomes connected with
+	// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+	HostedConnectChooseWithResponse(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectChooseResponse, error)
+
+	// HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
+	HostedConnectSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HostedConnectSessionResponse, error)
+
+	// ListConnectLinksWithResponse The app's links, newest first, keyset-paged, filtered by trader and state (sandbox)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/links (the `ListConnectLinks` operationId).
+	ListConnectLinksWithResponse(ctx context.Context, params *ListConnectLinksParams, reqEditors ...RequestEditorFn) (*ListConnectLinksResponse, error)
+
+	// CreateConnectLinkWithBodyWithResponse Create a link for one of the app's traders (sandbox)
+	//
+	// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+	// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+	// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+	CreateConnectLinkWithBodyWithResponse(ctx context.Context, params *CreateConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConnectLinkResponse, error)
+
+	// CreateConnectLinkWithResponse Create a link for one of the app's traders (sandbox)
+	//
+	// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+	// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+	// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+	CreateConnectLinkWithResponse(ctx context.Context, params *CreateConnectLinkParams, body CreateConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectLinkResponse, error)
+
+	// CloseConnectLinkWithBodyWithResponse Close a link (sandbox)
+	//
+	// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+	// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+	// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+	// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+	// retry with the same key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+	CloseConnectLinkWithBodyWithResponse(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseConnectLinkResponse, error)
+
+	// CloseConnectLinkWithResponse Close a link (sandbox)
+	//
+	// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+	// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+	// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+	// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+	// retry with the same key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+	CloseConnectLinkWithResponse(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, body CloseConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseConnectLinkResponse, error)
+
+	// GetConnectLinkWithResponse One of the app's links (sandbox)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/connect/links/{linkId} (the `GetConnectLink` operationId).
+	GetConnectLinkWithResponse(ctx context.Context, linkId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetConnectLinkResponse, error)
 
 	// ListTraderRegistrationsWithResponse The signed-in trader's registrations (their verified email matches), ready to link
 	//
@@ -19511,6 +21966,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/venues/{venueId}/{kind}/{id} (the `PutVenueConfig` operationId).
 	PutVenueConfigWithResponse(ctx context.Context, venueId VenueId, kind ConfigKind, id string, params *PutVenueConfigParams, body PutVenueConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*PutVenueConfigResponse, error)
+
+	// HostedConnectPageWithResponse Hosted Connect's page on a link (the hostedUrl); embeddable by the app's websites only
+	//
+	// Server-rendered HTML with a little script. Sent with `Content-Security-Policy:
+	// frame-ancestors <the app's websites>`, `Referrer-Policy: no-referrer` and
+	// `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
+	// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
+	// page that says so (410 or 409), a bad token 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
+	HostedConnectPageWithResponse(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*HostedConnectPageResponse, error)
 
 	// GetReferencePageWithResponse The API reference page
 	//
@@ -23033,6 +25501,1278 @@ func (r StreamCalendarResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StreamCalendarResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConnectAppsResponseDefaultHeaders the declared response headers of an HTTP default response for ListConnectApps
+type ListConnectAppsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListConnectAppsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Apps []ConnectApp `json:"apps"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListConnectAppsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConnectAppsResponse) GetJSON200() *struct {
+	Apps []ConnectApp `json:"apps"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListConnectAppsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConnectAppsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConnectAppsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConnectAppsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConnectAppsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateConnectAppResponseDefaultHeaders the declared response headers of an HTTP default response for CreateConnectApp
+type CreateConnectAppResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreateConnectAppResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		App ConnectApp `json:"app"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateConnectAppResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateConnectAppResponse) GetJSON201() *struct {
+	App ConnectApp `json:"app"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateConnectAppResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateConnectAppResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateConnectAppResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateConnectAppResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateConnectAppResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetConnectAppResponseDefaultHeaders the declared response headers of an HTTP default response for GetConnectApp
+type GetConnectAppResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetConnectAppResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		App ConnectApp `json:"app"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetConnectAppResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConnectAppResponse) GetJSON200() *struct {
+	App ConnectApp `json:"app"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetConnectAppResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConnectAppResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConnectAppResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConnectAppResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConnectAppResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateConnectAppResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateConnectApp
+type UpdateConnectAppResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type UpdateConnectAppResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		App ConnectApp `json:"app"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateConnectAppResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateConnectAppResponse) GetJSON200() *struct {
+	App ConnectApp `json:"app"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateConnectAppResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateConnectAppResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateConnectAppResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateConnectAppResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateConnectAppResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConnectAppKeysResponseDefaultHeaders the declared response headers of an HTTP default response for ListConnectAppKeys
+type ListConnectAppKeysResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListConnectAppKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Keys []ConnectAppKey `json:"keys"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListConnectAppKeysResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConnectAppKeysResponse) GetJSON200() *struct {
+	Keys []ConnectAppKey `json:"keys"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListConnectAppKeysResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConnectAppKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConnectAppKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConnectAppKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConnectAppKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IssueConnectAppKeyResponse201Headers the declared response headers of an HTTP 201 response for IssueConnectAppKey
+type IssueConnectAppKeyResponse201Headers struct {
+	CacheControl *string
+}
+
+// IssueConnectAppKeyResponseDefaultHeaders the declared response headers of an HTTP default response for IssueConnectAppKey
+type IssueConnectAppKeyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type IssueConnectAppKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Key    ConnectAppKey `json:"key"`
+		Secret *string       `json:"secret"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *IssueConnectAppKeyResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *IssueConnectAppKeyResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r IssueConnectAppKeyResponse) GetJSON201() *struct {
+	Key    ConnectAppKey `json:"key"`
+	Secret *string       `json:"secret"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r IssueConnectAppKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r IssueConnectAppKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IssueConnectAppKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IssueConnectAppKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IssueConnectAppKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeConnectAppKeyResponseDefaultHeaders the declared response headers of an HTTP default response for RevokeConnectAppKey
+type RevokeConnectAppKeyResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevokeConnectAppKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Key ConnectAppKey `json:"key"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RevokeConnectAppKeyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeConnectAppKeyResponse) GetJSON200() *struct {
+	Key ConnectAppKey `json:"key"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RevokeConnectAppKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeConnectAppKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeConnectAppKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeConnectAppKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeConnectAppKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConnectAppTradersResponseDefaultHeaders the declared response headers of an HTTP default response for ListConnectAppTraders
+type ListConnectAppTradersResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListConnectAppTradersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Traders []struct {
+			Accounts    []string  `json:"accounts"`
+			FirstSeenAt time.Time `json:"firstSeenAt"`
+			LastLinkAt  time.Time `json:"lastLinkAt"`
+			Links       int       `json:"links"`
+			Trader      string    `json:"trader"`
+		} `json:"traders"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListConnectAppTradersResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConnectAppTradersResponse) GetJSON200() *struct {
+	Traders []struct {
+		Accounts    []string  `json:"accounts"`
+		FirstSeenAt time.Time `json:"firstSeenAt"`
+		LastLinkAt  time.Time `json:"lastLinkAt"`
+		Links       int       `json:"links"`
+		Trader      string    `json:"trader"`
+	} `json:"traders"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListConnectAppTradersResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConnectAppTradersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConnectAppTradersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConnectAppTradersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConnectAppTradersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConnectExchangeResponse200Headers the declared response headers of an HTTP 200 response for ConnectExchange
+type ConnectExchangeResponse200Headers struct {
+	CacheControl *string
+}
+
+// ConnectExchangeResponseDefaultHeaders the declared response headers of an HTTP default response for ConnectExchange
+type ConnectExchangeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConnectExchangeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Apps []ConnectApp `json:"apps"`
+		User struct {
+			Email         string `json:"email"`
+			EmailVerified bool   `json:"emailVerified"`
+			Id            string `json:"id"`
+		} `json:"user"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConnectExchangeResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ConnectExchangeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConnectExchangeResponse) GetJSON200() *struct {
+	Apps []ConnectApp `json:"apps"`
+	User struct {
+		Email         string `json:"email"`
+		EmailVerified bool   `json:"emailVerified"`
+		Id            string `json:"id"`
+	} `json:"user"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectExchangeResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectExchangeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectExchangeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectExchangeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectExchangeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConnectDashboardLoginResponseDefaultHeaders the declared response headers of an HTTP default response for ConnectDashboardLogin
+type ConnectDashboardLoginResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConnectDashboardLoginResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		User User `json:"user"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ConnectDashboardLoginResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConnectDashboardLoginResponse) GetJSON200() *struct {
+	User User `json:"user"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectDashboardLoginResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectDashboardLoginResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectDashboardLoginResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectDashboardLoginResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectDashboardLoginResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConnectDashboardLogoutResponseDefaultHeaders the declared response headers of an HTTP default response for ConnectDashboardLogout
+type ConnectDashboardLogoutResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConnectDashboardLogoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ConnectDashboardLogoutResponseDefaultHeaders
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectDashboardLogoutResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectDashboardLogoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectDashboardLogoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectDashboardLogoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectDashboardLogoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConnectDashboardMeResponseDefaultHeaders the declared response headers of an HTTP default response for ConnectDashboardMe
+type ConnectDashboardMeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConnectDashboardMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		User User `json:"user"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ConnectDashboardMeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConnectDashboardMeResponse) GetJSON200() *struct {
+	User User `json:"user"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectDashboardMeResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectDashboardMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectDashboardMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectDashboardMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectDashboardMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConnectStatementResponse200Headers the declared response headers of an HTTP 200 response for ConnectStatement
+type ConnectStatementResponse200Headers struct {
+	CacheControl *string
+}
+
+// ConnectStatementResponseDefaultHeaders the declared response headers of an HTTP default response for ConnectStatement
+type ConnectStatementResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConnectStatementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Apps []struct {
+			Id      string `json:"id"`
+			Name    string `json:"name"`
+			OrgId   string `json:"orgId"`
+			OrgName string `json:"orgName"`
+		} `json:"apps"`
+		Audience  string    `json:"audience"`
+		ExpiresAt time.Time `json:"expiresAt"`
+		Id        string    `json:"id"`
+		Statement string    `json:"statement"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConnectStatementResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ConnectStatementResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConnectStatementResponse) GetJSON200() *struct {
+	Apps []struct {
+		Id      string `json:"id"`
+		Name    string `json:"name"`
+		OrgId   string `json:"orgId"`
+		OrgName string `json:"orgName"`
+	} `json:"apps"`
+	Audience  string    `json:"audience"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Id        string    `json:"id"`
+	Statement string    `json:"statement"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectStatementResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectStatementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectStatementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectStatementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectStatementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostedConnectChooseResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectChoose
+type HostedConnectChooseResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectChooseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectChooseResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectChooseResponse) GetJSON200() *struct {
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectChooseResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectChooseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectChooseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectChooseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectChooseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostedConnectSessionResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectSession
+type HostedConnectSessionResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Accounts []AccountItem `json:"accounts"`
+		App      struct {
+			Id      string `json:"id"`
+			LogoUrl string `json:"logoUrl"`
+			Name    string `json:"name"`
+		} `json:"app"`
+
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`.
+		Link       ConnectLink `json:"link"`
+		WhiteLabel struct {
+			Currency        string  `json:"currency"`
+			Enabled         bool    `json:"enabled"`
+			Label           string  `json:"label"`
+			Opened          bool    `json:"opened"`
+			StartingBalance Decimal `json:"startingBalance"`
+		} `json:"whiteLabel"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectSessionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectSessionResponse) GetJSON200() *struct {
+	Accounts []AccountItem `json:"accounts"`
+	App      struct {
+		Id      string `json:"id"`
+		LogoUrl string `json:"logoUrl"`
+		Name    string `json:"name"`
+	} `json:"app"`
+
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`.
+	Link       ConnectLink `json:"link"`
+	WhiteLabel struct {
+		Currency        string  `json:"currency"`
+		Enabled         bool    `json:"enabled"`
+		Label           string  `json:"label"`
+		Opened          bool    `json:"opened"`
+		StartingBalance Decimal `json:"startingBalance"`
+	} `json:"whiteLabel"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectSessionResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConnectLinksResponseDefaultHeaders the declared response headers of an HTTP default response for ListConnectLinks
+type ListConnectLinksResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListConnectLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		HasMore    bool          `json:"hasMore"`
+		Links      []ConnectLink `json:"links"`
+		NextCursor *string       `json:"nextCursor"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListConnectLinksResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConnectLinksResponse) GetJSON200() *struct {
+	HasMore    bool          `json:"hasMore"`
+	Links      []ConnectLink `json:"links"`
+	NextCursor *string       `json:"nextCursor"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListConnectLinksResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConnectLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConnectLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConnectLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConnectLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateConnectLinkResponse201Headers the declared response headers of an HTTP 201 response for CreateConnectLink
+type CreateConnectLinkResponse201Headers struct {
+	CacheControl *string
+}
+
+// CreateConnectLinkResponseDefaultHeaders the declared response headers of an HTTP default response for CreateConnectLink
+type CreateConnectLinkResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreateConnectLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		HostedUrl string `json:"hostedUrl"`
+
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateConnectLinkResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateConnectLinkResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateConnectLinkResponse) GetJSON201() *struct {
+	HostedUrl string `json:"hostedUrl"`
+
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateConnectLinkResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateConnectLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateConnectLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateConnectLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateConnectLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CloseConnectLinkResponse200Headers the declared response headers of an HTTP 200 response for CloseConnectLink
+type CloseConnectLinkResponse200Headers struct {
+	CacheControl *string
+}
+
+// CloseConnectLinkResponseDefaultHeaders the declared response headers of an HTTP default response for CloseConnectLink
+type CloseConnectLinkResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CloseConnectLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CloseConnectLinkResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CloseConnectLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CloseConnectLinkResponse) GetJSON200() *struct {
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CloseConnectLinkResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CloseConnectLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CloseConnectLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CloseConnectLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CloseConnectLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetConnectLinkResponseDefaultHeaders the declared response headers of an HTTP default response for GetConnectLink
+type GetConnectLinkResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetConnectLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetConnectLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConnectLinkResponse) GetJSON200() *struct {
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetConnectLinkResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConnectLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConnectLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConnectLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConnectLinkResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -29244,6 +32984,40 @@ func (r PutVenueConfigResponse) ContentType() string {
 	return ""
 }
 
+type HostedConnectPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetReferencePageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -30590,6 +34364,436 @@ func (c *ClientWithResponses) StreamCalendarWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseStreamCalendarResponse(rsp)
+}
+
+// ListConnectAppsWithResponse The apps of the organizations the signed-in user belongs to
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
+func (c *ClientWithResponses) ListConnectAppsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListConnectAppsResponse, error) {
+	rsp, err := c.ListConnectApps(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConnectAppsResponse(rsp)
+}
+
+// CreateConnectAppWithBodyWithResponse Create an app of an organization the signed-in user owns (verified owners only)
+//
+// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+// answer (Idempotent-Replayed: true), the same key with another body 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+func (c *ClientWithResponses) CreateConnectAppWithBodyWithResponse(ctx context.Context, params *CreateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConnectAppResponse, error) {
+	rsp, err := c.CreateConnectAppWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConnectAppResponse(rsp)
+}
+
+// CreateConnectAppWithResponse Create an app of an organization the signed-in user owns (verified owners only)
+//
+// The app's id derives from the user and the Idempotency-Key: a retry answers the first
+// answer (Idempotent-Replayed: true), the same key with another body 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/apps (the `CreateConnectApp` operationId).
+func (c *ClientWithResponses) CreateConnectAppWithResponse(ctx context.Context, params *CreateConnectAppParams, body CreateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectAppResponse, error) {
+	rsp, err := c.CreateConnectApp(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConnectAppResponse(rsp)
+}
+
+// GetConnectAppWithResponse One app, to a member of its organization
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId} (the `GetConnectApp` operationId).
+func (c *ClientWithResponses) GetConnectAppWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*GetConnectAppResponse, error) {
+	rsp, err := c.GetConnectApp(ctx, appId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConnectAppResponse(rsp)
+}
+
+// UpdateConnectAppWithBodyWithResponse Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+func (c *ClientWithResponses) UpdateConnectAppWithBodyWithResponse(ctx context.Context, appId string, params *UpdateConnectAppParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConnectAppResponse, error) {
+	rsp, err := c.UpdateConnectAppWithBody(ctx, appId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConnectAppResponse(rsp)
+}
+
+// UpdateConnectAppWithResponse Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/connect/dashboard/apps/{appId} (the `UpdateConnectApp` operationId).
+func (c *ClientWithResponses) UpdateConnectAppWithResponse(ctx context.Context, appId string, params *UpdateConnectAppParams, body UpdateConnectAppJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConnectAppResponse, error) {
+	rsp, err := c.UpdateConnectApp(ctx, appId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConnectAppResponse(rsp)
+}
+
+// ListConnectAppKeysWithResponse The app's keys, live and revoked, never their secrets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId}/keys (the `ListConnectAppKeys` operationId).
+func (c *ClientWithResponses) ListConnectAppKeysWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppKeysResponse, error) {
+	rsp, err := c.ListConnectAppKeys(ctx, appId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConnectAppKeysResponse(rsp)
+}
+
+// IssueConnectAppKeyWithBodyWithResponse Create an app API key (an owner); the secret is answered once
+//
+// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+// environment, a name and an expiry (at most two years). A retry with the same
+// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+// stops being an owner of the app's organization.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+func (c *ClientWithResponses) IssueConnectAppKeyWithBodyWithResponse(ctx context.Context, appId string, params *IssueConnectAppKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IssueConnectAppKeyResponse, error) {
+	rsp, err := c.IssueConnectAppKeyWithBody(ctx, appId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueConnectAppKeyResponse(rsp)
+}
+
+// IssueConnectAppKeyWithResponse Create an app API key (an owner); the secret is answered once
+//
+// `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+// environment, a name and an expiry (at most two years). A retry with the same
+// Idempotency-Key answers the key without its secret. At most 25 live keys (409
+// `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+// stops being an owner of the app's organization.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/apps/{appId}/keys (the `IssueConnectAppKey` operationId).
+func (c *ClientWithResponses) IssueConnectAppKeyWithResponse(ctx context.Context, appId string, params *IssueConnectAppKeyParams, body IssueConnectAppKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueConnectAppKeyResponse, error) {
+	rsp, err := c.IssueConnectAppKey(ctx, appId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIssueConnectAppKeyResponse(rsp)
+}
+
+// RevokeConnectAppKeyWithResponse Revoke an app key (an owner); its next request is 401
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
+func (c *ClientWithResponses) RevokeConnectAppKeyWithResponse(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*RevokeConnectAppKeyResponse, error) {
+	rsp, err := c.RevokeConnectAppKey(ctx, appId, keyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeConnectAppKeyResponse(rsp)
+}
+
+// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
+func (c *ClientWithResponses) ListConnectAppTradersWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error) {
+	rsp, err := c.ListConnectAppTraders(ctx, appId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConnectAppTradersResponse(rsp)
+}
+
+// ConnectExchangeWithBodyWithResponse The sandbox exchanges a production statement for a dashboard session and counterpart apps
+//
+// The sandbox verifies the statement with production's public key only
+// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+// log: a second exchange of the same statement is 401 `invalid_statement` with
+// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+// exchange (verified); each production app gets its counterpart sandbox app (made once,
+// found again afterwards) in the counterpart of its organization, the user an owner.
+// Sets the `svc_connect` cookie. From the dashboard's origin only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+func (c *ClientWithResponses) ConnectExchangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectExchangeResponse, error) {
+	rsp, err := c.ConnectExchangeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectExchangeResponse(rsp)
+}
+
+// ConnectExchangeWithResponse The sandbox exchanges a production statement for a dashboard session and counterpart apps
+//
+// The sandbox verifies the statement with production's public key only
+// (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+// log: a second exchange of the same statement is 401 `invalid_statement` with
+// `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+// not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+// exchange (verified); each production app gets its counterpart sandbox app (made once,
+// found again afterwards) in the counterpart of its organization, the user an owner.
+// Sets the `svc_connect` cookie. From the dashboard's origin only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/exchange (the `ConnectExchange` operationId).
+func (c *ClientWithResponses) ConnectExchangeWithResponse(ctx context.Context, body ConnectExchangeJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectExchangeResponse, error) {
+	rsp, err := c.ConnectExchange(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectExchangeResponse(rsp)
+}
+
+// ConnectDashboardLoginWithBodyWithResponse Sign in to the Connect dashboard (its own session, never a trader's)
+//
+// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+// trading, account, market or challenge route accepts.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+func (c *ClientWithResponses) ConnectDashboardLoginWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectDashboardLoginResponse, error) {
+	rsp, err := c.ConnectDashboardLoginWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectDashboardLoginResponse(rsp)
+}
+
+// ConnectDashboardLoginWithResponse Sign in to the Connect dashboard (its own session, never a trader's)
+//
+// The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+// origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+// `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+// trading, account, market or challenge route accepts.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/login (the `ConnectDashboardLogin` operationId).
+func (c *ClientWithResponses) ConnectDashboardLoginWithResponse(ctx context.Context, body ConnectDashboardLoginJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectDashboardLoginResponse, error) {
+	rsp, err := c.ConnectDashboardLogin(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectDashboardLoginResponse(rsp)
+}
+
+// ConnectDashboardLogoutWithResponse End the dashboard session on the server
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/logout (the `ConnectDashboardLogout` operationId).
+func (c *ClientWithResponses) ConnectDashboardLogoutWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectDashboardLogoutResponse, error) {
+	rsp, err := c.ConnectDashboardLogout(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectDashboardLogoutResponse(rsp)
+}
+
+// ConnectDashboardMeWithResponse The dashboard session's user
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/dashboard/me (the `ConnectDashboardMe` operationId).
+func (c *ClientWithResponses) ConnectDashboardMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectDashboardMeResponse, error) {
+	rsp, err := c.ConnectDashboardMe(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectDashboardMeResponse(rsp)
+}
+
+// ConnectStatementWithResponse Production signs a statement of the signed-in Connect account (email and apps owned)
+//
+// Production only (404 on the sandbox). A compact JWS (EdDSA, Ed25519, `typ`
+// connect-statement+jwt) naming the verified email and the apps of every organization the
+// user owns, for the sandbox's audience (ENGINE_CONNECT_AUDIENCE, default svc-sandbox), good
+// for five minutes and one exchange.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
+func (c *ClientWithResponses) ConnectStatementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectStatementResponse, error) {
+	rsp, err := c.ConnectStatement(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectStatementResponse(rsp)
+}
+
+// HostedConnectChooseWithBodyWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
+//
+// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+// per trader and app (opened once, found again). The link becomes connected with
+// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+func (c *ClientWithResponses) HostedConnectChooseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectChooseResponse, error) {
+	rsp, err := c.HostedConnectChooseWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectChooseResponse(rsp)
+}
+
+// HostedConnectChooseWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
+//
+// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+// per trader and app (opened once, found again). The link becomes connected with
+// `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
+func (c *ClientWithResponses) HostedConnectChooseWithResponse(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectChooseResponse, error) {
+	rsp, err := c.HostedConnectChoose(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectChooseResponse(rsp)
+}
+
+// HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
+func (c *ClientWithResponses) HostedConnectSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HostedConnectSessionResponse, error) {
+	rsp, err := c.HostedConnectSession(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectSessionResponse(rsp)
+}
+
+// ListConnectLinksWithResponse The app's links, newest first, keyset-paged, filtered by trader and state (sandbox)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/links (the `ListConnectLinks` operationId).
+func (c *ClientWithResponses) ListConnectLinksWithResponse(ctx context.Context, params *ListConnectLinksParams, reqEditors ...RequestEditorFn) (*ListConnectLinksResponse, error) {
+	rsp, err := c.ListConnectLinks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConnectLinksResponse(rsp)
+}
+
+// CreateConnectLinkWithBodyWithResponse Create a link for one of the app's traders (sandbox)
+//
+// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+func (c *ClientWithResponses) CreateConnectLinkWithBodyWithResponse(ctx context.Context, params *CreateConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConnectLinkResponse, error) {
+	rsp, err := c.CreateConnectLinkWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConnectLinkResponse(rsp)
+}
+
+// CreateConnectLinkWithResponse Create a link for one of the app's traders (sandbox)
+//
+// From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+// id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+// `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/links (the `CreateConnectLink` operationId).
+func (c *ClientWithResponses) CreateConnectLinkWithResponse(ctx context.Context, params *CreateConnectLinkParams, body CreateConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConnectLinkResponse, error) {
+	rsp, err := c.CreateConnectLink(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConnectLinkResponse(rsp)
+}
+
+// CloseConnectLinkWithBodyWithResponse Close a link (sandbox)
+//
+// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+// retry with the same key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+func (c *ClientWithResponses) CloseConnectLinkWithBodyWithResponse(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseConnectLinkResponse, error) {
+	rsp, err := c.CloseConnectLinkWithBody(ctx, linkId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCloseConnectLinkResponse(rsp)
+}
+
+// CloseConnectLinkWithResponse Close a link (sandbox)
+//
+// Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+// token opens hosted Connect no more, and the frame session on it ends (the trader's next
+// step there is 410 `link_closed`). A connected link stays connected; an expired one is
+// recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+// retry with the same key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/connect/links/{linkId} (the `CloseConnectLink` operationId).
+func (c *ClientWithResponses) CloseConnectLinkWithResponse(ctx context.Context, linkId openapi_types.UUID, params *CloseConnectLinkParams, body CloseConnectLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseConnectLinkResponse, error) {
+	rsp, err := c.CloseConnectLink(ctx, linkId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCloseConnectLinkResponse(rsp)
+}
+
+// GetConnectLinkWithResponse One of the app's links (sandbox)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/connect/links/{linkId} (the `GetConnectLink` operationId).
+func (c *ClientWithResponses) GetConnectLinkWithResponse(ctx context.Context, linkId openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetConnectLinkResponse, error) {
+	rsp, err := c.GetConnectLink(ctx, linkId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConnectLinkResponse(rsp)
 }
 
 // ListTraderRegistrationsWithResponse The signed-in trader's registrations (their verified email matches), ready to link
@@ -32672,6 +36876,25 @@ func (c *ClientWithResponses) PutVenueConfigWithResponse(ctx context.Context, ve
 		return nil, err
 	}
 	return ParsePutVenueConfigResponse(rsp)
+}
+
+// HostedConnectPageWithResponse Hosted Connect's page on a link (the hostedUrl); embeddable by the app's websites only
+//
+// Server-rendered HTML with a little script. Sent with `Content-Security-Policy:
+// frame-ancestors <the app's websites>`, `Referrer-Policy: no-referrer` and
+// `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
+// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
+// page that says so (410 or 409), a bad token 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
+func (c *ClientWithResponses) HostedConnectPageWithResponse(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*HostedConnectPageResponse, error) {
+	rsp, err := c.HostedConnectPage(ctx, linkId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectPageResponse(rsp)
 }
 
 // GetReferencePageWithResponse The API reference page
@@ -36246,6 +40469,1149 @@ func ParseStreamCalendarResponse(rsp *http.Response) (*StreamCalendarResponse, e
 	switch {
 	case true:
 		var headers StreamCalendarResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConnectAppsResponse parses an HTTP response from a ListConnectAppsWithResponse call
+func ParseListConnectAppsResponse(rsp *http.Response) (*ListConnectAppsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConnectAppsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Apps []ConnectApp `json:"apps"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListConnectAppsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateConnectAppResponse parses an HTTP response from a CreateConnectAppWithResponse call
+func ParseCreateConnectAppResponse(rsp *http.Response) (*CreateConnectAppResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateConnectAppResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			App ConnectApp `json:"app"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CreateConnectAppResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetConnectAppResponse parses an HTTP response from a GetConnectAppWithResponse call
+func ParseGetConnectAppResponse(rsp *http.Response) (*GetConnectAppResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConnectAppResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			App ConnectApp `json:"app"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetConnectAppResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateConnectAppResponse parses an HTTP response from a UpdateConnectAppWithResponse call
+func ParseUpdateConnectAppResponse(rsp *http.Response) (*UpdateConnectAppResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateConnectAppResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			App ConnectApp `json:"app"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UpdateConnectAppResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConnectAppKeysResponse parses an HTTP response from a ListConnectAppKeysWithResponse call
+func ParseListConnectAppKeysResponse(rsp *http.Response) (*ListConnectAppKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConnectAppKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Keys []ConnectAppKey `json:"keys"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListConnectAppKeysResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIssueConnectAppKeyResponse parses an HTTP response from a IssueConnectAppKeyWithResponse call
+func ParseIssueConnectAppKeyResponse(rsp *http.Response) (*IssueConnectAppKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IssueConnectAppKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Key    ConnectAppKey `json:"key"`
+			Secret *string       `json:"secret"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers IssueConnectAppKeyResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers IssueConnectAppKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeConnectAppKeyResponse parses an HTTP response from a RevokeConnectAppKeyWithResponse call
+func ParseRevokeConnectAppKeyResponse(rsp *http.Response) (*RevokeConnectAppKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeConnectAppKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Key ConnectAppKey `json:"key"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RevokeConnectAppKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConnectAppTradersResponse parses an HTTP response from a ListConnectAppTradersWithResponse call
+func ParseListConnectAppTradersResponse(rsp *http.Response) (*ListConnectAppTradersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConnectAppTradersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Traders []struct {
+				Accounts    []string  `json:"accounts"`
+				FirstSeenAt time.Time `json:"firstSeenAt"`
+				LastLinkAt  time.Time `json:"lastLinkAt"`
+				Links       int       `json:"links"`
+				Trader      string    `json:"trader"`
+			} `json:"traders"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListConnectAppTradersResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectExchangeResponse parses an HTTP response from a ConnectExchangeWithResponse call
+func ParseConnectExchangeResponse(rsp *http.Response) (*ConnectExchangeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectExchangeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Apps []ConnectApp `json:"apps"`
+			User struct {
+				Email         string `json:"email"`
+				EmailVerified bool   `json:"emailVerified"`
+				Id            string `json:"id"`
+			} `json:"user"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConnectExchangeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ConnectExchangeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectDashboardLoginResponse parses an HTTP response from a ConnectDashboardLoginWithResponse call
+func ParseConnectDashboardLoginResponse(rsp *http.Response) (*ConnectDashboardLoginResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectDashboardLoginResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			User User `json:"user"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ConnectDashboardLoginResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectDashboardLogoutResponse parses an HTTP response from a ConnectDashboardLogoutWithResponse call
+func ParseConnectDashboardLogoutResponse(rsp *http.Response) (*ConnectDashboardLogoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectDashboardLogoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ConnectDashboardLogoutResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectDashboardMeResponse parses an HTTP response from a ConnectDashboardMeWithResponse call
+func ParseConnectDashboardMeResponse(rsp *http.Response) (*ConnectDashboardMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectDashboardMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			User User `json:"user"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ConnectDashboardMeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectStatementResponse parses an HTTP response from a ConnectStatementWithResponse call
+func ParseConnectStatementResponse(rsp *http.Response) (*ConnectStatementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectStatementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Apps []struct {
+				Id      string `json:"id"`
+				Name    string `json:"name"`
+				OrgId   string `json:"orgId"`
+				OrgName string `json:"orgName"`
+			} `json:"apps"`
+			Audience  string    `json:"audience"`
+			ExpiresAt time.Time `json:"expiresAt"`
+			Id        string    `json:"id"`
+			Statement string    `json:"statement"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConnectStatementResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ConnectStatementResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostedConnectChooseResponse parses an HTTP response from a HostedConnectChooseWithResponse call
+func ParseHostedConnectChooseResponse(rsp *http.Response) (*HostedConnectChooseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectChooseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HostedConnectChooseResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostedConnectSessionResponse parses an HTTP response from a HostedConnectSessionWithResponse call
+func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Accounts []AccountItem `json:"accounts"`
+			App      struct {
+				Id      string `json:"id"`
+				LogoUrl string `json:"logoUrl"`
+				Name    string `json:"name"`
+			} `json:"app"`
+
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`.
+			Link       ConnectLink `json:"link"`
+			WhiteLabel struct {
+				Currency        string  `json:"currency"`
+				Enabled         bool    `json:"enabled"`
+				Label           string  `json:"label"`
+				Opened          bool    `json:"opened"`
+				StartingBalance Decimal `json:"startingBalance"`
+			} `json:"whiteLabel"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HostedConnectSessionResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConnectLinksResponse parses an HTTP response from a ListConnectLinksWithResponse call
+func ParseListConnectLinksResponse(rsp *http.Response) (*ListConnectLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConnectLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			HasMore    bool          `json:"hasMore"`
+			Links      []ConnectLink `json:"links"`
+			NextCursor *string       `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListConnectLinksResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateConnectLinkResponse parses an HTTP response from a CreateConnectLinkWithResponse call
+func ParseCreateConnectLinkResponse(rsp *http.Response) (*CreateConnectLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateConnectLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			HostedUrl string `json:"hostedUrl"`
+
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateConnectLinkResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers CreateConnectLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCloseConnectLinkResponse parses an HTTP response from a CloseConnectLinkWithResponse call
+func ParseCloseConnectLinkResponse(rsp *http.Response) (*CloseConnectLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CloseConnectLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CloseConnectLinkResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers CloseConnectLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetConnectLinkResponse parses an HTTP response from a GetConnectLinkWithResponse call
+func ParseGetConnectLinkResponse(rsp *http.Response) (*GetConnectLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConnectLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetConnectLinkResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -42680,6 +48046,22 @@ func ParsePutVenueConfigResponse(rsp *http.Response) (*PutVenueConfigResponse, e
 			headers.XRequestId = &value
 		}
 		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostedConnectPageResponse parses an HTTP response from a HostedConnectPageWithResponse call
+func ParseHostedConnectPageResponse(rsp *http.Response) (*HostedConnectPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil

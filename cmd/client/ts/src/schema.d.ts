@@ -2668,10 +2668,422 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connect/dashboard/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in to the Connect dashboard (its own session, never a trader's)
+         * @description The same credentials and failure limits as POST /api/auth/login. From the dashboard's
+         *     origin only (ENGINE_CONNECT_DASHBOARD_ORIGIN, default the engine's own). Sets the
+         *     `svc_connect` cookie (HttpOnly, SameSite=Strict, path /api/connect/dashboard), which no
+         *     trading, account, market or challenge route accepts.
+         */
+        post: operations["connectDashboardLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the dashboard session on the server */
+        post: operations["connectDashboardLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dashboard session's user */
+        get: operations["connectDashboardMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/statement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Production signs a statement of the signed-in Connect account (email and apps owned)
+         * @description Production only (404 on the sandbox). A compact JWS (EdDSA, Ed25519, `typ`
+         *     connect-statement+jwt) naming the verified email and the apps of every organization the
+         *     user owns, for the sandbox's audience (ENGINE_CONNECT_AUDIENCE, default svc-sandbox), good
+         *     for five minutes and one exchange.
+         */
+        post: operations["connectStatement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The sandbox exchanges a production statement for a dashboard session and counterpart apps
+         * @description The sandbox verifies the statement with production's public key only
+         *     (ENGINE_CONNECT_PRODUCTION_KEY), its issuer, audience and expiry, and spends its id in the
+         *     log: a second exchange of the same statement is 401 `invalid_statement` with
+         *     `params.reason` replayed (other reasons: signature, issuer, audience, expired,
+         *     not_yet_valid, email_unverified, malformed). The email's sandbox user is made on first
+         *     exchange (verified); each production app gets its counterpart sandbox app (made once,
+         *     found again afterwards) in the counterpart of its organization, the user an owner.
+         *     Sets the `svc_connect` cookie. From the dashboard's origin only.
+         */
+        post: operations["connectExchange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The apps of the organizations the signed-in user belongs to */
+        get: operations["listConnectApps"];
+        put?: never;
+        /**
+         * Create an app of an organization the signed-in user owns (verified owners only)
+         * @description The app's id derives from the user and the Idempotency-Key: a retry answers the first
+         *     answer (Idempotent-Replayed: true), the same key with another body 409.
+         */
+        post: operations["createConnectApp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/apps/{appId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        /** One app, to a member of its organization */
+        get: operations["getConnectApp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change an app's name, logo, websites or white-label paper (an owner); what is not sent stays */
+        patch: operations["updateConnectApp"];
+        trace?: never;
+    };
+    "/api/connect/dashboard/apps/{appId}/traders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        /** The app's traders (every trader a link named) and the accounts they connected */
+        get: operations["listConnectAppTraders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/apps/{appId}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        /** The app's keys, live and revoked, never their secrets */
+        get: operations["listConnectAppKeys"];
+        put?: never;
+        /**
+         * Create an app API key (an owner); the secret is answered once
+         * @description `svc_ck_sandbox_...` on the sandbox, `svc_ck_production_...` in production: one app, one
+         *     environment, a name and an expiry (at most two years). A retry with the same
+         *     Idempotency-Key answers the key without its secret. At most 25 live keys (409
+         *     `key_limit_reached`). The key stops working when revoked, expired, or when its creator
+         *     stops being an owner of the app's organization.
+         */
+        post: operations["issueConnectAppKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/dashboard/apps/{appId}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an app key (an owner); its next request is 401 */
+        delete: operations["revokeConnectAppKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's links, newest first, keyset-paged, filtered by trader and state (sandbox) */
+        get: operations["listConnectLinks"];
+        put?: never;
+        /**
+         * Create a link for one of the app's traders (sandbox)
+         * @description From the app's server: a request carrying a cookie or a browser Origin is 403. The link's
+         *     id derives from the app and the Idempotency-Key: a retry answers the first answer again.
+         *     `hostedUrl` opens hosted Connect on the link until `expiresAt` (one hour).
+         */
+        post: operations["createConnectLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/links/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        /** One of the app's links (sandbox) */
+        get: operations["getConnectLink"];
+        put?: never;
+        post?: never;
+        /**
+         * Close a link (sandbox)
+         * @description Body `{}` exactly (any property is 400). A created or mounted link becomes closed: its
+         *     token opens hosted Connect no more, and the frame session on it ends (the trader's next
+         *     step there is 410 `link_closed`). A connected link stays connected; an expired one is
+         *     recorded failed; closing twice changes nothing. 503: do not assume the write happened,
+         *     retry with the same key.
+         */
+        delete: operations["closeConnectLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connect/hosted/{linkId}": {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Hosted Connect's page on a link (the hostedUrl); embeddable by the app's websites only
+         * @description Server-rendered HTML with a little script. Sent with `Content-Security-Policy:
+         *     frame-ancestors <the app's websites>`, `Referrer-Policy: no-referrer` and
+         *     `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
+         *     frame session bound to the link (30 minutes). A closed, expired or connected link gets a
+         *     page that says so (410 or 409), a bad token 404.
+         */
+        get: operations["hostedConnectPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper */
+        get: operations["hostedConnectSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The trader connects an account they connected to the app before, or opens the app's white-label paper
+         * @description Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
+         *     per trader and app (opened once, found again). The link becomes connected with
+         *     `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
+         */
+        post: operations["hostedConnectChoose"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description One of a Connect app's links as its backend reads it; exactly these properties. A link
+         *     whose token expired before a connection reads as `failed` from `expiresAt` on, with
+         *     `result` `{status: failed, reason: expired}`.
+         */
+        ConnectLink: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            state: "created" | "mounted" | "connected" | "failed" | "closed";
+            trader: string;
+            result: null | {
+                /** @constant */
+                status: "connected";
+                accountId: string;
+            } | {
+                /** @constant */
+                status: "closed";
+            } | {
+                /** @constant */
+                status: "failed";
+                /** @enum {string} */
+                reason: "expired";
+            };
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The paper account hosted Connect opens for a trader of the app (USD, one per trader) */
+        ConnectWhiteLabel: {
+            enabled?: boolean;
+            label?: string;
+            /** @enum {string} */
+            currency?: "USD";
+            startingBalance?: components["schemas"]["Decimal"];
+        };
+        ConnectAppSettingsIn: {
+            /** @description On creation only */
+            orgId?: string;
+            name?: string;
+            /** @description https (http on a loopback host) */
+            logoUrl?: string;
+            /** @description Origins (scheme://host[:port]) allowed to embed hosted Connect; https, or http on localhost or 127.0.0.1 */
+            websites?: string[];
+            whiteLabel?: components["schemas"]["ConnectWhiteLabel"];
+        };
+        ConnectApp: {
+            id: string;
+            orgId: string;
+            name: string;
+            logoUrl: string | null;
+            websites: string[];
+            whiteLabel: components["schemas"]["ConnectWhiteLabel"];
+            /** @enum {string} */
+            environment: "sandbox" | "production";
+            /** @description The production app a sandbox counterpart stands for */
+            productionAppId: string | null;
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ConnectAppKey: {
+            id: string;
+            appId: string;
+            name: string;
+            prefix: string;
+            /** @enum {string} */
+            environment: "sandbox" | "production";
+            createdBy: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            revoked: boolean;
+        };
         Credentials: {
             email: string;
             password: string;
@@ -3015,7 +3427,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "origin_not_allowed" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -7463,6 +7875,606 @@ export interface operations {
                 content: {
                     "application/json": {
                         account: components["schemas"]["AccountItem"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    connectDashboardLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    connectDashboardLogout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    connectDashboardMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    connectStatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statement */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        statement: string;
+                        id: string;
+                        audience: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        apps: {
+                            id: string;
+                            name: string;
+                            orgId: string;
+                            orgName: string;
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    connectExchange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    statement: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in to the sandbox dashboard */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: {
+                            id: string;
+                            email: string;
+                            emailVerified: boolean;
+                        };
+                        apps: components["schemas"]["ConnectApp"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listConnectApps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Apps */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        apps: components["schemas"]["ConnectApp"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createConnectApp: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectAppSettingsIn"] & Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The app */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        app: components["schemas"]["ConnectApp"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getConnectApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The app */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        app: components["schemas"]["ConnectApp"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    updateConnectApp: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectAppSettingsIn"];
+            };
+        };
+        responses: {
+            /** @description The app */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        app: components["schemas"]["ConnectApp"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listConnectAppTraders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Traders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        traders: {
+                            trader: string;
+                            /** Format: date-time */
+                            firstSeenAt: string;
+                            /** Format: date-time */
+                            lastLinkAt: string;
+                            links: number;
+                            accounts: string[];
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listConnectAppKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: components["schemas"]["ConnectAppKey"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    issueConnectAppKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                appId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** Format: date-time */
+                    expiresAt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The key, and its secret on the first answer only */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: components["schemas"]["ConnectAppKey"];
+                        secret: string | null;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    revokeConnectAppKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                appId: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: components["schemas"]["ConnectAppKey"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listConnectLinks: {
+        parameters: {
+            query?: {
+                trader?: string;
+                state?: "created" | "mounted" | "connected" | "failed" | "closed";
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of links */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        links: components["schemas"]["ConnectLink"][];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createConnectLink: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The app's own id for the trader */
+                    trader: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The link and the URL that opens hosted Connect on it */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
+                        /** Format: uri */
+                        hostedUrl: string;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getConnectLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    closeConnectLink: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The link as it stands */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectPage: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path: {
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A page naming what went wrong */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    hostedConnectSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The frame session's view */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
+                        app: {
+                            id: string;
+                            name: string;
+                            logoUrl: string;
+                        };
+                        accounts: components["schemas"]["AccountItem"][];
+                        whiteLabel: {
+                            enabled: boolean;
+                            label: string;
+                            currency: string;
+                            startingBalance: components["schemas"]["Decimal"];
+                            opened: boolean;
+                        };
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectChoose: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    accountId?: string;
+                    whiteLabel?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The link, connected */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
                     };
                 };
             };
