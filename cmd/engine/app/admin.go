@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"github.com/svc/engine/events"
 	evfirm "github.com/svc/engine/events/firm"
 	"github.com/svc/engine/gateway/auth"
+	"github.com/svc/engine/gateway/connect/statement"
 	"github.com/svc/engine/gateway/identity"
 	"github.com/svc/engine/projections"
 )
@@ -41,9 +43,10 @@ import (
 //	engine admin issue-partner-key -firm NAME -email E
 //	engine admin issue-key -email E [-name N]
 //	engine admin create-venue -email OWNER -org ORG -name NAME
+//	engine admin connect-public-key    (production's statement key, for the sandbox's ENGINE_CONNECT_PRODUCTION_KEY)
 func Admin(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) error {
 	usage := func() {
-		fmt.Fprintln(errOut, "Usage: engine admin create-user|verify|grant-operator|issue-partner-key|issue-key|create-venue [flags] [engine flags]")
+		fmt.Fprintln(errOut, "Usage: engine admin create-user|verify|grant-operator|issue-partner-key|issue-key|create-venue|connect-public-key [flags] [engine flags]")
 	}
 	if len(args) == 0 {
 		usage()
@@ -82,7 +85,14 @@ func Admin(ctx context.Context, args []string, getenv func(string) string, out, 
 	if err != nil {
 		return err
 	}
-	cfg.DatabaseURL = "" // the run's read models live in memory: never a second writer to PostgreSQL
+	cfg.DatabaseURL = ""                // the run's read models live in memory: never a second writer to PostgreSQL
+	if action == "connect-public-key" { // reads the key only, not the log
+		key, err := statementKey(cfg)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(out).Encode(map[string]string{"action": action, "publicKey": statement.PublicKeyText(key.Public().(ed25519.PublicKey))})
+	}
 	slog.SetDefault(slog.New(slog.NewJSONHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if *email != "" {
 		if err := commands.Email("email", *email); err != nil {
