@@ -6,6 +6,7 @@ package connect
 import (
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,13 +44,13 @@ func DefaultWhiteLabel() evconnect.WhiteLabel {
 // It answers the origin as browsers send it: lower-case, no trailing slash.
 func Origin(field, v string) (string, error) {
 	bad := func() (string, error) {
-		return "", commands.BadField(field, nil, "%s holds origins such as https://app.example.com: a scheme, a host and an optional port, nothing after; http only for localhost and 127.0.0.1", field)
+		return "", commands.BadField(field, nil, "%s holds origins such as https://app.example.com: a scheme, a host and an optional port, nothing after; http only for a loopback host (localhost, 127.0.0.1, [::1])", field)
 	}
 	if v == "" || len(v) > MaxURL {
 		return bad()
 	}
-	u, err := url.Parse(v)
-	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+	u, err := url.Parse(strings.ToLower(v))
+	if err != nil || u.Host == "" || strings.HasSuffix(u.Host, ":") || !port(u.Port()) || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return bad()
 	}
 	switch u.Scheme {
@@ -65,6 +66,15 @@ func Origin(field, v string) (string, error) {
 		return bad()
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// port reports whether p is no port or one of 1 to 65535.
+func port(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
 func loopback(host string) bool {

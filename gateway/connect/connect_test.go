@@ -177,6 +177,10 @@ func TestLinks(t *testing.T) {
 	}
 	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?state=gone"}), 400, "invalid_request")
 	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?limit=0"}), 400, "invalid_request")
+	// A query it cannot read, or a cursor it never gave, fails closed: never a first page instead.
+	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?cursor=%zz"}), 400, "invalid_request")
+	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?cursor=zzzz"}), 400, "invalid_request")
+	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?cursor="}), 400, "invalid_request")
 
 	// Close: {} exactly, a key required; closing twice changes nothing.
 	del := func(idem string, body any) *apptest.Resp {
@@ -185,6 +189,9 @@ func TestLinks(t *testing.T) {
 	want(t, del("c1", map[string]any{"reason": "x"}), 400, "invalid_request")
 	want(t, del("", map[string]any{}), 400, "idempotency_key_required")
 	want(t, del("c1", "not json"), 400, "invalid_request")
+	want(t, del("c1", "null"), 400, "invalid_request")
+	want(t, del("c1", "[]"), 400, "invalid_request")
+	want(t, e.app(e.key, "c1", apptest.Req{Method: http.MethodDelete, Path: "/api/connect/links/" + id, Headers: map[string]string{"Content-Type": "application/json"}}), 400, "invalid_request")
 	closed := del("c1", map[string]any{})
 	if l := want(t, closed, 200, "")["link"].(map[string]any); l["state"] != "closed" || l["result"].(map[string]any)["status"] != "closed" ||
 		closed.Header.Get("Cache-Control") != "no-store" {

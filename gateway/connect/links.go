@@ -1,11 +1,13 @@
 package connect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -179,7 +181,10 @@ const (
 // ListLinks pages through the app's links, newest first, filtered by trader
 // and state: {links, hasMore, nextCursor}; nextCursor goes back as cursor.
 func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return commands.BadRequest("the query string is malformed: %v", err)
+	}
 	limit := defaultPage
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -200,9 +205,9 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 	}
 	a := AppOf(r)
 	query := projections.Query{Prefix: a.AppID + "/", Reverse: true}
-	if cursor != "" {
-		if err := commands.Key("cursor", cursor, 128); err != nil {
-			return commands.BadField("cursor", nil, "cursor is not one this route gave")
+	if q.Has("cursor") {
+		if !cursorShape.MatchString(cursor) {
+			return commands.BadField("cursor", nil, "cursor is not one this route gave: send back nextCursor as it came")
 		}
 		query.After = a.AppID + "/" + strings.Replace(cursor, ":", "/", 1)
 	}
@@ -210,7 +215,7 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 	out := []connectcmd.LinkView{}
 	next, more := "", false
 	stop := errors.New("page full")
-	err := h.d.Store.List(r.Context(), projections.CollAppLink, query, func(key string, get func(any) error) error {
+	err = h.d.Store.List(r.Context(), projections.CollAppLink, query, func(key string, get func(any) error) error {
 		var id string
 		if err := get(&id); err != nil {
 			return err
@@ -242,6 +247,10 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// cursorShape is the shape of the cursors ListLinks gives: a commit's
+// sequence key and a link's id.
+var cursorShape = regexp.MustCompile(`^[0-9]{20}:[0-9a-f-]{36}$`)
+
 func contains(ss []string, s string) bool {
 	for _, v := range ss {
 		if v == s {
@@ -256,12 +265,15 @@ func contains(ss []string, s string) bool {
 // closes, its token opens hosted Connect no more and the frame session on it
 // ends; a connected link stays connected; closing twice changes nothing.
 func (h *Handlers) CloseLink(w http.ResponseWriter, r *http.Request) ([]events.Event, error) {
-	var b struct{}
-	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+	if len(bytes.TrimSpace(idem.Body(r))) == 0 {
 		return nil, commands.BadRequest("the body is required: send {}")
 	}
+	var b map[string]json.RawMessage
 	if err := httpx.Decode(r, &b, 0); err != nil {
 		return nil, err
+	}
+	if b == nil || len(b) != 0 {
+		return nil, commands.BadRequest("the body is {} exactly: an object with no properties")
 	}
 	l, err := h.linkOf(r)
 	if err != nil {
