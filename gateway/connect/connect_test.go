@@ -40,9 +40,12 @@ type env struct {
 	clock      *clock
 }
 
-func start(t *testing.T) env {
+func start(t *testing.T) env { return startOn(t, false) }
+
+// startOn starts the engine with its read models in PostgreSQL when postgres is set.
+func startOn(t *testing.T, postgres bool) env {
 	c := &clock{}
-	e := apptest.Start(t, apptest.Options{Now: c.now})
+	e := apptest.Start(t, apptest.Options{Now: c.now, Postgres: postgres})
 	return env{e, e.Creds["connectKey"].(string), e.Creds["connectAppId"].(string), c}
 }
 
@@ -218,7 +221,12 @@ func TestLinks(t *testing.T) {
 // connected with the account GET /api/account/list gives the app key acting
 // for that trader, and no other trader's; a close ends the frame session.
 func TestHostedConnectAndActing(t *testing.T) {
-	e := start(t)
+	for _, store := range []string{"memory", "postgres"} {
+		t.Run(store, func(t *testing.T) { hostedConnectAndActing(t, startOn(t, store == "postgres")) })
+	}
+}
+
+func hostedConnectAndActing(t *testing.T, e env) {
 	link, hosted := e.createLink(e.key, "h1", "alice")
 	status, csp, frame := e.open(hosted)
 	if status != 200 || frame == "" || !strings.Contains(csp, "frame-ancestors http://localhost:3000") {
