@@ -101,9 +101,9 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	}
 	tr := root.NewRoute().Subrouter()
 	if cn != nil {
-		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue", "connect"), venuegw.New(d, nil).ActAsTrader, cn.ActAsTrader, d.Auth.Writes(httpx.Trading))
+		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue", "connect"), venuegw.New(d, nil).ActAsTrader, cn.ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
 	} else {
-		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading))
+		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
 	}
 	f := routes(d, o.Areas, id, tr, firm, open)
 	venueRoutes(d, f, venues, partnerVenues, backOffice)

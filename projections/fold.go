@@ -327,27 +327,12 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 				err = tx.Put(CollAccountNumber, e.Broker+"/"+e.AccountNumber, id)
 			}
 		case evacct.OrderPlaced:
-			o := e.Order
-			orders.add(Order{AccountID: id, BrokerOrderID: o.BrokerOrderID, ClientOrderID: o.ClientOrderID,
-				Instrument: o.Instrument, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
-				LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
-				State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: c.Seq})
+			orders.add(placedOrder(id, c.Seq, e))
 		case evacct.OrderFilled:
 			err = foldFill(tx, &orders, id, a, c, e)
-		case evacct.OrderCanceled:
-			err = orders.update(e.BrokerOrderID, func(o *Order) { o.State, o.UpdatedAt = "canceled", e.At })
-		case evacct.OrderReplaced:
-			err = orders.update(e.BrokerOrderID, func(o *Order) {
-				o.Quantity, o.UpdatedAt = e.Quantity, e.At
-				if e.LimitPrice != nil {
-					o.LimitPrice = e.LimitPrice
-				}
-				if e.StopPrice != nil {
-					o.StopPrice = e.StopPrice
-				}
-			})
-		case evacct.StopTriggered:
-			err = orders.update(e.BrokerOrderID, func(o *Order) { o.UpdatedAt = e.At })
+		case evacct.OrderCanceled, evacct.OrderReplaced, evacct.StopTriggered:
+			orderID, change, _ := orderChange(e)
+			err = orders.update(orderID, change)
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
 		case evacct.BracketSet:
@@ -384,14 +369,8 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 		fee = *e.Commission
 		a.Commissions = a.Commissions.Add(fee)
 	}
-	err := orders.update(e.BrokerOrderID, func(o *Order) {
-		avg := e.OrderAvgPrice
-		o.FilledQuantity, o.AvgFillPrice, o.UpdatedAt = e.OrderFilled, &avg, e.At
-		o.State = "partially_filled"
-		if e.Done {
-			o.State = "filled"
-		}
-	})
+	_, change, _ := orderChange(e)
+	err := orders.update(e.BrokerOrderID, change)
 	if err != nil {
 		return err
 	}

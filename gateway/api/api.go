@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -31,6 +32,8 @@ type Deps struct {
 	Auth      *auth.Auth
 	Hub       *stream.Hub
 	Env       string // sandbox or production
+
+	writes sync.Map // credential -> the sequence of its last write answered from its decision (Wrote)
 }
 
 // DefaultBroker is the broker of the engine's own paper book.
@@ -176,6 +179,57 @@ func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 func WriteRecorded(seq uint64) *httpx.Error {
 	return &httpx.Error{Status: http.StatusAccepted, Code: "write_recorded", Params: map[string]any{"revision": seq},
 		Msg: "the write is recorded at this revision, but the read models are behind; read it back later or follow the account stream; do not resend it under a new id"}
+}
+
+// Decide runs cmd on an account without waiting for the read models: the
+// caller answers from the decision (res.Events) and the credential's next
+// read waits for the read models to show the commit (Wrote, CatchUp).
+func (d *Deps) Decide(r *http.Request, accountID, key string, cmd commands.Command) (engine.Result, error) {
+	env := d.Engine.Envelope(Principal(r), key, cmd)
+	res, err := d.Engine.Account(r.Context(), accountID, env)
+	if err == nil {
+		d.Wrote(r, res.Seq)
+	}
+	return res, err
+}
+
+// Wrote records that the request's credential wrote at seq.
+func (d *Deps) Wrote(r *http.Request, seq uint64) {
+	p, ok := httpx.PrincipalOf(r)
+	if !ok || seq == 0 {
+		return
+	}
+	c := p.Credential()
+	for {
+		old, loaded := d.writes.LoadOrStore(c, seq)
+		if !loaded || old.(uint64) >= seq || d.writes.CompareAndSwap(c, old, seq) {
+			return
+		}
+	}
+}
+
+// CatchUp makes a read wait until the read models show the last write its
+// credential was answered from a decision for (read-your-writes): at most
+// SettleTimeout, then 503 engine_overloaded with Retry-After, never a read
+// that misses the caller's own write. Writes pass: the aggregate decides them.
+func (d *Deps) CatchUp(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if p, ok := httpx.PrincipalOf(r); ok {
+				if seq, ok := d.writes.Load(p.Credential()); ok {
+					ctx, cancel := context.WithTimeout(r.Context(), SettleTimeout)
+					err := d.Projector.WaitFor(ctx, seq.(uint64))
+					cancel()
+					if err != nil && r.Context().Err() == nil {
+						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_overloaded",
+							"the read models are behind your last write; nothing is lost: read again after the Retry-After seconds"))
+						return
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Exec runs cmd on an account and waits for the read models to show it.

@@ -229,15 +229,7 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 }
 
 // credential names the rate limit and the stream bound a principal counts against.
-func credential(p httpx.Principal) string {
-	switch p.Kind {
-	case "origin":
-		return "origin:" + p.Origin
-	case "session", "dashboard":
-		return "user:" + p.UserID
-	}
-	return "key:" + p.KeyID
-}
+func credential(p httpx.Principal) string { return p.Credential() }
 
 // admit serves a resolved principal: the credential's rate limit (429
 // rate_limited), then next with the principal in the context and its stream,

@@ -33,6 +33,18 @@ type Principal struct {
 	App     *AppGrant   // for Kind connect
 }
 
+// Credential names what the principal counts against (rate limits, stream
+// bounds, its writes): a registered origin, a signed-in user, or a key.
+func (p Principal) Credential() string {
+	switch p.Kind {
+	case "origin":
+		return "origin:" + p.Origin
+	case "session", "dashboard":
+		return "user:" + p.UserID
+	}
+	return "key:" + p.KeyID
+}
+
 // AppGrant is what a Connect app key grants: one app in one environment,
 // while the owner who created it owns the app's organization.
 type AppGrant struct {

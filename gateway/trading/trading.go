@@ -10,6 +10,7 @@ import (
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
 	tradecmd "github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	"github.com/svc/engine/gateway/api"
@@ -40,11 +41,11 @@ func (h *Handlers) Order(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if c.ExitPlan == nil {
-		res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
+		res, err := h.d.Decide(r, a.AccountID, c.ClientOrderID, &c)
 		if err != nil {
 			return err
 		}
-		return h.writeOrder(w, r, a.AccountID, placedID(res.Events))
+		return h.answerOrder(w, r, a.AccountID, res, placedID(res.Events))
 	}
 	if h.plans == nil {
 		return commands.InvalidField("exitPlan", nil, "this engine serves no exit plans")
@@ -116,12 +117,27 @@ func orderCommand[T any, P interface {
 		if err := httpx.Decode(r, c, 0); err != nil {
 			return err
 		}
-		res, err := h.d.Exec(r, a.AccountID, key(c), c)
+		res, err := h.d.Decide(r, a.AccountID, key(c), c)
 		if err != nil {
 			return err
 		}
-		return h.writeOrder(w, r, a.AccountID, orderID(c, res.Events))
+		return h.answerOrder(w, r, a.AccountID, res, orderID(c, res.Events))
 	}
+}
+
+// answerOrder answers the order orderID: from the decision when its commit
+// placed it (the order as the read model will show it; the credential's
+// next read waits for that, api.CatchUp), else from the read model once it
+// shows the commit.
+func (h *Handlers) answerOrder(w http.ResponseWriter, r *http.Request, accountID string, res engine.Result, orderID string) error {
+	if o, ok := projections.OrderIn(accountID, res.Seq, res.Events, orderID); ok {
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"order": o})
+		return nil
+	}
+	if err := h.d.Settle(r.Context(), res); err != nil {
+		return err
+	}
+	return h.writeOrder(w, r, accountID, orderID)
 }
 
 func noKey[P any](P) string { return "" }
