@@ -450,7 +450,7 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	res := bkResult{Accounts: o.brAccounts}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute) // a bound for a stalled engine; the phase takes about a minute
 	defer cancel()
-	s, err := startService(ctx, o, o.sync, 2*bkProbeWorkers, true, app.Options{ManualFeed: true})
+	s, err := startService(ctx, o, o.sync, 2*bkProbeWorkers, true, "", app.Options{ManualFeed: true})
 	if err != nil {
 		return res, err
 	}

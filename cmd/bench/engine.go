@@ -39,7 +39,7 @@ type credAccount struct {
 // startService starts the service as cmd/engine does, with accounts demo
 // accounts, the rate limit off and the given sync setting; listen adds the
 // HTTP server.
-func startService(ctx context.Context, o opts, sync string, accounts int, listen bool, ao ...app.Options) (*service, error) {
+func startService(ctx context.Context, o opts, sync string, accounts int, listen bool, databaseURL string, ao ...app.Options) (*service, error) {
 	dir, err := os.MkdirTemp(o.tmp, "bench-engine-")
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func startService(ctx context.Context, o opts, sync string, accounts int, listen
 		return nil, err
 	}
 	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit = dir, sync, accounts, 0
-	cfg.Listen = "127.0.0.1:0"
+	cfg.Listen, cfg.DatabaseURL = "127.0.0.1:0", databaseURL
 	var opt app.Options
 	if len(ao) > 0 {
 		opt = ao[0]

@@ -39,6 +39,7 @@ import (
 )
 
 type opts struct {
+	databaseURL  string
 	phases       map[string]bool
 	runs         int
 	workers      int
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -104,6 +105,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.brIdle, "brackets-idle", 15*time.Second, "brackets: the idle window of ordinary orders before the stream")
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
+	fs.StringVar(&o.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "pg phase: the PostgreSQL database a fresh schema of read models is made in (DATABASE_URL)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -292,12 +294,12 @@ func bench(ctx context.Context, o opts) error {
 
 	var raw *rawLog
 	var svc *service
-	if o.phases["load"] || o.phases["probes"] {
+	if o.phases["load"] || o.phases["probes"] || o.phases["pg"] {
 		if raw, err = openRaw(ctx, o, o.sync); err != nil {
 			return err
 		}
 		defer raw.Close()
-		if svc, err = startService(ctx, o, o.sync, o.workers, true); err != nil {
+		if svc, err = startService(ctx, o, o.sync, o.workers, true, ""); err != nil {
 			return err
 		}
 		defer svc.Close()
@@ -328,6 +330,12 @@ func bench(ctx context.Context, o opts) error {
 		main.add(row{"process CPU per order, command path (us)", spread(cpus(base), "", f0), spread(cpus(cmd), "", f0), spread(ratios(cpus(cmd), cpus(base)), "x", f2), "-", "-"})
 		main.add(row{"process CPU per order, HTTP (us)", spread(cpus(base), "", f0), spread(cpus(web), "", f0), spread(ratios(cpus(web), cpus(base)), "x", f2), "-", "-"})
 		main.add(row{"HTTP market orders p50 (ms)", spread(p50s(base), "", f2), spread(p50s(web), "", f2), spread(ratios(p50s(web), p50s(base)), "x", f2), "-", "-"})
+	}
+
+	if o.phases["pg"] {
+		if err := pgPhase(ctx, o, svc, main); err != nil {
+			return err
+		}
 	}
 
 	if o.phases["probes"] {
@@ -428,7 +436,7 @@ func runProbes(ctx context.Context, o opts, payload []byte, raw *rawLog, svc *se
 		return err
 	}
 	defer ri.Close()
-	si, err := startService(ctx, o, "interval", o.workers, true)
+	si, err := startService(ctx, o, "interval", o.workers, true, "")
 	if err != nil {
 		return err
 	}

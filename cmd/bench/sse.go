@@ -295,7 +295,7 @@ func (r *sseReader) run(stop *atomic.Bool) {
 // Both processes stamp with the wall clock.
 func ssePhase(ctx context.Context, o opts, syncMode string) (sseResult, error) {
 	var res sseResult
-	s, err := startService(ctx, o, syncMode, 1, true)
+	s, err := startService(ctx, o, syncMode, 1, true, "")
 	if err != nil {
 		return res, err
 	}
