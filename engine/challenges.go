@@ -15,6 +15,7 @@ import (
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/challenge"
 	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evch "github.com/svc/engine/events/challenge"
@@ -107,7 +108,7 @@ func (e *Engine) forward(accountID, userID string, r evch.Rules, rows []account.
 			return
 		}
 		if cmd.Next != nil {
-			if err := e.IssueEvaluation(ctx, userID, r.EnrollmentID); err != nil {
+			if _, err := e.IssueEvaluation(ctx, userID, r.EnrollmentID); err != nil {
 				slog.Warn("challenge: issuing the next stage failed", "enrollment", r.EnrollmentID, "err", err)
 			}
 		}
@@ -150,11 +151,21 @@ func (e *Engine) Enroll(ctx context.Context, userID string, env commands.Envelop
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
-	c.Program, c.FeesCollected = nil, e.FeesCollected()
-	if p, found, err := e.Program(ctx, c.ChallengeID); err != nil {
+	c.Program, c.Firm, c.FeesCollected = nil, "", e.FeesCollected()
+	var venueID string
+	err := e.ch.programs.Inspect(ctx, c.ChallengeID, func(s *challenge.Program, _ uint64) {
+		if s.Published {
+			p := s.Program
+			c.Program, venueID = &p, s.VenueID
+		}
+	})
+	if err != nil {
 		return Result{}, err
-	} else if found {
-		c.Program = &p
+	}
+	if venueID != "" {
+		if err := e.venues.Inspect(ctx, venueID, func(s *venue.State, _ uint64) { c.Firm = s.FirmTenantID }); err != nil {
+			return Result{}, err
+		}
 	}
 	return e.ch.enrollments.Execute(ctx, userID, env)
 }
@@ -175,19 +186,18 @@ func (e *Engine) Enrollment(ctx context.Context, userID, enrollmentID string) (v
 
 // IssueEvaluation makes sure the account of the enrollment's current stage
 // is open and bound to its program's rules (opening it again changes nothing).
-func (e *Engine) IssueEvaluation(ctx context.Context, userID, enrollmentID string) error {
+func (e *Engine) IssueEvaluation(ctx context.Context, userID, enrollmentID string) (Result, error) {
 	en, ok, err := e.Enrollment(ctx, userID, enrollmentID)
 	if err != nil || !ok {
-		return err
+		return Result{}, err
 	}
 	p, ok, err := e.Program(ctx, en.ChallengeID)
 	if err != nil || !ok {
-		return err
+		return Result{}, err
 	}
 	rules := challengecmd.Rules(enrollmentID, p, en.Size, e.Calendar())
 	number := "CH" + strings.ToUpper(en.AccountID[len(en.AccountID)-10:])
 	open := tenantcmd.OpenAccount{TenantID: userID, Broker: "paper", AccountNumber: number,
 		Label: fmt.Sprintf("%.100s stage %d", p.Name, p.Stage), Currency: en.Currency, StartingBalance: en.Size, Kind: "challenge"}
-	_, err = e.Account(ctx, en.AccountID, e.Envelope(challengeActor, "", &challengecmd.OpenEvaluation{Open: open, Rules: rules}))
-	return err
+	return e.Account(ctx, en.AccountID, e.Envelope(challengeActor, "", &challengecmd.OpenEvaluation{Open: open, Rules: rules}))
 }

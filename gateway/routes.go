@@ -9,6 +9,7 @@ import (
 	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/challenges"
 	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
@@ -31,6 +32,9 @@ type Areas struct {
 	Operator *operator.Config  // the operator's routes: operator session cookie
 	Identity *identity.Config  // people, sessions and their keys
 	Exits    *exitplans.Config // saved exit plans and their preview
+	// Challenges: programs and enrollments, a signed-in session only; nil
+	// (CHALLENGES_ENABLED unset) and every one of its routes is 404.
+	Challenges *challenges.Config
 }
 
 // routes is the route table: every route the engine serves, grouped by the
@@ -123,6 +127,18 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) *firmgw.Handlers 
 		get(open, venue+"/balance-ops/{referenceId}", op.Serve(operator.ScopeAccountRead, op.Receipt))
 		post(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Hold))
 		del(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Release))
+	}
+
+	// Open: challenges (a signed-in session; keys are refused; writes keyed by Idempotency-Key).
+	if a.Challenges != nil {
+		ch, session := challenges.New(d, *a.Challenges), d.Auth.RequireSession(httpx.Trading)
+		keyed := func(h idem.Handler) http.Handler {
+			return session(idem.Require(httpx.Trading)(idem.Serve(httpx.Trading, h)))
+		}
+		get(open, "/api/challenges", session(serve(ch.List)))
+		put(open, "/api/challenges/{id}", keyed(ch.Author))
+		post(open, "/api/enrollments", keyed(ch.Enroll))
+		get(open, "/api/enrollments/events", session(serve(ch.Events)))
 	}
 
 	// Firm: a partner key.

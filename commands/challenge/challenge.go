@@ -225,6 +225,7 @@ type Enroll struct {
 	Size          events.Decimal
 	Type          string
 	Program       *evch.Program // nil: no such program
+	Firm          string        // the firm tenant of the program's venue (the engine reads it)
 	FeesCollected bool
 }
 

@@ -134,7 +134,7 @@ func TestEvaluationRulesAtTheirBoundaries(t *testing.T) {
 			want: "failed:" + evch.ReasonTotalDrawdown,
 			steps: func(a *evalAcct) []events.Event {
 				a.buy(e0, "10", "100")
-				a.mark(e0.Add(time.Hour), "190")   // intraday high: raises nothing
+				a.mark(e0.Add(time.Hour), "190")    // intraday high: raises nothing
 				a.mark(e0.Add(13*time.Hour), "180") // late in the day
 				a.mark(e0.Add(14*time.Hour), "180") // midnight: the day ends at 10,800
 				if got := a.s.Eval.Thresholds().TotalFloor; got.Cmp(dec("9800")) != 0 {
@@ -155,7 +155,10 @@ func TestEvaluationRulesAtTheirBoundaries(t *testing.T) {
 				return a.mark(e0.Add(15*time.Hour), "0.001") // 9,000.01: over the static floor, under the trailing one
 			}},
 		{name: "the last allowed day holds to its end", rules: rules(), want: "",
-			steps: func(a *evalAcct) []events.Event { a.buy(e0, "1", "100"); return a.mark(e0.Add(30*day-time.Nanosecond), "100") }},
+			steps: func(a *evalAcct) []events.Event {
+				a.buy(e0, "1", "100")
+				return a.mark(e0.Add(30*day-time.Nanosecond), "100")
+			}},
 		{name: "the day after the last allowed day fails", rules: rules(), want: "failed:" + evch.ReasonMaxDuration,
 			steps: func(a *evalAcct) []events.Event { a.buy(e0, "1", "100"); return a.mark(e0.Add(30*day), "100") }},
 	} {

@@ -70,6 +70,7 @@ type Enrollment struct {
 	Size        events.Decimal
 	Type        string
 	Currency    string
+	Firm        string
 	Status      string
 	CreatedAt   time.Time
 	Refs        map[string]bool // verdicts recorded
@@ -99,7 +100,7 @@ func ApplyEnrollments(s *Enrollments, e events.Event) *Enrollments {
 	switch e := e.(type) {
 	case evch.Enrolled:
 		s.ByID[e.EnrollmentID] = &Enrollment{ID: e.EnrollmentID, ChallengeID: e.ChallengeID, Stage: e.Stage, AccountID: e.AccountID,
-			Size: e.AccountSize, Type: e.AccountType, Currency: e.Currency, Status: evch.StatusRegistered, CreatedAt: e.At, Refs: map[string]bool{}}
+			Size: e.AccountSize, Type: e.AccountType, Currency: e.Currency, Firm: e.Firm, Status: evch.StatusRegistered, CreatedAt: e.At, Refs: map[string]bool{}}
 		s.Order = append(s.Order, e.EnrollmentID)
 	case evch.StatusRecorded:
 		if en := s.ByID[e.EnrollmentID]; en != nil {
@@ -149,7 +150,7 @@ func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, e
 		if en.Refs[c.Ref] || !en.InFlight() || en.AccountID != c.AccountID {
 			return nil, nil // recorded already, or a verdict of a stage left behind
 		}
-		row := evch.StatusRecorded{EnrollmentID: en.ID, Status: c.Status, Actor: "system", Reason: c.Reason, Ref: c.Ref, AccountID: c.AccountID, At: env.At}
+		row := evch.StatusRecorded{EnrollmentID: en.ID, Status: c.Status, Actor: "system", Reason: c.Reason, Ref: c.Ref, AccountID: c.AccountID, Firm: en.Firm, At: env.At}
 		if c.Status != evch.StatusPassed {
 			return []events.Event{row}, nil
 		}
@@ -161,7 +162,7 @@ func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, e
 		return []events.Event{row,
 			evch.StageIssued{EnrollmentID: en.ID, ChallengeID: c.Next.ID, Stage: c.Next.Stage, AccountID: c.NextAccount, At: env.At},
 			evch.StatusRecorded{EnrollmentID: en.ID, Status: evch.StatusRegistered, Actor: "system", Reason: evch.ReasonNextStage,
-				Ref: c.Ref + ":next", AccountID: c.NextAccount, At: env.At},
+				Ref: c.Ref + ":next", AccountID: c.NextAccount, Firm: en.Firm, At: env.At},
 		}, nil
 	}
 	return nil, fmt.Errorf("challenge: no decision for %T", env.Cmd)
@@ -195,8 +196,8 @@ func enroll(s *Enrollments, env commands.Envelope, c *challengecmd.Enroll) ([]ev
 	}
 	return []events.Event{
 		evch.Enrolled{EnrollmentID: c.EnrollmentID, ChallengeID: p.ID, Stage: p.Stage, AccountID: c.AccountID,
-			AccountSize: c.Size, AccountType: c.Type, Currency: p.Currency, At: env.At},
+			AccountSize: c.Size, AccountType: c.Type, Currency: p.Currency, Firm: c.Firm, At: env.At},
 		evch.StatusRecorded{EnrollmentID: c.EnrollmentID, Status: evch.StatusRegistered, Actor: "trader", Reason: evch.ReasonEnrolled,
-			Ref: "enrolled", AccountID: c.AccountID, At: env.At},
+			Ref: "enrolled", AccountID: c.AccountID, Firm: c.Firm, At: env.At},
 	}, nil
 }

@@ -116,6 +116,7 @@ type Enrolled struct {
 	AccountSize  events.Decimal `json:"accountSize"`
 	AccountType  string         `json:"accountType"`
 	Currency     string         `json:"currency"`
+	Firm         string         `json:"firm,omitempty"` // the firm tenant of the program's venue: its webhooks carry the lifecycle
 	At           time.Time      `json:"at"`
 }
 
@@ -129,6 +130,7 @@ type StatusRecorded struct {
 	Reason       string    `json:"reason,omitempty"`
 	Ref          string    `json:"ref,omitempty"`
 	AccountID    string    `json:"accountId,omitempty"`
+	Firm         string    `json:"firm,omitempty"`
 	At           time.Time `json:"at"`
 }
 

@@ -10,35 +10,53 @@ import (
 // MarshalMsg implements msgp.Marshaler
 func (z *Enrolled) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 8
-	// string "enrollmentId"
-	o = append(o, 0x88, 0xac, 0x65, 0x6e, 0x72, 0x6f, 0x6c, 0x6c, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x64)
-	o = msgp.AppendString(o, z.EnrollmentID)
-	// string "challengeId"
-	o = append(o, 0xab, 0x63, 0x68, 0x61, 0x6c, 0x6c, 0x65, 0x6e, 0x67, 0x65, 0x49, 0x64)
-	o = msgp.AppendString(o, z.ChallengeID)
-	// string "stage"
-	o = append(o, 0xa5, 0x73, 0x74, 0x61, 0x67, 0x65)
-	o = msgp.AppendInt64(o, z.Stage)
-	// string "accountId"
-	o = append(o, 0xa9, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x49, 0x64)
-	o = msgp.AppendString(o, z.AccountID)
-	// string "accountSize"
-	o = append(o, 0xab, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x53, 0x69, 0x7a, 0x65)
-	o, err = z.AccountSize.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "AccountSize")
-		return
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.Firm == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "accountType"
-	o = append(o, 0xab, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.AccountType)
-	// string "currency"
-	o = append(o, 0xa8, 0x63, 0x75, 0x72, 0x72, 0x65, 0x6e, 0x63, 0x79)
-	o = msgp.AppendString(o, z.Currency)
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTimeExt(o, z.At)
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "enrollmentId"
+		o = append(o, 0xac, 0x65, 0x6e, 0x72, 0x6f, 0x6c, 0x6c, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x64)
+		o = msgp.AppendString(o, z.EnrollmentID)
+		// string "challengeId"
+		o = append(o, 0xab, 0x63, 0x68, 0x61, 0x6c, 0x6c, 0x65, 0x6e, 0x67, 0x65, 0x49, 0x64)
+		o = msgp.AppendString(o, z.ChallengeID)
+		// string "stage"
+		o = append(o, 0xa5, 0x73, 0x74, 0x61, 0x67, 0x65)
+		o = msgp.AppendInt64(o, z.Stage)
+		// string "accountId"
+		o = append(o, 0xa9, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x49, 0x64)
+		o = msgp.AppendString(o, z.AccountID)
+		// string "accountSize"
+		o = append(o, 0xab, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x53, 0x69, 0x7a, 0x65)
+		o, err = z.AccountSize.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "AccountSize")
+			return
+		}
+		// string "accountType"
+		o = append(o, 0xab, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x54, 0x79, 0x70, 0x65)
+		o = msgp.AppendString(o, z.AccountType)
+		// string "currency"
+		o = append(o, 0xa8, 0x63, 0x75, 0x72, 0x72, 0x65, 0x6e, 0x63, 0x79)
+		o = msgp.AppendString(o, z.Currency)
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "firm"
+			o = append(o, 0xa4, 0x66, 0x69, 0x72, 0x6d)
+			o = msgp.AppendString(o, z.Firm)
+		}
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
+	}
 	return
 }
 
@@ -102,6 +120,12 @@ func (z *Enrolled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Currency")
 				return
 			}
+		case "firm":
+			z.Firm, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Firm")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -122,7 +146,7 @@ func (z *Enrolled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Enrolled) Msgsize() (s int) {
-	s = 1 + 13 + msgp.StringPrefixSize + len(z.EnrollmentID) + 12 + msgp.StringPrefixSize + len(z.ChallengeID) + 6 + msgp.Int64Size + 10 + msgp.StringPrefixSize + len(z.AccountID) + 12 + z.AccountSize.Msgsize() + 12 + msgp.StringPrefixSize + len(z.AccountType) + 9 + msgp.StringPrefixSize + len(z.Currency) + 3 + msgp.TimeSize
+	s = 1 + 13 + msgp.StringPrefixSize + len(z.EnrollmentID) + 12 + msgp.StringPrefixSize + len(z.ChallengeID) + 6 + msgp.Int64Size + 10 + msgp.StringPrefixSize + len(z.AccountID) + 12 + z.AccountSize.Msgsize() + 12 + msgp.StringPrefixSize + len(z.AccountType) + 9 + msgp.StringPrefixSize + len(z.Currency) + 5 + msgp.StringPrefixSize + len(z.Firm) + 3 + msgp.TimeSize
 	return
 }
 
@@ -1127,8 +1151,8 @@ func (z *StageIssued) Msgsize() (s int) {
 func (z *StatusRecorded) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(7)
-	var zb0001Mask uint8 /* 7 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Reason == "" {
 		zb0001Len--
@@ -1141,6 +1165,10 @@ func (z *StatusRecorded) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.AccountID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.Firm == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1170,6 +1198,11 @@ func (z *StatusRecorded) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "accountId"
 			o = append(o, 0xa9, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x49, 0x64)
 			o = msgp.AppendString(o, z.AccountID)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "firm"
+			o = append(o, 0xa4, 0x66, 0x69, 0x72, 0x6d)
+			o = msgp.AppendString(o, z.Firm)
 		}
 		// string "at"
 		o = append(o, 0xa2, 0x61, 0x74)
@@ -1232,6 +1265,12 @@ func (z *StatusRecorded) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "AccountID")
 				return
 			}
+		case "firm":
+			z.Firm, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Firm")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -1252,6 +1291,6 @@ func (z *StatusRecorded) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *StatusRecorded) Msgsize() (s int) {
-	s = 1 + 13 + msgp.StringPrefixSize + len(z.EnrollmentID) + 7 + msgp.StringPrefixSize + len(z.Status) + 6 + msgp.StringPrefixSize + len(z.Actor) + 7 + msgp.StringPrefixSize + len(z.Reason) + 4 + msgp.StringPrefixSize + len(z.Ref) + 10 + msgp.StringPrefixSize + len(z.AccountID) + 3 + msgp.TimeSize
+	s = 1 + 13 + msgp.StringPrefixSize + len(z.EnrollmentID) + 7 + msgp.StringPrefixSize + len(z.Status) + 6 + msgp.StringPrefixSize + len(z.Actor) + 7 + msgp.StringPrefixSize + len(z.Reason) + 4 + msgp.StringPrefixSize + len(z.Ref) + 10 + msgp.StringPrefixSize + len(z.AccountID) + 5 + msgp.StringPrefixSize + len(z.Firm) + 3 + msgp.TimeSize
 	return
 }
