@@ -13,6 +13,8 @@ import (
 	"github.com/svc/engine/cmd/engine/app/apptest"
 	challengecmd "github.com/svc/engine/commands/challenge"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
 )
 
@@ -215,5 +217,94 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	// A failed enrollment is no longer in flight.
 	if r := as(trader, http.MethodPost, "/api/enrollments", body, "e-3"); r.Status != http.StatusCreated {
 		t.Fatalf("enroll after the failure: %d %s", r.Status, r.Body)
+	}
+}
+
+// A passed stage issues the next stage's account (a new account of the
+// trader, bound to the next program's rules); the last stage passed
+// completes the enrollment, which is then no longer in flight.
+func TestChallengeChainPassesStageByStage(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{Configure: enabled})
+	venueID, _ := e.Creds["venueId"].(string)
+	operator, _ := e.Creds["operatorSession"].(string)
+	trader := e.SignIn("chain@example.com", "correct horse battery")
+	const one, two = "7a000000-0000-4000-8000-000000000001", "7a000000-0000-4000-8000-000000000002"
+	program := func(id string, stage int, next any) map[string]any {
+		return map[string]any{"venueId": venueID, "name": fmt.Sprintf("Quick %d", stage), "description": "", "isActive": true, "stage": stage,
+			"nextChallengeId": next, "allowedTypes": []string{"standard"}, "accountSizes": []any{10000}, "currency": "USD", "priceCents": 0,
+			"profitTargetPct": 1, "maxDailyDdPct": 5, "maxTotalDdPct": 10, "ddMode": "trailing_max_equity_eod", "minTradingDays": 0,
+			"maxDurationDays": 30, "allowWeekendHold": true, "profitSharePct": 80}
+	}
+	for i, p := range []map[string]any{program(one, 1, two), program(two, 2, nil)} {
+		id := []string{one, two}[i]
+		if r := e.AsSession(operator, apptest.Req{Method: http.MethodPut, Path: "/api/challenges/" + id, Body: p, Headers: map[string]string{"Idempotency-Key": "q" + id}}); r.Status != http.StatusCreated {
+			t.Fatalf("author %s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	r := e.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/enrollments", Body: map[string]any{"challengeId": one, "accountSize": 10000},
+		Headers: map[string]string{"Idempotency-Key": "chain-1"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("enroll: %d %s", r.Status, r.Body)
+	}
+	en := r.Map(t)["enrollment"].(map[string]any)
+	enID, first := en["id"].(string), en["accountId"].(string)
+	eng := e.App.Engine
+	at := func(px int64) *challengecmd.EvaluateStage {
+		return &challengecmd.EvaluateStage{Market: trading.Market{Quotes: map[string]trading.Quote{"BTC-PERP": {Instrument: "BTC-PERP", Bid: events.Int(px), Ask: events.Int(px), At: time.Now()}}}}
+	}
+	// Hold a position bought at 100 on the paper book, then mark it 200: 1% of 10,000 is 100 of profit.
+	buy := &trading.PlaceOrder{ClientOrderID: "q1", Instrument: "BTC-PERP", Side: "buy", OrderType: "market", Quantity: events.Int(1), TimeInForce: "ioc"}
+	ctx := context.Background()
+	passStage := func(accountID string) {
+		t.Helper()
+		env := eng.Envelope(events.Principal{System: "test"}, "", buy)
+		if _, err := eng.Account(ctx, accountID, env); err != nil {
+			t.Fatalf("buy on %s: %v", accountID, err)
+		}
+		var mark int64
+		if err := eng.InspectAccount(ctx, accountID, func(s *account.State, _ uint64) { p := s.Positions["BTC-PERP"]; mark = p.AvgPrice.Apd().Coeff.Int64() }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Account(ctx, accountID, eng.Envelope(events.Principal{System: "test"}, "", at(mark*2+200))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passStage(first)
+	rows := func() []any {
+		return e.AsSession(trader, apptest.Req{Method: http.MethodGet, Path: "/api/enrollments/events?id=" + enID}).Map(t)["events"].([]any)
+	}
+	statuses := func() string {
+		var out []string
+		for _, r := range rows() {
+			out = append(out, r.(map[string]any)["status"].(string))
+		}
+		return fmt.Sprint(out)
+	}
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		if got := statuses(); got != "[registered in_progress passed registered]" {
+			return fmt.Errorf("history %s", got)
+		}
+		return nil
+	})
+	second := engine.StageAccountID(enID, 2)
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		var bound bool
+		var stage int64
+		err := eng.InspectAccount(ctx, second, func(s *account.State, _ uint64) { bound, stage = s.Eval.Bound, s.Eval.Rules.Stage })
+		if err != nil || !bound || stage != 2 {
+			return fmt.Errorf("stage 2 account: bound %v stage %d %v", bound, stage, err)
+		}
+		return nil
+	})
+	passStage(second)
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		if got := statuses(); got != "[registered in_progress passed registered in_progress passed completed]" {
+			return fmt.Errorf("history %s", got)
+		}
+		return nil
+	})
+	if r := e.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/enrollments", Body: map[string]any{"challengeId": one, "accountSize": 10000},
+		Headers: map[string]string{"Idempotency-Key": "chain-2"}}); r.Status != http.StatusCreated {
+		t.Fatalf("enroll after completing: %d %s", r.Status, r.Body)
 	}
 }
