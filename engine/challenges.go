@@ -67,7 +67,7 @@ func (e *Engine) afterAccount(id string, s *account.State, c events.Committed) {
 		switch ev.(type) {
 		case evch.EvaluationStarted, evch.EvaluationPassed, evch.EvaluationWeekendClosed, evacct.EvaluationBreached:
 			rows := append([]account.EvalRow(nil), s.Eval.Rows...)
-			go e.forward(id, s.TenantID, s.Eval.Rules, rows)
+			go e.forward(id, s.TenantID, s.Eval.Rules, s.Eval.Run, rows)
 			return
 		}
 	}
@@ -82,7 +82,7 @@ func (e *Engine) startChallenges(states map[string]*account.State) {
 		}
 		e.ch.reactor.Track(id, s)
 		if len(s.Eval.Rows) > 0 {
-			go e.forward(id, s.TenantID, s.Eval.Rules, append([]account.EvalRow(nil), s.Eval.Rows...))
+			go e.forward(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
 		}
 	}
 	e.ch.reactor.Start(EvalTick)
@@ -90,12 +90,12 @@ func (e *Engine) startChallenges(states map[string]*account.State) {
 
 // forward records an account's verdicts on its enrollment, in order, and
 // issues the next stage's account after a pass.
-func (e *Engine) forward(accountID, userID string, r evch.Rules, rows []account.EvalRow) {
+func (e *Engine) forward(accountID, userID string, r evch.Rules, run int, rows []account.EvalRow) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, row := range rows {
 		cmd := &challengecmd.RecordStatus{EnrollmentID: r.EnrollmentID, AccountID: accountID, Status: row.Status, Reason: row.Reason,
-			Ref: accountID + ":" + row.Ref}
+			Ref: fmt.Sprintf("%s:%d:%s", accountID, run, row.Ref)}
 		if row.Status == evch.StatusPassed && r.NextChallengeID != "" {
 			if p, ok, err := e.Program(ctx, r.NextChallengeID); err == nil && ok {
 				cmd.Next, cmd.NextAccount = &p, StageAccountID(r.EnrollmentID, p.Stage)
@@ -200,4 +200,46 @@ func (e *Engine) IssueEvaluation(ctx context.Context, userID, enrollmentID strin
 	open := tenantcmd.OpenAccount{TenantID: userID, Broker: "paper", AccountNumber: number,
 		Label: fmt.Sprintf("%.100s stage %d", p.Name, p.Stage), Currency: en.Currency, StartingBalance: en.Size, Kind: "challenge"}
 	return e.Account(ctx, en.AccountID, e.Envelope(challengeActor, "", &challengecmd.OpenEvaluation{Open: open, Rules: rules}))
+}
+
+// ResetEnrollment runs a failed enrollment's reset (keyed) on the user's
+// enrollments, with the stage's program as its aggregate holds it.
+func (e *Engine) ResetEnrollment(ctx context.Context, userID string, env commands.Envelope) (Result, error) {
+	c, ok := env.Cmd.(*challengecmd.ResetEnrollment)
+	if !ok {
+		return Result{}, fmt.Errorf("engine: ResetEnrollment takes a ResetEnrollment command, not %T", env.Cmd)
+	}
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	c.Program, c.FeesCollected = nil, e.FeesCollected()
+	en, found, err := e.Enrollment(ctx, userID, c.EnrollmentID)
+	if err != nil {
+		return Result{}, err
+	}
+	if found {
+		if p, ok, err := e.Program(ctx, en.ChallengeID); err != nil {
+			return Result{}, err
+		} else if ok {
+			c.Program = &p
+		}
+	}
+	return e.ch.enrollments.Execute(ctx, userID, env)
+}
+
+// RestartEvaluation restarts the evaluation of the enrollment's current
+// stage on its account after the reset ref: the account reset, the
+// eval_breach lock released, the rules bound anew. A second call for the
+// same reset changes nothing.
+func (e *Engine) RestartEvaluation(ctx context.Context, userID, enrollmentID, ref string) (Result, error) {
+	en, ok, err := e.Enrollment(ctx, userID, enrollmentID)
+	if err != nil || !ok {
+		return Result{}, err
+	}
+	p, ok, err := e.Program(ctx, en.ChallengeID)
+	if err != nil || !ok {
+		return Result{}, err
+	}
+	rules := challengecmd.Rules(enrollmentID, p, en.Size, e.Calendar())
+	return e.Account(ctx, en.AccountID, e.Envelope(challengeActor, "", &challengecmd.RestartEvaluation{Rules: rules, Ref: ref}))
 }

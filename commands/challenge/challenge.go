@@ -271,6 +271,31 @@ type OpenEvaluation struct {
 // Validate checks the command's shape.
 func (c *OpenEvaluation) Validate() error { return c.Open.Validate() }
 
+// ResetEnrollment restarts a failed enrollment's stage on the same account
+// (keyed): bought at the stage's program price, which this deployment
+// cannot collect (402 for a priced program). Program is the stage's program
+// (the engine reads it).
+type ResetEnrollment struct {
+	EnrollmentID  string
+	Program       *evch.Program
+	FeesCollected bool
+}
+
+// Validate checks the command's shape.
+func (c *ResetEnrollment) Validate() error { return commands.Key("enrollmentId", c.EnrollmentID, 64) }
+
+// RestartEvaluation releases a failed evaluation's eval_breach lock and
+// starts it again on the same account: the account back to its starting
+// balance (a reset), the rules bound anew from now. Ref names the
+// enrollment's reset; a second send of it changes nothing.
+type RestartEvaluation struct {
+	Rules evch.Rules
+	Ref   string
+}
+
+// Validate checks the command's shape.
+func (c *RestartEvaluation) Validate() error { return commands.Key("ref", c.Ref, 128) }
+
 // EvaluateStage runs the evaluation of an account at the marks of Market:
 // the evaluation reactor sends it on a mark that crosses a threshold and at
 // the times the rules name (the end of a day, the last allowed day, the

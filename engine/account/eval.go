@@ -5,6 +5,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	challengecmd "github.com/svc/engine/commands/challenge"
+	firmcmd "github.com/svc/engine/commands/firm"
 	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/market/calendar"
@@ -35,7 +36,9 @@ type Eval struct {
 	Days      int64          // trading days: days with a fill
 	LastDay   time.Time      // the newest trading day counted
 	Weekend   time.Time      // the weekend (its end) whose close was recorded
-	Rows      []EvalRow      // the verdicts, in log order
+	Rows      []EvalRow      // the verdicts of this run, in log order
+	Run       int            // runs of the evaluation on this account: 1 at issue, one more per reset
+	Resets    map[string]bool
 }
 
 // EvalRow is one verdict of the evaluation as the enrollment's history shows it.
@@ -105,8 +108,15 @@ func applyEval(s *State, e events.Event) {
 	v := &s.Eval
 	switch e := e.(type) {
 	case evch.EvaluationBound:
+		run, resets := v.Run+1, v.Resets
+		if e.ResetRef != "" {
+			if resets == nil {
+				resets = map[string]bool{}
+			}
+			resets[e.ResetRef] = true
+		}
 		*v = Eval{Bound: true, Rules: e.Rules, BoundAt: e.At, Day: calendar.Day(e.Rules.Calendar, e.At).Start,
-			DayEquity: e.Rules.Size, MaxEOD: e.Rules.Size}
+			DayEquity: e.Rules.Size, MaxEOD: e.Rules.Size, Run: run, Resets: resets}
 	case evch.EvaluationStarted:
 		v.Started = true
 		v.Rows = append(v.Rows, EvalRow{Status: evch.StatusInProgress, Reason: evch.ReasonFirstFill, Ref: "started", At: e.At})
@@ -355,7 +365,22 @@ func decideOpenEvaluation(s *State, env commands.Envelope, c *challengecmd.OpenE
 // command it does not know. EvaluateStage closes the positions at the
 // session close before a weekend the rules refuse holds over (once a
 // weekend); the verdicts come from evaluate, after every decision.
+// RestartEvaluation resets a failed evaluation's account and binds its rules again.
 func decideChallenge(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
+	if c, is := env.Cmd.(*challengecmd.RestartEvaluation); is {
+		v := &s.Eval
+		if !v.Bound || v.Done != evch.StatusFailed || v.Resets[c.Ref] {
+			return nil, true, nil // nothing failed to restart, or restarted by this reset already
+		}
+		out, err := decideReset(s, env, &firmcmd.ResetAccount{ReferenceID: "evaluation-" + c.Ref})
+		if err != nil {
+			return nil, true, err
+		}
+		if s.Risk.EvalBreach {
+			out = append(out, evacct.EvaluationReleased{At: env.At})
+		}
+		return append(out, evch.EvaluationBound{Rules: c.Rules, ResetRef: c.Ref, At: env.At}), true, nil
+	}
 	c, is := env.Cmd.(*challengecmd.EvaluateStage)
 	if !is {
 		return nil, false, nil

@@ -351,3 +351,31 @@ func TestPropertyEvaluationReplaysToTheSameVerdicts(t *testing.T) {
 		t.Fatalf("the runs rarely reach a verdict: %d of %d", verdicts, runs)
 	}
 }
+
+// The lifecycle's release: a restart of a failed evaluation resets the
+// account to its size, releases eval_breach and binds the rules anew; the
+// same reset again changes nothing, and a live evaluation is not restarted.
+func TestRestartReleasesTheBreachOnce(t *testing.T) {
+	a := newEval(t, rules())
+	if evs := a.must(e0, &challengecmd.RestartEvaluation{Rules: rules(), Ref: "r0"}); len(evs) != 0 {
+		t.Fatalf("a live evaluation restarted: %v", evs)
+	}
+	a.buy(e0, "10", "100")
+	a.mark(e0.Add(time.Hour), "40")
+	at := e0.Add(2 * time.Hour)
+	evs := a.must(at, &challengecmd.RestartEvaluation{Rules: rules(), Ref: "r1"})
+	if len(evs) == 0 || a.s.Risk.EvalBreach || a.s.Eval.Done != "" || a.s.Eval.Run != 2 || len(a.s.Positions) != 0 || a.s.Balance.Cmp(dec("10000")) != 0 {
+		t.Fatalf("after the restart: %v breach %v eval %+v balance %s", evs, a.s.Risk.EvalBreach, a.s.Eval, a.s.Balance)
+	}
+	if v := a.s.RiskLock(at); v.TradingLocked {
+		t.Fatalf("still locked: %+v", v)
+	}
+	a.buy(at, "10", "100")
+	a.mark(at.Add(time.Hour), "40")
+	if a.s.Eval.Done != evch.StatusFailed {
+		t.Fatalf("the second run does not fail: %+v", a.s.Eval)
+	}
+	if evs := a.must(at.Add(2*time.Hour), &challengecmd.RestartEvaluation{Rules: rules(), Ref: "r1"}); len(evs) != 0 {
+		t.Fatalf("the same reset restarted twice: %v", evs)
+	}
+}

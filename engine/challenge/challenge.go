@@ -142,6 +142,29 @@ func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, e
 			return evs, http.StatusCreated, map[string]any{"enrollment": challengecmd.EnrollmentView(en.EnrollmentID, en.ChallengeID,
 				en.Stage, en.AccountID, en.AccountSize, en.AccountType, en.Currency, evch.StatusRegistered, en.At)}, nil
 		})
+	case *challengecmd.ResetEnrollment:
+		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			en := s.ByID[c.EnrollmentID]
+			switch {
+			case en == nil:
+				return nil, 0, nil, commands.Refuse(http.StatusNotFound, "not_found", "no enrollment of yours has that id", nil)
+			case en.Status != evch.StatusFailed:
+				return nil, 0, nil, commands.Refuse(http.StatusConflict, "enrollment_not_failed",
+					"only a failed enrollment can be reset", map[string]any{"status": en.Status})
+			case c.Program != nil && c.Program.PriceCents > 0 && !c.FeesCollected:
+				return nil, 0, nil, commands.Refuse(http.StatusPaymentRequired, "payment_required",
+					"a reset is bought at the stage's price and this deployment collects no fee",
+					map[string]any{"priceCents": c.Program.PriceCents, "currency": c.Program.Currency})
+			}
+			if f := s.InFlight(); f != nil {
+				return nil, 0, nil, commands.Refuse(http.StatusConflict, "enrollment_in_flight",
+					"an enrollment of yours is still in flight: it must pass or fail before another starts", map[string]any{"enrollmentId": f.ID})
+			}
+			row := evch.StatusRecorded{EnrollmentID: en.ID, Status: evch.StatusRegistered, Actor: "trader", Reason: evch.ReasonReset,
+				Ref: "reset:" + env.ID.String(), AccountID: en.AccountID, Firm: en.Firm, At: env.At}
+			return []events.Event{row}, http.StatusOK, map[string]any{"enrollment": challengecmd.EnrollmentView(en.ID, en.ChallengeID,
+				en.Stage, en.AccountID, en.Size, en.Type, en.Currency, evch.StatusRegistered, en.CreatedAt), "resetRef": row.Ref}, nil
+		})
 	case *challengecmd.RecordStatus:
 		en := s.ByID[c.EnrollmentID]
 		if en == nil {

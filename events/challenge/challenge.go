@@ -54,6 +54,7 @@ const (
 	ReasonFirstFill     = "first_fill"
 	ReasonNextStage     = "next_stage"
 	ReasonEnrolled      = "enrolled"
+	ReasonReset         = "reset"
 )
 
 // Program is an evaluation program as its author wrote it: the spec's
@@ -147,8 +148,11 @@ type StageIssued struct {
 // EvaluationBound records the rules an account is evaluated under, in the
 // commit that opens it.
 type EvaluationBound struct {
-	Rules Rules     `json:"rules"`
-	At    time.Time `json:"at"`
+	Rules Rules `json:"rules"`
+	// ResetRef names the reset that restarted the evaluation on the same
+	// account (empty at issue); a reset restarts it once.
+	ResetRef string    `json:"resetRef,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // EvaluationStarted records an evaluated account's first fill.

@@ -153,17 +153,35 @@ func (z *Enrolled) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *EvaluationBound) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
-	// string "rules"
-	o = append(o, 0x82, 0xa5, 0x72, 0x75, 0x6c, 0x65, 0x73)
-	o, err = z.Rules.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Rules")
-		return
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.ResetRef == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTimeExt(o, z.At)
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "rules"
+		o = append(o, 0xa5, 0x72, 0x75, 0x6c, 0x65, 0x73)
+		o, err = z.Rules.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Rules")
+			return
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "resetRef"
+			o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x65, 0x74, 0x52, 0x65, 0x66)
+			o = msgp.AppendString(o, z.ResetRef)
+		}
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
+	}
 	return
 }
 
@@ -191,6 +209,12 @@ func (z *EvaluationBound) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Rules")
 				return
 			}
+		case "resetRef":
+			z.ResetRef, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ResetRef")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -211,7 +235,7 @@ func (z *EvaluationBound) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *EvaluationBound) Msgsize() (s int) {
-	s = 1 + 6 + z.Rules.Msgsize() + 3 + msgp.TimeSize
+	s = 1 + 6 + z.Rules.Msgsize() + 9 + msgp.StringPrefixSize + len(z.ResetRef) + 3 + msgp.TimeSize
 	return
 }
 

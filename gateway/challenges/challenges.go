@@ -8,6 +8,7 @@ package challenges
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	challengecmd "github.com/svc/engine/commands/challenge"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
+	evch "github.com/svc/engine/events/challenge"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
@@ -197,4 +199,56 @@ func (h *Handlers) Events(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"events": out})
 	return nil
+}
+
+// Reset restarts a failed enrollment's stage on its account (POST
+// /api/enrollments/reset {"enrollmentId"}, Idempotency-Key): the account back
+// to its starting balance, the eval_breach lock released, the rules bound
+// anew from now; the history records registered (reason reset). A reset is
+// bought at the stage's price: a priced stage answers 402 payment_required
+// here (no fee is collected). 409 enrollment_not_failed for an enrollment
+// that has not failed, enrollment_in_flight while another one is.
+func (h *Handlers) Reset(w http.ResponseWriter, r *http.Request) ([]events.Event, error) {
+	var b struct {
+		EnrollmentID string `json:"enrollmentId"`
+	}
+	if err := httpx.Decode(r, &b, MaxBody); err != nil {
+		return nil, err
+	}
+	if err := commands.Key("enrollmentId", b.EnrollmentID, 64); err != nil {
+		return nil, err
+	}
+	p, _ := httpx.PrincipalOf(r)
+	env := idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", &challengecmd.ResetEnrollment{EnrollmentID: b.EnrollmentID}))
+	res, err := h.d.Engine.ResetEnrollment(r.Context(), p.UserID, env)
+	var replay *commands.Replay
+	if errors.As(err, &replay) {
+		var a struct {
+			ResetRef string `json:"resetRef"`
+		}
+		if replay.Status == http.StatusOK && json.Unmarshal(replay.Body, &a) == nil && a.ResetRef != "" {
+			// A repeat: the restart may not have happened when the first answer was lost.
+			if _, err := h.d.Engine.RestartEvaluation(r.Context(), p.UserID, b.EnrollmentID, a.ResetRef); err != nil {
+				return nil, err
+			}
+		}
+		return nil, replay
+	}
+	if err != nil {
+		return nil, err
+	}
+	ref := ""
+	for _, e := range res.Events {
+		if s, ok := e.(evch.StatusRecorded); ok {
+			ref = s.Ref
+		}
+	}
+	restarted, err := h.d.Engine.RestartEvaluation(r.Context(), p.UserID, b.EnrollmentID, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.d.Settle(r.Context(), res); err != nil {
+		return nil, err
+	}
+	return res.Events, h.d.Settle(r.Context(), restarted)
 }

@@ -214,9 +214,36 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	if lock := unlock.Map(t)["lock"].(map[string]any); lock["lockReason"] != "eval_breach" || lock["tradingLocked"] != true {
 		t.Fatalf("the unlock cleared the breach: %v", lock)
 	}
-	// A failed enrollment is no longer in flight.
-	if r := as(trader, http.MethodPost, "/api/enrollments", body, "e-3"); r.Status != http.StatusCreated {
-		t.Fatalf("enroll after the failure: %d %s", r.Status, r.Body)
+	// The lifecycle releases it: a reset of the failed (free) stage restarts it on the same account.
+	if r := as(trader, http.MethodPost, "/api/enrollments/reset", map[string]any{"enrollmentId": "enr_nonexistent"}, "r-0"); r.Status != http.StatusNotFound {
+		t.Fatalf("reset of no enrollment: %d %s", r.Status, r.Body)
+	}
+	reset := as(trader, http.MethodPost, "/api/enrollments/reset", map[string]any{"enrollmentId": enID}, "r-1")
+	if reset.Status != http.StatusOK {
+		t.Fatalf("reset: %d %s", reset.Status, reset.Body)
+	}
+	if again := as(trader, http.MethodPost, "/api/enrollments/reset", map[string]any{"enrollmentId": enID}, "r-1"); again.Status != http.StatusOK || string(again.Body) != string(reset.Body) {
+		t.Fatalf("the same reset again: %d %s", again.Status, again.Body)
+	}
+	if r := as(trader, http.MethodPost, "/api/enrollments/reset", map[string]any{"enrollmentId": enID}, "r-2"); r.Status != http.StatusConflict || code(r) != "enrollment_not_failed" {
+		t.Fatalf("a reset of a live enrollment: %d %s", r.Status, r.Body)
+	}
+	lock := e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/risk?broker=paper&account=" + number, Key: key}).Map(t)["lock"].(map[string]any)
+	if lock["tradingLocked"] != false || lock["lockReason"] != nil {
+		t.Fatalf("the reset left the lock: %v", lock)
+	}
+	if r := place("c-3"); r.Status != http.StatusOK {
+		t.Fatalf("an order after the reset: %d %s", r.Status, r.Body)
+	}
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		got := rows()
+		if len(got) != 5 || got[3].(map[string]any)["reason"] != "reset" || got[4].(map[string]any)["status"] != "in_progress" {
+			return fmt.Errorf("history %v", got)
+		}
+		return nil
+	})
+	if r := as(trader, http.MethodPost, "/api/enrollments", body, "e-3"); r.Status != http.StatusConflict {
+		t.Fatalf("enroll while the reset one is in flight: %d %s", r.Status, r.Body)
 	}
 }
 
