@@ -11,8 +11,8 @@ import (
 
 // FuzzChallengeBodies sends fuzzed bodies to the challenge area's writes
 // through the real handler with CHALLENGES_ENABLED: a program's authoring as
-// the demo venue's operator, an enrollment as a signed-in trader, and the
-// enrollment history's query. The first byte picks the route; every other
+// the demo venue's operator, an enrollment and a reset as a signed-in
+// trader, and the enrollment history's query. The first byte picks the route; every other
 // attempt repeats the previous Idempotency-Key, so replays and conflicts are
 // fuzzed too. No answer may be a 5xx or an error without its body, and every
 // accepted write's commits must read back.
@@ -24,6 +24,8 @@ func FuzzChallengeBodies(f *testing.F) {
 		`{"challengeId":"` + app.SamplePriced + `","accountSize":25000}`,
 		`{"challengeId":"not-a-uuid","accountSize":1e400,"accountType":"\u0000"}`,
 		`enr_0000`,
+		`{"enrollmentId":"enr_0000"}`,
+		`{"enrollmentId":"\u0000","x":1}`,
 	}
 	for i, s := range seeds {
 		f.Add(append([]byte{byte(i / 2)}, s...))
@@ -40,13 +42,16 @@ func FuzzChallengeBodies(f *testing.F) {
 		n++
 		h := map[string]string{"Idempotency-Key": fmt.Sprintf("fz-%d", n-n%2), "Origin": e.URL}
 		body := []byte(replaceVenue(string(b[1:]), venue))
-		switch b[0] % 3 {
+		switch b[0] % 4 {
 		case 0:
 			h["Cookie"] = "svc_session=" + operator
 			fe.sendWith(t, "PUT", "/api/challenges/7b000000-0000-4000-8000-00000000000"+fmt.Sprint(n%10), h, body)
 		case 1:
 			h["Cookie"] = "svc_session=" + trader
 			fe.sendWith(t, "POST", "/api/enrollments", h, body)
+		case 3:
+			h["Cookie"] = "svc_session=" + trader
+			fe.sendWith(t, "POST", "/api/enrollments/reset", h, body)
 		default:
 			h["Cookie"] = "svc_session=" + trader
 			fe.sendWith(t, "GET", "/api/enrollments/events?id="+url.QueryEscape(string(b[1:])), h, nil)
