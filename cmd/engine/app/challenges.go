@@ -7,7 +7,6 @@ import (
 
 	"github.com/svc/engine/commands"
 	challengecmd "github.com/svc/engine/commands/challenge"
-	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	evch "github.com/svc/engine/events/challenge"
 	evfirm "github.com/svc/engine/events/firm"
@@ -71,7 +70,7 @@ func bootstrapChallenges(ctx context.Context, d *api.Deps, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("sample program %s: %w", p.ID, err)
 		}
-		if err := d.Settle(ctx, engine.Result(res)); err != nil {
+		if err := d.Settle(ctx, res); err != nil {
 			return err
 		}
 	}

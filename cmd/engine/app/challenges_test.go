@@ -12,10 +12,12 @@ import (
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
 	challengecmd "github.com/svc/engine/commands/challenge"
+	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/events"
+	evch "github.com/svc/engine/events/challenge"
 )
 
 // challengeRoutes are the challenge area's routes, one request each.
@@ -124,11 +126,19 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	}
 
 	// Enrollment: 402 for a priced program, 201 for the free first stage, 409 while it is in flight.
+	// A refusal records nothing in the trader's enrollments.
+	subject := evch.EnrollmentSubject(tenantcmd.UserID("trader@example.com"))
+	if n := len(e.Commits(subject)); n != 0 {
+		t.Fatalf("%d enrollment commits before any enrollment", n)
+	}
 	if r := as(trader, http.MethodPost, "/api/enrollments", map[string]any{"challengeId": app.SamplePriced, "accountSize": 10000}, "e-priced"); r.Status != http.StatusPaymentRequired || code(r) != "payment_required" {
 		t.Fatalf("priced: %d %s", r.Status, r.Body)
 	}
 	if r := as(trader, http.MethodPost, "/api/enrollments", map[string]any{"challengeId": app.SampleStage1, "accountSize": 12345}, "e-size"); r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("a size not offered: %d %s", r.Status, r.Body)
+	}
+	if n := len(e.Commits(subject)); n != 0 {
+		t.Fatalf("refused enrollments recorded %d commits", n)
 	}
 	body := map[string]any{"challengeId": app.SampleStage1, "accountSize": 10000, "accountType": "standard"}
 	r := as(trader, http.MethodPost, "/api/enrollments", body, "e-1")
@@ -145,6 +155,9 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	}
 	if r := as(trader, http.MethodPost, "/api/enrollments", body, "e-2"); r.Status != http.StatusConflict || code(r) != "enrollment_in_flight" {
 		t.Fatalf("a second enrollment in flight: %d %s", r.Status, r.Body)
+	}
+	if n := len(e.Commits(subject)); n != 1 {
+		t.Fatalf("one enrollment, a replay and a refusal recorded %d commits", n)
 	}
 	history := func(cookie, id string) *apptest.Resp {
 		return as(cookie, http.MethodGet, "/api/enrollments/events?id="+url.QueryEscape(id), nil, "")
