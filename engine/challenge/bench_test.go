@@ -130,3 +130,35 @@ func TestReactorBandAgreesWithDecide(t *testing.T) {
 		}
 	}
 }
+
+// The reactor wakes an account with an open position at the end of its
+// trading day and at its last allowed moment, and not before.
+func TestReactorWakesAtTheRulesMoments(t *testing.T) {
+	start := time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC) // Wednesday
+	now := start
+	woken := make(chan string, 4)
+	r := challenge.NewReactor(func() time.Time { return now }, func(_ context.Context, id string) error { woken <- id; return nil })
+	defer r.Close()
+	r.Track("a1", enrolled("a1", start))
+	expect := func(want bool) {
+		t.Helper()
+		r.Tick()
+		select {
+		case id := <-woken:
+			if !want {
+				t.Fatalf("woken at %s", now)
+			}
+			if id != "a1" {
+				t.Fatalf("woke %s", id)
+			}
+		case <-time.After(200 * time.Millisecond):
+			if want {
+				t.Fatalf("not woken at %s", now)
+			}
+		}
+	}
+	now = time.Date(2026, 11, 4, 23, 59, 59, 0, time.UTC)
+	expect(false)
+	now = time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
+	expect(true)
+}

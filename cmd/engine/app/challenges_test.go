@@ -347,4 +347,22 @@ func TestChallengeChainPassesStageByStage(t *testing.T) {
 		Headers: map[string]string{"Idempotency-Key": "chain-2"}}); r.Status != http.StatusCreated {
 		t.Fatalf("enroll after completing: %d %s", r.Status, r.Body)
 	}
+
+	// A restart replays the log to the same verdicts: the history is the
+	// same, once (sending the verdicts on again at start records nothing).
+	before := statuses()
+	var done string
+	if err := eng.InspectAccount(ctx, second, func(s *account.State, _ uint64) { done = s.Eval.Done }); err != nil {
+		t.Fatal(err)
+	}
+	e = e.Restart()
+	eng = e.App.Engine
+	time.Sleep(200 * time.Millisecond) // let the start's resend of the verdicts run
+	if got := statuses(); got != before {
+		t.Fatalf("after a restart the history is %s, was %s", got, before)
+	}
+	var again string
+	if err := eng.InspectAccount(ctx, second, func(s *account.State, _ uint64) { again = s.Eval.Done }); err != nil || again != done {
+		t.Fatalf("after a restart stage 2 is %q, was %q (%v)", again, done, err)
+	}
 }
