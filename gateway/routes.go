@@ -138,6 +138,7 @@ func routes(d *api.Deps, a Areas, key, firm, open *mux.Router) *firmgw.Handlers 
 		get(open, "/api/challenges", session(serve(ch.List)))
 		put(open, "/api/challenges/{id}", keyed(ch.Author))
 		post(open, "/api/enrollments", keyed(ch.Enroll))
+		get(open, "/api/enrollments", session(serve(ch.Mine)))
 		post(open, "/api/enrollments/reset", keyed(ch.Reset))
 		get(open, "/api/enrollments/events", session(serve(ch.Events)))
 	}

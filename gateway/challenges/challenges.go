@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -251,4 +252,28 @@ func (h *Handlers) Reset(w http.ResponseWriter, r *http.Request) ([]events.Event
 		return nil, err
 	}
 	return res.Events, h.d.Settle(r.Context(), restarted)
+}
+
+// Mine lists the signed-in trader's enrollments (GET /api/enrollments):
+// {enrollments: [...]}, oldest first, each as the enroll answer renders it
+// with its current stage, account and status.
+func (h *Handlers) Mine(w http.ResponseWriter, r *http.Request) error {
+	p, _ := httpx.PrincipalOf(r)
+	ids, err := projections.ListInto[string](r.Context(), h.d.Store, chproj.CollUserEnroll, projections.Query{Prefix: p.UserID + "/"})
+	if err != nil {
+		return err
+	}
+	out := []map[string]any{}
+	for _, id := range ids {
+		en, err := projections.GetInto[chproj.Enrollment](r.Context(), h.d.Store, chproj.CollEnrollment, id)
+		if err != nil {
+			return err
+		}
+		out = append(out, challengecmd.EnrollmentView(en.ID, en.ChallengeID, en.Stage, en.AccountID, en.AccountSize, en.AccountType,
+			en.Currency, en.Status, en.CreatedAt))
+	}
+	slices.SortStableFunc(out, func(a, b map[string]any) int { return strings.Compare(a["createdAt"].(string), b["createdAt"].(string)) })
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"enrollments": out})
+	return nil
 }

@@ -13,8 +13,9 @@ import (
 
 // Collections of the challenge read model.
 const (
-	CollProgram    = "challenge"  // by program id -> Program
-	CollEnrollment = "enrollment" // by enrollment id -> Enrollment
+	CollProgram    = "challenge"       // by program id -> Program
+	CollEnrollment = "enrollment"      // by enrollment id -> Enrollment
+	CollUserEnroll = "user_enrollment" // userID/enrollmentID -> enrollment id
 )
 
 // Program is a program as read.
@@ -34,14 +35,17 @@ type Row struct {
 
 // Enrollment is an enrollment as read, with its history.
 type Enrollment struct {
-	ID          string    `json:"id"`
-	UserID      string    `json:"userId"`
-	ChallengeID string    `json:"challengeId"`
-	Stage       int64     `json:"stage"`
-	AccountID   string    `json:"accountId"`
-	Status      string    `json:"status"`
-	CreatedAt   time.Time `json:"createdAt"`
-	Events      []Row     `json:"events"`
+	ID          string         `json:"id"`
+	UserID      string         `json:"userId"`
+	ChallengeID string         `json:"challengeId"`
+	Stage       int64          `json:"stage"`
+	AccountID   string         `json:"accountId"`
+	AccountSize events.Decimal `json:"accountSize"`
+	AccountType string         `json:"accountType"`
+	Currency    string         `json:"currency"`
+	Status      string         `json:"status"`
+	CreatedAt   time.Time      `json:"createdAt"`
+	Events      []Row          `json:"events"`
 }
 
 // Fold is the challenge projection.
@@ -65,7 +69,11 @@ func Fold(tx projections.Tx, c events.Committed) error {
 		switch e := e.(type) {
 		case evch.Enrolled:
 			err = tx.Put(CollEnrollment, e.EnrollmentID, Enrollment{ID: e.EnrollmentID, UserID: user, ChallengeID: e.ChallengeID,
-				Stage: e.Stage, AccountID: e.AccountID, Status: evch.StatusRegistered, CreatedAt: e.At, Events: []Row{}})
+				Stage: e.Stage, AccountID: e.AccountID, AccountSize: e.AccountSize, AccountType: e.AccountType, Currency: e.Currency,
+				Status: evch.StatusRegistered, CreatedAt: e.At, Events: []Row{}})
+			if err == nil {
+				err = tx.Put(CollUserEnroll, user+"/"+e.EnrollmentID, e.EnrollmentID)
+			}
 		case evch.StatusRecorded:
 			err = update(tx, e.EnrollmentID, func(en *Enrollment) {
 				en.Status = e.Status

@@ -27,6 +27,8 @@ func challengeRoutes() []apptest.Req {
 		{Method: http.MethodPut, Path: "/api/challenges/" + app.SampleStage1, Body: map[string]any{}, Headers: map[string]string{"Idempotency-Key": "k1"}},
 		{Method: http.MethodPost, Path: "/api/enrollments", Body: map[string]any{}, Headers: map[string]string{"Idempotency-Key": "k1"}},
 		{Method: http.MethodGet, Path: "/api/enrollments/events?id=enr_1"},
+		{Method: http.MethodGet, Path: "/api/enrollments"},
+		{Method: http.MethodPost, Path: "/api/enrollments/reset", Body: map[string]any{}, Headers: map[string]string{"Idempotency-Key": "k1"}},
 	}
 }
 
@@ -159,6 +161,9 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	if n := len(e.Commits(subject)); n != 1 {
 		t.Fatalf("one enrollment, a replay and a refusal recorded %d commits", n)
 	}
+	if mine := as(trader, http.MethodGet, "/api/enrollments", nil, "").Map(t)["enrollments"].([]any); len(mine) != 1 || mine[0].(map[string]any)["id"] != enID {
+		t.Fatalf("my enrollments %v", mine)
+	}
 	history := func(cookie, id string) *apptest.Resp {
 		return as(cookie, http.MethodGet, "/api/enrollments/events?id="+url.QueryEscape(id), nil, "")
 	}
@@ -169,6 +174,9 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 	other := e.SignIn("other@example.com", "correct horse battery")
 	if r := history(other, enID); r.Status != http.StatusNotFound {
 		t.Fatalf("another user's enrollment: %d %s", r.Status, r.Body)
+	}
+	if mine := as(other, http.MethodGet, "/api/enrollments", nil, "").Map(t)["enrollments"].([]any); len(mine) != 0 {
+		t.Fatalf("another user lists %v", mine)
 	}
 	if r := history(trader, "enr_nonexistent"); r.Status != http.StatusNotFound {
 		t.Fatalf("no such enrollment: %d %s", r.Status, r.Body)
