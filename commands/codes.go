@@ -37,6 +37,9 @@ func Codes() map[string]CodeInfo {
 		"last_owner":                   {Status: []int{http.StatusConflict}},
 		"member_limit_reached":         {Status: []int{http.StatusConflict}},
 		"account_limit_reached":        {Status: []int{http.StatusConflict}},
+		"payment_required":             {Status: []int{http.StatusPaymentRequired}}, // a priced program where no fee is collected
+		"enrollment_in_flight":         {Status: []int{http.StatusConflict}},        // pass or fail the enrollment in flight first
+		"enrollment_not_failed":        {Status: []int{http.StatusConflict}},        // only a failed enrollment is reset
 		"email_unverified":             {Status: []int{http.StatusForbidden}},
 		"invalid_credentials":          {Status: []int{http.StatusUnauthorized}},
 		"invalid_token":                {Status: []int{http.StatusBadRequest}},

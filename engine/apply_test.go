@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evch "github.com/svc/engine/events/challenge"
 	evfirm "github.com/svc/engine/events/firm"
 	evorg "github.com/svc/engine/events/org"
 	evplan "github.com/svc/engine/events/plan"
@@ -33,6 +34,19 @@ func TestEveryRegisteredEventHasAnApplyCase(t *testing.T) {
 		{"tenant", "github.com/svc/engine/events/tenant", evtenant.Registry(), nil},
 		{"org", "github.com/svc/engine/events/org", evorg.Registry(), nil},
 		{"plan", "github.com/svc/engine/events/plan", evplan.Registry(), nil},
+		{"account", "github.com/svc/engine/events/challenge", evch.Registry(), map[string]string{
+			"ProgramPublished": "a program's event: engine/challenge's ApplyProgram",
+			"Enrolled":         "an enrollment's event: engine/challenge's ApplyEnrollments",
+			"StatusRecorded":   "an enrollment's event: engine/challenge's ApplyEnrollments",
+			"StageIssued":      "an enrollment's event: engine/challenge's ApplyEnrollments",
+		}},
+		{"challenge", "github.com/svc/engine/events/challenge", evch.Registry(), map[string]string{
+			"EvaluationBound":         "an account's event: engine/account's applyEval",
+			"EvaluationStarted":       "an account's event: engine/account's applyEval",
+			"EvaluationDayClosed":     "an account's event: engine/account's applyEval",
+			"EvaluationPassed":        "an account's event: engine/account's applyEval",
+			"EvaluationWeekendClosed": "an account's event: engine/account's applyEval",
+		}},
 		{"firm", "github.com/svc/engine/events/firm", evfirm.Registry(), map[string]string{
 			"DeliveryAttempted": "the webhook delivery ledger (evt.webhook.*): folded by projections and the webhook reactor, not the firm aggregate",
 		}},

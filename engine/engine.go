@@ -29,6 +29,7 @@ import (
 	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evch "github.com/svc/engine/events/challenge"
 	evconnect "github.com/svc/engine/events/connect"
 	evfirm "github.com/svc/engine/events/firm"
 	evidem "github.com/svc/engine/events/idem"
@@ -87,6 +88,7 @@ type Engine struct {
 	termsMu   sync.Mutex
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	connect   connects                    // Connect apps, links and statements (connects.go)
+	ch        *challenges                 // challenges (challenges.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	stopFeed  func()
@@ -98,7 +100,7 @@ type Engine struct {
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
 	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
-		evvenue.Registry(), evidem.Registry(), evconnect.Registry())
+		evvenue.Registry(), evidem.Registry(), evconnect.Registry(), evch.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -127,6 +129,7 @@ func New(cfg Config) (*Engine, error) {
 		After: func(id string, s *account.State, c events.Committed) {
 			e.paper.Track(id, triggers(s))
 			e.risk.Track(id, s, c.Seq)
+			e.afterAccount(id, s, c)
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 	e.firms = newFirms(cfg, e.reg)
@@ -134,6 +137,7 @@ func New(cfg Config) (*Engine, error) {
 	e.plans = newPlans(cfg, e)
 	e.venues = newVenues(cfg, e)
 	e.connect = newConnects(cfg, e)
+	e.ch = newChallenges(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -238,9 +242,11 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 		e.paper.Track(id, triggers(s))
 		e.risk.Track(id, s, accts.rev[id])
 	}
+	e.startChallenges(accts.state)
 	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) {
 		e.paper.OnQuote(q.Instrument, q.Bid, q.Ask)
 		e.risk.OnQuote(q.Instrument, q.Bid, q.Ask)
+		e.ch.reactor.OnQuote(q.Instrument, q.Bid, q.Ask)
 	})
 	e.risk.Start()
 	sweep, stop := context.WithCancel(context.Background())
@@ -259,6 +265,7 @@ func (e *Engine) Close() {
 	}
 	e.paper.Close()
 	e.risk.Close()
+	e.ch.reactor.Close()
 	e.accounts.Close()
 	e.tenants.Close()
 	e.orgs.Close()
@@ -266,6 +273,8 @@ func (e *Engine) Close() {
 	e.venues.Close()
 	e.firms.Close()
 	e.connect.close()
+	e.ch.programs.Close()
+	e.ch.enrollments.Close()
 }
 
 // Envelope wraps cmd with a new id, the engine's time, key and principal.

@@ -9,6 +9,7 @@ import (
 	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/challenges"
 	connectgw "github.com/svc/engine/gateway/connect"
 	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
@@ -33,6 +34,9 @@ type Areas struct {
 	Identity *identity.Config  // people, sessions and their keys
 	Exits    *exitplans.Config // saved exit plans and their preview
 	Connect  *connectgw.Config // Connect: dashboard, links, hosted Connect (needs Identity)
+	// Challenges: programs and enrollments, a signed-in session only; nil
+	// (CHALLENGES_ENABLED unset) and every one of its routes is 404.
+	Challenges *challenges.Config
 }
 
 // routes is the route table: every route the engine serves, grouped by the
@@ -125,6 +129,20 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 		get(open, venue+"/balance-ops/{referenceId}", op.Serve(operator.ScopeAccountRead, op.Receipt))
 		post(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Hold))
 		del(open, venue+"/accounts/{accountNumber}/reconciliation-hold", op.Serve(operator.ScopeAccountWrite, op.Release))
+	}
+
+	// Open: challenges (a signed-in session; keys are refused; writes keyed by Idempotency-Key).
+	if a.Challenges != nil {
+		ch, session := challenges.New(d, *a.Challenges), d.Auth.RequireSession(httpx.Trading)
+		keyed := func(h idem.Handler) http.Handler {
+			return session(idem.Require(httpx.Trading)(idem.Serve(httpx.Trading, h)))
+		}
+		get(open, "/api/challenges", session(serve(ch.List)))
+		put(open, "/api/challenges/{id}", keyed(ch.Author))
+		post(open, "/api/enrollments", keyed(ch.Enroll))
+		get(open, "/api/enrollments", session(serve(ch.Mine)))
+		post(open, "/api/enrollments/reset", keyed(ch.Reset))
+		get(open, "/api/enrollments/events", session(serve(ch.Events)))
 	}
 
 	// Firm: a partner key.

@@ -284,6 +284,63 @@ func (e CalendarEventImpact) Valid() bool {
 	}
 }
 
+// Defines values for ChallengeProgramDdMode.
+const (
+	ChallengeProgramDdModeStatic               ChallengeProgramDdMode = "static"
+	ChallengeProgramDdModeTrailingMaxEquityEod ChallengeProgramDdMode = "trailing_max_equity_eod"
+)
+
+// Valid indicates whether the value is a known member of the ChallengeProgramDdMode enum.
+func (e ChallengeProgramDdMode) Valid() bool {
+	switch e {
+	case ChallengeProgramDdModeStatic:
+		return true
+	case ChallengeProgramDdModeTrailingMaxEquityEod:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChallengeProgramWriteCurrency.
+const (
+	ChallengeProgramWriteCurrencyUSD  ChallengeProgramWriteCurrency = "USD"
+	ChallengeProgramWriteCurrencyUSDC ChallengeProgramWriteCurrency = "USDC"
+	ChallengeProgramWriteCurrencyUSDT ChallengeProgramWriteCurrency = "USDT"
+)
+
+// Valid indicates whether the value is a known member of the ChallengeProgramWriteCurrency enum.
+func (e ChallengeProgramWriteCurrency) Valid() bool {
+	switch e {
+	case ChallengeProgramWriteCurrencyUSD:
+		return true
+	case ChallengeProgramWriteCurrencyUSDC:
+		return true
+	case ChallengeProgramWriteCurrencyUSDT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChallengeProgramWriteDdMode.
+const (
+	ChallengeProgramWriteDdModeStatic               ChallengeProgramWriteDdMode = "static"
+	ChallengeProgramWriteDdModeTrailingMaxEquityEod ChallengeProgramWriteDdMode = "trailing_max_equity_eod"
+)
+
+// Valid indicates whether the value is a known member of the ChallengeProgramWriteDdMode enum.
+func (e ChallengeProgramWriteDdMode) Valid() bool {
+	switch e {
+	case ChallengeProgramWriteDdModeStatic:
+		return true
+	case ChallengeProgramWriteDdModeTrailingMaxEquityEod:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConnectAppEnvironment.
 const (
 	ConnectAppEnvironmentProduction ConnectAppEnvironment = "production"
@@ -472,6 +529,8 @@ const (
 	ErrorCodeEngineDraining            ErrorCode = "engine_draining"
 	ErrorCodeEngineOverloaded          ErrorCode = "engine_overloaded"
 	ErrorCodeEngineStarting            ErrorCode = "engine_starting"
+	ErrorCodeEnrollmentInFlight        ErrorCode = "enrollment_in_flight"
+	ErrorCodeEnrollmentNotFailed       ErrorCode = "enrollment_not_failed"
 	ErrorCodeEntitledSourceUnserved    ErrorCode = "entitled_source_unserved"
 	ErrorCodeEntryHalted               ErrorCode = "entry_halted"
 	ErrorCodeExitPlanConflict          ErrorCode = "exit_plan_conflict"
@@ -512,6 +571,7 @@ const (
 	ErrorCodeOriginNotAllowed          ErrorCode = "origin not allowed"
 	ErrorCodeOriginNotAllowed1         ErrorCode = "origin_not_allowed"
 	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
+	ErrorCodePaymentRequired           ErrorCode = "payment_required"
 	ErrorCodePermissionDenied          ErrorCode = "permission_denied"
 	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
 	ErrorCodePositionNotClosable       ErrorCode = "position_not_closable"
@@ -572,6 +632,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeEngineOverloaded:
 		return true
 	case ErrorCodeEngineStarting:
+		return true
+	case ErrorCodeEnrollmentInFlight:
+		return true
+	case ErrorCodeEnrollmentNotFailed:
 		return true
 	case ErrorCodeEntitledSourceUnserved:
 		return true
@@ -652,6 +716,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeOriginNotAllowed1:
 		return true
 	case ErrorCodeOutcomeUnknown:
+		return true
+	case ErrorCodePaymentRequired:
 		return true
 	case ErrorCodePermissionDenied:
 		return true
@@ -1375,12 +1441,17 @@ func (e VenueScope) Valid() bool {
 
 // Defines values for WebhookRegistrationEventTypes.
 const (
-	WebhookRegistrationEventTypesAccountReset        WebhookRegistrationEventTypes = "account.reset"
-	WebhookRegistrationEventTypesBalanceRecorded     WebhookRegistrationEventTypes = "balance.recorded"
-	WebhookRegistrationEventTypesRegistrationLinked  WebhookRegistrationEventTypes = "registration.linked"
-	WebhookRegistrationEventTypesRegistrationRevoked WebhookRegistrationEventTypes = "registration.revoked"
-	WebhookRegistrationEventTypesRiskLocked          WebhookRegistrationEventTypes = "risk.locked"
-	WebhookRegistrationEventTypesRiskUnlocked        WebhookRegistrationEventTypes = "risk.unlocked"
+	WebhookRegistrationEventTypesAccountReset         WebhookRegistrationEventTypes = "account.reset"
+	WebhookRegistrationEventTypesBalanceRecorded      WebhookRegistrationEventTypes = "balance.recorded"
+	WebhookRegistrationEventTypesEnrollmentCompleted  WebhookRegistrationEventTypes = "enrollment.completed"
+	WebhookRegistrationEventTypesEnrollmentFailed     WebhookRegistrationEventTypes = "enrollment.failed"
+	WebhookRegistrationEventTypesEnrollmentInProgress WebhookRegistrationEventTypes = "enrollment.in_progress"
+	WebhookRegistrationEventTypesEnrollmentPassed     WebhookRegistrationEventTypes = "enrollment.passed"
+	WebhookRegistrationEventTypesEnrollmentRegistered WebhookRegistrationEventTypes = "enrollment.registered"
+	WebhookRegistrationEventTypesRegistrationLinked   WebhookRegistrationEventTypes = "registration.linked"
+	WebhookRegistrationEventTypesRegistrationRevoked  WebhookRegistrationEventTypes = "registration.revoked"
+	WebhookRegistrationEventTypesRiskLocked           WebhookRegistrationEventTypes = "risk.locked"
+	WebhookRegistrationEventTypesRiskUnlocked         WebhookRegistrationEventTypes = "risk.unlocked"
 )
 
 // Valid indicates whether the value is a known member of the WebhookRegistrationEventTypes enum.
@@ -1389,6 +1460,16 @@ func (e WebhookRegistrationEventTypes) Valid() bool {
 	case WebhookRegistrationEventTypesAccountReset:
 		return true
 	case WebhookRegistrationEventTypesBalanceRecorded:
+		return true
+	case WebhookRegistrationEventTypesEnrollmentCompleted:
+		return true
+	case WebhookRegistrationEventTypesEnrollmentFailed:
+		return true
+	case WebhookRegistrationEventTypesEnrollmentInProgress:
+		return true
+	case WebhookRegistrationEventTypesEnrollmentPassed:
+		return true
+	case WebhookRegistrationEventTypesEnrollmentRegistered:
 		return true
 	case WebhookRegistrationEventTypesRegistrationLinked:
 		return true
@@ -1720,12 +1801,17 @@ func (e ApplyBalanceOpJSONBodyOp) Valid() bool {
 
 // Defines values for RegisterWebhookJSONBodyEventTypes.
 const (
-	RegisterWebhookJSONBodyEventTypesAccountReset        RegisterWebhookJSONBodyEventTypes = "account.reset"
-	RegisterWebhookJSONBodyEventTypesBalanceRecorded     RegisterWebhookJSONBodyEventTypes = "balance.recorded"
-	RegisterWebhookJSONBodyEventTypesRegistrationLinked  RegisterWebhookJSONBodyEventTypes = "registration.linked"
-	RegisterWebhookJSONBodyEventTypesRegistrationRevoked RegisterWebhookJSONBodyEventTypes = "registration.revoked"
-	RegisterWebhookJSONBodyEventTypesRiskLocked          RegisterWebhookJSONBodyEventTypes = "risk.locked"
-	RegisterWebhookJSONBodyEventTypesRiskUnlocked        RegisterWebhookJSONBodyEventTypes = "risk.unlocked"
+	RegisterWebhookJSONBodyEventTypesAccountReset         RegisterWebhookJSONBodyEventTypes = "account.reset"
+	RegisterWebhookJSONBodyEventTypesBalanceRecorded      RegisterWebhookJSONBodyEventTypes = "balance.recorded"
+	RegisterWebhookJSONBodyEventTypesEnrollmentCompleted  RegisterWebhookJSONBodyEventTypes = "enrollment.completed"
+	RegisterWebhookJSONBodyEventTypesEnrollmentFailed     RegisterWebhookJSONBodyEventTypes = "enrollment.failed"
+	RegisterWebhookJSONBodyEventTypesEnrollmentInProgress RegisterWebhookJSONBodyEventTypes = "enrollment.in_progress"
+	RegisterWebhookJSONBodyEventTypesEnrollmentPassed     RegisterWebhookJSONBodyEventTypes = "enrollment.passed"
+	RegisterWebhookJSONBodyEventTypesEnrollmentRegistered RegisterWebhookJSONBodyEventTypes = "enrollment.registered"
+	RegisterWebhookJSONBodyEventTypesRegistrationLinked   RegisterWebhookJSONBodyEventTypes = "registration.linked"
+	RegisterWebhookJSONBodyEventTypesRegistrationRevoked  RegisterWebhookJSONBodyEventTypes = "registration.revoked"
+	RegisterWebhookJSONBodyEventTypesRiskLocked           RegisterWebhookJSONBodyEventTypes = "risk.locked"
+	RegisterWebhookJSONBodyEventTypesRiskUnlocked         RegisterWebhookJSONBodyEventTypes = "risk.unlocked"
 )
 
 // Valid indicates whether the value is a known member of the RegisterWebhookJSONBodyEventTypes enum.
@@ -1734,6 +1820,16 @@ func (e RegisterWebhookJSONBodyEventTypes) Valid() bool {
 	case RegisterWebhookJSONBodyEventTypesAccountReset:
 		return true
 	case RegisterWebhookJSONBodyEventTypesBalanceRecorded:
+		return true
+	case RegisterWebhookJSONBodyEventTypesEnrollmentCompleted:
+		return true
+	case RegisterWebhookJSONBodyEventTypesEnrollmentFailed:
+		return true
+	case RegisterWebhookJSONBodyEventTypesEnrollmentInProgress:
+		return true
+	case RegisterWebhookJSONBodyEventTypesEnrollmentPassed:
+		return true
+	case RegisterWebhookJSONBodyEventTypesEnrollmentRegistered:
 		return true
 	case RegisterWebhookJSONBodyEventTypesRegistrationLinked:
 		return true
@@ -1976,6 +2072,66 @@ type CalendarEvent struct {
 // CalendarEventImpact defines model for CalendarEvent.Impact.
 type CalendarEventImpact string
 
+// ChallengeProgram A challenge program, exactly the spec's fields. Percentages are percent (10 is 10%).
+type ChallengeProgram struct {
+	AccountSizes     []float32              `json:"accountSizes"`
+	AllowWeekendHold bool                   `json:"allowWeekendHold"`
+	AllowedTypes     []string               `json:"allowedTypes"`
+	Currency         string                 `json:"currency"`
+	DdMode           ChallengeProgramDdMode `json:"ddMode"`
+	Description      string                 `json:"description"`
+	Id               openapi_types.UUID     `json:"id"`
+	IsActive         bool                   `json:"isActive"`
+	MaxDailyDdPct    float32                `json:"maxDailyDdPct"`
+	MaxDurationDays  *int                   `json:"maxDurationDays"`
+	MaxTotalDdPct    float32                `json:"maxTotalDdPct"`
+	MinTradingDays   int                    `json:"minTradingDays"`
+	Name             string                 `json:"name"`
+	NextChallengeId  *openapi_types.UUID    `json:"nextChallengeId"`
+	PriceCents       int                    `json:"priceCents"`
+	ProfitSharePct   *float32               `json:"profitSharePct"`
+	ProfitTargetPct  float32                `json:"profitTargetPct"`
+	Stage            int                    `json:"stage"`
+}
+
+// ChallengeProgramDdMode defines model for ChallengeProgram.DdMode.
+type ChallengeProgramDdMode string
+
+// ChallengeProgramWrite A program's authoring body: the program's fields but its id (in the path), and the venue it
+// is authored for. Bounds: name 1-128 characters, description up to 2,000; stage 1-16;
+// 1-8 allowedTypes of 1-32 characters [A-Za-z0-9._:-]; 1-16 accountSizes above 0 up to
+// 100,000,000 in whole cents; currency USD, USDC or USDT; priceCents 0-100,000,000;
+// percentages above 0 up to 100 with at most 4 decimals (profitSharePct may be 0 or null);
+// minTradingDays 0-3,650; maxDurationDays null or minTradingDays-3,650. ddMode
+// `trailing_max_equity_eod` (the total drawdown floor trails the highest end-of-day equity)
+// or `static` (fixed below the starting balance).
+type ChallengeProgramWrite struct {
+	AccountSizes     []float32                     `json:"accountSizes"`
+	AllowWeekendHold *bool                         `json:"allowWeekendHold,omitempty"`
+	AllowedTypes     []string                      `json:"allowedTypes"`
+	Currency         ChallengeProgramWriteCurrency `json:"currency"`
+	DdMode           ChallengeProgramWriteDdMode   `json:"ddMode"`
+	Description      *string                       `json:"description,omitempty"`
+	IsActive         *bool                         `json:"isActive,omitempty"`
+	MaxDailyDdPct    float32                       `json:"maxDailyDdPct"`
+	MaxDurationDays  *int                          `json:"maxDurationDays,omitempty"`
+	MaxTotalDdPct    float32                       `json:"maxTotalDdPct"`
+	MinTradingDays   *int                          `json:"minTradingDays,omitempty"`
+	Name             string                        `json:"name"`
+	NextChallengeId  *openapi_types.UUID           `json:"nextChallengeId,omitempty"`
+	PriceCents       *int                          `json:"priceCents,omitempty"`
+	ProfitSharePct   *float32                      `json:"profitSharePct,omitempty"`
+	ProfitTargetPct  float32                       `json:"profitTargetPct"`
+	Stage            int                           `json:"stage"`
+	VenueId          string                        `json:"venueId"`
+}
+
+// ChallengeProgramWriteCurrency defines model for ChallengeProgramWrite.Currency.
+type ChallengeProgramWriteCurrency string
+
+// ChallengeProgramWriteDdMode defines model for ChallengeProgramWrite.DdMode.
+type ChallengeProgramWriteDdMode string
+
 // ConnectApp defines model for ConnectApp.
 type ConnectApp struct {
 	CreatedAt   time.Time             `json:"createdAt"`
@@ -2143,6 +2299,30 @@ type DeliveryOutcomeStatus string
 // EmailBody defines model for EmailBody.
 type EmailBody struct {
 	Email string `json:"email"`
+}
+
+// Enrollment defines model for Enrollment.
+type Enrollment struct {
+	// AccountId the paper account the stage runs on
+	AccountId   string             `json:"accountId"`
+	AccountSize float32            `json:"accountSize"`
+	AccountType string             `json:"accountType"`
+	ChallengeId openapi_types.UUID `json:"challengeId"`
+	CreatedAt   time.Time          `json:"createdAt"`
+	Currency    string             `json:"currency"`
+	Id          string             `json:"id"`
+	Stage       int                `json:"stage"`
+	Status      string             `json:"status"`
+}
+
+// EnrollmentEvent defines model for EnrollmentEvent.
+type EnrollmentEvent struct {
+	Actor string `json:"actor"`
+
+	// At Unix seconds
+	At     int     `json:"at"`
+	Reason *string `json:"reason"`
+	Status string  `json:"status"`
 }
 
 // ErrorCode A stable error code. commands/codes.go is the table of them, with the
@@ -2975,6 +3155,12 @@ type AcceptedStatus string
 // BalanceReceiptAnswer defines model for BalanceReceiptAnswer.
 type BalanceReceiptAnswer = BalanceReceipt
 
+// ChallengeAnswer defines model for ChallengeAnswer.
+type ChallengeAnswer struct {
+	// Challenge A challenge program, exactly the spec's fields. Percentages are percent (10 is 10%).
+	Challenge ChallengeProgram `json:"challenge"`
+}
+
 // DeliveryPage defines model for DeliveryPage.
 type DeliveryPage struct {
 	Deliveries []DeliveryAttempt `json:"deliveries"`
@@ -3400,6 +3586,12 @@ type ListCalendarEventsParams struct {
 // ListCalendarEventsParamsImpact defines parameters for ListCalendarEvents.
 type ListCalendarEventsParamsImpact string
 
+// PutChallengeParams defines parameters for PutChallenge.
+type PutChallengeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // CreateConnectAppJSONBody defines parameters for CreateConnectApp.
 type CreateConnectAppJSONBody struct {
 	// LogoUrl https (http on a loopback host)
@@ -3493,6 +3685,38 @@ type CloseConnectLinkJSONBody = map[string]interface{}
 
 // CloseConnectLinkParams defines parameters for CloseConnectLink.
 type CloseConnectLinkParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// EnrollInChallengeJSONBody defines parameters for EnrollInChallenge.
+type EnrollInChallengeJSONBody struct {
+	// AccountSize one of the program's accountSizes
+	AccountSize float32 `json:"accountSize"`
+
+	// AccountType one of the program's allowedTypes; default standard
+	AccountType *string            `json:"accountType,omitempty"`
+	ChallengeId openapi_types.UUID `json:"challengeId"`
+}
+
+// EnrollInChallengeParams defines parameters for EnrollInChallenge.
+type EnrollInChallengeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListEnrollmentEventsParams defines parameters for ListEnrollmentEvents.
+type ListEnrollmentEventsParams struct {
+	Id string `form:"id" json:"id"`
+}
+
+// ResetEnrollmentJSONBody defines parameters for ResetEnrollment.
+type ResetEnrollmentJSONBody struct {
+	EnrollmentId string `json:"enrollmentId"`
+}
+
+// ResetEnrollmentParams defines parameters for ResetEnrollment.
+type ResetEnrollmentParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -4118,6 +4342,9 @@ type TestVenueWebhookBackOfficeJSONRequestBody = WebhookTest
 // PutVenueConfigBackOfficeJSONRequestBody defines body for PutVenueConfigBackOffice for application/json ContentType.
 type PutVenueConfigBackOfficeJSONRequestBody = VenueConfigSpec
 
+// PutChallengeJSONRequestBody defines body for PutChallenge for application/json ContentType.
+type PutChallengeJSONRequestBody = ChallengeProgramWrite
+
 // CreateConnectAppJSONRequestBody defines body for CreateConnectApp for application/json ContentType.
 type CreateConnectAppJSONRequestBody CreateConnectAppJSONBody
 
@@ -4141,6 +4368,12 @@ type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
 
 // CloseConnectLinkJSONRequestBody defines body for CloseConnectLink for application/json ContentType.
 type CloseConnectLinkJSONRequestBody = CloseConnectLinkJSONBody
+
+// EnrollInChallengeJSONRequestBody defines body for EnrollInChallenge for application/json ContentType.
+type EnrollInChallengeJSONRequestBody EnrollInChallengeJSONBody
+
+// ResetEnrollmentJSONRequestBody defines body for ResetEnrollment for application/json ContentType.
+type ResetEnrollmentJSONRequestBody ResetEnrollmentJSONBody
 
 // CreateExitPlanJSONRequestBody defines body for CreateExitPlan for application/json ContentType.
 type CreateExitPlanJSONRequestBody = ExitPlanSpec
@@ -5087,6 +5320,41 @@ type ClientInterface interface {
 	// Corresponds with GET /api/calendar/stream (the `StreamCalendar` operationId).
 	StreamCalendar(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListChallenges The active challenge programs (drafts never)
+	//
+	// Corresponds with GET /api/challenges (the `ListChallenges` operationId).
+	ListChallenges(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutChallengeWithBody Author a challenge program (an operator of the venue or an owner of its organization)
+	//
+	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+	// further stage (the program a passed stage issues its next account from). The caller is an
+	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+	// The program is an event in the log; an enrollment takes the rules as they stand when it
+	// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+	PutChallengeWithBody(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutChallenge Author a challenge program (an operator of the venue or an owner of its organization)
+	//
+	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+	// further stage (the program a passed stage issues its next account from). The caller is an
+	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+	// The program is an event in the log; an enrollment takes the rules as they stand when it
+	// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+	PutChallenge(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, body PutChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListConnectApps The apps of the organizations the signed-in user belongs to
 	//
 	// Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
@@ -5344,6 +5612,80 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 	LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMyEnrollments The signed-in trader's enrollments, oldest first
+	//
+	// Corresponds with GET /api/enrollments (the `ListMyEnrollments` operationId).
+	ListMyEnrollments(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrollInChallengeWithBody Enroll the signed-in trader in an active program's first stage
+	//
+	// Issues a paper account at the chosen size (the account's starting balance, in the program's
+	// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// the same key and body answer the first answer again; another body 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+	EnrollInChallengeWithBody(ctx context.Context, params *EnrollInChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrollInChallenge Enroll the signed-in trader in an active program's first stage
+	//
+	// Issues a paper account at the chosen size (the account's starting balance, in the program's
+	// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// the same key and body answer the first answer again; another body 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+	EnrollInChallenge(ctx context.Context, params *EnrollInChallengeParams, body EnrollInChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEnrollmentEvents An enrollment's history, one row per status change and threshold crossing
+	//
+	// `at` is Unix seconds; `actor` is `system` for the engine's verdicts and `trader` for the
+	// trader's own enrollment. Statuses: `registered`, `in_progress`, `passed`, `failed`,
+	// `completed` (the last stage passed). Reasons: `enrolled`, `first_fill`, `profit_target`,
+	// `max_daily_drawdown`, `max_total_drawdown`, `max_duration`, `weekend_hold_refused`,
+	// `next_stage`, `final_stage_passed`, `reset`. Another user's enrollment answers 404 like a missing one.
+	//
+	// Corresponds with GET /api/enrollments/events (the `ListEnrollmentEvents` operationId).
+	ListEnrollmentEvents(ctx context.Context, params *ListEnrollmentEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetEnrollmentWithBody Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+	//
+	// The stage's account goes back to its starting balance (working orders canceled, positions
+	// removed without trading), its `eval_breach` lock is released and the stage's rules are
+	// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+	// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+	// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+	// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+	ResetEnrollmentWithBody(ctx context.Context, params *ResetEnrollmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetEnrollment Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+	//
+	// The stage's account goes back to its starting balance (working orders canceled, positions
+	// removed without trading), its `eval_breach` lock is released and the stage's rules are
+	// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+	// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+	// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+	// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+	ResetEnrollment(ctx context.Context, params *ResetEnrollmentParams, body ResetEnrollmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListExitPlans The caller's saved exit plans
 	//
@@ -7925,6 +8267,71 @@ func (c *Client) StreamCalendar(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
+// ListChallenges The active challenge programs (drafts never)
+//
+// Corresponds with GET /api/challenges (the `ListChallenges` operationId).
+func (c *Client) ListChallenges(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListChallengesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutChallengeWithBody Author a challenge program (an operator of the venue or an owner of its organization)
+//
+// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+// further stage (the program a passed stage issues its next account from). The caller is an
+// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+// The program is an event in the log; an enrollment takes the rules as they stand when it
+// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+func (c *Client) PutChallengeWithBody(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutChallengeRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutChallenge Author a challenge program (an operator of the venue or an owner of its organization)
+//
+// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+// further stage (the program a passed stage issues its next account from). The caller is an
+// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+// The program is an event in the log; an enrollment takes the rules as they stand when it
+// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+func (c *Client) PutChallenge(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, body PutChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutChallengeRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListConnectApps The apps of the organizations the signed-in user belongs to
 //
 // Corresponds with GET /api/connect/dashboard/apps (the `ListConnectApps` operationId).
@@ -8463,6 +8870,140 @@ func (c *Client) ListTraderRegistrations(ctx context.Context, reqEditors ...Requ
 // Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 func (c *Client) LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLinkTraderRegistrationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMyEnrollments The signed-in trader's enrollments, oldest first
+//
+// Corresponds with GET /api/enrollments (the `ListMyEnrollments` operationId).
+func (c *Client) ListMyEnrollments(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMyEnrollmentsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrollInChallengeWithBody Enroll the signed-in trader in an active program's first stage
+//
+// Issues a paper account at the chosen size (the account's starting balance, in the program's
+// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// the same key and body answer the first answer again; another body 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+func (c *Client) EnrollInChallengeWithBody(ctx context.Context, params *EnrollInChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrollInChallengeRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrollInChallenge Enroll the signed-in trader in an active program's first stage
+//
+// Issues a paper account at the chosen size (the account's starting balance, in the program's
+// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// the same key and body answer the first answer again; another body 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+func (c *Client) EnrollInChallenge(ctx context.Context, params *EnrollInChallengeParams, body EnrollInChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrollInChallengeRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEnrollmentEvents An enrollment's history, one row per status change and threshold crossing
+//
+// `at` is Unix seconds; `actor` is `system` for the engine's verdicts and `trader` for the
+// trader's own enrollment. Statuses: `registered`, `in_progress`, `passed`, `failed`,
+// `completed` (the last stage passed). Reasons: `enrolled`, `first_fill`, `profit_target`,
+// `max_daily_drawdown`, `max_total_drawdown`, `max_duration`, `weekend_hold_refused`,
+// `next_stage`, `final_stage_passed`, `reset`. Another user's enrollment answers 404 like a missing one.
+//
+// Corresponds with GET /api/enrollments/events (the `ListEnrollmentEvents` operationId).
+func (c *Client) ListEnrollmentEvents(ctx context.Context, params *ListEnrollmentEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEnrollmentEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetEnrollmentWithBody Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+//
+// The stage's account goes back to its starting balance (working orders canceled, positions
+// removed without trading), its `eval_breach` lock is released and the stage's rules are
+// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+func (c *Client) ResetEnrollmentWithBody(ctx context.Context, params *ResetEnrollmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetEnrollmentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetEnrollment Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+//
+// The stage's account goes back to its starting balance (working orders canceled, positions
+// removed without trading), its `eval_breach` lock is released and the stage's rules are
+// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+func (c *Client) ResetEnrollment(ctx context.Context, params *ResetEnrollmentParams, body ResetEnrollmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetEnrollmentRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13800,6 +14341,93 @@ func NewStreamCalendarRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListChallengesRequest constructs an http.Request for the ListChallenges method
+func NewListChallengesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/challenges")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutChallengeRequest calls the generic PutChallenge builder with application/json body
+func NewPutChallengeRequest(server string, id openapi_types.UUID, params *PutChallengeParams, body PutChallengeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutChallengeRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPutChallengeRequestWithBody constructs an http.Request for the PutChallenge method, with any body, and a specified content type
+func NewPutChallengeRequestWithBody(server string, id openapi_types.UUID, params *PutChallengeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/challenges/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListConnectAppsRequest constructs an http.Request for the ListConnectApps method
 func NewListConnectAppsRequest(server string) (*http.Request, error) {
 	var err error
@@ -14677,6 +15305,189 @@ func NewLinkTraderRegistrationRequest(server string, id string) (*http.Request, 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListMyEnrollmentsRequest constructs an http.Request for the ListMyEnrollments method
+func NewListMyEnrollmentsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/enrollments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEnrollInChallengeRequest calls the generic EnrollInChallenge builder with application/json body
+func NewEnrollInChallengeRequest(server string, params *EnrollInChallengeParams, body EnrollInChallengeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEnrollInChallengeRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewEnrollInChallengeRequestWithBody constructs an http.Request for the EnrollInChallenge method, with any body, and a specified content type
+func NewEnrollInChallengeRequestWithBody(server string, params *EnrollInChallengeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/enrollments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListEnrollmentEventsRequest constructs an http.Request for the ListEnrollmentEvents method
+func NewListEnrollmentEventsRequest(server string, params *ListEnrollmentEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/enrollments/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResetEnrollmentRequest calls the generic ResetEnrollment builder with application/json body
+func NewResetEnrollmentRequest(server string, params *ResetEnrollmentParams, body ResetEnrollmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResetEnrollmentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewResetEnrollmentRequestWithBody constructs an http.Request for the ResetEnrollment method, with any body, and a specified content type
+func NewResetEnrollmentRequestWithBody(server string, params *ResetEnrollmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/enrollments/reset")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
 	}
 
 	return req, nil
@@ -20379,6 +21190,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/calendar/stream (the `StreamCalendar` operationId).
 	StreamCalendarWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StreamCalendarResponse, error)
 
+	// ListChallengesWithResponse The active challenge programs (drafts never)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/challenges (the `ListChallenges` operationId).
+	ListChallengesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListChallengesResponse, error)
+
+	// PutChallengeWithBodyWithResponse Author a challenge program (an operator of the venue or an owner of its organization)
+	//
+	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+	// further stage (the program a passed stage issues its next account from). The caller is an
+	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+	// The program is an event in the log; an enrollment takes the rules as they stand when it
+	// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+	PutChallengeWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutChallengeResponse, error)
+
+	// PutChallengeWithResponse Author a challenge program (an operator of the venue or an owner of its organization)
+	//
+	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+	// further stage (the program a passed stage issues its next account from). The caller is an
+	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+	// The program is an event in the log; an enrollment takes the rules as they stand when it
+	// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+	PutChallengeWithResponse(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, body PutChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutChallengeResponse, error)
+
 	// ListConnectAppsWithResponse The apps of the organizations the signed-in user belongs to
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -20662,6 +21510,84 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 	LinkTraderRegistrationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*LinkTraderRegistrationResponse, error)
+
+	// ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/enrollments (the `ListMyEnrollments` operationId).
+	ListMyEnrollmentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyEnrollmentsResponse, error)
+
+	// EnrollInChallengeWithBodyWithResponse Enroll the signed-in trader in an active program's first stage
+	//
+	// Issues a paper account at the chosen size (the account's starting balance, in the program's
+	// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// the same key and body answer the first answer again; another body 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+	EnrollInChallengeWithBodyWithResponse(ctx context.Context, params *EnrollInChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrollInChallengeResponse, error)
+
+	// EnrollInChallengeWithResponse Enroll the signed-in trader in an active program's first stage
+	//
+	// Issues a paper account at the chosen size (the account's starting balance, in the program's
+	// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// the same key and body answer the first answer again; another body 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+	EnrollInChallengeWithResponse(ctx context.Context, params *EnrollInChallengeParams, body EnrollInChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrollInChallengeResponse, error)
+
+	// ListEnrollmentEventsWithResponse An enrollment's history, one row per status change and threshold crossing
+	//
+	// `at` is Unix seconds; `actor` is `system` for the engine's verdicts and `trader` for the
+	// trader's own enrollment. Statuses: `registered`, `in_progress`, `passed`, `failed`,
+	// `completed` (the last stage passed). Reasons: `enrolled`, `first_fill`, `profit_target`,
+	// `max_daily_drawdown`, `max_total_drawdown`, `max_duration`, `weekend_hold_refused`,
+	// `next_stage`, `final_stage_passed`, `reset`. Another user's enrollment answers 404 like a missing one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/enrollments/events (the `ListEnrollmentEvents` operationId).
+	ListEnrollmentEventsWithResponse(ctx context.Context, params *ListEnrollmentEventsParams, reqEditors ...RequestEditorFn) (*ListEnrollmentEventsResponse, error)
+
+	// ResetEnrollmentWithBodyWithResponse Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+	//
+	// The stage's account goes back to its starting balance (working orders canceled, positions
+	// removed without trading), its `eval_breach` lock is released and the stage's rules are
+	// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+	// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+	// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+	// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+	ResetEnrollmentWithBodyWithResponse(ctx context.Context, params *ResetEnrollmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetEnrollmentResponse, error)
+
+	// ResetEnrollmentWithResponse Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+	//
+	// The stage's account goes back to its starting balance (working orders canceled, positions
+	// removed without trading), its `eval_breach` lock is released and the stage's rules are
+	// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+	// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+	// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+	// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+	ResetEnrollmentWithResponse(ctx context.Context, params *ResetEnrollmentParams, body ResetEnrollmentJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetEnrollmentResponse, error)
 
 	// ListExitPlansWithResponse The caller's saved exit plans
 	//
@@ -25507,6 +26433,150 @@ func (r StreamCalendarResponse) ContentType() string {
 	return ""
 }
 
+// ListChallengesResponse200Headers the declared response headers of an HTTP 200 response for ListChallenges
+type ListChallengesResponse200Headers struct {
+	CacheControl *string
+}
+
+// ListChallengesResponseDefaultHeaders the declared response headers of an HTTP default response for ListChallenges
+type ListChallengesResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListChallengesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Challenges []ChallengeProgram `json:"challenges"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListChallengesResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListChallengesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListChallengesResponse) GetJSON200() *struct {
+	Challenges []ChallengeProgram `json:"challenges"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListChallengesResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListChallengesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListChallengesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListChallengesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListChallengesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutChallengeResponse200Headers the declared response headers of an HTTP 200 response for PutChallenge
+type PutChallengeResponse200Headers struct {
+	CacheControl *string
+}
+
+// PutChallengeResponse201Headers the declared response headers of an HTTP 201 response for PutChallenge
+type PutChallengeResponse201Headers struct {
+	CacheControl *string
+}
+
+// PutChallengeResponseDefaultHeaders the declared response headers of an HTTP default response for PutChallenge
+type PutChallengeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PutChallengeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChallengeAnswer
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ChallengeAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutChallengeResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PutChallengeResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutChallengeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutChallengeResponse) GetJSON200() *ChallengeAnswer {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutChallengeResponse) GetJSON201() *ChallengeAnswer {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutChallengeResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutChallengeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutChallengeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutChallengeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutChallengeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListConnectAppsResponseDefaultHeaders the declared response headers of an HTTP default response for ListConnectApps
 type ListConnectAppsResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -26889,6 +27959,280 @@ func (r LinkTraderRegistrationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r LinkTraderRegistrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMyEnrollmentsResponse200Headers the declared response headers of an HTTP 200 response for ListMyEnrollments
+type ListMyEnrollmentsResponse200Headers struct {
+	CacheControl *string
+}
+
+// ListMyEnrollmentsResponseDefaultHeaders the declared response headers of an HTTP default response for ListMyEnrollments
+type ListMyEnrollmentsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListMyEnrollmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Enrollments []Enrollment `json:"enrollments"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListMyEnrollmentsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListMyEnrollmentsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMyEnrollmentsResponse) GetJSON200() *struct {
+	Enrollments []Enrollment `json:"enrollments"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListMyEnrollmentsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMyEnrollmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMyEnrollmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMyEnrollmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMyEnrollmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EnrollInChallengeResponse201Headers the declared response headers of an HTTP 201 response for EnrollInChallenge
+type EnrollInChallengeResponse201Headers struct {
+	CacheControl *string
+}
+
+// EnrollInChallengeResponseDefaultHeaders the declared response headers of an HTTP default response for EnrollInChallenge
+type EnrollInChallengeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type EnrollInChallengeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Enrollment Enrollment `json:"enrollment"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *EnrollInChallengeResponse201Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EnrollInChallengeResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r EnrollInChallengeResponse) GetJSON201() *struct {
+	Enrollment Enrollment `json:"enrollment"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EnrollInChallengeResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r EnrollInChallengeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnrollInChallengeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnrollInChallengeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnrollInChallengeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEnrollmentEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEnrollmentEvents
+type ListEnrollmentEventsResponse200Headers struct {
+	CacheControl *string
+}
+
+// ListEnrollmentEventsResponseDefaultHeaders the declared response headers of an HTTP default response for ListEnrollmentEvents
+type ListEnrollmentEventsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListEnrollmentEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Events []EnrollmentEvent `json:"events"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListEnrollmentEventsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListEnrollmentEventsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEnrollmentEventsResponse) GetJSON200() *struct {
+	Events []EnrollmentEvent `json:"events"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListEnrollmentEventsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEnrollmentEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEnrollmentEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEnrollmentEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEnrollmentEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResetEnrollmentResponse200Headers the declared response headers of an HTTP 200 response for ResetEnrollment
+type ResetEnrollmentResponse200Headers struct {
+	CacheControl *string
+}
+
+// ResetEnrollmentResponseDefaultHeaders the declared response headers of an HTTP default response for ResetEnrollment
+type ResetEnrollmentResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ResetEnrollmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Enrollment Enrollment `json:"enrollment"`
+
+		// ResetRef names the reset
+		ResetRef string `json:"resetRef"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResetEnrollmentResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ResetEnrollmentResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetEnrollmentResponse) GetJSON200() *struct {
+	Enrollment Enrollment `json:"enrollment"`
+
+	// ResetRef names the reset
+	ResetRef string `json:"resetRef"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResetEnrollmentResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetEnrollmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetEnrollmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetEnrollmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetEnrollmentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -34366,6 +35710,61 @@ func (c *ClientWithResponses) StreamCalendarWithResponse(ctx context.Context, re
 	return ParseStreamCalendarResponse(rsp)
 }
 
+// ListChallengesWithResponse The active challenge programs (drafts never)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/challenges (the `ListChallenges` operationId).
+func (c *ClientWithResponses) ListChallengesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListChallengesResponse, error) {
+	rsp, err := c.ListChallenges(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListChallengesResponse(rsp)
+}
+
+// PutChallengeWithBodyWithResponse Author a challenge program (an operator of the venue or an owner of its organization)
+//
+// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+// further stage (the program a passed stage issues its next account from). The caller is an
+// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+// The program is an event in the log; an enrollment takes the rules as they stand when it
+// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+func (c *ClientWithResponses) PutChallengeWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutChallengeResponse, error) {
+	rsp, err := c.PutChallengeWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutChallengeResponse(rsp)
+}
+
+// PutChallengeWithResponse Author a challenge program (an operator of the venue or an owner of its organization)
+//
+// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+// further stage (the program a passed stage issues its next account from). The caller is an
+// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+// The program is an event in the log; an enrollment takes the rules as they stand when it
+// (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/challenges/{id} (the `PutChallenge` operationId).
+func (c *ClientWithResponses) PutChallengeWithResponse(ctx context.Context, id openapi_types.UUID, params *PutChallengeParams, body PutChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutChallengeResponse, error) {
+	rsp, err := c.PutChallenge(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutChallengeResponse(rsp)
+}
+
 // ListConnectAppsWithResponse The apps of the organizations the signed-in user belongs to
 //
 // Returns a wrapper object for the known response body format(s).
@@ -34822,6 +36221,120 @@ func (c *ClientWithResponses) LinkTraderRegistrationWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseLinkTraderRegistrationResponse(rsp)
+}
+
+// ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/enrollments (the `ListMyEnrollments` operationId).
+func (c *ClientWithResponses) ListMyEnrollmentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyEnrollmentsResponse, error) {
+	rsp, err := c.ListMyEnrollments(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMyEnrollmentsResponse(rsp)
+}
+
+// EnrollInChallengeWithBodyWithResponse Enroll the signed-in trader in an active program's first stage
+//
+// Issues a paper account at the chosen size (the account's starting balance, in the program's
+// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// the same key and body answer the first answer again; another body 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+func (c *ClientWithResponses) EnrollInChallengeWithBodyWithResponse(ctx context.Context, params *EnrollInChallengeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrollInChallengeResponse, error) {
+	rsp, err := c.EnrollInChallengeWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrollInChallengeResponse(rsp)
+}
+
+// EnrollInChallengeWithResponse Enroll the signed-in trader in an active program's first stage
+//
+// Issues a paper account at the chosen size (the account's starting balance, in the program's
+// currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+// collects no fee. A second enrollment while one is in flight (not yet `failed` or
+// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// the same key and body answer the first answer again; another body 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/enrollments (the `EnrollInChallenge` operationId).
+func (c *ClientWithResponses) EnrollInChallengeWithResponse(ctx context.Context, params *EnrollInChallengeParams, body EnrollInChallengeJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrollInChallengeResponse, error) {
+	rsp, err := c.EnrollInChallenge(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrollInChallengeResponse(rsp)
+}
+
+// ListEnrollmentEventsWithResponse An enrollment's history, one row per status change and threshold crossing
+//
+// `at` is Unix seconds; `actor` is `system` for the engine's verdicts and `trader` for the
+// trader's own enrollment. Statuses: `registered`, `in_progress`, `passed`, `failed`,
+// `completed` (the last stage passed). Reasons: `enrolled`, `first_fill`, `profit_target`,
+// `max_daily_drawdown`, `max_total_drawdown`, `max_duration`, `weekend_hold_refused`,
+// `next_stage`, `final_stage_passed`, `reset`. Another user's enrollment answers 404 like a missing one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/enrollments/events (the `ListEnrollmentEvents` operationId).
+func (c *ClientWithResponses) ListEnrollmentEventsWithResponse(ctx context.Context, params *ListEnrollmentEventsParams, reqEditors ...RequestEditorFn) (*ListEnrollmentEventsResponse, error) {
+	rsp, err := c.ListEnrollmentEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEnrollmentEventsResponse(rsp)
+}
+
+// ResetEnrollmentWithBodyWithResponse Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+//
+// The stage's account goes back to its starting balance (working orders canceled, positions
+// removed without trading), its `eval_breach` lock is released and the stage's rules are
+// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+func (c *ClientWithResponses) ResetEnrollmentWithBodyWithResponse(ctx context.Context, params *ResetEnrollmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetEnrollmentResponse, error) {
+	rsp, err := c.ResetEnrollmentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetEnrollmentResponse(rsp)
+}
+
+// ResetEnrollmentWithResponse Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+//
+// The stage's account goes back to its starting balance (working orders canceled, positions
+// removed without trading), its `eval_breach` lock is released and the stage's rules are
+// bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+// at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+// collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+// `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/enrollments/reset (the `ResetEnrollment` operationId).
+func (c *ClientWithResponses) ResetEnrollmentWithResponse(ctx context.Context, params *ResetEnrollmentParams, body ResetEnrollmentJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetEnrollmentResponse, error) {
+	rsp, err := c.ResetEnrollment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetEnrollmentResponse(rsp)
 }
 
 // ListExitPlansWithResponse The caller's saved exit plans
@@ -40489,6 +42002,151 @@ func ParseStreamCalendarResponse(rsp *http.Response) (*StreamCalendarResponse, e
 	return response, nil
 }
 
+// ParseListChallengesResponse parses an HTTP response from a ListChallengesWithResponse call
+func ParseListChallengesResponse(rsp *http.Response) (*ListChallengesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListChallengesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Challenges []ChallengeProgram `json:"challenges"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListChallengesResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ListChallengesResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutChallengeResponse parses an HTTP response from a PutChallengeWithResponse call
+func ParsePutChallengeResponse(rsp *http.Response) (*PutChallengeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutChallengeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChallengeAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ChallengeAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutChallengeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers PutChallengeResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers PutChallengeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListConnectAppsResponse parses an HTTP response from a ListConnectAppsWithResponse call
 func ParseListConnectAppsResponse(rsp *http.Response) (*ListConnectAppsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -41720,6 +43378,269 @@ func ParseLinkTraderRegistrationResponse(rsp *http.Response) (*LinkTraderRegistr
 	switch {
 	case true:
 		var headers LinkTraderRegistrationResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMyEnrollmentsResponse parses an HTTP response from a ListMyEnrollmentsWithResponse call
+func ParseListMyEnrollmentsResponse(rsp *http.Response) (*ListMyEnrollmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMyEnrollmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Enrollments []Enrollment `json:"enrollments"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListMyEnrollmentsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ListMyEnrollmentsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEnrollInChallengeResponse parses an HTTP response from a EnrollInChallengeWithResponse call
+func ParseEnrollInChallengeResponse(rsp *http.Response) (*EnrollInChallengeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnrollInChallengeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Enrollment Enrollment `json:"enrollment"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers EnrollInChallengeResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case true:
+		var headers EnrollInChallengeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEnrollmentEventsResponse parses an HTTP response from a ListEnrollmentEventsWithResponse call
+func ParseListEnrollmentEventsResponse(rsp *http.Response) (*ListEnrollmentEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEnrollmentEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Events []EnrollmentEvent `json:"events"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListEnrollmentEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ListEnrollmentEventsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetEnrollmentResponse parses an HTTP response from a ResetEnrollmentWithResponse call
+func ParseResetEnrollmentResponse(rsp *http.Response) (*ResetEnrollmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetEnrollmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Enrollment Enrollment `json:"enrollment"`
+
+			// ResetRef names the reset
+			ResetRef string `json:"resetRef"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResetEnrollmentResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ResetEnrollmentResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

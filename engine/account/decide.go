@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
+	challengecmd "github.com/svc/engine/commands/challenge"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	venuecmd "github.com/svc/engine/commands/venue"
@@ -19,6 +20,9 @@ import (
 // or a *commands.Refusal. It is pure: time, ids, quotes and specs come in env.
 // Every decision ends with the bracket pass (bracket.go).
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
+	if c, ok := env.Cmd.(*challengecmd.OpenEvaluation); ok {
+		return decideOpenEvaluation(s, env, c)
+	}
 	evs, err := decide(s, env)
 	if err != nil {
 		return nil, err
@@ -29,9 +33,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	}
 	evs = append(evs, bindPolicy(s, env)...)
 	if len(evs) == 0 && q == nil {
-		return evs, nil
+		return append(evs, evaluate(s, env, evs)...), nil
 	}
-	return settleBrackets(s, env, evs, q), nil
+	evs = settleBrackets(s, env, evs, q)
+	return append(evs, evaluate(s, env, evs)...), nil // the evaluation's verdicts (eval.go)
 }
 
 func decide(s *State, env commands.Envelope) ([]events.Event, error) {
@@ -104,6 +109,9 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return evs, err
 	}
 	if evs, ok, err := decideFirm(s, env); ok {
+		return evs, err
+	}
+	if evs, ok, err := decideChallenge(s, env); ok {
 		return evs, err
 	}
 	return nil, fmt.Errorf("account: no decision for %T", env.Cmd)

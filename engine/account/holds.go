@@ -17,6 +17,7 @@ func Holds(s *State, at time.Time) []string {
 	var hs []string
 	hs = append(hs, riskHolds(s, at)...)
 	hs = append(hs, firmHolds(s, at)...)
+	hs = append(hs, evalHolds(s, at)...)
 	return hs
 }
 

@@ -45,6 +45,7 @@ type State struct {
 	Risk            Risk                       // risk controls and lock (risk.go)
 	Firm            Firm                       // firm halt, reconciliation hold, ledger (firm.go)
 	Idem            idem.Record                // Idempotency-Keys of the venue door's writes (firm.go)
+	Eval            Eval                       // the evaluation of an enrolled account (eval.go)
 }
 
 // New is the state of an account with no commits.
@@ -77,6 +78,7 @@ func Apply(s *State, e events.Event) *State {
 		s.Balance = e.Balance
 		s.Realized = s.Realized.Add(e.Realized)
 		riskFilled(s, e)
+		applyEval(s, e)
 		if e.Position.Quantity.IsZero() {
 			delete(s.Positions, e.Instrument)
 		} else {
@@ -120,6 +122,7 @@ func Apply(s *State, e events.Event) *State {
 	default:
 		applyRisk(s, e)
 		applyFirm(s, e)
+		applyEval(s, e)
 		s.Idem.Apply(e)
 	}
 	return s

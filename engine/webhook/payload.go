@@ -59,7 +59,7 @@ func derive(c events.Committed, accounts map[string]acctInfo) []hook {
 			}
 		}
 	}
-	return out
+	return append(out, enrollmentHooks(c, id)...)
 }
 
 func accountHook(e events.Event, number string) (string, map[string]any) {

@@ -18,6 +18,7 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/events"
+	evch "github.com/svc/engine/events/challenge"
 	evfirm "github.com/svc/engine/events/firm"
 )
 
@@ -281,7 +282,8 @@ func (r *Reactor) Start(ctx context.Context) error {
 // Router goroutine only.
 func (r *Reactor) wants(subject string) bool {
 	switch {
-	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook):
+	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook),
+		events.IsKind(subject, evch.KindEnrollment): // an enrollment's lifecycle (challenge.go)
 		return true
 	case events.IsKind(subject, events.KindAccount):
 		a, known := r.accounts[events.ID(subject, events.KindAccount)]

@@ -30,11 +30,18 @@ const (
 	TypeRiskLocked          = "risk.locked"
 	TypeRiskUnlocked        = "risk.unlocked"
 	TypePing                = "ping"
+	// The enrollment lifecycle of a program authored for the firm's venue (issue 18).
+	TypeEnrollmentRegistered = "enrollment.registered"
+	TypeEnrollmentInProgress = "enrollment.in_progress"
+	TypeEnrollmentPassed     = "enrollment.passed"
+	TypeEnrollmentFailed     = "enrollment.failed"
+	TypeEnrollmentCompleted  = "enrollment.completed"
 )
 
 // WebhookTypes lists the webhook event types, in the spec's order.
 var WebhookTypes = []string{TypeRegistrationLinked, TypeRegistrationRevoked, TypeAccountReset,
-	TypeBalanceRecorded, TypeRiskLocked, TypeRiskUnlocked}
+	TypeBalanceRecorded, TypeRiskLocked, TypeRiskUnlocked,
+	TypeEnrollmentRegistered, TypeEnrollmentInProgress, TypeEnrollmentPassed, TypeEnrollmentFailed, TypeEnrollmentCompleted}
 
 // WebhookRegistered records an endpoint. Its signing secret is not recorded:
 // it is derived from the engine's secret key and the endpoint id.

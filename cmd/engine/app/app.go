@@ -29,6 +29,7 @@ import (
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
 	"github.com/svc/engine/projections"
+	chproj "github.com/svc/engine/projections/challenge"
 	firmproj "github.com/svc/engine/projections/firm"
 	"github.com/svc/engine/projections/memory"
 	"github.com/svc/engine/schema"
@@ -125,7 +126,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold)
+	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold, chproj.Fold)
 	a.Projector.UseRecent(a.Log.Recent())
 	if a.bootLast, err = a.warm(ctx); err != nil {
 		return nil, err

@@ -30,11 +30,12 @@ func areas(a *App, cfg Config) (gateway.Areas, error) {
 	return gateway.Areas{
 		Market: &marketgw.Market{Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
 			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done()},
-		News:     &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
-		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
-		Operator: &operator.Config{Now: a.Now},
-		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
-		Exits:    &exitplans.Config{Tokens: a.previews, Now: a.Now},
-		Connect:  connect,
+		News:       &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
+		Firm:       &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
+		Operator:   &operator.Config{Now: a.Now},
+		Identity:   &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
+		Exits:      &exitplans.Config{Tokens: a.previews, Now: a.Now},
+		Connect:    connect,
+		Challenges: challengesArea(cfg),
 	}, nil
 }

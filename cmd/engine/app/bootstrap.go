@@ -132,6 +132,9 @@ func bootstrap(ctx context.Context, d *api.Deps, cfg Config) error {
 	} else if connectChanged {
 		changed = true
 	}
+	if err := bootstrapChallenges(ctx, d, cfg); err != nil {
+		return fmt.Errorf("sample challenges: %w", err)
+	}
 	if len(accts) != len(creds.Accounts) || creds.BaseURL != cfg.BaseURL {
 		changed = true
 	}

@@ -3000,10 +3000,207 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/challenges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The active challenge programs (drafts never) */
+        get: operations["listChallenges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/challenges/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Author a challenge program (an operator of the venue or an owner of its organization)
+         * @description Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
+         *     replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
+         *     further stage (the program a passed stage issues its next account from). The caller is an
+         *     operator of `venueId` with `account:write`, or an owner of the venue's organization (403
+         *     otherwise; an unknown venue 404); a program stays with the venue it was first written for.
+         *     The program is an event in the log; an enrollment takes the rules as they stand when it
+         *     (or its next stage) starts. Needs a trusted Origin and an Idempotency-Key.
+         */
+        put: operations["putChallenge"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/enrollments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in trader's enrollments, oldest first */
+        get: operations["listMyEnrollments"];
+        put?: never;
+        /**
+         * Enroll the signed-in trader in an active program's first stage
+         * @description Issues a paper account at the chosen size (the account's starting balance, in the program's
+         *     currency) under the trader's user, listed by `GET /api/account/list` for the trader's keys.
+         *     The enrollment starts `registered` and turns `in_progress` on the account's first fill.
+         *     A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
+         *     collects no fee. A second enrollment while one is in flight (not yet `failed` or
+         *     `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+         *     the same key and body answer the first answer again; another body 409.
+         */
+        post: operations["enrollInChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/enrollments/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart a failed enrollment's stage on its account (the lifecycle's release of eval_breach)
+         * @description The stage's account goes back to its starting balance (working orders canceled, positions
+         *     removed without trading), its `eval_breach` lock is released and the stage's rules are
+         *     bound anew from now; the history records `registered` with reason `reset`. A reset is bought
+         *     at the stage's `priceCents`: a priced stage answers 402 `payment_required` (this deployment
+         *     collects no fee). 409 `enrollment_not_failed` for an enrollment that has not failed,
+         *     `enrollment_in_flight` while another one is in flight; another user's enrollment 404.
+         */
+        post: operations["resetEnrollment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/enrollments/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An enrollment's history, one row per status change and threshold crossing
+         * @description `at` is Unix seconds; `actor` is `system` for the engine's verdicts and `trader` for the
+         *     trader's own enrollment. Statuses: `registered`, `in_progress`, `passed`, `failed`,
+         *     `completed` (the last stage passed). Reasons: `enrolled`, `first_fill`, `profit_target`,
+         *     `max_daily_drawdown`, `max_total_drawdown`, `max_duration`, `weekend_hold_refused`,
+         *     `next_stage`, `final_stage_passed`, `reset`. Another user's enrollment answers 404 like a missing one.
+         */
+        get: operations["listEnrollmentEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A challenge program, exactly the spec's fields. Percentages are percent (10 is 10%). */
+        ChallengeProgram: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            description: string;
+            isActive: boolean;
+            stage: number;
+            /** Format: uuid */
+            nextChallengeId: string | null;
+            allowedTypes: string[];
+            accountSizes: number[];
+            currency: string;
+            priceCents: number;
+            profitTargetPct: number;
+            maxDailyDdPct: number;
+            maxTotalDdPct: number;
+            /** @enum {string} */
+            ddMode: "trailing_max_equity_eod" | "static";
+            minTradingDays: number;
+            maxDurationDays: number | null;
+            allowWeekendHold: boolean;
+            profitSharePct: number | null;
+        };
+        /**
+         * @description A program's authoring body: the program's fields but its id (in the path), and the venue it
+         *     is authored for. Bounds: name 1-128 characters, description up to 2,000; stage 1-16;
+         *     1-8 allowedTypes of 1-32 characters [A-Za-z0-9._:-]; 1-16 accountSizes above 0 up to
+         *     100,000,000 in whole cents; currency USD, USDC or USDT; priceCents 0-100,000,000;
+         *     percentages above 0 up to 100 with at most 4 decimals (profitSharePct may be 0 or null);
+         *     minTradingDays 0-3,650; maxDurationDays null or minTradingDays-3,650. ddMode
+         *     `trailing_max_equity_eod` (the total drawdown floor trails the highest end-of-day equity)
+         *     or `static` (fixed below the starting balance).
+         */
+        ChallengeProgramWrite: {
+            venueId: string;
+            name: string;
+            description?: string;
+            isActive?: boolean;
+            stage: number;
+            /** Format: uuid */
+            nextChallengeId?: string | null;
+            allowedTypes: string[];
+            accountSizes: number[];
+            /** @enum {string} */
+            currency: "USD" | "USDC" | "USDT";
+            priceCents?: number;
+            profitTargetPct: number;
+            maxDailyDdPct: number;
+            maxTotalDdPct: number;
+            /** @enum {string} */
+            ddMode: "trailing_max_equity_eod" | "static";
+            minTradingDays?: number;
+            maxDurationDays?: number | null;
+            allowWeekendHold?: boolean;
+            profitSharePct?: number | null;
+        };
+        Enrollment: {
+            id: string;
+            /** Format: uuid */
+            challengeId: string;
+            stage: number;
+            /** @description the paper account the stage runs on */
+            accountId: string;
+            accountSize: number;
+            accountType: string;
+            currency: string;
+            status: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        EnrollmentEvent: {
+            status: string;
+            actor: string;
+            reason: string | null;
+            /** @description Unix seconds */
+            at: number;
+        };
         /**
          * @description One of a Connect app's links as its backend reads it; exactly these properties. A link
          *     whose token expired before a connection reads as `failed` from `expiresAt` on, with
@@ -3427,7 +3624,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "origin_not_allowed" | "outcome_unknown" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "origin not allowed" | "account_limit_reached" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "origin_not_allowed" | "outcome_unknown" | "payment_required" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -3753,7 +3950,7 @@ export interface components {
         };
         WebhookRegistration: {
             url: string;
-            eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked")[];
+            eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed")[];
         };
         WebhookTest: {
             webhookId: string;
@@ -3863,6 +4060,18 @@ export interface components {
         };
     };
     responses: {
+        /** @description The program as written */
+        ChallengeAnswer: {
+            headers: {
+                "Cache-Control"?: "no-store";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    challenge: components["schemas"]["ChallengeProgram"];
+                };
+            };
+        };
         /** @description A venue error: `error` is the code itself, `field` names the refused value where it can */
         VenueError: {
             headers: {
@@ -6587,7 +6796,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked")[];
+                    eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed")[];
                 };
             };
         };
@@ -8475,6 +8684,176 @@ export interface operations {
                 content: {
                     "application/json": {
                         link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listChallenges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Active programs, by id */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        challenges: components["schemas"]["ChallengeProgram"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    putChallenge: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChallengeProgramWrite"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ChallengeAnswer"];
+            201: components["responses"]["ChallengeAnswer"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listMyEnrollments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The enrollments with their current stage, account and status */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        enrollments: components["schemas"]["Enrollment"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    enrollInChallenge: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    challengeId: string;
+                    /** @description one of the program's accountSizes */
+                    accountSize: number;
+                    /** @description one of the program's allowedTypes; default standard */
+                    accountType?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The enrollment and its account */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        enrollment: components["schemas"]["Enrollment"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    resetEnrollment: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    enrollmentId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The enrollment after the reset */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        enrollment: components["schemas"]["Enrollment"];
+                        /** @description names the reset */
+                        resetRef: string;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listEnrollmentEvents: {
+        parameters: {
+            query: {
+                id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rows, oldest first */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: components["schemas"]["EnrollmentEvent"][];
                     };
                 };
             };
