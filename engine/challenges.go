@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -28,6 +29,7 @@ type challenges struct {
 	programs    *mailbox.Group[*challenge.Program]
 	enrollments *mailbox.Group[*challenge.Enrollments]
 	reactor     *challenge.Reactor
+	resent      sync.WaitGroup // the start's resend of the replayed verdicts
 }
 
 // EvalTick is how often the evaluation reactor looks for due moments.
@@ -82,11 +84,19 @@ func (e *Engine) startChallenges(states map[string]*account.State) {
 		}
 		e.ch.reactor.Track(id, s)
 		if len(s.Eval.Rows) > 0 {
-			go e.forward(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
+			e.ch.resent.Add(1)
+			go func(id, user string, r evch.Rules, run int, rows []account.EvalRow) {
+				defer e.ch.resent.Done()
+				e.forward(id, user, r, run, rows)
+			}(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
 		}
 	}
 	e.ch.reactor.Start(EvalTick)
 }
+
+// WaitResent waits until the verdicts replayed at start have been sent on to
+// their enrollments (tests: a restart records no row twice).
+func (e *Engine) WaitResent() { e.ch.resent.Wait() }
 
 // forward records an account's verdicts on its enrollment, in order, and
 // issues the next stage's account after a pass.

@@ -272,7 +272,9 @@ func (h *Handlers) Mine(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, challengecmd.EnrollmentView(en.ID, en.ChallengeID, en.Stage, en.AccountID, en.AccountSize, en.AccountType,
 			en.Currency, en.Status, en.CreatedAt))
 	}
-	slices.SortStableFunc(out, func(a, b map[string]any) int { return strings.Compare(a["createdAt"].(string), b["createdAt"].(string)) })
+	slices.SortStableFunc(out, func(a, b map[string]any) int {
+		return strings.Compare(a["createdAt"].(string), b["createdAt"].(string))
+	})
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"enrollments": out})
 	return nil

@@ -27,15 +27,16 @@ func areas(a *App, cfg Config) (gateway.Areas, error) {
 	if err != nil {
 		return gateway.Areas{}, err
 	}
-	return gateway.Areas{
+	out := gateway.Areas{
 		Market: &marketgw.Market{Catalog: a.Engine.Catalog(), Products: market.Products(), Feed: a.Market.Feed, Bars: a.Market.Bars,
 			Futures: a.Market.Futures, Now: a.Now, Done: a.Hub.Done()},
-		News:       &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
-		Firm:       &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
-		Operator:   &operator.Config{Now: a.Now},
-		Identity:   &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
-		Exits:      &exitplans.Config{Tokens: a.previews, Now: a.Now},
-		Connect:    connect,
-		Challenges: challengesArea(cfg),
-	}, nil
+		News:     &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
+		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
+		Operator: &operator.Config{Now: a.Now},
+		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
+		Exits:    &exitplans.Config{Tokens: a.previews, Now: a.Now},
+		Connect:  connect,
+	}
+	out.Challenges = challengesArea(cfg) // nil unless CHALLENGES_ENABLED (challenges.go)
+	return out, nil
 }

@@ -359,13 +359,18 @@ func TestChallengeChainPassesStageByStage(t *testing.T) {
 	// A restart replays the log to the same verdicts: the history is the
 	// same, once (sending the verdicts on again at start records nothing).
 	before := statuses()
+	subject := evch.EnrollmentSubject(tenantcmd.UserID("chain@example.com"))
+	commits := len(e.Commits(subject))
 	var done string
 	if err := eng.InspectAccount(ctx, second, func(s *account.State, _ uint64) { done = s.Eval.Done }); err != nil {
 		t.Fatal(err)
 	}
 	e = e.Restart()
 	eng = e.App.Engine
-	time.Sleep(200 * time.Millisecond) // let the start's resend of the verdicts run
+	eng.WaitResent() // the start's resend of the verdicts has run
+	if n := len(e.Commits(subject)); n != commits {
+		t.Fatalf("the restart recorded %d enrollment commits more", n-commits)
+	}
 	if got := statuses(); got != before {
 		t.Fatalf("after a restart the history is %s, was %s", got, before)
 	}
