@@ -208,6 +208,23 @@ func (d *Deps) Wrote(r *http.Request, seq uint64) {
 	}
 }
 
+// Projected waits, at most timeout, until the read models show every write
+// answered from its decision: a stopping engine lets them catch up, so what
+// it acknowledged is in the read models it leaves behind.
+func (d *Deps) Projected(timeout time.Duration) error {
+	var last uint64
+	d.writes.Range(func(_, v any) bool {
+		last = max(last, v.(uint64))
+		return true
+	})
+	if last == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return d.Projector.WaitFor(ctx, last)
+}
+
 // CatchUp makes a read wait until the read models show the last write its
 // credential was answered from a decision for (read-your-writes): at most
 // SettleTimeout, then 503 engine_overloaded with Retry-After, never a read

@@ -247,6 +247,13 @@ func (a *App) Close() {
 			a.stopFirm()
 			a.Engine.Close()
 		}
+		if a.Deps != nil && a.Projector != nil {
+			// Orders are answered from their decision: let the read models
+			// show every acknowledged write before they stop.
+			if err := a.Deps.Projected(5 * time.Second); err != nil {
+				slog.Warn("stopping with the read models behind the last acknowledged write; they catch up from the log at the next start", "err", err)
+			}
+		}
 		if a.stopBG != nil {
 			a.stopBG()
 		}
