@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	"github.com/svc/engine/gateway/connect/statement"
 )
 
 func admin(t *testing.T, dir string, args ...string) map[string]any {
@@ -77,5 +78,22 @@ func TestAdminMakesProductionUsable(t *testing.T) {
 		Headers: map[string]string{"Idempotency-Key": "k1"}, Body: map[string]any{"name": "ci", "scopes": []string{"provider:manage"}, "expiresAt": time.Now().AddDate(0, 1, 0).UTC().Format(time.RFC3339)}})
 	if r.Status != 201 || !strings.HasPrefix(r.Map(t)["secret"].(string), "svc_vk_production_") {
 		t.Fatalf("a production venue key: %d %s", r.Status, r.Body)
+	}
+}
+
+// engine admin connect-public-key prints the public half of the key
+// production signs Connect account statements with: a sandbox given it
+// verifies what that production signs, and nothing another key signed.
+func TestAdminPrintsTheStatementPublicKey(t *testing.T) {
+	dir := t.TempDir()
+	pub := admin(t, dir, "connect-public-key")["publicKey"].(string)
+	if again := admin(t, dir, "connect-public-key")["publicKey"].(string); again != pub {
+		t.Fatalf("the key changed between runs: %s then %s", pub, again)
+	}
+	if _, err := statement.ParsePublicKey(pub); err != nil {
+		t.Fatalf("the printed key is not one ENGINE_CONNECT_PRODUCTION_KEY takes: %v", err)
+	}
+	if other := admin(t, t.TempDir(), "connect-public-key")["publicKey"].(string); other == pub {
+		t.Fatal("two data directories print the same statement key")
 	}
 }
