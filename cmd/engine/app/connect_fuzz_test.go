@@ -1,4 +1,4 @@
-package connect_test
+package app_test
 
 import (
 	"bytes"
