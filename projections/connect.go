@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -9,13 +10,14 @@ import (
 
 // Collections of Connect's read models.
 const (
-	CollApp       = "connect_app"        // by app id
-	CollOrgApp    = "org_app"            // orgID/appID -> app id
-	CollAppKey    = "app_key"            // appID/keyID -> digest
-	CollLink      = "connect_link"       // by link id -> evconnect.Link
-	CollAppLink   = "app_link"           // appID/seq/linkID -> link id, in creation order
-	CollAppTrader = "app_trader"         // appID/trader -> AppTrader
-	CollAppOrigin = "connect_app_origin" // counterpart production app id -> sandbox app id
+	CollApp        = "connect_app"        // by app id
+	CollOrgApp     = "org_app"            // orgID/appID -> app id
+	CollAppKey     = "app_key"            // appID/keyID -> digest
+	CollLink       = "connect_link"       // by link id -> evconnect.Link
+	CollAppLink    = "app_link"           // appID/seq/linkID -> link id, in creation order
+	CollAppTrader  = "app_trader"         // appID/trader -> AppTrader
+	CollTraderLink = "app_trader_link"    // appID/TraderKey(trader)/seq/linkID -> link id, in creation order
+	CollAppOrigin  = "connect_app_origin" // counterpart production app id -> sandbox app id
 )
 
 // App is a Connect app as read.
@@ -110,7 +112,9 @@ func foldLink(tx Tx, id string, c events.Committed) error {
 			l = evconnect.Link{ID: id, AppID: e.AppID, Trader: e.Trader, KeyID: e.KeyID, State: evconnect.StateCreated,
 				ExpiresAt: e.ExpiresAt, CreatedAt: e.At, UpdatedAt: e.At}
 			if err = tx.Put(CollAppLink, e.AppID+"/"+SeqKey(c.Seq)+"/"+id, id); err == nil {
-				err = traderSeen(tx, e.AppID, e.Trader, e.At, "")
+				if err = tx.Put(CollTraderLink, e.AppID+"/"+TraderKey(e.Trader)+"/"+SeqKey(c.Seq)+"/"+id, id); err == nil {
+					err = traderSeen(tx, e.AppID, e.Trader, e.At, "")
+				}
 			}
 		case evconnect.LinkMounted:
 			l.State, l.UpdatedAt = evconnect.StateMounted, e.At
@@ -133,6 +137,9 @@ func foldLink(tx Tx, id string, c events.Committed) error {
 	}
 	return nil
 }
+
+// TraderKey is a trader's id as a key part: escaped, so no id holds the separator.
+func TraderKey(trader string) string { return url.PathEscape(trader) }
 
 // traderSeen records a link made for a trader (account "") or an account it connected.
 func traderSeen(tx Tx, appID, trader string, at time.Time, account string) error {

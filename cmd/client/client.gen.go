@@ -3638,6 +3638,14 @@ type RevokeConnectAppKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListConnectAppTradersParams defines parameters for ListConnectAppTraders.
+type ListConnectAppTradersParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The nextCursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ConnectExchangeJSONBody defines parameters for ConnectExchange.
 type ConnectExchangeJSONBody struct {
 	Statement string `json:"statement"`
@@ -5435,10 +5443,10 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
 	RevokeConnectAppKey(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected
+	// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected, in pages
 	//
 	// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
-	ListConnectAppTraders(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListConnectAppTraders(ctx context.Context, appId string, params *ListConnectAppTradersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ConnectExchangeWithBody The sandbox exchanges a production statement for a dashboard session and counterpart apps
 	//
@@ -8512,11 +8520,11 @@ func (c *Client) RevokeConnectAppKey(ctx context.Context, appId string, keyId st
 	return c.Client.Do(req)
 }
 
-// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected
+// ListConnectAppTraders The app's traders (every trader a link named) and the accounts they connected, in pages
 //
 // Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
-func (c *Client) ListConnectAppTraders(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListConnectAppTradersRequest(c.Server, appId)
+func (c *Client) ListConnectAppTraders(ctx context.Context, appId string, params *ListConnectAppTradersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConnectAppTradersRequest(c.Server, appId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14751,7 +14759,7 @@ func NewRevokeConnectAppKeyRequest(server string, appId string, keyId string, pa
 }
 
 // NewListConnectAppTradersRequest constructs an http.Request for the ListConnectAppTraders method
-func NewListConnectAppTradersRequest(server string, appId string) (*http.Request, error) {
+func NewListConnectAppTradersRequest(server string, appId string, params *ListConnectAppTradersParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -14774,6 +14782,45 @@ func NewListConnectAppTradersRequest(server string, appId string) (*http.Request
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -21315,12 +21362,12 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/connect/dashboard/apps/{appId}/keys/{keyId} (the `RevokeConnectAppKey` operationId).
 	RevokeConnectAppKeyWithResponse(ctx context.Context, appId string, keyId string, params *RevokeConnectAppKeyParams, reqEditors ...RequestEditorFn) (*RevokeConnectAppKeyResponse, error)
 
-	// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected
+	// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected, in pages
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
-	ListConnectAppTradersWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error)
+	ListConnectAppTradersWithResponse(ctx context.Context, appId string, params *ListConnectAppTradersParams, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error)
 
 	// ConnectExchangeWithBodyWithResponse The sandbox exchanges a production statement for a dashboard session and counterpart apps
 	//
@@ -27017,7 +27064,9 @@ type ListConnectAppTradersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Traders []struct {
+		HasMore    bool    `json:"hasMore"`
+		NextCursor *string `json:"nextCursor"`
+		Traders    []struct {
 			Accounts    []string  `json:"accounts"`
 			FirstSeenAt time.Time `json:"firstSeenAt"`
 			LastLinkAt  time.Time `json:"lastLinkAt"`
@@ -27033,7 +27082,9 @@ type ListConnectAppTradersResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListConnectAppTradersResponse) GetJSON200() *struct {
-	Traders []struct {
+	HasMore    bool    `json:"hasMore"`
+	NextCursor *string `json:"nextCursor"`
+	Traders    []struct {
 		Accounts    []string  `json:"accounts"`
 		FirstSeenAt time.Time `json:"firstSeenAt"`
 		LastLinkAt  time.Time `json:"lastLinkAt"`
@@ -35913,13 +35964,13 @@ func (c *ClientWithResponses) RevokeConnectAppKeyWithResponse(ctx context.Contex
 	return ParseRevokeConnectAppKeyResponse(rsp)
 }
 
-// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected
+// ListConnectAppTradersWithResponse The app's traders (every trader a link named) and the accounts they connected, in pages
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/connect/dashboard/apps/{appId}/traders (the `ListConnectAppTraders` operationId).
-func (c *ClientWithResponses) ListConnectAppTradersWithResponse(ctx context.Context, appId string, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error) {
-	rsp, err := c.ListConnectAppTraders(ctx, appId, reqEditors...)
+func (c *ClientWithResponses) ListConnectAppTradersWithResponse(ctx context.Context, appId string, params *ListConnectAppTradersParams, reqEditors ...RequestEditorFn) (*ListConnectAppTradersResponse, error) {
+	rsp, err := c.ListConnectAppTraders(ctx, appId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -42559,7 +42610,9 @@ func ParseListConnectAppTradersResponse(rsp *http.Response) (*ListConnectAppTrad
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Traders []struct {
+			HasMore    bool    `json:"hasMore"`
+			NextCursor *string `json:"nextCursor"`
+			Traders    []struct {
 				Accounts    []string  `json:"accounts"`
 				FirstSeenAt time.Time `json:"firstSeenAt"`
 				LastLinkAt  time.Time `json:"lastLinkAt"`

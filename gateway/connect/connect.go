@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -285,14 +287,38 @@ func (h *Handlers) ListTraders(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ts, err := projections.ListInto[projections.AppTrader](r.Context(), h.d.Store, projections.CollAppTrader, projections.Query{Prefix: a.AppID + "/"})
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return commands.BadRequest("the query string is malformed: %v", err)
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" || q.Has("limit") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return commands.BadField("limit", map[string]any{"max": 500}, "limit is 1 to 500")
+		}
+		limit = n
+	}
+	query := projections.Query{Prefix: a.AppID + "/", Limit: limit + 1}
+	if q.Has("cursor") {
+		c := q.Get("cursor")
+		if err := connectcmd.Trader("cursor", c); err != nil {
+			return commands.BadField("cursor", nil, "cursor is not one this route gave: send back nextCursor as it came")
+		}
+		query.After = a.AppID + "/" + c
+	}
+	ts, err := projections.ListInto[projections.AppTrader](r.Context(), h.d.Store, projections.CollAppTrader, query)
 	if err != nil {
 		return err
 	}
 	if ts == nil {
 		ts = []projections.AppTrader{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"traders": ts})
+	body := map[string]any{"traders": ts, "hasMore": false, "nextCursor": nil}
+	if len(ts) > limit {
+		body["traders"], body["hasMore"], body["nextCursor"] = ts[:limit], true, ts[limit-1].Trader
+	}
+	httpx.WriteJSON(w, http.StatusOK, body)
 	return nil
 }
 

@@ -175,7 +175,15 @@ func TestLinks(t *testing.T) {
 	if len(rest["links"].([]any)) != 1 || rest["hasMore"] != false {
 		t.Fatalf("second page %v", rest)
 	}
-	if ls := want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?state=created"}), 200, "")["links"].([]any); len(ls) != 4 {
+	// A trader's id that another's begins with, separator and all, names only its own links.
+	e.createLink(e.key, "k5", "trader-2/x")
+	if ls := want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?trader=trader-2"}), 200, "")["links"].([]any); len(ls) != 3 {
+		t.Fatalf("trader-2 has %d links, want 3", len(ls))
+	}
+	if ls := want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?trader=" + url.QueryEscape("trader-2/x")}), 200, "")["links"].([]any); len(ls) != 1 {
+		t.Fatalf("trader-2/x has %d links, want 1", len(ls))
+	}
+	if ls := want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?state=created"}), 200, "")["links"].([]any); len(ls) != 5 {
 		t.Fatalf("%d created links", len(ls))
 	}
 	want(t, e.app(e.key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links?state=gone"}), 400, "invalid_request")
@@ -400,6 +408,15 @@ func TestDashboard(t *testing.T) {
 	traders := want(t, e.board(dash, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/dashboard/apps/" + appID + "/traders"}), 200, "")["traders"].([]any)
 	if len(traders) != 1 || traders[0].(map[string]any)["links"].(float64) != 2 {
 		t.Fatalf("traders %v", traders)
+	}
+	e.createLink(secret, "l4", "amy")
+	first := want(t, e.board(dash, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/dashboard/apps/" + appID + "/traders?limit=1"}), 200, "")
+	if ts := first["traders"].([]any); len(ts) != 1 || ts[0].(map[string]any)["trader"] != "amy" || first["hasMore"] != true {
+		t.Fatalf("first page of traders %v", first)
+	}
+	second := want(t, e.board(dash, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/dashboard/apps/" + appID + "/traders?limit=1&cursor=" + first["nextCursor"].(string)}), 200, "")
+	if ts := second["traders"].([]any); len(ts) != 1 || ts[0].(map[string]any)["trader"] != "zed" || second["hasMore"] != false {
+		t.Fatalf("second page of traders %v", second)
 	}
 	want(t, e.board(dash, "r1", apptest.Req{Method: http.MethodDelete, Path: "/api/connect/dashboard/apps/" + appID + "/keys/" + k["key"].(map[string]any)["id"].(string)}), 200, "")
 	want(t, e.app(secret, "l3", apptest.Req{Method: http.MethodPost, Path: "/api/connect/links", Body: map[string]string{"trader": "zed"}}), 401, "invalid_key")

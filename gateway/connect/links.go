@@ -204,18 +204,24 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 		return commands.BadField("state", map[string]any{"allowed": states}, "state is one of %s", strings.Join(states, ", "))
 	}
 	a := AppOf(r)
-	query := projections.Query{Prefix: a.AppID + "/", Reverse: true}
+	// A trader's links have an index of their own: a page of them reads
+	// that trader's links only, however many the app has.
+	coll, prefix := projections.CollAppLink, a.AppID+"/"
+	if trader != "" {
+		coll, prefix = projections.CollTraderLink, a.AppID+"/"+projections.TraderKey(trader)+"/"
+	}
+	query := projections.Query{Prefix: prefix, Reverse: true}
 	if q.Has("cursor") {
 		if !cursorShape.MatchString(cursor) {
 			return commands.BadField("cursor", nil, "cursor is not one this route gave: send back nextCursor as it came")
 		}
-		query.After = a.AppID + "/" + strings.Replace(cursor, ":", "/", 1)
+		query.After = prefix + strings.Replace(cursor, ":", "/", 1)
 	}
 	now := h.cfg.Now()
 	out := []connectcmd.LinkView{}
 	next, more := "", false
 	stop := errors.New("page full")
-	err = h.d.Store.List(r.Context(), projections.CollAppLink, query, func(key string, get func(any) error) error {
+	err = h.d.Store.List(r.Context(), coll, query, func(key string, get func(any) error) error {
 		var id string
 		if err := get(&id); err != nil {
 			return err
@@ -232,7 +238,7 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 			more = true
 			return stop
 		}
-		out, next = append(out, v), strings.Replace(strings.TrimPrefix(key, a.AppID+"/"), "/", ":", 1)
+		out, next = append(out, v), strings.Replace(strings.TrimPrefix(key, prefix), "/", ":", 1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, stop) {

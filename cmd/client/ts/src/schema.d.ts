@@ -2826,7 +2826,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The app's traders (every trader a link named) and the accounts they connected */
+        /** The app's traders (every trader a link named) and the accounts they connected, in pages */
         get: operations["listConnectAppTraders"];
         put?: never;
         post?: never;
@@ -8343,7 +8343,11 @@ export interface operations {
     };
     listConnectAppTraders: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description The nextCursor of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 appId: string;
@@ -8359,6 +8363,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        hasMore: boolean;
+                        nextCursor: string | null;
                         traders: {
                             trader: string;
                             /** Format: date-time */
