@@ -4,8 +4,6 @@
 package challenge
 
 import (
-	"bytes"
-	"fmt"
 	"strings"
 
 	"github.com/svc/engine/commands"
@@ -33,29 +31,8 @@ var (
 	hundred = events.Int(100)
 )
 
-// Number is a JSON number literal (never a string, never through a float).
-type Number struct {
-	events.Decimal
-	Set bool
-}
-
-// UnmarshalJSON accepts a JSON number literal or null.
-func (n *Number) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) {
-		*n = Number{}
-		return nil
-	}
-	if len(b) == 0 || len(b) > 40 || !(b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
-		return fmt.Errorf("not a number")
-	}
-	d, err := events.ParseDecimal(string(b))
-	if err != nil {
-		return fmt.Errorf("not a number")
-	}
-	*n = Number{Decimal: d, Set: true}
-	return nil
-}
+// Number is a JSON number literal or null (never a string, never through a float).
+type Number = commands.Number
 
 // ProgramBody is the body of a program's authoring write, as the client sends it.
 type ProgramBody struct {

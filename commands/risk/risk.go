@@ -6,7 +6,6 @@ package risk
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/svc/engine/commands"
@@ -27,28 +26,7 @@ var (
 )
 
 // Number is a settings value: a JSON number or null, never a string.
-type Number struct {
-	events.Decimal
-	Set bool
-}
-
-// UnmarshalJSON accepts a JSON number literal or null.
-func (n *Number) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) {
-		*n = Number{}
-		return nil
-	}
-	if len(b) == 0 || len(b) > 64 || !(b[0] == '-' || (b[0] >= '0' && b[0] <= '9')) {
-		return fmt.Errorf("not a number")
-	}
-	d, err := events.ParseDecimal(string(b))
-	if err != nil {
-		return fmt.Errorf("not a number")
-	}
-	*n = Number{Decimal: d, Set: true}
-	return nil
-}
+type Number = commands.Number
 
 // decimals counts v's digits after the point, trailing zeros left out.
 func decimals(v events.Decimal) int {
@@ -60,14 +38,6 @@ func decimals(v events.Decimal) int {
 		return len(s) - i - 1
 	}
 	return 0
-}
-
-func (n *Number) ptr() *events.Decimal {
-	if n == nil || !n.Set {
-		return nil
-	}
-	d := n.Decimal
-	return &d
 }
 
 // SetSettings replaces the account's five controls in one write (PUT /api/risk).
@@ -97,11 +67,11 @@ func flag(b *bool) bool { return b != nil && *b }
 // Settings is the replacement the command makes.
 func (c *SetSettings) Settings() evacct.RiskSettings {
 	return evacct.RiskSettings{
-		DailyLossEnabled: flag(c.DailyLossEnabled), DailyLossValue: c.DailyLossValue.ptr(),
-		WeeklyLossEnabled: flag(c.WeeklyLossEnabled), WeeklyLossValue: c.WeeklyLossValue.ptr(),
-		DailyProfitEnabled: flag(c.DailyProfitEnabled), DailyProfitValue: c.DailyProfitValue.ptr(),
-		WeeklyProfitEnabled: flag(c.WeeklyProfitEnabled), WeeklyProfitValue: c.WeeklyProfitValue.ptr(),
-		EODCloseEnabled: flag(c.EODCloseEnabled), EODCloseValue: c.EODCloseValue.ptr(),
+		DailyLossEnabled: flag(c.DailyLossEnabled), DailyLossValue: c.DailyLossValue.Ptr(),
+		WeeklyLossEnabled: flag(c.WeeklyLossEnabled), WeeklyLossValue: c.WeeklyLossValue.Ptr(),
+		DailyProfitEnabled: flag(c.DailyProfitEnabled), DailyProfitValue: c.DailyProfitValue.Ptr(),
+		WeeklyProfitEnabled: flag(c.WeeklyProfitEnabled), WeeklyProfitValue: c.WeeklyProfitValue.Ptr(),
+		EODCloseEnabled: flag(c.EODCloseEnabled), EODCloseValue: c.EODCloseValue.Ptr(),
 		LockSettingsWhenTradingLocked: flag(c.LockSettingsWhenTradingLocked),
 	}
 }
@@ -123,7 +93,7 @@ func (c *SetSettings) Validate() error {
 		}
 	}
 	amount := func(name string, enabled *bool, n *Number) error {
-		v := n.ptr()
+		v := n.Ptr()
 		switch {
 		case v == nil && flag(enabled):
 			return commands.BadField(name, nil, "%s is required while %s is enabled", name, name[:len(name)-len("Value")]+"Enabled")
@@ -154,7 +124,7 @@ func (c *SetSettings) Validate() error {
 			return err
 		}
 	}
-	if v := c.EODCloseValue.ptr(); v != nil || flag(c.EODCloseEnabled) {
+	if v := c.EODCloseValue.Ptr(); v != nil || flag(c.EODCloseEnabled) {
 		const f = "eodCloseValue"
 		switch {
 		case v == nil:
