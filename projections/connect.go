@@ -2,6 +2,7 @@ package projections
 
 import (
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -150,17 +151,8 @@ func traderSeen(tx Tx, appID, trader string, at time.Time, account string) error
 	if account == "" {
 		t.Links++
 		t.LastLinkAt = at
-	} else if !containsString(t.Accounts, account) {
+	} else if !slices.Contains(t.Accounts, account) {
 		t.Accounts = append(t.Accounts, account)
 	}
 	return tx.Put(CollAppTrader, appID+"/"+trader, t)
-}
-
-func containsString(ss []string, s string) bool {
-	for _, v := range ss {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

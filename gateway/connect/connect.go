@@ -8,7 +8,6 @@ package connect
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -205,25 +204,34 @@ func (h *Handlers) ListApps(w http.ResponseWriter, r *http.Request) error {
 	p, _ := httpx.PrincipalOf(r)
 	out := []connectcmd.AppView{}
 	err := h.d.Store.List(r.Context(), projections.CollUserOrg, projections.Query{Prefix: p.UserID + "/"}, func(key string, _ func(any) error) error {
-		org := strings.TrimPrefix(key, p.UserID+"/")
-		ids, err := projections.ListInto[string](r.Context(), h.d.Store, projections.CollOrgApp, projections.Query{Prefix: org + "/"})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			a, err := h.app(r.Context(), id)
-			if err != nil {
-				return err
-			}
+		apps, err := h.orgApps(r.Context(), strings.TrimPrefix(key, p.UserID+"/"))
+		for _, a := range apps {
 			out = append(out, appView(a))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 	return nil
+}
+
+// orgApps reads the apps of an organization.
+func (h *Handlers) orgApps(ctx context.Context, orgID string) ([]projections.App, error) {
+	ids, err := projections.ListInto[string](ctx, h.d.Store, projections.CollOrgApp, projections.Query{Prefix: orgID + "/"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]projections.App, 0, len(ids))
+	for _, id := range ids {
+		a, err := h.app(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func appView(a projections.App) connectcmd.AppView {
@@ -342,22 +350,7 @@ func (h *Handlers) IssueKey(w http.ResponseWriter, r *http.Request) error {
 	secret := auth.NewKey(h.keyPrefix())
 	c.Now, c.Env, c.KeyID, c.Digest, c.Prefix = h.cfg.Now(), h.d.Env, "ck_"+ulid.Make().String(), auth.Digest(secret), secret[:len(h.keyPrefix())+4]
 	evs, err := h.execApp(r, a.AppID, &c)
-	w.Header().Set("Cache-Control", "no-store")
-	if rp, ok := idem.AsReplay(err); ok {
-		idem.WriteReplay(w, rp)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	status, body, _ := idem.Answer(evs)
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		return err
-	}
-	m["secret"] = secret
-	httpx.WriteJSON(w, status, m)
-	return nil
+	return idem.WriteAdding(w, evs, err, nil, map[string]any{"secret": secret})
 }
 
 // ListKeys lists the app's keys, live and revoked, never their secrets.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -139,26 +140,12 @@ func (h *Handlers) CreateLink(w http.ResponseWriter, r *http.Request) error {
 	c.AppID, c.KeyID, c.ExpiresAt = a.AppID, p.KeyID, h.cfg.Now().Add(connectcmd.LinkLife)
 	env := idem.Envelope(r, h.d.Engine.Envelope(api.Principal(r), "", &c))
 	res, err := h.d.Engine.Link(r.Context(), id, env)
-	w.Header().Set("Cache-Control", "no-store")
-	status, body := 0, []byte(nil)
-	if rp, ok := idem.AsReplay(err); ok {
-		w.Header().Set(idem.ReplayedHeader, "true")
-		status, body = rp.Status, rp.Body
-	} else if err != nil {
-		return err
-	} else {
+	if err == nil {
 		if err := h.d.Settle(r.Context(), res); err != nil {
 			return err
 		}
-		status, body, _ = idem.Answer(res.Events)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		return err
-	}
-	m["hostedUrl"] = h.hostedURL(id)
-	httpx.WriteJSON(w, status, m)
-	return nil
+	return idem.WriteAdding(w, res.Events, err, map[string]any{"hostedUrl": h.hostedURL(id)}, nil)
 }
 
 // GetLink answers one of the app's links.
@@ -200,7 +187,7 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	states := []string{evconnect.StateCreated, evconnect.StateMounted, evconnect.StateConnected, evconnect.StateFailed, evconnect.StateClosed}
-	if q.Has("state") && !contains(states, state) {
+	if q.Has("state") && !slices.Contains(states, state) {
 		return commands.BadField("state", map[string]any{"allowed": states}, "state is one of %s", strings.Join(states, ", "))
 	}
 	a := AppOf(r)
@@ -256,15 +243,6 @@ func (h *Handlers) ListLinks(w http.ResponseWriter, r *http.Request) error {
 // cursorShape is the shape of the cursors ListLinks gives: a commit's
 // sequence key and a link's id.
 var cursorShape = regexp.MustCompile(`^[0-9]{20}:[0-9a-f-]{36}$`)
-
-func contains(ss []string, s string) bool {
-	for _, v := range ss {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
 
 // CloseLink closes one of the app's links (DELETE /api/connect/links/{linkId},
 // body {} exactly, Idempotency-Key required): a created or mounted link

@@ -45,15 +45,11 @@ func (h *Handlers) Statement(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		ids, err := projections.ListInto[string](r.Context(), h.d.Store, projections.CollOrgApp, projections.Query{Prefix: orgID + "/"})
+		owned, err := h.orgApps(r.Context(), orgID)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			a, err := h.app(r.Context(), id)
-			if err != nil {
-				return err
-			}
+		for _, a := range owned {
 			if len(apps) < statement.MaxApps {
 				apps = append(apps, statement.App{ID: a.AppID, Name: a.Settings.Name, OrgID: orgID, OrgName: org.Name})
 			}

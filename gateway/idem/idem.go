@@ -177,6 +177,47 @@ func Answer(evs []events.Event) (status int, body []byte, ok bool) {
 	return 0, nil, false
 }
 
+// WriteAdding answers a keyed write (evs and err as its command answered)
+// whose recorded answer lacks what the log never holds: always goes into
+// the first answer and every replay (a URL derived from the write), first
+// into the first answer only (a secret shown once). Answers are never cached.
+func WriteAdding(w http.ResponseWriter, evs []events.Event, err error, always, first map[string]any) error {
+	w.Header().Set("Cache-Control", "no-store")
+	rp, replayed := AsReplay(err)
+	if !replayed && err != nil {
+		return err
+	}
+	if replayed && len(always) == 0 {
+		WriteReplay(w, rp)
+		return nil
+	}
+	status, body := 0, []byte(nil)
+	if replayed {
+		status, body = rp.Status, rp.Body
+	} else {
+		var ok bool
+		if status, body, ok = Answer(evs); !ok {
+			return errors.New("idem: a keyed write committed no answer")
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	for k, v := range always {
+		m[k] = v
+	}
+	if replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	} else {
+		for k, v := range first {
+			m[k] = v
+		}
+	}
+	httpx.WriteJSON(w, status, m)
+	return nil
+}
+
 // WriteReplay answers a repeated key with the first answer, marked Idempotent-Replayed.
 func WriteReplay(w http.ResponseWriter, rp *commands.Replay) {
 	w.Header().Set(ReplayedHeader, "true")

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -265,22 +264,7 @@ func (h *Handlers) IssueKey(w http.ResponseWriter, r *http.Request) error {
 	secret := auth.NewKey("svc_vk_" + c.Env + "_")
 	c.KeyID, c.Digest, c.Prefix = "vk_"+ulid.Make().String(), auth.Digest(secret), secret[:len("svc_vk_"+c.Env+"_")+4]
 	evs, err := h.exec(r, door.Venue.VenueID, &c)
-	w.Header().Set("Cache-Control", "no-store")
-	if rp, ok := idem.AsReplay(err); ok {
-		idem.WriteReplay(w, rp)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	status, body, _ := idem.Answer(evs)
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		return err
-	}
-	m["secret"] = secret
-	httpx.WriteJSON(w, status, m)
-	return nil
+	return idem.WriteAdding(w, evs, err, nil, map[string]any{"secret": secret})
 }
 
 // ListKeys lists the venue's keys, live and revoked, never their secrets.

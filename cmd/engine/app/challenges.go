@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/svc/engine/commands"
 	challengecmd "github.com/svc/engine/commands/challenge"
 	"github.com/svc/engine/events"
 	evch "github.com/svc/engine/events/challenge"
@@ -58,20 +56,11 @@ func bootstrapChallenges(ctx context.Context, d *api.Deps, cfg Config) error {
 	if !cfg.Challenges {
 		return nil
 	}
-	sys := events.Principal{System: "bootstrap"}
+	sys, settle := events.Principal{System: "bootstrap"}, settleOnce(ctx, d)
 	for _, p := range SamplePrograms() {
-		env := d.Engine.Envelope(sys, "bootstrap-challenge-"+p.ID, &challengecmd.PublishProgram{Program: p, VenueID: evfirm.VenueID(DemoFirm), By: "bootstrap"})
-		env.Digest = env.Key
-		res, err := d.Engine.PublishProgram(ctx, p.ID, env)
-		var replay *commands.Replay
-		if errors.As(err, &replay) {
-			continue
-		}
-		if err != nil {
+		env := keyedEnvelope(d, sys, "bootstrap-challenge-"+p.ID, &challengecmd.PublishProgram{Program: p, VenueID: evfirm.VenueID(DemoFirm), By: "bootstrap"})
+		if err := settle(d.Engine.PublishProgram(ctx, p.ID, env)); err != nil {
 			return fmt.Errorf("sample program %s: %w", p.ID, err)
-		}
-		if err := d.Settle(ctx, res); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/svc/engine/commands"
 	connectcmd "github.com/svc/engine/commands/connect"
 	tenantcmd "github.com/svc/engine/commands/tenant"
-	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	evconnect "github.com/svc/engine/events/connect"
 	"github.com/svc/engine/gateway/api"
@@ -94,21 +92,8 @@ func bootstrapConnect(ctx context.Context, d *api.Deps, creds *credentials) (boo
 	owner := connectcmd.Owner{UserID: uid, Verified: true, Owner: true}
 	appID := SampleAppID
 	tenant := "capp_" + strings.ReplaceAll(appID, "-", "")
-	settle := func(res engine.Result, err error) error {
-		var replay *commands.Replay
-		if errors.As(err, &replay) {
-			return nil // made on an earlier start
-		}
-		if err != nil {
-			return err
-		}
-		return d.Settle(ctx, res)
-	}
-	keyed := func(key string, cmd commands.Command) commands.Envelope {
-		env := d.Engine.Envelope(sys, key, cmd)
-		env.Digest = key
-		return env
-	}
+	settle := settleOnce(ctx, d)
+	keyed := func(key string, cmd commands.Command) commands.Envelope { return keyedEnvelope(d, sys, key, cmd) }
 	if err := settle(d.Engine.Tenant(ctx, tenant, d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: "Sample App", Kind: "firm"}))); err != nil {
 		return false, err
 	}

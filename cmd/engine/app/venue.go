@@ -43,27 +43,14 @@ func bootstrapVenue(ctx context.Context, d *api.Deps, creds *credentials) (bool,
 	if err != nil {
 		return false, err
 	}
-	settle := func(res engine.Result, err error) error {
-		var replay *commands.Replay
-		if errors.As(err, &replay) {
-			return nil // made on an earlier start
-		}
-		if err != nil {
-			return err
-		}
-		return d.Settle(ctx, res)
-	}
+	settle := settleOnce(ctx, d)
 	if err := settle(d.Engine.Org(ctx, DemoOrg, d.Engine.Envelope(sys, "", &orgcmd.Create{Name: "Demo Firm",
 		By: orgcmd.Actor{UserID: uid, Email: DemoOwnerEmail, Verified: true}, Digest: "bootstrap"}))); err != nil {
 		return false, err
 	}
 	owner := venuecmd.Owner{UserID: uid, Verified: true, Owner: true}
 	venueID := evfirm.VenueID(DemoFirm)
-	keyed := func(key string, cmd commands.Command) commands.Envelope {
-		env := d.Engine.Envelope(sys, key, cmd)
-		env.Digest = key
-		return env
-	}
+	keyed := func(key string, cmd commands.Command) commands.Envelope { return keyedEnvelope(d, sys, key, cmd) }
 	if err := settle(d.Engine.Venue(ctx, venueID, keyed("bootstrap-venue",
 		&venuecmd.CreateVenue{OrgID: DemoOrg, Name: "Demo Venue", FirmTenantID: DemoFirm, By: owner}))); err != nil {
 		return false, err
@@ -88,4 +75,28 @@ func bootstrapVenue(ctx context.Context, d *api.Deps, creds *credentials) (bool,
 	}
 	creds.Extra["venueKey"], creds.Extra["ownerSession"] = key, session
 	return changed, nil
+}
+
+// settleOnce is how the bootstrap settles a write it makes on every start: a
+// replay of its key means an earlier start made it; otherwise the read
+// models must show it.
+func settleOnce(ctx context.Context, d *api.Deps) func(engine.Result, error) error {
+	return func(res engine.Result, err error) error {
+		var replay *commands.Replay
+		if errors.As(err, &replay) {
+			return nil // made on an earlier start
+		}
+		if err != nil {
+			return err
+		}
+		return d.Settle(ctx, res)
+	}
+}
+
+// keyedEnvelope is a bootstrap write keyed by key (its digest too): the
+// same write on the next start replays.
+func keyedEnvelope(d *api.Deps, sys events.Principal, key string, cmd commands.Command) commands.Envelope {
+	env := d.Engine.Envelope(sys, key, cmd)
+	env.Digest = key
+	return env
 }
