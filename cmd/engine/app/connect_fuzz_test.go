@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	"github.com/svc/engine/gateway/connect/statement"
 )
 
 // fuzzHeaderLimit bounds the fuzzed header value and query: the server's own
@@ -116,27 +119,135 @@ func FuzzConnectBodies(f *testing.F) {
 		if route%4 == 3 {
 			req.URL.RawQuery = fuzzQuery(body)
 		}
-		status, rh, b := fuzzSend(t, c, req)
-		switch {
-		case status >= 500 && (status != http.StatusServiceUnavailable || rh.Get("Retry-After") == ""):
-			t.Fatalf("%s %s %q (%q): %d %s", method, req.URL.RequestURI(), body, header, status, b)
-		case status >= 400:
-			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				t.Fatalf("%s %s %q (%q): %d, not a JSON object: %s", method, req.URL.RequestURI(), body, header, status, b)
-			}
-			if s, _ := m["error"].(string); s == "" {
-				t.Fatalf("%s %s %q (%q): %d without an error sentence: %s", method, req.URL.RequestURI(), body, header, status, b)
-			}
+		fuzzCheck(t, c, e.URL, req, body, header)
+	})
+}
+
+// fuzzCheck sends req and holds its answer to the rules every fuzzed request
+// meets: valid against the OpenAPI document, never a 5xx but a 503 with
+// Retry-After, an error sentence from 400 on, and the engine still answering.
+func fuzzCheck(t *testing.T, c *http.Client, base string, req *http.Request, body, header string) {
+	t.Helper()
+	method := req.Method
+	status, rh, b := fuzzSend(t, c, req)
+	switch {
+	case status >= 500 && (status != http.StatusServiceUnavailable || rh.Get("Retry-After") == ""):
+		t.Fatalf("%s %s %q (%q): %d %s", method, req.URL.RequestURI(), body, header, status, b)
+	case status >= 400:
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s %s %q (%q): %d, not a JSON object: %s", method, req.URL.RequestURI(), body, header, status, b)
 		}
-		health, err := http.NewRequest(http.MethodGet, e.URL+"/healthz", nil)
+		if s, _ := m["error"].(string); s == "" {
+			t.Fatalf("%s %s %q (%q): %d without an error sentence: %s", method, req.URL.RequestURI(), body, header, status, b)
+		}
+	}
+	health, err := http.NewRequest(http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _, b := fuzzSend(t, c, health); status != http.StatusOK {
+		t.Fatalf("after %s %s %q: /healthz %d %s", method, req.URL.RequestURI(), body, status, b)
+	}
+}
+
+// FuzzConnectDashboardBodies sends fuzzed bodies and headers through the real
+// handler chain to the Connect dashboard's writes (a verified owner's
+// dashboard session, from the engine's own origin) and to the sandbox's
+// statement exchange (production's public key configured). The route is bits
+// 0-1 of the selector:
+//
+//	0: POST /api/connect/dashboard/apps
+//	1: PATCH /api/connect/dashboard/apps/{id} of an app made in setup
+//	2: POST /api/connect/dashboard/apps/{id}/keys
+//	3: POST /api/connect/dashboard/exchange (no session)
+//
+// The header string replaces the Idempotency-Key (route bit 2 clear) or the
+// Origin (set). The rules are fuzzCheck's.
+func FuzzConnectDashboardBodies(f *testing.F) {
+	for _, b := range []string{`{"orgId":"x","name":"A","websites":["https://a.example"]}`, `{"name":"B"}`, `{"websites":[]}`,
+		`{"websites":["http://a.example"]}`, `{"websites":["https://a.example:99999"]}`, `{"logoUrl":"javascript:alert(1)"}`,
+		`{"whiteLabel":{"enabled":true,"currency":"EUR"}}`, `{"whiteLabel":{"startingBalance":"1e400"}}`, `{"whiteLabel":{"startingBalance":-1}}`,
+		`{"name":"k","expiresAt":"2099-01-01T00:00:00Z"}`, `{"name":"k","expiresAt":"1999-01-01T00:00:00Z"}`, `{"name":"","expiresAt":""}`,
+		`{"statement":"a.b.c"}`, `{"statement":""}`, `{"statement":"` + strings.Repeat("x", 70<<10) + `"}`, `null`, `[]`, `{`, ``, "\xff",
+		`{"orgId":"x","orgId":"y"}`, `{"websites":["` + strings.Repeat("h", 600) + `"]}`} {
+		for route := range byte(4) {
+			f.Add(route, b, "")
+			f.Add(route|4, b, "https://evil.example")
+		}
+	}
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	e := apptest.Start(f, apptest.Options{Configure: func(c *app.Config) { c.Connect.ProductionKey = statement.PublicKeyText(pub) }})
+	c := &http.Client{Timeout: 30 * time.Second}
+	const email, pw = "fuzz-owner@example.com", "correct horse battery"
+	trader := e.SignIn(email, pw)
+	dash := fuzzDashboardLogin(f, c, e.URL, email, pw)
+	org := e.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/organizations", Body: map[string]string{"name": "Fuzz"}})
+	orgID, _ := org.Map(f)["organization"].(map[string]any)["id"].(string)
+	made := e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/connect/dashboard/apps", Key: "-",
+		Headers: map[string]string{"Cookie": "svc_connect=" + dash, "Origin": e.URL, "Idempotency-Key": "setup-app"},
+		Body:    map[string]any{"orgId": orgID, "name": "Fuzz app", "websites": []string{"https://fuzz.example"}}})
+	appID, _ := made.Map(f)["app"].(map[string]any)["id"].(string)
+	if appID == "" {
+		f.Fatalf("setup app: %d %s", made.Status, made.Body)
+	}
+
+	f.Fuzz(func(t *testing.T, route byte, body, header string) {
+		if len(header) > fuzzHeaderLimit {
+			header = header[:fuzzHeaderLimit]
+		}
+		header = fuzzHeaderValue(header)
+		sum := sha256.Sum256([]byte(string(route) + "\x00" + body + "\x00" + header))
+		h := http.Header{"Idempotency-Key": {"fz-" + hex.EncodeToString(sum[:16])}, "Content-Type": {"application/json"},
+			"Origin": {e.URL}, "Cookie": {"svc_connect=" + dash}}
+		method, target := http.MethodPost, "/api/connect/dashboard/apps"
+		switch route % 4 {
+		case 1:
+			method, target = http.MethodPatch, "/api/connect/dashboard/apps/"+appID
+		case 2:
+			target = "/api/connect/dashboard/apps/" + appID + "/keys"
+		case 3:
+			target = "/api/connect/dashboard/exchange"
+			h.Del("Cookie")
+		}
+		if route&4 != 0 {
+			h.Set("Origin", header)
+		} else if header != "" {
+			h.Set("Idempotency-Key", header)
+		}
+		req, err := http.NewRequest(method, e.URL+target, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if status, _, b := fuzzSend(t, c, health); status != http.StatusOK {
-			t.Fatalf("after %s %s %q: /healthz %d %s", method, req.URL.RequestURI(), body, status, b)
-		}
+		req.Header = h
+		fuzzCheck(t, c, e.URL, req, body, header)
 	})
+}
+
+// fuzzDashboardLogin signs in to the Connect dashboard and answers its session cookie.
+func fuzzDashboardLogin(t testing.TB, c *http.Client, base, email, pw string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/api/connect/dashboard/login", strings.NewReader(`{"email":"`+email+`","password":"`+pw+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", base)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "svc_connect" {
+			return ck.Value
+		}
+	}
+	t.Fatalf("dashboard login: %d", resp.StatusCode)
+	return ""
 }
 
 // fuzzSend sends req and validates the answer against the OpenAPI document.
