@@ -103,3 +103,46 @@ func groupedSequences(t *testing.T, l *eventlog.Log) {
 		t.Errorf("stream ends at %d (%v), want %d commits after the identity commit", total, err, writers*each)
 	}
 }
+
+// A reader learns from each commit which of its subject's sequences it was
+// appended after, for appends on their own and in atomic batches alike: the
+// cluster's follower applies another node's commit only on top of that one.
+func TestFollowTellsTheSequenceEachCommitWasAppendedAfter(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) *eventlog.Log{
+		"direct": func(t *testing.T) *eventlog.Log {
+			l := embedded(t.TempDir())(t)
+			t.Cleanup(l.Close)
+			return l
+		},
+		"grouped": grouped,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := open(t)
+			ctx := context.Background()
+			subject := l.Subject("account.prev")
+			var want []uint64
+			var last uint64
+			for i := range 3 {
+				seq, err := l.Append(ctx, subject, last, fmt.Sprintf("prev-%s-%d", name, i), []byte("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, last)
+				last = seq
+			}
+			var got []uint64
+			if _, err := l.Load(ctx, subject, func(m eventlog.Msg) error {
+				if !m.HasPrev {
+					t.Fatalf("commit %d does not say what it was appended after", m.Seq)
+				}
+				got = append(got, m.Prev)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("appended after %v, want %v", got, want)
+			}
+		})
+	}
+}

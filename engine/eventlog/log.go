@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -366,6 +367,11 @@ type Msg struct {
 	Seq     uint64
 	ID      string // the commit's id (Nats-Msg-Id)
 	Data    []byte
+	// Prev is the subject's sequence the commit was appended after (its
+	// Nats-Expected-Last-Subject-Sequence); HasPrev is false where the
+	// message does not say.
+	Prev    uint64
+	HasPrev bool
 }
 
 // LastSeq is the stream's last sequence (0 when empty).
@@ -454,7 +460,14 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 			return
 		}
 		seq := md.Sequence.Stream
-		if err := fn(Msg{Subject: l.logical(m.Subject()), Seq: seq, ID: m.Headers().Get(jetstream.MsgIDHeader), Data: m.Data()}); err != nil {
+		h := m.Headers()
+		msg := Msg{Subject: l.logical(m.Subject()), Seq: seq, ID: h.Get(jetstream.MsgIDHeader), Data: m.Data()}
+		if v := h.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				msg.Prev, msg.HasPrev = n, true
+			}
+		}
+		if err := fn(msg); err != nil {
 			end(err)
 			return
 		}

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -25,8 +27,15 @@ type Kind[S any] struct {
 	New     func(id string) S
 	Decide  func(S, commands.Envelope) ([]events.Event, error)
 	Apply   func(S, events.Event) S
-	// After, if set, runs in the mailbox goroutine after each commit is applied.
+	// After, if set, runs in the mailbox goroutine after each commit is
+	// applied: its own, and one another node made that Observe applied.
 	After func(id string, s S, c events.Committed)
+	// Admit, if set, runs before each append: an error refuses the command
+	// with nothing sent (a node that no longer owns the aggregate).
+	Admit func(id string) error
+	// Loaded, if set, runs in the mailbox goroutine after the state was read
+	// again from the log.
+	Loaded func(id string, s S, rev uint64)
 }
 
 // Result is the outcome of a command that was committed (Seq > 0) or changed nothing.
@@ -59,7 +68,15 @@ type request[S any] struct {
 	env     commands.Envelope
 	dry     bool
 	inspect func(S, uint64)
+	observe *observed
 	reply   chan reply
+}
+
+// observed is a commit read from the log, made by another node.
+type observed struct {
+	c    events.Committed
+	prev uint64 // the subject's sequence the commit was decided on; 0 with known false: not said
+	know bool
 }
 
 type reply struct {
@@ -72,7 +89,8 @@ type box[S any] struct {
 	in    chan request[S]
 	state S
 	rev   uint64
-	stale bool // state may be behind the log: reload before the next decision
+	seen  atomic.Uint64 // rev, for readers outside the mailbox goroutine
+	stale bool          // state may be behind the log: reload before the next decision
 }
 
 // NewGroup makes the group of one aggregate kind.
@@ -92,6 +110,7 @@ func (g *Group[S]) Seed(id string, s S, rev uint64) {
 
 func (g *Group[S]) start(id string, s S, rev uint64, stale bool) *box[S] {
 	b := &box[S]{id: id, in: make(chan request[S], 32), state: s, rev: rev, stale: stale}
+	b.seen.Store(rev)
 	g.wg.Add(1)
 	go g.run(b)
 	return b
@@ -156,6 +175,48 @@ func (g *Group[S]) send(ctx context.Context, id string, r request[S]) (Result, e
 	}
 }
 
+// Observe hands the group a commit read from the log (the cluster's
+// follower): on an aggregate it holds, a commit past its revision that was
+// decided on that revision is applied (and After runs); one that leaves a gap
+// makes it reload before its next command. An aggregate it does not hold is
+// started from the commit when create is set and the commit is the subject's
+// first; else left to load from the log when first used. decode runs only
+// when the commit is needed. It reports whether subject is of this group.
+func (g *Group[S]) Observe(subject string, seq uint64, prev uint64, knowPrev, create bool, decode func() (events.Commit, error)) (bool, error) {
+	id, ok := strings.CutPrefix(subject, g.kind.Subject(""))
+	if !ok || id == "" || strings.Contains(id, ".") {
+		return false, nil
+	}
+	g.mu.Lock()
+	b, held := g.boxes[id]
+	if !held && create && knowPrev && prev == 0 {
+		b = g.start(id, g.kind.New(id), 0, false)
+		g.boxes[id] = b
+		held = true
+	}
+	g.mu.Unlock()
+	if !held || b.seen.Load() >= seq {
+		return true, nil // not held, or its own commit
+	}
+	c, err := decode()
+	if err != nil {
+		return true, err
+	}
+	r := request[S]{ctx: context.Background(), observe: &observed{c: events.Committed{Subject: subject, Seq: seq, Commit: c}, prev: prev, know: knowPrev},
+		reply: make(chan reply, 1)}
+	defer func() { _ = recover() }() // the group closed meanwhile
+	b.in <- r
+	return true, nil
+}
+
+// Held reports whether the group holds aggregate id.
+func (g *Group[S]) Held(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.boxes[id]
+	return ok
+}
+
 // Close stops every mailbox after the commands already queued.
 func (g *Group[S]) Close() {
 	g.mu.Lock()
@@ -170,8 +231,39 @@ func (g *Group[S]) Close() {
 func (g *Group[S]) run(b *box[S]) {
 	defer g.wg.Done()
 	for r := range b.in {
+		if r.observe != nil {
+			g.safeObserve(b, r.observe)
+			continue
+		}
 		res, err := g.safeHandle(b, r)
 		r.reply <- reply{res, err}
+	}
+}
+
+// safeObserve applies a commit another node made (see Observe); a panic
+// makes the aggregate reload before its next command.
+func (g *Group[S]) safeObserve(b *box[S], o *observed) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.stale = true
+			g.observe("panic", 0)
+			slog.Error("observed commit panicked", "aggregate", g.kind.Name, "id", b.id, "seq", o.c.Seq, "panic", fmt.Sprint(v))
+		}
+	}()
+	if b.rev >= o.c.Seq {
+		return
+	}
+	if b.stale || !o.know || o.prev != b.rev {
+		b.stale = true // a gap: read the subject again before deciding
+		return
+	}
+	for _, e := range o.c.Events {
+		b.state = g.kind.Apply(b.state, e)
+	}
+	b.rev = o.c.Seq
+	b.seen.Store(b.rev)
+	if g.kind.After != nil {
+		g.kind.After(b.id, b.state, o.c)
 	}
 }
 
@@ -229,6 +321,10 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 		return err
 	}
 	b.state, b.rev, b.stale = s, last, false
+	b.seen.Store(last)
+	if g.kind.Loaded != nil {
+		g.kind.Loaded(b.id, b.state, b.rev)
+	}
 	return nil
 }
 
@@ -268,6 +364,12 @@ func (g *Group[S]) handle(b *box[S], r request[S], committed *Result) (Result, e
 		if err != nil {
 			return Result{}, err
 		}
+		if g.kind.Admit != nil {
+			if err := g.kind.Admit(b.id); err != nil {
+				g.observe("refused", 0)
+				return Result{}, err
+			}
+		}
 		subject := g.kind.Subject(b.id)
 		start := time.Now()
 		g.log.Recent().Put(c)
@@ -294,6 +396,7 @@ func (g *Group[S]) handle(b *box[S], r request[S], committed *Result) (Result, e
 			b.state = g.kind.Apply(b.state, e)
 		}
 		b.rev = seq
+		b.seen.Store(seq)
 		g.observe("committed", took)
 
 		if g.kind.After != nil {
