@@ -37,6 +37,30 @@ func (n *Number) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalBinary writes whether a number was sent and its text (for
+// encoding/gob; the embedded Decimal's would drop Set).
+func (n Number) MarshalBinary() ([]byte, error) {
+	if !n.Set {
+		return []byte{0}, nil
+	}
+	b, err := n.Decimal.MarshalBinary()
+	return append([]byte{1}, b...), err
+}
+
+// UnmarshalBinary reads what MarshalBinary wrote.
+func (n *Number) UnmarshalBinary(b []byte) error {
+	if len(b) == 0 || b[0] == 0 {
+		*n = Number{}
+		return nil
+	}
+	var d events.Decimal
+	if err := d.UnmarshalBinary(b[1:]); err != nil {
+		return err
+	}
+	*n = Number{Decimal: d, Set: true}
+	return nil
+}
+
 // Ptr is the number sent, or nil when none was.
 func (n *Number) Ptr() *events.Decimal {
 	if n == nil || !n.Set {

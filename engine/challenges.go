@@ -49,6 +49,9 @@ func newChallenges(cfg Config, e *Engine) *challenges {
 		}, cfg.Log, e.reg, cfg.Metrics),
 	}
 	c.reactor = challenge.NewReactor(cfg.Now, func(ctx context.Context, id string) error {
+		if !e.owns(id) {
+			return nil // its owner evaluates it
+		}
 		_, err := e.Account(ctx, id, e.Envelope(challengeActor, "", &challengecmd.EvaluateStage{Market: e.market()}))
 		return err
 	})
@@ -61,7 +64,7 @@ func (e *Engine) EvaluationReactor() *challenge.Reactor { return e.ch.reactor }
 // afterAccount runs after each commit of an account: the evaluation reactor
 // indexes the account, and the commit's verdicts go to the enrollment.
 func (e *Engine) afterAccount(id string, s *account.State, c events.Committed) {
-	if !s.Eval.Bound {
+	if !s.Eval.Bound || !e.owns(id) {
 		return
 	}
 	e.ch.reactor.Track(id, s)
@@ -69,7 +72,7 @@ func (e *Engine) afterAccount(id string, s *account.State, c events.Committed) {
 		switch ev.(type) {
 		case evch.EvaluationStarted, evch.EvaluationPassed, evch.EvaluationWeekendClosed, evacct.EvaluationBreached:
 			rows := append([]account.EvalRow(nil), s.Eval.Rows...)
-			go e.forward(id, s.TenantID, s.Eval.Rules, s.Eval.Run, rows)
+			go e.forwardVerdicts(id, s.TenantID, s.Eval.Rules, s.Eval.Run, rows)
 			return
 		}
 	}
@@ -87,7 +90,7 @@ func (e *Engine) startChallenges(states map[string]*account.State) {
 			e.ch.resent.Add(1)
 			go func(id, user string, r evch.Rules, run int, rows []account.EvalRow) {
 				defer e.ch.resent.Done()
-				e.forward(id, user, r, run, rows)
+				e.forwardVerdicts(id, user, r, run, rows)
 			}(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
 		}
 	}
@@ -98,9 +101,9 @@ func (e *Engine) startChallenges(states map[string]*account.State) {
 // their enrollments (tests: a restart records no row twice).
 func (e *Engine) WaitResent() { e.ch.resent.Wait() }
 
-// forward records an account's verdicts on its enrollment, in order, and
+// forwardVerdicts records an account's verdicts on its enrollment, in order, and
 // issues the next stage's account after a pass.
-func (e *Engine) forward(accountID, userID string, r evch.Rules, run int, rows []account.EvalRow) {
+func (e *Engine) forwardVerdicts(accountID, userID string, r evch.Rules, run int, rows []account.EvalRow) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, row := range rows {

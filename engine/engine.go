@@ -52,6 +52,10 @@ type Config struct {
 	// when empty) or "json", readable by versions before MessagePack. The log
 	// is read in either.
 	CommitEncoding string
+	// Node names this engine as one node of several (nodes.go); empty: the
+	// only node. Partitions is the number of account partitions (0: the default).
+	Node       string
+	Partitions int
 }
 
 // Validate reports every missing dependency at once.
@@ -91,6 +95,7 @@ type Engine struct {
 	ch        *challenges                 // challenges (challenges.go)
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
+	nodes     nodes         // the cluster (nodes.go)
 	stopFeed  func()
 	stopSweep context.CancelFunc
 	specs     map[string]trading.Spec // every instrument's spec; read-only after New
@@ -127,11 +132,15 @@ func New(cfg Config) (*Engine, error) {
 		Decide:  account.Decide,
 		Apply:   account.Apply,
 		After: func(id string, s *account.State, c events.Committed) {
-			e.paper.Track(id, triggers(s))
+			e.react(id, s)
 			e.risk.Track(id, s, c.Seq)
 			e.afterAccount(id, s, c)
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
+	if e.clustered() {
+		e.nodes.parts = make([]map[string]struct{}, e.partitions())
+		e.accounts.SetAdmit(e.admitAccount)
+	}
 	e.firms = newFirms(cfg, e.reg)
 	e.orgs = newOrgs(cfg, e)
 	e.plans = newPlans(cfg, e)
@@ -239,10 +248,16 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 	}
 	for id, s := range accts.state {
 		e.accounts.Seed(id, s, accts.rev[id])
-		e.paper.Track(id, triggers(s))
+		e.index(id)
+		e.react(id, s) // on a node of several, once its partition is acquired
 		e.risk.Track(id, s, accts.rev[id])
 	}
-	e.startChallenges(accts.state)
+	if !e.clustered() {
+		e.startChallenges(accts.state)
+	} else {
+		e.ch.reactor.Start(EvalTick)
+		e.observe(last)
+	}
 	e.stopFeed = e.cfg.Feed.Subscribe(func(q market.Quote) {
 		e.paper.OnQuote(q.Instrument, q.Bid, q.Ask)
 		e.risk.OnQuote(q.Instrument, q.Bid, q.Ask)
@@ -257,6 +272,8 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 
 // Close stops watching quotes and lets every queued command finish.
 func (e *Engine) Close() {
+	e.leaveCluster()
+	e.stopObserving()
 	if e.stopFeed != nil {
 		e.stopFeed()
 	}
@@ -378,8 +395,17 @@ func (e *Engine) prepare(cmd commands.Command) error {
 	return nil
 }
 
-// Account runs cmd on the account aggregate accountID and commits its events.
+// Account runs cmd on the account aggregate accountID and commits its events;
+// on a node of several, on the node that owns the account (nodes.go).
 func (e *Engine) Account(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
+	if !e.owns(accountID) {
+		return e.forward(ctx, accountID, env)
+	}
+	return e.decideHere(ctx, accountID, env)
+}
+
+// decideHere decides an account's command on this node.
+func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
 	if err := e.prepare(env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}

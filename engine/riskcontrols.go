@@ -45,6 +45,9 @@ func (e *Engine) prepareRisk(cmd commands.Command) {
 
 // riskExec runs a command of the risk reactor on an account.
 func (e *Engine) riskExec(ctx context.Context, accountID string, cmd commands.Command) error {
+	if !e.owns(accountID) {
+		return nil // every node watches every account's marks; its owner acts
+	}
 	_, err := e.Account(ctx, accountID, e.Envelope(events.Principal{System: "risk"}, "", cmd))
 	return err
 }

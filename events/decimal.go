@@ -479,6 +479,13 @@ func (d *Decimal) unmarshalJSON(b []byte, lim *decimalLimits) error {
 	return nil
 }
 
+// MarshalBinary is MarshalText, for encoding/gob (a command forwarded
+// between nodes carries its decimals so).
+func (d Decimal) MarshalBinary() ([]byte, error) { return d.MarshalText() }
+
+// UnmarshalBinary reads what MarshalBinary wrote, within the codec's bounds.
+func (d *Decimal) UnmarshalBinary(b []byte) error { return d.setText(b) }
+
 // storedDecimal is a Decimal as a commit holds it: its JSON is read within
 // the codec's bounds. It has Decimal's layout (see storedType).
 type storedDecimal Decimal

@@ -155,6 +155,13 @@ func due(s *account.State) time.Time {
 	return out
 }
 
+// Untrack forgets the account (its node no longer owns it).
+func (r *Reactor) Untrack(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.untrack(id)
+}
+
 func (r *Reactor) untrack(id string) {
 	e := r.entries[id]
 	if e == nil {

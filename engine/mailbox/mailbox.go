@@ -98,6 +98,9 @@ func NewGroup[S any](k Kind[S], log *eventlog.Log, reg events.Registry, obs Obse
 	return &Group[S]{kind: k, log: log, reg: reg, obs: obs, boxes: map[string]*box[S]{}}
 }
 
+// SetAdmit sets the kind's Admit before the group's first command.
+func (g *Group[S]) SetAdmit(fn func(id string) error) { g.kind.Admit = fn }
+
 // Seed installs an aggregate's state as rebuilt by a replay, before its first command.
 func (g *Group[S]) Seed(id string, s S, rev uint64) {
 	g.mu.Lock()

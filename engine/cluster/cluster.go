@@ -1,0 +1,558 @@
+// Package cluster spreads the accounts of one deployment over its engine
+// nodes. Accounts fall into a fixed number of partitions; each partition is
+// owned by one node at a time under a lease in a JetStream key-value bucket
+// (compare-and-set on the key's revision, expiry by the bucket's TTL). Nodes
+// announce themselves in a second bucket; the partitions are spread over the
+// live nodes by rendezvous hashing, so a join or a leave moves only the
+// partitions it must. A node that stops renewing (killed, paused, cut off)
+// loses its partitions when their leases expire, and it stops acting on them
+// itself, by its own clock, before that. The per-account expected-sequence
+// guard of the log stays the last word: a stale owner's append fails.
+//
+// One more lease, "leader", marks the node that runs the duties the cluster
+// runs once (webhook delivery, the PostgreSQL projector).
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Config.
+const (
+	DefaultPartitions = 32
+	DefaultTTL        = 2 * time.Second
+)
+
+var nodeName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// ValidNode reports whether name can name a node: 1-32 of a-z, 0-9 and '-',
+// not starting with '-'.
+func ValidNode(name string) error {
+	if !nodeName.MatchString(name) {
+		return fmt.Errorf("cluster: node name %q: want 1-32 characters of a-z, 0-9 and '-', not starting with '-'", name)
+	}
+	return nil
+}
+
+// Config shapes a node's membership.
+type Config struct {
+	Conn     *nats.Conn
+	JS       jetstream.JetStream
+	Name     string // the deployment's name on the server: buckets <Name>_NODES and <Name>_LEASES
+	Node     string // this node
+	Replicas int    // of the buckets
+	// Partitions is how many partitions accounts fall into; every node of a
+	// deployment must use the same number. 0: DefaultPartitions.
+	Partitions int
+	// TTL is how long a lease lives without renewal; it is renewed every TTL/4.
+	// 0: DefaultTTL.
+	TTL time.Duration
+	// Acquired runs when this node starts owning partition p; Released when it
+	// stops (before the lease is handed over, or once it was lost). Both run on
+	// the membership goroutine, one at a time.
+	Acquired func(p int)
+	Released func(p int)
+	// Lead runs while this node holds the leader lease; its ctx ends when the
+	// lease is lost or the node leaves. It must return once ctx ends.
+	Lead func(ctx context.Context)
+	// Metrics, if set, counts lease moves.
+	Moved func(kind string)
+}
+
+// Cluster is one node's view of the deployment and its own leases.
+type Cluster struct {
+	cfg    Config
+	nodes  jetstream.KeyValue
+	leases jetstream.KeyValue
+
+	mu     sync.RWMutex
+	owners []owner  // partition -> owner, as the lease bucket last said
+	held   []lease  // this node's leases by partition (rev 0: not held)
+	live   []string // live nodes, sorted
+	leader lease    // this node's leader lease (rev 0: not held)
+	lead   context.CancelFunc
+	leadWG sync.WaitGroup
+
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+type owner struct {
+	node    string
+	expires time.Time
+}
+
+type lease struct {
+	rev   uint64
+	until time.Time // this node acts on the lease until then, by its own clock
+}
+
+type leaseValue struct {
+	Node string `json:"node"`
+}
+
+// New checks cfg and opens (creating when missing) the two buckets.
+func New(ctx context.Context, cfg Config) (*Cluster, error) {
+	if err := ValidNode(cfg.Node); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = DefaultPartitions
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	c := &Cluster{cfg: cfg, owners: make([]owner, cfg.Partitions), held: make([]lease, cfg.Partitions)}
+	var err error
+	if c.nodes, err = bucket(ctx, cfg, "NODES"); err != nil {
+		return nil, err
+	}
+	if c.leases, err = bucket(ctx, cfg, "LEASES"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func bucket(ctx context.Context, cfg Config, kind string) (jetstream.KeyValue, error) {
+	name := cfg.Name + "_" + kind
+	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: cfg.TTL,
+		Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+		Description: "engine cluster " + kind + " (leases expire " + cfg.TTL.String() + " after their last renewal)"})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// Node is this node's name.
+func (c *Cluster) Node() string { return c.cfg.Node }
+
+// Partitions is the number of partitions.
+func (c *Cluster) Partitions() int { return c.cfg.Partitions }
+
+// Partition is the partition of an account id.
+func Partition(id string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// PartitionOf is the partition of an account id in this deployment.
+func (c *Cluster) PartitionOf(id string) int { return Partition(id, c.cfg.Partitions) }
+
+// Owns reports whether this node holds the lease of id's partition and may
+// still act on it by its own clock.
+func (c *Cluster) Owns(id string) bool { return c.OwnsPartition(c.PartitionOf(id)) }
+
+// OwnsPartition is Owns for a partition.
+func (c *Cluster) OwnsPartition(p int) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	l := c.held[p]
+	return l.rev > 0 && time.Now().Before(l.until)
+}
+
+// Owner is the node holding the lease of id's partition as the lease bucket
+// last said, while that lease is unexpired; "" when none.
+func (c *Cluster) Owner(id string) string {
+	p := c.PartitionOf(id)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.held[p].rev > 0 && time.Now().Before(c.held[p].until) {
+		return c.cfg.Node
+	}
+	o := c.owners[p]
+	if o.node == "" || time.Now().After(o.expires) {
+		return ""
+	}
+	return o.node
+}
+
+// Leading reports whether this node holds the leader lease.
+func (c *Cluster) Leading() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.leader.rev > 0 && time.Now().Before(c.leader.until)
+}
+
+// Status is a node's view for operators.
+type Status struct {
+	Node    string   `json:"node"`
+	Live    []string `json:"live"`
+	Owned   int      `json:"owned"`
+	Leading bool     `json:"leading"`
+}
+
+// Status is this node's view now.
+func (c *Cluster) Status() Status {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := Status{Node: c.cfg.Node, Live: append([]string(nil), c.live...)}
+	now := time.Now()
+	for _, l := range c.held {
+		if l.rev > 0 && now.Before(l.until) {
+			s.Owned++
+		}
+	}
+	s.Leading = c.leader.rev > 0 && now.Before(c.leader.until)
+	return s
+}
+
+// Start announces the node, starts watching the leases and runs the
+// membership loop until Close.
+func (c *Cluster) Start(ctx context.Context) error {
+	w, err := c.leases.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: watch leases: %w", err)
+	}
+	loop, stop := context.WithCancel(context.Background())
+	c.stop, c.done = stop, make(chan struct{})
+	go c.watch(loop, w)
+	go c.run(loop)
+	return nil
+}
+
+// watch keeps the owners table from the lease bucket's updates.
+func (c *Cluster) watch(ctx context.Context, w jetstream.KeyWatcher) {
+	defer w.Stop() //nolint:errcheck // nothing to do about it
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue // the end of the initial values
+			}
+			p, ok := partitionKey(e.Key())
+			if !ok {
+				continue
+			}
+			o := owner{}
+			if e.Operation() == jetstream.KeyValuePut {
+				var v leaseValue
+				if json.Unmarshal(e.Value(), &v) == nil {
+					o = owner{node: v.Node, expires: e.Created().Add(c.cfg.TTL)}
+				}
+			}
+			if p < len(c.owners) {
+				c.mu.Lock()
+				c.owners[p] = o
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+func partitionKey(k string) (int, bool) {
+	if len(k) < 3 || k[:2] != "p." {
+		return 0, false
+	}
+	n, err := strconv.Atoi(k[2:])
+	return n, err == nil && n >= 0
+}
+
+func key(p int) string { return "p." + strconv.Itoa(p) }
+
+const leaderKey = "leader"
+
+// run is the membership loop: announce, read the live nodes, then take,
+// renew or hand over each partition, every TTL/4.
+func (c *Cluster) run(ctx context.Context) {
+	defer close(c.done)
+	every := c.cfg.TTL / 4
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		c.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) value() []byte {
+	b, _ := json.Marshal(leaseValue{Node: c.cfg.Node})
+	return b
+}
+
+func (c *Cluster) tick(ctx context.Context) {
+	tctx, cancel := context.WithTimeout(ctx, c.cfg.TTL/2)
+	defer cancel()
+	if _, err := c.nodes.Put(tctx, "n."+c.cfg.Node, c.value()); err != nil {
+		slog.Warn("cluster: announce", "node", c.cfg.Node, "err", err)
+	}
+	live, err := c.liveNodes(tctx)
+	if err != nil {
+		slog.Warn("cluster: live nodes", "err", err)
+		live = nil
+	}
+	if !slices.Contains(live, c.cfg.Node) {
+		live = append(live, c.cfg.Node)
+		sort.Strings(live)
+	}
+	c.mu.Lock()
+	c.live = live
+	c.mu.Unlock()
+
+	// Renew and hand over first, in parallel: a slow round trip must not
+	// cost the others their leases.
+	var wg sync.WaitGroup
+	for p := 0; p < c.cfg.Partitions; p++ {
+		want := Rendezvous(p, live)
+		c.mu.RLock()
+		l := c.held[p]
+		o := c.owners[p]
+		c.mu.RUnlock()
+		switch {
+		case l.rev > 0 && want != c.cfg.Node:
+			c.release(tctx, p, l) // another live node should own it: hand it over
+		case l.rev > 0:
+			wg.Add(1)
+			go func() { defer wg.Done(); c.renew(tctx, p, l) }()
+		case want == c.cfg.Node && (o.node == "" || time.Now().After(o.expires) || o.node == c.cfg.Node):
+			wg.Add(1)
+			go func() { defer wg.Done(); c.take(tctx, p) }()
+		}
+	}
+	wg.Wait()
+	c.tickLeader(tctx)
+}
+
+func (c *Cluster) liveNodes(ctx context.Context) ([]string, error) {
+	keys, err := c.nodes.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if len(k) > 2 && k[:2] == "n." {
+			out = append(out, k[2:])
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// take creates the lease of p where it is vacant (never written, expired or
+// handed over).
+func (c *Cluster) take(ctx context.Context, p int) {
+	sent := time.Now()
+	rev, err := c.leases.Create(ctx, key(p), c.value())
+	if err != nil {
+		return // held by another still, or the bucket is unreachable: next tick
+	}
+	c.mu.Lock()
+	c.held[p] = lease{rev: rev, until: sent.Add(c.cfg.TTL * 3 / 4)}
+	c.mu.Unlock()
+	c.moved("acquired")
+	if c.cfg.Acquired != nil {
+		c.cfg.Acquired(p)
+	}
+}
+
+// renew extends a held lease; a renewal refused (someone else's revision) or
+// a lease past its time by this node's clock loses the partition.
+func (c *Cluster) renew(ctx context.Context, p int, l lease) {
+	sent := time.Now()
+	rev, err := c.leases.Update(ctx, key(p), c.value(), l.rev)
+	if err == nil {
+		c.mu.Lock()
+		c.held[p] = lease{rev: rev, until: sent.Add(c.cfg.TTL * 3 / 4)}
+		c.mu.Unlock()
+		return
+	}
+	var apiErr *jetstream.APIError
+	refused := errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == 10164) ||
+		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
+	if refused || time.Now().After(l.until) {
+		slog.Warn("cluster: lost a partition's lease", "node", c.cfg.Node, "partition", p, "err", err)
+		c.drop(p)
+	}
+}
+
+// drop forgets a lease this node lost and tells the engine.
+func (c *Cluster) drop(p int) {
+	c.mu.Lock()
+	had := c.held[p].rev > 0
+	c.held[p] = lease{}
+	c.mu.Unlock()
+	if had {
+		c.moved("lost")
+		if c.cfg.Released != nil {
+			c.cfg.Released(p)
+		}
+	}
+}
+
+// release hands a partition over: the engine stops acting on it first, then
+// the lease is deleted so the next owner need not wait for its expiry.
+func (c *Cluster) release(ctx context.Context, p int, l lease) {
+	c.mu.Lock()
+	c.held[p] = lease{}
+	c.mu.Unlock()
+	if c.cfg.Released != nil {
+		c.cfg.Released(p)
+	}
+	c.moved("released")
+	if err := c.leases.Delete(ctx, key(p), jetstream.LastRevision(l.rev)); err != nil {
+		slog.Debug("cluster: hand over", "partition", p, "err", err) // it expires instead
+	}
+}
+
+func (c *Cluster) tickLeader(ctx context.Context) {
+	c.mu.RLock()
+	l := c.leader
+	c.mu.RUnlock()
+	sent := time.Now()
+	if l.rev > 0 {
+		rev, err := c.leases.Update(ctx, leaderKey, c.value(), l.rev)
+		if err == nil {
+			c.mu.Lock()
+			c.leader = lease{rev: rev, until: sent.Add(c.cfg.TTL * 3 / 4)}
+			c.mu.Unlock()
+			return
+		}
+		if time.Now().Before(l.until) {
+			var apiErr *jetstream.APIError
+			if !errors.As(err, &apiErr) {
+				return // unreachable for now: keep leading until the lease's time
+			}
+		}
+		slog.Warn("cluster: lost the leader lease", "node", c.cfg.Node, "err", err)
+		c.stopLeading()
+		return
+	}
+	rev, err := c.leases.Create(ctx, leaderKey, c.value())
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.leader = lease{rev: rev, until: sent.Add(c.cfg.TTL * 3 / 4)}
+	lctx, cancel := context.WithCancel(context.Background())
+	c.lead = cancel
+	c.mu.Unlock()
+	c.moved("leader")
+	slog.Info("cluster: leading", "node", c.cfg.Node)
+	if c.cfg.Lead != nil {
+		c.leadWG.Add(1)
+		go func() {
+			defer c.leadWG.Done()
+			c.cfg.Lead(lctx)
+		}()
+		// The lease's own time bounds the duties too, when renewals stall.
+		go func() {
+			for {
+				select {
+				case <-lctx.Done():
+					return
+				case <-time.After(c.cfg.TTL / 8):
+					if !c.Leading() {
+						c.stopLeading()
+						return
+					}
+				}
+			}
+		}()
+	}
+}
+
+func (c *Cluster) stopLeading() {
+	c.mu.Lock()
+	c.leader = lease{}
+	cancel := c.lead
+	c.lead = nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (c *Cluster) moved(kind string) {
+	if c.cfg.Moved != nil {
+		c.cfg.Moved(kind)
+	}
+}
+
+// Close leaves the cluster: stops the loop, hands every partition and the
+// leader lease over, and removes the node's announcement.
+func (c *Cluster) Close() {
+	if !c.closed.CompareAndSwap(false, true) || c.stop == nil {
+		return
+	}
+	c.stop()
+	<-c.done
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL)
+	defer cancel()
+	for p := range c.held {
+		c.mu.RLock()
+		l := c.held[p]
+		c.mu.RUnlock()
+		if l.rev > 0 {
+			c.release(ctx, p, l)
+		}
+	}
+	c.mu.RLock()
+	l := c.leader
+	c.mu.RUnlock()
+	c.stopLeading()
+	c.leadWG.Wait()
+	if l.rev > 0 {
+		_ = c.leases.Delete(ctx, leaderKey, jetstream.LastRevision(l.rev))
+	}
+	_ = c.nodes.Delete(ctx, "n."+c.cfg.Node)
+}
+
+// Rendezvous is the live node that should own partition p: the one with the
+// highest hash of (node, p). Every node computes the same answer from the
+// same live set, and a node's leaving moves only its own partitions.
+func Rendezvous(p int, live []string) string {
+	best, bestH := "", uint64(0)
+	for _, n := range live {
+		h := fnv.New64a()
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(p)))
+		if v := mix(h.Sum64()); best == "" || v > bestH {
+			best, bestH = n, v
+		}
+	}
+	return best
+}
+
+// mix spreads FNV's output (splitmix64's finaliser): FNV alone clusters on
+// keys that differ in their last bytes.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
