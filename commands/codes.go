@@ -49,6 +49,10 @@ func Codes() map[string]CodeInfo {
 		"body_too_large":               {Status: []int{http.StatusRequestEntityTooLarge}},
 		"currency_not_issuable":        {Status: []int{http.StatusBadRequest}},
 		"engine_draining":              {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"account_unresolved":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // a node joined or left: no owner yet
+		"owner_unavailable":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the owning node did not take the command
+		"account_not_owned":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the ownership is moving
+		"ownership_unavailable":        {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the node has not joined yet
 		"engine_overloaded":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"engine_starting":              {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"feed_requires_connection":     {Status: []int{http.StatusServiceUnavailable}}, // until a futures source is connected

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/svc/engine/events"
 )
@@ -35,7 +37,22 @@ type Projector struct {
 	recent  *events.Recent
 	lmu     sync.RWMutex
 	listen  []func(events.Committed)
+	// reading: another node writes the shared store (cluster leader), so this
+	// projector only waits for the store to pass each batch (SetWriting).
+	reading atomic.Bool
 }
+
+// SetWriting says whether this projector folds into its store (true, the
+// default) or, on a node of several sharing one PostgreSQL, only follows the
+// leader's writes: each batch then waits until the store's checkpoint
+// passes it, and listeners hear of it as before.
+func (p *Projector) SetWriting(on bool) { p.reading.Store(!on) }
+
+// Writing reports whether this projector folds into its store.
+func (p *Projector) Writing() bool { return !p.reading.Load() }
+
+// FollowPoll is how often a reading projector asks the store's checkpoint.
+const FollowPoll = 2 * time.Millisecond
 
 // NewProjector makes a projector applying folds, in the given order, to store.
 func NewProjector(store Store, reg events.Registry, folds ...Fold) *Projector {
@@ -294,6 +311,16 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 		return nil
 	}
 	last := batch[len(batch)-1].Seq
+	if p.reading.Load() {
+		passed, err := p.awaitStore(ctx, last)
+		if err != nil {
+			return err
+		}
+		if passed {
+			p.notify(batch, last)
+			return nil
+		}
+	}
 	err := p.store.Update(ctx, last, func(tx Tx) (err error) {
 		var at events.Committed
 		defer func() {
@@ -304,7 +331,11 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 				err = fmt.Errorf("fold of %s at %d panicked: %v", at.Subject, at.Seq, v)
 			}
 		}()
+		from := tx.From()
 		for _, c := range batch {
+			if c.Seq <= from {
+				continue // another node's projector folded it (a leader that was paused, then resumed)
+			}
 			at = c
 			for _, f := range p.folds {
 				if err := f(tx, c); err != nil {
@@ -317,6 +348,33 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 	if err != nil {
 		return fmt.Errorf("projector: apply up to %d: %w", last, err)
 	}
+	p.notify(batch, last)
+	return nil
+}
+
+// awaitStore waits until the store's checkpoint reaches seq (another node
+// folds): passed. It stops waiting, not passed, when this projector is told
+// to write itself; the caller then folds what the store does not hold yet.
+func (p *Projector) awaitStore(ctx context.Context, seq uint64) (passed bool, err error) {
+	for p.reading.Load() {
+		cp, err := p.store.Checkpoint(ctx)
+		if err != nil {
+			return false, fmt.Errorf("projector: reading the leader's checkpoint: %w", err)
+		}
+		if cp >= seq {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(FollowPoll):
+		}
+	}
+	return false, nil
+}
+
+// notify records a batch up to last as applied and tells the listeners.
+func (p *Projector) notify(batch []events.Committed, last uint64) {
 	p.mu.Lock()
 	p.advance(last)
 	p.mu.Unlock()
@@ -328,5 +386,4 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 			fn(c)
 		}
 	}
-	return nil
 }

@@ -31,6 +31,10 @@ type Query struct {
 // pointer to the record's type. A pointer given to Put belongs to the store
 // from then on: the caller must not change what it points to.
 type Tx interface {
+	// From is the checkpoint the transaction started at: a commit at or
+	// below it is in the read models already (another node's projector put
+	// it there) and must not be folded again.
+	From() uint64
 	Get(coll, key string, v any) (bool, error)
 	Put(coll, key string, v any) error
 	Delete(coll, key string) error

@@ -185,6 +185,9 @@ func (t tx) Get(coll, key string, v any) (bool, error) {
 // Put keeps a pointer as it is, without copying what it points to: the
 // caller hands the document over (projections.Tx says so), and a fold that
 // read a document into memory of its own saves the copy.
+// From implements projections.Tx.
+func (t tx) From() uint64 { return t.s.seq }
+
 func (t tx) Put(coll, key string, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return fmt.Errorf("memory: put %s %s: a nil %T", coll, key, v)

@@ -213,6 +213,7 @@ type entry struct {
 
 // tx buffers one Update's reads and writes; it is used by one goroutine.
 type tx struct {
+	from  uint64 // the checkpoint at the transaction's start
 	ctx   context.Context
 	db    pgx.Tx
 	buf   map[docKey]*entry
@@ -258,6 +259,9 @@ func (t *tx) Get(coll, key string, v any) (bool, error) {
 	}
 	return true, decode(e.doc, e.hidden, v)
 }
+
+// From implements projections.Tx.
+func (t *tx) From() uint64 { return t.from }
 
 func (t *tx) Put(coll, key string, v any) error {
 	rv := reflect.ValueOf(v)
@@ -356,7 +360,7 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	if s.cache.seq != uint64(cp) {
 		s.cache.reset() // written by someone else since, or never
 	}
-	t := &tx{ctx: ctx, db: db, buf: map[docKey]*entry{}, cache: &s.cache}
+	t := &tx{from: uint64(cp), ctx: ctx, db: db, buf: map[docKey]*entry{}, cache: &s.cache}
 	if err := fn(t); err != nil {
 		return err
 	}

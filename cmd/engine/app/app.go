@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
-		CommitEncoding: cfg.CommitEncoding})
+		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node})
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +148,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return float64(last) - float64(a.Projector.Applied())
 	}))
 
+	if cfg.Node != "" {
+		if err := a.joinCluster(ctx); err != nil { // nodes.go
+			return nil, err
+		}
+	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG = stop
 	go func() { a.projDone <- a.Projector.Run(bg, a.Log) }()

@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/svc/engine/engine/cluster"
 )
 
 // Config is every setting, from the environment with flags of the same meaning.
@@ -21,6 +24,8 @@ type Config struct {
 	CommitEncoding string
 	Challenges     bool
 	Replicas       int
+	Node           string        // this node's name among several (ENGINE_NODE); empty: the only node
+	LeaseTTL       time.Duration // life of an ownership lease without renewal
 	Stream         string
 	Deployment     Deployment // names on the NATS server, from ENGINE_DEPLOYMENT (names.go)
 	DemoAccounts   int
@@ -94,6 +99,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.CommitEncoding, "commit-encoding", env("ENGINE_COMMIT_ENCODING", "msgpack"), "msgpack: new commits in MessagePack; json: in JSON, readable by engine builds from before the MessagePack log, for a deployment that may roll back to one; the log is read in either (ENGINE_COMMIT_ENCODING)")
 	fs.BoolVar(&c.Challenges, "challenges", env("CHALLENGES_ENABLED", "") == "true" || env("CHALLENGES_ENABLED", "") == "1", "serve the challenge routes (CHALLENGES_ENABLED)")
 	fs.IntVar(&c.Replicas, "stream-replicas", envInt("ENGINE_STREAM_REPLICAS", 1), "replicas of the commit stream on a cluster (ENGINE_STREAM_REPLICAS)")
+	fs.StringVar(&c.Node, "node", env("ENGINE_NODE", ""), "this node's name (1-32 of a-z, 0-9, '-') when several engines share one NATS cluster and PostgreSQL; needs NATS_URL; empty: the only node (ENGINE_NODE)")
+	ttl, _ := time.ParseDuration(env("ENGINE_LEASE_TTL", "2s"))
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", ttl, "how long a node's ownership of its accounts outlives its last renewal; a dead node's accounts move after it (ENGINE_LEASE_TTL)")
 	fs.StringVar(&c.Deployment.Name, "deployment", env("ENGINE_DEPLOYMENT", ""), "names this deployment's streams and subjects on the NATS server, so several share one: BLUE_EVT and blue.evt.> for blue; empty: EVT and evt.> (ENGINE_DEPLOYMENT)")
 	fs.StringVar(&c.Deployment.Stream, "stream", env("ENGINE_STREAM", ""), "name of the commit stream; empty: derived from ENGINE_DEPLOYMENT, EVT by default (ENGINE_STREAM)")
 	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
@@ -158,6 +166,17 @@ func (c Config) validate() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("ENGINE_STREAM_REPLICAS %d outside 1..5", c.Replicas))
+	}
+	if c.Node != "" {
+		if err := cluster.ValidNode(c.Node); err != nil {
+			errs = append(errs, fmt.Errorf("ENGINE_NODE: %w", err))
+		}
+		if c.NatsURL == "" {
+			errs = append(errs, errors.New("ENGINE_NODE needs NATS_URL: the nodes share one NATS (JetStream) cluster, never an embedded server"))
+		}
+		if c.LeaseTTL < 500*time.Millisecond || c.LeaseTTL > time.Minute {
+			errs = append(errs, fmt.Errorf("ENGINE_LEASE_TTL %s outside 500ms..1m", c.LeaseTTL))
+		}
 	}
 	if err := c.Deployment.validate(); err != nil {
 		errs = append(errs, err)

@@ -94,21 +94,30 @@ func (a *App) startFirm(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	bc := cfg.Firm
-	if bc.WebhookAllowPrivate {
+	if cfg.Firm.WebhookAllowPrivate {
 		slog.Warn("ENGINE_WEBHOOK_ALLOW_PRIVATE is on: webhooks and the news image proxy may reach private, loopback and link-local addresses inside this network; never run production like this")
 	}
-	r, err := webhook.New(webhook.Config{Log: a.Log, Registry: engine.Registry(), Key: derive(key, "webhook-secrets"),
-		Client: bc.WebhookClient, AllowPrivate: bc.WebhookAllowPrivate, Timeout: bc.WebhookTimeout, Backoff: bc.WebhookBackoff, Now: a.Now})
+	a.firm = &firmArea{key: key}
+	r, err := a.newWebhooks()
 	if err != nil {
 		return err
+	}
+	a.firm.reactor = r
+	if cfg.Node != "" {
+		return nil // on a node of several, the leader delivers (nodes.go)
 	}
 	if err := r.Start(ctx); err != nil {
 		r.Close(0)
 		return err
 	}
-	a.firm = &firmArea{key: key, reactor: r}
 	return nil
+}
+
+// newWebhooks is a webhook reactor of the firm area's settings.
+func (a *App) newWebhooks() (*webhook.Reactor, error) {
+	bc := a.Cfg.Firm
+	return webhook.New(webhook.Config{Log: a.Log, Registry: engine.Registry(), Key: derive(a.firm.key, "webhook-secrets"),
+		Client: bc.WebhookClient, AllowPrivate: bc.WebhookAllowPrivate, Timeout: bc.WebhookTimeout, Backoff: bc.WebhookBackoff, Now: a.Now})
 }
 
 func (a *App) stopFirm() {

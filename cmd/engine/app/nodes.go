@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/svc/engine/engine"
+)
+
+// joinCluster makes this engine one node of several (ENGINE_NODE): it joins
+// the deployment's membership, and while it holds the leader lease it runs
+// the duties the cluster runs once: webhook delivery and, with PostgreSQL
+// read models, the projector's writes (the other nodes' projectors follow
+// the leader's checkpoint). A starting node has brought the shared read
+// models up to the log it replayed already, under the checkpoint's row lock,
+// folding only what they lacked.
+func (a *App) joinCluster(ctx context.Context) error {
+	shared := a.Cfg.DatabaseURL != ""
+	if shared {
+		a.Projector.SetWriting(false)
+	}
+	_, err := a.Engine.JoinCluster(ctx, engine.ClusterConfig{Replicas: a.Cfg.Replicas, TTL: a.Cfg.LeaseTTL, Lead: func(lctx context.Context) {
+		if shared {
+			a.Projector.SetWriting(true)
+			defer a.Projector.SetWriting(false)
+		}
+		a.deliverWebhooks(lctx)
+	}})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	slog.Info("joined the cluster", "node", a.Cfg.Node)
+	return nil
+}
+
+// deliverWebhooks runs a webhook reactor until ctx ends: it rebuilds what
+// is due from the log's delivery ledger, so a new leader resumes where the
+// last one recorded.
+func (a *App) deliverWebhooks(ctx context.Context) {
+	for ctx.Err() == nil {
+		r, err := a.newWebhooks()
+		if err == nil {
+			err = r.Start(ctx)
+		}
+		if err == nil {
+			<-ctx.Done()
+			r.Close(2 * time.Second)
+			return
+		}
+		slog.Warn("cluster: webhook delivery did not start; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
