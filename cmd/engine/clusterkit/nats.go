@@ -1,0 +1,227 @@
+package clusterkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc/engine/engine/enginetest"
+)
+
+// ClusterName is the name of the NATS cluster StartNATS starts.
+const ClusterName = "engine"
+
+// natsReady bounds the wait for a server to serve JetStream.
+const natsReady = 30 * time.Second
+
+// NATS is a cluster of three nats-server processes on 127.0.0.1, c1, c2 and
+// c3 (indexes 0, 1 and 2), with JetStream. Methods taking no testing.TB fail
+// the one StartNATS was given, so call them from the test's goroutine.
+type NATS struct {
+	t       testing.TB
+	names   []string
+	urls    []string
+	servers []*proc
+}
+
+// StartNATS starts the three servers, each with its config file, log
+// (nats.log) and JetStream store under dir/c1..c3, on free ports, and waits
+// until each one answers JetStream requests (there is a meta leader). They
+// are killed when the test ends.
+func StartNATS(t testing.TB, dir string) *NATS {
+	t.Helper()
+	bin := NATSBinary(t)
+	ports := freePorts(t, 6) // client ports, then cluster ports
+	var routes []string
+	for i := range 3 {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3+i]))
+	}
+	n := &NATS{t: t}
+	for i := range 3 {
+		name := fmt.Sprintf("c%d", i+1)
+		sdir := filepath.Join(dir, name)
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+}
+cluster {
+  name: %s
+  listen: 127.0.0.1:%d
+  routes: [
+    %s
+  ]
+}
+`, name, ports[i], filepath.Join(sdir, "store"), ClusterName, ports[3+i], strings.Join(routes, "\n    "))
+		confPath := filepath.Join(sdir, "nats.conf")
+		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n.names = append(n.names, name)
+		n.urls = append(n.urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+		n.servers = append(n.servers, &proc{name: name, path: bin, args: []string{"-c", confPath}, logPath: filepath.Join(sdir, "nats.log")})
+	}
+	t.Cleanup(func() {
+		for _, s := range n.servers {
+			s.kill()
+		}
+	})
+	for _, s := range n.servers {
+		if err := s.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n.servers {
+		n.waitReady(t, i)
+	}
+	return n
+}
+
+// URLs is every server's client URL, comma-separated, as NATS_URL takes them.
+func (n *NATS) URLs() string { return strings.Join(n.urls, ",") }
+
+// URL is server i's client URL.
+func (n *NATS) URL(i int) string { return n.urls[i] }
+
+// Name is server i's server_name: c1, c2 or c3.
+func (n *NATS) Name(i int) string { return n.names[i] }
+
+// Kill ends server i with SIGKILL and waits until it is gone; a server not
+// running is left alone.
+func (n *NATS) Kill(i int) { n.servers[i].kill() }
+
+// Stop freezes server i with SIGSTOP: its connections stay open and nothing
+// on them is answered.
+func (n *NATS) Stop(i int) {
+	n.t.Helper()
+	if err := n.servers[i].signal(syscall.SIGSTOP); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// Cont lets a stopped server i run again with SIGCONT.
+func (n *NATS) Cont(i int) {
+	n.t.Helper()
+	if err := n.servers[i].signal(syscall.SIGCONT); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// Start starts server i again, after a Kill, with the same config, ports and
+// store, and waits until it answers JetStream requests.
+func (n *NATS) Start(i int) {
+	n.t.Helper()
+	if err := n.servers[i].start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.waitReady(n.t, i)
+}
+
+// Running reports whether server i is running (a stopped one is).
+func (n *NATS) Running(i int) bool { return n.servers[i].running() }
+
+// Log is everything server i has logged.
+func (n *NATS) Log(i int) string { return n.servers[i].log() }
+
+// StreamLeader is the index of the server leading stream, waiting up to
+// 15 s for the stream to have one: after its leader is killed the others
+// elect the next in 4-9 s (nats-server's raft election timeout).
+func (n *NATS) StreamLeader(t testing.TB, stream string) int {
+	t.Helper()
+	leader := -1
+	enginetest.WaitFor(t, 15*time.Second, func() error {
+		info, err := n.streamInfo(stream)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return fmt.Errorf("stream %s has no leader", stream)
+		}
+		for i, name := range n.names {
+			if name == info.Cluster.Leader {
+				leader = i
+				return nil
+			}
+		}
+		return fmt.Errorf("stream %s: leader %q is none of %v", stream, info.Cluster.Leader, n.names)
+	})
+	return leader
+}
+
+// streamInfo asks the servers that are running and not stopped for stream's info.
+func (n *NATS) streamInfo(stream string) (*jetstream.StreamInfo, error) {
+	var urls []string
+	for i, s := range n.servers {
+		if s.running() && !s.isStopped() {
+			urls = append(urls, n.urls[i])
+		}
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("no server is running")
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	return s.CachedInfo(), nil
+}
+
+// waitReady waits until server i answers a JetStream request of its own
+// clients, which needs the cluster's meta leader; it fails t at once if the
+// server exits.
+func (n *NATS) waitReady(t testing.TB, i int) {
+	t.Helper()
+	s := n.servers[i]
+	enginetest.WaitFor(t, natsReady, func() error {
+		if !s.running() {
+			return nil // reported below
+		}
+		if err := accountInfo(n.urls[i]); err != nil {
+			return withLog{err, s}
+		}
+		return nil
+	})
+	if !s.running() {
+		t.Fatal(withLog{errors.New("exited"), s})
+	}
+}
+
+// accountInfo connects to url alone and asks JetStream for the account's info.
+func accountInfo(url string) error {
+	nc, err := nats.Connect(url, nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
