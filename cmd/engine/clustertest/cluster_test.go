@@ -1,0 +1,190 @@
+package clustertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/cmd/engine/clusterkit"
+)
+
+var client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func call(base, key, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+type creds struct {
+	TradingKey string `json:"tradingKey"`
+	Accounts   []struct {
+		AccountNumber string `json:"accountNumber"`
+		AccountID     string `json:"accountId"`
+	} `json:"accounts"`
+}
+
+func readCreds(t *testing.T, dir string) creds {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "dev-credentials.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c creds
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// deployment is three NATS servers and n engine nodes sharing one secret key.
+type deployment struct {
+	nats    *clusterkit.NATS
+	engines []*clusterkit.Engine
+	dirs    []string
+	creds   creds
+}
+
+func startDeployment(t *testing.T, n int, databaseURL string) *deployment {
+	t.Helper()
+	root := t.TempDir()
+	d := &deployment{nats: clusterkit.StartNATS(t, filepath.Join(root, "nats"))}
+	key := clusterkit.NewSecretKey()
+	name := clusterkit.NewDeployment()
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
+		// One node after the other: the first makes the sandbox's demo tenant.
+		e := clusterkit.StartEngine(t, clusterkit.EngineOptions{Node: fmt.Sprintf("n%d", i+1), NATSURLs: d.nats.URLs(), DatabaseURL: databaseURL,
+			Deployment: name, Dir: dir, SecretKey: key, Env: map[string]string{"ENGINE_DEMO_ACCOUNTS": "8"}})
+		d.engines = append(d.engines, e)
+		d.dirs = append(d.dirs, dir)
+	}
+	d.creds = readCreds(t, d.dirs[0])
+	if len(d.creds.Accounts) < 8 {
+		t.Fatalf("the demo tenant has %d accounts, want 8", len(d.creds.Accounts))
+	}
+	return d
+}
+
+// order places a market order through node i, retrying with the same
+// clientOrderId on a 503, a cut connection or an unknown outcome, until
+// deadline. It returns the answer's status and how long it took.
+func (d *deployment) order(i int, account, coid string, deadline time.Time) (int, []byte, time.Duration) {
+	start := time.Now()
+	for {
+		code, b, err := call(d.engines[i].URL(), d.creds.TradingKey, "POST", "/api/trading/order?account="+account,
+			map[string]any{"clientOrderId": coid, "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.01"})
+		if err == nil && code != http.StatusServiceUnavailable {
+			return code, b, time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			return code, b, time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Every node takes every account's orders (the owner decides; the others
+// forward), each order exists once whatever node it was sent to, and every
+// node reads it back.
+func TestEveryNodeTakesEveryAccountsOrders(t *testing.T) {
+	d := startDeployment(t, 3, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for a, acct := range d.creds.Accounts {
+		for i := range d.engines {
+			coid := fmt.Sprintf("a%d-n%d", a, i)
+			code, b, _ := d.order(i, acct.AccountNumber, coid, deadline)
+			if code != http.StatusOK {
+				t.Fatalf("order %s through n%d: %d %s", coid, i+1, code, b)
+			}
+			// The same clientOrderId through another node is the same order: 409.
+			code, b, _ = d.order((i+1)%3, acct.AccountNumber, coid, deadline)
+			if code != http.StatusConflict {
+				t.Fatalf("order %s again through n%d: %d %s, want 409", coid, (i+1)%3+1, code, b)
+			}
+		}
+	}
+	// Each node's read models show all of them.
+	for i := range d.engines {
+		for _, acct := range d.creds.Accounts {
+			waitOrders(t, d.engines[i].URL(), d.creds.TradingKey, acct.AccountNumber, 3)
+		}
+	}
+}
+
+func waitOrders(t *testing.T, base, key, account string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, b, err := call(base, key, "GET", "/api/account/orders?limit=500&account="+account, nil)
+		var page struct {
+			Orders []struct {
+				ClientOrderID string `json:"clientOrderId"`
+			} `json:"orders"`
+		}
+		if err == nil && code == 200 && json.Unmarshal(b, &page) == nil && len(page.Orders) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: account %s: %d %s, want %d orders", base, account, code, b, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Killing a node moves its accounts to the others: every account takes
+// orders again through the survivors within 5 seconds.
+func TestAKilledNodesAccountsAreServedAgainWithinFiveSeconds(t *testing.T) {
+	d := startDeployment(t, 3, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for a, acct := range d.creds.Accounts {
+		if code, b, _ := d.order(1, acct.AccountNumber, fmt.Sprintf("before-%d", a), deadline); code != http.StatusOK {
+			t.Fatalf("before the kill: %d %s", code, b)
+		}
+	}
+	d.engines[0].Kill()
+	killed := time.Now()
+	var mu sync.Mutex
+	var worst time.Duration
+	var wg sync.WaitGroup
+	for a, acct := range d.creds.Accounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, b, _ := d.order(1+a%2, acct.AccountNumber, fmt.Sprintf("after-%d", a), killed.Add(20*time.Second))
+			took := time.Since(killed)
+			if code != http.StatusOK {
+				t.Errorf("account %s after the kill: %d %s", acct.AccountNumber, code, b)
+			}
+			mu.Lock()
+			worst = max(worst, took)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	t.Logf("every account served again %v after the kill", worst)
+	if worst > 5*time.Second {
+		t.Errorf("accounts served again %v after the kill, want within 5 s", worst)
+	}
+}
