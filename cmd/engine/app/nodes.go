@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/cluster"
 )
 
 // joinCluster makes this engine one node of several (ENGINE_NODE): it joins
@@ -31,8 +34,24 @@ func (a *App) joinCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	cl := a.Engine.Cluster()
+	gauge := func(name, help string, v func(s cluster.Status) float64) {
+		a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help,
+			ConstLabels: prometheus.Labels{"node": a.Cfg.Node}}, func() float64 { return v(cl.Status()) }))
+	}
+	gauge("engine_cluster_leader", "1 while this node holds the leader lease (webhook delivery, the PostgreSQL projector's writes).",
+		func(s cluster.Status) float64 { return b2f(s.Leading) })
+	gauge("engine_cluster_partitions_owned", "Account partitions this node owns now.", func(s cluster.Status) float64 { return float64(s.Owned) })
+	gauge("engine_cluster_live_nodes", "Nodes this node sees announcing themselves.", func(s cluster.Status) float64 { return float64(len(s.Live)) })
 	slog.Info("joined the cluster", "node", a.Cfg.Node)
 	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // deliverWebhooks runs a webhook reactor until ctx ends: it rebuilds what
