@@ -42,7 +42,7 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
 	root := mux.NewRouter()
-	root.Use(recordRoute)
+	root.Use(recordRoute, d.Sequenced)
 	root.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})).Methods(http.MethodGet)

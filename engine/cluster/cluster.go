@@ -134,13 +134,26 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 
 func bucket(ctx context.Context, cfg Config, kind string) (jetstream.KeyValue, error) {
 	name := cfg.Name + "_" + kind
-	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: cfg.TTL,
-		Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
-		Description: "engine cluster " + kind + " (leases expire " + cfg.TTL.String() + " after their last renewal)"})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", name, err)
+	kc := jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: cfg.TTL, Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+		Description: "engine cluster " + kind + " (leases expire " + cfg.TTL.String() + " after their last renewal)"}
+	var err error
+	// Nodes starting at once race to create the bucket; the server answers
+	// one and lets the others time out: a timeout is tried again.
+	for attempt := 0; attempt < 5; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		var kv jetstream.KeyValue
+		kv, err = cfg.JS.CreateOrUpdateKeyValue(actx, kc)
+		cancel()
+		if err == nil {
+			return kv, nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(100*(attempt+1)) * time.Millisecond)
 	}
-	return kv, nil
+	return nil, fmt.Errorf("cluster: bucket %s: %w", name, err)
 }
 
 // Node is this node's name.

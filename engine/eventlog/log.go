@@ -214,17 +214,46 @@ func (l *Log) ensureStream(ctx context.Context, cfg Config) error {
 		// one is 2.15, an external one says its version when we connect.
 		AllowAtomicPublish: l.srv != nil || atLeast(l.nc.ConnectedServerVersion(), "v2.12.0"),
 	}
-	l.stream, err = l.js.CreateOrUpdateStream(ctx, sc)
-	if err != nil && sc.AllowAtomicPublish && l.srv == nil {
+	l.stream, err = l.createStream(ctx, sc)
+	var apiErr *jetstream.APIError
+	if err != nil && sc.AllowAtomicPublish && l.srv == nil && errors.As(err, &apiErr) {
 		// A cluster mid-upgrade may hold servers older than the one we
-		// reached: the stream is then kept without atomic batches.
+		// reached and refuse the setting: the stream is then kept without
+		// atomic batches. (A timeout is no such refusal: see createStream.)
 		sc.AllowAtomicPublish = false
-		l.stream, err = l.js.CreateOrUpdateStream(ctx, sc)
+		l.stream, err = l.createStream(ctx, sc)
 	}
 	if err != nil {
 		return l.overlap(ctx, cfg, fmt.Errorf("eventlog: stream %s: %w", cfg.Stream, err))
 	}
 	return nil
+}
+
+// createStream creates or updates the stream. Nodes starting at once on a
+// fresh cluster race to create it: the server answers one and lets the
+// others time out, so a timeout is tried again (the stream is then found as
+// the winner made it) rather than read as a refusal.
+func (l *Log) createStream(ctx context.Context, sc jetstream.StreamConfig) (jetstream.Stream, error) {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		var st jetstream.Stream
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err = l.js.CreateOrUpdateStream(actx, sc)
+		cancel()
+		if err == nil {
+			return st, nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(100*(attempt+1)) * time.Millisecond):
+		}
+	}
+	return nil, err
 }
 
 // GroupCommit reports whether appends beyond the in-flight threshold travel

@@ -165,6 +165,9 @@ func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 	if res.Seq == 0 {
 		return nil
 	}
+	if h, ok := ctx.Value(seqKey{}).(*seqHolder); ok && res.Seq > h.seq {
+		h.seq = res.Seq
+	}
 	wctx, cancel := context.WithTimeout(ctx, SettleTimeout)
 	defer cancel()
 	err := d.Projector.WaitFor(wctx, res.Seq)
@@ -195,6 +198,7 @@ func (d *Deps) Decide(r *http.Request, accountID, key string, cmd commands.Comma
 
 // Wrote records that the request's credential wrote at seq.
 func (d *Deps) Wrote(r *http.Request, seq uint64) {
+	committedAt(r, seq)
 	p, ok := httpx.PrincipalOf(r)
 	if !ok || seq == 0 {
 		return

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/gateway/httpx"
+)
+
+// Read-your-writes across nodes. Every answer to a write that committed
+// carries the commit's log sequence in X-Engine-Seq; a request that sends
+// X-Engine-After: N is served only once this node's read models show the log
+// up to N (at most SettleTimeout, then 503 engine_overloaded with
+// Retry-After). A client that writes through one node and reads through
+// another sends back the newest X-Engine-Seq it was given. On one node the
+// credential's own writes are waited for without it (CatchUp).
+const (
+	SeqHeader   = "X-Engine-Seq"
+	AfterHeader = "X-Engine-After"
+)
+
+type seqKey struct{}
+
+// seqHolder is the newest sequence a request's writes committed at.
+type seqHolder struct{ seq uint64 }
+
+// seqWriter sets X-Engine-Seq before the status goes out.
+type seqWriter struct {
+	http.ResponseWriter
+	h *seqHolder
+}
+
+func (w *seqWriter) WriteHeader(code int) {
+	if w.h.seq > 0 {
+		w.Header().Set(SeqHeader, strconv.FormatUint(w.h.seq, 10))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *seqWriter) Write(b []byte) (int, error) {
+	if w.h.seq > 0 && w.Header().Get(SeqHeader) == "" {
+		w.Header().Set(SeqHeader, strconv.FormatUint(w.h.seq, 10))
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (streams).
+func (w *seqWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes on to the writer beneath.
+func (w *seqWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Sequenced is the middleware of both headers (see SeqHeader).
+func (d *Deps) Sequenced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(AfterHeader); v != "" {
+			seq, err := strconv.ParseUint(v, 10, 63)
+			if err != nil || len(v) > 19 {
+				httpx.WriteError(w, r, httpx.Trading, commands.BadField(AfterHeader, nil,
+					"%s must be a log sequence this engine gave in %s (a whole number)", AfterHeader, SeqHeader))
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), SettleTimeout)
+			err = d.Projector.WaitFor(ctx, seq)
+			cancel()
+			if err != nil && r.Context().Err() == nil {
+				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_overloaded",
+					"this node's read models have not reached the sequence in "+AfterHeader+" yet; nothing is lost: read again after the Retry-After seconds"))
+				return
+			}
+		}
+		h := &seqHolder{}
+		next.ServeHTTP(&seqWriter{ResponseWriter: w, h: h}, r.WithContext(context.WithValue(r.Context(), seqKey{}, h)))
+	})
+}
+
+// committedAt records that the request's write committed at seq (its answer
+// then says so in X-Engine-Seq).
+func committedAt(r *http.Request, seq uint64) {
+	if h, ok := r.Context().Value(seqKey{}).(*seqHolder); ok && seq > h.seq {
+		h.seq = seq
+	}
+}
