@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ import (
 var client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 func call(base, key, method, path string, body any) (int, []byte, error) {
+	return callClient(client, base, key, method, path, body)
+}
+
+func callClient(c *http.Client, base, key, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		j, _ := json.Marshal(body)
@@ -29,7 +34,7 @@ func call(base, key, method, path string, body any) (int, []byte, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -65,25 +70,26 @@ type deployment struct {
 	engines []*clusterkit.Engine
 	dirs    []string
 	creds   creds
+	name    string // ENGINE_DEPLOYMENT
 }
 
-func startDeployment(t *testing.T, n int, databaseURL string) *deployment {
+func startDeployment(t *testing.T, n int, databaseURL string, accounts int) *deployment {
 	t.Helper()
 	root := t.TempDir()
-	d := &deployment{nats: clusterkit.StartNATS(t, filepath.Join(root, "nats"))}
-	key := clusterkit.NewSecretKey()
 	name := clusterkit.NewDeployment()
+	d := &deployment{nats: clusterkit.StartNATS(t, filepath.Join(root, "nats")), name: name}
+	key := clusterkit.NewSecretKey()
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
 		// One node after the other: the first makes the sandbox's demo tenant.
 		e := clusterkit.StartEngine(t, clusterkit.EngineOptions{Node: fmt.Sprintf("n%d", i+1), NATSURLs: d.nats.URLs(), DatabaseURL: databaseURL,
-			Deployment: name, Dir: dir, SecretKey: key, Env: map[string]string{"ENGINE_DEMO_ACCOUNTS": "8"}})
+			Deployment: name, Dir: dir, SecretKey: key, Env: map[string]string{"ENGINE_DEMO_ACCOUNTS": strconv.Itoa(accounts), "ENGINE_RATE_LIMIT": "0"}})
 		d.engines = append(d.engines, e)
 		d.dirs = append(d.dirs, dir)
 	}
 	d.creds = readCreds(t, d.dirs[0])
-	if len(d.creds.Accounts) < 8 {
-		t.Fatalf("the demo tenant has %d accounts, want 8", len(d.creds.Accounts))
+	if len(d.creds.Accounts) != accounts {
+		t.Fatalf("the demo tenant has %d accounts, want %d", len(d.creds.Accounts), accounts)
 	}
 	return d
 }
@@ -110,7 +116,7 @@ func (d *deployment) order(i int, account, coid string, deadline time.Time) (int
 // forward), each order exists once whatever node it was sent to, and every
 // node reads it back.
 func TestEveryNodeTakesEveryAccountsOrders(t *testing.T) {
-	d := startDeployment(t, 3, "")
+	d := startDeployment(t, 3, "", 8)
 	deadline := time.Now().Add(30 * time.Second)
 	for a, acct := range d.creds.Accounts {
 		for i := range d.engines {
@@ -191,7 +197,7 @@ func TestAKilledNodesAccountsAreServedAgainWithinFiveSeconds(t *testing.T) {
 }
 
 func killedNodeServedAgain(t *testing.T, databaseURL string) {
-	d := startDeployment(t, 3, databaseURL)
+	d := startDeployment(t, 3, databaseURL, 8)
 	deadline := time.Now().Add(30 * time.Second)
 	victim := d.leader(t)
 	others := []int{(victim + 1) % 3, (victim + 2) % 3}

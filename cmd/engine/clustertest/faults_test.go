@@ -1,0 +1,483 @@
+package clustertest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/projections/postgres/pgtest"
+)
+
+// The cluster under faults, Jepsen-style: 64 clients place orders with
+// unique clientOrderIds through any node, retrying with the same id on a
+// 503, an unknown outcome or a cut connection, while one fault per round
+// strikes: an engine killed, an engine paused past its leases, the commit
+// stream's NATS leader killed, a NATS follower killed, all NATS servers
+// restarted, every engine restarted in turn. After each round every
+// acknowledged order exists exactly once, none twice, every account's
+// positions and balance equal a recomputation from its fills, and every SSE
+// subscriber saw revisions only increase (across reconnects to other nodes,
+// which wait for the revision it last saw: X-Engine-After).
+func TestClusterUnderFaults(t *testing.T) {
+	db := ""
+	if testing.Short() {
+		t.Log("short: read models in memory")
+	} else {
+		db = pgtest.URL(t)
+	}
+	d := startDeployment(t, 3, db, 64)
+	h := newHistory(d)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	h.run(ctx, 64, 300*time.Millisecond)
+	for _, a := range d.creds.Accounts[:4] {
+		h.subscribe(ctx, a.AccountNumber)
+	}
+	time.Sleep(2 * time.Second)
+
+	rounds := []struct {
+		name  string
+		bound time.Duration // longest outage of an account allowed
+		fault func(t *testing.T)
+	}{
+		{"engine SIGKILL", 5 * time.Second, func(t *testing.T) {
+			d.engines[1].Kill()
+			time.Sleep(4 * time.Second)
+			d.engines[1].Start(t)
+		}},
+		{"engine SIGSTOP past its leases, then SIGCONT", 5 * time.Second, func(t *testing.T) {
+			d.engines[2].Stop()
+			time.Sleep(5 * time.Second)
+			d.engines[2].Cont()
+		}},
+		{"NATS stream leader SIGKILL", 15 * time.Second, func(t *testing.T) {
+			i := d.nats.StreamLeader(t, d.stream())
+			d.nats.Kill(i)
+			time.Sleep(3 * time.Second)
+			d.nats.Start(i)
+		}},
+		{"NATS follower SIGKILL", 5 * time.Second, func(t *testing.T) {
+			i := (d.nats.StreamLeader(t, d.stream()) + 1) % 3
+			d.nats.Kill(i)
+			time.Sleep(3 * time.Second)
+			d.nats.Start(i)
+		}},
+		{"all NATS servers restarted", 20 * time.Second, func(t *testing.T) {
+			for i := range 3 {
+				d.nats.Kill(i)
+			}
+			for i := range 3 {
+				d.nats.Start(i)
+			}
+		}},
+		{"rolling SIGTERM restart of every engine", 5 * time.Second, func(t *testing.T) {
+			for _, e := range d.engines {
+				if err := e.Term(); err != nil {
+					t.Errorf("drain: %v", err)
+				}
+				e.Start(t)
+			}
+		}},
+	}
+	for _, r := range rounds {
+		t.Run(r.name, func(t *testing.T) {
+			at := time.Now()
+			r.fault(t)
+			time.Sleep(2 * time.Second)
+			h.pause()
+			p50, p99, worst := h.outages(at.Add(-time.Second), time.Now())
+			t.Logf("%s: longest gap between an account's acknowledged orders p50 %v p99 %v max %v (%d orders acknowledged so far)",
+				r.name, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), h.acked())
+			if worst > r.bound {
+				t.Errorf("an account went %v without an acknowledged order, want at most %v", worst, r.bound)
+			}
+			h.check(t)
+			h.resume()
+		})
+	}
+	stop()
+	h.wait()
+	h.checkStreams(t)
+}
+
+func (d *deployment) stream() string {
+	return strings.ToUpper(strings.ReplaceAll(d.name, "-", "_")) + "_EVT"
+}
+
+type attempt struct {
+	account string
+	acked   bool
+}
+
+type history struct {
+	d       *deployment
+	mu      sync.Mutex
+	sent    map[string]*attempt    // clientOrderId -> what became of it
+	acks    map[string][]time.Time // account -> when its orders were acknowledged
+	paused  atomic.Bool
+	idle    sync.WaitGroup // clients not between a first send and its answer
+	running sync.WaitGroup
+	gate    chan struct{} // closed while not paused
+	gmu     sync.Mutex
+	streams []*subscriber
+	odd     []string // answers no retry explains
+}
+
+func newHistory(d *deployment) *history {
+	h := &history{d: d, sent: map[string]*attempt{}, acks: map[string][]time.Time{}, gate: make(chan struct{})}
+	close(h.gate)
+	return h
+}
+
+func (h *history) acked() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, a := range h.sent {
+		if a.acked {
+			n++
+		}
+	}
+	return n
+}
+
+// run starts n clients, each on one account, each order retried with its
+// id until acknowledged (200, or 409: the id was taken by an earlier try),
+// one order every pace (an account's orders and fills are read back in one
+// page of at most 500).
+func (h *history) run(ctx context.Context, n int, pace time.Duration) {
+	fast := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for c := range n {
+		h.running.Add(1)
+		go func() {
+			defer h.running.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 19))
+			acct := h.d.creds.Accounts[c%len(h.d.creds.Accounts)].AccountNumber
+			node := c % len(h.d.engines)
+			for k := 0; ctx.Err() == nil; k++ {
+				h.gmu.Lock()
+				gate := h.gate
+				h.gmu.Unlock()
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return
+				}
+				coid := fmt.Sprintf("c%d-%d", c, k)
+				side := []string{"buy", "sell"}[rng.IntN(2)]
+				body := map[string]any{"clientOrderId": coid, "instrument": "BTC-PERP", "side": side, "orderType": "market",
+					"quantity": fmt.Sprintf("0.0%d", 1+rng.IntN(9))}
+				h.mu.Lock()
+				h.sent[coid] = &attempt{account: acct}
+				h.mu.Unlock()
+				h.idle.Add(1)
+				for try := 0; ; try++ {
+					code, _, err := callClient(fast, h.d.engines[node].URL(), h.d.creds.TradingKey, "POST", "/api/trading/order?account="+acct, body)
+					if err == nil && (code == http.StatusOK || code == http.StatusConflict) {
+						h.mu.Lock()
+						h.sent[coid].acked = true
+						h.acks[acct] = append(h.acks[acct], time.Now())
+						h.mu.Unlock()
+						break
+					}
+					if err == nil && code != http.StatusServiceUnavailable && code != http.StatusAccepted {
+						h.mu.Lock()
+						h.odd = append(h.odd, fmt.Sprintf("order %s through %s: status %d", coid, h.d.engines[node].URL(), code))
+						h.mu.Unlock()
+						break
+					}
+					node = (node + 1) % len(h.d.engines)
+					if ctx.Err() != nil {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				h.idle.Done()
+				time.Sleep(pace)
+			}
+		}()
+	}
+}
+
+// pause lets every order in flight finish and holds the clients.
+func (h *history) pause() {
+	h.gmu.Lock()
+	h.gate = make(chan struct{})
+	h.gmu.Unlock()
+	h.idle.Wait()
+}
+
+func (h *history) resume() {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	select {
+	case <-h.gate:
+	default:
+		close(h.gate)
+	}
+}
+
+func (h *history) wait() {
+	h.resume()
+	h.running.Wait()
+}
+
+// outages is, over the accounts, the longest time between two of an
+// account's acknowledgements within [from, to].
+func (h *history) outages(from, to time.Time) (p50, p99, worst time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var gaps []time.Duration
+	for _, ts := range h.acks {
+		last := from
+		var longest time.Duration
+		for _, at := range ts {
+			if at.Before(from) || at.After(to) {
+				continue
+			}
+			longest = max(longest, at.Sub(last))
+			last = at
+		}
+		longest = max(longest, to.Sub(last))
+		gaps = append(gaps, longest)
+	}
+	slices.Sort(gaps)
+	if len(gaps) == 0 {
+		return 0, 0, 0
+	}
+	return gaps[len(gaps)/2], gaps[(len(gaps)*99)/100], gaps[len(gaps)-1]
+}
+
+// check reads every account through every running node: each acknowledged
+// order once, none twice, none never sent; positions and balance from the fills.
+func (h *history) check(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	sent := make(map[string]attempt, len(h.sent))
+	for k, v := range h.sent {
+		sent[k] = *v
+	}
+	odd := h.odd
+	h.odd = nil
+	h.mu.Unlock()
+	for _, o := range odd {
+		t.Error(o)
+	}
+	for _, a := range h.d.creds.Accounts {
+		orders := h.orders(t, a.AccountNumber)
+		for coid, n := range orders {
+			s, ok := sent[coid]
+			switch {
+			case !ok:
+				t.Errorf("%s: order %s was never sent", a.AccountNumber, coid)
+			case n > 1:
+				t.Errorf("%s: order %s exists %d times", a.AccountNumber, coid, n)
+			case s.account != a.AccountNumber:
+				t.Errorf("order %s of %s is on %s", coid, s.account, a.AccountNumber)
+			}
+		}
+		for coid, s := range sent {
+			if s.account == a.AccountNumber && s.acked && orders[coid] != 1 {
+				t.Errorf("%s: acknowledged order %s exists %d times", a.AccountNumber, coid, orders[coid])
+			}
+		}
+		h.recompute(t, a.AccountNumber)
+	}
+}
+
+// orders is an account's orders by clientOrderId, read through the first
+// node once the node's read models show every order this test saw acknowledged.
+func (h *history) orders(t *testing.T, account string) map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out := map[string]int{}
+		cursor := ""
+		ok := true
+		for {
+			code, b, err := call(h.d.engines[0].URL(), h.d.creds.TradingKey, "GET", "/api/account/orders?limit=500&account="+account+cursor, nil)
+			var page struct {
+				Orders []struct {
+					ClientOrderID string `json:"clientOrderId"`
+				} `json:"orders"`
+				NextCursor *string `json:"nextCursor"`
+			}
+			if err != nil || code != 200 || json.Unmarshal(b, &page) != nil {
+				ok = false
+				break
+			}
+			for _, o := range page.Orders {
+				out[o.ClientOrderID]++
+			}
+			if page.NextCursor == nil || *page.NextCursor == "" {
+				break
+			}
+			cursor = "&cursor=" + *page.NextCursor
+		}
+		if ok && h.complete(account, out) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// complete reports whether orders hold every order of account acknowledged so far.
+func (h *history) complete(account string, orders map[string]int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for coid, s := range h.sent {
+		if s.account == account && s.acked && orders[coid] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *history) recompute(t *testing.T, account string) {
+	t.Helper()
+	base := h.d.engines[0].URL()
+	var fills []struct {
+		Side        string         `json:"side"`
+		Quantity    events.Decimal `json:"quantity"`
+		RealizedPnl events.Decimal `json:"realizedPnl"`
+	}
+	cursor := ""
+	for {
+		_, b, err := call(base, h.d.creds.TradingKey, "GET", "/api/account/fills?limit=1000&account="+account+cursor, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Fills []struct {
+				Side        string         `json:"side"`
+				Quantity    events.Decimal `json:"quantity"`
+				RealizedPnl events.Decimal `json:"realizedPnl"`
+			} `json:"fills"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatalf("%s fills: %v: %s", account, err, b)
+		}
+		fills = append(fills, page.Fills...)
+		if page.NextCursor == nil || *page.NextCursor == "" {
+			break
+		}
+		cursor = "&cursor=" + *page.NextCursor
+	}
+	pos, realized := events.Int(0), events.Int(0)
+	for _, f := range fills {
+		if f.Side == "buy" {
+			pos = pos.Add(f.Quantity)
+		} else {
+			pos = pos.Sub(f.Quantity)
+		}
+		realized = realized.Add(f.RealizedPnl)
+	}
+	_, b, _ := call(base, h.d.creds.TradingKey, "GET", "/api/account/snapshot?account="+account, nil)
+	var snap struct {
+		Summary struct {
+			Balance     events.Decimal `json:"balance"`
+			RealizedPnl events.Decimal `json:"realizedPnl"`
+		} `json:"summary"`
+		Positions []struct {
+			Side     string         `json:"side"`
+			Quantity events.Decimal `json:"quantity"`
+		} `json:"positions"`
+	}
+	if err := json.Unmarshal(b, &snap); err != nil {
+		t.Fatalf("%s snapshot: %v: %s", account, err, b)
+	}
+	got := events.Int(0)
+	for _, p := range snap.Positions {
+		if p.Side == "short" {
+			got = got.Sub(p.Quantity)
+		} else {
+			got = got.Add(p.Quantity)
+		}
+	}
+	if got.Cmp(pos) != 0 {
+		t.Errorf("%s: position %s, its %d fills say %s", account, got, len(fills), pos)
+	}
+	if want := events.Int(50000).Add(realized); snap.Summary.Balance.Cmp(want) != 0 || snap.Summary.RealizedPnl.Cmp(realized) != 0 {
+		t.Errorf("%s: balance %s realized %s, fills say %s", account, snap.Summary.Balance, snap.Summary.RealizedPnl, realized)
+	}
+}
+
+// subscriber follows one account's stream through the nodes in turn,
+// reconnecting to the next node when its stream ends, and remembers every
+// revision it saw in order.
+type subscriber struct {
+	account string
+	mu      sync.Mutex
+	seen    []int
+	conns   int
+	done    chan struct{}
+}
+
+func (h *history) subscribe(ctx context.Context, account string) {
+	s := &subscriber{account: account, done: make(chan struct{})}
+	h.streams = append(h.streams, s)
+	go func() {
+		defer close(s.done)
+		for node := 0; ctx.Err() == nil; node = (node + 1) % len(h.d.engines) {
+			s.mu.Lock()
+			last := 0
+			if len(s.seen) > 0 {
+				last = s.seen[len(s.seen)-1]
+			}
+			s.conns++
+			s.mu.Unlock()
+			req, _ := http.NewRequestWithContext(ctx, "GET", h.d.engines[node].URL()+"/api/account/stream?account="+account, nil)
+			req.Header.Set("Authorization", "Bearer "+h.d.creds.TradingKey)
+			if last > 0 {
+				req.Header.Set("X-Engine-After", strconv.Itoa(last))
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+					n, _ := strconv.Atoi(id)
+					s.mu.Lock()
+					s.seen = append(s.seen, n)
+					s.mu.Unlock()
+				}
+			}
+			resp.Body.Close()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+}
+
+func (h *history) checkStreams(t *testing.T) {
+	for _, s := range h.streams {
+		<-s.done
+		s.mu.Lock()
+		for i := 1; i < len(s.seen); i++ {
+			if s.seen[i] < s.seen[i-1] {
+				t.Errorf("%s: the stream went from revision %d back to %d", s.account, s.seen[i-1], s.seen[i])
+				break
+			}
+		}
+		t.Logf("%s: %d frames over %d connections", s.account, len(s.seen), s.conns)
+		s.mu.Unlock()
+	}
+}
