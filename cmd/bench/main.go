@@ -59,6 +59,7 @@ type opts struct {
 	brDur        time.Duration
 	brIdle       time.Duration
 	brOrders     float64
+	cluster      clusterOpts
 	tmp          string
 	profile      string
 	out          io.Writer
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -104,6 +105,13 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.brDur, "brackets-duration", 30*time.Second, "brackets: how long quotes stream")
 	fs.DurationVar(&o.brIdle, "brackets-idle", 15*time.Second, "brackets: the idle window of ordinary orders before the stream")
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
+	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
+	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
+	fs.IntVar(&o.cluster.rounds, "cluster-rounds", 3, "cluster: kill -9 rounds, each killing the next node and starting it again")
+	fs.IntVar(&o.cluster.failClients, "cluster-fail-clients", 8, "cluster: clients of the light load during a kill")
+	fs.DurationVar(&o.cluster.pubDur, "cluster-pub-dur", 5*time.Second, "cluster: each raw append window, and the idle window of lease traffic")
+	fs.StringVar(&o.cluster.natsSync, "cluster-nats-sync", "always", "cluster: the nats-servers' sync_interval: always (fsync before each ack, as the operations guide asks) or default (every 2 minutes)")
+	fs.StringVar(&o.cluster.engine, "cluster-engine", "", "cluster: an engine binary to run (default: ./cmd/engine built from the working tree)")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
 	fs.StringVar(&o.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "pg phase: the PostgreSQL database a fresh schema of read models is made in (DATABASE_URL)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
@@ -119,6 +127,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if o.sync != "always" && o.sync != "interval" {
 		return fmt.Errorf("sync %q is neither always nor interval", o.sync)
+	}
+	if o.cluster.natsSync != "always" && o.cluster.natsSync != "default" {
+		return fmt.Errorf("cluster-nats-sync %q is neither always nor default", o.cluster.natsSync)
 	}
 	o.out = os.Stdout
 	logTo(io.Discard, slog.LevelWarn)
@@ -395,6 +406,13 @@ func bench(ctx context.Context, o opts) error {
 		bracketRows(brk, res, o)
 	}
 
+	var clu *clusterReport
+	if o.phases["cluster"] {
+		if clu, err = clusterPhase(ctx, o, payload); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+
 	if len(main.rows) > 0 {
 		main.print(o.out, fmt.Sprintf("Engine against raw JetStream (sync=%s, %d workers, %d cores; median of runs, range in brackets)", o.sync, o.workers, runtime.NumCPU()))
 	}
@@ -403,6 +421,9 @@ func bench(ctx context.Context, o opts) error {
 	}
 	if len(brk.rows) > 0 {
 		brk.print(o.out, fmt.Sprintf("Brackets (issue 14; sync=%s, %d cores): baseline = idle window, engine = under the quote stream", o.sync, runtime.NumCPU()))
+	}
+	if clu != nil {
+		clu.print(o.out)
 	}
 	for _, f := range failures {
 		fmt.Fprintln(o.out, "error:", f)
