@@ -21,7 +21,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -81,17 +80,31 @@ type Cluster struct {
 	leases jetstream.KeyValue
 
 	mu     sync.RWMutex
-	owners []owner  // partition -> owner, as the lease bucket last said
-	held   []lease  // this node's leases by partition (rev 0: not held)
-	live   []string // live nodes, sorted
-	leader lease    // this node's leader lease (rev 0: not held)
+	owners []owner              // partition -> owner, as the lease bucket last said
+	held   []lease              // this node's leases by partition (rev 0: not held)
+	live   []string             // live nodes, sorted (settle)
+	since  map[string]time.Time // when each listed node was first listed without a break
+	leader lease                // this node's leader lease (rev 0: not held)
 	lead   context.CancelFunc
 	leadWG sync.WaitGroup
+
+	// The lease store's outage, as this node sees it: renewals that time out
+	// (the bucket's stream is electing a leader) rather than being refused.
+	downSince time.Time // zero: the last renewal reached the store
+	tried     time.Time // the last renewal attempt
 
 	stop   context.CancelFunc
 	done   chan struct{}
 	closed atomic.Bool
 }
+
+// MaxOutage bounds how long a node keeps acting on its leases while the
+// lease store cannot be reached (a NATS election takes 4 to 9 s). Nobody can
+// take a lease from a store that answers no one; a node that itself stopped
+// (paused, cut off) makes no attempts and gets no grace; and the log's
+// expected-sequence guard keeps two owners of the moment from both
+// committing on one account.
+const MaxOutage = 15 * time.Second
 
 type owner struct {
 	node    string
@@ -180,8 +193,20 @@ func (c *Cluster) Owns(id string) bool { return c.OwnsPartition(c.PartitionOf(id
 func (c *Cluster) OwnsPartition(p int) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	l := c.held[p]
-	return l.rev > 0 && time.Now().Before(l.until)
+	return c.valid(c.held[p], time.Now())
+}
+
+// valid reports whether a held lease may be acted on at now: before its
+// time, or within MaxOutage of it while this node keeps trying (a tick
+// within the last TTL) a store that does not answer. c.mu is held.
+func (c *Cluster) valid(l lease, now time.Time) bool {
+	if l.rev == 0 {
+		return false
+	}
+	if now.Before(l.until) {
+		return true
+	}
+	return !c.downSince.IsZero() && now.Sub(c.tried) < c.cfg.TTL && now.Before(l.until.Add(MaxOutage))
 }
 
 // Owner is the node holding the lease of id's partition as the lease bucket
@@ -190,7 +215,7 @@ func (c *Cluster) Owner(id string) string {
 	p := c.PartitionOf(id)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.held[p].rev > 0 && time.Now().Before(c.held[p].until) {
+	if c.valid(c.held[p], time.Now()) {
 		return c.cfg.Node
 	}
 	o := c.owners[p]
@@ -222,7 +247,7 @@ func (c *Cluster) Status() Status {
 	s := Status{Node: c.cfg.Node, Live: append([]string(nil), c.live...)}
 	now := time.Now()
 	for _, l := range c.held {
-		if l.rev > 0 && now.Before(l.until) {
+		if c.valid(l, now) {
 			s.Owned++
 		}
 	}
@@ -315,20 +340,27 @@ func (c *Cluster) value() []byte {
 func (c *Cluster) tick(ctx context.Context) {
 	tctx, cancel := context.WithTimeout(ctx, c.cfg.TTL/2)
 	defer cancel()
+	c.mu.Lock()
+	// A tick long after the last one (a paused process) proves nothing
+	// about the store: no grace until a renewal says so again.
+	if time.Since(c.tried) > c.cfg.TTL {
+		c.downSince = time.Time{}
+	}
+	c.tried = time.Now()
+	c.mu.Unlock()
 	if _, err := c.nodes.Put(tctx, "n."+c.cfg.Node, c.value()); err != nil {
 		slog.Warn("cluster: announce", "node", c.cfg.Node, "err", err)
 	}
-	live, err := c.liveNodes(tctx)
-	if err != nil {
-		slog.Warn("cluster: live nodes", "err", err)
-		live = nil
-	}
-	if !slices.Contains(live, c.cfg.Node) {
-		live = append(live, c.cfg.Node)
-		sort.Strings(live)
-	}
+	listed, err := c.liveNodes(tctx)
 	c.mu.Lock()
-	c.live = live
+	if err != nil {
+		// The store does not answer: keep the last view rather than a
+		// cluster of one, which would take every partition.
+		slog.Warn("cluster: live nodes", "err", err)
+	} else {
+		c.live = c.settle(listed, time.Now())
+	}
+	live := c.live
 	c.mu.Unlock()
 
 	// Renew and hand over first, in parallel: a slow round trip must not
@@ -353,6 +385,33 @@ func (c *Cluster) tick(ctx context.Context) {
 	}
 	wg.Wait()
 	c.tickLeader(tctx)
+}
+
+// settle is the live set partitions are spread over: the nodes listed now
+// that were listed for a TTL without a break, and this node. A node that is
+// missing from a list leaves at once (its partitions move when its leases
+// expire); one that appears, or reappears after the store lost its
+// announcement, counts only once it stayed, so a flickering view hands
+// nothing over. c.mu is held.
+func (c *Cluster) settle(listed []string, now time.Time) []string {
+	if c.since == nil {
+		c.since = map[string]time.Time{}
+	}
+	next := make(map[string]time.Time, len(listed))
+	live := []string{c.cfg.Node}
+	for _, n := range listed {
+		at, ok := c.since[n]
+		if !ok {
+			at = now
+		}
+		next[n] = at
+		if n != c.cfg.Node && now.Sub(at) >= c.cfg.TTL {
+			live = append(live, n)
+		}
+	}
+	c.since = next
+	sort.Strings(live)
+	return live
 }
 
 func (c *Cluster) liveNodes(ctx context.Context) ([]string, error) {
@@ -398,13 +457,24 @@ func (c *Cluster) renew(ctx context.Context, p int, l lease) {
 	if err == nil {
 		c.mu.Lock()
 		c.held[p] = lease{rev: rev, until: sent.Add(c.cfg.TTL * 3 / 4)}
+		c.downSince = time.Time{}
 		c.mu.Unlock()
 		return
 	}
 	var apiErr *jetstream.APIError
 	refused := errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == 10164) ||
 		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
-	if refused || time.Now().After(l.until) {
+	if !refused {
+		c.mu.Lock()
+		if c.downSince.IsZero() {
+			c.downSince = sent
+		}
+		c.mu.Unlock()
+	}
+	c.mu.RLock()
+	ok := c.valid(l, time.Now())
+	c.mu.RUnlock()
+	if refused || !ok {
 		slog.Warn("cluster: lost a partition's lease", "node", c.cfg.Node, "partition", p, "err", err)
 		c.drop(p)
 	}

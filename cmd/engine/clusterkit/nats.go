@@ -129,6 +129,25 @@ func (n *NATS) Start(i int) {
 	n.waitReady(n.t, i)
 }
 
+// StartAll starts every server that is not running, at once (one alone has
+// no quorum and cannot answer), and waits until each answers.
+func (n *NATS) StartAll() {
+	n.t.Helper()
+	var started []int
+	for i, s := range n.servers {
+		if s.running() {
+			continue
+		}
+		if err := s.start(); err != nil {
+			n.t.Fatal(err)
+		}
+		started = append(started, i)
+	}
+	for _, i := range started {
+		n.waitReady(n.t, i)
+	}
+}
+
 // Running reports whether server i is running (a stopped one is).
 func (n *NATS) Running(i int) bool { return n.servers[i].running() }
 

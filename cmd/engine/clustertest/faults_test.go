@@ -77,9 +77,7 @@ func TestClusterUnderFaults(t *testing.T) {
 			for i := range 3 {
 				d.nats.Kill(i)
 			}
-			for i := range 3 {
-				d.nats.Start(i)
-			}
+			d.nats.StartAll()
 		}},
 		{"rolling SIGTERM restart of every engine", 5 * time.Second, func(t *testing.T) {
 			for _, e := range d.engines {
@@ -101,6 +99,7 @@ func TestClusterUnderFaults(t *testing.T) {
 				r.name, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), h.acked())
 			if worst > r.bound {
 				t.Errorf("an account went %v without an acknowledged order, want at most %v", worst, r.bound)
+				d.dumpWarnings(t, at)
 			}
 			h.check(t)
 			h.resume()
@@ -479,5 +478,24 @@ func (h *history) checkStreams(t *testing.T) {
 		}
 		t.Logf("%s: %d frames over %d connections", s.account, len(s.seen), s.conns)
 		s.mu.Unlock()
+	}
+}
+
+// dumpWarnings logs what the engines warned of since at (a failed round).
+func (d *deployment) dumpWarnings(t *testing.T, at time.Time) {
+	for i, e := range d.engines {
+		n := 0
+		for _, line := range strings.Split(e.Log(), "\n") {
+			var l struct {
+				Time  time.Time `json:"time"`
+				Level string    `json:"level"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Time.Before(at) || l.Level == "INFO" {
+				continue
+			}
+			if n++; n <= 15 {
+				t.Logf("n%d: %s", i+1, line)
+			}
+		}
 	}
 }
