@@ -672,6 +672,7 @@ type clusterLoad struct {
 	Engine    time.Duration   // summed over the engines
 	NATS      time.Duration   // summed over the servers
 	Busy      float64         // cores busy on the machine
+	Others    float64         // of which not the deployment's processes nor this one
 	Forwarded float64         // share of the orders an engine forwarded to another
 	Leases    float64         // writes/s to the lease bucket
 	Nodes     float64         // writes/s to the node bucket
@@ -724,6 +725,7 @@ func (d *deployment) load(ctx context.Context, o opts, tag string) clusterLoad {
 	}
 	secs := b.at.Sub(a.at).Seconds()
 	l.Busy = (b.machine - a.machine).Seconds() / secs
+	l.Others = l.Busy - (l.Engine+l.NATS+s.CPU).Seconds()*float64(s.N)/secs
 	if s.N > 0 {
 		l.Forwarded = (b.forwards - a.forwards) / float64(s.N)
 	}
@@ -740,8 +742,8 @@ func (l clusterLoad) String() string {
 		}
 		return strings.Join(p, "+")
 	}
-	return fmt.Sprintf("%s; engines %sus, servers %sus CPU/order; %.2f cores busy; forwarded %.0f%%; non-200 %v",
-		l.sample, us(l.Engines), us(l.Servers), l.Busy, 100*l.Forwarded, l.Codes)
+	return fmt.Sprintf("%s; engines %sus, servers %sus CPU/order; %.2f cores busy (%.2f by other processes); forwarded %.0f%%; non-200 %v",
+		l.sample, us(l.Engines), us(l.Servers), l.Busy, l.Others, 100*l.Forwarded, l.Codes)
 }
 
 // rawAppend is one publisher on d's servers keeping inflight asynchronous
@@ -1149,6 +1151,7 @@ func clusterPhase(ctx context.Context, o opts, payload []byte) (*clusterReport, 
 	row3("  the busiest nats-server's CPU per order (us)", us(slices.Max(one.Servers)), us(slices.Max(many.Servers)), f0)
 	row3("load generator (bench) CPU per order (us)", us(one.CPU), us(many.CPU), f0)
 	row3("machine busy during the window (cores)", one.Busy, many.Busy, f2)
+	t.add(row{"  of which other processes than these and the bench (cores)", f2(one.Others), f2(many.Others), "-", "~0", "-"})
 	t.add(row{"orders forwarded to their owner (share)", "-", fmt.Sprintf("%.0f%%", 100*many.Forwarded), "-", "~67% (2 of 3 nodes)", "-"})
 	t.add(row{"non-200 answers in the window", fmt.Sprint(one.Errors), fmt.Sprint(many.Errors), "-", "0", passIf(one.Errors == 0 && many.Errors == 0)})
 	row3("raw append, 1 publisher, 64 async in flight (msgs/s)", raw1.Rate, raw3.Rate, f0)
