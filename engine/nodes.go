@@ -384,7 +384,7 @@ func (e *Engine) forward(ctx context.Context, accountID string, env commands.Env
 func (e *Engine) send(ctx context.Context, owner, accountID string, data []byte) (Result, error, bool) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	msg, err := e.cfg.Log.Conn().RequestWithContext(rctx, e.forwardSubject(owner), data)
+	msg, err := e.request(rctx, owner, accountID, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return Result{}, errOwnerUnavailable(accountID, owner), true
@@ -424,6 +424,40 @@ func (e *Engine) send(ctx context.Context, owner, accountID string, data []byte)
 	}
 	e.forwarded("failed")
 	return Result{}, fmt.Errorf("at %s: %s", owner, w.Msg), false
+}
+
+// errOwnerLapsed ends a forward whose owner's lease lapsed before it answered.
+var errOwnerLapsed = errors.New("the owner's lease lapsed before it answered")
+
+// request sends a forward and waits for its answer, but no longer than the
+// owner's lease lives: an owner that stopped answering (paused, cut off)
+// can no longer commit by its own clock once its lease lapsed, so waiting
+// longer tells nothing more (the outcome is unknown: retry with the same id,
+// which reaches the next owner).
+func (e *Engine) request(ctx context.Context, owner, accountID string, data []byte) (*nats.Msg, error) {
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan answer, 1)
+	go func() {
+		m, err := e.cfg.Log.Conn().RequestWithContext(ctx, e.forwardSubject(owner), data)
+		ch <- answer{m, err}
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case a := <-ch:
+			return a.msg, a.err
+		case <-tick.C:
+			if e.nodes.cl.Owner(accountID) != owner {
+				return nil, errOwnerLapsed
+			}
+		}
+	}
 }
 
 func (e *Engine) forwarded(outcome string) {
