@@ -189,7 +189,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evorg.Created{}, evorg.MemberInvited{}, evorg.MemberJoined{}, evorg.MemberRemoved{}, evorg.InvitationWithdrawn{},
 		evplan.Saved{}, evplan.Deleted{},
 		evfirm.WebhookRegistered{}, evfirm.WebhookRemoved{}, evfirm.RegistrationCreated{}, evfirm.RegistrationRefreshed{},
-		evfirm.RegistrationRevoked{}, evfirm.RegistrationLinked{}, evfirm.DeliveryAttempted{},
+		evfirm.RegistrationRevoked{}, evfirm.RegistrationLinked{}, evfirm.DeliveryAttempted{}, evfirm.DeliveryStarted{},
 	}
 	if len(all) != len(reg) {
 		t.Fatalf("the test lists %d event types, the registries %d: list the new ones", len(all), len(reg))

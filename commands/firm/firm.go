@@ -355,6 +355,20 @@ func (c *RecordAttempts) Validate() error {
 	return nil
 }
 
+// StartAttempt claims an attempt of a delivery in the endpoint's ledger
+// before it is sent (evfirm.DeliveryStarted).
+type StartAttempt struct {
+	Start evfirm.DeliveryStarted
+}
+
+// Validate checks the shape.
+func (c *StartAttempt) Validate() error {
+	if c.Start.DeliveryID == "" || c.Start.WebhookID == "" || c.Start.Attempt < 1 {
+		return commands.BadRequest("an attempt needs a delivery, a webhook and an attempt number")
+	}
+	return nil
+}
+
 // AccountID is the id of the account a firm provisions under referenceId:
 // derived, so that provisioning is idempotent on the account's own aggregate.
 func AccountID(tenantID, referenceID string) string {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,10 @@ import (
 	"github.com/svc/engine/events"
 	evfirm "github.com/svc/engine/events/firm"
 )
+
+// AttemptHeader numbers a delivery's attempts from 1: each number is sent
+// at most once, whatever node delivers.
+const AttemptHeader = "Webhook-Attempt"
 
 // startLoop starts ep's worker; r.mu held.
 func (r *Reactor) startLoop(ep *endpoint) {
@@ -101,8 +106,26 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 			ep.signal()
 		}
 	}()
-	out := r.safeSend(r.sendCtx, ep.tenant, ep.id, ep.url, d.ev.Type, d.body)
-	d.attempts++
+	n := d.attempts + 1
+	if err := r.claim(ep, d, n); err != nil {
+		release()
+		if errors.Is(err, ErrAttemptTaken) {
+			// Another node took this attempt (this one was paused past the
+			// leader lease): it delivers; this node lets the delivery go.
+			ep.signal()
+			return
+		}
+		slog.Warn("webhook: could not claim an attempt; trying again", "webhook", ep.id, "delivery", d.ev.ID, "err", err)
+		select {
+		case <-time.After(time.Second):
+		case <-r.ctx.Done():
+			return
+		}
+		ep.push(d)
+		return
+	}
+	out := r.safeSend(r.sendCtx, ep.tenant, ep.id, ep.url, d.ev.Type, n, d.body)
+	d.attempts = n
 	a := evfirm.DeliveryAttempted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, EventType: d.ev.Type,
 		Attempt: d.attempts, Status: out.Status, At: r.cfg.Now().UTC()}
 	fill(&a, out)
@@ -118,6 +141,18 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 	} else {
 		ep.signal()
 	}
+}
+
+// claim takes attempt n of d in the endpoint's ledger before it is sent, and
+// returns once that is committed (ErrAttemptTaken: another node has it).
+func (r *Reactor) claim(ep *endpoint, d *delivery, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := r.cfg.Now().UTC()
+	env := commands.Envelope{ID: ulid.Make(), At: now, Principal: events.Principal{System: "webhook"},
+		Cmd: &firmcmd.StartAttempt{Start: evfirm.DeliveryStarted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, Attempt: n, At: now}}}
+	_, err := r.ledger.Execute(ctx, ep.tenant+"."+ep.id, env)
+	return err
 }
 
 func fill(a *evfirm.DeliveryAttempted, out Outcome) {
@@ -203,7 +238,7 @@ func (r *Reactor) commit(key string, batch []evfirm.DeliveryAttempted) (err erro
 // safeSend is send with a panic contained to its one attempt: the attempt is
 // a failure (retried on the schedule) and the panic is logged with the
 // endpoint's id and never its URL or secret.
-func (r *Reactor) safeSend(ctx context.Context, tenant, webhookID, target, eventType string, body []byte) (out Outcome) {
+func (r *Reactor) safeSend(ctx context.Context, tenant, webhookID, target, eventType string, attempt int, body []byte) (out Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			msg := fmt.Sprint(v)
@@ -220,12 +255,12 @@ func (r *Reactor) safeSend(ctx context.Context, tenant, webhookID, target, event
 			out = Outcome{Status: "failed", Error: &e}
 		}
 	}()
-	return r.send(ctx, tenant, webhookID, target, body)
+	return r.send(ctx, tenant, webhookID, target, attempt, body)
 }
 
 // send makes one signed POST; a 2xx answer is success. Errors never carry the
 // URL (it may hold a token) or the secret.
-func (r *Reactor) send(ctx context.Context, tenant, webhookID, target string, body []byte) Outcome {
+func (r *Reactor) send(ctx context.Context, tenant, webhookID, target string, attempt int, body []byte) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	fail := func(msg string, code *int) Outcome { return Outcome{Status: "failed", ResponseCode: code, Error: &msg} }
@@ -235,6 +270,7 @@ func (r *Reactor) send(ctx context.Context, tenant, webhookID, target string, bo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "svc-webhooks/1")
+	req.Header.Set(AttemptHeader, strconv.Itoa(attempt))
 	req.Header.Set(SignatureHeader, Sign(Secret(r.cfg.Key, tenant, webhookID), r.cfg.Now(), body))
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -277,7 +313,7 @@ func (r *Reactor) Ping(ctx context.Context, tenant, webhookID, target string) Ou
 	now := r.cfg.Now().UTC()
 	ev := Event{ID: "evt_ping_" + ulid.Make().String(), Type: evfirm.TypePing, CreatedAt: now,
 		Data: map[string]any{"webhookId": webhookID}}
-	out := r.safeSend(ctx, tenant, webhookID, target, ev.Type, encode(ev))
+	out := r.safeSend(ctx, tenant, webhookID, target, ev.Type, 1, encode(ev))
 	a := evfirm.DeliveryAttempted{DeliveryID: ev.ID, TenantID: tenant, WebhookID: webhookID, EventType: ev.Type,
 		Attempt: 1, Status: out.Status, At: r.cfg.Now().UTC()}
 	fill(&a, out)

@@ -52,7 +52,7 @@ func TestAPanicInTheSenderIsAFailedAttempt(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	r := &Reactor{cfg: Config{Key: key, Now: time.Now, Timeout: time.Second},
 		client: &http.Client{Transport: panicky{"boom at " + target + " with " + secret}}}
-	out := r.safeSend(context.Background(), "f", "w1", target, "ping", []byte(`{}`))
+	out := r.safeSend(context.Background(), "f", "w1", target, "ping", 1, []byte(`{}`))
 	if out.Status != "failed" || out.Error == nil || out.ResponseCode != nil {
 		t.Fatalf("outcome %+v", out)
 	}

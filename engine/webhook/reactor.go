@@ -107,7 +107,39 @@ type Reactor struct {
 	flight   sync.WaitGroup       // attempts in flight
 }
 
-type ledger struct{}
+// ledger is an endpoint's delivery ledger: the highest attempt number each
+// delivery has taken (started or recorded).
+type ledger struct{ taken map[string]int }
+
+// ErrAttemptTaken refuses a start of an attempt the ledger holds already.
+var ErrAttemptTaken = commands.Refuse(409, "attempt_taken", "this attempt of the delivery was taken already", nil)
+
+func decideLedger(l *ledger, env commands.Envelope) ([]events.Event, error) {
+	switch c := env.Cmd.(type) {
+	case *firmcmd.StartAttempt:
+		if l.taken[c.Start.DeliveryID] >= c.Start.Attempt {
+			return nil, ErrAttemptTaken
+		}
+		return []events.Event{c.Start}, nil
+	case *firmcmd.RecordAttempts:
+		out := make([]events.Event, 0, len(c.Attempts))
+		for _, a := range c.Attempts {
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("webhook: no decision for %T", env.Cmd)
+}
+
+func applyLedger(l *ledger, e events.Event) *ledger {
+	switch e := e.(type) {
+	case evfirm.DeliveryStarted:
+		l.taken[e.DeliveryID] = max(l.taken[e.DeliveryID], e.Attempt)
+	case evfirm.DeliveryAttempted:
+		l.taken[e.DeliveryID] = max(l.taken[e.DeliveryID], e.Attempt)
+	}
+	return l
+}
 
 type delivery struct {
 	ev       Event
@@ -180,19 +212,9 @@ func New(cfg Config) (*Reactor, error) {
 	r.ledger = mailbox.NewGroup(mailbox.Kind[*ledger]{
 		Name:    "webhook",
 		Subject: evfirm.DeliverySubject,
-		New:     func(string) *ledger { return &ledger{} },
-		Decide: func(_ *ledger, env commands.Envelope) ([]events.Event, error) {
-			c, ok := env.Cmd.(*firmcmd.RecordAttempts)
-			if !ok {
-				return nil, fmt.Errorf("webhook: no decision for %T", env.Cmd)
-			}
-			out := make([]events.Event, 0, len(c.Attempts))
-			for _, a := range c.Attempts {
-				out = append(out, a)
-			}
-			return out, nil
-		},
-		Apply: func(l *ledger, _ events.Event) *ledger { return l },
+		New:     func(string) *ledger { return &ledger{taken: map[string]int{}} },
+		Decide:  decideLedger,
+		Apply:   applyLedger,
 	}, cfg.Log, cfg.Registry, cfg.Observer)
 	return r, nil
 }
@@ -224,6 +246,21 @@ func (r *Reactor) Start(ctx context.Context) error {
 			}
 			if events.IsKind(c.Subject, events.KindWebhook) {
 				for _, e := range c.Events {
+					if st, ok := e.(evfirm.DeliveryStarted); ok {
+						// An attempt started counts as made, whether or not
+						// its outcome was recorded (its node may have died
+						// sending it): the next one follows the schedule.
+						k := pendingKey{st.DeliveryID, st.WebhookID}
+						if d, ok := pending[k]; ok && st.Attempt > d.attempts {
+							d.attempts = st.Attempt
+							if st.Attempt > len(r.cfg.Backoff) {
+								delete(pending, k)
+							} else {
+								d.nextAt = st.At.Add(r.cfg.Backoff[st.Attempt-1])
+							}
+						}
+						continue
+					}
 					a, ok := e.(evfirm.DeliveryAttempted)
 					if !ok {
 						continue

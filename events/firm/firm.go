@@ -89,6 +89,19 @@ type RegistrationLinked struct {
 	At             time.Time `json:"at"`
 }
 
+// DeliveryStarted claims attempt Attempt of a delivery before it is sent:
+// the endpoint's ledger takes each attempt number once, so two nodes that
+// both believe they deliver (a leader paused past its lease, then resumed)
+// never both send it, and an attempt started whose outcome never came is
+// known as made.
+type DeliveryStarted struct {
+	DeliveryID string    `json:"deliveryId"`
+	TenantID   string    `json:"tenantId"`
+	WebhookID  string    `json:"webhookId"`
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+}
+
 // DeliveryAttempted records one attempt to deliver a webhook event to an
 // endpoint: its outcome and, when it failed and attempts remain, when the next
 // one is due.
@@ -113,6 +126,7 @@ func (RegistrationRefreshed) Type() string { return "firm.registration_refreshed
 func (RegistrationRevoked) Type() string   { return "firm.registration_revoked.v1" }
 func (RegistrationLinked) Type() string    { return "firm.registration_linked.v1" }
 func (DeliveryAttempted) Type() string     { return "webhook.delivery_attempted.v1" }
+func (DeliveryStarted) Type() string       { return "webhook.delivery_started.v1" }
 
 // VenueID is the venue id (a UUID) under which operators reach the firm's
 // records: derived from the tenant id, so it needs no event of its own.

@@ -205,6 +205,94 @@ func (z *DeliveryAttempted) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *DeliveryStarted) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "deliveryId"
+	o = append(o, 0x85, 0xaa, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64)
+	o = msgp.AppendString(o, z.DeliveryID)
+	// string "tenantId"
+	o = append(o, 0xa8, 0x74, 0x65, 0x6e, 0x61, 0x6e, 0x74, 0x49, 0x64)
+	o = msgp.AppendString(o, z.TenantID)
+	// string "webhookId"
+	o = append(o, 0xa9, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64)
+	o = msgp.AppendString(o, z.WebhookID)
+	// string "attempt"
+	o = append(o, 0xa7, 0x61, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74)
+	o = msgp.AppendInt(o, z.Attempt)
+	// string "at"
+	o = append(o, 0xa2, 0x61, 0x74)
+	o = msgp.AppendTimeExt(o, z.At)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DeliveryStarted) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "deliveryId":
+			z.DeliveryID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DeliveryID")
+				return
+			}
+		case "tenantId":
+			z.TenantID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TenantID")
+				return
+			}
+		case "webhookId":
+			z.WebhookID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WebhookID")
+				return
+			}
+		case "attempt":
+			z.Attempt, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Attempt")
+				return
+			}
+		case "at":
+			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *DeliveryStarted) Msgsize() (s int) {
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.DeliveryID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 10 + msgp.StringPrefixSize + len(z.WebhookID) + 8 + msgp.IntSize + 3 + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *RegistrationCreated) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields

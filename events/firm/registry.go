@@ -12,5 +12,6 @@ func Registry() events.Registry {
 		RegistrationRevoked{}.Type():   events.Of[RegistrationRevoked](),
 		RegistrationLinked{}.Type():    events.Of[RegistrationLinked](),
 		DeliveryAttempted{}.Type():     events.Of[DeliveryAttempted](),
+		DeliveryStarted{}.Type():       events.Of[DeliveryStarted](),
 	}
 }
