@@ -113,6 +113,8 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
 	fs.BoolVar(&c.Firm.WebhookAllowPrivate, "webhook-allow-private", env("ENGINE_WEBHOOK_ALLOW_PRIVATE", "") == "true" || env("ENGINE_WEBHOOK_ALLOW_PRIVATE", "") == "1",
 		"let webhooks and the news image proxy reach private, loopback and link-local addresses; local development only (ENGINE_WEBHOOK_ALLOW_PRIVATE)")
+	backoff := env("ENGINE_WEBHOOK_BACKOFF", "")
+	fs.StringVar(&backoff, "webhook-backoff", backoff, "the 5 waits between a webhook's 6 attempts, comma-separated durations (1m,5m,30m,2h,6h24m when empty) (ENGINE_WEBHOOK_BACKOFF)")
 	fs.StringVar(&c.Firm.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
 	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
 	fs.StringVar(&c.SMTPURL, "smtp-url", env("ENGINE_SMTP_URL", ""), "smtp://user:pass@host:587 (STARTTLS) or smtps://...:465 for mail; empty: .eml files under <data-dir>/mail (ENGINE_SMTP_URL)")
@@ -144,6 +146,18 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return c, err
 	}
 	c.Stream = c.Deployment.CommitStream()
+	if backoff != "" {
+		for _, part := range strings.Split(backoff, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(part))
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("ENGINE_WEBHOOK_BACKOFF: %q is not a positive duration", part)
+			}
+			c.Firm.WebhookBackoff = append(c.Firm.WebhookBackoff, d)
+		}
+		if len(c.Firm.WebhookBackoff) != 5 {
+			return c, fmt.Errorf("ENGINE_WEBHOOK_BACKOFF: %d waits, want 5 (between 6 attempts)", len(c.Firm.WebhookBackoff))
+		}
+	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + c.Listen
 	}
