@@ -518,6 +518,8 @@ func (e DeliveryOutcomeStatus) Valid() bool {
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAccountLimitReached       ErrorCode = "account_limit_reached"
+	ErrorCodeAccountNotOwned           ErrorCode = "account_not_owned"
+	ErrorCodeAccountUnresolved         ErrorCode = "account_unresolved"
 	ErrorCodeAlreadyMember             ErrorCode = "already_member"
 	ErrorCodeAmountPrecisionExceeded   ErrorCode = "amount_precision_exceeded"
 	ErrorCodeApiKeyRequired            ErrorCode = "api_key_required"
@@ -571,6 +573,8 @@ const (
 	ErrorCodeOriginNotAllowed          ErrorCode = "origin not allowed"
 	ErrorCodeOriginNotAllowed1         ErrorCode = "origin_not_allowed"
 	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
+	ErrorCodeOwnerUnavailable          ErrorCode = "owner_unavailable"
+	ErrorCodeOwnershipUnavailable      ErrorCode = "ownership_unavailable"
 	ErrorCodePaymentRequired           ErrorCode = "payment_required"
 	ErrorCodePermissionDenied          ErrorCode = "permission_denied"
 	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
@@ -610,6 +614,10 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeAccountLimitReached:
+		return true
+	case ErrorCodeAccountNotOwned:
+		return true
+	case ErrorCodeAccountUnresolved:
 		return true
 	case ErrorCodeAlreadyMember:
 		return true
@@ -716,6 +724,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeOriginNotAllowed1:
 		return true
 	case ErrorCodeOutcomeUnknown:
+		return true
+	case ErrorCodeOwnerUnavailable:
+		return true
+	case ErrorCodeOwnershipUnavailable:
 		return true
 	case ErrorCodePaymentRequired:
 		return true
