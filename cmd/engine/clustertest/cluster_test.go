@@ -43,6 +43,7 @@ func callClient(c *http.Client, base, key, method, path string, body any) (int, 
 
 type creds struct {
 	TradingKey string `json:"tradingKey"`
+	PartnerKey string `json:"partnerKey"`
 	Accounts   []struct {
 		AccountNumber string `json:"accountNumber"`
 		AccountID     string `json:"accountId"`
@@ -71,17 +72,21 @@ type deployment struct {
 	name    string // ENGINE_DEPLOYMENT
 }
 
-func startDeployment(t *testing.T, n int, databaseURL string, accounts int) *deployment {
+func startDeployment(t *testing.T, n int, databaseURL string, accounts int, env map[string]string) *deployment {
 	t.Helper()
 	root := t.TempDir()
 	name := clusterkit.NewDeployment()
 	d := &deployment{nats: clusterkit.StartNATS(t, filepath.Join(root, "nats")), name: name}
 	key := clusterkit.NewSecretKey()
+	vars := map[string]string{"ENGINE_DEMO_ACCOUNTS": strconv.Itoa(accounts), "ENGINE_RATE_LIMIT": "0"}
+	for k, v := range env {
+		vars[k] = v
+	}
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
 		// One node after the other: the first makes the sandbox's demo tenant.
 		e := clusterkit.StartEngine(t, clusterkit.EngineOptions{Node: fmt.Sprintf("n%d", i+1), NATSURLs: d.nats.URLs(), DatabaseURL: databaseURL,
-			Deployment: name, Dir: dir, SecretKey: key, Env: map[string]string{"ENGINE_DEMO_ACCOUNTS": strconv.Itoa(accounts), "ENGINE_RATE_LIMIT": "0"}})
+			Deployment: name, Dir: dir, SecretKey: key, Env: vars})
 		d.engines = append(d.engines, e)
 		d.dirs = append(d.dirs, dir)
 	}
