@@ -29,6 +29,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc/engine/engine/eventlog"
 )
 
 // Defaults of Config.
@@ -149,22 +151,13 @@ func bucket(ctx context.Context, cfg Config, kind string) (jetstream.KeyValue, e
 	name := cfg.Name + "_" + kind
 	kc := jetstream.KeyValueConfig{Bucket: name, History: 1, TTL: cfg.TTL, Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
 		Description: "engine cluster " + kind + " (leases expire " + cfg.TTL.String() + " after their last renewal)"}
-	var err error
-	// Nodes starting at once race to create the bucket; the server answers
-	// one and lets the others time out: a timeout is tried again.
-	for attempt := 0; attempt < 5; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		var kv jetstream.KeyValue
-		kv, err = cfg.JS.CreateOrUpdateKeyValue(actx, kc)
-		cancel()
-		if err == nil {
-			return kv, nil
-		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(100*(attempt+1)) * time.Millisecond)
+	var kv jetstream.KeyValue
+	err := eventlog.RetryTimeouts(ctx, func(ctx context.Context) (err error) {
+		kv, err = cfg.JS.CreateOrUpdateKeyValue(ctx, kc)
+		return err
+	})
+	if err == nil {
+		return kv, nil
 	}
 	return nil, fmt.Errorf("cluster: bucket %s: %w", name, err)
 }

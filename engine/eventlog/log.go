@@ -232,31 +232,43 @@ func (l *Log) ensureStream(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// createStream creates or updates the stream. Nodes starting at once on a
-// fresh cluster race to create it: the server answers one and lets the
-// others time out, so a timeout is tried again (the stream is then found as
-// the winner made it) rather than read as a refusal.
+// createStream creates or updates the commit stream (CreateStream).
 func (l *Log) createStream(ctx context.Context, sc jetstream.StreamConfig) (jetstream.Stream, error) {
+	return CreateStream(ctx, l.js, sc)
+}
+
+// CreateStream creates or updates a stream (RetryTimeouts).
+func CreateStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (jetstream.Stream, error) {
+	var st jetstream.Stream
+	err := RetryTimeouts(ctx, func(ctx context.Context) (err error) {
+		st, err = js.CreateOrUpdateStream(ctx, sc)
+		return err
+	})
+	return st, err
+}
+
+// RetryTimeouts runs a JetStream API call that creates or updates something
+// (a stream, a bucket) with a 2 s deadline, and again after a timeout, up to
+// 4 times: nodes starting at once on a fresh cluster race to create the same
+// thing, and the server answers one and lets the others time out. A server's
+// answer (an API error) is final.
+func RetryTimeouts(ctx context.Context, op func(context.Context) error) error {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
-		var st jetstream.Stream
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err = l.js.CreateOrUpdateStream(actx, sc)
+		err = op(actx)
 		cancel()
-		if err == nil {
-			return st, nil
-		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) || ctx.Err() != nil {
-			return nil, err
+		if err == nil || errors.As(err, &apiErr) || ctx.Err() != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(time.Duration(100*(attempt+1)) * time.Millisecond):
 		}
 	}
-	return nil, err
+	return err
 }
 
 // GroupCommit reports whether appends beyond the in-flight threshold travel

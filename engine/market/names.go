@@ -6,6 +6,7 @@ package market
 type Names struct {
 	StreamPrefix string // MKT
 	SubjectRoot  string // mkt
+	Replicas     int    // of the market-data streams on a cluster; 0: 1
 }
 
 // DefaultNames are the names of an unnamed deployment.

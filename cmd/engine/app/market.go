@@ -89,7 +89,7 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
 	}
 	var err error
-	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), a.Cfg.Deployment.Market(), bars.DefaultRetention)
+	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), a.marketNames(), bars.DefaultRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 			return nil, fmt.Errorf("ENGINE_NEWS_POLL %q is not a duration of 1s or more", v)
 		}
 	}
-	if ncfg.Store, err = news.OpenJetStream(ctx, a.Log.JetStream(), a.Cfg.Deployment.Market()); err != nil {
+	if ncfg.Store, err = news.OpenJetStream(ctx, a.Log.JetStream(), a.marketNames()); err != nil {
 		return nil, err
 	}
 	if m.News, err = news.New(ncfg); err != nil {
@@ -152,4 +152,11 @@ func (m *Market) Close() {
 		m.stop()
 		m.saver.Close()
 	}
+}
+
+// marketNames names the market-data streams, at the commit stream's replicas.
+func (a *App) marketNames() market.Names {
+	n := a.Cfg.Deployment.Market()
+	n.Replicas = a.Cfg.Replicas
+	return n
 }

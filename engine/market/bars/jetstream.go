@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
 )
 
@@ -62,10 +63,11 @@ func subjectToken(symbol string) string {
 // OpenJetStream ensures the bar streams with the given retention.
 func OpenJetStream(ctx context.Context, js jetstream.JetStream, names market.Names, retention Retention) (*JetStream, error) {
 	for _, res := range market.Resolutions {
-		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		_, err := eventlog.CreateStream(ctx, js, jetstream.StreamConfig{
 			Name:              streamName(names, res),
 			Subjects:          []string{names.Subject("bars." + resCode[res] + ".>")},
 			Storage:           jetstream.FileStorage,
+			Replicas:          max(names.Replicas, 1),
 			Retention:         jetstream.LimitsPolicy,
 			Discard:           jetstream.DiscardOld,
 			MaxAge:            retention[res],

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
 )
 
@@ -36,8 +37,8 @@ type stored struct {
 
 // OpenJetStream ensures the news stream.
 func OpenJetStream(ctx context.Context, js jetstream.JetStream, names market.Names) (*JetStream, error) {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: names.Stream("NEWS"), Subjects: []string{names.Subject("news.>")}, Storage: jetstream.FileStorage,
+	_, err := eventlog.CreateStream(ctx, js, jetstream.StreamConfig{
+		Name: names.Stream("NEWS"), Subjects: []string{names.Subject("news.>")}, Storage: jetstream.FileStorage, Replicas: max(names.Replicas, 1),
 		Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld, MaxAge: Retention, MaxMsgsPerSubject: 1,
 	})
 	if err != nil {
