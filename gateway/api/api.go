@@ -165,8 +165,8 @@ func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 	if res.Seq == 0 {
 		return nil
 	}
-	if h, ok := ctx.Value(seqKey{}).(*seqHolder); ok && res.Seq > h.seq {
-		h.seq = res.Seq
+	if h, ok := ctx.Value(seqKey{}).(*seqHolder); ok {
+		h.raise(res.Seq)
 	}
 	wctx, cancel := context.WithTimeout(ctx, SettleTimeout)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/gateway/httpx"
@@ -23,8 +24,19 @@ const (
 
 type seqKey struct{}
 
-// seqHolder is the newest sequence a request's writes committed at.
-type seqHolder struct{ seq uint64 }
+// seqHolder is the newest sequence a request's writes committed at (a
+// handler may commit from several goroutines: a batch).
+type seqHolder struct{ seq atomic.Uint64 }
+
+// raise records seq if it is the newest.
+func (h *seqHolder) raise(seq uint64) {
+	for {
+		old := h.seq.Load()
+		if seq <= old || h.seq.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}
 
 // seqWriter sets X-Engine-Seq before the status goes out.
 type seqWriter struct {
@@ -33,17 +45,19 @@ type seqWriter struct {
 }
 
 func (w *seqWriter) WriteHeader(code int) {
-	if w.h.seq > 0 {
-		w.Header().Set(SeqHeader, strconv.FormatUint(w.h.seq, 10))
-	}
+	w.stamp()
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *seqWriter) Write(b []byte) (int, error) {
-	if w.h.seq > 0 && w.Header().Get(SeqHeader) == "" {
-		w.Header().Set(SeqHeader, strconv.FormatUint(w.h.seq, 10))
-	}
+	w.stamp()
 	return w.ResponseWriter.Write(b)
+}
+
+func (w *seqWriter) stamp() {
+	if seq := w.h.seq.Load(); seq > 0 && w.Header().Get(SeqHeader) == "" {
+		w.Header().Set(SeqHeader, strconv.FormatUint(seq, 10))
+	}
 }
 
 // Unwrap lets http.ResponseController reach the connection (streams).
@@ -83,7 +97,7 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 // committedAt records that the request's write committed at seq (its answer
 // then says so in X-Engine-Seq).
 func committedAt(r *http.Request, seq uint64) {
-	if h, ok := r.Context().Value(seqKey{}).(*seqHolder); ok && seq > h.seq {
-		h.seq = seq
+	if h, ok := r.Context().Value(seqKey{}).(*seqHolder); ok {
+		h.raise(seq)
 	}
 }
