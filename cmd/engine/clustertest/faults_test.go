@@ -42,7 +42,7 @@ func TestClusterUnderFaults(t *testing.T) {
 	h := newHistory(d)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	h.run(ctx, 64, 300*time.Millisecond)
+	h.run(ctx, 64, 500*time.Millisecond)
 	wh.run(h, ctx.Done(), 200*time.Millisecond)
 	for _, a := range d.creds.Accounts[:4] {
 		h.subscribe(ctx, a.AccountNumber)
