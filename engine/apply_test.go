@@ -49,6 +49,7 @@ func TestEveryRegisteredEventHasAnApplyCase(t *testing.T) {
 		}},
 		{"firm", "github.com/svc/engine/events/firm", evfirm.Registry(), map[string]string{
 			"DeliveryAttempted": "the webhook delivery ledger (evt.webhook.*): folded by projections and the webhook reactor, not the firm aggregate",
+			"DeliveryStarted":   "the webhook delivery ledger (evt.webhook.*): engine/webhook's applyLedger, not the firm aggregate",
 		}},
 	} {
 		cases := switchCases(t, agg.dir, agg.events)

@@ -112,7 +112,9 @@ type Reactor struct {
 type ledger struct{ taken map[string]int }
 
 // ErrAttemptTaken refuses a start of an attempt the ledger holds already.
-var ErrAttemptTaken = commands.Refuse(409, "attempt_taken", "this attempt of the delivery was taken already", nil)
+// It never reaches a client: the reactor drops the delivery, which another
+// node sends.
+var ErrAttemptTaken = errors.New("webhook: this attempt of the delivery was taken already")
 
 func decideLedger(l *ledger, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
