@@ -257,22 +257,51 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	loop, stop := context.WithCancel(context.Background())
 	c.stop, c.done = stop, make(chan struct{})
-	go c.watch(loop, w)
+	go c.watchAlways(loop, w)
 	go c.run(loop)
 	return nil
 }
 
-// watch keeps the owners table from the lease bucket's updates.
+// watchAlways keeps a watch of the lease bucket running: a watch that ends,
+// or stays silent for a TTL while leases are renewed every quarter of one
+// (the servers restarted under it), is replaced by a new one, which starts
+// from every lease's current value.
+func (c *Cluster) watchAlways(ctx context.Context, w jetstream.KeyWatcher) {
+	for ctx.Err() == nil {
+		if w != nil {
+			c.watch(ctx, w)
+			_ = w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.cfg.TTL / 4):
+		}
+		var err error
+		w, err = c.leases.WatchAll(ctx)
+		if err != nil {
+			slog.Warn("cluster: watching the leases again", "err", err)
+			w = nil
+		}
+	}
+}
+
+// watch keeps the owners table from the lease bucket's updates until the
+// watch ends or falls silent for a TTL.
 func (c *Cluster) watch(ctx context.Context, w jetstream.KeyWatcher) {
-	defer w.Stop() //nolint:errcheck // nothing to do about it
+	silent := time.NewTimer(c.cfg.TTL)
+	defer silent.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-silent.C:
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
 				return
 			}
+			silent.Reset(c.cfg.TTL)
 			if e == nil {
 				continue // the end of the initial values
 			}

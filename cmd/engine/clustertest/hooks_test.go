@@ -87,17 +87,11 @@ func (h *hooks) run(hist *history, stop <-chan struct{}, pace time.Duration) {
 		defer hist.running.Done()
 		node := 0
 		for k := 0; ; k++ {
-			hist.gmu.Lock()
-			gate := hist.gate
-			hist.gmu.Unlock()
-			select {
-			case <-gate:
-			case <-stop:
+			if !hist.enter(stop) {
 				return
 			}
 			ref := fmt.Sprintf("op-%d", k)
 			body := map[string]any{"referenceId": ref, "accountNumber": h.account, "op": "credit", "amount": "1"}
-			hist.idle.Add(1)
 			for {
 				code, _, err := callClient(fast, hist.d.engines[node].URL(), hist.d.creds.PartnerKey, "POST", "/api/partner/balance-op", body)
 				if err == nil && code == http.StatusOK {
@@ -115,7 +109,7 @@ func (h *hooks) run(hist *history, stop <-chan struct{}, pace time.Duration) {
 				}
 				break
 			}
-			hist.idle.Done()
+			hist.leave()
 			time.Sleep(pace)
 		}
 	}()
