@@ -20,13 +20,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc/engine/cmd/engine/app"
+	"github.com/svc/engine/cmd/engine/clusterkit"
 	"github.com/svc/engine/engine/cluster"
 )
 
@@ -65,16 +65,8 @@ func (c *child) start() error {
 	if c.runningLocked() {
 		return fmt.Errorf("%s is already running", c.name)
 	}
-	f, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, err := clusterkit.Launch(c.path, c.args, c.env, c.logPath)
 	if err != nil {
-		return err
-	}
-	defer f.Close() // the child has its own copy
-	cmd := exec.Command(c.path, c.args...)
-	cmd.Env = c.env
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.name, err)
 	}
 	done := make(chan struct{})
@@ -325,7 +317,7 @@ func (d *deployment) startNATS(ctx context.Context, bin, dir string, n int, sync
 			if !s.running() {
 				return nil
 			}
-			return jsReady(d.urls[i])
+			return clusterkit.JetStreamReady(d.urls[i])
 		})
 		if err == nil && !s.running() {
 			err = errors.New("exited")
@@ -335,24 +327,6 @@ func (d *deployment) startNATS(ctx context.Context, bin, dir string, n int, sync
 		}
 	}
 	return nil
-}
-
-// jsReady connects to url alone and asks JetStream for the account's info,
-// which needs the cluster's meta leader.
-func jsReady(url string) error {
-	nc, err := nats.Connect(url, nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("bench"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_, err = js.AccountInfo(ctx)
-	return err
 }
 
 // addEngine makes (does not start) an engine on a free port with dir as its

@@ -218,7 +218,7 @@ func (n *NATS) waitReady(t testing.TB, i int) {
 		if !s.running() {
 			return nil // reported below
 		}
-		if err := accountInfo(n.urls[i]); err != nil {
+		if err := JetStreamReady(n.urls[i]); err != nil {
 			return withLog{err, s}
 		}
 		return nil
@@ -228,8 +228,9 @@ func (n *NATS) waitReady(t testing.TB, i int) {
 	}
 }
 
-// accountInfo connects to url alone and asks JetStream for the account's info.
-func accountInfo(url string) error {
+// JetStreamReady connects to url alone and asks JetStream for the account's
+// info, which needs the cluster's meta leader: nil once the server serves.
+func JetStreamReady(url string) error {
 	nc, err := nats.Connect(url, nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
 	if err != nil {
 		return err

@@ -45,15 +45,8 @@ func (p *proc) start() error {
 	if p.runningLocked() {
 		return fmt.Errorf("clusterkit: %s is already running", p.name)
 	}
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, err := Launch(p.path, p.args, p.env, p.logPath)
 	if err != nil {
-		return err
-	}
-	defer f.Close() // the child has its own copy
-	cmd := exec.Command(p.path, p.args...)
-	cmd.Env = p.env
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("clusterkit: start %s: %w", p.name, err)
 	}
 	r := &run{cmd: cmd, done: make(chan struct{})}
@@ -63,6 +56,26 @@ func (p *proc) start() error {
 	}()
 	p.run, p.stopped = r, false
 	return nil
+}
+
+// Launch starts path with args and env (nil: this process's), stdout and
+// stderr appended to logPath, in a process group of its own (a Ctrl-C
+// reaches only the caller, which ends it) and killed should the caller die
+// first. The caller waits for it.
+func Launch(path string, args, env []string, logPath string) (*exec.Cmd, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child has its own copy
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // runningLocked reports whether the process is running; p.mu must be held.
