@@ -21,6 +21,11 @@ type Source interface {
 	LastSeq(ctx context.Context) (uint64, error)
 }
 
+// ErrSource marks a projector that stopped because reading the log failed
+// (the connection to NATS went away), not because a commit could not be
+// folded: running it again resumes from the store's checkpoint.
+var ErrSource = errors.New("projector: reading the log failed")
+
 // MaxBatch bounds how many commits one store transaction applies.
 const MaxBatch = 512
 
@@ -192,6 +197,9 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		}
 	})
 	close(ch)
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrSource, err)
+	}
 	if aerr := <-done; aerr != nil && ctx.Err() == nil {
 		err = aerr
 	}

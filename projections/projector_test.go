@@ -88,8 +88,8 @@ func TestWaitForReportsTheProjectorsFailure(t *testing.T) {
 	}
 	select {
 	case err := <-got:
-		if err == nil || err.Error() != "log gone" {
-			t.Errorf("waiter got %v, want the projector's failure", err)
+		if !errors.Is(err, projections.ErrSource) || !strings.Contains(err.Error(), "log gone") {
+			t.Errorf("waiter got %v, want the projector's failure (a source's)", err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the waiter was not released by the failure")

@@ -155,7 +155,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG = stop
-	go func() { a.projDone <- a.Projector.Run(bg, a.Log) }()
+	go func() { a.projDone <- a.runProjector(bg) }()
 	go a.Hub.Run(bg)
 	go a.watchHealth(bg, HealthEvery)
 	if !o.ManualFeed {
@@ -199,6 +199,25 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a.Handler = gateway.Handler(a.Deps, gateway.Options{Ready: a.Ready, Registry: a.Registry, Areas: ar, Reference: ref})
 	ok = true
 	return a, nil
+}
+
+// runProjector runs the projector until ctx ends; one that stopped because
+// the log could not be read (every NATS server restarted under it) starts
+// again from its checkpoint, one that could not fold a commit ends the
+// service (the commit is named in the error).
+func (a *App) runProjector(ctx context.Context) error {
+	for {
+		err := a.Projector.Run(ctx, a.Log)
+		if ctx.Err() != nil || !errors.Is(err, projections.ErrSource) {
+			return err
+		}
+		slog.Warn("projector: reading the log failed; starting again", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // warm replays the log once: the engine rebuilds its aggregates and the read

@@ -101,6 +101,7 @@ func TestClusterUnderFaults(t *testing.T) {
 	}
 	for _, r := range rounds {
 		t.Run(r.name, func(t *testing.T) {
+			defer h.resume() // the next round runs even when this one failed
 			at := time.Now()
 			r.fault(t)
 			took := time.Since(at)
@@ -142,7 +143,8 @@ type history struct {
 	sent    map[string]*attempt    // clientOrderId -> what became of it
 	acks    map[string][]time.Time // account -> when its orders were acknowledged
 	paused  atomic.Bool
-	busy    int // clients between a first send and its answer; gmu
+	busy    int               // clients between a first send and its answer; gmu
+	last    map[string]string // what each write in flight last met, by its id; gmu
 	running sync.WaitGroup
 	gate    chan struct{} // closed while not paused
 	gmu     sync.Mutex
@@ -151,7 +153,7 @@ type history struct {
 }
 
 func newHistory(d *deployment) *history {
-	h := &history{d: d, sent: map[string]*attempt{}, acks: map[string][]time.Time{}, gate: make(chan struct{})}
+	h := &history{d: d, sent: map[string]*attempt{}, acks: map[string][]time.Time{}, gate: make(chan struct{}), last: map[string]string{}}
 	close(h.gate)
 	return h
 }
@@ -195,7 +197,8 @@ func (h *history) run(ctx context.Context, n int, pace time.Duration) {
 				h.sent[coid] = &attempt{account: acct}
 				h.mu.Unlock()
 				for try := 0; ; try++ {
-					code, _, err := callClient(fast, h.d.engines[node].URL(), h.d.creds.TradingKey, "POST", "/api/trading/order?account="+acct, body)
+					code, b, err := callClient(fast, h.d.engines[node].URL(), h.d.creds.TradingKey, "POST", "/api/trading/order?account="+acct, body)
+					h.met(coid, h.d.engines[node].URL(), code, err, b)
 					if err == nil && (code == http.StatusOK || code == http.StatusConflict) {
 						h.mu.Lock()
 						h.sent[coid].acked = true
@@ -215,7 +218,7 @@ func (h *history) run(ctx context.Context, n int, pace time.Duration) {
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				h.leave()
+				h.leave(coid)
 				time.Sleep(pace)
 			}
 		}()
@@ -250,9 +253,17 @@ func (h *history) enter(stop <-chan struct{}) bool {
 }
 
 // leave ends a client's write (answered, or given up at the end).
-func (h *history) leave() {
+func (h *history) leave(id string) {
 	h.gmu.Lock()
 	h.busy--
+	delete(h.last, id)
+	h.gmu.Unlock()
+}
+
+// met records what a write in flight last met.
+func (h *history) met(id, node string, code int, err error, body []byte) {
+	h.gmu.Lock()
+	h.last[id] = fmt.Sprintf("%s: %d %v %.200s", node, code, err, body)
 	h.gmu.Unlock()
 }
 
@@ -274,6 +285,14 @@ func (h *history) pause(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			h.d.dumpWarnings(t, time.Now().Add(-time.Minute))
+			h.gmu.Lock()
+			for id, what := range h.last {
+				t.Logf("unanswered %s: %s", id, what)
+			}
+			h.gmu.Unlock()
+			for i, e := range h.d.engines {
+				t.Logf("n%d running: %v", i+1, e.Running())
+			}
 			t.Fatalf("%d writes still unanswered a minute after the round: the deployment did not recover", n)
 		}
 		time.Sleep(10 * time.Millisecond)

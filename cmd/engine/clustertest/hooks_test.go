@@ -93,7 +93,8 @@ func (h *hooks) run(hist *history, stop <-chan struct{}, pace time.Duration) {
 			ref := fmt.Sprintf("op-%d", k)
 			body := map[string]any{"referenceId": ref, "accountNumber": h.account, "op": "credit", "amount": "1"}
 			for {
-				code, _, err := callClient(fast, hist.d.engines[node].URL(), hist.d.creds.PartnerKey, "POST", "/api/partner/balance-op", body)
+				code, b, err := callClient(fast, hist.d.engines[node].URL(), hist.d.creds.PartnerKey, "POST", "/api/partner/balance-op", body)
+				hist.met(ref, hist.d.engines[node].URL(), code, err, b)
 				if err == nil && code == http.StatusOK {
 					h.mu.Lock()
 					h.acked[ref] = true
@@ -109,7 +110,7 @@ func (h *hooks) run(hist *history, stop <-chan struct{}, pace time.Duration) {
 				}
 				break
 			}
-			hist.leave()
+			hist.leave(ref)
 			time.Sleep(pace)
 		}
 	}()
