@@ -487,6 +487,8 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 		ended   bool  // no more calls of fn
 		outcome error // why the handler ended, when it did
 		done    = make(chan struct{})
+		seen    = from // the last sequence delivered
+		at      = time.Now()
 	)
 	end := func(err error) { // mu is held
 		ended, outcome = true, err
@@ -504,6 +506,7 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 			return
 		}
 		seq := md.Sequence.Stream
+		seen, at = seq, time.Now()
 		h := m.Headers()
 		msg := Msg{Subject: l.logical(m.Subject()), Seq: seq, ID: h.Get(jetstream.MsgIDHeader), Data: m.Data()}
 		if v := h.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" {
@@ -523,10 +526,20 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 		return fmt.Errorf("eventlog: consume: %w", err)
 	}
 	defer cc.Stop()
+	stalled := make(chan struct{})
+	if len(filter) == 0 { // a whole-stream read: the stream's head tells what is left to deliver
+		go l.watchStall(ctx, done, stalled, &mu, &seen, &at)
+	}
 	select {
 	case <-done:
 	case <-cc.Closed():
 	case <-ctx.Done():
+	case <-stalled:
+		mu.Lock()
+		if !ended {
+			end(fmt.Errorf("%w: nothing delivered for %v while the stream holds more", ErrStalled, StallAfter))
+		}
+		mu.Unlock()
 	}
 	mu.Lock() // waits for a call of fn in progress
 	byHandler := ended
@@ -539,6 +552,45 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 		return ctx.Err()
 	}
 	return errors.New("eventlog: the log's consumer stopped (connection closed)")
+}
+
+// ErrStalled ends a read of the log whose consumer delivered nothing for
+// StallAfter while the stream held commits past the last one delivered
+// (after every NATS server restarted, a consumer may never resume): the
+// caller reads again from where it was.
+var ErrStalled = errors.New("eventlog: the log's consumer stalled")
+
+// StallAfter is how long a consumer may deliver nothing while the stream
+// holds more before its read ends with ErrStalled.
+var StallAfter = 5 * time.Second
+
+// watchStall closes stalled when the read delivered nothing for StallAfter
+// while the stream's last sequence is past what it delivered.
+func (l *Log) watchStall(ctx context.Context, done <-chan struct{}, stalled chan<- struct{}, mu *sync.Mutex, seen *uint64, at *time.Time) {
+	t := time.NewTicker(StallAfter / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-t.C:
+		}
+		mu.Lock()
+		last, idle := *seen, time.Since(*at)
+		mu.Unlock()
+		if idle < StallAfter {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		head, err := l.LastSeq(sctx)
+		cancel()
+		if err == nil && head > last {
+			close(stalled)
+			return
+		}
+	}
 }
 
 // FollowCommits is Follow in the shape projections.Source asks for.
