@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,11 +25,26 @@ func (a *App) joinCluster(ctx context.Context) error {
 	if shared {
 		a.Projector.SetWriting(false)
 	}
+	// A term that ends may finish after the next one began (its webhook
+	// reactor drains for up to 2 s): only the newest term's end stops the
+	// projector's writes, or no node would write at all.
+	var mu sync.Mutex
+	term := 0
 	_, err := a.Engine.JoinCluster(ctx, engine.ClusterConfig{Replicas: a.Cfg.Replicas, TTL: a.Cfg.LeaseTTL, Lead: func(lctx context.Context) {
+		mu.Lock()
+		term++
+		mine := term
 		if shared {
 			a.Projector.SetWriting(true)
-			defer a.Projector.SetWriting(false)
 		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			if shared && term == mine {
+				a.Projector.SetWriting(false)
+			}
+			mu.Unlock()
+		}()
 		a.deliverWebhooks(lctx)
 	}})
 	if err != nil {
