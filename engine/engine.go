@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/svc/engine/engine/paper"
 	"github.com/svc/engine/engine/plan"
 	"github.com/svc/engine/engine/risk"
+	"github.com/svc/engine/engine/snapshot"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
@@ -53,9 +56,11 @@ type Config struct {
 	// is read in either.
 	CommitEncoding string
 	// Node names this engine as one node of several (nodes.go); empty: the
-	// only node. Partitions is the number of account partitions (0: the default).
-	Node       string
-	Partitions int
+	// only node.
+	Node string
+	// Snapshots shapes aggregate snapshots (snapshots.go); the zero value
+	// neither reads nor takes any.
+	Snapshots SnapshotConfig
 }
 
 // Validate reports every missing dependency at once.
@@ -96,6 +101,8 @@ type Engine struct {
 	paper     *paper.Reactor
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	nodes     nodes         // the cluster (nodes.go)
+	snaps     *snapshotter  // aggregate snapshots (snapshots.go); nil: none
+	started   startStats    // what Start used of the snapshots
 	stopFeed  func()
 	stopSweep context.CancelFunc
 	specs     map[string]trading.Spec // every instrument's spec; read-only after New
@@ -194,11 +201,16 @@ func newRebuilt[S any](kind string, new func(string) S, apply func(S, events.Eve
 	return &rebuilt[S]{kind: kind, new: new, apply: apply, state: map[string]S{}, rev: map[string]uint64{}}
 }
 
-// fold applies a commit of the kind and reports whether it was one.
+// fold applies a commit of the kind and reports whether it was one. A
+// commit at or below the aggregate's revision (seeded from a snapshot) is
+// in its state already.
 func (r *rebuilt[S]) fold(c events.Committed) bool {
 	id, ok := events.SubjectID(c.Subject, r.kind)
 	if !ok {
 		return false
+	}
+	if c.Seq <= r.rev[id] {
+		return true
 	}
 	s, seen := r.state[id]
 	if !seen {
@@ -216,8 +228,45 @@ func (r *rebuilt[S]) fold(c events.Committed) bool {
 // models catch up from the same pass instead of decoding the log again.
 // It returns the last sequence replayed.
 func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (uint64, error) {
+	return e.StartFrom(ctx, 0, tap)
+}
+
+// StartFrom is Start for a tap that needs only the commits after sequence
+// tapFrom (read models at a checkpoint). With snapshots on, the accounts and
+// venues are seeded from their snapshots and the log is replayed from the
+// earlier of the snapshots' mark and tapFrom only; an aggregate whose
+// snapshot is ignored, or whose commits after it do not follow on from it,
+// is rebuilt from its whole subject (snapshots.go).
+func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.Committed) error) (uint64, error) {
 	accts := newRebuilt(events.KindAccount, account.New, account.Apply)
 	venues := newRebuilt(events.KindVenue, venue.New, venue.Apply)
+	var (
+		store  *snapshot.Store
+		mark   uint64
+		reload []string
+		ch     = chain{seeded: map[string]uint64{}, checked: map[string]bool{}, broken: map[string]bool{}}
+	)
+	if e.cfg.Snapshots.On {
+		end, err := e.cfg.Log.LastSeq(ctx)
+		if err != nil {
+			return 0, err
+		}
+		store, err = snapshot.Open(ctx, snapshot.Config{JS: e.cfg.Log.JetStream(), Stream: e.cfg.Log.StreamName(),
+			Replicas: e.cfg.Log.Durability().Replicas, LogID: e.cfg.Log.ID(), MaxValue: int(e.cfg.Log.Conn().MaxPayload())})
+		if err != nil {
+			return 0, err
+		}
+		if mark, reload, ch.seeded, err = seedSnapshots(ctx, store, end, accts, venues); err != nil {
+			return 0, err
+		}
+		if len(reload) > maxReloads {
+			mark = 0 // one pass over the whole log rebuilds them cheaper than one read of the log each
+		}
+	}
+	from := mark
+	if tap != nil {
+		from = min(from, tapFrom)
+	}
 	aggregates := func(cs []events.Committed) error {
 		for _, c := range cs {
 			_ = accts.fold(c) || venues.fold(c)
@@ -238,9 +287,37 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 	skip := func(subject string) bool {
 		return tap == nil && !events.IsKind(subject, events.KindAccount) && !events.IsKind(subject, events.KindVenue)
 	}
-	last, err := replayDecoded(ctx, e.cfg.Log, e.reg, skip, consumers...)
+	var watch func(eventlog.Msg)
+	if len(ch.seeded) > 0 || from > 0 {
+		watch = func(m eventlog.Msg) { ch.see(m.Subject, m.Seq, m.Prev, m.HasPrev) }
+	}
+	last, err := replayDecoded(ctx, e.cfg.Log, e.reg, from, watch, skip, consumers...)
 	if err != nil {
 		return 0, err
+	}
+	if store != nil {
+		if from == 0 {
+			reload = nil // the replay folded their whole subjects
+		}
+		for subject := range ch.broken {
+			if !slices.Contains(reload, subject) {
+				slog.Warn("snapshot does not lead on to the log's next commit of its aggregate; the aggregate is rebuilt from the log", "subject", subject)
+				reload = append(reload, subject)
+			}
+		}
+		for _, subject := range reload {
+			delete(ch.seeded, subject)
+			if id, ok := events.SubjectID(subject, events.KindAccount); ok {
+				err = reloadSubject(ctx, e, accts, id)
+			} else if id, ok := events.SubjectID(subject, events.KindVenue); ok {
+				err = reloadSubject(ctx, e, venues, id)
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		e.started = startStats{mark: mark, from: from, seeded: len(ch.seeded), rebuilt: len(reload)}
+		slog.Info("aggregates seeded from snapshots", "snapshots", len(ch.seeded), "rebuiltWhole", len(reload), "mark", mark, "replayedFrom", from, "lastSeq", last)
 	}
 	for id, s := range venues.state {
 		e.venues.Seed(id, s, venues.rev[id])
@@ -251,6 +328,28 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 		e.index(id)
 		e.react(id, s) // on a node of several, once its partition is acquired
 		e.risk.Track(id, s, accts.rev[id])
+	}
+	e.nodes.at.Store(last)
+	if store != nil {
+		taken := make(map[string]uint64, len(ch.seeded))
+		for subject, rev := range ch.seeded {
+			if id, ok := events.SubjectID(subject, events.KindAccount); ok {
+				taken[snapKey(events.KindAccount, id)] = rev
+			} else if id, ok := events.SubjectID(subject, events.KindVenue); ok {
+				taken[snapKey(events.KindVenue, id)] = rev
+			}
+		}
+		for id := range accts.state {
+			if _, ok := taken[snapKey(events.KindAccount, id)]; !ok {
+				taken[snapKey(events.KindAccount, id)] = 0
+			}
+		}
+		for id := range venues.state {
+			if _, ok := taken[snapKey(events.KindVenue, id)]; !ok {
+				taken[snapKey(events.KindVenue, id)] = 0
+			}
+		}
+		e.startSnapshots(store, taken, mark, last)
 	}
 	if !e.clustered() {
 		e.startChallenges(accts.state)
@@ -270,10 +369,12 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 	return last, nil
 }
 
-// Close stops watching quotes and lets every queued command finish.
+// Close stops watching quotes and lets every queued command finish; with
+// snapshots on, it snapshots the aggregates that moved since their last one.
 func (e *Engine) Close() {
 	e.leaveCluster()
 	e.stopObserving()
+	e.stopSnapshots()
 	if e.stopFeed != nil {
 		e.stopFeed()
 	}
@@ -293,6 +394,9 @@ func (e *Engine) Close() {
 	e.ch.programs.Close()
 	e.ch.enrollments.Close()
 }
+
+// LastSeq is the log's last sequence (a round trip to the log).
+func (e *Engine) LastSeq(ctx context.Context) (uint64, error) { return e.cfg.Log.LastSeq(ctx) }
 
 // Envelope wraps cmd with a new id, the engine's time, key and principal.
 func (e *Engine) Envelope(p events.Principal, key string, cmd commands.Command) commands.Envelope {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,7 @@ type nodes struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	fwd   func(outcome string) // metrics
+	at    atomic.Uint64        // the last commit observe handed to the mailboxes (Start's replay end before)
 }
 
 // clustered reports whether the engine runs as one node of several.
@@ -104,12 +106,9 @@ func (e *Engine) index(id string) {
 	e.nodes.mu.Unlock()
 }
 
-func (e *Engine) partitions() int {
-	if e.cfg.Partitions > 0 {
-		return e.cfg.Partitions
-	}
-	return cluster.DefaultPartitions
-}
+// partitions is how many partitions accounts fall into: the same on every
+// node of a deployment, so not a setting.
+func (e *Engine) partitions() int { return cluster.DefaultPartitions }
 
 func (e *Engine) inPartition(p int) []string {
 	e.nodes.mu.Lock()
@@ -217,6 +216,7 @@ func (e *Engine) observe(from uint64) {
 						"subject", m.Subject, "seq", m.Seq, "err", err)
 				}
 				from = m.Seq
+				e.nodes.at.Store(m.Seq)
 				return nil
 			})
 			if ctx.Err() != nil {
@@ -235,6 +235,12 @@ func (e *Engine) observeOne(m eventlog.Msg, decode func() (events.Commit, error)
 	if id, ok := events.SubjectID(m.Subject, events.KindAccount); ok {
 		e.index(id)
 		_, err := e.accounts.Observe(m.Subject, m.Seq, m.Prev, m.HasPrev, true, decode)
+		return err
+	}
+	if events.IsKind(m.Subject, events.KindVenue) {
+		// Every node holds every venue, as every account: their terms stay
+		// current here, and the snapshot rounds see them all (snapshots.go).
+		_, err := e.venues.Observe(m.Subject, m.Seq, m.Prev, m.HasPrev, true, decode)
 		return err
 	}
 	for _, g := range e.observers() {

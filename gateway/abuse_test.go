@@ -213,6 +213,18 @@ func TestConcurrentStreamsArePerCredential(t *testing.T) {
 	refused(t, open(t, e.URL, "/api/news/stream", e.Key), http.StatusTooManyRequests, "too_many_streams")
 }
 
+// ENGINE_STREAMS_PER_KEY sets the bound: the stream after it is refused,
+// naming it.
+func TestStreamsPerKeyIsASetting(t *testing.T) {
+	e := start(t, func(c *app.Config) { c.StreamsPerKey = 2 })
+	stream(t, e.URL, "/api/account/stream", e.Key)
+	stream(t, e.URL, "/api/news/stream", e.Key)
+	m := refused(t, open(t, e.URL, "/api/account/stream", e.Key), http.StatusTooManyRequests, "too_many_streams")
+	if m["params"].(map[string]any)["limit"] != float64(2) {
+		t.Fatalf("params %v", m["params"])
+	}
+}
+
 func TestBrowserOriginsAreRateLimitedPerOrigin(t *testing.T) {
 	const burst = 5
 	e := start(t, func(c *app.Config) { c.RateLimit, c.RateBurst = 1, burst })

@@ -169,10 +169,14 @@ func generate(ctx context.Context, dir string, total, accounts int) (uint64, err
 	// Each message carries the headers the engine's append sets (its command
 	// id, the expected last sequence of its subject, the stream), as a real
 	// log's do and every reader of it parses. One publisher on an empty
-	// stream: the n-th message published is sequence n, so the expected
-	// sequence is known before the acks arrive; the server checks it.
+	// stream (past its identity commit): the n-th message published is
+	// sequence n after the stream's last, so the expected sequence is known
+	// before the acks arrive; the server checks it.
 	lastOf := make(map[string]uint64, accounts)
-	var seq uint64
+	seq, err := l.LastSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
 	for m := range ch {
 		msg := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{}}
 		_, err := js.PublishMsgAsync(msg, jetstream.WithMsgID(ulid.Make().String()),

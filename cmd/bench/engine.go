@@ -44,11 +44,18 @@ func startService(ctx context.Context, o opts, sync string, accounts int, listen
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := app.ParseConfig(nil, func(string) string { return "" }, io.Discard)
+	// The engine's own settings at their defaults, but for aggregate
+	// snapshots, which follow ENGINE_SNAPSHOTS when set (to measure them on and off).
+	cfg, err := app.ParseConfig(nil, func(k string) string {
+		if k == "ENGINE_SNAPSHOTS" {
+			return os.Getenv(k)
+		}
+		return ""
+	}, io.Discard)
 	if err != nil {
 		return nil, err
 	}
-	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit = dir, sync, accounts, 0
+	cfg.DataDir, cfg.Sync, cfg.DemoAccounts, cfg.RateLimit, cfg.StreamsPerKey = dir, sync, accounts, 0, 100000
 	cfg.Listen, cfg.DatabaseURL = "127.0.0.1:0", databaseURL
 	var opt app.Options
 	if len(ao) > 0 {

@@ -75,6 +75,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cold-replay" {
 		run = func(_ context.Context, args []string) error { return coldReplay(args[1:]) }
 	}
+	if len(os.Args) > 1 && os.Args[1] == "restart-once" {
+		run = func(_ context.Context, args []string) error { return restartOnce(args[1:]) }
+	}
 	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -85,7 +88,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -164,6 +167,16 @@ func profiled[T any](o opts, name string, fn func() (T, error)) (T, error) {
 		return zero, err
 	}
 	defer stop()
+	// Lock contention of the same window, beside the CPU: a wait on a
+	// mutex costs latency without costing CPU.
+	runtime.SetMutexProfileFraction(10)
+	defer func() {
+		runtime.SetMutexProfileFraction(0)
+		if f, err := os.Create(filepath.Join(o.profile, name+"-mutex.pprof")); err == nil {
+			_ = pprof.Lookup("mutex").WriteTo(f, 0)
+			f.Close()
+		}
+	}()
 	return fn()
 }
 
@@ -396,6 +409,19 @@ func bench(ctx context.Context, o opts) error {
 		n := res[0].Commits
 		main.add(row{fmt.Sprintf("cold start: replay of %d commits into the memory read models (commits/s)", n), spread(raw, "", f0), spread(proj, "", f0), spread(pr, "x", f2), ">= 0.5x", passIf(median(pr) >= 0.5)})
 		main.add(row{fmt.Sprintf("service start: %d commits into aggregates and memory read models, one pass (commits/s)", n), spread(raw, "", f0), spread(warm, "", f0), spread(wr, "x", f2), "-", "-"})
+	}
+
+	if o.phases["restart"] {
+		res, err := restartPhase(ctx, o, o.coldRuns, func(s string) { progress("%s", s) })
+		if err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		var full, snap []float64
+		for _, r := range res {
+			full, snap = append(full, r.Full.Seconds()), append(snap, r.Snapshot.Seconds())
+		}
+		main.add(row{fmt.Sprintf("restart to ready over %d commits, PostgreSQL read models at their checkpoint (s; baseline: without snapshots)", res[0].Commits),
+			spread(full, "", f2), spread(snap, "", f2), spread(ratios(snap, full), "x", f2), "<= 5 s", passIf(median(snap) <= 5)})
 	}
 
 	if o.phases["brackets"] {

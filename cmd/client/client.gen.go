@@ -6454,6 +6454,13 @@ type ClientInterface interface {
 	// `params.field` `url` and `params.rule`; each delivery checks the address it
 	// connects to again and follows no redirect.
 	//
+	// Each delivery is a POST of the event as JSON with the headers
+	// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+	// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+	// is). An attempt is recorded in the log before it is sent, so no attempt
+	// number is ever sent twice, even by two engines at once; an attempt that
+	// timed out may still have reached you, so deduplicate by the event's `id`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/partner/webhooks (the `RegisterWebhook` operationId).
@@ -6469,6 +6476,13 @@ type ClientInterface interface {
 	// link-local or other non-public address is 400 `invalid_request` with
 	// `params.field` `url` and `params.rule`; each delivery checks the address it
 	// connects to again and follows no redirect.
+	//
+	// Each delivery is a POST of the event as JSON with the headers
+	// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+	// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+	// is). An attempt is recorded in the log before it is sent, so no attempt
+	// number is ever sent twice, even by two engines at once; an attempt that
+	// timed out may still have reached you, so deduplicate by the event's `id`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -10571,6 +10585,13 @@ func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn
 // `params.field` `url` and `params.rule`; each delivery checks the address it
 // connects to again and follows no redirect.
 //
+// Each delivery is a POST of the event as JSON with the headers
+// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+// is). An attempt is recorded in the log before it is sent, so no attempt
+// number is ever sent twice, even by two engines at once; an attempt that
+// timed out may still have reached you, so deduplicate by the event's `id`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/partner/webhooks (the `RegisterWebhook` operationId).
@@ -10596,6 +10617,13 @@ func (c *Client) RegisterWebhookWithBody(ctx context.Context, contentType string
 // link-local or other non-public address is 400 `invalid_request` with
 // `params.field` `url` and `params.rule`; each delivery checks the address it
 // connects to again and follows no redirect.
+//
+// Each delivery is a POST of the event as JSON with the headers
+// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+// is). An attempt is recorded in the log before it is sent, so no attempt
+// number is ever sent twice, even by two engines at once; an attempt that
+// timed out may still have reached you, so deduplicate by the event's `id`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -22469,6 +22497,13 @@ type ClientWithResponsesInterface interface {
 	// `params.field` `url` and `params.rule`; each delivery checks the address it
 	// connects to again and follows no redirect.
 	//
+	// Each delivery is a POST of the event as JSON with the headers
+	// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+	// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+	// is). An attempt is recorded in the log before it is sent, so no attempt
+	// number is ever sent twice, even by two engines at once; an attempt that
+	// timed out may still have reached you, so deduplicate by the event's `id`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/partner/webhooks (the `RegisterWebhook` operationId).
@@ -22484,6 +22519,13 @@ type ClientWithResponsesInterface interface {
 	// link-local or other non-public address is 400 `invalid_request` with
 	// `params.field` `url` and `params.rule`; each delivery checks the address it
 	// connects to again and follows no redirect.
+	//
+	// Each delivery is a POST of the event as JSON with the headers
+	// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+	// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+	// is). An attempt is recorded in the log before it is sent, so no attempt
+	// number is ever sent twice, even by two engines at once; an attempt that
+	// timed out may still have reached you, so deduplicate by the event's `id`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -37695,6 +37737,13 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqE
 // `params.field` `url` and `params.rule`; each delivery checks the address it
 // connects to again and follows no redirect.
 //
+// Each delivery is a POST of the event as JSON with the headers
+// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+// is). An attempt is recorded in the log before it is sent, so no attempt
+// number is ever sent twice, even by two engines at once; an attempt that
+// timed out may still have reached you, so deduplicate by the event's `id`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/partner/webhooks (the `RegisterWebhook` operationId).
@@ -37716,6 +37765,13 @@ func (c *ClientWithResponses) RegisterWebhookWithBodyWithResponse(ctx context.Co
 // link-local or other non-public address is 400 `invalid_request` with
 // `params.field` `url` and `params.rule`; each delivery checks the address it
 // connects to again and follows no redirect.
+//
+// Each delivery is a POST of the event as JSON with the headers
+// `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+// `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+// is). An attempt is recorded in the log before it is sent, so no attempt
+// number is ever sent twice, even by two engines at once; an attempt that
+// timed out may still have reached you, so deduplicate by the event's `id`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -283,6 +283,10 @@ func Restore(ctx context.Context, cfg Config, r io.ReaderAt, size int64) (Backup
 	if err := l.clearForRestore(ctx); err != nil {
 		return b.BackupInfo, err
 	}
+	// Snapshots of the history the restore replaces must not seed the restored one.
+	if err := l.js.DeleteKeyValue(ctx, SnapshotBucket(cfg.Stream)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return b.BackupInfo, fmt.Errorf("eventlog: delete the snapshots of the log the restore replaces: %w", err)
+	}
 	var sc map[string]json.RawMessage
 	if err := json.Unmarshal(b.Config, &sc); err != nil {
 		return b.BackupInfo, fmt.Errorf("%w: stream config: %v", ErrBadBackup, err)

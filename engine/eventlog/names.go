@@ -64,3 +64,9 @@ func (l *Log) overlap(ctx context.Context, cfg Config, err error) error {
 	return fmt.Errorf("%w: stream %s would keep %s.>, which stream %s already holds on this server; give this deployment names of its own (a different deployment prefix) or point it at that stream: %v",
 		ErrSubjectsTaken, cfg.Stream, cfg.Prefix, strings.Join(others, ", "), err)
 }
+
+// SnapshotBucket is the name of the key-value bucket that holds the
+// aggregate snapshots of the commit stream named stream (engine/snapshot).
+// A snapshot only speeds a start up; Restore deletes the bucket, so that a
+// restored log starts without snapshots of another history.
+func SnapshotBucket(stream string) string { return stream + "_SNAPSHOTS" }

@@ -2,6 +2,7 @@ package paper_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,26 +20,58 @@ func sellLimit(px string, move bool) paper.Trigger {
 	return paper.Trigger{Side: "sell", OrderType: "limit", LimitPrice: &p, Move: move}
 }
 
-// At most Workers wakes are in flight however many accounts a quote crosses;
-// wakes that may fill go before wakes that only move a stop.
+// At most Workers wakes are in flight however many accounts a quote crosses,
+// and of those at most MovesInFlight only move a stop (a stream of moves
+// holds one place in the log's queue); wakes that may fill go before wakes
+// that only move a stop.
 func TestWakesAreBoundedAndFillsGoFirst(t *testing.T) {
 	release := make(chan struct{})
-	var inflight, most atomic.Int64
+	var inflight, most, moving, mostMoving atomic.Int64
+	high := func(m *atomic.Int64, n int64) {
+		for v := m.Load(); n > v && !m.CompareAndSwap(v, n); v = m.Load() {
+		}
+	}
 	var mu sync.Mutex
-	var order []string
+	var order, started []string // wakes as they end, as they begin
 	r := paper.New(func(acct, _ string, _, _ events.Decimal) {
-		n := inflight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		move := strings.HasPrefix(acct, "move")
+		mu.Lock()
+		started = append(started, acct)
+		mu.Unlock()
+		high(&most, inflight.Add(1))
+		if move {
+			high(&mostMoving, moving.Add(1))
 		}
 		<-release
 		mu.Lock()
 		order = append(order, acct)
 		mu.Unlock()
+		if move {
+			moving.Add(-1)
+		}
 		inflight.Add(-1)
 	})
 	defer r.Close()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before Close: a failed check must not leave the wakes blocked
 	for i := 0; i < 100; i++ {
 		r.Track(fmt.Sprintf("move-%03d", i), map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	}
+	r.OnQuote("X", d("101"), d("101.5"))
+	enginetest.WaitFor(t, 5*time.Second, func() error {
+		if moving.Load() != paper.MovesInFlight {
+			return fmt.Errorf("%d moves in flight", moving.Load())
+		}
+		return nil
+	})
+	time.Sleep(50 * time.Millisecond) // idle workers must not take more moves meanwhile
+	if n := moving.Load(); n != paper.MovesInFlight {
+		t.Fatalf("%d moves in flight while they wait, want %d", n, paper.MovesInFlight)
+	}
+	const fills = 10
+	for i := 0; i < fills; i++ {
+		r.Track(fmt.Sprintf("fill-%02d", i), map[string][]paper.Trigger{"X": {sellLimit("100", false)}})
 	}
 	r.OnQuote("X", d("101"), d("101.5"))
 	enginetest.WaitFor(t, 5*time.Second, func() error {
@@ -47,26 +80,26 @@ func TestWakesAreBoundedAndFillsGoFirst(t *testing.T) {
 		}
 		return nil
 	})
-	r.Track("fill", map[string][]paper.Trigger{"X": {sellLimit("100", false)}})
-	r.OnQuote("X", d("101"), d("101.5"))
-	close(release)
+	free()
 	enginetest.WaitFor(t, 5*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		// 100 moves, the fill, and again the moves in flight when the second quote came.
-		if len(order) != 101+paper.Workers {
+		// 100 moves, the fills, and again the moves in flight when the second quote came.
+		if len(order) != 100+fills+paper.MovesInFlight {
 			return fmt.Errorf("%d woken", len(order))
 		}
 		return nil
 	})
-	if most.Load() > paper.Workers {
-		t.Fatalf("%d wakes in flight at once, at most %d", most.Load(), paper.Workers)
+	if most.Load() > paper.Workers || mostMoving.Load() > paper.MovesInFlight {
+		t.Fatalf("%d wakes and %d moves in flight at once, at most %d and %d", most.Load(), mostMoving.Load(), paper.Workers, paper.MovesInFlight)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for i, a := range order {
-		if a == "fill" && i > 2*paper.Workers {
-			t.Fatalf("the fill woke %dth, behind queued moves", i)
+	// Every fill begins before the moves queued ahead of it: after the move
+	// in flight, give or take the workers' race to record their start.
+	for i, a := range started {
+		if strings.HasPrefix(a, "fill") && i > paper.MovesInFlight+fills+paper.Workers {
+			t.Fatalf("%s began %dth, behind queued moves", a, i)
 		}
 	}
 }

@@ -40,6 +40,11 @@ func New(id string) *State {
 	return &State{ID: id, Keys: map[string]*Key{}, Providers: map[string]evvenue.Provider{}, Config: map[string]map[string]*Item{}, Policies: map[string]*Policy{}, Idem: idem.Record{}}
 }
 
+// StateVersion is the version of the venue's state in snapshots
+// (engine/snapshot.Shape): raise it when Apply folds an event differently.
+// A change of State's fields changes the shape by itself.
+const StateVersion = 1
+
 // Apply folds one event into the state.
 func Apply(s *State, e events.Event) *State {
 	switch e := e.(type) {

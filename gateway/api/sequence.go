@@ -81,6 +81,16 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), SettleTimeout)
+			if seq > d.Projector.Applied() {
+				// A sequence the log does not hold yet was never given by a
+				// node: refused at once, not waited for.
+				if last, lerr := d.Engine.LastSeq(ctx); lerr == nil && seq > last {
+					cancel()
+					httpx.WriteError(w, r, httpx.Trading, commands.BadField(AfterHeader, nil,
+						"%s %d is past the log's last sequence %d: send back a %s this engine gave", AfterHeader, seq, last, SeqHeader))
+					return
+				}
+			}
 			err = d.Projector.WaitFor(ctx, seq)
 			cancel()
 			if err != nil && r.Context().Err() == nil {

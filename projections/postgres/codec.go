@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 
+	gojson "github.com/goccy/go-json"
+
 	"github.com/svc/engine/events"
 )
 
@@ -34,8 +36,10 @@ func hiddenFields(t reflect.Type) []reflect.StructField {
 	return out
 }
 
+// encode writes with goccy/go-json, which writes what encoding/json writes
+// at a fraction of its cost (the projector's writes are its hot path).
 func encode(v any) (doc, hidden []byte, err error) {
-	doc, err = json.Marshal(v)
+	doc, err = gojson.Marshal(v)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,7 +65,7 @@ func encode(v any) (doc, hidden []byte, err error) {
 	if len(m) == 0 {
 		return doc, nil, nil
 	}
-	hidden, err = json.Marshal(m)
+	hidden, err = gojson.Marshal(m)
 	return doc, hidden, err
 }
 

@@ -36,6 +36,90 @@ func TestStoreContract(t *testing.T) {
 	storetest.Run(t, open)
 }
 
+// The contract holds too while reads answer from the documents the store
+// committed (one engine, its only writer).
+func TestStoreContractSoleWriter(t *testing.T) {
+	storetest.Run(t, func(t testing.TB) projections.Store {
+		s := openURL(t, pgtest.URL(t))
+		s.SetSoleWriter(true)
+		return s
+	})
+}
+
+// A sole writer reads what it committed from memory: a row changed behind
+// its back (which no sole writer's database sees) does not show, every
+// commit of its own does, including a document first read from the
+// database; not a sole writer, it reads the database; and a commit by
+// another writer drops what it held.
+func TestSoleWriterReadsItsOwnCommits(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openURL(t, url)
+	s.SetSoleWriter(true)
+	get := func(key string) (int, bool) {
+		t.Helper()
+		var n int
+		ok, err := s.Get(ctx, "c", key, &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, ok
+	}
+	put := func(st *postgres.Store, seq uint64, key string, n int) {
+		t.Helper()
+		if err := st.Update(ctx, seq, func(tx projections.Tx) error { return tx.Put("c", key, n) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	behind := func(sql string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(s, 1, "a", 1)
+	behind(`UPDATE docs SET doc = '99' WHERE coll = 'c' AND key = 'a'`)
+	if n, ok := get("a"); !ok || n != 1 {
+		t.Fatalf("a = %d %v, want the committed 1", n, ok)
+	}
+	behind(`INSERT INTO docs (coll, key, doc) VALUES ('c', 'b', '5')`)
+	if n, ok := get("b"); !ok || n != 5 { // read from the database, and kept
+		t.Fatalf("b = %d %v, want 5", n, ok)
+	}
+	put(s, 2, "b", 6)
+	if n, ok := get("b"); !ok || n != 6 {
+		t.Fatalf("b = %d %v after its commit, want 6", n, ok)
+	}
+	if _, ok := get("none"); ok {
+		t.Fatal("a missing document found")
+	}
+	put(s, 3, "none", 3)
+	if n, ok := get("none"); !ok || n != 3 {
+		t.Fatalf("none = %d %v after its commit, want 3", n, ok)
+	}
+	if err := s.Update(ctx, 4, func(tx projections.Tx) error { return tx.Delete("c", "a") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := get("a"); ok {
+		t.Fatal("a deleted document found")
+	}
+
+	s.SetSoleWriter(false)
+	put(s, 5, "b", 8)
+	behind(`UPDATE docs SET doc = '7' WHERE coll = 'c' AND key = 'b'`)
+	if n, ok := get("b"); !ok || n != 7 {
+		t.Fatalf("b = %d %v, want the database's 7", n, ok)
+	}
+
+	s.SetSoleWriter(true)
+	put(s, 6, "b", 8)
+	other := openURL(t, url)
+	put(other, 7, "b", 9)
+	put(s, 8, "c", 1) // finds the checkpoint moved by another writer: drops what it held
+	if n, ok := get("b"); !ok || n != 9 {
+		t.Fatalf("b = %d %v, want the other writer's 9", n, ok)
+	}
+}
+
 func BenchmarkCore(b *testing.B) {
 	storetest.BenchCore(b, open)
 }

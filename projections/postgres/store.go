@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -54,9 +55,10 @@ const pageSize = 256
 type Store struct {
 	pool      *pgxpool.Pool
 	name      string
-	wmu       sync.Mutex // serializes this process's Updates; guards the fields below
-	cache     cache
-	committed uint64 // the last checkpoint this store committed
+	wmu       sync.Mutex  // serializes this process's Updates; guards the fields below
+	cache     cache       // its own lock: Get reads it without wmu
+	committed uint64      // the last checkpoint this store committed
+	sole      atomic.Bool // this process is the only writer (SetSoleWriter)
 }
 
 // Open connects to url, applies the migrations of schema/postgres and returns
@@ -240,6 +242,12 @@ func (t *tx) Get(coll, key string, v any) (bool, error) {
 		}
 		t.buf[k] = e
 	}
+	return e.read(k, v)
+}
+
+// read is Get of the document e holds for k: not found when absent or
+// deleted, else copied into v.
+func (e *entry) read(k docKey, v any) (bool, error) {
 	if e.state == stateAbsent || e.state == stateDeleted {
 		return false, nil
 	}
@@ -247,17 +255,28 @@ func (t *tx) Get(coll, key string, v any) (bool, error) {
 	if dst.Kind() != reflect.Pointer || dst.IsNil() {
 		return false, fmt.Errorf("postgres: decode into %T: not a pointer", v)
 	}
+	if err := e.into(dst, v); err != nil {
+		return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, k.coll, k.key, err)
+	}
+	return true, nil
+}
+
+// into copies the document into v (dst is v's reflect.Value): a Put value
+// of v's type as is, as the memory store does, else through its stored form.
+// It never changes the entry, which readers share.
+func (e *entry) into(dst reflect.Value, v any) error {
 	if e.val.IsValid() && e.val.Type() == dst.Elem().Type() {
 		dst.Elem().Set(e.val)
-		return true, nil
+		return nil
 	}
-	if e.doc == nil { // Put as another type: go through the stored form
+	doc, hidden := e.doc, e.hidden
+	if doc == nil { // Put as another type: go through the stored form
 		var err error
-		if e.doc, e.hidden, err = encode(e.val.Interface()); err != nil {
-			return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
+		if doc, hidden, err = encode(e.val.Interface()); err != nil {
+			return err
 		}
 	}
-	return true, decode(e.doc, e.hidden, v)
+	return decode(doc, hidden, v)
 }
 
 // From implements projections.Tx.
@@ -357,7 +376,7 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	if seq <= uint64(cp) {
 		return nil
 	}
-	if s.cache.seq != uint64(cp) {
+	if s.cache.at() != uint64(cp) {
 		s.cache.reset() // written by someone else since, or never
 	}
 	t := &tx{from: uint64(cp), ctx: ctx, db: db, buf: map[docKey]*entry{}, cache: &s.cache}
@@ -376,15 +395,43 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	return nil
 }
 
+// SetSoleWriter tells the store whether this process is the projection's
+// only writer (one engine on its database; not a node of several, whose
+// leader writes). While it is, Get answers documents this store committed
+// or read since its last commit from memory: they are what the database
+// holds at the store's checkpoint, which no one else moves. An Update that
+// finds the checkpoint moved by someone else drops them all.
+func (s *Store) SetSoleWriter(on bool) {
+	s.sole.Store(on)
+	if !on {
+		s.cache.reset()
+	}
+}
+
 // Get implements projections.Store.
 func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) {
+	k := docKey{coll, key}
+	var at uint64
+	if s.sole.Load() {
+		var e *entry
+		var ok bool
+		if e, at, ok = s.cache.lookup(k); ok {
+			return e.read(k, v)
+		}
+	}
 	var doc, hidden []byte
 	err := s.pool.QueryRow(ctx, `SELECT doc, hidden FROM docs WHERE coll = $1 AND key = $2`, coll, key).Scan(&doc, &hidden)
 	if errors.Is(err, pgx.ErrNoRows) {
+		if at != 0 {
+			s.cache.fill(at, k, &entry{state: stateAbsent})
+		}
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
+	}
+	if at != 0 {
+		s.cache.fill(at, k, &entry{doc: doc, hidden: hidden})
 	}
 	return true, decode(doc, hidden, v)
 }

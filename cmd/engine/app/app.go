@@ -113,6 +113,12 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err := bindReadModels(ctx, cfg, a.Log, a.Store); err != nil { // bind.go: never serve another log's read models
 		return nil, err
 	}
+	if sw, ok := a.Store.(interface{ SetSoleWriter(bool) }); ok && cfg.Node == "" {
+		// One engine writes its read models: reads of the documents it
+		// committed skip the database (the nodes of a cluster read it, as
+		// their leader writes).
+		sw.SetSoleWriter(true)
+	}
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -122,7 +128,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
-		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node})
+		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node, Snapshots: engine.SnapshotConfig{On: cfg.Snapshots == "on", Every: cfg.SnapshotEvery}})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +179,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.previews, err = exitplans.NewTokens(derive(a.firm.key, "exit-plan-preview")); err != nil {
 		return nil, err
 	}
-	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, Sessions: sessions,
+	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, MaxStreams: cfg.StreamsPerKey, Sessions: sessions,
 		DashboardOrigin: cfg.Connect.DashboardOrigin}, a.Store)
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
 
@@ -221,7 +227,9 @@ func (a *App) runProjector(ctx context.Context) error {
 }
 
 // warm replays the log once: the engine rebuilds its aggregates and the read
-// models catch up from the same decoded commits, in batches. The collector
+// models catch up from the same decoded commits, in batches; the replay
+// starts at the earlier of the read models' checkpoint (0 in memory) and the
+// aggregates' snapshot mark. The collector
 // runs less often meanwhile (the replay allocates far more than it keeps).
 func (a *App) warm(ctx context.Context) (uint64, error) {
 	defer RelaxGC()()
@@ -233,8 +241,12 @@ func (a *App) warm(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	slog.Info("replaying the log", "commits", total)
-	last, err := a.Engine.Start(ctx, replayProgress(total, ProgressEvery, tap))
+	checkpoint, err := a.Store.Checkpoint(ctx)
+	if err != nil {
+		return 0, err
+	}
+	slog.Info("replaying the log", "commits", total, "readModelsAt", checkpoint)
+	last, err := a.Engine.StartFrom(ctx, checkpoint, replayProgress(total, ProgressEvery, tap))
 	if err == nil {
 		err = flush()
 	}

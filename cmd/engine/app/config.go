@@ -26,11 +26,14 @@ type Config struct {
 	Replicas       int
 	Node           string        // this node's name among several (ENGINE_NODE); empty: the only node
 	LeaseTTL       time.Duration // life of an ownership lease without renewal
+	Snapshots      string        // on: aggregate snapshots seed the start and are taken in the background; off: neither
+	SnapshotEvery  time.Duration // time between two snapshot rounds
 	Stream         string
 	Deployment     Deployment // names on the NATS server, from ENGINE_DEPLOYMENT (names.go)
 	DemoAccounts   int
 	RateLimit      float64
 	RateBurst      int
+	StreamsPerKey  int // concurrent SSE streams per credential
 	FeedSeed       uint64
 	LogLevel       string
 	BaseURL        string
@@ -102,12 +105,16 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.Node, "node", env("ENGINE_NODE", ""), "this node's name (1-32 of a-z, 0-9, '-') when several engines share one NATS cluster and PostgreSQL; needs NATS_URL; empty: the only node (ENGINE_NODE)")
 	ttl, _ := time.ParseDuration(env("ENGINE_LEASE_TTL", "2s"))
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", ttl, "how long a node's ownership of its accounts outlives its last renewal; a dead node's accounts move after it (ENGINE_LEASE_TTL)")
+	fs.StringVar(&c.Snapshots, "snapshots", env("ENGINE_SNAPSHOTS", "on"), "on: the start seeds accounts and venues from their snapshots (a key-value bucket <stream>_SNAPSHOTS) and replays the log from the snapshots' mark only, and snapshots are taken in the background; off: neither, every start replays the whole log (ENGINE_SNAPSHOTS)")
+	every, _ := time.ParseDuration(env("ENGINE_SNAPSHOT_EVERY", "10s"))
+	fs.DurationVar(&c.SnapshotEvery, "snapshot-every", every, "time between two rounds of aggregate snapshots, each of the accounts and venues changed since their last (ENGINE_SNAPSHOT_EVERY)")
 	fs.StringVar(&c.Deployment.Name, "deployment", env("ENGINE_DEPLOYMENT", ""), "names this deployment's streams and subjects on the NATS server, so several share one: BLUE_EVT and blue.evt.> for blue; empty: EVT and evt.> (ENGINE_DEPLOYMENT)")
 	fs.StringVar(&c.Deployment.Stream, "stream", env("ENGINE_STREAM", ""), "name of the commit stream; empty: derived from ENGINE_DEPLOYMENT, EVT by default (ENGINE_STREAM)")
 	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
 	rl, _ := strconv.ParseFloat(env("ENGINE_RATE_LIMIT", "200"), 64)
 	fs.Float64Var(&c.RateLimit, "rate-limit", rl, "requests per second per credential; 0: unlimited (ENGINE_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", envInt("ENGINE_RATE_BURST", 400), "burst of the per-credential rate limit (ENGINE_RATE_BURST)")
+	fs.IntVar(&c.StreamsPerKey, "streams-per-key", envInt("ENGINE_STREAMS_PER_KEY", 50), "concurrent SSE streams one credential may hold open, 1-100000; the next is 429 too_many_streams (ENGINE_STREAMS_PER_KEY)")
 	seed, _ := strconv.ParseUint(env("ENGINE_FEED_SEED", "42"), 10, 64)
 	fs.Uint64Var(&c.FeedSeed, "feed-seed", seed, "seed of the simulated price feed (ENGINE_FEED_SEED)")
 	fs.StringVar(&c.LogLevel, "log-level", env("ENGINE_LOG_LEVEL", "info"), "debug, info, warn or error (ENGINE_LOG_LEVEL)")
@@ -175,6 +182,12 @@ func (c Config) validate() error {
 	if c.CommitEncoding != "msgpack" && c.CommitEncoding != "json" {
 		errs = append(errs, fmt.Errorf("ENGINE_COMMIT_ENCODING %q is neither msgpack nor json", c.CommitEncoding))
 	}
+	if c.Snapshots != "on" && c.Snapshots != "off" {
+		errs = append(errs, fmt.Errorf("ENGINE_SNAPSHOTS %q is neither on nor off", c.Snapshots))
+	}
+	if c.SnapshotEvery < time.Second || c.SnapshotEvery > time.Hour {
+		errs = append(errs, fmt.Errorf("ENGINE_SNAPSHOT_EVERY %s outside 1s..1h", c.SnapshotEvery))
+	}
 	if c.DemoAccounts < 0 || c.DemoAccounts > 10000 {
 		errs = append(errs, fmt.Errorf("ENGINE_DEMO_ACCOUNTS %d outside 0..10000", c.DemoAccounts))
 	}
@@ -197,6 +210,9 @@ func (c Config) validate() error {
 	}
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("ENGINE_RATE_LIMIT must be 0 or more"))
+	}
+	if c.StreamsPerKey < 1 || c.StreamsPerKey > 100000 {
+		errs = append(errs, fmt.Errorf("ENGINE_STREAMS_PER_KEY %d outside 1..100000", c.StreamsPerKey))
 	}
 	return errors.Join(errs...)
 }

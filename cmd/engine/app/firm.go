@@ -52,7 +52,9 @@ const DemoFirm = "demo-firm"
 
 type firmArea struct {
 	key     []byte
-	reactor *webhook.Reactor
+	reactor *webhook.Reactor // the gateway's checks, secrets and pings; delivery runs its own
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // secretKey is the engine's secret key: 32 random bytes made at first start
@@ -106,10 +108,16 @@ func (a *App) startFirm(ctx context.Context, cfg Config) error {
 	if cfg.Node != "" {
 		return nil // on a node of several, the leader delivers (nodes.go)
 	}
-	if err := r.Start(ctx); err != nil {
-		r.Close(0)
-		return err
-	}
+	// Delivery starts beside the service, not before it: its reactor reads
+	// the whole log to find what is still due, and a restart over a long log
+	// should not wait for that to answer traders. Nothing is missed meanwhile:
+	// it delivers what the log holds up to its start, then follows the log.
+	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.firm.stop, a.firm.done = stop, make(chan struct{})
+	go func() {
+		defer close(a.firm.done)
+		a.deliverWebhooks(dctx)
+	}()
 	return nil
 }
 
@@ -121,6 +129,10 @@ func (a *App) newWebhooks() (*webhook.Reactor, error) {
 }
 
 func (a *App) stopFirm() {
+	if a.firm != nil && a.firm.stop != nil {
+		a.firm.stop()
+		<-a.firm.done
+	}
 	if a.firm != nil {
 		a.firm.reactor.Close(2 * time.Second)
 	}

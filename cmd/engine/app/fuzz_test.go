@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
@@ -156,6 +158,27 @@ func FuzzPlaceOrder(f *testing.F) {
 	fe := startFuzzEngine(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fe.send(t, http.MethodPost, "/api/trading/order", fe.Key, body)
+	})
+}
+
+// FuzzEngineAfter sends what the fuzzer makes as X-Engine-After on a read
+// and on a write: a whole number the log holds is served, anything else is
+// 400 at once (no wait for a sequence no node gave).
+func FuzzEngineAfter(f *testing.F) {
+	for _, s := range []string{"1", "0", "2", "18446744073709551615", "9223372036854775807", "-1", "1e3", " 1", "01", "99999999999999999999", "\x00", "１"} {
+		f.Add(s)
+	}
+	fe := startFuzzEngine(f)
+	n := 0
+	f.Fuzz(func(t *testing.T, after string) {
+		if !utf8.ValidString(after) || strings.ContainsAny(after, "\r\n\x00") {
+			return // not a header value net/http would deliver
+		}
+		n++
+		h := map[string]string{"Authorization": "Bearer " + fe.Key, "X-Engine-After": after}
+		fe.sendWith(t, http.MethodGet, "/api/account/orders", h, nil)
+		fe.sendWith(t, http.MethodPost, "/api/trading/order", h,
+			[]byte(fmt.Sprintf(`{"clientOrderId":"after-%d","instrument":"BTC-PERP","side":"buy","orderType":"market","quantity":"0.01"}`, n)))
 	})
 }
 

@@ -70,9 +70,9 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// deliverWebhooks runs a webhook reactor until ctx ends: it rebuilds what
-// is due from the log's delivery ledger, so a new leader resumes where the
-// last one recorded.
+// deliverWebhooks runs a webhook reactor until ctx ends (a single engine
+// for its life, a node while it leads): it rebuilds what is due from the
+// log's delivery ledger, so a new leader resumes where the last one recorded.
 func (a *App) deliverWebhooks(ctx context.Context) {
 	for ctx.Err() == nil {
 		r, err := a.newWebhooks()
@@ -84,7 +84,10 @@ func (a *App) deliverWebhooks(ctx context.Context) {
 			r.Close(2 * time.Second)
 			return
 		}
-		slog.Warn("cluster: webhook delivery did not start; trying again", "err", err)
+		if ctx.Err() != nil {
+			return // stopped while it read the log
+		}
+		slog.Warn("webhook delivery did not start; trying again", "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):

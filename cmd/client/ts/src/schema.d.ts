@@ -1834,6 +1834,13 @@ export interface paths {
          *     link-local or other non-public address is 400 `invalid_request` with
          *     `params.field` `url` and `params.rule`; each delivery checks the address it
          *     connects to again and follows no redirect.
+         *
+         *     Each delivery is a POST of the event as JSON with the headers
+         *     `svc-signature` (the HMAC of the timestamp and body under the endpoint's
+         *     `secret`) and `Webhook-Attempt` (1 to 6: which attempt of the event this
+         *     is). An attempt is recorded in the log before it is sent, so no attempt
+         *     number is ever sent twice, even by two engines at once; an attempt that
+         *     timed out may still have reached you, so deduplicate by the event's `id`.
          */
         post: operations["registerWebhook"];
         /**

@@ -1,0 +1,413 @@
+// Package snapshot keeps aggregate snapshots in a JetStream key-value bucket
+// named after the commit stream (eventlog.SnapshotBucket). A snapshot is one
+// aggregate's whole state at a revision of the log (the stream sequence of
+// its last commit), tied to the log's id, to the snapshot format and to the
+// shape of the state it encodes. Snapshots only speed a start up; correctness
+// never depends on them: a snapshot that cannot be used is ignored and its
+// aggregate rebuilt from the log.
+//
+// The bucket also holds the mark: a log sequence W such that every
+// aggregate of the snapshotted kinds with a commit at or below W has a
+// snapshot in the bucket at a revision R with no commit of its subject in
+// (R, W]. A start seeds the aggregates from their snapshots and replays the
+// log from after W only.
+package snapshot
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
+)
+
+// Format is the version of a snapshot's envelope and of its encoding (the
+// state's JSON, within the codec's decimal bounds, flate-compressed past
+// CompressAbove). A snapshot of another format is ignored.
+const Format = 1
+
+// CompressAbove is the size of a state's JSON past which it is stored
+// compressed.
+const CompressAbove = 16 << 10
+
+// markKey is the key of the mark.
+const markKey = "mark"
+
+// ErrTooLarge refuses a snapshot larger than the server takes in one
+// message: its aggregate is rebuilt from the log at each start instead.
+var ErrTooLarge = errors.New("snapshot: larger than the server takes in one message")
+
+// Config opens a Store.
+type Config struct {
+	JS       jetstream.JetStream
+	Stream   string // the commit stream: the bucket is eventlog.SnapshotBucket(Stream)
+	Replicas int    // of the bucket: the commit stream's
+	LogID    string // the log's identity (eventlog.Log.ID): snapshots of another log are never used
+	MaxValue int    // the largest value the server takes (its max payload); 0: 1 MiB
+}
+
+// Store is the snapshot bucket of one log.
+type Store struct {
+	kv    jetstream.KeyValue
+	logID string
+	max   int
+
+	mu   sync.Mutex
+	revs map[string]uint64 // the bucket's revision of each key as last seen (0: none), for compare-and-set
+}
+
+// Open opens the bucket, creating it when missing.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.LogID == "" {
+		return nil, errors.New("snapshot: the log has no id, and a snapshot must name the log it was taken from")
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.MaxValue <= 0 {
+		cfg.MaxValue = 1 << 20
+	}
+	name := eventlog.SnapshotBucket(cfg.Stream)
+	kc := jetstream.KeyValueConfig{Bucket: name, History: 1, Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+		Description: "aggregate snapshots of stream " + cfg.Stream + " (engine/snapshot); they only speed a start up and may be deleted"}
+	var kv jetstream.KeyValue
+	err := eventlog.RetryTimeouts(ctx, func(ctx context.Context) (err error) {
+		kv, err = cfg.JS.CreateOrUpdateKeyValue(ctx, kc)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: bucket %s: %w", name, err)
+	}
+	// The headers and subject take some of a message: keep 4 KiB for them.
+	return &Store{kv: kv, logID: cfg.LogID, max: max(cfg.MaxValue-4096, 1024), revs: map[string]uint64{}}, nil
+}
+
+// header is a snapshot's envelope: the value is the header's JSON, a
+// newline, then the state's JSON (compressed when Flate).
+type header struct {
+	Format int    `json:"format"`
+	Log    string `json:"log"`
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	Rev    uint64 `json:"rev"`
+	Shape  string `json:"shape"`
+	Flate  bool   `json:"flate,omitempty"`
+	// Whole marks a snapshot without a state (one too large to store, or
+	// that could not be encoded): its aggregate is rebuilt from its whole
+	// subject, and the mark may still pass it.
+	Whole bool `json:"whole,omitempty"`
+}
+
+// mark is the mark's value.
+type mark struct {
+	Format int    `json:"format"`
+	Log    string `json:"log"`
+	Seq    uint64 `json:"seq"`
+}
+
+// Key is the bucket's key of an aggregate: its kind, a dot, and its id in
+// unpadded base64url (an id may hold characters a key may not).
+func Key(kind, id string) string {
+	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// parseKey is Key's inverse.
+func parseKey(key string) (kind, id string, ok bool) {
+	kind, enc, ok := strings.Cut(key, ".")
+	if !ok || kind == "" {
+		return "", "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(b) == 0 {
+		return "", "", false
+	}
+	return kind, string(b), true
+}
+
+// Marshal is the encoding of a state that Put stores: its JSON. Decimals
+// outside the codec's bounds are an error. Run it where the state is owned
+// (the aggregate's mailbox goroutine).
+func Marshal(state any) ([]byte, error) {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: encode %T: %w", state, err)
+	}
+	return b, nil
+}
+
+// Snap is one usable snapshot read by Load.
+type Snap struct {
+	Kind, ID string
+	Rev      uint64 // the log sequence the state is at
+	body     []byte
+	flate    bool
+}
+
+// Decode reads the snapshot's state into v, a pointer to a state of its kind.
+func (s Snap) Decode(v any) error {
+	body := s.body
+	if s.flate {
+		b, err := io.ReadAll(flate.NewReader(bytes.NewReader(body)))
+		if err != nil {
+			return fmt.Errorf("snapshot %s %s at %d: inflate: %w", s.Kind, s.ID, s.Rev, err)
+		}
+		body = b
+	}
+	if err := events.UnmarshalStored(body, v); err != nil {
+		return fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
+	}
+	return nil
+}
+
+// Ignored is a snapshot Load found and will not use: its aggregate must be
+// rebuilt from the whole of its subject.
+type Ignored struct {
+	Kind, ID string
+	Reason   string
+}
+
+// Loaded is what Load found.
+type Loaded struct {
+	// Mark is the mark's sequence; 0: none that holds for this log (every
+	// aggregate then needs its whole history).
+	Mark    uint64
+	Snaps   []Snap
+	Ignored []Ignored
+}
+
+// Load reads every snapshot in the bucket. shapes is the Shape of each kind
+// the caller rebuilds; last is the log's last sequence. A snapshot is used
+// when it is of this Format, of this log (its id), of the kind's shape and
+// at a revision within the log; any other snapshot of such a kind is listed
+// in Ignored, with a log line. Snapshots past the log's last sequence (the
+// log was replaced by an older copy of itself) are deleted, and so is the
+// mark then: they describe commits this log does not hold.
+func (s *Store) Load(ctx context.Context, last uint64, shapes map[string]string) (Loaded, error) {
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return Loaded{}, fmt.Errorf("snapshot: read the bucket: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var (
+		out     Loaded
+		m       mark
+		markRev uint64
+		future  []string
+	)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return Loaded{}, ctx.Err()
+		case e = <-w.Updates():
+		}
+		if e == nil {
+			break // every key's newest value has been delivered
+		}
+		key := e.Key()
+		s.revs[key] = e.Revision()
+		if key == markKey {
+			if json.Unmarshal(e.Value(), &m) != nil {
+				m = mark{}
+			}
+			markRev = e.Revision()
+			continue
+		}
+		kind, id, ok := parseKey(key)
+		if !ok {
+			continue // not a key of ours
+		}
+		shape, rebuilt := shapes[kind]
+		if !rebuilt {
+			continue
+		}
+		ignore := func(reason string) {
+			slog.Warn("snapshot ignored; the aggregate is rebuilt from the log", "kind", kind, "id", id, "reason", reason)
+			out.Ignored = append(out.Ignored, Ignored{Kind: kind, ID: id, Reason: reason})
+		}
+		h, body, err := parse(e.Value())
+		switch {
+		case err != nil:
+			ignore(err.Error())
+		case h.Format != Format:
+			ignore(fmt.Sprintf("format %d, this build reads %d", h.Format, Format))
+		case h.Log != s.logID:
+			ignore(fmt.Sprintf("taken from log %s, this log is %s", h.Log, s.logID))
+		case h.Kind != kind || h.ID != id:
+			ignore(fmt.Sprintf("holds %s %s under the key of %s %s", h.Kind, h.ID, kind, id))
+		case h.Shape != shape:
+			ignore(fmt.Sprintf("state shape %s, this build's is %s", h.Shape, shape))
+		case h.Rev > last:
+			ignore(fmt.Sprintf("at revision %d, past the log's last sequence %d", h.Rev, last))
+			future = append(future, key)
+		case h.Whole:
+			out.Ignored = append(out.Ignored, Ignored{Kind: kind, ID: id, Reason: "no state stored (too large, or not encodable)"})
+		default:
+			out.Snaps = append(out.Snaps, Snap{Kind: kind, ID: id, Rev: h.Rev, body: body, flate: h.Flate})
+		}
+	}
+	switch {
+	case markRev == 0:
+	case m.Format != Format || m.Log != s.logID:
+		slog.Warn("snapshot mark ignored: of another format or log; every aggregate is rebuilt from the whole log", "format", m.Format, "log", m.Log)
+	case m.Seq > last || len(future) > 0:
+		slog.Warn("snapshot mark ignored: the log ends before snapshots taken of it; every aggregate is rebuilt from the whole log",
+			"mark", m.Seq, "lastSeq", last, "snapshotsPastTheEnd", len(future))
+		future = append(future, markKey)
+	default:
+		out.Mark = m.Seq
+	}
+	for _, key := range future {
+		if err := s.kv.Delete(ctx, key, jetstream.LastRevision(s.revs[key])); err != nil {
+			return Loaded{}, fmt.Errorf("snapshot: delete %s, which the log does not reach: %w", key, err)
+		}
+		delete(s.revs, key)
+	}
+	return out, nil
+}
+
+// parse splits a value into its header and body.
+func parse(v []byte) (header, []byte, error) {
+	var h header
+	head, body, ok := bytes.Cut(v, []byte{'\n'})
+	if !ok {
+		return h, nil, errors.New("no header")
+	}
+	if err := json.Unmarshal(head, &h); err != nil {
+		return h, nil, fmt.Errorf("unreadable header: %v", err)
+	}
+	return h, body, nil
+}
+
+// Put stores the snapshot of aggregate kind/id at revision rev, state being
+// what Marshal made of its state (nil: none, the aggregate is to be rebuilt
+// from its whole subject; a state larger than the server takes is stored so
+// too, and Put reports ErrTooLarge after storing), unless the bucket holds one of the same
+// log at a later revision (or at rev, of the same shape): a snapshot is never
+// replaced by an older one. Two writers race through the bucket's
+// compare-and-set on the key's revision. It reports the revision the
+// bucket's snapshot is at afterwards (rev or later).
+func (s *Store) Put(ctx context.Context, kind, id string, rev uint64, shape string, state []byte) (uint64, error) {
+	h := header{Format: Format, Log: s.logID, Kind: kind, ID: id, Rev: rev, Shape: shape, Whole: state == nil}
+	if len(state) > CompressAbove {
+		state, h.Flate = deflate(state), true
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot: %w", err)
+	}
+	value := make([]byte, 0, len(head)+1+len(state))
+	value = append(append(append(value, head...), '\n'), state...)
+	if len(value) > s.max {
+		got, err := s.Put(ctx, kind, id, rev, shape, nil)
+		if err != nil {
+			return 0, err
+		}
+		return got, fmt.Errorf("%s %s at %d, %d bytes: %w", kind, id, rev, len(value), ErrTooLarge)
+	}
+	key := Key(kind, id)
+	kept := rev
+	err = s.casPut(ctx, key, value, func(cur []byte) bool {
+		// Another writer moved the key: keep its snapshot when it is newer.
+		c, _, perr := parse(cur)
+		if perr == nil && c.Log == s.logID && (c.Rev > rev || c.Rev == rev && c.Shape == shape && c.Format == Format) {
+			kept = c.Rev
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return 0, fmt.Errorf("snapshot: put %s %s at %d: %w", kind, id, rev, err)
+	}
+	return kept, nil
+}
+
+// errMoving is a key other writers kept moving through every attempt.
+var errMoving = errors.New("the key kept moving under other writers")
+
+// casPut writes value under key by compare-and-set on the key's revision as
+// this store last knew it. When another writer moved the key, it reads the
+// key again and stops if keep says the value there stands (newer than
+// value), else tries again with the new revision, a few times.
+func (s *Store) casPut(ctx context.Context, key string, value []byte, keep func(cur []byte) bool) error {
+	for attempt := 0; attempt < 4; attempt++ {
+		s.mu.Lock()
+		known := s.revs[key]
+		s.mu.Unlock()
+		var kvRev uint64
+		var err error
+		if known == 0 {
+			kvRev, err = s.kv.Create(ctx, key, value)
+		} else {
+			kvRev, err = s.kv.Update(ctx, key, value, known)
+		}
+		if err == nil {
+			s.remember(key, kvRev)
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return err
+		}
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			s.remember(key, 0)
+			if e != nil {
+				s.remember(key, e.Revision())
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read it again: %w", err)
+		}
+		s.remember(key, e.Revision())
+		if keep(e.Value()) {
+			return nil
+		}
+	}
+	return errMoving
+}
+
+func (s *Store) remember(key string, kvRev uint64) {
+	s.mu.Lock()
+	s.revs[key] = kvRev
+	s.mu.Unlock()
+}
+
+// PutMark raises the mark to seq (see the package comment): a mark of this
+// log at seq or later stays as it is.
+func (s *Store) PutMark(ctx context.Context, seq uint64) error {
+	value, err := json.Marshal(mark{Format: Format, Log: s.logID, Seq: seq})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	err = s.casPut(ctx, markKey, value, func(cur []byte) bool {
+		var c mark
+		return json.Unmarshal(cur, &c) == nil && c.Format == Format && c.Log == s.logID && c.Seq >= seq
+	})
+	if err != nil {
+		return fmt.Errorf("snapshot: put the mark at %d: %w", seq, err)
+	}
+	return nil
+}
+
+// deflate compresses b, fast.
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := flate.NewWriter(&buf, flate.BestSpeed) // a valid level: no error
+	_, _ = zw.Write(b)                              // a bytes.Buffer takes every write
+	_ = zw.Close()
+	return buf.Bytes()
+}
