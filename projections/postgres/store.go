@@ -57,6 +57,11 @@ type Store struct {
 	name      string
 	wmu       sync.Mutex  // serializes this process's Updates; guards the fields below
 	cache     cache       // its own lock: Get reads it without wmu
+	// visible is held for writing from a transaction's commit until the
+	// cache holds it, and for reading by a sole writer's Get that misses the
+	// cache: such a read never sees the database ahead of the cache, so a
+	// reader's next hit is never older than what it just read.
+	visible sync.RWMutex
 	committed uint64      // the last checkpoint this store committed
 	sole      atomic.Bool // this process is the only writer (SetSoleWriter)
 }
@@ -386,6 +391,8 @@ func (s *Store) Update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	if err := t.flush(s.name, seq); err != nil {
 		return fmt.Errorf("postgres: write up to %d: %w", seq, err)
 	}
+	s.visible.Lock()
+	defer s.visible.Unlock()
 	if err := db.Commit(ctx); err != nil {
 		s.cache.reset()
 		return fmt.Errorf("postgres: commit up to %d: %w", seq, err)
@@ -416,6 +423,11 @@ func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) 
 		var e *entry
 		var ok bool
 		if e, at, ok = s.cache.lookup(k); ok {
+			return e.read(k, v)
+		}
+		s.visible.RLock()
+		defer s.visible.RUnlock()
+		if e, at, ok = s.cache.lookup(k); ok { // a commit since the first look
 			return e.read(k, v)
 		}
 	}
