@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,14 @@ func startDeployment(t *testing.T, n int, databaseURL string, accounts int, env 
 		d.engines = append(d.engines, e)
 		d.dirs = append(d.dirs, dir)
 	}
+	t.Cleanup(func() { // before the engines are stopped
+		for i, e := range d.engines {
+			if t.Failed() && !e.Running() {
+				lines := strings.Split(strings.TrimRight(e.Log(), "\n"), "\n")
+				t.Logf("n%d is not running; the end of its log:\n%s", i+1, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
+		}
+	})
 	d.creds = readCreds(t, d.dirs[0])
 	if len(d.creds.Accounts) != accounts {
 		t.Fatalf("the demo tenant has %d accounts, want %d", len(d.creds.Accounts), accounts)
