@@ -218,8 +218,11 @@ var errCaughtUp = errors.New("projector: caught up")
 // this process's own commits from Recent.
 func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint64, error) {
 	last, err := src.LastSeq(ctx)
-	if err != nil || last <= from {
-		return from, err
+	if err != nil {
+		return from, fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if last <= from {
+		return from, nil
 	}
 	pl := p.reg.Pipeline(nil, func(cs []events.Committed) error {
 		for len(cs) > 0 {
@@ -231,15 +234,19 @@ func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint6
 		}
 		return nil
 	})
+	var folding error // an error of the fold, not of the log's read
 	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, _ string, data []byte) error {
-		if err := pl.Add(events.Raw{Subject: subject, Seq: seq, Data: data}); err != nil {
-			return err
+		if folding = pl.Add(events.Raw{Subject: subject, Seq: seq, Data: data}); folding != nil {
+			return folding
 		}
 		if seq >= last {
 			return errCaughtUp
 		}
 		return nil
 	})
+	if err != nil && folding == nil && !errors.Is(err, errCaughtUp) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrSource, err) // run again, it resumes from the checkpoint
+	}
 	if ctx.Err() != nil {
 		pl.Abort(ctx.Err())
 	}

@@ -99,12 +99,33 @@ func TestWaitForReportsTheProjectorsFailure(t *testing.T) {
 	}
 }
 
-type source struct{ err error }
+// A log read that fails while the projector catches up (NATS went away as
+// it started again) is a source's failure too: the engine runs it again
+// instead of stopping (a node of a cluster exited on it in CI).
+func TestRunReportsACatchUpsReadFailureAsTheSources(t *testing.T) {
+	for name, src := range map[string]source{
+		"LastSeq":       {lastErr: errors.New("no responders")},
+		"FollowCommits": {last: 5, err: errors.New("connection closed")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := projections.NewProjector(memory.New(), nil, projections.Core)
+			if err := p.Run(context.Background(), src); !errors.Is(err, projections.ErrSource) {
+				t.Fatalf("Run = %v, want a source's failure", err)
+			}
+		})
+	}
+}
+
+type source struct {
+	err     error  // FollowCommits's
+	last    uint64 // LastSeq's answer
+	lastErr error
+}
 
 func (s source) FollowCommits(context.Context, uint64, func(string, uint64, string, []byte) error) error {
 	return s.err
 }
-func (s source) LastSeq(context.Context) (uint64, error) { return 0, nil }
+func (s source) LastSeq(context.Context) (uint64, error) { return s.last, s.lastErr }
 
 // logSource is a log in memory: FollowCommits hands out its commits after
 // from, then waits for more until ctx ends, as the JetStream log does.
