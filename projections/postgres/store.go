@@ -53,15 +53,15 @@ const pageSize = 256
 // Store is a projections.Store in PostgreSQL. It is safe for concurrent use;
 // concurrent Updates serialize on the checkpoint row.
 type Store struct {
-	pool      *pgxpool.Pool
-	name      string
-	wmu       sync.Mutex  // serializes this process's Updates; guards the fields below
-	cache     cache       // its own lock: Get reads it without wmu
+	pool  *pgxpool.Pool
+	name  string
+	wmu   sync.Mutex // serializes this process's Updates; guards the fields below
+	cache cache      // its own lock: Get reads it without wmu
 	// visible is held for writing from a transaction's commit until the
 	// cache holds it, and for reading by a sole writer's Get that misses the
 	// cache: such a read never sees the database ahead of the cache, so a
 	// reader's next hit is never older than what it just read.
-	visible sync.RWMutex
+	visible   sync.RWMutex
 	committed uint64      // the last checkpoint this store committed
 	sole      atomic.Bool // this process is the only writer (SetSoleWriter)
 }
