@@ -176,6 +176,12 @@ func profiled[T any](o opts, name string, fn func() (T, error)) (T, error) {
 			_ = pprof.Lookup("mutex").WriteTo(f, 0)
 			f.Close()
 		}
+		// The heap at the phase's end (inuse: what each collection marks)
+		// and what the phase allocated (alloc: what sets their pace).
+		if f, err := os.Create(filepath.Join(o.profile, name+"-heap.pprof")); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
 	}()
 	return fn()
 }

@@ -86,7 +86,7 @@ type reply struct {
 
 type box[S any] struct {
 	id    string
-	in    chan request[S]
+	in    chan *request[S] // pointers: a collection scans 32 words a mailbox, not 32 requests (10,000 accounts held 78 MB of slots)
 	state S
 	rev   uint64
 	seen  atomic.Uint64 // rev, for readers outside the mailbox goroutine
@@ -112,7 +112,7 @@ func (g *Group[S]) Seed(id string, s S, rev uint64) {
 }
 
 func (g *Group[S]) start(id string, s S, rev uint64, stale bool) *box[S] {
-	b := &box[S]{id: id, in: make(chan request[S], 32), state: s, rev: rev, stale: stale}
+	b := &box[S]{id: id, in: make(chan *request[S], 32), state: s, rev: rev, stale: stale}
 	b.seen.Store(rev)
 	g.wg.Add(1)
 	go g.run(b)
@@ -165,7 +165,7 @@ func (g *Group[S]) send(ctx context.Context, id string, r request[S]) (Result, e
 	r.reply = make(chan reply, 1)
 	b := g.get(id)
 	select {
-	case b.in <- r:
+	case b.in <- &r:
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
@@ -208,7 +208,7 @@ func (g *Group[S]) Observe(subject string, seq uint64, prev uint64, knowPrev, cr
 	r := request[S]{ctx: context.Background(), observe: &observed{c: events.Committed{Subject: subject, Seq: seq, Commit: c}, prev: prev, know: knowPrev},
 		reply: make(chan reply, 1)}
 	defer func() { _ = recover() }() // the group closed meanwhile
-	b.in <- r
+	b.in <- &r
 	return true, nil
 }
 
@@ -238,7 +238,7 @@ func (g *Group[S]) run(b *box[S]) {
 			g.safeObserve(b, r.observe)
 			continue
 		}
-		res, err := g.safeHandle(b, r)
+		res, err := g.safeHandle(b, *r)
 		r.reply <- reply{res, err}
 	}
 }
