@@ -136,15 +136,22 @@ func TestUsageCountsAccountsThatTraded(t *testing.T) {
 	a := f.provision("u-1", "100000")
 	f.provision("u-2", "100000")
 	want(t, order(f, key, a, "o-1", "buy", false), http.StatusOK)
-	want(t, order(f, key, a, "o-2", "sell", false), http.StatusOK)
+	last := order(f, key, a, "o-2", "sell", false)
+	want(t, last, http.StatusOK)
+	// The partner's key is another credential than the trader's: it reads
+	// after the trader's writes by sending back their X-Engine-Seq.
+	after := map[string]string{"X-Engine-After": last.Header.Get("X-Engine-Seq")}
+	partner := func(path string) *apptest.Resp {
+		return f.Do(apptest.Req{Method: http.MethodGet, Path: path, Key: f.partnerKey, Headers: after})
+	}
 	month := f.App.Engine.Now().UTC().Format("2006-01")
-	r := f.partner(http.MethodGet, "/api/partner/usage?month="+month, nil)
+	r := partner("/api/partner/usage?month=" + month)
 	want(t, r, http.StatusOK)
 	u := r.Map(t)
 	if u["accounts"] != float64(1) || u["pricePerAccount"] != "15" || u["total"] != "15" || u["currency"] != "USD" {
 		t.Fatalf("usage %s", r.Body)
 	}
-	r = f.partner(http.MethodGet, "/api/partner/usage/accounts", nil)
+	r = partner("/api/partner/usage/accounts")
 	want(t, r, http.StatusOK)
 	accts := r.Map(t)["accounts"].([]any)
 	if len(accts) != 1 || accts[0].(map[string]any)["accountNumber"] != a || accts[0].(map[string]any)["fills"] != float64(2) {
