@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/events"
 )
@@ -28,22 +28,7 @@ func TestReadinessDuringALongReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Published without waiting for each ack (the server in this test
-	// process runs under the race detector: one append at a time took 20 s).
-	js := l.JetStream()
-	for i := range 60000 {
-		if _, err := js.PublishAsync(fmt.Sprintf("evt.other.%d", i), data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(60 * time.Second):
-		t.Fatal("the log was not written in 60 s")
-	}
-	if last, err := l.LastSeq(ctx); err != nil || last < 60000 {
-		t.Fatalf("the log holds %d commits (%v), want 60000", last, err)
-	}
+	enginetest.FillLog(t, l, 60000, data)
 	l.Close()
 
 	cmd := exec.Command(bin)

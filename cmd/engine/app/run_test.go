@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine"
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/events"
 )
@@ -46,11 +46,7 @@ func TestRunAnswersWhileItReplaysThenServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const commits = 30000
-	for i := 0; i < commits; i++ {
-		if _, err := l.Append(ctx, fmt.Sprintf("evt.other.%d", i), 0, fmt.Sprint("m-", i), data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enginetest.FillLog(t, l, commits, data)
 	l.Close()
 
 	logs := &syncBuffer{}
