@@ -63,11 +63,8 @@ func (c *cache) getLocked(k docKey) (*entry, bool) {
 }
 
 // fill adds a document a reader read from the database while the cache was
-// valid at seq, if it still is: a commit since may have changed the
-// document, and its own entry must not be replaced by the older read. (A
-// commit that lands in the database before the read but in the cache after
-// this fill replaces the entry itself: it changed the document, so the
-// document is in what it commits.)
+// valid at seq, if it still is (the reader held Store.visible, so no commit
+// landed meanwhile; a reset may have).
 func (c *cache) fill(seq uint64, k docKey, e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

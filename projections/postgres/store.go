@@ -415,6 +415,18 @@ func (s *Store) SetSoleWriter(on bool) {
 	}
 }
 
+// holdVisible is taken by a read of the database while this store is the
+// sole writer, and released by the func it returns: no commit lands between
+// the database and the cache meanwhile (see visible), so what the read sees
+// is never newer than what a later Get answers from the cache.
+func (s *Store) holdVisible() (release func()) {
+	if !s.sole.Load() {
+		return func() {}
+	}
+	s.visible.RLock()
+	return s.visible.RUnlock
+}
+
 // Get implements projections.Store.
 func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) {
 	k := docKey{coll, key}
@@ -425,8 +437,7 @@ func (s *Store) Get(ctx context.Context, coll, key string, v any) (bool, error) 
 		if e, at, ok = s.cache.lookup(k); ok {
 			return e.read(k, v)
 		}
-		s.visible.RLock()
-		defer s.visible.RUnlock()
+		defer s.holdVisible()()
 		if e, at, ok = s.cache.lookup(k); ok { // a commit since the first look
 			return e.read(k, v)
 		}
@@ -523,15 +534,7 @@ func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn f
 		cond, args := where(coll, q.Prefix, after, q.Reverse)
 		args = append(args, n)
 		sql := fmt.Sprintf(`SELECT key, doc, hidden FROM docs WHERE %s ORDER BY key %s LIMIT $%d`, cond, order, len(args))
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return fmt.Errorf("%w: postgres: list %s: %w", projections.ErrUnavailable, coll, err)
-		}
-		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-			var x row
-			err := r.Scan(&x.key, &x.doc, &x.hidden)
-			return x, err
-		})
+		page, err := s.listPage(ctx, sql, args)
 		if err != nil {
 			return fmt.Errorf("%w: postgres: list %s: %w", projections.ErrUnavailable, coll, err)
 		}
@@ -553,9 +556,25 @@ func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn f
 	}
 }
 
+// listPage reads one page of List; fn runs after, with no lock or
+// connection held, so it may read the store again.
+func (s *Store) listPage(ctx context.Context, sql string, args []any) ([]row, error) {
+	defer s.holdVisible()()
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.key, &x.doc, &x.hidden)
+		return x, err
+	})
+}
+
 // Count implements projections.Store.
 func (s *Store) Count(ctx context.Context, coll, prefix string) (int, error) {
 	cond, args := where(coll, prefix, nil, false)
+	defer s.holdVisible()()
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM docs WHERE `+cond, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: count %s: %w", coll, err)

@@ -825,16 +825,25 @@ func testLargeUpdate(t *testing.T, s projections.Store) {
 }
 
 // testConcurrent runs a writer against readers: every read sees a whole
-// committed update (two documents written together agree), never half of one.
+// committed update (two documents written together agree), never half of one,
+// and never one older than a read before it, whether that read was a Get or
+// a List.
 func testConcurrent(t *testing.T, s projections.Store) {
 	const updates = 40
 	var done atomic.Bool
 	errc := make(chan error, 3)
-	for range 2 {
+	for r := range 2 {
 		go func() {
 			for !done.Load() {
 				var a, b int
-				if _, err := s.Get(ctx, "c", "a", &a); err != nil {
+				if r == 0 {
+					if _, err := s.Get(ctx, "c", "a", &a); err != nil {
+						errc <- err
+						return
+					}
+				} else if err := s.List(ctx, "c", projections.Query{Prefix: "a"}, func(_ string, decode func(any) error) error {
+					return decode(&a)
+				}); err != nil {
 					errc <- err
 					return
 				}
