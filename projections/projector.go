@@ -26,6 +26,10 @@ type Source interface {
 // folded: running it again resumes from the store's checkpoint.
 var ErrSource = errors.New("projector: reading the log failed")
 
+// sourceFailed marks err as the log's read failing (ErrSource): the engine
+// runs the projector again, which resumes from the checkpoint.
+func sourceFailed(err error) error { return fmt.Errorf("%w: %w", ErrSource, err) }
+
 // MaxBatch bounds how many commits one store transaction applies.
 const MaxBatch = 512
 
@@ -198,7 +202,7 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 	})
 	close(ch)
 	if err != nil && ctx.Err() == nil {
-		err = fmt.Errorf("%w: %w", ErrSource, err)
+		err = sourceFailed(err)
 	}
 	if aerr := <-done; aerr != nil && ctx.Err() == nil {
 		err = aerr
@@ -219,7 +223,7 @@ var errCaughtUp = errors.New("projector: caught up")
 func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint64, error) {
 	last, err := src.LastSeq(ctx)
 	if err != nil {
-		return from, fmt.Errorf("%w: %w", ErrSource, err)
+		return from, sourceFailed(err)
 	}
 	if last <= from {
 		return from, nil
@@ -245,7 +249,7 @@ func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint6
 		return nil
 	})
 	if err != nil && folding == nil && !errors.Is(err, errCaughtUp) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: %w", ErrSource, err) // run again, it resumes from the checkpoint
+		err = sourceFailed(err)
 	}
 	if ctx.Err() != nil {
 		pl.Abort(ctx.Err())

@@ -238,7 +238,7 @@ func (g *Group[S]) run(b *box[S]) {
 			g.safeObserve(b, r.observe)
 			continue
 		}
-		res, err := g.safeHandle(b, *r)
+		res, err := g.safeHandle(b, r)
 		r.reply <- reply{res, err}
 	}
 }
@@ -279,7 +279,7 @@ const CodeInternal = "internal_error"
 // log before its next command (a panic may have left it half-applied). When
 // the panic struck after the commit was appended (while applying it or in
 // After), the write stands and its result is returned.
-func (g *Group[S]) safeHandle(b *box[S], r request[S]) (res Result, err error) {
+func (g *Group[S]) safeHandle(b *box[S], r *request[S]) (res Result, err error) {
 	committed := Result{}
 	defer func() {
 		v := recover()
@@ -331,7 +331,7 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 	return nil
 }
 
-func (g *Group[S]) handle(b *box[S], r request[S], committed *Result) (Result, error) {
+func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, error) {
 	// A commit in flight finishes even if its caller has gone: it is bounded by
 	// its own deadline, not the request's.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
