@@ -49,7 +49,30 @@ type Projector struct {
 	// reading: another node writes the shared store (cluster leader), so this
 	// projector only waits for the store to pass each batch (SetWriting).
 	reading atomic.Bool
+	// linger: how long the live loop holds a batch open for more commits
+	// while nobody waits for them (SetLinger); kick wakes it when a waiter
+	// registers, urgent names commits someone watches (SetUrgent).
+	linger atomic.Int64
+	kick   chan struct{}
+	urgent atomic.Pointer[func(events.Committed) bool]
 }
+
+// SetLinger makes the live loop write behind: a batch stays open up to d for
+// more commits, so a store whose transactions cost more than their rows
+// (PostgreSQL) writes fewer, larger ones, and a document many commits of one
+// batch change (an account's balance, position, day) is written once. No
+// read waits for it: a batch is written at once when WaitFor waits for one
+// of its commits (a read after the caller's own write, a write answered
+// after the read models show it) or when SetUrgent's func names one of them
+// (an account someone streams). 0, the default, writes each batch as soon
+// as the previous one is done.
+func (p *Projector) SetLinger(d time.Duration) { p.linger.Store(int64(max(d, 0))) }
+
+// SetUrgent names the commits that end a lingering batch at once: those
+// someone watches live (the stream hub's subscribed accounts). fn runs on
+// the projector's goroutine for every commit while a batch lingers and must
+// not block.
+func (p *Projector) SetUrgent(fn func(events.Committed) bool) { p.urgent.Store(&fn) }
 
 // SetWriting says whether this projector folds into its store (true, the
 // default) or, on a node of several sharing one PostgreSQL, only follows the
@@ -65,7 +88,7 @@ const FollowPoll = 2 * time.Millisecond
 
 // NewProjector makes a projector applying folds, in the given order, to store.
 func NewProjector(store Store, reg events.Registry, folds ...Fold) *Projector {
-	return &Projector{store: store, reg: reg, folds: folds}
+	return &Projector{store: store, reg: reg, folds: folds, kick: make(chan struct{}, 1)}
 }
 
 // UseRecent lets the projector take commits this process appended from r,
@@ -113,7 +136,18 @@ func (p *Projector) register(seq uint64) (*waiter, error) {
 	}
 	w := &waiter{seq: seq, done: make(chan struct{})}
 	heap.Push(&p.waiters, w)
+	select { // a lingering batch may hold seq: write it now
+	case p.kick <- struct{}{}:
+	default:
+	}
 	return w, nil
+}
+
+// awaited reports whether a waiter waits for a sequence at or below seq.
+func (p *Projector) awaited(seq uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiters) > 0 && p.waiters[0].seq <= seq
 }
 
 // await blocks until w is woken (its sequence applied, or the projector
@@ -276,25 +310,78 @@ func (p *Projector) fail(err error) {
 func (p *Projector) apply(ctx context.Context, ch <-chan pending) error {
 	batch := make([]events.Committed, 0, MaxBatch)
 	for first := range ch {
-		batch = append(batch[:0], first.c)
-	drain:
-		for len(batch) < MaxBatch {
-			select {
-			case n, ok := <-ch:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, n.c)
-			default:
-				break drain
-			}
-		}
+		batch = p.gather(append(batch[:0], first.c), ch)
 		if err := p.ApplyBatch(ctx, batch); err != nil {
 			p.fail(err)
 			return err
 		}
 	}
 	return nil
+}
+
+// gather adds to batch what ch holds, up to MaxBatch; with a linger set
+// (SetLinger) it waits up to the linger for more while no waiter waits for
+// a commit of the batch and no commit of it is urgent.
+func (p *Projector) gather(batch []events.Committed, ch <-chan pending) []events.Committed {
+	var until <-chan time.Time
+	if d := time.Duration(p.linger.Load()); d > 0 && p.Writing() && !p.due(batch) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		until = t.C
+	}
+	for len(batch) < MaxBatch {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, n.c)
+			if until != nil && p.due(batch[len(batch)-1:]) {
+				until = nil
+			}
+			continue
+		default:
+		}
+		if until == nil {
+			return batch
+		}
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, n.c)
+			if p.due(batch[len(batch)-1:]) {
+				until = nil
+			}
+		case <-p.kick:
+			if p.awaited(batch[len(batch)-1].Seq) {
+				until = nil
+			}
+		case <-until:
+			until = nil
+		}
+	}
+	return batch
+}
+
+// due reports whether cs must be written without lingering: a waiter waits
+// for one of them, or one is urgent.
+func (p *Projector) due(cs []events.Committed) bool {
+	if len(cs) == 0 {
+		return false
+	}
+	if p.awaited(cs[len(cs)-1].Seq) {
+		return true
+	}
+	if fn := p.urgent.Load(); fn != nil {
+		for _, c := range cs {
+			if (*fn)(c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Feed returns a sink for commits read elsewhere in stream order (a replay at

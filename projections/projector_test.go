@@ -299,3 +299,76 @@ func TestAFoldPanicFailsTheBatchNamingTheCommit(t *testing.T) {
 		t.Fatalf("applied %d after the retry: %v", p.Applied(), err)
 	}
 }
+
+// countingStore counts the transactions of the store beneath.
+type countingStore struct {
+	projections.Store
+	mu      sync.Mutex
+	updates int
+}
+
+func (s *countingStore) Update(ctx context.Context, seq uint64, fn func(projections.Tx) error) error {
+	s.mu.Lock()
+	s.updates++
+	s.mu.Unlock()
+	return s.Store.Update(ctx, seq, fn)
+}
+
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.updates
+}
+
+// With a linger the live loop writes commits nobody waits for in one
+// transaction, and a waiter or an urgent commit ends the linger at once (the
+// linger here is an hour).
+func TestLingerBatchesUntilSomeoneWaits(t *testing.T) {
+	reg := evacct.Registry()
+	subjects, data := accountCommits(t, reg, 4, 25) // 4 openings, then 100 orders
+	src := &logSource{more: make(chan struct{})}
+	store := &countingStore{Store: memory.New()}
+	p := projections.NewProjector(store, reg, projections.Core)
+	p.SetLinger(time.Hour)
+	urgent := evacct.Subject("a002")
+	p.SetUrgent(func(c events.Committed) bool { return c.Subject == urgent && c.Seq > 50 })
+	heard := make(chan uint64, len(data))
+	p.Listen(func(c events.Committed) { heard <- c.Seq })
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = p.Run(ctx, src) }()
+
+	for i := range 50 {
+		src.add(subjects[i], data[i])
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.WaitFor(wctx, 50); err != nil {
+		t.Fatalf("a waiter did not end the linger: %v", err)
+	}
+	if n := store.count(); n > 2 {
+		t.Errorf("50 commits nobody waited for took %d transactions, want them together", n)
+	}
+	before := store.count()
+	for i := 50; i < len(data); i++ { // 4 accounts round robin: a002's first after 50 is 51
+		src.add(subjects[i], data[i])
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case seq := <-heard:
+			if seq <= 50 {
+				continue
+			}
+			if store.count() == before {
+				t.Fatal("a commit was heard before it was written")
+			}
+			if subjects[seq-1] != urgent {
+				continue
+			}
+			return
+		case <-deadline:
+			t.Fatal("an urgent commit did not end the linger")
+		}
+	}
+}

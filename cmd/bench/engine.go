@@ -45,9 +45,10 @@ func startService(ctx context.Context, o opts, sync string, accounts int, listen
 		return nil, err
 	}
 	// The engine's own settings at their defaults, but for aggregate
-	// snapshots, which follow ENGINE_SNAPSHOTS when set (to measure them on and off).
+	// snapshots and the projector's linger, which follow ENGINE_SNAPSHOTS and
+	// ENGINE_PROJECTOR_LINGER when set (to measure them on and off).
 	cfg, err := app.ParseConfig(nil, func(k string) string {
-		if k == "ENGINE_SNAPSHOTS" {
+		if k == "ENGINE_SNAPSHOTS" || k == "ENGINE_PROJECTOR_LINGER" {
 			return os.Getenv(k)
 		}
 		return ""

@@ -122,16 +122,10 @@ func (h *Hub) Subscribers() int64 { return h.count.Load() }
 
 // OnCommit is the projector listener: it marks the commit's account dirty.
 func (h *Hub) OnCommit(c events.Committed) {
-	id, ok := events.SubjectID(c.Subject, events.KindAccount)
-	if !ok {
+	if !h.Watched(c) {
 		return
 	}
-	h.mu.RLock()
-	_, watched := h.subs[id]
-	h.mu.RUnlock()
-	if !watched {
-		return
-	}
+	id, _ := events.SubjectID(c.Subject, events.KindAccount)
 	h.dmu.Lock()
 	h.dirty[id] = c.Seq
 	h.dmu.Unlock()
@@ -139,6 +133,19 @@ func (h *Hub) OnCommit(c events.Committed) {
 	case h.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Watched reports whether c is a commit of an account someone streams: the
+// projector writes such a commit without lingering (Projector.SetUrgent).
+func (h *Hub) Watched(c events.Committed) bool {
+	id, ok := events.SubjectID(c.Subject, events.KindAccount)
+	if !ok {
+		return false
+	}
+	h.mu.RLock()
+	_, watched := h.subs[id]
+	h.mu.RUnlock()
+	return watched
 }
 
 // Run builds one frame per dirty account and sends it, and runs the fan-out,

@@ -143,6 +143,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 
 	a.Hub = stream.NewHub(a.Store, marks{feeds: []market.Feed{a.Market.Feed}}, a.Registry)
 	a.Projector.Listen(a.Hub.OnCommit)
+	a.Projector.SetUrgent(a.Hub.Watched)
+	a.Projector.SetLinger(projectorLinger(cfg))
 	riskgw.Wire(a.Engine, a.Hub)
 	a.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "engine_projection_lag", Help: "Commits in the log not yet applied to the read models."}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -381,4 +383,24 @@ func openStore(ctx context.Context, url string) (projections.Store, error) {
 		return memory.New(), nil
 	}
 	return openPostgres(ctx, url)
+}
+
+// DefaultPGLinger is how long the projector holds a batch of PostgreSQL
+// writes open while nobody waits for them, unless ENGINE_PROJECTOR_LINGER
+// says otherwise: with 64 clients placing market orders it took PostgreSQL
+// read models from 0.66x to about 0.85x the memory read models' rate
+// (docs/performance.md).
+const DefaultPGLinger = 100 * time.Millisecond
+
+// projectorLinger is the projector's linger for cfg's store.
+func projectorLinger(cfg Config) time.Duration {
+	switch {
+	case cfg.ProjectorLinger >= 0:
+		return cfg.ProjectorLinger
+	case cfg.DatabaseURL != "" && cfg.Node == "":
+		// Not on a node of several: a read on a node that is not the
+		// leader waits for the leader's writes, which cannot see it wait.
+		return DefaultPGLinger
+	}
+	return 0
 }

@@ -28,21 +28,25 @@ type Config struct {
 	LeaseTTL       time.Duration // life of an ownership lease without renewal
 	Snapshots      string        // on: aggregate snapshots seed the start and are taken in the background; off: neither
 	SnapshotEvery  time.Duration // time between two snapshot rounds
-	Stream         string
-	Deployment     Deployment // names on the NATS server, from ENGINE_DEPLOYMENT (names.go)
-	DemoAccounts   int
-	RateLimit      float64
-	RateBurst      int
-	StreamsPerKey  int // concurrent SSE streams per credential
-	FeedSeed       uint64
-	LogLevel       string
-	BaseURL        string
-	SMTPURL        string // mail through SMTP; empty: .eml files under DataDir/mail
-	MailFrom       string
-	SessionKeys    string // hex keys signing session cookies, the first signs
-	Market         MarketConfig
-	Firm           FirmConfig // the firm area (firm.go)
-	Connect        ConnectConfig
+	// ProjectorLinger: how long the projector holds a batch of read-model
+	// writes open while no read waits for it; negative: the default for the
+	// store (DefaultPGLinger with PostgreSQL, none in memory).
+	ProjectorLinger time.Duration
+	Stream          string
+	Deployment      Deployment // names on the NATS server, from ENGINE_DEPLOYMENT (names.go)
+	DemoAccounts    int
+	RateLimit       float64
+	RateBurst       int
+	StreamsPerKey   int // concurrent SSE streams per credential
+	FeedSeed        uint64
+	LogLevel        string
+	BaseURL         string
+	SMTPURL         string // mail through SMTP; empty: .eml files under DataDir/mail
+	MailFrom        string
+	SessionKeys     string // hex keys signing session cookies, the first signs
+	Market          MarketConfig
+	Firm            FirmConfig // the firm area (firm.go)
+	Connect         ConnectConfig
 }
 
 // ConnectConfig shapes Connect (connect.go).
@@ -108,6 +112,8 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.Snapshots, "snapshots", env("ENGINE_SNAPSHOTS", "on"), "on: the start seeds accounts and venues from their snapshots (a key-value bucket <stream>_SNAPSHOTS) and replays the log from the snapshots' mark only, and snapshots are taken in the background; off: neither, every start replays the whole log (ENGINE_SNAPSHOTS)")
 	every, _ := time.ParseDuration(env("ENGINE_SNAPSHOT_EVERY", "10s"))
 	fs.DurationVar(&c.SnapshotEvery, "snapshot-every", every, "time between two rounds of aggregate snapshots, each of the accounts and venues changed since their last (ENGINE_SNAPSHOT_EVERY)")
+	linger := env("ENGINE_PROJECTOR_LINGER", "")
+	fs.StringVar(&linger, "projector-linger", linger, "how long the projector holds a batch of read-model writes open for more while no read waits for them, at most 1s; a read after the caller's own write, a write answered from the read models and a streamed account end it at once; empty: 100ms with DATABASE_URL, 0 with memory read models (ENGINE_PROJECTOR_LINGER)")
 	fs.StringVar(&c.Deployment.Name, "deployment", env("ENGINE_DEPLOYMENT", ""), "names this deployment's streams and subjects on the NATS server, so several share one: BLUE_EVT and blue.evt.> for blue; empty: EVT and evt.> (ENGINE_DEPLOYMENT)")
 	fs.StringVar(&c.Deployment.Stream, "stream", env("ENGINE_STREAM", ""), "name of the commit stream; empty: derived from ENGINE_DEPLOYMENT, EVT by default (ENGINE_STREAM)")
 	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
@@ -153,6 +159,14 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return c, err
 	}
 	c.Stream = c.Deployment.CommitStream()
+	c.ProjectorLinger = -1
+	if linger != "" {
+		d, err := time.ParseDuration(linger)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("ENGINE_PROJECTOR_LINGER: %q is not a duration of 0 or more", linger)
+		}
+		c.ProjectorLinger = d
+	}
 	if backoff != "" {
 		for _, part := range strings.Split(backoff, ",") {
 			d, err := time.ParseDuration(strings.TrimSpace(part))
@@ -184,6 +198,9 @@ func (c Config) validate() error {
 	}
 	if c.Snapshots != "on" && c.Snapshots != "off" {
 		errs = append(errs, fmt.Errorf("ENGINE_SNAPSHOTS %q is neither on nor off", c.Snapshots))
+	}
+	if c.ProjectorLinger > time.Second {
+		errs = append(errs, fmt.Errorf("ENGINE_PROJECTOR_LINGER %s above 1s", c.ProjectorLinger))
 	}
 	if c.SnapshotEvery < time.Second || c.SnapshotEvery > time.Hour {
 		errs = append(errs, fmt.Errorf("ENGINE_SNAPSHOT_EVERY %s outside 1s..1h", c.SnapshotEvery))

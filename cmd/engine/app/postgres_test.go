@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
 )
 
@@ -152,5 +156,35 @@ func TestPostgresReadModelsSurviveRestart(t *testing.T) {
 	}
 	if len(qty) != 1 || qty["ETH-PERP"] != "short 2" {
 		t.Fatalf("positions after restart: %v", frame.Positions)
+	}
+}
+
+// With PostgreSQL read models the projector writes behind (a linger), yet
+// nobody reads behind their own write: a read after the caller's order ends
+// the linger at once, and so does a commit of a streamed account. The
+// linger here is an hour, so a read or frame that waited for it would fail.
+func TestPostgresLingerNeverHoldsAReader(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{Postgres: true, ManualFeed: true, Configure: func(c *app.Config) { c.ProjectorLinger = time.Hour }})
+	placed := order(t, e, map[string]any{"clientOrderId": "linger-1", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.5"})
+	r := e.Get("/api/account/orders?state=all")
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), placed["brokerOrderId"].(string)) {
+		t.Fatalf("the writer's own read after its order: %d %s", r.Status, r.Body)
+	}
+
+	frames := e.Stream("/api/account/stream")
+	apptest.Next(t, frames) // the frame on connect
+	w := e.Post("/api/trading/order", map[string]any{"clientOrderId": "linger-2", "instrument": "BTC-PERP", "side": "sell", "orderType": "market", "quantity": "0.5"})
+	if w.Status != http.StatusOK {
+		t.Fatalf("order: %d %s", w.Status, w.Body)
+	}
+	seq, err := strconv.ParseUint(w.Header.Get("X-Engine-Seq"), 10, 64)
+	if err != nil {
+		t.Fatalf("X-Engine-Seq %q: %v", w.Header.Get("X-Engine-Seq"), err)
+	}
+	for {
+		ev := apptest.Next(t, frames) // fails after 10 s without a frame
+		if rev, _ := strconv.ParseUint(ev.ID, 10, 64); ev.Name == "account" && rev >= seq {
+			break
+		}
 	}
 }
