@@ -388,9 +388,10 @@ func openStore(ctx context.Context, url string) (projections.Store, error) {
 // DefaultPGLinger is how long the projector holds a batch of PostgreSQL
 // writes open while nobody waits for them, unless ENGINE_PROJECTOR_LINGER
 // says otherwise: with 64 clients placing market orders it took PostgreSQL
-// read models from 0.66x to about 0.85x the memory read models' rate
-// (docs/performance.md).
-const DefaultPGLinger = 100 * time.Millisecond
+// read models from 0.66-0.74x to 0.80-0.89x the memory read models' rate;
+// 100 and 200 ms measured the same, since batches then reach MaxBatch
+// (docs/performance.md "Write-behind").
+const DefaultPGLinger = 50 * time.Millisecond
 
 // projectorLinger is the projector's linger for cfg's store.
 func projectorLinger(cfg Config) time.Duration {

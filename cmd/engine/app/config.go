@@ -113,7 +113,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	every, _ := time.ParseDuration(env("ENGINE_SNAPSHOT_EVERY", "10s"))
 	fs.DurationVar(&c.SnapshotEvery, "snapshot-every", every, "time between two rounds of aggregate snapshots, each of the accounts and venues changed since their last (ENGINE_SNAPSHOT_EVERY)")
 	linger := env("ENGINE_PROJECTOR_LINGER", "")
-	fs.StringVar(&linger, "projector-linger", linger, "how long the projector holds a batch of read-model writes open for more while no read waits for them, at most 1s; a read after the caller's own write, a write answered from the read models and a streamed account end it at once; empty: 100ms with DATABASE_URL, 0 with memory read models (ENGINE_PROJECTOR_LINGER)")
+	fs.StringVar(&linger, "projector-linger", linger, "how long the projector holds a batch of read-model writes open for more while no read waits for them, at most 1s; a read after the caller's own write, a write answered from the read models and a streamed account end it at once; empty: 50ms with DATABASE_URL, 0 with memory read models (ENGINE_PROJECTOR_LINGER)")
 	fs.StringVar(&c.Deployment.Name, "deployment", env("ENGINE_DEPLOYMENT", ""), "names this deployment's streams and subjects on the NATS server, so several share one: BLUE_EVT and blue.evt.> for blue; empty: EVT and evt.> (ENGINE_DEPLOYMENT)")
 	fs.StringVar(&c.Deployment.Stream, "stream", env("ENGINE_STREAM", ""), "name of the commit stream; empty: derived from ENGINE_DEPLOYMENT, EVT by default (ENGINE_STREAM)")
 	fs.IntVar(&c.DemoAccounts, "demo-accounts", envInt("ENGINE_DEMO_ACCOUNTS", 1), "demo paper accounts of the sandbox tenant (ENGINE_DEMO_ACCOUNTS)")
