@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/cmd/engine/clusterkit"
 	"github.com/svc/engine/events"
 )
 
@@ -120,27 +121,7 @@ func readCreds(t *testing.T, dir string) creds {
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 func call(base, key, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte: // sent as it is, bytes the JSON encoder would not make included
-		rd = bytes.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return clusterkit.Call(client, base, key, method, path, body)
 }
 
 type sent struct {
@@ -288,54 +269,9 @@ func TestKillNineLosesNoAcknowledgedOrder(t *testing.T) {
 	}
 	// Money and positions equal a recomputation from the fills; revisions never went back.
 	for _, a := range c.Accounts {
-		_, b, _ := call(p.base, c.TradingKey, "GET", "/api/account/fills?limit=1000&account="+a.AccountNumber, nil)
-		var fs struct {
-			Fills []struct {
-				Side        string         `json:"side"`
-				Quantity    events.Decimal `json:"quantity"`
-				RealizedPnl events.Decimal `json:"realizedPnl"`
-			} `json:"fills"`
-		}
-		if err := json.Unmarshal(b, &fs); err != nil {
+		revision, _, err := clusterkit.CheckLedger(client, p.base, c.TradingKey, a.AccountNumber, events.Int(50000))
+		if err != nil {
 			t.Fatal(err)
-		}
-		pos, realized := events.Int(0), events.Int(0)
-		for _, f := range fs.Fills {
-			if f.Side == "buy" {
-				pos = pos.Add(f.Quantity)
-			} else {
-				pos = pos.Sub(f.Quantity)
-			}
-			realized = realized.Add(f.RealizedPnl)
-		}
-		_, b, _ = call(p.base, c.TradingKey, "GET", "/api/account/snapshot?account="+a.AccountNumber, nil)
-		var snap struct {
-			Revision int `json:"revision"`
-			Summary  struct {
-				Balance     events.Decimal `json:"balance"`
-				RealizedPnl events.Decimal `json:"realizedPnl"`
-			} `json:"summary"`
-			Positions []struct {
-				Side     string         `json:"side"`
-				Quantity events.Decimal `json:"quantity"`
-			} `json:"positions"`
-		}
-		if err := json.Unmarshal(b, &snap); err != nil {
-			t.Fatal(err)
-		}
-		got := events.Int(0)
-		for _, p := range snap.Positions {
-			if p.Side == "short" {
-				got = got.Sub(p.Quantity)
-			} else {
-				got = got.Add(p.Quantity)
-			}
-		}
-		if got.Cmp(pos) != 0 {
-			t.Fatalf("%s: position %s, fills say %s", a.AccountNumber, got, pos)
-		}
-		if want := events.Int(50000).Add(realized); snap.Summary.Balance.Cmp(want) != 0 || snap.Summary.RealizedPnl.Cmp(realized) != 0 {
-			t.Fatalf("%s: balance %s realized %s, fills say %s", a.AccountNumber, snap.Summary.Balance, snap.Summary.RealizedPnl, realized)
 		}
 		// A fresh subscriber's first frame is at least the newest revision seen before the kill.
 		req, _ := http.NewRequest("GET", p.base+"/api/account/stream?account="+a.AccountNumber, nil)
@@ -354,8 +290,8 @@ func TestKillNineLosesNoAcknowledgedOrder(t *testing.T) {
 			}
 		}
 		resp.Body.Close()
-		if first < seen[a.AccountNumber] || first != snap.Revision {
-			t.Fatalf("%s: first frame after restart at %d, saw %d before the kill, snapshot %d", a.AccountNumber, first, seen[a.AccountNumber], snap.Revision)
+		if first < seen[a.AccountNumber] || first != revision {
+			t.Fatalf("%s: first frame after restart at %d, saw %d before the kill, snapshot %d", a.AccountNumber, first, seen[a.AccountNumber], revision)
 		}
 	}
 	t.Logf("%d orders sent, %d acknowledged before SIGKILL", len(all), acked)

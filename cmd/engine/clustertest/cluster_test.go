@@ -23,23 +23,7 @@ func call(base, key, method, path string, body any) (int, []byte, error) {
 }
 
 func callClient(c *http.Client, base, key, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return clusterkit.Call(c, base, key, method, path, body)
 }
 
 type creds struct {

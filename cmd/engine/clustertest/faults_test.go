@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/cmd/engine/clusterkit"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/projections/postgres/pgtest"
 )
@@ -419,57 +420,8 @@ func (h *history) complete(account string, orders map[string]int) bool {
 func (h *history) recompute(t *testing.T, account, base string) {
 	t.Helper()
 	h.orders(t, account, base) // this node's read models hold every acknowledged order: the reads below agree
-	_, b, err := call(base, h.d.creds.TradingKey, "GET", "/api/account/fills?limit=1000&account="+account, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var page struct {
-		Fills []struct {
-			Side        string         `json:"side"`
-			Quantity    events.Decimal `json:"quantity"`
-			RealizedPnl events.Decimal `json:"realizedPnl"`
-		} `json:"fills"`
-	}
-	if err := json.Unmarshal(b, &page); err != nil {
-		t.Fatalf("%s fills: %v: %s", account, err, b)
-	}
-	fills := page.Fills
-	pos, realized := events.Int(0), events.Int(0)
-	for _, f := range fills {
-		if f.Side == "buy" {
-			pos = pos.Add(f.Quantity)
-		} else {
-			pos = pos.Sub(f.Quantity)
-		}
-		realized = realized.Add(f.RealizedPnl)
-	}
-	_, b, _ = call(base, h.d.creds.TradingKey, "GET", "/api/account/snapshot?account="+account, nil)
-	var snap struct {
-		Summary struct {
-			Balance     events.Decimal `json:"balance"`
-			RealizedPnl events.Decimal `json:"realizedPnl"`
-		} `json:"summary"`
-		Positions []struct {
-			Side     string         `json:"side"`
-			Quantity events.Decimal `json:"quantity"`
-		} `json:"positions"`
-	}
-	if err := json.Unmarshal(b, &snap); err != nil {
-		t.Fatalf("%s snapshot: %v: %s", account, err, b)
-	}
-	got := events.Int(0)
-	for _, p := range snap.Positions {
-		if p.Side == "short" {
-			got = got.Sub(p.Quantity)
-		} else {
-			got = got.Add(p.Quantity)
-		}
-	}
-	if got.Cmp(pos) != 0 {
-		t.Errorf("%s: position %s, its %d fills say %s", account, got, len(fills), pos)
-	}
-	if want := events.Int(50000).Add(realized); snap.Summary.Balance.Cmp(want) != 0 || snap.Summary.RealizedPnl.Cmp(realized) != 0 {
-		t.Errorf("%s: balance %s realized %s, fills say %s", account, snap.Summary.Balance, snap.Summary.RealizedPnl, realized)
+	if _, _, err := clusterkit.CheckLedger(client, base, h.d.creds.TradingKey, account, events.Int(50000)); err != nil {
+		t.Error(err)
 	}
 }
 
