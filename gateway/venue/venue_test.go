@@ -125,9 +125,12 @@ func TestProviderRegistration(t *testing.T) {
 func TestVenueKeys(t *testing.T) {
 	e := start(t)
 	keys := "/api/back-office/venues/" + e.venueID + "/keys"
+	// One expiry for every request: a retry under the same Idempotency-Key
+	// must send the same body (one made a second later is a conflict).
+	expires := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	issue := func(cookie, idem string, scopes ...string) *apptest.Resp {
 		return e.AsSession(cookie, apptest.Req{Method: http.MethodPost, Path: keys, Headers: map[string]string{"Idempotency-Key": idem},
-			Body: map[string]any{"name": "ci", "scopes": scopes, "expiresAt": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)}})
+			Body: map[string]any{"name": "ci", "scopes": scopes, "expiresAt": expires}})
 	}
 	r := issue(e.owner, "key-1", "account:read")
 	k := want(t, r, 201, "")
