@@ -288,6 +288,20 @@ func Int(i int64) Decimal { var d Decimal; d.v.SetInt64(i); return d }
 // Apd returns a copy as an apd.Decimal.
 func (d Decimal) Apd() *apd.Decimal { var out apd.Decimal; out.Set(&d.v); return &out }
 
+// Steps is d rounded to a whole multiple of step with rounding (apd's
+// modes: apd.RoundHalfUp for a price at a tick, apd.RoundFloor for a
+// quantity at a lot step), trailing zeros removed; step must be positive.
+func (d Decimal) Steps(step Decimal, rounding apd.Rounder) Decimal {
+	var q apd.Decimal
+	_, _ = Ctx.Quo(&q, &d.v, &step.v)
+	c := Ctx
+	c.Rounding = rounding
+	_, _ = c.RoundToIntegralValue(&q, &q)
+	_, _ = Ctx.Mul(&q, &q, &step.v)
+	q.Reduce(&q)
+	return Decimal{v: q}
+}
+
 func op(f func(z, x, y *apd.Decimal) (apd.Condition, error), a, b Decimal) Decimal {
 	var z apd.Decimal
 	if _, err := f(&z, &a.v, &b.v); err != nil {

@@ -156,26 +156,12 @@ func (c *Delete) Validate() error {
 }
 
 // Steps is d in whole steps of step, rounded half away from zero (prices at a tick).
-func Steps(d, step events.Decimal) events.Decimal {
-	q := d.Quo(step)
-	var z apd.Decimal
-	c := events.Ctx
-	c.Rounding = apd.RoundHalfUp
-	_, _ = c.RoundToIntegralValue(&z, q.Apd())
-	r, _ := events.ParseDecimal(z.Text('f'))
-	return r.Mul(step).Quo(events.Int(1)) // Quo drops trailing zeros: 59980, not 59980.0
-}
+func Steps(d, step events.Decimal) events.Decimal { return d.Steps(step, apd.RoundHalfUp) }
 
 // Floor is d rounded down to a multiple of step (quantities at a lot step).
 func Floor(d, step events.Decimal) events.Decimal {
 	if step.Sign() <= 0 {
 		return d
 	}
-	q := d.Quo(step)
-	var z apd.Decimal
-	c := events.Ctx
-	c.Rounding = apd.RoundFloor
-	_, _ = c.RoundToIntegralValue(&z, q.Apd())
-	r, _ := events.ParseDecimal(z.Text('f'))
-	return r.Mul(step).Quo(events.Int(1))
+	return d.Steps(step, apd.RoundFloor)
 }

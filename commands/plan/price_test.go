@@ -1,7 +1,11 @@
 package plan_test
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
+
+	"github.com/cockroachdb/apd/v3"
 
 	plancmd "github.com/svc/engine/commands/plan"
 	"github.com/svc/engine/events"
@@ -49,3 +53,51 @@ func TestPriceLadder(t *testing.T) {
 }
 
 func ladder(l plancmd.Ladder) ([]plancmd.Leg, []plancmd.Warning) { return l.Legs, l.Warnings }
+
+// textSteps is the rounding as it was first written, through the text of
+// the quotient: the oracle Steps and Floor must agree with.
+func textSteps(x, step events.Decimal, rounding apd.Rounder) events.Decimal {
+	q := x.Quo(step)
+	var z apd.Decimal
+	c := events.Ctx
+	c.Rounding = rounding
+	_, _ = c.RoundToIntegralValue(&z, q.Apd())
+	r, _ := events.ParseDecimal(z.Text('f'))
+	return r.Mul(step).Quo(events.Int(1))
+}
+
+// Steps and Floor round to a step without the text round trip, to the
+// same values and the same text (no trailing zeros), over prices and
+// steps of every shape the engine meets.
+func TestStepsAgreeWithTheTextRounding(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	steps := []string{"0.5", "0.25", "0.01", "1", "5", "0.00000001", "0.1", "12.5", "0.0005"}
+	for i := range 20000 {
+		step := d(steps[i%len(steps)])
+		x := d(strconv.FormatFloat((r.Float64()-0.2)*float64(r.IntN(200000)), 'f', r.IntN(10), 64))
+		if got, want := plancmd.Steps(x, step), textSteps(x, step, apd.RoundHalfUp); got.Cmp(want) != 0 || got.String() != want.String() {
+			t.Fatalf("Steps(%s, %s) = %s, want %s", x, step, got, want)
+		}
+		if got, want := plancmd.Floor(x, step), textSteps(x, step, apd.RoundFloor); got.Cmp(want) != 0 || got.String() != want.String() {
+			t.Fatalf("Floor(%s, %s) = %s, want %s", x, step, got, want)
+		}
+	}
+	for _, c := range []struct{ x, step, steps, floor string }{
+		{"59980.25", "0.5", "59980.5", "59980"}, {"100.75", "0.5", "101", "100.5"}, {"-100.25", "0.5", "-100.5", "-100.5"},
+		{"0.3", "0.1", "0.3", "0.3"}, {"59980.0", "1", "59980", "59980"}, {"0", "0.25", "0", "0"},
+	} {
+		if got := plancmd.Steps(d(c.x), d(c.step)).String(); got != c.steps {
+			t.Errorf("Steps(%s, %s) = %s, want %s", c.x, c.step, got, c.steps)
+		}
+		if got := plancmd.Floor(d(c.x), d(c.step)).String(); got != c.floor {
+			t.Errorf("Floor(%s, %s) = %s, want %s", c.x, c.step, got, c.floor)
+		}
+	}
+}
+
+func BenchmarkSteps(b *testing.B) {
+	x, step := d("64123.37"), d("0.5")
+	for b.Loop() {
+		_ = plancmd.Steps(x, step)
+	}
+}
