@@ -19,7 +19,10 @@
 // instrument, in four ordered trees: sells that wake at or above a bid, at or
 // below it, buys at or below an ask, at or above it), so a quote visits only
 // the accounts it crosses, not every account with an order. An account that
-// is queued or in flight is out of the index until its wake ends.
+// is queued or in flight is out of the index until its wake ends; while it
+// is queued only to move a stop, the levels of its orders stay in a second
+// index, so a quote that crosses one of them moves its wake to the fills
+// (a stop that triggers never waits behind the other accounts' moves).
 package paper
 
 import (
@@ -95,19 +98,30 @@ func less(a, b level) bool {
 	return a.account < b.account
 }
 
-// book is one instrument's index: the wake level of every idle account with
-// triggers on it, in the tree of its direction.
-type book struct {
+// trees index accounts by the touch at which they wake, one tree a
+// direction.
+type trees struct {
 	sellUp, sellDown, buyUp, buyDown *btree.BTreeG[level]
 	market                           map[string]bool // accounts with a resting market order: any quote wakes them
-	quote                            *[2]events.Decimal
-	seq                              uint64 // quotes seen
 }
 
-func newBook() *book {
-	return &book{sellUp: btree.NewG(16, less), sellDown: btree.NewG(16, less), buyUp: btree.NewG(16, less),
+func newTrees() trees {
+	return trees{sellUp: btree.NewG(16, less), sellDown: btree.NewG(16, less), buyUp: btree.NewG(16, less),
 		buyDown: btree.NewG(16, less), market: map[string]bool{}}
 }
+
+// book is one instrument's index: the wake level of every idle account with
+// triggers on it, in the tree of its direction; and, in upgrade, the fill
+// levels of the accounts queued for a wake that only moves a stop, so a
+// quote that crosses one of their orders moves the wake to the fills.
+type book struct {
+	trees
+	upgrade trees
+	quote   *[2]events.Decimal
+	seq     uint64 // quotes seen
+}
+
+func newBook() *book { return &book{trees: newTrees(), upgrade: newTrees()} }
 
 // levels are the touches at which triggers ts wake an account, nearest in
 // each direction: a sell at or above a bid (limit, triggered stop-limit,
@@ -149,9 +163,82 @@ type treeLevel struct {
 	at *events.Decimal // nil: the account has none in this direction
 }
 
-// trees pairs each of an account's levels with its tree.
-func (b *book) trees(l levels) [4]treeLevel {
-	return [4]treeLevel{{b.sellUp, l.sellUp}, {b.sellDown, l.sellDown}, {b.buyUp, l.buyUp}, {b.buyDown, l.buyDown}}
+// pairs pairs each of an account's levels with its tree.
+func (t *trees) pairs(l levels) [4]treeLevel {
+	return [4]treeLevel{{t.sellUp, l.sellUp}, {t.sellDown, l.sellDown}, {t.buyUp, l.buyUp}, {t.buyDown, l.buyDown}}
+}
+
+// put indexes an account's levels.
+func (t *trees) put(account string, l levels) {
+	for _, e := range t.pairs(l) {
+		if e.at != nil {
+			e.t.ReplaceOrInsert(level{*e.at, account})
+		}
+	}
+	if l.market {
+		t.market[account] = true
+	}
+}
+
+// remove takes an account's levels out.
+func (t *trees) remove(account string, l levels) {
+	for _, e := range t.pairs(l) {
+		if e.at != nil {
+			e.t.Delete(level{*e.at, account})
+		}
+	}
+	delete(t.market, account)
+}
+
+// crossed lists the accounts a quote wakes: a sell limit at or below the
+// bid, a sell stop at or above it, a buy limit at or above the ask, a buy
+// stop at or below it, and every resting market order. An account may be
+// listed more than once.
+func (t *trees) crossed(bid, ask events.Decimal) []string {
+	var due []string
+	t.sellUp.Ascend(func(l level) bool {
+		if l.at.Cmp(bid) > 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	t.sellDown.Descend(func(l level) bool {
+		if l.at.Cmp(bid) < 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	t.buyDown.Descend(func(l level) bool {
+		if l.at.Cmp(ask) < 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	t.buyUp.Ascend(func(l level) bool {
+		if l.at.Cmp(ask) > 0 {
+			return false
+		}
+		due = append(due, l.account)
+		return true
+	})
+	for acct := range t.market {
+		due = append(due, acct)
+	}
+	return due
+}
+
+// fills are the triggers of ts that fill an order (not a bracket's move).
+func fills(ts []Trigger) []Trigger {
+	out := make([]Trigger, 0, len(ts))
+	for _, t := range ts {
+		if !t.Move {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // waker is one account's wake on one instrument, queued or in flight.
@@ -159,6 +246,7 @@ type waker struct {
 	fill     bool // may fill an order: goes first
 	queued   bool
 	inflight bool
+	upgrade  *levels // a queued move wake's fill levels, in its book's upgrade trees
 }
 
 // Reactor indexes working orders by instrument and account and schedules wakes.
@@ -216,13 +304,7 @@ func (r *Reactor) unindex(k key) {
 		return
 	}
 	delete(r.indexed, k)
-	b := r.book(k.instrument)
-	for _, e := range b.trees(l) {
-		if e.at != nil {
-			e.t.Delete(level{*e.at, k.account})
-		}
-	}
-	delete(b.market, k.account)
+	r.book(k.instrument).remove(k.account, l)
 }
 
 // index puts an idle account into an instrument's trees by its triggers there.
@@ -232,21 +314,35 @@ func (r *Reactor) index(k key, ts []Trigger) {
 		return
 	}
 	l := levelsOf(ts)
-	b := r.book(k.instrument)
-	for _, e := range b.trees(l) {
-		if e.at != nil {
-			e.t.ReplaceOrInsert(level{*e.at, k.account})
-		}
-	}
-	if l.market {
-		b.market[k.account] = true
-	}
+	r.book(k.instrument).put(k.account, l)
 	r.indexed[k] = l
+}
+
+// watchUpgrade indexes the fill levels of a queued move wake's account
+// (from its triggers ts) in the upgrade trees, replacing what they held.
+func (r *Reactor) watchUpgrade(k key, w *waker, ts []Trigger) {
+	r.unwatchUpgrade(k, w)
+	fs := fills(ts)
+	if len(fs) == 0 {
+		return
+	}
+	l := levelsOf(fs)
+	r.book(k.instrument).upgrade.put(k.account, l)
+	w.upgrade = &l
+}
+
+// unwatchUpgrade takes a wake's account out of the upgrade trees.
+func (r *Reactor) unwatchUpgrade(k key, w *waker) {
+	if w.upgrade != nil {
+		r.book(k.instrument).upgrade.remove(k.account, *w.upgrade)
+		w.upgrade = nil
+	}
 }
 
 // Track replaces what the reactor knows of one account's working orders. An
 // account that is queued or in flight stays out of the index: its wake's end
-// checks it against the newest quote.
+// checks it against the newest quote; one queued to move a stop keeps its
+// orders' levels in the upgrade trees.
 func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -256,7 +352,11 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			if len(accts) == 0 {
 				delete(r.byInst, inst)
 			}
-			r.unindex(key{accountID, inst})
+			k := key{accountID, inst}
+			r.unindex(k)
+			if w := r.wakers[k]; w != nil {
+				r.unwatchUpgrade(k, w)
+			}
 		}
 	}
 	for inst, ts := range byInstrument {
@@ -266,8 +366,12 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			r.byInst[inst] = accts
 		}
 		accts[accountID] = ts
-		if k := (key{accountID, inst}); r.wakers[k] == nil {
+		k := key{accountID, inst}
+		switch w := r.wakers[k]; {
+		case w == nil:
 			r.index(k, ts)
+		case w.queued && !w.fill:
+			r.watchUpgrade(k, w, ts)
 		}
 	}
 }
@@ -320,48 +424,34 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	defer r.mu.Unlock()
 	b := r.book(instrument)
 	b.quote, b.seq = &[2]events.Decimal{bid, ask}, b.seq+1
-	var due []string
-	b.sellUp.Ascend(func(l level) bool { // a sell limit at or below the bid
-		if l.at.Cmp(bid) > 0 {
-			return false
-		}
-		due = append(due, l.account)
-		return true
-	})
-	b.sellDown.Descend(func(l level) bool { // a sell stop at or above the bid
-		if l.at.Cmp(bid) < 0 {
-			return false
-		}
-		due = append(due, l.account)
-		return true
-	})
-	b.buyDown.Descend(func(l level) bool { // a buy limit at or above the ask
-		if l.at.Cmp(ask) < 0 {
-			return false
-		}
-		due = append(due, l.account)
-		return true
-	})
-	b.buyUp.Ascend(func(l level) bool { // a buy stop at or below the ask
-		if l.at.Cmp(ask) > 0 {
-			return false
-		}
-		due = append(due, l.account)
-		return true
-	})
-	for acct := range b.market {
-		due = append(due, acct)
-	}
 	woke := false
-	for _, acct := range due {
+	for _, acct := range b.crossed(bid, ask) {
 		k := key{acct, instrument}
 		if r.wakers[k] != nil {
 			continue // named by two trees
 		}
-		_, fill := crossing(r.byInst[instrument][acct], bid, ask)
+		ts := r.byInst[instrument][acct]
+		_, fill := crossing(ts, bid, ask)
 		r.unindex(k)
-		r.wakers[k] = &waker{fill: fill, queued: true}
+		w := &waker{fill: fill, queued: true}
+		r.wakers[k] = w
 		r.enqueue(k, fill)
+		if !fill {
+			r.watchUpgrade(k, w, ts)
+		}
+		woke = true
+	}
+	// A move wake still queued whose order this quote crosses goes to the
+	// fills: a stop that triggers does not wait behind other stops' moves.
+	for _, acct := range b.upgrade.crossed(bid, ask) {
+		k := key{acct, instrument}
+		w := r.wakers[k]
+		if w == nil || !w.queued || w.fill {
+			continue
+		}
+		r.unwatchUpgrade(k, w)
+		w.fill = true
+		r.fills = append(r.fills, k) // its place among the moves is skipped when reached
 		woke = true
 	}
 	if woke {
@@ -409,6 +499,7 @@ func (r *Reactor) work() {
 		if !ok {
 			return
 		}
+		r.unwatchUpgrade(k, w)
 		w.queued, w.inflight = false, true
 		move := !w.fill
 		if move {
@@ -431,6 +522,9 @@ func (r *Reactor) work() {
 		if crosses, fill := crossing(ts, nq[0], nq[1]); crosses && !r.closed && b.seq != seq {
 			w.inflight, w.queued, w.fill = false, true, fill
 			r.enqueue(k, fill)
+			if !fill {
+				r.watchUpgrade(k, w, ts)
+			}
 			continue
 		}
 		delete(r.wakers, k)

@@ -174,3 +174,52 @@ func TestQuotesWakeOnlyWhatTheyCross(t *testing.T) {
 		})
 	}
 }
+
+// A wake queued only to move a stop goes to the fills when a later quote
+// crosses one of the account's orders: the stop that triggers does not wait
+// behind every other account's move (issue 14's trigger-to-fill tail).
+func TestAQueuedMoveIsUpgradedWhenItsStopTriggers(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan string, 200)
+	r := paper.New(func(acct, _ string, _, _ events.Decimal) {
+		started <- acct
+		if strings.HasPrefix(acct, "move") {
+			<-release // the move slot stays taken
+		}
+	})
+	defer r.Close()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	for i := range 50 {
+		r.Track(fmt.Sprintf("move-%02d", i), map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	}
+	stop := d("95")
+	r.Track("stop-acct", map[string][]paper.Trigger{"X": {sellLimit("100", true), {Side: "sell", OrderType: "stop", StopPrice: &stop}}})
+	r.OnQuote("X", d("101"), d("102")) // every account's trailing level: 51 move wakes, one in flight
+	if first := <-started; first != "move-00" {
+		t.Fatalf("first wake %s", first)
+	}
+	r.OnQuote("X", d("94"), d("95")) // through stop-acct's stop
+	select {
+	case acct := <-started:
+		if acct != "stop-acct" {
+			t.Fatalf("woke %s while the move slot is taken", acct)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the triggered stop waits behind the queued moves")
+	}
+	free()
+	seen := map[string]bool{}
+	for len(seen) < 49 {
+		select {
+		case acct := <-started:
+			seen[acct] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of the 49 other moves woke after the release", len(seen))
+		}
+	}
+	if seen["stop-acct"] {
+		t.Error("stop-acct woke twice from one queue entry")
+	}
+}
