@@ -568,10 +568,11 @@ func (e *Engine) expireDayOrders(ctx context.Context, every time.Duration) {
 }
 
 // wake asks an account to fill the working orders a quote crosses.
-func (e *Engine) wake(accountID, instrument string, bid, ask events.Decimal) {
+func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: bid, Ask: ask, At: e.cfg.Now().UTC()}}
+	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk}}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

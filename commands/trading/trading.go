@@ -16,6 +16,12 @@ type Quote struct {
 	Bid        events.Decimal `json:"bid"`
 	Ask        events.Decimal `json:"ask"`
 	At         time.Time      `json:"at"`
+	// HighBid and LowAsk, when set, are the best touches since the quote the
+	// paper book last decided an account's brackets on: breakeven and
+	// trailing rules follow them, so a high between two wakes is not lost.
+	// Fills always take Bid and Ask.
+	HighBid *events.Decimal `json:"highBid,omitempty"`
+	LowAsk  *events.Decimal `json:"lowAsk,omitempty"`
 }
 
 // Spec is what the account's book permits for an instrument; absent: not permitted.

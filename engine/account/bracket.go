@@ -450,10 +450,19 @@ func stopLeg(b *evacct.Bracket) *evacct.BracketLeg {
 	return nil
 }
 
-// touchFor is the price a bracket's exit would trade at: the bid for a long's sell.
+// touchFor is the best price a bracket's exit could have traded at since
+// the last decision on its rules: the highest bid for a long's sell, the
+// lowest ask for a short's buy (the quote's own touch when the quote
+// carries no best).
 func touchFor(b *evacct.Bracket, q trading.Quote) events.Decimal {
 	if b.Side == "long" {
+		if q.HighBid != nil && q.HighBid.Cmp(q.Bid) > 0 {
+			return *q.HighBid
+		}
 		return q.Bid
+	}
+	if q.LowAsk != nil && q.LowAsk.Cmp(q.Ask) < 0 {
+		return *q.LowAsk
 	}
 	return q.Ask
 }

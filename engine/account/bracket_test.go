@@ -24,6 +24,14 @@ func quoteAt(bid, ask string) *trading.FillWorking {
 	return &trading.FillWorking{Quote: tmkt(bid, ask).Quotes["BTC-PERP"]}
 }
 
+// bestAt is quoteAt with the highest bid since the account's last wake.
+func bestAt(bid, ask, highBid string) *trading.FillWorking {
+	q := quoteAt(bid, ask)
+	h := dec(highBid)
+	q.Quote.HighBid = &h
+	return q
+}
+
 // atm is a plan: stop 20 ticks, half at 10 ticks, a runner, breakeven at 8 ticks (+1), trailing 12 ticks from 16.
 func atm() evplan.Spec {
 	return evplan.Spec{Name: "atm", Stop: &evplan.Distance{Ticks: 20}, Runner: true,
@@ -189,6 +197,22 @@ func TestBracketTransitions(t *testing.T) {
 				b := only[evacct.BracketSet](t, evs).Bracket
 				if r.StopPrice.String() != "103" || !b.Trailing.Active || b.Trailing.Best.String() != "109" {
 					t.Fatalf("replaced %+v trailing %+v", r, b.Trailing)
+				}
+			}},
+		{"trailing follows the best bid since the last wake, not only the quote's", []commands.Command{entry, quoteAt("104.5", "105")},
+			func(*account.State) commands.Command { return bestAt("108", "108.5", "110") },
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				r := only[evacct.OrderReplaced](t, evs)
+				b := only[evacct.BracketSet](t, evs).Bracket
+				if r.StopPrice.String() != "104" || !b.Trailing.Active || b.Trailing.Best.String() != "110" {
+					t.Fatalf("replaced %+v trailing %+v", r, b.Trailing)
+				}
+			}},
+		{"a stop the quote crosses fills at the quote's bid, not the best", []commands.Command{entry, quoteAt("104.5", "105"), bestAt("108", "108.5", "110")},
+			func(*account.State) commands.Command { return bestAt("103.5", "104", "106") },
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				if f := only[evacct.OrderFilled](t, evs); f.Price.String() != "103.5" || only[evacct.BracketEnd](t, evs).Reason != "stop_filled" {
+					t.Fatalf("events %+v", evs)
 				}
 			}},
 		{"trailing never moves the stop back", []commands.Command{entry, quoteAt("104.5", "105"), quoteAt("109", "109.5")},

@@ -26,6 +26,7 @@
 package paper
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -70,6 +71,57 @@ func (t Trigger) Crosses(bid, ask events.Decimal) bool {
 		return touch.Cmp(*t.StopPrice) <= 0
 	}
 	return false
+}
+
+// Touch is what a wake decides on: the instrument's newest quote, and the
+// best touches since the quote the account's brackets were last decided on
+// (the highest bid and the lowest ask), so a trailing stop follows a high
+// that came and went while its wake waited.
+type Touch struct {
+	Bid, Ask        events.Decimal
+	HighBid, LowAsk events.Decimal
+}
+
+// maxBest bounds the quotes a book keeps to answer the best touch since a
+// quote; a wake queued before the oldest kept gets the best since that one
+// (never better than the truth: its stop moves less, never too far).
+const maxBest = 4096
+
+// best answers the best touch of one side since a quote: the quotes that
+// no later quote betters, oldest first (their touches worsen with time).
+type best struct {
+	seqs   []uint64
+	prices []events.Decimal
+	higher bool // bids: higher is better; asks: lower
+}
+
+func (b *best) better(p, than events.Decimal) bool {
+	if b.higher {
+		return p.Cmp(than) >= 0
+	}
+	return p.Cmp(than) <= 0
+}
+
+// add records the touch of quote seq.
+func (b *best) add(seq uint64, p events.Decimal) {
+	n := len(b.prices)
+	for n > 0 && b.better(p, b.prices[n-1]) {
+		n--
+	}
+	b.seqs, b.prices = append(b.seqs[:n], seq), append(b.prices[:n], p)
+	if len(b.seqs) > maxBest {
+		b.seqs, b.prices = b.seqs[len(b.seqs)-maxBest:], b.prices[len(b.prices)-maxBest:]
+	}
+}
+
+// since is the best touch of the quotes from seq on (the newest when seq is
+// past them all).
+func (b *best) since(seq uint64) events.Decimal {
+	i := sort.Search(len(b.seqs), func(i int) bool { return b.seqs[i] >= seq })
+	if i == len(b.seqs) {
+		i--
+	}
+	return b.prices[i]
 }
 
 // Workers bounds the wakes in flight at once.
@@ -119,9 +171,13 @@ type book struct {
 	upgrade trees
 	quote   *[2]events.Decimal
 	seq     uint64 // quotes seen
+	bids    best   // the highest bid since a quote
+	asks    best   // the lowest ask since a quote
 }
 
-func newBook() *book { return &book{trees: newTrees(), upgrade: newTrees()} }
+func newBook() *book {
+	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true}}
+}
 
 // levels are the touches at which triggers ts wake an account, nearest in
 // each direction: a sell at or above a bid (limit, triggered stop-limit,
@@ -247,6 +303,7 @@ type waker struct {
 	queued   bool
 	inflight bool
 	upgrade  *levels // a queued move wake's fill levels, in its book's upgrade trees
+	since    uint64  // the first quote the wake has not decided on: its best touches count from it
 }
 
 // Reactor indexes working orders by instrument and account and schedules wakes.
@@ -262,12 +319,12 @@ type Reactor struct {
 	ready   *sync.Cond
 	closed  bool
 	wg      sync.WaitGroup
-	wake    func(accountID, instrument string, bid, ask events.Decimal) // sends the command; may block
+	wake    func(accountID, instrument string, t Touch) // sends the command; may block
 }
 
 // New makes a reactor with Workers wake workers; wake sends an account the
 // command to fill or move at the given touch. Close stops the workers.
-func New(wake func(accountID, instrument string, bid, ask events.Decimal)) *Reactor {
+func New(wake func(accountID, instrument string, t Touch)) *Reactor {
 	r := &Reactor{byInst: map[string]map[string][]Trigger{}, indexed: map[key]levels{}, books: map[string]*book{},
 		wakers: map[key]*waker{}, wake: wake}
 	r.ready = sync.NewCond(&r.mu)
@@ -424,6 +481,8 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	defer r.mu.Unlock()
 	b := r.book(instrument)
 	b.quote, b.seq = &[2]events.Decimal{bid, ask}, b.seq+1
+	b.bids.add(b.seq, bid)
+	b.asks.add(b.seq, ask)
 	woke := false
 	for _, acct := range b.crossed(bid, ask) {
 		k := key{acct, instrument}
@@ -433,7 +492,7 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 		ts := r.byInst[instrument][acct]
 		_, fill := crossing(ts, bid, ask)
 		r.unindex(k)
-		w := &waker{fill: fill, queued: true}
+		w := &waker{fill: fill, queued: true, since: b.seq}
 		r.wakers[k] = w
 		r.enqueue(k, fill)
 		if !fill {
@@ -507,8 +566,9 @@ func (r *Reactor) work() {
 		}
 		b := r.book(k.instrument)
 		q, seq := *b.quote, b.seq // the newest quote of the instrument
+		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since)}
 		r.mu.Unlock()
-		r.wake(k.account, k.instrument, q[0], q[1])
+		r.wake(k.account, k.instrument, t)
 		r.mu.Lock()
 		if move {
 			r.moving--
@@ -520,7 +580,7 @@ func (r *Reactor) work() {
 		ts := r.byInst[k.instrument][k.account]
 		nq := *b.quote
 		if crosses, fill := crossing(ts, nq[0], nq[1]); crosses && !r.closed && b.seq != seq {
-			w.inflight, w.queued, w.fill = false, true, fill
+			w.inflight, w.queued, w.fill, w.since = false, true, fill, seq+1
 			r.enqueue(k, fill)
 			if !fill {
 				r.watchUpgrade(k, w, ts)

@@ -33,7 +33,7 @@ func TestWakesAreBoundedAndFillsGoFirst(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var order, started []string // wakes as they end, as they begin
-	r := paper.New(func(acct, _ string, _, _ events.Decimal) {
+	r := paper.New(func(acct, _ string, _ paper.Touch) {
 		move := strings.HasPrefix(acct, "move")
 		mu.Lock()
 		started = append(started, acct)
@@ -43,6 +43,12 @@ func TestWakesAreBoundedAndFillsGoFirst(t *testing.T) {
 			high(&mostMoving, moving.Add(1))
 		}
 		<-release
+		if move {
+			// A move takes a while, as a commit does: a fill whose worker
+			// the machine holds back a moment between taking it and
+			// starting it still starts before the moves behind it.
+			time.Sleep(2 * time.Millisecond)
+		}
 		mu.Lock()
 		order = append(order, acct)
 		mu.Unlock()
@@ -99,7 +105,7 @@ func TestWakesAreBoundedAndFillsGoFirst(t *testing.T) {
 	// in flight, give or take the workers' race to record their start.
 	for i, a := range started {
 		if strings.HasPrefix(a, "fill") && i > paper.MovesInFlight+fills+paper.Workers {
-			t.Fatalf("%s began %dth, behind queued moves", a, i)
+			t.Fatalf("%s began %dth, behind queued moves: %v", a, i, started)
 		}
 	}
 }
@@ -110,7 +116,8 @@ func TestWakesDecideOnTheNewestQuote(t *testing.T) {
 	block := make(chan struct{})
 	got := make(chan string, 10)
 	first := true
-	r := paper.New(func(acct, _ string, bid, _ events.Decimal) {
+	r := paper.New(func(acct, _ string, q paper.Touch) {
+		bid := q.Bid
 		if first {
 			first = false
 			<-block
@@ -157,7 +164,7 @@ func TestQuotesWakeOnlyWhatTheyCross(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			woke := make(chan string, 4)
-			r := paper.New(func(acct, _ string, _, _ events.Decimal) { woke <- acct })
+			r := paper.New(func(acct, _ string, _ paper.Touch) { woke <- acct })
 			defer r.Close()
 			r.Track("a", map[string][]paper.Trigger{"X": {tc.trigger}})
 			r.OnQuote("X", d(tc.bid), d(tc.ask))
@@ -181,7 +188,7 @@ func TestQuotesWakeOnlyWhatTheyCross(t *testing.T) {
 func TestAQueuedMoveIsUpgradedWhenItsStopTriggers(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan string, 200)
-	r := paper.New(func(acct, _ string, _, _ events.Decimal) {
+	r := paper.New(func(acct, _ string, _ paper.Touch) {
 		started <- acct
 		if strings.HasPrefix(acct, "move") {
 			<-release // the move slot stays taken
@@ -221,5 +228,35 @@ func TestAQueuedMoveIsUpgradedWhenItsStopTriggers(t *testing.T) {
 	}
 	if seen["stop-acct"] {
 		t.Error("stop-acct woke twice from one queue entry")
+	}
+}
+
+// A wake carries the best touches since the quote the account last decided
+// on: a high that came and went while the wake waited still moves its
+// trailing stop (the quote it decides on is the newest).
+func TestAWakeCarriesTheBestTouchSinceItsLast(t *testing.T) {
+	block := make(chan struct{})
+	got := make(chan paper.Touch, 10)
+	first := true
+	r := paper.New(func(_, _ string, q paper.Touch) {
+		if first {
+			first = false
+			<-block
+		}
+		got <- q
+	})
+	defer r.Close()
+	r.Track("a", map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	r.OnQuote("X", d("101"), d("101.5")) // in flight, blocked
+	time.Sleep(20 * time.Millisecond)
+	r.OnQuote("X", d("105"), d("105.5")) // a high during the wake
+	r.OnQuote("X", d("102"), d("99"))    // back down: the newest quote (and the lowest ask)
+	close(block)
+	one, two := <-got, <-got
+	if one.Bid.String() != "101" || one.HighBid.String() != "101" || one.LowAsk.String() != "101.5" {
+		t.Fatalf("first wake %+v", one)
+	}
+	if two.Bid.String() != "102" || two.HighBid.String() != "105" || two.LowAsk.String() != "99" {
+		t.Fatalf("second wake: bid %s high %s low ask %s, want 102, 105, 99", two.Bid, two.HighBid, two.LowAsk)
 	}
 }
