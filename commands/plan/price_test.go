@@ -2,7 +2,6 @@ package plan_test
 
 import (
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
@@ -74,7 +73,10 @@ func TestStepsAgreeWithTheTextRounding(t *testing.T) {
 	steps := []string{"0.5", "0.25", "0.01", "1", "5", "0.00000001", "0.1", "12.5", "0.0005"}
 	for i := range 20000 {
 		step := d(steps[i%len(steps)])
-		x := d(strconv.FormatFloat((r.Float64()-0.2)*float64(r.IntN(200000)), 'f', r.IntN(10), 64))
+		// A price of up to 10 decimals, from -40,000 to 160,000, built from integers.
+		scale := int32(r.IntN(10))
+		whole := r.Int64N(200000) - 40000
+		x := d(apd.New(whole*pow10(scale)+r.Int64N(pow10(scale)), -scale).Text('f'))
 		if got, want := plancmd.Steps(x, step), textSteps(x, step, apd.RoundHalfUp); got.Cmp(want) != 0 || got.String() != want.String() {
 			t.Fatalf("Steps(%s, %s) = %s, want %s", x, step, got, want)
 		}
@@ -93,6 +95,14 @@ func TestStepsAgreeWithTheTextRounding(t *testing.T) {
 			t.Errorf("Floor(%s, %s) = %s, want %s", c.x, c.step, got, c.floor)
 		}
 	}
+}
+
+func pow10(n int32) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
 }
 
 func BenchmarkSteps(b *testing.B) {
