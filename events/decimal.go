@@ -293,11 +293,18 @@ func (d Decimal) Apd() *apd.Decimal { var out apd.Decimal; out.Set(&d.v); return
 // quantity at a lot step), trailing zeros removed; step must be positive.
 func (d Decimal) Steps(step Decimal, rounding apd.Rounder) Decimal {
 	var q apd.Decimal
-	_, _ = Ctx.Quo(&q, &d.v, &step.v)
 	c := Ctx
 	c.Rounding = rounding
-	_, _ = c.RoundToIntegralValue(&q, &q)
-	_, _ = Ctx.Mul(&q, &q, &step.v)
+	_, err := Ctx.Quo(&q, &d.v, &step.v)
+	if err == nil {
+		_, err = c.RoundToIntegralValue(&q, &q)
+	}
+	if err == nil {
+		_, err = Ctx.Mul(&q, &q, &step.v)
+	}
+	if err != nil { // a zero step: a division by zero panics here, as in op
+		panic(fmt.Sprintf("decimal: %v", err))
+	}
 	q.Reduce(&q)
 	return Decimal{v: q}
 }

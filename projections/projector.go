@@ -330,35 +330,32 @@ func (p *Projector) gather(batch []events.Committed, ch <-chan pending) []events
 		until = t.C
 	}
 	for len(batch) < MaxBatch {
-		select {
-		case n, ok := <-ch:
-			if !ok {
+		var n pending
+		ok := true
+		if until == nil {
+			select {
+			case n, ok = <-ch:
+			default:
 				return batch
 			}
-			batch = append(batch, n.c)
-			if until != nil && p.due(batch[len(batch)-1:]) {
+		} else {
+			select {
+			case n, ok = <-ch:
+			case <-p.kick:
+				if p.awaited(batch[len(batch)-1].Seq) {
+					until = nil
+				}
+				continue
+			case <-until:
 				until = nil
+				continue
 			}
-			continue
-		default:
 		}
-		if until == nil {
+		if !ok {
 			return batch
 		}
-		select {
-		case n, ok := <-ch:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, n.c)
-			if p.due(batch[len(batch)-1:]) {
-				until = nil
-			}
-		case <-p.kick:
-			if p.awaited(batch[len(batch)-1].Seq) {
-				until = nil
-			}
-		case <-until:
+		batch = append(batch, n.c)
+		if until != nil && p.due(batch[len(batch)-1:]) {
 			until = nil
 		}
 	}

@@ -134,6 +134,9 @@ type logSource struct {
 	msgs [][]byte // msgs[i] has sequence i+1
 	subj []string
 	more chan struct{}
+	// follows, when set, hears of every FollowCommits call (an empty log's
+	// first is the projector's live loop).
+	follows chan struct{}
 }
 
 func (l *logSource) add(subject string, data []byte) {
@@ -145,6 +148,9 @@ func (l *logSource) add(subject string, data []byte) {
 }
 
 func (l *logSource) FollowCommits(ctx context.Context, from uint64, fn func(string, uint64, string, []byte) error) error {
+	if l.follows != nil {
+		l.follows <- struct{}{}
+	}
 	for seq := from + 1; ; seq++ {
 		for {
 			l.mu.Lock()
@@ -326,7 +332,7 @@ func (s *countingStore) count() int {
 func TestLingerBatchesUntilSomeoneWaits(t *testing.T) {
 	reg := evacct.Registry()
 	subjects, data := accountCommits(t, reg, 4, 25) // 4 openings, then 100 orders
-	src := &logSource{more: make(chan struct{})}
+	src := &logSource{more: make(chan struct{}), follows: make(chan struct{}, 1)}
 	store := &countingStore{Store: memory.New()}
 	p := projections.NewProjector(store, reg, projections.Core)
 	p.SetLinger(time.Hour)
@@ -337,6 +343,7 @@ func TestLingerBatchesUntilSomeoneWaits(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() { _ = p.Run(ctx, src) }()
+	<-src.follows // the log was empty: every commit below reaches the live loop, not the catch-up
 
 	for i := range 50 {
 		src.add(subjects[i], data[i])

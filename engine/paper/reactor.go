@@ -492,12 +492,9 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 		ts := r.byInst[instrument][acct]
 		_, fill := crossing(ts, bid, ask)
 		r.unindex(k)
-		w := &waker{fill: fill, queued: true, since: b.seq}
+		w := &waker{since: b.seq}
 		r.wakers[k] = w
-		r.enqueue(k, fill)
-		if !fill {
-			r.watchUpgrade(k, w, ts)
-		}
+		r.enqueue(k, w, fill, ts)
 		woke = true
 	}
 	// A move wake still queued whose order this quote crosses goes to the
@@ -518,12 +515,16 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	}
 }
 
-func (r *Reactor) enqueue(k key, fill bool) {
+// enqueue queues w, the wake of k, as a fill or a move; a move keeps the
+// levels of the account's orders (triggers ts) in the upgrade trees.
+func (r *Reactor) enqueue(k key, w *waker, fill bool, ts []Trigger) {
+	w.queued, w.fill = true, fill
 	if fill {
 		r.fills = append(r.fills, k)
-	} else {
-		r.moves = append(r.moves, k)
+		return
 	}
+	r.moves = append(r.moves, k)
+	r.watchUpgrade(k, w, ts)
 }
 
 // next pops the next queued wake: fills first, then a move if fewer than
@@ -580,11 +581,8 @@ func (r *Reactor) work() {
 		ts := r.byInst[k.instrument][k.account]
 		nq := *b.quote
 		if crosses, fill := crossing(ts, nq[0], nq[1]); crosses && !r.closed && b.seq != seq {
-			w.inflight, w.queued, w.fill, w.since = false, true, fill, seq+1
-			r.enqueue(k, fill)
-			if !fill {
-				r.watchUpgrade(k, w, ts)
-			}
+			w.inflight, w.since = false, seq+1
+			r.enqueue(k, w, fill, ts)
 			continue
 		}
 		delete(r.wakers, k)

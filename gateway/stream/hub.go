@@ -122,10 +122,10 @@ func (h *Hub) Subscribers() int64 { return h.count.Load() }
 
 // OnCommit is the projector listener: it marks the commit's account dirty.
 func (h *Hub) OnCommit(c events.Committed) {
-	if !h.Watched(c) {
+	id, watched := h.watched(c)
+	if !watched {
 		return
 	}
-	id, _ := events.SubjectID(c.Subject, events.KindAccount)
 	h.dmu.Lock()
 	h.dirty[id] = c.Seq
 	h.dmu.Unlock()
@@ -138,14 +138,20 @@ func (h *Hub) OnCommit(c events.Committed) {
 // Watched reports whether c is a commit of an account someone streams: the
 // projector writes such a commit without lingering (Projector.SetUrgent).
 func (h *Hub) Watched(c events.Committed) bool {
+	_, watched := h.watched(c)
+	return watched
+}
+
+// watched is Watched with the commit's account id.
+func (h *Hub) watched(c events.Committed) (string, bool) {
 	id, ok := events.SubjectID(c.Subject, events.KindAccount)
 	if !ok {
-		return false
+		return "", false
 	}
 	h.mu.RLock()
 	_, watched := h.subs[id]
 	h.mu.RUnlock()
-	return watched
+	return id, watched
 }
 
 // Run builds one frame per dirty account and sends it, and runs the fan-out,
