@@ -180,7 +180,8 @@ func generate(ctx context.Context, dir string, total, accounts int) (uint64, err
 	for m := range ch {
 		msg := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{}}
 		_, err := js.PublishMsgAsync(msg, jetstream.WithMsgID(ulid.Make().String()),
-			jetstream.WithExpectLastSequencePerSubject(lastOf[m.subject]), jetstream.WithExpectStream(l.StreamName()))
+			jetstream.WithExpectLastSequencePerSubject(lastOf[m.subject]), jetstream.WithExpectStream(l.StreamName()),
+			jetstream.WithStallWait(30*time.Second)) // a slow disk holds 16,384 acks longer than the default 200 ms
 		if err != nil {
 			return 0, err
 		}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -170,17 +169,6 @@ func httpClient(workers int) *http.Client {
 }
 
 var filled = []byte(`"state":"filled"`)
-
-// httpPath measures POST /api/trading/order market orders from one keep-alive
-// client per worker, each on its own account, through the real handler.
-func (s *service) httpPath(ctx context.Context, o opts) sample {
-	n := strconv.FormatInt(window.Add(1), 10)
-	c := httpClient(o.workers)
-	defer c.CloseIdleConnections()
-	return drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
-		return s.httpOrder(ctx, c, s.Accounts[w], "http-"+n+"-"+strconv.Itoa(w)+"-"+strconv.Itoa(i), i)
-	})
-}
 
 // logTo sets the process's default logger as cmd/engine does (JSON to w at level).
 func logTo(w io.Writer, level slog.Level) {

@@ -20,6 +20,9 @@ type sample struct {
 	Errors   int
 	FirstErr string
 	CPU      time.Duration // process CPU (user+system) per operation inside the window
+	// Gen is the CPU per operation of a load generator run in a process
+	// of its own (HTTP orders), not counted in CPU.
+	Gen time.Duration
 }
 
 func (s sample) String() string {
@@ -58,7 +61,13 @@ func summarize(s *sample, lats []time.Duration) {
 // op gets the worker index and the worker's operation count so far.
 func drive(ctx context.Context, workers int, warm, dur time.Duration, op func(ctx context.Context, w, i int) error) sample {
 	from := time.Now().Add(warm)
-	end := from.Add(dur)
+	return driveAt(ctx, workers, from, from.Add(dur), op)
+}
+
+// driveAt is drive with its measured window given as instants, so that two
+// processes can measure the same window.
+func driveAt(ctx context.Context, workers int, from, end time.Time, op func(ctx context.Context, w, i int) error) sample {
+	dur := end.Sub(from)
 	lats := make([][]time.Duration, workers)
 	errs := make([]int, workers)
 	firsts := make([]string, workers)
