@@ -24,6 +24,14 @@ const DefaultGroupAbove = 8
 // groupMax bounds one atomic batch (nats-server allows 1,000 messages).
 const groupMax = 256
 
+// A batch of at least gatherFrom appends waits up to gatherFor for more, up
+// to gatherTo (see gather).
+const (
+	gatherFrom = 16
+	gatherTo   = 48
+	gatherFor  = time.Millisecond
+)
+
 // groupTimeout bounds one batch's wait for its ack.
 const groupTimeout = 10 * time.Second
 
@@ -120,8 +128,34 @@ func (g *grouper) run() {
 				break fill
 			}
 		}
+		if len(batch) >= gatherFrom {
+			batch = g.gather(batch)
+		}
 		g.commit(batch)
 	}
+}
+
+// gather adds appends that arrive within gatherFor to a batch, up to
+// gatherTo. nats-server stages each atomic batch of a one-replica file
+// stream in a file store of its own, created and removed per batch (about
+// 1.5 ms of CPU on the machine of the README's figures, a sixth of the
+// engine's CPU per HTTP order at 64 clients): under load, fewer and larger
+// batches spend less of it per commit. Only a batch that is already large
+// waits, so a lightly loaded log never does.
+func (g *grouper) gather(batch []groupReq) []groupReq {
+	t := time.NewTimer(gatherFor)
+	defer t.Stop()
+	for len(batch) < gatherTo {
+		select {
+		case r := <-g.queue:
+			batch = append(batch, r)
+		case <-t.C:
+			return batch
+		case <-g.ctx.Done():
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain answers what is still queued at close: none of it was sent.
