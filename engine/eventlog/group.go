@@ -28,7 +28,7 @@ const groupMax = 256
 // to gatherTo (see gather).
 const (
 	gatherFrom = 16
-	gatherTo   = 48
+	gatherTo   = 64
 	gatherFor  = time.Millisecond
 )
 
