@@ -282,7 +282,7 @@ func (oe *orderEdits) flush() error {
 		o := e.o
 		wk := oe.accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
 		if e.isNew {
-			if err := oe.tx.Put(CollOrderSeq, wk, o.BrokerOrderID); err != nil {
+			if err := Insert(oe.tx, CollOrderSeq, wk, o.BrokerOrderID); err != nil {
 				return err
 			}
 		}
@@ -296,7 +296,12 @@ func (oe *orderEdits) flush() error {
 		if err != nil {
 			return err
 		}
-		if err := oe.tx.Put(CollOrder, oe.accountID+"/"+o.BrokerOrderID, o); err != nil {
+		if e.isNew {
+			err = Insert(oe.tx, CollOrder, oe.accountID+"/"+o.BrokerOrderID, o)
+		} else {
+			err = oe.tx.Put(CollOrder, oe.accountID+"/"+o.BrokerOrderID, o)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -376,7 +381,7 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	}
 	f := Fill{FillID: e.FillID, BrokerOrderID: e.BrokerOrderID, Instrument: e.Instrument, Side: e.Side,
 		Quantity: e.Quantity, Price: e.Price, RealizedPnl: e.Realized, Commission: fee, Time: e.At}
-	if err := tx.Put(CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, f); err != nil {
+	if err := Insert(tx, CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, f); err != nil {
 		return err
 	}
 	pk := id + "/" + e.Instrument

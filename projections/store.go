@@ -40,6 +40,21 @@ type Tx interface {
 	Delete(coll, key string) error
 }
 
+// Insert writes a document whose key no earlier commit wrote: a record the
+// commit being folded creates (a new order, its place in the account's
+// sequence, a fill). A store may write such documents more cheaply than Put
+// (PostgreSQL: COPY rather than an upsert) and, should the key be taken
+// after all, writes it as Put would. Within the transaction it reads and
+// rewrites as a Put does.
+func Insert(tx Tx, coll, key string, v any) error {
+	if in, ok := tx.(interface {
+		Insert(coll, key string, v any) error
+	}); ok {
+		return in.Insert(coll, key, v)
+	}
+	return tx.Put(coll, key, v)
+}
+
 // Store holds read models.
 type Store interface {
 	// Update runs fn in one transaction and advances the checkpoint to seq with it.

@@ -88,8 +88,13 @@ func (c *cache) commit(seq uint64, buf map[docKey]*entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, e := range buf {
-		if e.state == stateDeleted {
+		switch {
+		case e.state == stateDeleted:
 			e = &entry{state: stateAbsent}
+		case e.fresh: // in the database now: a later transaction's Put of it is an upsert
+			f := *e
+			f.fresh = false
+			e = &f
 		}
 		c.putLocked(k, e)
 	}

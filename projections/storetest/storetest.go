@@ -180,6 +180,7 @@ func Run(t *testing.T, open Factory) {
 		{"GetReplacesTarget", testGetReplaces},
 		{"PutOverwritesDeleteRemoves", testOverwriteDelete},
 		{"TxSeesItsOwnWrites", testTxOwnWrites},
+		{"InsertedDocuments", testInsert},
 		{"FailingUpdateChangesNothing", testRollback},
 		{"CheckpointSkipsOldSequences", testCheckpoint},
 		{"BindsToOneLog", testBind},
@@ -432,6 +433,98 @@ func testTxOwnWrites(t *testing.T, s projections.Store) {
 	}
 	if v, _ := get[string](t, s, "c", "old"); v != "changed" {
 		t.Fatalf("committed %q", v)
+	}
+}
+
+// projections.Insert: a document the transaction creates reads and
+// rewrites as a Put, a delete of it leaves nothing, hidden fields are kept,
+// and a key that turns out to be taken after all is written as Put writes
+// it, with every other write of the same transaction; a later Put of an
+// inserted document overwrites it.
+func testInsert(t *testing.T, s projections.Store) {
+	o := projections.Order{AccountID: "acc", BrokerOrderID: "o1", Instrument: "BTC-PERP", Side: "buy",
+		OrderType: "market", Quantity: dec("1"), State: "new", Seq: 41}
+	err := s.Update(ctx, 1, func(tx projections.Tx) error {
+		if err := projections.Insert(tx, "c", "a", "v1"); err != nil {
+			return err
+		}
+		var v string
+		if ok, err := tx.Get("c", "a", &v); err != nil || !ok || v != "v1" {
+			return fmt.Errorf("own insert: %q %v %v", v, ok, err)
+		}
+		if err := tx.Put("c", "a", "v2"); err != nil {
+			return err
+		}
+		if err := projections.Insert(tx, "c", "b", "vb"); err != nil {
+			return err
+		}
+		if err := tx.Delete("c", "b"); err != nil {
+			return err
+		}
+		if ok, err := tx.Get("c", "b", &v); err != nil || ok {
+			return fmt.Errorf("own insert, then delete: %v %v", ok, err)
+		}
+		return projections.Insert(tx, projections.CollOrder, "acc/o1", o)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := get[string](t, s, "c", "a"); v != "v2" {
+		t.Fatalf("inserted, then rewritten: %q", v)
+	}
+	if _, ok := get[string](t, s, "c", "b"); ok {
+		t.Fatal("inserted, then deleted: still there")
+	}
+	if got, ok := get[projections.Order](t, s, projections.CollOrder, "acc/o1"); !ok || got.Seq != 41 || got.State != "new" {
+		t.Fatalf("inserted order: %+v %v", got, ok)
+	}
+
+	// The key is taken: the insert's promise is broken, and nothing is lost.
+	err = s.Update(ctx, 2, func(tx projections.Tx) error {
+		if err := projections.Insert(tx, "c", "d", "vd"); err != nil {
+			return err
+		}
+		return projections.Insert(tx, "c", "a", "v3")
+	})
+	if err != nil {
+		t.Fatalf("insert of a taken key: %v", err)
+	}
+	if v, _ := get[string](t, s, "c", "a"); v != "v3" {
+		t.Fatalf("insert of a taken key wrote %q, want v3", v)
+	}
+	if v, _ := get[string](t, s, "c", "d"); v != "vd" {
+		t.Fatalf("the same transaction's insert beside it wrote %q, want vd", v)
+	}
+	if cp := checkpoint(t, s); cp != 2 {
+		t.Fatalf("checkpoint %d, want 2", cp)
+	}
+
+	// A later transaction's Put and Delete of inserted documents.
+	o.State = "filled"
+	err = s.Update(ctx, 3, func(tx projections.Tx) error {
+		var got projections.Order
+		if ok, err := tx.Get(projections.CollOrder, "acc/o1", &got); err != nil || !ok {
+			return fmt.Errorf("inserted order in a later transaction: %v %v", ok, err)
+		}
+		if err := tx.Put(projections.CollOrder, "acc/o1", o); err != nil {
+			return err
+		}
+		if err := tx.Put("c", "d", "vd2"); err != nil {
+			return err
+		}
+		return tx.Delete("c", "a")
+	})
+	if err != nil {
+		t.Fatalf("put over inserted documents: %v", err)
+	}
+	if got, _ := get[projections.Order](t, s, projections.CollOrder, "acc/o1"); got.State != "filled" || got.Seq != 41 {
+		t.Fatalf("order after a later put: %+v", got)
+	}
+	if v, _ := get[string](t, s, "c", "d"); v != "vd2" {
+		t.Fatalf("after a later put: %q", v)
+	}
+	if _, ok := get[string](t, s, "c", "a"); ok {
+		t.Fatal("deleted in a later transaction: still there")
 	}
 }
 
