@@ -280,19 +280,16 @@ func p99s(ss []sample) []float64 {
 	return out
 }
 
-func cpus(ss []sample) []float64 {
-	out := make([]float64, len(ss))
-	for i, s := range ss {
-		out[i] = float64(s.CPU) / 1e3
-	}
-	return out
-}
+func cpus(ss []sample) []float64 { return perOp(ss, func(s sample) time.Duration { return s.CPU }) }
 
 // gens is each sample's load generator CPU per operation, in us.
-func gens(ss []sample) []float64 {
+func gens(ss []sample) []float64 { return perOp(ss, func(s sample) time.Duration { return s.Gen }) }
+
+// perOp is a CPU figure of each sample, in us.
+func perOp(ss []sample, cpu func(sample) time.Duration) []float64 {
 	out := make([]float64, len(ss))
 	for i, s := range ss {
-		out[i] = float64(s.Gen) / 1e3
+		out[i] = float64(cpu(s)) / 1e3
 	}
 	return out
 }

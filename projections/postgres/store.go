@@ -312,7 +312,8 @@ func (t *tx) Put(coll, key string, v any) error {
 }
 
 // Insert is Put of a document whose key no earlier commit wrote
-// (projections.Insert); a key this transaction found or wrote is Put.
+// (projections.Insert), copied in at flush; a key this transaction read as
+// existing, deleted or Put is written as Put.
 func (t *tx) Insert(coll, key string, v any) error {
 	k := docKey{coll, key}
 	e, known := t.buf[k]
