@@ -85,6 +85,7 @@ type Options struct {
 // up and, in the sandbox, makes the demo tenant. It does not listen.
 func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a := &App{Cfg: cfg, Now: o.Now, projDone: make(chan error, 1)}
+	TuneGC(os.Getenv)
 	if a.Now == nil {
 		a.Now = time.Now
 	}

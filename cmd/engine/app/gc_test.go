@@ -42,3 +42,32 @@ func TestRelaxGCBoundsAndRestores(t *testing.T) {
 		t.Errorf("a limit the operator set became %d", kept)
 	}
 }
+
+// Serving sets the collector to ServeGOGC within half the memory the process
+// may use, unless the operator set GOGC or GOMEMLIMIT.
+func TestTuneGCKeepsWhatTheOperatorSet(t *testing.T) {
+	pct := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(pct)
+	limit := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(limit)
+
+	TuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != ServeGOGC {
+		t.Errorf("GOGC %d, want %d", got, ServeGOGC)
+	}
+	if avail := memoryAvailable(); avail > 0 {
+		if got := debug.SetMemoryLimit(math.MaxInt64); got != avail/2 {
+			t.Errorf("memory limit %d, want half of %d", got, avail)
+		}
+	}
+
+	debug.SetMemoryLimit(1 << 30)
+	TuneGC(func(k string) string { return map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}[k] })
+	if got := debug.SetGCPercent(-1); got != 100 {
+		t.Errorf("GOGC set by the operator became %d", got)
+	}
+	debug.SetGCPercent(100)
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("GOMEMLIMIT set by the operator became %d", got)
+	}
+}
