@@ -20,23 +20,31 @@ import (
 // and the load generator's is reported apart (Gen): in one process the
 // generator's HTTP client counted as about a sixth of the engine's CPU.
 func (s *service) httpPath(ctx context.Context, o opts) sample {
-	n := strconv.FormatInt(window.Add(1), 10)
 	accounts := make([]string, o.workers)
 	for w := range accounts {
 		accounts[w] = s.Accounts[w].AccountNumber
 	}
 	// The child starts and connects within the warm-up.
 	from := time.Now().Add(max(o.warm, 300*time.Millisecond))
-	end := from.Add(o.dur)
+	return s.httpChild(ctx, accounts, 0, from, from.Add(o.dur))
+}
+
+// httpChild runs the http-load child over [from, end): one keep-alive client
+// per account, each sending its next order when the last is answered (rate 0)
+// or on a schedule of rate orders a second in all. The sample's CPU is this
+// process's over the window per order; the child's own is its Gen.
+func (s *service) httpChild(ctx context.Context, accounts []string, rate float64, from, end time.Time) sample {
+	n := strconv.FormatInt(window.Add(1), 10)
 	failed := func(err error) sample {
-		return sample{Window: o.dur, Errors: 1, FirstErr: "http-load: " + err.Error()}
+		return sample{Window: end.Sub(from), Errors: 1, FirstErr: "http-load: " + err.Error()}
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return failed(err)
 	}
 	cmd := exec.CommandContext(ctx, exe, "http-load", "-url", s.URL, "-accounts", strings.Join(accounts, ","),
-		"-window", n, "-from", strconv.FormatInt(from.UnixNano(), 10), "-end", strconv.FormatInt(end.UnixNano(), 10))
+		"-window", n, "-from", strconv.FormatInt(from.UnixNano(), 10), "-end", strconv.FormatInt(end.UnixNano(), 10),
+		"-rate", strconv.FormatFloat(rate, 'f', -1, 64))
 	cmd.Env = append(os.Environ(), "BENCH_HTTP_KEY="+s.Key) // not on the command line, which ps shows
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -60,7 +68,7 @@ func (s *service) httpPath(ctx context.Context, o opts) sample {
 	return res
 }
 
-// httpLoad is the child process of httpPath: it drives market orders over
+// httpLoad is the child process of httpChild: it drives market orders over
 // HTTP, one keep-alive client per account, measures the window it is given
 // and prints its sample as JSON, its own CPU per order as Gen.
 func httpLoad(args []string) error {
@@ -70,6 +78,7 @@ func httpLoad(args []string) error {
 	win := fs.String("window", "0", "window number, part of every clientOrderId")
 	from := fs.Int64("from", 0, "start of the measured window (unix ns)")
 	end := fs.Int64("end", 0, "end of the measured window (unix ns)")
+	rate := fs.Float64("rate", 0, "orders a second in all, on a schedule (0: each client sends when answered)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,9 +94,16 @@ func httpLoad(args []string) error {
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, *end).Add(30*time.Second))
 	defer cancel()
-	res := driveAt(ctx, len(accts), time.Unix(0, *from), time.Unix(0, *end), func(ctx context.Context, w, i int) error {
+	op := func(ctx context.Context, w, i int) error {
 		return s.httpOrder(ctx, c, credAccount{AccountNumber: accts[w]}, "http-"+*win+"-"+strconv.Itoa(w)+"-"+strconv.Itoa(i), i)
-	})
+	}
+	var res sample
+	if *rate > 0 {
+		time.Sleep(time.Until(time.Unix(0, *from)))
+		res = paced(ctx, len(accts), *rate, time.Duration(*end-*from), op)
+	} else {
+		res = driveAt(ctx, len(accts), time.Unix(0, *from), time.Unix(0, *end), op)
+	}
 	res.Gen, res.CPU = res.CPU, 0
 	return json.NewEncoder(os.Stdout).Encode(res)
 }

@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.brAccounts, "brackets-accounts", 10000, "brackets: accounts, each long BTC-PERP with a stop and a trailing rule")
 	fs.Float64Var(&o.brRate, "brackets-rate", 200, "brackets: quotes per second streamed to BTC-PERP")
 	fs.DurationVar(&o.brDur, "brackets-duration", 30*time.Second, "brackets: how long quotes stream")
-	fs.DurationVar(&o.brIdle, "brackets-idle", 15*time.Second, "brackets: the idle window of ordinary orders before the stream")
+	fs.DurationVar(&o.brIdle, "brackets-idle", 30*time.Second, "brackets: the idle window of ordinary orders before the stream (as long as the stream by default: the p99 of each is the 12th-slowest of 1,200 orders)")
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
 	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
 	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
