@@ -260,3 +260,53 @@ func TestAWakeCarriesTheBestTouchSinceItsLast(t *testing.T) {
 		t.Fatalf("second wake: bid %s high %s low ask %s, want 102, 105, 99", two.Bid, two.HighBid, two.LowAsk)
 	}
 }
+
+// A quote that crosses more accounts than the reactor wakes under one hold
+// of its lock (it lets go between chunks so commits' Track calls get in)
+// still wakes each of them once, and accounts Track changes meanwhile are
+// judged by what they hold then.
+func TestAQuoteWakesEveryCrossedAccountOnceAcrossChunks(t *testing.T) {
+	var mu sync.Mutex
+	woke := map[string]int{}
+	r := paper.New(func(acct, _ string, _ paper.Touch) {
+		mu.Lock()
+		woke[acct]++
+		mu.Unlock()
+	})
+	defer r.Close()
+	const n = 1000
+	for i := range n {
+		r.Track(fmt.Sprintf("a-%04d", i), map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	}
+	done := make(chan struct{})
+	go func() { r.OnQuote("X", d("101"), d("102")); close(done) }()
+	// Meanwhile the last accounts' levels move above the quote: whichever
+	// way the race goes, none is woken twice and none that still crosses is missed.
+	for i := n - 10; i < n; i++ {
+		r.Track(fmt.Sprintf("a-%04d", i), map[string][]paper.Trigger{"X": {sellLimit("200", true)}})
+	}
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := len(woke)
+		mu.Unlock()
+		if got >= n-10 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a second wake, were there one, would have come by now
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n - 10 {
+		if c := woke[fmt.Sprintf("a-%04d", i)]; c != 1 {
+			t.Errorf("a-%04d woke %d times", i, c)
+		}
+	}
+	for i := n - 10; i < n; i++ {
+		if c := woke[fmt.Sprintf("a-%04d", i)]; c > 1 {
+			t.Errorf("a-%04d woke %d times", i, c)
+		}
+	}
+}
