@@ -92,4 +92,3 @@ func move(b *evacct.Bracket, touch events.Decimal) {
 		b.Legs[0].Price = &level
 	}
 }
-
