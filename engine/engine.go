@@ -168,7 +168,8 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 	out := map[string][]paper.Trigger{}
 	for _, w := range s.Working {
 		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
-			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt})
+			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt,
+			ID: w.BrokerOrderID})
 	}
 	// A bracket's breakeven or trailing rule wakes the account where a quote
 	// would move its stop: for a long, a bid at or above the level (as a sell
@@ -572,7 +573,7 @@ func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
-		HighBid: &t.HighBid, LowAsk: &t.LowAsk}}
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk}, TradedThrough: t.TradedThrough}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

@@ -248,6 +248,11 @@ func (c *Reverse) Validate() error {
 type FillWorking struct {
 	Quote Quote
 	Terms map[string]*Terms // the engine's venue terms, for the commissions fills pay
+	// TradedThrough names working stops (stop and stop-limit orders not yet
+	// triggered) that a quote since they began resting traded through, though
+	// this quote may no longer: each triggers at its stop price, as it would
+	// have at that quote, and then fills against this quote.
+	TradedThrough []string
 }
 
 // Validate checks the shape.

@@ -1,6 +1,8 @@
 package account
 
 import (
+	"slices"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
@@ -32,6 +34,7 @@ type book struct {
 	fills     int
 	out       []events.Event
 	terms     *trading.Terms // of the venue group the account was issued into, if any
+	through   []string       // stops an earlier quote traded through (FillWorking.TradedThrough)
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
@@ -71,6 +74,10 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 		}
 		return touch.Cmp(*w.StopPrice) <= 0
 	}
+	at := touch // where the stop triggers
+	if (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered && !crossedStop() && slices.Contains(b.through, w.BrokerOrderID) {
+		at, crossedStop = *w.StopPrice, func() bool { return true } // an earlier quote traded through it
+	}
 	isLimit := w.OrderType == "limit" || (w.OrderType == "stop_limit" && w.Triggered)
 	switch {
 	case w.OrderType == "market":
@@ -78,7 +85,7 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 		if !crossedStop() {
 			return false
 		}
-		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: touch, At: b.env.At})
+		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: at, At: b.env.At})
 		w.Triggered = true
 		if w.OrderType == "stop_limit" {
 			isLimit = true

@@ -88,7 +88,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	case *trading.Reverse:
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
-		return decideWorking(s, env, c.Quote, c.Terms), nil
+		return decideWorking(s, env, c.Quote, c.Terms, c.TradedThrough), nil
 	case *trading.Protect:
 		return decideProtect(s, env, c)
 	case *trading.WithdrawBracket:
@@ -399,8 +399,9 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	return b.out, nil
 }
 
-func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[string]*trading.Terms) []events.Event {
+func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[string]*trading.Terms, through []string) []events.Event {
 	b := newBook(s, env, trading.Market{Terms: terms})
+	b.through = through
 	for _, id := range sortedKeys(s.Working) {
 		w := *s.Working[id]
 		if w.Instrument != q.Instrument {

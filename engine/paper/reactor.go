@@ -45,7 +45,13 @@ type Trigger struct {
 	Triggered   bool
 	TimeInForce string
 	CreatedAt   time.Time
-	Move        bool // a bracket's breakeven or trailing level: a wake of lower priority
+	Move        bool   // a bracket's breakeven or trailing level: a wake of lower priority
+	ID          string // the order's id; empty for a move
+}
+
+// untriggeredStop reports whether t is a stop or stop-limit order waiting for its trigger.
+func (t Trigger) untriggeredStop() bool {
+	return t.ID != "" && !t.Move && !t.Triggered && t.StopPrice != nil && (t.OrderType == "stop" || t.OrderType == "stop_limit")
 }
 
 // Crosses reports whether the touch (ask for a buy, bid for a sell) would fill or trigger t.
@@ -81,6 +87,10 @@ func (t Trigger) Crosses(bid, ask events.Decimal) bool {
 type Touch struct {
 	Bid, Ask        events.Decimal
 	HighBid, LowAsk events.Decimal
+	// TradedThrough names the account's stops that a quote since they began
+	// resting traded through while the account was queued or in flight (the
+	// quote it decides on may have come back above a sell stop).
+	TradedThrough []string
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -174,10 +184,35 @@ type book struct {
 	seq     uint64 // quotes seen
 	bids    best   // the highest bid since a quote
 	asks    best   // the lowest ask since a quote
+	lowBids best   // the lowest bid since a quote: sell stops
+	highAsk best   // the highest ask since a quote: buy stops
 }
 
 func newBook() *book {
-	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true}}
+	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true}, highAsk: best{higher: true}}
+}
+
+// tradedThrough lists the untriggered stops of ts that a quote from each
+// one's resting sequence on (rested, by order id), and from seq on, traded
+// through: a sell stop at or above the lowest bid since, a buy stop at or
+// below the highest ask since. Quotes before the oldest the book keeps count
+// as that one (a dip older than 4,096 unbettered quotes is not seen).
+func (b *book) tradedThrough(ts []Trigger, rested map[string]uint64, seq uint64) []string {
+	var out []string
+	for _, t := range ts {
+		if !t.untriggeredStop() || b.seq == 0 {
+			continue
+		}
+		from := max(rested[t.ID], seq)
+		if from > b.seq {
+			continue // no quote since
+		}
+		if t.Side == "sell" && b.lowBids.since(from).Cmp(*t.StopPrice) <= 0 ||
+			t.Side == "buy" && b.highAsk.since(from).Cmp(*t.StopPrice) >= 0 {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }
 
 // levels are the touches at which triggers ts wake an account, nearest in
@@ -314,9 +349,10 @@ type Reactor struct {
 	indexed map[key]levels // what the trees hold for an idle account
 	books   map[string]*book
 	wakers  map[key]*waker
-	fills   []key // queued wakes that may fill, FIFO
-	moves   []key // queued wakes that only move stops, FIFO
-	moving  int   // move wakes in flight
+	rested  map[key]map[string]uint64 // untriggered stops by order id: the first quote after they began resting
+	fills   []key                     // queued wakes that may fill, FIFO
+	moves   []key                     // queued wakes that only move stops, FIFO
+	moving  int                       // move wakes in flight
 	ready   *sync.Cond
 	closed  bool
 	wg      sync.WaitGroup
@@ -327,7 +363,7 @@ type Reactor struct {
 // command to fill or move at the given touch. Close stops the workers.
 func New(wake func(accountID, instrument string, t Touch)) *Reactor {
 	r := &Reactor{byInst: map[string]map[string][]Trigger{}, indexed: map[key]levels{}, books: map[string]*book{},
-		wakers: map[key]*waker{}, wake: wake}
+		wakers: map[key]*waker{}, rested: map[key]map[string]uint64{}, wake: wake}
 	r.ready = sync.NewCond(&r.mu)
 	for i := 0; i < Workers; i++ {
 		r.wg.Add(1)
@@ -412,6 +448,7 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			}
 			k := key{accountID, inst}
 			r.unindex(k)
+			delete(r.rested, k)
 			if w := r.wakers[k]; w != nil {
 				r.unwatchUpgrade(k, w)
 			}
@@ -425,6 +462,7 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 		}
 		accts[accountID] = ts
 		k := key{accountID, inst}
+		r.rest(k, ts)
 		switch w := r.wakers[k]; {
 		case w == nil:
 			r.index(k, ts)
@@ -432,6 +470,31 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 			r.watchUpgrade(k, w, ts)
 		}
 	}
+}
+
+// rest records when each untriggered stop of ts began resting (the next
+// quote of its instrument), keeping what it held for those seen before.
+func (r *Reactor) rest(k key, ts []Trigger) {
+	prev := r.rested[k]
+	var next map[string]uint64
+	for _, t := range ts {
+		if !t.untriggeredStop() {
+			continue
+		}
+		if next == nil {
+			next = map[string]uint64{}
+		}
+		at, ok := prev[t.ID]
+		if !ok {
+			at = r.book(k.instrument).seq + 1
+		}
+		next[t.ID] = at
+	}
+	if next == nil {
+		delete(r.rested, k)
+		return
+	}
+	r.rested[k] = next
 }
 
 // Working counts the accounts with working orders on instrument.
@@ -494,6 +557,8 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	seq := b.seq
 	b.bids.add(seq, bid)
 	b.asks.add(seq, ask)
+	b.lowBids.add(seq, bid)
+	b.highAsk.add(seq, ask)
 	due := b.crossed(bid, ask)
 	for i, acct := range due {
 		if i > 0 && i%wakeChunk == 0 {
@@ -585,7 +650,8 @@ func (r *Reactor) work() {
 		}
 		b := r.book(k.instrument)
 		q, seq := *b.quote, b.seq // the newest quote of the instrument
-		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since)}
+		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since),
+			TradedThrough: b.tradedThrough(r.byInst[k.instrument][k.account], r.rested[k], 0)}
 		r.mu.Unlock()
 		r.wake(k.account, k.instrument, t)
 		r.mu.Lock()
@@ -598,7 +664,11 @@ func (r *Reactor) work() {
 		// wake again at once; else index it to wait for a quote that does.
 		ts := r.byInst[k.instrument][k.account]
 		nq := *b.quote
-		if crosses, fill := crossing(ts, nq[0], nq[1]); crosses && !r.closed && b.seq != seq {
+		crosses, fill := crossing(ts, nq[0], nq[1])
+		if !fill && b.seq != seq && len(b.tradedThrough(ts, r.rested[k], seq+1)) > 0 {
+			crosses, fill = true, true // a quote during the wake traded through a stop
+		}
+		if crosses && !r.closed && b.seq != seq {
 			w.inflight, w.since = false, seq+1
 			r.enqueue(k, w, fill, ts)
 			continue

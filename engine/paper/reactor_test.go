@@ -310,3 +310,47 @@ func TestAQuoteWakesEveryCrossedAccountOnceAcrossChunks(t *testing.T) {
 		}
 	}
 }
+
+// A stop that a quote trades through while its account's wake is in flight
+// (or queued) is named in the account's next wake even when the quotes came
+// back above it before that wake: a resting stop triggers on any quote that
+// trades through it. A stop placed after the dip is not named.
+func TestAStopTradedThroughDuringAWakeIsNamedInTheNext(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan paper.Touch, 10)
+	first := true
+	r := paper.New(func(acct, _ string, tc paper.Touch) {
+		got <- tc
+		if first {
+			first = false
+			<-release // the first wake stays in flight
+		}
+	})
+	defer r.Close()
+	stop, later := d("95"), d("96")
+	limit := d("101")
+	r.Track("a", map[string][]paper.Trigger{"X": {
+		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
+		{Side: "sell", OrderType: "stop", StopPrice: &stop, ID: "stop-1"},
+	}})
+	r.OnQuote("X", d("101"), d("102")) // crosses the limit: a wake, held in flight
+	if tc := <-got; len(tc.TradedThrough) != 0 {
+		t.Fatalf("first wake names %v", tc.TradedThrough)
+	}
+	r.OnQuote("X", d("94"), d("95"))  // through the stop while the wake is in flight
+	r.OnQuote("X", d("99"), d("100")) // and back above it
+	// The wake's commit leaves the stop resting and adds one placed after the dip.
+	r.Track("a", map[string][]paper.Trigger{"X": {
+		{Side: "sell", OrderType: "stop", StopPrice: &stop, ID: "stop-1"},
+		{Side: "sell", OrderType: "stop", StopPrice: &later, ID: "stop-2"},
+	}})
+	close(release)
+	select {
+	case tc := <-got:
+		if len(tc.TradedThrough) != 1 || tc.TradedThrough[0] != "stop-1" {
+			t.Fatalf("second wake names %v, want [stop-1]", tc.TradedThrough)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stop traded through during the wake woke nothing")
+	}
+}
