@@ -406,6 +406,7 @@ func bkProbes(ctx context.Context, s *service, rate float64, dur time.Duration) 
 	go func() {
 		defer wg.Done()
 		web = s.httpChild(ctx, accts, rate, from, from.Add(dur))
+		web.CPU = 0 // the process's CPU over the window is the stream's, not these orders'.
 	}()
 	go func() {
 		defer wg.Done()

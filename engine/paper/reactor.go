@@ -192,18 +192,19 @@ func newBook() *book {
 	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true}, highAsk: best{higher: true}}
 }
 
-// tradedThrough lists the untriggered stops of ts that a quote from each
-// one's resting sequence on (rested, by order id), and from seq on, traded
-// through: a sell stop at or above the lowest bid since, a buy stop at or
+// tradedThrough lists the untriggered stops of ts that a quote from when
+// each began resting at its price (rested, by order id), and from seq on,
+// traded through: a sell stop at or above the lowest bid since, a buy stop at or
 // below the highest ask since. Quotes before the oldest the book keeps count
 // as that one (a dip older than 4,096 unbettered quotes is not seen).
-func (b *book) tradedThrough(ts []Trigger, rested map[string]uint64, seq uint64) []string {
+func (b *book) tradedThrough(ts []Trigger, rested map[string]rest, seq uint64) []string {
 	var out []string
 	for _, t := range ts {
-		if !t.untriggeredStop() || b.seq == 0 {
-			continue
+		r, ok := rested[t.ID]
+		if !t.untriggeredStop() || !ok || r.price.Cmp(*t.StopPrice) != 0 {
+			continue // not resting there since a known quote
 		}
-		from := max(rested[t.ID], seq)
+		from := max(r.at, seq)
 		if from > b.seq {
 			continue // no quote since
 		}
@@ -349,10 +350,10 @@ type Reactor struct {
 	indexed map[key]levels // what the trees hold for an idle account
 	books   map[string]*book
 	wakers  map[key]*waker
-	rested  map[key]map[string]uint64 // untriggered stops by order id: the first quote after they began resting
-	fills   []key                     // queued wakes that may fill, FIFO
-	moves   []key                     // queued wakes that only move stops, FIFO
-	moving  int                       // move wakes in flight
+	rested  map[key]map[string]rest // untriggered stops by order id: since when they rest where they are
+	fills   []key                   // queued wakes that may fill, FIFO
+	moves   []key                   // queued wakes that only move stops, FIFO
+	moving  int                     // move wakes in flight
 	ready   *sync.Cond
 	closed  bool
 	wg      sync.WaitGroup
@@ -363,7 +364,7 @@ type Reactor struct {
 // command to fill or move at the given touch. Close stops the workers.
 func New(wake func(accountID, instrument string, t Touch)) *Reactor {
 	r := &Reactor{byInst: map[string]map[string][]Trigger{}, indexed: map[key]levels{}, books: map[string]*book{},
-		wakers: map[key]*waker{}, rested: map[key]map[string]uint64{}, wake: wake}
+		wakers: map[key]*waker{}, rested: map[key]map[string]rest{}, wake: wake}
 	r.ready = sync.NewCond(&r.mu)
 	for i := 0; i < Workers; i++ {
 		r.wg.Add(1)
@@ -472,21 +473,29 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 	}
 }
 
-// rest records when each untriggered stop of ts began resting (the next
-// quote of its instrument), keeping what it held for those seen before.
+// rest is when a stop began resting at its price: the first quote after.
+type rest struct {
+	at    uint64
+	price events.Decimal
+}
+
+// rest records when each untriggered stop of ts began resting where it is
+// (the next quote of its instrument): a stop moved (a trailing rule, a
+// replace) rests anew from its move, so a dip that came before its move is
+// not taken for one through its new level.
 func (r *Reactor) rest(k key, ts []Trigger) {
 	prev := r.rested[k]
-	var next map[string]uint64
+	var next map[string]rest
 	for _, t := range ts {
 		if !t.untriggeredStop() {
 			continue
 		}
 		if next == nil {
-			next = map[string]uint64{}
+			next = map[string]rest{}
 		}
 		at, ok := prev[t.ID]
-		if !ok {
-			at = r.book(k.instrument).seq + 1
+		if !ok || at.price.Cmp(*t.StopPrice) != 0 {
+			at = rest{at: r.book(k.instrument).seq + 1, price: *t.StopPrice}
 		}
 		next[t.ID] = at
 	}

@@ -354,3 +354,43 @@ func TestAStopTradedThroughDuringAWakeIsNamedInTheNext(t *testing.T) {
 		t.Fatal("the stop traded through during the wake woke nothing")
 	}
 }
+
+// A stop that moved (a trailing rule) rests anew from its move: a dip before
+// the move, under the new level but above the old, is not taken for a quote
+// that traded through it.
+func TestAMovedStopIsNotTriggeredByADipBeforeItsMove(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan paper.Touch, 10)
+	first := true
+	r := paper.New(func(acct, _ string, tc paper.Touch) {
+		got <- tc
+		if first {
+			first = false
+			<-release
+		}
+	})
+	defer r.Close()
+	low, high, limit, target := d("90"), d("97"), d("101"), d("105")
+	r.Track("a", map[string][]paper.Trigger{"X": {
+		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
+		{Side: "sell", OrderType: "stop", StopPrice: &low, ID: "stop"},
+	}})
+	r.OnQuote("X", d("101"), d("102")) // a wake, held in flight
+	<-got
+	r.OnQuote("X", d("94"), d("95"))               // above the stop at 90
+	r.OnQuote("X", d("99"), d("100"))              // back
+	r.Track("a", map[string][]paper.Trigger{"X": { // the wake moved the stop up to 97
+		{Side: "sell", OrderType: "limit", LimitPrice: &target, ID: "tp"},
+		{Side: "sell", OrderType: "stop", StopPrice: &high, ID: "stop"},
+	}})
+	close(release)
+	r.OnQuote("X", d("105"), d("106")) // the target: a wake
+	select {
+	case tc := <-got:
+		if len(tc.TradedThrough) != 0 {
+			t.Fatalf("the wake names %v: the dip came before the stop moved to 97", tc.TradedThrough)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake for the target")
+	}
+}
