@@ -304,3 +304,31 @@ func TestCloseAndFlattenTakeAClientOrderID(t *testing.T) {
 		t.Fatalf("a repeated flatten closed a position: %v", snap)
 	}
 }
+
+// A resting stop that a quote trades through fills even when the next quote
+// comes back above it before the paper book's wake has decided: whichever of
+// the two quotes the wake decides on, the stop triggers (the reactor names
+// it as traded through when the wake comes after the recovery).
+func TestAStopTradedThroughFillsThoughThePriceCameBack(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{ManualFeed: true})
+	quote(e, "100", "101")
+	orderOf(t, e.Post("/api/trading/order", order("m1", "buy", "market", "1")))
+	for i := range 5 {
+		o := orderOf(t, e.Post("/api/trading/order", order(fmt.Sprint("s", i), "sell", "stop", "0.2", "stopPrice", "95", "timeInForce", "gtc")))
+		id := o["brokerOrderId"].(string)
+		quote(e, "94", "95")  // through the stop
+		quote(e, "99", "100") // and back at once
+		apptest.WaitFor(t, 5*time.Second, func() error {
+			for _, x := range e.Get("/api/account/orders?state=closed").Map(t)["orders"].([]any) {
+				if x.(map[string]any)["brokerOrderId"] == id && x.(map[string]any)["state"] == "filled" {
+					return nil
+				}
+			}
+			return fmt.Errorf("stop %d not filled", i)
+		})
+	}
+	snap := e.Get("/api/account/snapshot").Map(t)
+	if ps := snap["positions"].([]any); len(ps) != 0 {
+		t.Fatalf("positions after five stops closed the long: %v", ps)
+	}
+}
