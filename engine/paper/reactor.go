@@ -13,7 +13,9 @@
 // account has at most one wake queued or in flight per instrument, which
 // decides on the newest quote of its instrument (quotes that arrive meanwhile
 // are conflated into it; when the wake ends, the account is checked against
-// the newest quote again).
+// the newest quote again). Conflation never skips a stop's trigger: a wake
+// names the stops a quote traded through since they began resting at their
+// price (Touch.TradedThrough), though the newest quote came back.
 //
 // Accounts are indexed by the touch at which each would wake (per
 // instrument, in four ordered trees: sells that wake at or above a bid, at or
