@@ -224,7 +224,15 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 			if bid.Cmp(dec("50")) < 0 {
 				bid = dec("50")
 			}
-			cmd = &trading.FillWorking{Quote: market().Quotes["BTC-PERP"]}
+			fw := &trading.FillWorking{Quote: market().Quotes["BTC-PERP"]}
+			// Now and then the reactor names stops an earlier quote traded
+			// through (the quote it sends may have come back above them).
+			for _, id := range working {
+				if w := s.Working[id]; (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered && rng.IntN(4) == 0 {
+					fw.TradedThrough = append(fw.TradedThrough, id)
+				}
+			}
+			cmd = fw
 		}
 		evs := do(cmd)
 
@@ -451,6 +459,9 @@ func planString(s evplan.Spec) string {
 func describe(c commands.Command) string {
 	switch c := c.(type) {
 	case *trading.FillWorking:
+		if len(c.TradedThrough) > 0 {
+			return fmt.Sprintf("quote %s/%s, traded through %v", c.Quote.Bid, c.Quote.Ask, c.TradedThrough)
+		}
 		return fmt.Sprintf("quote %s/%s", c.Quote.Bid, c.Quote.Ask)
 	case *trading.PlaceOrder:
 		s := fmt.Sprintf("place %s %s %s %s", c.ClientOrderID, c.Side, c.OrderType, c.Quantity)
