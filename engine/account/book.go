@@ -68,21 +68,19 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 	if w.Side == "sell" {
 		touch = q.Bid
 	}
-	crossedStop := func() bool {
-		if w.Side == "buy" {
-			return touch.Cmp(*w.StopPrice) >= 0
-		}
-		return touch.Cmp(*w.StopPrice) <= 0
-	}
-	at := touch // where the stop triggers
-	if (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered && !crossedStop() && slices.Contains(b.through, w.BrokerOrderID) {
-		at, crossedStop = *w.StopPrice, func() bool { return true } // an earlier quote traded through it
-	}
 	isLimit := w.OrderType == "limit" || (w.OrderType == "stop_limit" && w.Triggered)
 	switch {
 	case w.OrderType == "market":
 	case (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered:
-		if !crossedStop() {
+		at := touch // where the stop triggers
+		crossed := touch.Cmp(*w.StopPrice) <= 0
+		if w.Side == "buy" {
+			crossed = touch.Cmp(*w.StopPrice) >= 0
+		}
+		if !crossed && slices.Contains(b.through, w.BrokerOrderID) {
+			at, crossed = *w.StopPrice, true // an earlier quote traded through it
+		}
+		if !crossed {
 			return false
 		}
 		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: at, At: b.env.At})

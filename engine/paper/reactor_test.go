@@ -231,28 +231,38 @@ func TestAQueuedMoveIsUpgradedWhenItsStopTriggers(t *testing.T) {
 	}
 }
 
+// holdingFirstWake is a reactor whose wakes report their touch on got and
+// whose first wake stays in flight until release (which a cleanup calls too).
+func holdingFirstWake(t *testing.T) (r *paper.Reactor, got <-chan paper.Touch, release func()) {
+	held := make(chan struct{})
+	touches := make(chan paper.Touch, 10)
+	first := true
+	r = paper.New(func(_, _ string, tc paper.Touch) {
+		touches <- tc
+		if first {
+			first = false
+			<-held
+		}
+	})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(r.Close)
+	t.Cleanup(release) // before Close, which waits for the wake in flight
+	return r, touches, release
+}
+
 // A wake carries the best touches since the quote the account last decided
 // on: a high that came and went while the wake waited still moves its
 // trailing stop (the quote it decides on is the newest).
 func TestAWakeCarriesTheBestTouchSinceItsLast(t *testing.T) {
-	block := make(chan struct{})
-	got := make(chan paper.Touch, 10)
-	first := true
-	r := paper.New(func(_, _ string, q paper.Touch) {
-		if first {
-			first = false
-			<-block
-		}
-		got <- q
-	})
-	defer r.Close()
+	r, got, release := holdingFirstWake(t)
 	r.Track("a", map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
-	r.OnQuote("X", d("101"), d("101.5")) // in flight, blocked
-	time.Sleep(20 * time.Millisecond)
+	r.OnQuote("X", d("101"), d("101.5")) // in flight, held
+	one := <-got
 	r.OnQuote("X", d("105"), d("105.5")) // a high during the wake
 	r.OnQuote("X", d("102"), d("99"))    // back down: the newest quote (and the lowest ask)
-	close(block)
-	one, two := <-got, <-got
+	release()
+	two := <-got
 	if one.Bid.String() != "101" || one.HighBid.String() != "101" || one.LowAsk.String() != "101.5" {
 		t.Fatalf("first wake %+v", one)
 	}
@@ -316,17 +326,7 @@ func TestAQuoteWakesEveryCrossedAccountOnceAcrossChunks(t *testing.T) {
 // back above it before that wake: a resting stop triggers on any quote that
 // trades through it. A stop placed after the dip is not named.
 func TestAStopTradedThroughDuringAWakeIsNamedInTheNext(t *testing.T) {
-	release := make(chan struct{})
-	got := make(chan paper.Touch, 10)
-	first := true
-	r := paper.New(func(acct, _ string, tc paper.Touch) {
-		got <- tc
-		if first {
-			first = false
-			<-release // the first wake stays in flight
-		}
-	})
-	defer r.Close()
+	r, got, release := holdingFirstWake(t)
 	stop, later := d("95"), d("96")
 	limit := d("101")
 	r.Track("a", map[string][]paper.Trigger{"X": {
@@ -344,7 +344,7 @@ func TestAStopTradedThroughDuringAWakeIsNamedInTheNext(t *testing.T) {
 		{Side: "sell", OrderType: "stop", StopPrice: &stop, ID: "stop-1"},
 		{Side: "sell", OrderType: "stop", StopPrice: &later, ID: "stop-2"},
 	}})
-	close(release)
+	release()
 	select {
 	case tc := <-got:
 		if len(tc.TradedThrough) != 1 || tc.TradedThrough[0] != "stop-1" {
@@ -359,17 +359,7 @@ func TestAStopTradedThroughDuringAWakeIsNamedInTheNext(t *testing.T) {
 // the move, under the new level but above the old, is not taken for a quote
 // that traded through it.
 func TestAMovedStopIsNotTriggeredByADipBeforeItsMove(t *testing.T) {
-	release := make(chan struct{})
-	got := make(chan paper.Touch, 10)
-	first := true
-	r := paper.New(func(acct, _ string, tc paper.Touch) {
-		got <- tc
-		if first {
-			first = false
-			<-release
-		}
-	})
-	defer r.Close()
+	r, got, release := holdingFirstWake(t)
 	low, high, limit, target := d("90"), d("97"), d("101"), d("105")
 	r.Track("a", map[string][]paper.Trigger{"X": {
 		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
@@ -383,7 +373,7 @@ func TestAMovedStopIsNotTriggeredByADipBeforeItsMove(t *testing.T) {
 		{Side: "sell", OrderType: "limit", LimitPrice: &target, ID: "tp"},
 		{Side: "sell", OrderType: "stop", StopPrice: &high, ID: "stop"},
 	}})
-	close(release)
+	release()
 	r.OnQuote("X", d("105"), d("106")) // the target: a wake
 	select {
 	case tc := <-got:
