@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +29,7 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/mail"
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/schema"
 )
 
 // Options shape a test service.
@@ -249,20 +249,9 @@ var (
 	specErr  error
 )
 
-// SpecPath is the path of schema/openapi.yaml.
-func SpecPath() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "schema", "openapi.yaml")
-}
-
 func specValidator() (validator.Validator, error) {
 	specOnce.Do(func() {
-		b, err := os.ReadFile(SpecPath())
-		if err != nil {
-			specErr = err
-			return
-		}
-		doc, err := libopenapi.NewDocument(b)
+		doc, err := libopenapi.NewDocument(schema.OpenAPI())
 		if err != nil {
 			specErr = err
 			return
