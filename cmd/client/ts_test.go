@@ -111,7 +111,7 @@ func npmCI(t *testing.T) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
-	inTS(t, 3*time.Minute, nil, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	inTS(t, 3*time.Minute, nil, "npm", "ci", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund")
 }
 
 // inTS runs a command in ts/ with its node_modules/.bin first on PATH, as npm

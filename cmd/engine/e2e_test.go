@@ -48,14 +48,41 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// engineBin is the engine binary the tests of this package run, built once
+// (each build linked it again: a dozen links of the engine and its embedded
+// nats-server took a minute of the suite's two cores).
+var engineBin struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// build returns the path of the engine binary built from this package.
 func build(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "engine")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	engineBin.once.Do(func() {
+		engineBin.dir, engineBin.err = os.MkdirTemp("", "engine-bin-")
+		if engineBin.err != nil {
+			return
+		}
+		engineBin.path = filepath.Join(engineBin.dir, "engine")
+		if out, err := exec.Command("go", "build", "-o", engineBin.path, ".").CombinedOutput(); err != nil {
+			engineBin.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if engineBin.err != nil {
+		t.Fatalf("build: %v", engineBin.err)
 	}
-	return bin
+	return engineBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if engineBin.dir != "" {
+		os.RemoveAll(engineBin.dir)
+	}
+	os.Exit(code)
 }
 
 func freePort(t *testing.T) string {
