@@ -222,6 +222,10 @@ type bkResult struct {
 	Untimed       int           // fills with no crossing quote found (expected 0)
 	Ends          map[string]int
 	TriggerToFill sample
+	RuleToFill    sample        // from the crossing of the rule's level (ruleTriggers)
+	RuleUnder     []int64       // ticks each filled stop sat under the rule's level at that crossing, sorted
+	RuleNone      int           // fills with no crossing of the rule's level found
+	RuleCrossed   int           // entered accounts whose rule's level a quote of the stream crossed
 	WakeLag       [3]sample     // quote that woke an account to its stop move, by thirds of the window; the last includes the drain
 	Behind        [4]bkBehind   // at the end of each third and after the drain
 	Drain         time.Duration // from the last quote to the last commit of a bracketed account
@@ -615,6 +619,12 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	t2f, res.Untimed = triggerToFill(full, tr.changes, start)
 	res.TriggerToFill = sample{Window: res.Window}
 	summarize(&res.TriggerToFill, t2f)
+	var r2f []time.Duration
+	r2f, res.RuleUnder, res.RuleNone = ruleTriggers(tr.accts, full, tr.changes, start)
+	slices.Sort(res.RuleUnder)
+	res.RuleToFill = sample{Window: res.Window}
+	res.RuleCrossed = ruleCrossed(tr.accts, full, end)
+	summarize(&res.RuleToFill, r2f)
 	for k, lags := range wakeLags(full, tr.changes, start, res.Window) {
 		res.WakeLag[k] = sample{Window: res.Window / 3}
 		summarize(&res.WakeLag[k], lags)
@@ -642,6 +652,65 @@ func triggerToFill(hist []bkQuote, changes []bkChange, from time.Time) (lats []t
 		lats = append(lats, ch.at.Sub(t))
 	}
 	return lats, untimed
+}
+
+// ruleTriggers is, for each stop filled at or after from, how the fill
+// compares with the trader's rule: the time from the first quote at or under
+// the level the rule put the stop at by then (its first stop, raised to the
+// best bid since the entry less the trailing distance once the activation
+// was reached, as behindAt) to the follower seeing the fill, and how many
+// ticks the stop that filled sat under that level. A stop the log moved
+// behind its rule triggers later and lower than the rule's; triggerToFill,
+// which starts at the crossing of the recorded stop, does not show that.
+// The fills with no such crossing are counted apart.
+func ruleTriggers(accts []bkAccount, hist []bkQuote, changes []bkChange, from time.Time) (lats []time.Duration, under []int64, none int) {
+
+	for _, ch := range changes {
+		if ch.kind != bkFilled || ch.at.Before(from) {
+			continue
+		}
+		at, want, ok := ruleCrossing(accts[ch.acct], hist)
+		if !ok {
+			none++
+			continue
+		}
+		lats, under = append(lats, ch.at.Sub(at)), append(under, max(want-ch.stop, 0))
+	}
+	return lats, under, none
+}
+
+// ruleCrossing is the first quote of hist at or under the level a's rule
+// put its stop at by then, and that level.
+func ruleCrossing(a bkAccount, hist []bkQuote) (time.Time, int64, bool) {
+	var high int64
+	for _, q := range hist {
+		high = max(high, q.bid)
+		want := a.stop0
+		if high >= a.entry+a.act {
+			want = max(want, high-a.dist)
+		}
+		if q.bid <= want {
+			return q.at, want, true
+		}
+	}
+	return time.Time{}, 0, false
+}
+
+// ruleCrossed counts the entered accounts whose rule's level a quote of hist
+// up to end crossed (each should have filled by then, give or take the
+// engine's reaction).
+func ruleCrossed(accts []bkAccount, hist []bkQuote, end time.Time) int {
+	n := 0
+	upTo := hist[:sort.Search(len(hist), func(i int) bool { return hist[i].at.After(end) })]
+	for _, a := range accts {
+		if a.entry == 0 {
+			continue
+		}
+		if _, _, ok := ruleCrossing(a, upTo); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // triggerAt is when the market crossed a long's stop at stop, decided at
@@ -754,6 +823,10 @@ func bracketRows(t *table, r bkResult, o opts) {
 	t.add(row{"stop moves (/s)", "-", fmt.Sprintf("%s (%d in the window, %d with the drain)", f0(float64(r.Moves)/r.Window.Seconds()), r.Moves, r.MovesAll), "-", "-", "-"})
 	t.add(row{fmt.Sprintf("trigger-to-fill p50 / p99 / max (ms), %d stops filled", r.TriggerToFill.N), "-",
 		fmt.Sprintf("%s / %s / %s", f1(float64(r.TriggerToFill.P50)/1e6), f1(float64(r.TriggerToFill.P99)/1e6), f1(float64(r.TriggerToFill.Max)/1e6)), "-", "stated", untimed(r.Untimed)})
+	t.add(row{fmt.Sprintf("the rule's trigger to fill p50 / p99 / max (ms), %d stops filled", r.RuleToFill.N), "-",
+		fmt.Sprintf("%s / %s / %s", f1(float64(r.RuleToFill.P50)/1e6), f1(float64(r.RuleToFill.P99)/1e6), f1(float64(r.RuleToFill.Max)/1e6)), "-", "-", untimed(r.RuleNone)})
+	t.add(row{"stops whose rule's level a quote of the stream crossed / stops filled by the drain's end", "-", fmt.Sprintf("%d / %d", r.RuleCrossed, r.Fills), "-", "-", "-"})
+	t.add(row{"filled stops under the rule's level at its crossing: how many / p50 / p99 / max (ticks)", "-", underRule(r.RuleUnder), "-", "-", "-"})
 	for k, name := range []string{"first", "middle", "last (+drain)"} {
 		l := r.WakeLag[k]
 		t.add(row{fmt.Sprintf("waking quote to stop move, %s third: p50 / p99 / max (ms), %d moves", name, l.N), "-",
@@ -787,4 +860,20 @@ func untimed(n int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d fills with no crossing quote", n)
+}
+
+// underRule states the ticks filled stops sat under their rule's level
+// (sorted): how many sat under it at all, and the p50, p99 and max.
+func underRule(ticks []int64) string {
+	if len(ticks) == 0 {
+		return "-"
+	}
+	n := 0
+	for _, t := range ticks {
+		if t > 0 {
+			n++
+		}
+	}
+	at := func(p int) int64 { return ticks[(p*(len(ticks)-1)+50)/100] }
+	return fmt.Sprintf("%d of %d / %d / %d / %d", n, len(ticks), at(50), at(99), ticks[len(ticks)-1])
 }
