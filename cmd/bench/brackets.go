@@ -148,8 +148,11 @@ func (t *bkTracker) onMsg(m eventlog.Msg) error {
 	defer t.mu.Unlock()
 	t.commits = append(t.commits, at.UnixNano())
 	a := &t.accts[k]
+	var trig int64 // the level the commit triggered the stop at (0: none)
 	for _, e := range c.Events {
 		switch e := e.(type) {
+		case evacct.StopTriggered:
+			trig = t.ticks(e.Price)
 		case evacct.BracketSet:
 			st, ok := bkStopLeg(e.Bracket)
 			if !ok {
@@ -177,7 +180,11 @@ func (t *bkTracker) onMsg(m eventlog.Msg) error {
 			}
 			a.live = false
 			if e.Reason == "stop_filled" {
-				t.changes = append(t.changes, bkChange{acct: int32(k), kind: bkFilled, stop: a.stop, at: at, setAt: a.setAt})
+				stop := a.stop
+				if trig != 0 { // a stop its rules moved up the quotes its wake walked, then triggered in the same commit
+					stop = trig
+				}
+				t.changes = append(t.changes, bkChange{acct: int32(k), kind: bkFilled, stop: stop, at: at, setAt: a.setAt})
 			} else {
 				t.ends[e.Reason]++
 				t.changes = append(t.changes, bkChange{acct: int32(k), kind: bkEnded, at: at})

@@ -22,7 +22,17 @@ type Quote struct {
 	// Fills always take Bid and Ask.
 	HighBid *events.Decimal `json:"highBid,omitempty"`
 	LowAsk  *events.Decimal `json:"lowAsk,omitempty"`
+	// Path, when set, is every quote from the one HighBid and LowAsk start
+	// at up to this one, oldest first (the paper book's reactor keeps the
+	// newest few thousand): a bracket's stop that its rules moved up the
+	// path and a later quote of it traded through triggers at the level of
+	// that moment, though the rules' best touch came after. Never shared
+	// with another decision's writes: read only.
+	Path []Touch `json:"-"`
 }
+
+// Touch is one quote's bid and ask.
+type Touch struct{ Bid, Ask events.Decimal }
 
 // Spec is what the account's book permits for an instrument; absent: not permitted.
 // A limit or stop price must be a multiple of TickSize; a quantity a multiple

@@ -508,6 +508,44 @@ func (l *legs) moves(q trading.Quote) {
 	}
 }
 
+// pathTrigger walks a quote path for bracket b's working stop: its rules
+// move it at each new best touch of the path, as they would have quote by
+// quote, and the first quote whose touch reaches the stop's level of that
+// moment triggers it there. It returns that level, false when no quote of
+// the path did. The stop's level at the end of the path is the one a move at
+// the path's best touch gives (TestPropertyStopLevelDependsOnlyOnTheBestTouch),
+// so walking changes nothing but the trigger a lagging move would miss.
+func pathTrigger(b *evacct.Bracket, path []trading.Touch) (events.Decimal, bool) {
+	st := stopLeg(b)
+	if st == nil || st.Price == nil || (b.Breakeven == nil && b.Trailing == nil) {
+		return events.Decimal{}, false
+	}
+	c := cloneBracket(b)
+	st = stopLeg(c)
+	level := *st.Price
+	var best events.Decimal
+	for i, t := range path {
+		touch := t.Bid
+		if b.Side != "long" {
+			touch = t.Ask
+		}
+		if i == 0 || favour(c, touch, best) {
+			best = touch
+			if lv, _, be, trail := MoveTo(c, best); be || trail {
+				level = lv
+				st.Price = &level
+				if be {
+					c.Breakeven.Done = true
+				}
+			}
+		}
+		if !favour(c, touch, level) { // at or through the stop
+			return level, true
+		}
+	}
+	return events.Decimal{}, false
+}
+
 // MoveTo is where breakeven and trailing would move a bracket's working stop
 // at touch: the level, the best touch the trailing rule records, and which
 // rule moved it; neither when no rule moves the stop a tick or more.

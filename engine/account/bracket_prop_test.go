@@ -232,6 +232,24 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 					fw.TradedThrough = append(fw.TradedThrough, id)
 				}
 			}
+			// Now and then the wake decides on the path of quotes since it
+			// was queued (a few earlier touches, then this one): its best
+			// bid and ask are the path's.
+			if rng.IntN(3) == 0 {
+				high, low := bid, bid.Add(tick)
+				for range rng.IntN(6) {
+					b := bid.Add(ticks(rng.IntN(17) - 8))
+					fw.Quote.Path = append(fw.Quote.Path, trading.Touch{Bid: b, Ask: b.Add(tick)})
+					if b.Cmp(high) > 0 {
+						high = b
+					}
+					if a := b.Add(tick); a.Cmp(low) < 0 {
+						low = a
+					}
+				}
+				fw.Quote.Path = append(fw.Quote.Path, trading.Touch{Bid: bid, Ask: bid.Add(tick)})
+				fw.Quote.HighBid, fw.Quote.LowAsk = &high, &low
+			}
 			cmd = fw
 		}
 		evs := do(cmd)
@@ -459,10 +477,18 @@ func planString(s evplan.Spec) string {
 func describe(c commands.Command) string {
 	switch c := c.(type) {
 	case *trading.FillWorking:
+		out := fmt.Sprintf("quote %s/%s", c.Quote.Bid, c.Quote.Ask)
 		if len(c.TradedThrough) > 0 {
-			return fmt.Sprintf("quote %s/%s, traded through %v", c.Quote.Bid, c.Quote.Ask, c.TradedThrough)
+			out += fmt.Sprintf(", traded through %v", c.TradedThrough)
 		}
-		return fmt.Sprintf("quote %s/%s", c.Quote.Bid, c.Quote.Ask)
+		if len(c.Quote.Path) > 0 {
+			bids := make([]string, len(c.Quote.Path))
+			for i, t := range c.Quote.Path {
+				bids[i] = t.Bid.String()
+			}
+			out += ", bids since the last wake " + strings.Join(bids, " ")
+		}
+		return out
 	case *trading.PlaceOrder:
 		s := fmt.Sprintf("place %s %s %s %s", c.ClientOrderID, c.Side, c.OrderType, c.Quantity)
 		if c.LimitPrice != nil {

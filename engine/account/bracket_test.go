@@ -32,6 +32,23 @@ func bestAt(bid, ask, highBid string) *trading.FillWorking {
 	return q
 }
 
+// pathAt is the wake of a quote whose bid walked bids (oldest first, the
+// last is this quote's; each ask half a point above): HighBid is their best.
+func pathAt(bids ...string) *trading.FillWorking {
+	last := dec(bids[len(bids)-1])
+	q := quoteAt(last.String(), last.Add(dec("0.5")).String())
+	high := dec(bids[0])
+	for _, b := range bids {
+		d := dec(b)
+		if d.Cmp(high) > 0 {
+			high = d
+		}
+		q.Quote.Path = append(q.Quote.Path, trading.Touch{Bid: d, Ask: d.Add(dec("0.5"))})
+	}
+	q.Quote.HighBid = &high
+	return q
+}
+
 // atm is a plan: stop 20 ticks, half at 10 ticks, a runner, breakeven at 8 ticks (+1), trailing 12 ticks from 16.
 func atm() evplan.Spec {
 	return evplan.Spec{Name: "atm", Stop: &evplan.Distance{Ticks: 20}, Runner: true,
@@ -212,6 +229,25 @@ func TestBracketTransitions(t *testing.T) {
 			func(*account.State) commands.Command { return bestAt("103.5", "104", "106") },
 			func(t *testing.T, s *account.State, evs []events.Event, err error) {
 				if f := only[evacct.OrderFilled](t, evs); f.Price.String() != "103.5" || only[evacct.BracketEnd](t, evs).Reason != "stop_filled" {
+					t.Fatalf("events %+v", evs)
+				}
+			}},
+		{"a dip of the path through the level its rise had moved the stop to triggers it there, though the bid came back", []commands.Command{entry, quoteAt("104.5", "105")},
+			func(*account.State) commands.Command { return pathAt("108", "110", "103.5", "108") },
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				// 110 moved the stop to 104 (12 ticks of 0.5 under it); 103.5 came after
+				r, tr := only[evacct.OrderReplaced](t, evs), only[evacct.StopTriggered](t, evs)
+				f := only[evacct.OrderFilled](t, evs)
+				if r.StopPrice.String() != "104" || tr.Price.String() != "104" || f.Price.String() != "108" || only[evacct.BracketEnd](t, evs).Reason != "stop_filled" {
+					t.Fatalf("events %+v", evs)
+				}
+			}},
+		{"a dip of the path before the rise that moved the stop triggers nothing", []commands.Command{entry, quoteAt("104.5", "105")},
+			func(*account.State) commands.Command { return pathAt("103.5", "110", "105", "108") },
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				// 103.5 was above the stop of then (101); the stop ends at 104, as at the best
+				// bid alone (the target at 105.5 fills at 108)
+				if r := only[evacct.OrderReplaced](t, evs); r.StopPrice.String() != "104" || count[evacct.StopTriggered](evs) != 0 || leg(only[evacct.BracketSet](t, evs).Bracket, evacct.LegStop).State != evacct.LegWorking {
 					t.Fatalf("events %+v", evs)
 				}
 			}},

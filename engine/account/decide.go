@@ -3,6 +3,7 @@ package account
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -412,6 +413,20 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 			if p.Quantity.IsZero() || p.Quantity.Sign() == signed(w.Side, w.Quantity).Sign() {
 				b.add(evacct.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "reduce_only", At: env.At})
 				continue
+			}
+		}
+		if id := w.BracketID; id != "" && len(q.Path) > 0 && !w.Triggered && w.StopPrice != nil {
+			// A stop its rules moved up the path and a later quote of it
+			// traded through: recorded at that level, then triggered there.
+			if br := s.Brackets[id]; br != nil && stopLeg(br) != nil && stopLeg(br).ID == w.BrokerOrderID {
+				if level, ok := pathTrigger(br, q.Path); ok {
+					if level.Cmp(*w.StopPrice) != 0 {
+						lg := stopLeg(br) // its quantity as the bracket pass replaces it
+						b.add(evacct.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: lg.Quantity.Sub(lg.Filled), StopPrice: &level, At: env.At})
+						w.StopPrice = &level
+					}
+					b.through = append(slices.Clip(b.through), w.BrokerOrderID)
+				}
 			}
 		}
 		b.match(&w, q)

@@ -29,12 +29,14 @@ package paper
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/google/btree"
 
+	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 )
 
@@ -93,6 +95,9 @@ type Touch struct {
 	// resting traded through while the account was queued or in flight (the
 	// quote it decides on may have come back above a sell stop).
 	TradedThrough []string
+	// Path is the quotes the wake decides on, from the first its HighBid and
+	// LowAsk count to the newest (trading.Quote.Path).
+	Path []trading.Touch
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -188,6 +193,19 @@ type book struct {
 	asks    best   // the lowest ask since a quote
 	lowBids best   // the lowest bid since a quote: sell stops
 	highAsk best   // the highest ask since a quote: buy stops
+	// path is the newest quotes, path[i] being quote pathFrom+i; it is only
+	// appended to (trimmed by copying), so a slice of it handed to a wake
+	// stays as it was.
+	path     []trading.Touch
+	pathFrom uint64
+}
+
+// pathSince is the quotes from seq on, at most the newest maxBest.
+func (b *book) pathSince(seq uint64) []trading.Touch {
+	if seq < b.pathFrom {
+		seq = b.pathFrom
+	}
+	return b.path[seq-b.pathFrom:]
 }
 
 func newBook() *book {
@@ -570,6 +588,14 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	b.asks.add(seq, ask)
 	b.lowBids.add(seq, bid)
 	b.highAsk.add(seq, ask)
+	if len(b.path) == 0 {
+		b.pathFrom = seq
+	}
+	b.path = append(b.path, trading.Touch{Bid: bid, Ask: ask})
+	if len(b.path) > 2*maxBest {
+		n := len(b.path) - maxBest
+		b.path, b.pathFrom = slices.Clone(b.path[n:]), b.pathFrom+uint64(n)
+	}
 	due := b.crossed(bid, ask)
 	for i, acct := range due {
 		if i > 0 && i%wakeChunk == 0 {
@@ -661,7 +687,7 @@ func (r *Reactor) work() {
 		}
 		b := r.book(k.instrument)
 		q, seq := *b.quote, b.seq // the newest quote of the instrument
-		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since),
+		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since), Path: b.pathSince(w.since),
 			TradedThrough: b.tradedThrough(r.byInst[k.instrument][k.account], r.rested[k], 0)}
 		r.mu.Unlock()
 		r.wake(k.account, k.instrument, t)

@@ -269,6 +269,43 @@ func TestAWakeCarriesTheBestTouchSinceItsLast(t *testing.T) {
 	if two.Bid.String() != "102" || two.HighBid.String() != "105" || two.LowAsk.String() != "99" {
 		t.Fatalf("second wake: bid %s high %s low ask %s, want 102, 105, 99", two.Bid, two.HighBid, two.LowAsk)
 	}
+	// and the path of quotes those bests come from, in order, for the rules
+	// of a bracket's stop to be walked quote by quote
+	if path := fmt.Sprint(one.Path); path != "[{101 101.5}]" {
+		t.Fatalf("first wake's path %s", path)
+	}
+	if path := fmt.Sprint(two.Path); path != "[{105 105.5} {102 99}]" {
+		t.Fatalf("second wake's path %s, want the high, then the newest quote", path)
+	}
+}
+
+// A wake queued long ago gets the newest few thousand quotes of its path,
+// in order, ending at the quote it decides on; the path a wake was handed
+// stays as it was while newer quotes arrive.
+func TestAWakesPathIsTheNewestQuotesInOrder(t *testing.T) {
+	r, got, release := holdingFirstWake(t)
+	r.Track("a", map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	r.OnQuote("X", d("101"), d("101.5")) // in flight, held
+	one := <-got
+	const n = 20000
+	for i := 1; i <= n; i++ {
+		bid := events.Int(int64(100 + i))
+		r.OnQuote("X", bid, bid.Add(d("0.5")))
+	}
+	release()
+	two := <-got
+	if len(two.Path) < 4096 || len(two.Path) > 2*4096 {
+		t.Fatalf("path of %d quotes", len(two.Path))
+	}
+	for i, q := range two.Path { // consecutive, ending at the newest
+		want := events.Int(int64(100 + n - len(two.Path) + 1 + i))
+		if q.Bid.Cmp(want) != 0 {
+			t.Fatalf("path[%d] bid %s, want %s", i, q.Bid, want)
+		}
+	}
+	if len(one.Path) != 1 || one.Path[0].Bid.String() != "101" {
+		t.Fatalf("the first wake's path changed: %v", one.Path)
+	}
 }
 
 // A quote that crosses more accounts than the reactor wakes under one hold
