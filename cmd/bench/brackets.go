@@ -87,7 +87,11 @@ type bkChange struct {
 	best  int64     // moved: the trailing rule's best bid, ticks (0: not recorded)
 	at    time.Time // when the follower saw the commit
 	setAt time.Time // filled: when the stop that filled was decided
-	woke  time.Time // moved: the commit's time, when the reactor's wake made its command
+	// filled: the stop's rules moved it up the quotes its wake walked, and it
+	// triggered in the same commit (no commit recorded the level it filled
+	// at before the quote that crossed it: the rule's row times it)
+	walked bool
+	woke   time.Time // moved: the commit's time, when the reactor's wake made its command
 }
 
 // bkTracker follows the log and records the bracketed accounts' changes.
@@ -180,11 +184,11 @@ func (t *bkTracker) onMsg(m eventlog.Msg) error {
 			}
 			a.live = false
 			if e.Reason == "stop_filled" {
-				stop := a.stop
-				if trig != 0 { // a stop its rules moved up the quotes its wake walked, then triggered in the same commit
-					stop = trig
+				ch := bkChange{acct: int32(k), kind: bkFilled, stop: a.stop, at: at, setAt: a.setAt}
+				if trig != 0 && trig != a.stop {
+					ch.stop, ch.walked = trig, true
 				}
-				t.changes = append(t.changes, bkChange{acct: int32(k), kind: bkFilled, stop: stop, at: at, setAt: a.setAt})
+				t.changes = append(t.changes, ch)
 			} else {
 				t.ends[e.Reason]++
 				t.changes = append(t.changes, bkChange{acct: int32(k), kind: bkEnded, at: at})
@@ -227,6 +231,7 @@ type bkResult struct {
 	MovesAll      int           // stop moves seen until the end of the drain
 	Fills         int           // stops filled until the end of the drain
 	Untimed       int           // fills with no crossing quote found (expected 0)
+	Walked        int           // fills at a level the wake's walk of the quotes moved the stop to (timed by the rule's row)
 	Ends          map[string]int
 	TriggerToFill sample
 	RuleToFill    sample        // from the crossing of the rule's level (ruleTriggers)
@@ -623,7 +628,7 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	res.FollowerBusy = tr.busy
 	full := append([]bkQuote{{at: t0, bid: bid0}}, hist...) // the opening quote, in force during the setup
 	var t2f []time.Duration
-	t2f, res.Untimed = triggerToFill(full, tr.changes, start)
+	t2f, res.Untimed, res.Walked = triggerToFill(full, tr.changes, start)
 	res.TriggerToFill = sample{Window: res.Window}
 	summarize(&res.TriggerToFill, t2f)
 	var r2f []time.Duration
@@ -644,11 +649,16 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 }
 
 // triggerToFill is, for each stop filled at or after from, the time from the
-// market crossing the stop to the follower seeing the fill (triggerAt), and
-// the number of fills with no crossing quote.
-func triggerToFill(hist []bkQuote, changes []bkChange, from time.Time) (lats []time.Duration, untimed int) {
+// market crossing the stop to the follower seeing the fill (triggerAt), the
+// number of fills with no crossing quote, and the number left to the rule's
+// row (walked: no commit recorded the level they triggered at before it).
+func triggerToFill(hist []bkQuote, changes []bkChange, from time.Time) (lats []time.Duration, untimed, walked int) {
 	for _, ch := range changes {
 		if ch.kind != bkFilled || ch.at.Before(from) {
+			continue
+		}
+		if ch.walked {
+			walked++
 			continue
 		}
 		t, ok := triggerAt(hist, ch.stop, ch.setAt)
@@ -658,7 +668,7 @@ func triggerToFill(hist []bkQuote, changes []bkChange, from time.Time) (lats []t
 		}
 		lats = append(lats, ch.at.Sub(t))
 	}
-	return lats, untimed
+	return lats, untimed, walked
 }
 
 // ruleTriggers is, for each stop filled at or after from, how the fill
@@ -828,7 +838,7 @@ func bracketRows(t *table, r bkResult, o opts) {
 	t.add(row{"Publish of one quote, p50 / p99 / max (ms)", "-", fmt.Sprintf("%s / %s / %s", f2(float64(r.Publish.P50)/1e6), f2(float64(r.Publish.P99)/1e6), f2(float64(r.Publish.Max)/1e6)), "-", "-", "-"})
 	t.add(row{"commits of bracketed accounts per quote", "-", fmt.Sprintf("%s (%d; %d in the log with the ordinary orders)", f1(float64(r.Commits)/float64(r.Quotes)), r.Commits, r.LogCommits), "-", "stated", "-"})
 	t.add(row{"stop moves (/s)", "-", fmt.Sprintf("%s (%d in the window, %d with the drain)", f0(float64(r.Moves)/r.Window.Seconds()), r.Moves, r.MovesAll), "-", "-", "-"})
-	t.add(row{fmt.Sprintf("trigger-to-fill p50 / p99 / max (ms), %d stops filled", r.TriggerToFill.N), "-",
+	t.add(row{fmt.Sprintf("trigger-to-fill p50 / p99 / max (ms), %d stops filled at a recorded level (%d more at a level their wake's walk of the quotes moved them to: the next row)", r.TriggerToFill.N, r.Walked), "-",
 		fmt.Sprintf("%s / %s / %s", f1(float64(r.TriggerToFill.P50)/1e6), f1(float64(r.TriggerToFill.P99)/1e6), f1(float64(r.TriggerToFill.Max)/1e6)), "-", "stated", untimed(r.Untimed)})
 	t.add(row{fmt.Sprintf("the rule's trigger to fill p50 / p99 / max (ms), %d stops filled", r.RuleToFill.N), "-",
 		fmt.Sprintf("%s / %s / %s", f1(float64(r.RuleToFill.P50)/1e6), f1(float64(r.RuleToFill.P99)/1e6), f1(float64(r.RuleToFill.Max)/1e6)), "-", "-", untimed(r.RuleNone)})
