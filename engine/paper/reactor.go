@@ -205,6 +205,9 @@ func (b *book) pathSince(seq uint64) []trading.Touch {
 	if seq < b.pathFrom {
 		seq = b.pathFrom
 	}
+	if seq-b.pathFrom > uint64(len(b.path)) { // none yet
+		return nil
+	}
 	return b.path[seq-b.pathFrom:]
 }
 
