@@ -573,7 +573,7 @@ func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
-		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path}, TradedThrough: t.TradedThrough}
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom}, TradedThrough: t.TradedThrough}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

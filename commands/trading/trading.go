@@ -29,6 +29,10 @@ type Quote struct {
 	// that moment, though the rules' best touch came after. Never shared
 	// with another decision's writes: read only.
 	Path []Touch `json:"-"`
+	// PathFrom is, by working stop, the index of Path from which it rests
+	// where it is (absent: all of it): a quote before a stop was set where it
+	// is never triggers it.
+	PathFrom map[string]int `json:"-"`
 }
 
 // Touch is one quote's bid and ask.

@@ -251,6 +251,19 @@ func TestBracketTransitions(t *testing.T) {
 					t.Fatalf("events %+v", evs)
 				}
 			}},
+		{"a dip of the path before the stop was set where it rests triggers nothing", []commands.Command{entry, quoteAt("104.5", "105")},
+			func(s *account.State) commands.Command {
+				// the stop was set at 101 after the dip to 103.5 (say, a trader's
+				// change while the wake waited): the walk starts after it
+				fw := pathAt("108", "110", "103.5", "108")
+				fw.Quote.PathFrom = map[string]int{leg(*s.Brackets[anyBracket(s)], evacct.LegStop).ID: 3}
+				return fw
+			},
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				if r := only[evacct.OrderReplaced](t, evs); r.StopPrice.String() != "104" || count[evacct.StopTriggered](evs) != 0 || count[evacct.BracketEnd](evs) != 0 {
+					t.Fatalf("events %+v", evs)
+				}
+			}},
 		{"trailing never moves the stop back", []commands.Command{entry, quoteAt("104.5", "105"), quoteAt("109", "109.5")},
 			func(*account.State) commands.Command { return quoteAt("108", "108.5") },
 			func(t *testing.T, s *account.State, evs []events.Event, err error) {

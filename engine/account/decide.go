@@ -419,7 +419,11 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 			// A stop its rules moved up the path and a later quote of it
 			// traded through: recorded at that level, then triggered there.
 			if br := s.Brackets[id]; br != nil && stopLeg(br) != nil && stopLeg(br).ID == w.BrokerOrderID {
-				if level, ok := pathTrigger(br, q.Path); ok {
+				path := q.Path
+				if i, ok := q.PathFrom[w.BrokerOrderID]; ok { // quotes before it rested where it is do not count
+					path = path[min(max(i, 0), len(path)):]
+				}
+				if level, ok := pathTrigger(br, path); ok {
 					if level.Cmp(*w.StopPrice) != 0 {
 						lg := stopLeg(br) // its quantity as the bracket pass replaces it
 						b.add(evacct.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: lg.Quantity.Sub(lg.Filled), StopPrice: &level, At: env.At})

@@ -98,6 +98,9 @@ type Touch struct {
 	// Path is the quotes the wake decides on, from the first its HighBid and
 	// LowAsk count to the newest (trading.Quote.Path).
 	Path []trading.Touch
+	// PathFrom is, by stop, where in Path it began resting where it is
+	// (trading.Quote.PathFrom).
+	PathFrom map[string]int
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -200,15 +203,43 @@ type book struct {
 	pathFrom uint64
 }
 
-// pathSince is the quotes from seq on, at most the newest maxBest.
-func (b *book) pathSince(seq uint64) []trading.Touch {
+// pathSince is the quotes from seq on (at most the newest few thousand) and
+// the sequence of the first of them.
+func (b *book) pathSince(seq uint64) ([]trading.Touch, uint64) {
 	if seq < b.pathFrom {
 		seq = b.pathFrom
 	}
 	if seq-b.pathFrom > uint64(len(b.path)) { // none yet
-		return nil
+		return nil, seq
 	}
-	return b.path[seq-b.pathFrom:]
+	return b.path[seq-b.pathFrom:], seq
+}
+
+// pathFrom is, for each untriggered stop of ts, the index of a path of n
+// quotes starting at quote start from which the stop rests where it is: a
+// walk of the path for that stop starts there, so a dip before the stop was
+// set where it is (by a trader's replace, or an earlier move) never
+// triggers it. A stop resting there since before start is left out (0); one
+// not known to rest since a known quote walks nothing (n).
+func pathFrom(ts []Trigger, rested map[string]rest, start uint64, n int) map[string]int {
+	var out map[string]int
+	for _, t := range ts {
+		if !t.untriggeredStop() {
+			continue
+		}
+		from := n
+		if r, ok := rested[t.ID]; ok && r.price.Cmp(*t.StopPrice) == 0 {
+			if r.at <= start {
+				continue
+			}
+			from = int(min(r.at-start, uint64(n)))
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[t.ID] = from
+	}
+	return out
 }
 
 func newBook() *book {
@@ -690,8 +721,11 @@ func (r *Reactor) work() {
 		}
 		b := r.book(k.instrument)
 		q, seq := *b.quote, b.seq // the newest quote of the instrument
-		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since), Path: b.pathSince(w.since),
-			TradedThrough: b.tradedThrough(r.byInst[k.instrument][k.account], r.rested[k], 0)}
+		ts0 := r.byInst[k.instrument][k.account]
+		path, start := b.pathSince(w.since)
+		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since),
+			Path: path, PathFrom: pathFrom(ts0, r.rested[k], start, len(path)),
+			TradedThrough: b.tradedThrough(ts0, r.rested[k], 0)}
 		r.mu.Unlock()
 		r.wake(k.account, k.instrument, t)
 		r.mu.Lock()

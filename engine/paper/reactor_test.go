@@ -308,6 +308,36 @@ func TestAWakesPathIsTheNewestQuotesInOrder(t *testing.T) {
 	}
 }
 
+// A wake tells, by stop, where in its path the stop began resting where it
+// is: a stop set anew while the wake waited (a trader's change, a move)
+// starts its walk at the first quote after, so an earlier dip never
+// triggers it.
+func TestAWakesPathStartsForEachStopWhereItRests(t *testing.T) {
+	r, got, release := holdingFirstWake(t)
+	limit, stop, moved := d("101"), d("95"), d("97")
+	r.Track("a", map[string][]paper.Trigger{"X": {
+		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
+		{Side: "sell", OrderType: "stop", StopPrice: &stop, ID: "stop"},
+	}})
+	r.OnQuote("X", d("101"), d("102")) // quote 1 crosses the limit: a wake, held
+	<-got
+	r.OnQuote("X", d("94"), d("95"))  // 2: a dip
+	r.OnQuote("X", d("99"), d("100")) // 3
+	r.Track("a", map[string][]paper.Trigger{"X": { // the stop set at 97: rests from quote 4
+		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
+		{Side: "sell", OrderType: "stop", StopPrice: &moved, ID: "stop"},
+	}})
+	r.OnQuote("X", d("101"), d("102")) // 4 crosses the limit again
+	release()
+	two := <-got
+	if len(two.Path) != 3 || two.Path[0].Bid.String() != "94" {
+		t.Fatalf("second wake's path %v, want the quotes 2 to 4", two.Path)
+	}
+	if from, ok := two.PathFrom["stop"]; !ok || from != 2 {
+		t.Fatalf("the stop's walk starts at %d (%v), want 2: quote 4, the first after it was set", from, ok)
+	}
+}
+
 // A quote that crosses more accounts than the reactor wakes under one hold
 // of its lock (it lets go between chunks so commits' Track calls get in)
 // still wakes each of them once, and accounts Track changes meanwhile are
