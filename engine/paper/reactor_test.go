@@ -321,8 +321,8 @@ func TestAWakesPathStartsForEachStopWhereItRests(t *testing.T) {
 	}})
 	r.OnQuote("X", d("101"), d("102")) // quote 1 crosses the limit: a wake, held
 	<-got
-	r.OnQuote("X", d("94"), d("95"))  // 2: a dip
-	r.OnQuote("X", d("99"), d("100")) // 3
+	r.OnQuote("X", d("94"), d("95"))               // 2: a dip
+	r.OnQuote("X", d("99"), d("100"))              // 3
 	r.Track("a", map[string][]paper.Trigger{"X": { // the stop set at 97: rests from quote 4
 		{Side: "sell", OrderType: "limit", LimitPrice: &limit, ID: "lim"},
 		{Side: "sell", OrderType: "stop", StopPrice: &moved, ID: "stop"},
