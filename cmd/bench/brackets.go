@@ -73,6 +73,16 @@ type bkAccount struct {
 	live        bool      // the bracket is active
 }
 
+// ruleLevel is where a's plan puts its stop once the best bid since the
+// entry is high (ticks): its first stop, raised to high less the trailing
+// distance once high reached the activation.
+func (a bkAccount) ruleLevel(high int64) int64 {
+	if high >= a.entry+a.act {
+		return max(a.stop0, high-a.dist)
+	}
+	return a.stop0
+}
+
 const (
 	bkMoved  = iota // the stop moved to stop
 	bkFilled        // the stop filled
@@ -702,10 +712,7 @@ func ruleCrossing(a bkAccount, hist []bkQuote) (time.Time, int64, bool) {
 	var high int64
 	for _, q := range hist {
 		high = max(high, q.bid)
-		want := a.stop0
-		if high >= a.entry+a.act {
-			want = max(want, high-a.dist)
-		}
+		want := a.ruleLevel(high)
 		if q.bid <= want {
 			return q.at, want, true
 		}
@@ -807,11 +814,7 @@ func behindAt(accts []bkAccount, changes []bkChange, hist []bkQuote, at []time.T
 				continue
 			}
 			b.Live++
-			want := a.stop0
-			if high >= a.entry+a.act {
-				want = max(want, high-a.dist)
-			}
-			gap := max(want-stop[i], 0)
+			gap := max(a.ruleLevel(high)-stop[i], 0)
 			if gap > 0 {
 				b.Behind++
 			}

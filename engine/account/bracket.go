@@ -533,7 +533,7 @@ func pathTrigger(b *evacct.Bracket, path []trading.Touch) (events.Decimal, bool)
 			best = touch
 			if lv, _, be, trail := MoveTo(c, best); be || trail {
 				level = lv
-				st.Price = &level
+				st.Price = &level // the clone's stop is where the walk has it: MoveTo moves on from there
 				if be {
 					c.Breakeven.Done = true
 				}

@@ -418,14 +418,17 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 		if id := w.BracketID; id != "" && len(q.Path) > 0 && !w.Triggered && w.StopPrice != nil {
 			// A stop its rules moved up the path and a later quote of it
 			// traded through: recorded at that level, then triggered there.
-			if br := s.Brackets[id]; br != nil && stopLeg(br) != nil && stopLeg(br).ID == w.BrokerOrderID {
+			var lg *evacct.BracketLeg
+			if br := s.Brackets[id]; br != nil {
+				lg = stopLeg(br)
+			}
+			if lg != nil && lg.ID == w.BrokerOrderID {
 				path := q.Path
 				if i, ok := q.PathFrom[w.BrokerOrderID]; ok { // quotes before it rested where it is do not count
 					path = path[min(max(i, 0), len(path)):]
 				}
-				if level, ok := pathTrigger(br, path); ok {
-					if level.Cmp(*w.StopPrice) != 0 {
-						lg := stopLeg(br) // its quantity as the bracket pass replaces it
+				if level, ok := pathTrigger(s.Brackets[id], path); ok {
+					if level.Cmp(*w.StopPrice) != 0 { // recorded with its quantity as the bracket pass replaces it
 						b.add(evacct.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: lg.Quantity.Sub(lg.Filled), StopPrice: &level, At: env.At})
 						w.StopPrice = &level
 					}

@@ -215,6 +215,13 @@ func (b *book) pathSince(seq uint64) ([]trading.Touch, uint64) {
 	return b.path[seq-b.pathFrom:], seq
 }
 
+// restsFrom is the quote from which stop t rests at its price (rested, by
+// order id); false when no known quote is.
+func restsFrom(t Trigger, rested map[string]rest) (uint64, bool) {
+	r, ok := rested[t.ID]
+	return r.at, ok && t.StopPrice != nil && r.price.Cmp(*t.StopPrice) == 0
+}
+
 // pathFrom is, for each untriggered stop of ts, the index of a path of n
 // quotes starting at quote start from which the stop rests where it is: a
 // walk of the path for that stop starts there, so a dip before the stop was
@@ -228,11 +235,11 @@ func pathFrom(ts []Trigger, rested map[string]rest, start uint64, n int) map[str
 			continue
 		}
 		from := n
-		if r, ok := rested[t.ID]; ok && r.price.Cmp(*t.StopPrice) == 0 {
-			if r.at <= start {
+		if at, ok := restsFrom(t, rested); ok {
+			if at <= start {
 				continue
 			}
-			from = int(min(r.at-start, uint64(n)))
+			from = int(min(at-start, uint64(n)))
 		}
 		if out == nil {
 			out = map[string]int{}
@@ -254,11 +261,11 @@ func newBook() *book {
 func (b *book) tradedThrough(ts []Trigger, rested map[string]rest, seq uint64) []string {
 	var out []string
 	for _, t := range ts {
-		r, ok := rested[t.ID]
-		if !t.untriggeredStop() || !ok || r.price.Cmp(*t.StopPrice) != 0 {
+		at, ok := restsFrom(t, rested)
+		if !t.untriggeredStop() || !ok {
 			continue // not resting there since a known quote
 		}
-		from := max(r.at, seq)
+		from := max(at, seq)
 		if from > b.seq {
 			continue // no quote since
 		}
