@@ -81,6 +81,9 @@ type Log struct {
 	id     string // the log's identity (identity.go)
 	recent *events.Recent
 	group  *grouper // nil: no group commit
+	// natsDir is the embedded server's store directory; staging the directory in
+	// memory where it stages atomic batches (staging.go), empty: on disk.
+	natsDir, staging string
 
 	connMu sync.Mutex
 	conn   context.Context // ends when the connection in use breaks; a new one per reconnect
@@ -115,6 +118,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	// Group commit only where the stream really takes atomic batches.
 	if !cfg.ReadOnly && l.stream.CachedInfo().Config.AllowAtomicPublish {
+		if l.srv != nil {
+			// Staged on disk as nats-server does it when this fails.
+			l.staging, _ = stageBatchesInMemory(l.natsDir, cfg.Stream)
+		}
 		l.group = startGrouper(l, cfg.GroupAbove)
 	}
 	return l, nil
@@ -143,6 +150,7 @@ func dial(cfg Config) (*Log, error) {
 	var err error
 	if cfg.URL == "" {
 		dir := filepath.Join(cfg.DataDir, "nats")
+		l.natsDir = dir
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("eventlog: %w", err)
 		}
@@ -344,6 +352,7 @@ func (l *Log) Close() {
 	if l.srv != nil {
 		l.srv.Shutdown()
 		l.srv.WaitForShutdown()
+		unstageBatches(l.natsDir, l.name, l.staging)
 	}
 	if l.lock != nil {
 		unlockDir(l.lock) // only once the server has let go of the files
