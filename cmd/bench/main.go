@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -62,6 +63,7 @@ type opts struct {
 	cluster      clusterOpts
 	tmp          string
 	profile      string
+	trace        time.Duration // with profile: an execution trace of each profiled phase's first this long
 	out          io.Writer
 }
 
@@ -121,6 +123,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
 	fs.StringVar(&o.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "pg phase: the PostgreSQL database a fresh schema of read models is made in (DATABASE_URL)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
+	fs.DurationVar(&o.trace, "trace", 0, "with -cpuprofile: an execution trace of each profiled phase's first this long (go tool trace -pprof=sched)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -170,6 +173,22 @@ func profiled[T any](o opts, name string, fn func() (T, error)) (T, error) {
 		return zero, err
 	}
 	defer stop()
+	if o.trace > 0 {
+		f, err := os.Create(filepath.Join(o.profile, name+".trace"))
+		if err != nil {
+			return zero, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return zero, err
+		}
+		t := time.AfterFunc(o.trace, trace.Stop)
+		defer func() {
+			if t.Stop() {
+				trace.Stop()
+			}
+		}()
+	}
 	// Lock contention of the same window, beside the CPU: a wait on a
 	// mutex costs latency without costing CPU.
 	runtime.SetMutexProfileFraction(10)
