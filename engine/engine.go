@@ -183,7 +183,12 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 		if b.Side == "short" {
 			side = "buy"
 		}
-		out[b.Instrument] = append(out[b.Instrument], paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true})
+		t := paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true}
+		if stop, dist, act, tick, ok := account.TrailOf(b); ok {
+			t.Trail = &paper.Trail{Stop: stop, Long: b.Side == "long", Distance: dist, Activation: act, Tick: tick,
+				LevelAt: account.LevelAt(b)}
+		}
+		out[b.Instrument] = append(out[b.Instrument], t)
 	}
 	return out
 }
@@ -573,7 +578,7 @@ func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
-		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom}, TradedThrough: t.TradedThrough}
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest}, TradedThrough: t.TradedThrough}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

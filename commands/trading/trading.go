@@ -33,6 +33,11 @@ type Quote struct {
 	// where it is (absent: all of it): a quote before a stop was set where it
 	// is never triggers it.
 	PathFrom map[string]int `json:"-"`
+	// PathBest is, by working stop resting where it is since before Path's
+	// first quote, the best touch of its side among the quotes since then that
+	// Path no longer holds (the reactor keeps a few thousand), where better
+	// than any of Path's: its rules move it there before the walk.
+	PathBest map[string]events.Decimal `json:"-"`
 }
 
 // Touch is one quote's bid and ask.

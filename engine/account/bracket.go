@@ -511,11 +511,13 @@ func (l *legs) moves(q trading.Quote) {
 // pathTrigger walks a quote path for bracket b's working stop: its rules
 // move it at each new best touch of the path, as they would have quote by
 // quote, and the first quote whose touch reaches the stop's level of that
-// moment triggers it there. It returns that level, false when no quote of
+// moment triggers it there. seed, when set, is the best touch of the quotes
+// before the path since the stop rested (their high triggers nothing: the
+// rules keep a stop behind the best touch), which moves it first. It returns that level, false when no quote of
 // the path did. The stop's level at the end of the path is the one a move at
 // the path's best touch gives (TestPropertyStopLevelDependsOnlyOnTheBestTouch),
 // so walking changes nothing but the trigger a lagging move would miss.
-func pathTrigger(b *evacct.Bracket, path []trading.Touch) (events.Decimal, bool) {
+func pathTrigger(b *evacct.Bracket, seed *events.Decimal, path []trading.Touch) (events.Decimal, bool) {
 	st := stopLeg(b)
 	if st == nil || st.Price == nil || (b.Breakeven == nil && b.Trailing == nil) {
 		return events.Decimal{}, false
@@ -523,7 +525,19 @@ func pathTrigger(b *evacct.Bracket, path []trading.Touch) (events.Decimal, bool)
 	c := cloneBracket(b)
 	st = stopLeg(c)
 	level := *st.Price
+	moveTo := func(best events.Decimal) {
+		if lv, _, be, trail := MoveTo(c, best); be || trail {
+			level = lv
+			st.Price = &level // the clone's stop is where the walk has it: MoveTo moves on from there
+			if be {
+				c.Breakeven.Done = true
+			}
+		}
+	}
 	var best events.Decimal
+	if seed != nil {
+		moveTo(*seed)
+	}
 	for i, t := range path {
 		touch := t.Bid
 		if b.Side != "long" {
@@ -531,13 +545,7 @@ func pathTrigger(b *evacct.Bracket, path []trading.Touch) (events.Decimal, bool)
 		}
 		if i == 0 || favour(c, touch, best) {
 			best = touch
-			if lv, _, be, trail := MoveTo(c, best); be || trail {
-				level = lv
-				st.Price = &level // the clone's stop is where the walk has it: MoveTo moves on from there
-				if be {
-					c.Breakeven.Done = true
-				}
-			}
+			moveTo(best)
 		}
 		if !favour(c, touch, level) { // at or through the stop
 			return level, true
@@ -579,6 +587,34 @@ func nonZero(tick events.Decimal) events.Decimal {
 		return events.MustDecimal("0.00000001")
 	}
 	return tick
+}
+
+// LevelAt is MoveTo on a copy of b as it is now: where its rules put its
+// working stop at a best touch, and whether they move it. The paper book's
+// reactor asks it, while the account waits in the queue of move wakes,
+// whether a quote has gone through where the stop would be by now.
+func LevelAt(b *evacct.Bracket) func(best events.Decimal) (events.Decimal, bool) {
+	c := cloneBracket(b)
+	return func(best events.Decimal) (events.Decimal, bool) {
+		lv, _, be, trail := MoveTo(c, best)
+		return lv, be || trail
+	}
+}
+
+// TrailOf is what the reactor indexes an active bracket's trailing stop by:
+// the stop's id, the trailing distance, the touch that activates it (nil
+// once it trails) and the tick its levels sit on; false without a trailing
+// rule or a working stop with a price.
+func TrailOf(b *evacct.Bracket) (stop string, distance events.Decimal, activation *events.Decimal, tick events.Decimal, ok bool) {
+	st := stopLeg(b)
+	r := b.Trailing
+	if st == nil || st.Price == nil || r == nil || b.State != evacct.BracketActive {
+		return "", distance, nil, tick, false
+	}
+	if !r.Active {
+		activation = r.Activation
+	}
+	return st.ID, r.Distance, activation, nonZero(b.Tick), true
 }
 
 // WakeLevel is the touch at which a quote could move a bracket's stop:

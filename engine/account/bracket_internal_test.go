@@ -93,3 +93,39 @@ func TestPartialEntryFillsArmProportionally(t *testing.T) {
 		t.Fatalf("last part: resized %v, bracket %+v", resized, b)
 	}
 }
+
+// TrailOf names what the paper book's reactor indexes a queued trailing stop
+// by, and LevelAt answers where the rules put it at a best touch, from the
+// bracket as it was when asked (a later change of the bracket leaves it).
+func TestTrailOfAndLevelAtAnswerForTheReactor(t *testing.T) {
+	d := events.MustDecimal
+	mk := func(active bool, state string) *evacct.Bracket {
+		stop, act := d("90"), d("105")
+		return &evacct.Bracket{ID: "b", State: state, Instrument: "X", Side: "long", Tick: d("0.5"),
+			Legs:     []evacct.BracketLeg{{ID: "s1", Kind: evacct.LegStop, State: evacct.LegWorking, Price: &stop, Quantity: d("1")}},
+			Trailing: &evacct.Trailing{Activation: &act, Distance: d("10"), Active: active}}
+	}
+	b := mk(false, evacct.BracketActive)
+	stop, dist, act, tick, ok := TrailOf(b)
+	if !ok || stop != "s1" || dist.Cmp(d("10")) != 0 || act == nil || act.Cmp(d("105")) != 0 || tick.Cmp(d("0.5")) != 0 {
+		t.Fatalf("TrailOf = %s %s %v %s %v", stop, dist, act, tick, ok)
+	}
+	if _, _, act, _, _ := TrailOf(mk(true, evacct.BracketActive)); act != nil {
+		t.Errorf("a stop that trails already waits for activation %s", act)
+	}
+	if _, _, _, _, ok := TrailOf(mk(false, evacct.BracketEnded)); ok {
+		t.Error("an ended bracket is indexed")
+	}
+	at := LevelAt(b)
+	moved := d("95")
+	b.Legs[0].Price = &moved // the bracket changes after: the answer does not
+	for _, c := range []struct {
+		best, level string
+		moves       bool
+	}{{"104", "90", false}, {"112", "102", true}, {"112.3", "102.5", true}, {"99.6", "90", false}} {
+		lv, ok := at(d(c.best))
+		if ok != c.moves || (ok && lv.Cmp(d(c.level)) != 0) {
+			t.Errorf("LevelAt(%s) = %s %v, want %s %v", c.best, lv, ok, c.level, c.moves)
+		}
+	}
+}

@@ -264,6 +264,23 @@ func TestBracketTransitions(t *testing.T) {
 					t.Fatalf("events %+v", evs)
 				}
 			}},
+		{"a high before the path the book still kept moves the stop before the walk, so the path's dip triggers it there", []commands.Command{entry, quoteAt("104.5", "105")},
+			func(s *account.State) commands.Command {
+				// the wake waited past the quotes the reactor keeps: its path
+				// starts after the high of 110, which PathBest carries
+				fw := pathAt("108", "103.5", "108")
+				h := dec("110")
+				fw.Quote.HighBid = &h
+				fw.Quote.PathBest = map[string]events.Decimal{leg(*s.Brackets[anyBracket(s)], evacct.LegStop).ID: h}
+				return fw
+			},
+			func(t *testing.T, s *account.State, evs []events.Event, err error) {
+				// 110 moved the stop to 104 before the path; 103.5 then went through it
+				r, tr := only[evacct.OrderReplaced](t, evs), only[evacct.StopTriggered](t, evs)
+				if r.StopPrice.String() != "104" || tr.Price.String() != "104" || only[evacct.BracketEnd](t, evs).Reason != "stop_filled" {
+					t.Fatalf("events %+v", evs)
+				}
+			}},
 		{"trailing never moves the stop back", []commands.Command{entry, quoteAt("104.5", "105"), quoteAt("109", "109.5")},
 			func(*account.State) commands.Command { return quoteAt("108", "108.5") },
 			func(t *testing.T, s *account.State, evs []events.Event, err error) {

@@ -424,10 +424,13 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 			}
 			if lg != nil && lg.ID == w.BrokerOrderID {
 				path := q.Path
+				var seed *events.Decimal                      // the best of the quotes before the path, since it rested
 				if i, ok := q.PathFrom[w.BrokerOrderID]; ok { // quotes before it rested where it is do not count
 					path = path[min(max(i, 0), len(path)):]
+				} else if p, ok := q.PathBest[w.BrokerOrderID]; ok {
+					seed = &p
 				}
-				if level, ok := pathTrigger(s.Brackets[id], path); ok {
+				if level, ok := pathTrigger(s.Brackets[id], seed, path); ok {
 					if level.Cmp(*w.StopPrice) != 0 { // recorded with its quantity as the bracket pass replaces it
 						b.add(evacct.OrderReplaced{BrokerOrderID: w.BrokerOrderID, Quantity: lg.Quantity.Sub(lg.Filled), StopPrice: &level, At: env.At})
 						w.StopPrice = &level

@@ -24,7 +24,10 @@
 // is queued or in flight is out of the index until its wake ends; while it
 // is queued only to move a stop, the levels of its orders stay in a second
 // index, so a quote that crosses one of them moves its wake to the fills
-// (a stop that triggers never waits behind the other accounts' moves).
+// (a stop that triggers never waits behind the other accounts' moves), and
+// its trailing stops wait in groups by the best touch since their wake
+// (trail.go), so a quote through the level the rule has moved a stop to by
+// now moves the wake to the fills too, though its move is not recorded yet.
 package paper
 
 import (
@@ -51,6 +54,7 @@ type Trigger struct {
 	CreatedAt   time.Time
 	Move        bool   // a bracket's breakeven or trailing level: a wake of lower priority
 	ID          string // the order's id; empty for a move
+	Trail       *Trail // a move's trailing rule, to index it by while its wake is queued; may be nil
 }
 
 // untriggeredStop reports whether t is a stop or stop-limit order waiting for its trigger.
@@ -101,6 +105,9 @@ type Touch struct {
 	// PathFrom is, by stop, where in Path it began resting where it is
 	// (trading.Quote.PathFrom).
 	PathFrom map[string]int
+	// PathBest is, by stop, the best touch of the quotes before Path that it
+	// rested through, where Path no longer holds it (trading.Quote.PathBest).
+	PathBest map[string]events.Decimal
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -110,10 +117,14 @@ const maxBest = 4096
 
 // best answers the best touch of one side since a quote: the quotes that
 // no later quote betters, oldest first (their touches worsen with time).
+// The highest bids and lowest asks also hold, entry by entry, the groups of
+// queued stops whose best since their wake is that entry's (trail.go).
 type best struct {
 	seqs   []uint64
 	prices []events.Decimal
 	higher bool // bids: higher is better; asks: lower
+	trails bool
+	groups []*trailGroup // with trails: by entry, nil where no stop waits
 }
 
 func (b *best) better(p, than events.Decimal) bool {
@@ -123,26 +134,82 @@ func (b *best) better(p, than events.Decimal) bool {
 	return p.Cmp(than) <= 0
 }
 
-// add records the touch of quote seq.
+// add records the touch of quote seq. The entries it betters go, and their
+// groups of stops merge into the new entry's: their best is now this touch.
+// Past maxBest the oldest go, their stops counted from the oldest kept (a
+// best never better than the truth).
 func (b *best) add(seq uint64, p events.Decimal) {
 	n := len(b.prices)
 	for n > 0 && b.better(p, b.prices[n-1]) {
 		n--
 	}
+	if b.trails {
+		var g *trailGroup
+		for _, old := range b.groups[n:] {
+			g = merge(g, old)
+		}
+		if g != nil {
+			g.best = p
+			g.activate()
+		}
+		b.groups = append(b.groups[:n], g)
+	}
 	b.seqs, b.prices = append(b.seqs[:n], seq), append(b.prices[:n], p)
 	if len(b.seqs) > maxBest {
-		b.seqs, b.prices = b.seqs[len(b.seqs)-maxBest:], b.prices[len(b.prices)-maxBest:]
+		drop := len(b.seqs) - maxBest
+		if b.trails {
+			var g *trailGroup
+			for _, old := range b.groups[:drop+1] {
+				g = merge(g, old)
+			}
+			if g != nil {
+				g.best = b.prices[drop]
+			}
+			b.groups = b.groups[drop:]
+			b.groups[0] = g
+		}
+		b.seqs, b.prices = b.seqs[drop:], b.prices[drop:]
 	}
+}
+
+// group is the group of stops whose best since quote seq is this side's
+// best since it (made when none waits there yet); nil before any quote.
+func (b *best) group(seq uint64) *trailGroup {
+	if len(b.seqs) == 0 {
+		return nil
+	}
+	i := b.index(seq)
+	if b.groups[i] == nil {
+		b.groups[i] = newTrailGroup(b.prices[i], b.higher)
+	}
+	return b.groups[i]
+}
+
+// through lists the accounts whose queued stop the touch reaches at the
+// level their rules put it at by the best since their wake.
+func (b *best) through(touch events.Decimal) []string {
+	var due []string
+	for _, g := range b.groups {
+		if g != nil {
+			due = g.through(touch, due)
+		}
+	}
+	return due
+}
+
+// index is the entry that holds the best since quote seq.
+func (b *best) index(seq uint64) int {
+	i := sort.Search(len(b.seqs), func(i int) bool { return b.seqs[i] >= seq })
+	if i == len(b.seqs) {
+		i--
+	}
+	return i
 }
 
 // since is the best touch of the quotes from seq on (the newest when seq is
 // past them all).
 func (b *best) since(seq uint64) events.Decimal {
-	i := sort.Search(len(b.seqs), func(i int) bool { return b.seqs[i] >= seq })
-	if i == len(b.seqs) {
-		i--
-	}
-	return b.prices[i]
+	return b.prices[b.index(seq)]
 }
 
 // Workers bounds the wakes in flight at once.
@@ -249,8 +316,45 @@ func pathFrom(ts []Trigger, rested map[string]rest, start uint64, n int) map[str
 	return out
 }
 
+// pathBest is, for each untriggered stop of ts resting where it is since
+// before start (the path's first quote, which is later than since when the
+// book no longer keeps the quotes before it), the best touch of its side
+// between the later of since and its rest and start, where that is better
+// than every quote of the path: its walk moves it there first, so a high the
+// path no longer holds still counts.
+func (b *book) pathBest(ts []Trigger, rested map[string]rest, since, start uint64) map[string]events.Decimal {
+	if start <= since || start > b.seq {
+		return nil
+	}
+	var out map[string]events.Decimal
+	for _, t := range ts {
+		at, ok := restsFrom(t, rested)
+		if !t.untriggeredStop() || !ok || at > start {
+			continue
+		}
+		from := max(at, since)
+		if from >= start {
+			continue
+		}
+		side := &b.bids // a sell stop (a long's) follows the highest bid
+		if t.Side == "buy" {
+			side = &b.asks
+		}
+		p, inPath := side.since(from), side.since(start)
+		if p.Cmp(inPath) == 0 || !side.better(p, inPath) {
+			continue
+		}
+		if out == nil {
+			out = map[string]events.Decimal{}
+		}
+		out[t.ID] = p
+	}
+	return out
+}
+
 func newBook() *book {
-	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true}, highAsk: best{higher: true}}
+	return &book{trees: newTrees(), upgrade: newTrees(), bids: best{higher: true, trails: true}, asks: best{trails: true},
+		highAsk: best{higher: true}}
 }
 
 // tradedThrough lists the untriggered stops of ts that a quote from when
@@ -400,8 +504,9 @@ type waker struct {
 	fill     bool // may fill an order: goes first
 	queued   bool
 	inflight bool
-	upgrade  *levels // a queued move wake's fill levels, in its book's upgrade trees
-	since    uint64  // the first quote the wake has not decided on: its best touches count from it
+	upgrade  *levels    // a queued move wake's fill levels, in its book's upgrade trees
+	trails   []trailRef // a queued move wake's trailing stops, in its book's groups
+	since    uint64     // the first quote the wake has not decided on: its best touches count from it
 }
 
 // Reactor indexes working orders by instrument and account and schedules wakes.
@@ -475,24 +580,44 @@ func (r *Reactor) index(k key, ts []Trigger) {
 }
 
 // watchUpgrade indexes the fill levels of a queued move wake's account
-// (from its triggers ts) in the upgrade trees, replacing what they held.
+// (from its triggers ts) in the upgrade trees, and its trailing stops in
+// their groups, replacing what they held.
 func (r *Reactor) watchUpgrade(k key, w *waker, ts []Trigger) {
 	r.unwatchUpgrade(k, w)
+	b := r.book(k.instrument)
+	for _, t := range ts {
+		if !t.Move || t.Trail == nil {
+			continue
+		}
+		side := &b.asks
+		if t.Trail.Long {
+			side = &b.bids
+		}
+		if g := side.group(w.since); g != nil {
+			g.add(k.account, t.Trail)
+			w.trails = append(w.trails, trailRef{g, t.Trail})
+		}
+	}
 	fs := fills(ts)
 	if len(fs) == 0 {
 		return
 	}
 	l := levelsOf(fs)
-	r.book(k.instrument).upgrade.put(k.account, l)
+	b.upgrade.put(k.account, l)
 	w.upgrade = &l
 }
 
-// unwatchUpgrade takes a wake's account out of the upgrade trees.
+// unwatchUpgrade takes a wake's account out of the upgrade trees and the
+// groups of trailing stops.
 func (r *Reactor) unwatchUpgrade(k key, w *waker) {
 	if w.upgrade != nil {
 		r.book(k.instrument).upgrade.remove(k.account, *w.upgrade)
 		w.upgrade = nil
 	}
+	for _, ref := range w.trails {
+		ref.g.find().remove(k.account, ref.t)
+	}
+	w.trails = nil
 }
 
 // Track replaces what the reactor knows of one account's working orders. An
@@ -567,6 +692,30 @@ func (r *Reactor) rest(k key, ts []Trigger) {
 	r.rested[k] = next
 }
 
+// restRuleMoves dates the rest of each trailing stop the wake just moved
+// where its rules put it (ts are the triggers it decided on, t its touch,
+// seq its newest quote) from the quote after seq, not from its commit: the
+// rules moved it by the quotes up to seq, so a dip after seq through its new
+// level, even one before the commit, triggers it (the next wake's walk, or
+// the quote's traded-through check). A stop a trader's change set elsewhere
+// rests from its commit as before.
+func (r *Reactor) restRuleMoves(k key, ts []Trigger, t Touch, seq uint64) {
+	rested := r.rested[k]
+	for _, tr := range ts {
+		if !tr.Move || tr.Trail == nil {
+			continue
+		}
+		best := t.LowAsk
+		if tr.Trail.Long {
+			best = t.HighBid
+		}
+		level, moved := tr.Trail.LevelAt(best)
+		if at, ok := rested[tr.Trail.Stop]; moved && ok && at.at > seq+1 && at.price.Cmp(level) == 0 {
+			rested[tr.Trail.Stop] = rest{at: seq + 1, price: at.price}
+		}
+	}
+}
+
 // Working counts the accounts with working orders on instrument.
 func (r *Reactor) Working(instrument string) int {
 	r.mu.Lock()
@@ -605,6 +754,23 @@ func crossing(ts []Trigger, bid, ask events.Decimal) (crosses, fill bool) {
 		}
 	}
 	return crosses, false
+}
+
+// movedSince reports whether a quote from seq on reached where one of ts's
+// moves wakes (the best touches since, not only the newest quote): a high
+// while the account's wake was in flight still moves its stop, though the
+// price came back before the wake ended.
+func movedSince(ts []Trigger, b *book, seq uint64) bool {
+	if seq > b.seq {
+		return false
+	}
+	hb, la := b.bids.since(seq), b.asks.since(seq)
+	for _, t := range ts {
+		if t.Move && t.Crosses(hb, la) {
+			return true
+		}
+	}
+	return false
 }
 
 // wakeChunk bounds the accounts OnQuote wakes under one hold of the lock: a
@@ -659,9 +825,11 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 		r.wakers[k] = w
 		r.enqueue(k, w, fill, ts)
 	}
-	// A move wake still queued whose order this quote crosses goes to the
-	// fills: a stop that triggers does not wait behind other stops' moves.
-	for _, acct := range b.upgrade.crossed(bid, ask) {
+	// A move wake still queued whose order this quote crosses, or whose
+	// trailing stop it crosses where the rules have put it by now, goes to
+	// the fills: a stop that triggers does not wait behind other stops' moves.
+	crossed := append(b.upgrade.crossed(bid, ask), b.bids.through(bid)...)
+	for _, acct := range append(crossed, b.asks.through(ask)...) {
 		k := key{acct, instrument}
 		w := r.wakers[k]
 		if w == nil || !w.queued || w.fill {
@@ -732,6 +900,7 @@ func (r *Reactor) work() {
 		path, start := b.pathSince(w.since)
 		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since),
 			Path: path, PathFrom: pathFrom(ts0, r.rested[k], start, len(path)),
+			PathBest:      b.pathBest(ts0, r.rested[k], w.since, start),
 			TradedThrough: b.tradedThrough(ts0, r.rested[k], 0)}
 		r.mu.Unlock()
 		r.wake(k.account, k.instrument, t)
@@ -740,6 +909,7 @@ func (r *Reactor) work() {
 			r.moving--
 			r.ready.Signal() // a worker waiting while a move was in flight
 		}
+		r.restRuleMoves(k, ts0, t, seq)
 		// The account's triggers are as its commit left them (Track ran in its
 		// After): when a newer quote came during the wake and crosses them,
 		// wake again at once; else index it to wait for a quote that does.
@@ -748,6 +918,9 @@ func (r *Reactor) work() {
 		crosses, fill := crossing(ts, nq[0], nq[1])
 		if !fill && b.seq != seq && len(b.tradedThrough(ts, r.rested[k], seq+1)) > 0 {
 			crosses, fill = true, true // a quote during the wake traded through a stop
+		}
+		if !crosses && b.seq != seq && movedSince(ts, b, seq+1) {
+			crosses = true // a high during the wake that the newest quote came back from
 		}
 		if crosses && !r.closed && b.seq != seq {
 			w.inflight, w.since = false, seq+1

@@ -2,6 +2,8 @@ package paper_test
 
 import (
 	"fmt"
+	"github.com/cockroachdb/apd/v3"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -449,5 +451,314 @@ func TestAMovedStopIsNotTriggeredByADipBeforeItsMove(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no wake for the target")
+	}
+}
+
+// trailing is a long bracket's move trigger with its trailing rule: the
+// stop rests at stored and trails dist behind the best bid, on a 0.5 tick,
+// once the bid reaches act ("" : at once); wake is where a bid would move it.
+func trailing(stop, stored, dist, act, wake string) []paper.Trigger {
+	w, s, dd := d(wake), d(stored), d(dist)
+	tr := &paper.Trail{Stop: stop, Long: true, Distance: dd, Tick: d("0.5"),
+		LevelAt: func(best events.Decimal) (events.Decimal, bool) {
+			if act != "" && best.Cmp(d(act)) < 0 {
+				return s, false
+			}
+			lv := best.Sub(dd).Steps(d("0.5"), apd.RoundHalfUp)
+			return lv, lv.Cmp(s) > 0
+		}}
+	if act != "" {
+		a := d(act)
+		tr.Activation = &a
+	}
+	return []paper.Trigger{
+		{Side: "sell", OrderType: "limit", LimitPrice: &w, Move: true, Trail: tr},
+		{Side: "sell", OrderType: "stop", StopPrice: &s, ID: stop},
+	}
+}
+
+// movesHeld is a reactor whose move wakes (accounts named move-...) hold the
+// one move slot until release, with fifty of them queued behind the first
+// by a bid of 100 or more; any other account's wake ends its triggers (as
+// its stop's fill would); started names each account as its wake begins.
+func movesHeld(t *testing.T) (r *paper.Reactor, started chan string) {
+	release := make(chan struct{})
+	started = make(chan string, 200)
+	r = paper.New(func(acct, _ string, _ paper.Touch) {
+		started <- acct
+		if strings.HasPrefix(acct, "move") {
+			<-release
+			return
+		}
+		r.Track(acct, nil)
+	})
+	var once sync.Once
+	t.Cleanup(r.Close)
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Close
+	for i := range 50 {
+		r.Track(fmt.Sprintf("move-%02d", i), map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	}
+	return r, started
+}
+
+// woke reports the next account whose wake begins within a second ("" if none).
+func woke(started chan string) string {
+	select {
+	case acct := <-started:
+		return acct
+	case <-time.After(time.Second):
+		return ""
+	}
+}
+
+// A trailing stop whose account waits among the queued moves goes to the
+// fills when a quote reaches the level its rule has moved it to since, not
+// only its recorded level: the stop fills when its rule says, not after
+// every other account's move.
+func TestAQueuedTrailingStopGoesToTheFillsAtItsRulesLevel(t *testing.T) {
+	r, started := movesHeld(t)
+	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
+	r.OnQuote("X", d("101"), d("101.5")) // every account queued to move; move-00 in flight
+	if first := woke(started); first != "move-00" {
+		t.Fatalf("first wake %q", first)
+	}
+	r.OnQuote("X", d("110"), d("110.5")) // the rule's level is 100 now; 90 is recorded
+	r.OnQuote("X", d("100.5"), d("101")) // above 100: nothing
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke at a bid above the rule's level", acct)
+	}
+	r.OnQuote("X", d("100"), d("100.5")) // at the rule's level, ten above the recorded stop
+	if acct := woke(started); acct != "trail" {
+		t.Fatalf("woke %q, want the trailing stop's account ahead of the queued moves", acct)
+	}
+}
+
+// Until the best bid reaches its activation a queued stop trails nothing,
+// and a dip does not take it out of the queue; after, it does.
+func TestAQueuedTrailingStopWaitsForItsActivation(t *testing.T) {
+	r, started := movesHeld(t)
+	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "115", "100.5")})
+	r.OnQuote("X", d("101"), d("101.5"))
+	if first := woke(started); first != "move-00" {
+		t.Fatalf("first wake %q", first)
+	}
+	r.OnQuote("X", d("110"), d("110.5"))
+	r.OnQuote("X", d("99.5"), d("100")) // below 110 - 10, but the rule is not active
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke before its stop's activation", acct)
+	}
+	r.OnQuote("X", d("116"), d("116.5")) // activated: level 106
+	r.OnQuote("X", d("106.5"), d("107"))
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke above the level", acct)
+	}
+	r.OnQuote("X", d("105.5"), d("106"))
+	if acct := woke(started); acct != "trail" {
+		t.Fatalf("woke %q, want the activated stop's account", acct)
+	}
+}
+
+// Stops queued by different quotes count from different bests until a
+// quote betters both, after which they share it.
+func TestQueuedTrailingStopsCountFromTheBestSinceTheirWake(t *testing.T) {
+	r, started := movesHeld(t)
+	r.Track("early", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
+	r.OnQuote("X", d("110"), d("110.5")) // early and the moves queued; best 110
+	if first := woke(started); first != "move-00" {
+		t.Fatalf("first wake %q", first)
+	}
+	r.Track("late", map[string][]paper.Trigger{"X": trailing("s2", "80", "10", "", "90.5")})
+	r.OnQuote("X", d("104"), d("104.5")) // late queued here: its best is 104, early's 110
+	r.OnQuote("X", d("99.5"), d("100"))  // through early's 100, not late's 94
+	if acct := woke(started); acct != "early" {
+		t.Fatalf("woke %q, want early", acct)
+	}
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke above its level", acct)
+	}
+	r.OnQuote("X", d("112"), d("112.5")) // both groups' best is 112 now
+	r.OnQuote("X", d("101.5"), d("102")) // late's level 102
+	if acct := woke(started); acct != "late" {
+		t.Fatalf("woke %q, want late", acct)
+	}
+}
+
+// A short's queued stop trails the lowest ask the same way, mirrored.
+func TestAQueuedShortTrailingStopGoesToTheFillsAtItsRulesLevel(t *testing.T) {
+	r, started := movesHeld(t)
+	w, s, dist := d("99.5"), d("110"), d("10")
+	tr := &paper.Trail{Stop: "s1", Distance: dist, Tick: d("0.5"),
+		LevelAt: func(best events.Decimal) (events.Decimal, bool) {
+			lv := best.Add(dist).Steps(d("0.5"), apd.RoundHalfUp)
+			return lv, lv.Cmp(s) < 0
+		}}
+	r.Track("short", map[string][]paper.Trigger{"X": {
+		{Side: "buy", OrderType: "limit", LimitPrice: &w, Move: true, Trail: tr},
+		{Side: "buy", OrderType: "stop", StopPrice: &s, ID: "s1"},
+	}})
+	r.OnQuote("X", d("101"), d("101.5")) // the moves queued, move-00 in flight
+	if first := woke(started); first != "move-00" {
+		t.Fatalf("first wake %q", first)
+	}
+	r.OnQuote("X", d("98.5"), d("99")) // the short queued to move behind them
+	r.OnQuote("X", d("89.5"), d("90")) // the rule's level is 100 now
+	r.OnQuote("X", d("99"), d("99.5")) // below 100: nothing
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke below the rule's level", acct)
+	}
+	r.OnQuote("X", d("99.5"), d("100"))
+	if acct := woke(started); acct != "short" {
+		t.Fatalf("woke %q, want the short's account", acct)
+	}
+}
+
+// Past the few thousand quotes a book keeps, a queued stop's best counts
+// from the oldest kept (never better than the truth), and a later high
+// still moves it.
+func TestAQueuedTrailingStopOutlivesTheBooksMemory(t *testing.T) {
+	r, started := movesHeld(t)
+	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "40", "10", "", "100.5")})
+	r.OnQuote("X", d("101"), d("101.5"))
+	if first := woke(started); first != "move-00" {
+		t.Fatalf("first wake %q", first)
+	}
+	for i := range 10000 { // each bid lower than the last: the book keeps every one it can
+		bid := d("100").Sub(d(fmt.Sprintf("%d.%03d", i/1000, i%1000)))
+		r.OnQuote("X", bid, bid.Add(d("0.5")))
+	}
+	if acct := woke(started); acct != "" {
+		t.Fatalf("%s woke on a falling market above its stop", acct)
+	}
+	r.OnQuote("X", d("120"), d("120.5"))
+	r.OnQuote("X", d("110"), d("110.5"))
+	if acct := woke(started); acct != "trail" {
+		t.Fatalf("woke %q, want the trailing stop's account", acct)
+	}
+}
+
+// A trailing stop its own move wake moves rests at its new level from the
+// quote after the one the wake decided on, not from the move's commit: a dip
+// through the new level while the move was in flight triggers it.
+func TestADipWhileAStopsMoveIsInFlightTriggersItAtItsNewLevel(t *testing.T) {
+	var r *paper.Reactor
+	held := make(chan struct{})
+	touches := make(chan paper.Touch, 10)
+	var n atomic.Int32
+	r = paper.New(func(_, _ string, tc paper.Touch) {
+		touches <- tc
+		if n.Add(1) == 1 {
+			<-held
+			// the move's commit: the stop at 95 (trailing 10 behind 105)
+			r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "95", "10", "", "105.5")})
+		}
+	})
+	t.Cleanup(r.Close)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(held) }) })
+	r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
+	r.OnQuote("X", d("105"), d("105.5")) // wakes a to move its stop to 95
+	<-touches
+	r.OnQuote("X", d("94"), d("94.5"))   // through 95 while the move is in flight
+	r.OnQuote("X", d("106"), d("106.5")) // and back
+	once.Do(func() { close(held) })
+	select {
+	case tc := <-touches:
+		if !slices.Contains(tc.TradedThrough, "s1") {
+			t.Fatalf("the next wake names %v traded through, want s1 (the dip to 94 after the move's quote)", tc.TradedThrough)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake after the dip through the moved stop's level")
+	}
+}
+
+// A stop whose wake waited past the quotes the book keeps gets the best
+// touch of the quotes it no longer holds, where better than any of its
+// path's (the stop's walk moves it there first); a path that still holds
+// its best gets none.
+func TestAWakeThatOutwaitedThePathCarriesTheBestBeforeIt(t *testing.T) {
+	release := make(chan struct{})
+	touches := make(chan paper.Touch, 10)
+	r := paper.New(func(acct, _ string, tc paper.Touch) {
+		if strings.HasPrefix(acct, "move") {
+			<-release
+			return
+		}
+		touches <- tc
+	})
+	t.Cleanup(r.Close)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	r.Track("move-0", map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	r.Track("move-1", map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
+	r.OnQuote("X", d("101"), d("101.5")) // all three queued to move; move-0 holds the slot
+	r.OnQuote("X", d("130"), d("130.5")) // the high: the rule's level 120
+	for i := range 10000 {               // more than the book keeps, all above 120
+		bid := d("121").Add(d(fmt.Sprint(i % 7)))
+		r.OnQuote("X", bid, bid.Add(d("0.5")))
+	}
+	free()
+	select {
+	case tc := <-touches:
+		if best, ok := tc.PathBest["s1"]; !ok || best.Cmp(d("130")) != 0 {
+			t.Fatalf("PathBest %v, want s1 at 130", tc.PathBest)
+		}
+		if len(tc.Path) == 0 || len(tc.Path) > 8192 {
+			t.Fatalf("path of %d quotes", len(tc.Path))
+		}
+		for _, q := range tc.Path {
+			if q.Bid.Cmp(d("130")) == 0 {
+				t.Fatal("the path still holds the high")
+			}
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the trailing stop's wake never ran")
+	}
+	// a wake whose path holds its best gets none
+	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s2", "118", "10", "", "128.5")})
+	r.OnQuote("X", d("129"), d("129.5"))
+	select {
+	case tc := <-touches:
+		if len(tc.PathBest) != 0 {
+			t.Fatalf("PathBest %v for a path that holds its best", tc.PathBest)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second wake never ran")
+	}
+}
+
+// A high while an account's move is in flight moves its stop again after,
+// though the price came back under where it wakes before the move ended:
+// the next wake carries that high.
+func TestAHighWhileAMoveIsInFlightWakesItAgain(t *testing.T) {
+	var r *paper.Reactor
+	held := make(chan struct{})
+	touches := make(chan paper.Touch, 10)
+	var n atomic.Int32
+	r = paper.New(func(_, _ string, tc paper.Touch) {
+		touches <- tc
+		if n.Add(1) == 1 {
+			<-held
+			// the move's commit: the stop at 95, which a bid of 105.5 moves
+			r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "95", "10", "", "105.5")})
+		}
+	})
+	t.Cleanup(r.Close)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(held) }) })
+	r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
+	r.OnQuote("X", d("105"), d("105.5")) // wakes a to move its stop to 95
+	<-touches
+	r.OnQuote("X", d("112"), d("112.5")) // a high while the move is in flight
+	r.OnQuote("X", d("104"), d("104.5")) // and back under 105.5
+	once.Do(func() { close(held) })
+	select {
+	case tc := <-touches:
+		if tc.HighBid.Cmp(d("112")) != 0 {
+			t.Fatalf("the next wake's best bid %s, want 112", tc.HighBid)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the high while the move was in flight woke nothing")
 	}
 }
