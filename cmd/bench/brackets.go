@@ -686,7 +686,9 @@ func triggerToFill(hist []bkQuote, changes []bkChange, from time.Time) (lats []t
 // the level the rule put the stop at by then (its first stop, raised to the
 // best bid since the entry less the trailing distance once the activation
 // was reached, as behindAt) to the follower seeing the fill, and how many
-// ticks the stop that filled sat under that level. A stop the log moved
+// ticks the stop triggered under where the rule triggers it: that level, or
+// the crossing quote's bid when that quote gapped through it (a stop
+// triggers at the quote that crosses it, as the paper book fills). A stop the log moved
 // behind its rule triggers later and lower than the rule's; triggerToFill,
 // which starts at the crossing of the recorded stop, does not show that.
 // The fills with no such crossing are counted apart.
@@ -707,14 +709,15 @@ func ruleTriggers(accts []bkAccount, hist []bkQuote, changes []bkChange, from ti
 }
 
 // ruleCrossing is the first quote of hist at or under the level a's rule
-// put its stop at by then, and that level.
+// put its stop at by then, and where the rule triggers it: that level, or
+// the quote's bid when the quote gapped through it.
 func ruleCrossing(a bkAccount, hist []bkQuote) (time.Time, int64, bool) {
 	var high int64
 	for _, q := range hist {
 		high = max(high, q.bid)
 		want := a.ruleLevel(high)
 		if q.bid <= want {
-			return q.at, want, true
+			return q.at, min(want, q.bid), true
 		}
 	}
 	return time.Time{}, 0, false

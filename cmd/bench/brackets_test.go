@@ -46,8 +46,12 @@ func TestRuleTriggers(t *testing.T) {
 	// The bid rises from 100 to 110, then falls; a long entered at 100
 	// trails 5 ticks from an activation 3 ticks above its entry, first stop 90.
 	hist := quotes(t0, 100, 104, 110, 108, 105, 101, 95)
-	accts := []bkAccount{{dist: 5, act: 3, entry: 100, stop0: 90}, {dist: 50, act: 3, entry: 100, stop0: 90}}
+	accts := []bkAccount{{dist: 5, act: 3, entry: 100, stop0: 90}, {dist: 50, act: 3, entry: 100, stop0: 90},
+		{dist: 3, act: 3, entry: 100, stop0: 90}}
 	changes := []bkChange{
+		// the rule's level 107 from 10 ms; the bid of 105 at 20 ms gapped
+		// through it: the rule triggers it there, where the log did
+		{acct: 2, kind: bkFilled, stop: 105, at: t0.Add(22 * time.Millisecond)},
 		// the rule's level reached 105 at 10 ms, crossed by the bid of 105 at
 		// 20 ms; the log had the stop at 101 and filled it at 50 ms
 		{acct: 0, kind: bkFilled, stop: 101, at: t0.Add(50 * time.Millisecond)},
@@ -56,7 +60,7 @@ func TestRuleTriggers(t *testing.T) {
 		{acct: 0, kind: bkMoved, stop: 103, at: t0.Add(30 * time.Millisecond)},
 	}
 	lats, under, none := ruleTriggers(accts, hist, changes, t0)
-	if len(lats) != 1 || lats[0] != 30*time.Millisecond || len(under) != 1 || under[0] != 4 || none != 1 {
+	if len(lats) != 2 || lats[0] != 2*time.Millisecond || lats[1] != 30*time.Millisecond || len(under) != 2 || under[0] != 0 || under[1] != 4 || none != 1 {
 		t.Fatalf("lats %v, under %v, none %d", lats, under, none)
 	}
 	if got := underRule([]int64{0, 0, 4}); got != "1 of 3 / 0 / 4 / 4" {
