@@ -249,6 +249,42 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 				}
 				fw.Quote.Path = append(fw.Quote.Path, trading.Touch{Bid: bid, Ask: bid.Add(tick)})
 				fw.Quote.HighBid, fw.Quote.LowAsk = &high, &low
+				// Now and then the book no longer keeps the path's first
+				// quotes: their best, where better than the rest's, comes
+				// as each working stop's PathBest.
+				if n := len(fw.Quote.Path); n > 2 && rng.IntN(2) == 0 {
+					cut := 1 + rng.IntN(n-2)
+					gone, kept := fw.Quote.Path[:cut], fw.Quote.Path[cut:]
+					fw.Quote.Path = kept
+					for _, id := range working {
+						w := s.Working[id]
+						if w.OrderType != "stop" || w.Triggered {
+							continue
+						}
+						best := func(ts []trading.Touch) events.Decimal {
+							b := ts[0].Bid
+							if w.Side == "buy" {
+								b = ts[0].Ask
+							}
+							for _, t := range ts {
+								if w.Side == "sell" && t.Bid.Cmp(b) > 0 {
+									b = t.Bid
+								}
+								if w.Side == "buy" && t.Ask.Cmp(b) < 0 {
+									b = t.Ask
+								}
+							}
+							return b
+						}
+						g, k := best(gone), best(kept)
+						if (w.Side == "sell" && g.Cmp(k) > 0) || (w.Side == "buy" && g.Cmp(k) < 0) {
+							if fw.Quote.PathBest == nil {
+								fw.Quote.PathBest = map[string]events.Decimal{}
+							}
+							fw.Quote.PathBest[id] = g
+						}
+					}
+				}
 			}
 			cmd = fw
 		}
