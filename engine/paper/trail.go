@@ -76,7 +76,7 @@ func merge(a, b *trailGroup) *trailGroup {
 	switch {
 	case a == nil:
 		return b
-	case b == nil:
+	case b == nil, a == b:
 		return a
 	}
 	if a.size < b.size {
