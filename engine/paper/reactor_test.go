@@ -3,6 +3,7 @@ package paper_test
 import (
 	"fmt"
 	"github.com/cockroachdb/apd/v3"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -760,5 +761,125 @@ func TestAHighWhileAMoveIsInFlightWakesItAgain(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the high while the move was in flight woke nothing")
+	}
+}
+
+// Over random quote walks, the accounts whose queued trailing stop the
+// reactor sends to the fills are exactly those a brute force over every
+// quote finds: a quote at or under the level the stop's rule puts it at by
+// the best bid since the account was queued (the walk stays above every
+// recorded stop, so nothing else sends one there).
+func TestPropertyQueuedTrailingStopsWakeExactlyWhenTheirRuleSays(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 22))
+	half := d("0.5")
+	steps := func(n int) events.Decimal { return d(fmt.Sprint(n)).Mul(half) }
+	for round := range 20 {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		var mu sync.Mutex
+		woken := map[string]bool{}
+		var r *paper.Reactor
+		r = paper.New(func(acct, _ string, _ paper.Touch) {
+			if acct == "move-0" {
+				close(started)
+				<-release
+				return
+			}
+			mu.Lock()
+			woken[acct] = true
+			mu.Unlock()
+			r.Track(acct, nil)
+		})
+		r.Track("move-0", map[string][]paper.Trigger{"X": {sellLimit("1", true)}})
+		r.OnQuote("X", d("100"), d("100.5")) // move-0 takes the one move slot
+		<-started
+
+		type acct struct {
+			stored, dist, wake events.Decimal
+			act                string
+		}
+		accts := map[string]acct{}
+		show := func(a acct) string {
+			return fmt.Sprintf("stop %s trailing %s from %q, wakes at %s", a.stored, a.dist, a.act, a.wake)
+		}
+		for i := range 100 {
+			// distances off the 0.5 tick: levels round to it, up to a quarter
+			// above best - distance
+			a := acct{stored: steps(160 + rng.IntN(30)), dist: d(fmt.Sprintf("%d.%d", 1+rng.IntN(9), rng.IntN(10)))}
+			a.wake = a.stored.Add(a.dist).Add(half)
+			if rng.IntN(3) == 0 {
+				a.act = steps(200 + rng.IntN(20)).String()
+				if act := d(a.act); act.Cmp(a.wake) > 0 {
+					a.wake = act
+				}
+			}
+			name := fmt.Sprintf("a%03d", i)
+			accts[name] = a
+			r.Track(name, map[string][]paper.Trigger{"X": trailing("s-"+name, a.stored.String(), a.dist.String(), a.act, a.wake.String())})
+		}
+		// The brute force, quote by quote: each account idle until a bid
+		// reaches where it wakes, then queued with the best bid since.
+		type state struct {
+			queued, due bool
+			best        events.Decimal
+			levelAt     func(events.Decimal) (events.Decimal, bool)
+		}
+		states := map[string]*state{}
+		for name, a := range accts {
+			states[name] = &state{levelAt: trailing("s", a.stored.String(), a.dist.String(), a.act, a.wake.String())[0].Trail.LevelAt}
+		}
+		isWoken := func(name string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return woken[name]
+		}
+		bid := 200
+		for q := range 1500 {
+			bid += rng.IntN(7) - 3
+			if rng.IntN(50) == 0 {
+				bid -= 10 + rng.IntN(20) // now and then a drop
+			}
+			bid = max(196, min(bid, 260)) // above every recorded stop: only a rule sends one to the fills
+			b := steps(bid)
+			r.OnQuote("X", b, b.Add(half))
+			for name, st := range states {
+				a := accts[name]
+				switch {
+				case st.due:
+				case !st.queued:
+					if b.Cmp(a.wake) >= 0 {
+						st.queued, st.best = true, b
+					}
+				default:
+					if b.Cmp(st.best) > 0 {
+						st.best = b
+					}
+					if level, moved := st.levelAt(st.best); moved && b.Cmp(level) <= 0 {
+						st.due = true
+						// the reactor moved it to the fills in this OnQuote: its wake follows
+						deadline := time.Now().Add(time.Second)
+						for !isWoken(name) && time.Now().Before(deadline) {
+							time.Sleep(time.Millisecond)
+						}
+						if !isWoken(name) {
+							t.Errorf("round %d, quote %d (bid %s): %s (%s; best %s: level %s) should have gone to the fills", round, q, b, name, show(a), st.best, level)
+						}
+					}
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // a wake too many would show by now
+		mu.Lock()
+		for name := range woken {
+			if !states[name].due {
+				t.Errorf("round %d: %s (%s) went to the fills with no quote through its stop", round, name, show(accts[name]))
+			}
+		}
+		mu.Unlock()
+		close(release)
+		r.Close()
+		if t.Failed() {
+			return
+		}
 	}
 }
