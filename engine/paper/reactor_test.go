@@ -776,12 +776,13 @@ func TestPropertyQueuedTrailingStopsWakeExactlyWhenTheirRuleSays(t *testing.T) {
 	for round := range 20 {
 		release := make(chan struct{})
 		started := make(chan struct{})
+		var once sync.Once
 		var mu sync.Mutex
 		woken := map[string]bool{}
 		var r *paper.Reactor
 		r = paper.New(func(acct, _ string, _ paper.Touch) {
 			if acct == "move-0" {
-				close(started)
+				once.Do(func() { close(started) }) // woken again after the release
 				<-release
 				return
 			}
@@ -857,7 +858,7 @@ func TestPropertyQueuedTrailingStopsWakeExactlyWhenTheirRuleSays(t *testing.T) {
 					if level, moved := st.levelAt(st.best); moved && b.Cmp(level) <= 0 {
 						st.due = true
 						// the reactor moved it to the fills in this OnQuote: its wake follows
-						deadline := time.Now().Add(time.Second)
+						deadline := time.Now().Add(5 * time.Second)
 						for !isWoken(name) && time.Now().Before(deadline) {
 							time.Sleep(time.Millisecond)
 						}
