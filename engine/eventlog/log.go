@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,8 +82,9 @@ type Log struct {
 	id     string // the log's identity (identity.go)
 	recent *events.Recent
 	group  *grouper // nil: no group commit
-	// natsDir is the embedded server's store directory; staging the directory in
-	// memory where it stages atomic batches (staging.go), empty: on disk.
+	// natsDir is the embedded server's store directory (empty: an external
+	// server); staging is the directory in memory where it stages atomic
+	// batches (staging.go; empty: on disk).
 	natsDir, staging string
 
 	connMu sync.Mutex
@@ -119,8 +121,11 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	// Group commit only where the stream really takes atomic batches.
 	if !cfg.ReadOnly && l.stream.CachedInfo().Config.AllowAtomicPublish {
 		if l.srv != nil {
-			// Staged on disk as nats-server does it when this fails.
-			l.staging, _ = stageBatchesInMemory(l.natsDir, cfg.Stream)
+			var err error
+			if l.staging, err = stageBatchesInMemory(l.natsDir, cfg.Stream); err != nil {
+				// Correct either way: staged on disk, as nats-server does it, only slower.
+				slog.Warn("eventlog: atomic batches stay staged on disk", "err", err)
+			}
 		}
 		l.group = startGrouper(l, cfg.GroupAbove)
 	}

@@ -637,38 +637,56 @@ func TestAQueuedTrailingStopOutlivesTheBooksMemory(t *testing.T) {
 	}
 }
 
-// A trailing stop its own move wake moves rests at its new level from the
-// quote after the one the wake decided on, not from the move's commit: a dip
-// through the new level while the move was in flight triggers it.
-func TestADipWhileAStopsMoveIsInFlightTriggersItAtItsNewLevel(t *testing.T) {
-	var r *paper.Reactor
+// movingTo95 is a reactor whose account a, its stop at 90 trailing 10, has
+// been woken by a bid of 105 to move it to 95; the move stays in flight
+// until release, whose commit then records the stop at 95. touches has
+// every wake's touch but the first's, already read.
+func movingTo95(t *testing.T) (r *paper.Reactor, touches chan paper.Touch, release func()) {
 	held := make(chan struct{})
-	touches := make(chan paper.Touch, 10)
+	touches = make(chan paper.Touch, 10)
 	var n atomic.Int32
 	r = paper.New(func(_, _ string, tc paper.Touch) {
 		touches <- tc
 		if n.Add(1) == 1 {
 			<-held
-			// the move's commit: the stop at 95 (trailing 10 behind 105)
+			// the move's commit: the stop at 95, which a bid of 105.5 moves
 			r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "95", "10", "", "105.5")})
 		}
 	})
 	t.Cleanup(r.Close)
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(held) }) })
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release) // before Close, which waits for the wake in flight
 	r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
-	r.OnQuote("X", d("105"), d("105.5")) // wakes a to move its stop to 95
+	r.OnQuote("X", d("105"), d("105.5"))
 	<-touches
-	r.OnQuote("X", d("94"), d("94.5"))   // through 95 while the move is in flight
-	r.OnQuote("X", d("106"), d("106.5")) // and back
-	once.Do(func() { close(held) })
+	return r, touches, release
+}
+
+// nextTouch is the next wake's touch; the test fails, saying why, when no
+// wake comes within 5 s.
+func nextTouch(t *testing.T, touches chan paper.Touch, why string) paper.Touch {
+	t.Helper()
 	select {
 	case tc := <-touches:
-		if !slices.Contains(tc.TradedThrough, "s1") {
-			t.Fatalf("the next wake names %v traded through, want s1 (the dip to 94 after the move's quote)", tc.TradedThrough)
-		}
+		return tc
 	case <-time.After(5 * time.Second):
-		t.Fatal("no wake after the dip through the moved stop's level")
+		t.Fatal(why)
+		return paper.Touch{}
+	}
+}
+
+// A trailing stop its own move wake moves rests at its new level from the
+// quote after the one the wake decided on, not from the move's commit: a dip
+// through the new level while the move was in flight triggers it.
+func TestADipWhileAStopsMoveIsInFlightTriggersItAtItsNewLevel(t *testing.T) {
+	r, touches, release := movingTo95(t)
+	r.OnQuote("X", d("94"), d("94.5"))   // through 95 while the move is in flight
+	r.OnQuote("X", d("106"), d("106.5")) // and back
+	release()
+	tc := nextTouch(t, touches, "no wake after the dip through the moved stop's level")
+	if !slices.Contains(tc.TradedThrough, "s1") {
+		t.Fatalf("the next wake names %v traded through, want s1 (the dip to 94 after the move's quote)", tc.TradedThrough)
 	}
 }
 
@@ -733,34 +751,13 @@ func TestAWakeThatOutwaitedThePathCarriesTheBestBeforeIt(t *testing.T) {
 // though the price came back under where it wakes before the move ended:
 // the next wake carries that high.
 func TestAHighWhileAMoveIsInFlightWakesItAgain(t *testing.T) {
-	var r *paper.Reactor
-	held := make(chan struct{})
-	touches := make(chan paper.Touch, 10)
-	var n atomic.Int32
-	r = paper.New(func(_, _ string, tc paper.Touch) {
-		touches <- tc
-		if n.Add(1) == 1 {
-			<-held
-			// the move's commit: the stop at 95, which a bid of 105.5 moves
-			r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "95", "10", "", "105.5")})
-		}
-	})
-	t.Cleanup(r.Close)
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(held) }) })
-	r.Track("a", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
-	r.OnQuote("X", d("105"), d("105.5")) // wakes a to move its stop to 95
-	<-touches
+	r, touches, release := movingTo95(t)
 	r.OnQuote("X", d("112"), d("112.5")) // a high while the move is in flight
 	r.OnQuote("X", d("104"), d("104.5")) // and back under 105.5
-	once.Do(func() { close(held) })
-	select {
-	case tc := <-touches:
-		if tc.HighBid.Cmp(d("112")) != 0 {
-			t.Fatalf("the next wake's best bid %s, want 112", tc.HighBid)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the high while the move was in flight woke nothing")
+	release()
+	tc := nextTouch(t, touches, "the high while the move was in flight woke nothing")
+	if tc.HighBid.Cmp(d("112")) != 0 {
+		t.Fatalf("the next wake's best bid %s, want 112", tc.HighBid)
 	}
 }
 
