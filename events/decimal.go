@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"cmp"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -292,6 +293,9 @@ func (d Decimal) Apd() *apd.Decimal { var out apd.Decimal; out.Set(&d.v); return
 // modes: apd.RoundHalfUp for a price at a tick, apd.RoundFloor for a
 // quantity at a lot step), trailing zeros removed; step must be positive.
 func (d Decimal) Steps(step Decimal, rounding apd.Rounder) Decimal {
+	if z, ok := stepsSmall(&d.v, &step.v, rounding); ok {
+		return z
+	}
 	var q apd.Decimal
 	c := Ctx
 	c.Rounding = rounding
@@ -401,7 +405,84 @@ func (d Decimal) Neg() Decimal { var z apd.Decimal; z.Neg(&d.v); return Decimal{
 func (d Decimal) Abs() Decimal { var z apd.Decimal; z.Abs(&d.v); return Decimal{v: z} }
 
 // Cmp compares d and e: -1, 0 or +1.
-func (d Decimal) Cmp(e Decimal) int { return d.v.Cmp(&e.v) }
+func (d Decimal) Cmp(e Decimal) int {
+	if c, ok := cmpSmall(&d.v, &e.v); ok {
+		return c
+	}
+	return d.v.Cmp(&e.v)
+}
+
+// cmpSmall is x's order against y when both coefficients, aligned to the
+// smaller exponent, fit in an int64 (apd's Cmp goes through big numbers
+// to align them): prices against prices on a trailing stop's walk. Zero
+// equals zero whatever its sign, as in apd.
+func cmpSmall(x, y *apd.Decimal) (int, bool) {
+	if x.Form != apd.Finite || y.Form != apd.Finite || !x.Coeff.IsInt64() || !y.Coeff.IsInt64() {
+		return 0, false
+	}
+	a, b := x.Coeff.Int64(), y.Coeff.Int64()
+	exp := min(x.Exponent, y.Exponent)
+	var ok bool
+	if a, ok = scaleSmall(a, x.Exponent-exp); !ok {
+		return 0, false
+	}
+	if b, ok = scaleSmall(b, y.Exponent-exp); !ok {
+		return 0, false
+	}
+	if x.Negative {
+		a = -a
+	}
+	if y.Negative {
+		b = -b
+	}
+	return cmp.Compare(a, b), true
+}
+
+// stepsSmall is Steps without apd's 34-digit division when d and step,
+// aligned to the smaller exponent, are below 10^18 and 10^15 and d is at
+// least one step from zero (the common case: a price at a tick). apd rounds the quotient to 34 digits before rounding it to a
+// whole number; with at most 18 digits before the point and a step below
+// 10^15, the quotient's fraction is at least 1/step from 0, 1/2 and 1
+// (unless it is exactly one of them), which those 34 digits keep, so both
+// roundings agree with the integer one here. The result is nonzero, so its
+// trailing zeros removed give apd's one form of it. (A quotient below 0.1
+// apd rounds to zero whatever the mode, floor of a negative one included.)
+func stepsSmall(x, step *apd.Decimal, rounding apd.Rounder) (Decimal, bool) {
+	if (rounding != apd.RoundHalfUp && rounding != apd.RoundFloor) || x.Form != apd.Finite || step.Form != apd.Finite ||
+		step.Negative || !x.Coeff.IsInt64() || !step.Coeff.IsInt64() {
+		return Decimal{}, false
+	}
+	a, s := x.Coeff.Int64(), step.Coeff.Int64()
+	exp := min(x.Exponent, step.Exponent)
+	var ok bool
+	if a, ok = scaleSmall(a, x.Exponent-exp); !ok || a >= pow10[18] {
+		return Decimal{}, false
+	}
+	if s, ok = scaleSmall(s, step.Exponent-exp); !ok || s <= 0 || s >= pow10[15] {
+		return Decimal{}, false
+	}
+	if a < s { // apd rounds a quotient below 0.1 to zero in either mode: left to it
+		return Decimal{}, false
+	}
+	n, r := a/s, a%s
+	switch {
+	case rounding == apd.RoundHalfUp && 2*r >= s: // half away from zero, on the magnitude
+		n++
+	case rounding == apd.RoundFloor && x.Negative && r != 0: // toward minus infinity
+		n++
+	}
+	c := n * s // at most a + s: fits
+	for c%10 == 0 {
+		c /= 10
+		exp++
+	}
+	if x.Negative {
+		c = -c
+	}
+	var z Decimal
+	z.v.SetFinite(c, exp)
+	return z, true
+}
 
 // Sign is -1, 0 or +1.
 func (d Decimal) Sign() int { return d.v.Sign() }

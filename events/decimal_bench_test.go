@@ -1,6 +1,10 @@
 package events
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cockroachdb/apd/v3"
+)
 
 // BenchmarkParseDecimal is the API's common case: a short plain decimal.
 func BenchmarkParseDecimal(b *testing.B) {
@@ -47,5 +51,23 @@ func BenchmarkDecimalMsg(b *testing.B) {
 		if _, err = out.UnmarshalMsg(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSteps is a trailing stop's level rounded to its tick.
+func BenchmarkSteps(b *testing.B) {
+	b.ReportAllocs()
+	d, tick := MustDecimal("65012.37"), MustDecimal("0.25")
+	for b.Loop() {
+		_ = d.Steps(tick, apd.RoundHalfUp)
+	}
+}
+
+// BenchmarkCmp is two prices compared, at different exponents.
+func BenchmarkCmp(b *testing.B) {
+	b.ReportAllocs()
+	x, y := MustDecimal("65012.5"), MustDecimal("65012.25")
+	for b.Loop() {
+		_ = x.Cmp(y)
 	}
 }

@@ -260,3 +260,63 @@ func TestAddSubAgreeWithApd(t *testing.T) {
 		}
 	}
 }
+
+// The int64 paths of Steps and Cmp must give exactly what apd gives: the
+// same value, exponent and sign (Steps), the same order (Cmp), for values
+// inside and outside their bounds.
+func TestStepsAndCmpAgreeWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	vals := []string{"0", "-0", "0.00", "1", "-1", "0.5", "-0.5", "2.5", "-2.5", "0.25", "0.125", "65012.37", "-65012.37",
+		"999999999999999999", "-999999999999999999", "1000000000000000000", "9223372036854775807", "0.000000000000000001",
+		"123456789012345678901234", "1e-30", "1e3", "-2e18", "0.3333333333333333", "99999999999999.99", "100000000000000"}
+	for range 20000 {
+		coeff := r.Int64N(1 << uint(r.IntN(63)))
+		if r.IntN(2) == 0 {
+			coeff = -coeff
+		}
+		vals = append(vals, apd.New(coeff, int32(r.IntN(25)-18)).String())
+	}
+	steps := []string{"0.25", "0.01", "1", "0.5", "5", "0.00000001", "0.3", "7", "1e3", "0.0000000000000001", "99999999999999.9", "999999999999999", "3e-20"}
+	for range 2000 {
+		steps = append(steps, apd.New(1+r.Int64N(1<<uint(r.IntN(62))), int32(r.IntN(20)-12)).String())
+	}
+	slow := func(d, step Decimal, rounding apd.Rounder) apd.Decimal { // Steps as apd alone does it
+		var q apd.Decimal
+		c := Ctx
+		c.Rounding = rounding
+		if _, err := Ctx.Quo(&q, &d.v, &step.v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RoundToIntegralValue(&q, &q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Ctx.Mul(&q, &q, &step.v); err != nil {
+			t.Fatal(err)
+		}
+		q.Reduce(&q)
+		return q
+	}
+	fast := 0
+	for i := range 60000 {
+		a, b := raw(vals[r.IntN(len(vals))]), raw(vals[r.IntN(len(vals))])
+		if i < len(vals)*len(vals) && i < 625 {
+			a, b = raw(vals[i%25]), raw(vals[i/25])
+		}
+		if got, want := a.Cmp(b), a.v.Cmp(&b.v); got != want {
+			t.Fatalf("Cmp(%s, %s) = %d, apd %d", a, b, got, want)
+		}
+		step := raw(steps[r.IntN(len(steps))])
+		for _, rounding := range []apd.Rounder{apd.RoundHalfUp, apd.RoundFloor} {
+			if _, ok := stepsSmall(&a.v, &step.v, rounding); ok {
+				fast++
+			}
+			got, want := a.Steps(step, rounding), slow(a, step, rounding)
+			if got.v.Cmp(&want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative || got.v.Form != want.Form {
+				t.Fatalf("%s.Steps(%s, %s) = %+v (%s), apd %+v (%s)", a, step, rounding, got.v, got.v.String(), want, want.String())
+			}
+		}
+	}
+	if fast < 20000 {
+		t.Fatalf("the int64 path took %d of 120000 cases: the test no longer reaches it", fast)
+	}
+}

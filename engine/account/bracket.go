@@ -589,14 +589,15 @@ func nonZero(tick events.Decimal) events.Decimal {
 	return tick
 }
 
-// LevelAt is MoveTo on a copy of b as it is now: where its rules put its
-// working stop at a best touch, and whether they move it. The paper book's
-// reactor asks it, while the account waits in the queue of move wakes,
-// whether a quote has gone through where the stop would be by now.
+// LevelAt is MoveTo on b as it is now: where its rules put its working stop
+// at a best touch, and whether they move it. The paper book's reactor asks
+// it, while the account waits in the queue of move wakes, whether a quote
+// has gone through where the stop would be by now. b is a bracket of an
+// account's State, which Apply replaces whole and never changes in place,
+// so the reactor may hold it while the account moves on without a copy.
 func LevelAt(b *evacct.Bracket) func(best events.Decimal) (events.Decimal, bool) {
-	c := cloneBracket(b)
 	return func(best events.Decimal) (events.Decimal, bool) {
-		lv, _, be, trail := MoveTo(c, best)
+		lv, _, be, trail := MoveTo(b, best)
 		return lv, be || trail
 	}
 }
