@@ -189,6 +189,12 @@ func profiled[T any](o opts, name string, fn func() (T, error)) (T, error) {
 			}
 		}()
 	}
+	// The heap at the phase's start: what the phase allocated is its end's
+	// alloc_space less this one's (go tool pprof -diff_base).
+	if f, err := os.Create(filepath.Join(o.profile, name+"-heap-start.pprof")); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+	}
 	// Lock contention of the same window, beside the CPU: a wait on a
 	// mutex costs latency without costing CPU.
 	runtime.SetMutexProfileFraction(10)

@@ -116,9 +116,17 @@ func TestTrailOfAndLevelAtAnswerForTheReactor(t *testing.T) {
 	if _, _, _, _, ok := TrailOf(mk(false, evacct.BracketEnded)); ok {
 		t.Error("an ended bracket is indexed")
 	}
-	at := LevelAt(b)
-	moved := d("95")
-	b.Legs[0].Price = &moved // the bracket changes after: the answer does not
+	// The reactor holds the state's bracket itself: the account's next
+	// commit replaces it in the state and leaves the held one as it was.
+	s := Apply(New("a"), evacct.BracketSet{Bracket: *b})
+	at := LevelAt(s.Brackets["b"])
+	next := cloneBracket(b)
+	moved := d("103")
+	next.Legs[0].Price = &moved
+	s = Apply(s, evacct.BracketSet{Bracket: *next})
+	if got := *s.Brackets["b"].Legs[0].Price; got.Cmp(moved) != 0 {
+		t.Fatalf("the state's stop after the second BracketSet is %s", got)
+	}
 	for _, c := range []struct {
 		best, level string
 		moves       bool

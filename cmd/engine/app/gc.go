@@ -13,13 +13,19 @@ import (
 const WarmGOGC = 1000
 
 // ServeGOGC is the collector's setting while the engine serves. The live
-// heap grows with the accounts (10,000 bracketed accounts hold about 200 MB),
-// and at the runtime's default of 100 a collection marks it all every time
-// the heap doubles: on two cores each collection takes a core from the
-// orders for its length. At 400, in alternating runs of scripts/bench
-// -phases brackets, ordinary HTTP orders under 10,000 trailing stops went
-// from 2.9x/3.6x to 1.6x/2.3x their idle p99 (docs/performance.md).
-const ServeGOGC = 400
+// heap grows with the accounts (10,000 bracketed accounts hold about 240 MB),
+// and a collection marks it all for 250-340 ms of wall time on two cores,
+// while the runtime's fractional mark worker holds the processor an order's
+// goroutine was made ready on (a handler waited up to 10 ms behind it in an
+// execution trace). What share of the orders a collection reaches depends on
+// how often it runs, which at a given allocation rate is GOGC: at the
+// runtime's 100 it doubled the HTTP p99 under a quote stream, at 400 it ran
+// every 11-15 s under 10,000 trailing stops (2.0-2.7x the idle p99), at 1600
+// none ran in the 30 s stream (1.2-1.6x; with none at all, GOGC=off, 0.95x).
+// The heap may grow to 17 times the live heap between collections, within
+// TuneGC's soft limit of half the memory the process may use (docs/
+// performance.md, "The collector's pace").
+const ServeGOGC = 1600
 
 // TuneGC sets the collector for serving: ServeGOGC within a soft memory
 // limit of half the memory the process may use, so the larger heap never
