@@ -375,15 +375,22 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 	return last, nil
 }
 
-// Close stops watching quotes and lets every queued command finish; with
-// snapshots on, it snapshots the aggregates that moved since their last one.
+// Close stops watching quotes, lets the paper book decide the wakes it has
+// queued (paper.Reactor.Drain, at most paper.DrainTimeout, while this node
+// still owns its accounts) and every queued command finish; with snapshots
+// on, it snapshots the aggregates that moved since their last one.
 func (e *Engine) Close() {
+	if e.stopFeed != nil {
+		e.stopFeed()
+		e.stopFeed = nil
+	}
+	if left := e.paper.Drain(paper.DrainTimeout); left > 0 {
+		slog.Warn("paper: stopping with wakes of the paper book still queued; the next quotes after the start decide them",
+			"wakes", left, "waited", paper.DrainTimeout)
+	}
 	e.leaveCluster()
 	e.stopObserving()
 	e.stopSnapshots()
-	if e.stopFeed != nil {
-		e.stopFeed()
-	}
 	if e.stopSweep != nil {
 		e.stopSweep()
 	}

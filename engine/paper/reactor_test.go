@@ -881,3 +881,58 @@ func TestPropertyQueuedTrailingStopsWakeExactlyWhenTheirRuleSays(t *testing.T) {
 		}
 	}
 }
+
+// A clean stop decides the wakes the reactor has queued instead of dropping
+// them: with the first move held, Drain reports it and the 49 queued behind
+// it at its deadline; released, every one of the 50 wakes once during Drain,
+// which then reports none left.
+func TestDrainDecidesTheQueuedWakes(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	woken := map[string]int{}
+	var r *paper.Reactor
+	r = paper.New(func(acct, _ string, _ paper.Touch) {
+		mu.Lock()
+		woken[acct]++
+		first := len(woken) == 1 && woken[acct] == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		r.Track(acct, nil) // its stop moved: the quote crosses nothing of it any more
+	})
+	t.Cleanup(r.Close)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Close
+	for i := range 50 {
+		r.Track(fmt.Sprintf("move-%02d", i), map[string][]paper.Trigger{"X": {sellLimit("100", true)}})
+	}
+	r.OnQuote("X", events.MustDecimal("101"), events.MustDecimal("102")) // crosses all 50
+	count := func() (accounts, wakes int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range woken {
+			accounts, wakes = accounts+1, wakes+n
+		}
+		return accounts, wakes
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if a, _ := count(); a > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no move woke")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := r.Drain(50 * time.Millisecond); n != 50 {
+		t.Fatalf("Drain with the first move held reports %d wakes left, want 50 (one in flight, 49 queued)", n)
+	}
+	once.Do(func() { close(release) })
+	if n := r.Drain(5 * time.Second); n != 0 {
+		t.Fatalf("Drain after the release reports %d wakes left", n)
+	}
+	if a, w := count(); a != 50 || w != 50 {
+		t.Fatalf("%d accounts woke %d times during the drain, want 50 once each", a, w)
+	}
+}

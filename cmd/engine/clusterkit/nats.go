@@ -86,7 +86,35 @@ cluster {
 	for i := range n.servers {
 		n.waitReady(t, i)
 	}
+	n.waitPlacement(t)
 	return n
+}
+
+// waitPlacement waits until the meta leader places a three-replica stream:
+// every server answering is not yet every peer known online to the leader
+// (a test's R3 stream created 1 s after readiness met "no suitable peers for
+// placement, peer offline" once under a loaded machine).
+func (n *NATS) waitPlacement(t testing.TB) {
+	t.Helper()
+	enginetest.WaitFor(t, natsReady, func() error {
+		nc, err := nats.Connect(n.URLs(), nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		const probe = "CLUSTERKIT_PLACEMENT"
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: probe, Subjects: []string{"clusterkit.placement"},
+			Replicas: 3, Storage: jetstream.MemoryStorage}); err != nil {
+			return err
+		}
+		return js.DeleteStream(ctx, probe)
+	})
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
