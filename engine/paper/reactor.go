@@ -549,8 +549,8 @@ const DrainTimeout = 10 * time.Second
 // Close: a queued wake carries what only this process saw (a stop a quote
 // traded through before the price came back, the highs a trailing stop
 // follows), which a restart would not see again, so decided now it is
-// recorded instead of lost. With no new quote a wake ends without waking
-// again, so the queue only shrinks.
+// recorded instead of lost; Close then drops what the deadline left. With
+// no new quote a wake ends without waking again, so the queue only shrinks.
 func (r *Reactor) Drain(d time.Duration) int {
 	deadline := time.Now().Add(d)
 	r.mu.Lock()
@@ -566,11 +566,22 @@ func (r *Reactor) Drain(d time.Duration) int {
 	}
 }
 
-// Close stops the workers after the wakes in flight; queued wakes are dropped
-// (the next quote after a restart wakes them again): Drain first to decide them.
+// Close stops the workers after the wakes in flight and drops the queued
+// ones (the next quotes after a start wake their accounts again): Drain
+// first to decide them, for as long as a stop may take. It used to let the
+// workers go through the whole queue, with no bound on a stop's time (a
+// wake waits up to 10 s for an unreachable log) and, on a node of several,
+// after the node had handed its accounts over.
 func (r *Reactor) Close() {
 	r.mu.Lock()
 	r.closed = true
+	for _, k := range append(r.fills, r.moves...) {
+		if w := r.wakers[k]; w != nil && w.queued {
+			r.unwatchUpgrade(k, w)
+			delete(r.wakers, k)
+		}
+	}
+	r.fills, r.moves = nil, nil
 	r.ready.Broadcast()
 	r.mu.Unlock()
 	r.wg.Wait()
