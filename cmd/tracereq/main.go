@@ -62,7 +62,7 @@ func (r *Request) Took() time.Duration { return r.End.Sub(r.Start) }
 
 // Report is what Analyze found.
 type Report struct {
-	Requests []*Request     // slowest first
+	Requests []*Request      // slowest first
 	Marks    []time.Duration // each mark phase's length
 }
 
