@@ -440,13 +440,14 @@ func cmpSmall(x, y *apd.Decimal) (int, bool) {
 
 // stepsSmall is Steps without apd's 34-digit division when d and step,
 // aligned to the smaller exponent, are below 10^18 and 10^15 and d is at
-// least one step from zero (the common case: a price at a tick). apd rounds the quotient to 34 digits before rounding it to a
-// whole number; with at most 18 digits before the point and a step below
-// 10^15, the quotient's fraction is at least 1/step from 0, 1/2 and 1
-// (unless it is exactly one of them), which those 34 digits keep, so both
-// roundings agree with the integer one here. The result is nonzero, so its
-// trailing zeros removed give apd's one form of it. (A quotient below 0.1
-// apd rounds to zero whatever the mode, floor of a negative one included.)
+// least one step from zero (the common case: a price at a tick). apd
+// rounds the quotient to 34 digits before rounding it to a whole number;
+// with at most 18 digits before the point, 16 after it are kept, and with
+// a step below 10^15 the quotient's fraction is at least 1/(2 step) from 0,
+// 1/2 and 1 unless it is exactly one of them, so both roundings agree with
+// the integer one here. The result is nonzero, so its trailing zeros
+// removed give apd's one form of it. (A quotient below 0.1 apd rounds to
+// zero whatever the mode, floor of a negative one included: left to it.)
 func stepsSmall(x, step *apd.Decimal, rounding apd.Rounder) (Decimal, bool) {
 	if (rounding != apd.RoundHalfUp && rounding != apd.RoundFloor) || x.Form != apd.Finite || step.Form != apd.Finite ||
 		step.Negative || !x.Coeff.IsInt64() || !step.Coeff.IsInt64() {
