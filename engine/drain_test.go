@@ -8,7 +8,6 @@ import (
 
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
-	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
@@ -30,13 +29,7 @@ func TestCloseDecidesTheQueuedStopMoves(t *testing.T) {
 	}
 	defer log.Close()
 	sim := market.NewSim(market.DefaultCrypto(), 1, clock)
-	e, err := engine.New(engine.Config{Log: log, Feed: sim, Catalog: market.NewCatalog(market.DefaultCrypto()), Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Start(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	e := newEngineOn(t, log, sim, false, 0, nil)
 	w := &writer{t: t, e: e}
 	spec := evplan.Spec{Name: "trail", Stop: &evplan.Distance{Ticks: 40},
 		Trailing: &evplan.Trailing{Activation: evplan.Distance{Ticks: 4}, Distance: evplan.Distance{Ticks: 20}}}

@@ -35,7 +35,13 @@ var (
 // only when the test calls SnapshotRound.
 func newEngine(t *testing.T, log *eventlog.Log, snapshots bool, tapFrom uint64, tap func(events.Committed) error) *engine.Engine {
 	t.Helper()
-	e, err := engine.New(engine.Config{Log: log, Feed: market.NewSim(market.DefaultCrypto(), 1, clock),
+	return newEngineOn(t, log, market.NewSim(market.DefaultCrypto(), 1, clock), snapshots, tapFrom, tap)
+}
+
+// newEngineOn is newEngine with the quotes of feed.
+func newEngineOn(t *testing.T, log *eventlog.Log, feed market.Feed, snapshots bool, tapFrom uint64, tap func(events.Committed) error) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{Log: log, Feed: feed,
 		Catalog: market.NewCatalog(market.DefaultCrypto()), Now: clock,
 		Snapshots: engine.SnapshotConfig{On: snapshots, Every: time.Hour}})
 	if err != nil {

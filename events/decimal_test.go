@@ -227,19 +227,26 @@ func FuzzParseDecimal(f *testing.F) {
 	})
 }
 
-// The int64 path of Add and Sub must give exactly what apd gives: the same
-// value, exponent and sign, zeros included.
-func TestAddSubAgreeWithApd(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	vals := []string{"0", "-0", "0.00", "-0.0", "1", "-1", "9223372036854775807", "-9223372036854775807", "922337203685477580.8",
-		"12.50", "-12.5", "1e3", "-2e18", "0.000000000000000001", "123456789012345678901234", "1e-30"}
-	for range 20000 {
+// appendRandomDecimals appends n decimals of any int64 magnitude and sign,
+// at exponents -18 to 6.
+func appendRandomDecimals(r *rand.Rand, vals []string, n int) []string {
+	for range n {
 		coeff := r.Int64N(1 << uint(r.IntN(63)))
 		if r.IntN(2) == 0 {
 			coeff = -coeff
 		}
 		vals = append(vals, apd.New(coeff, int32(r.IntN(25)-18)).String())
 	}
+	return vals
+}
+
+// The int64 path of Add and Sub must give exactly what apd gives: the same
+// value, exponent and sign, zeros included.
+func TestAddSubAgreeWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := []string{"0", "-0", "0.00", "-0.0", "1", "-1", "9223372036854775807", "-9223372036854775807", "922337203685477580.8",
+		"12.50", "-12.5", "1e3", "-2e18", "0.000000000000000001", "123456789012345678901234", "1e-30"}
+	vals = appendRandomDecimals(r, vals, 20000)
 	for i := range 40000 {
 		a, b := raw(vals[r.IntN(len(vals))]), raw(vals[r.IntN(len(vals))])
 		if i < 256 {
@@ -269,13 +276,7 @@ func TestStepsAndCmpAgreeWithApd(t *testing.T) {
 	vals := []string{"0", "-0", "0.00", "1", "-1", "0.5", "-0.5", "2.5", "-2.5", "0.25", "0.125", "65012.37", "-65012.37",
 		"999999999999999999", "-999999999999999999", "1000000000000000000", "9223372036854775807", "0.000000000000000001",
 		"123456789012345678901234", "1e-30", "1e3", "-2e18", "0.3333333333333333", "99999999999999.99", "100000000000000"}
-	for range 20000 {
-		coeff := r.Int64N(1 << uint(r.IntN(63)))
-		if r.IntN(2) == 0 {
-			coeff = -coeff
-		}
-		vals = append(vals, apd.New(coeff, int32(r.IntN(25)-18)).String())
-	}
+	vals = appendRandomDecimals(r, vals, 20000)
 	steps := []string{"0.25", "0.01", "1", "0.5", "5", "0.00000001", "0.3", "7", "1e3", "0.0000000000000001", "99999999999999.9", "999999999999999", "3e-20"}
 	for range 2000 {
 		steps = append(steps, apd.New(1+r.Int64N(1<<uint(r.IntN(62))), int32(r.IntN(20)-12)).String())

@@ -502,6 +502,15 @@ func movesHeld(t *testing.T) (r *paper.Reactor, started chan string) {
 	return r, started
 }
 
+// wokeNext fails t unless the next wake to begin within a second is want's
+// account ("": none begins); why says what the test expected.
+func wokeNext(t *testing.T, started chan string, want, why string) {
+	t.Helper()
+	if got := woke(started); got != want {
+		t.Fatalf("woke %q, want %q: %s", got, want, why)
+	}
+}
+
 // woke reports the next account whose wake begins within a second ("" if none).
 func woke(started chan string) string {
 	select {
@@ -520,18 +529,12 @@ func TestAQueuedTrailingStopGoesToTheFillsAtItsRulesLevel(t *testing.T) {
 	r, started := movesHeld(t)
 	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
 	r.OnQuote("X", d("101"), d("101.5")) // every account queued to move; move-00 in flight
-	if first := woke(started); first != "move-00" {
-		t.Fatalf("first wake %q", first)
-	}
+	wokeNext(t, started, "move-00", "the first of the queued moves")
 	r.OnQuote("X", d("110"), d("110.5")) // the rule's level is 100 now; 90 is recorded
 	r.OnQuote("X", d("100.5"), d("101")) // above 100: nothing
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke at a bid above the rule's level", acct)
-	}
+	wokeNext(t, started, "", "nothing at a bid above the rule's level")
 	r.OnQuote("X", d("100"), d("100.5")) // at the rule's level, ten above the recorded stop
-	if acct := woke(started); acct != "trail" {
-		t.Fatalf("woke %q, want the trailing stop's account ahead of the queued moves", acct)
-	}
+	wokeNext(t, started, "trail", "the trailing stop's account ahead of the queued moves")
 }
 
 // Until the best bid reaches its activation a queued stop trails nothing,
@@ -540,23 +543,15 @@ func TestAQueuedTrailingStopWaitsForItsActivation(t *testing.T) {
 	r, started := movesHeld(t)
 	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "115", "100.5")})
 	r.OnQuote("X", d("101"), d("101.5"))
-	if first := woke(started); first != "move-00" {
-		t.Fatalf("first wake %q", first)
-	}
+	wokeNext(t, started, "move-00", "the first of the queued moves")
 	r.OnQuote("X", d("110"), d("110.5"))
 	r.OnQuote("X", d("99.5"), d("100")) // below 110 - 10, but the rule is not active
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke before its stop's activation", acct)
-	}
+	wokeNext(t, started, "", "nothing before the stop's activation")
 	r.OnQuote("X", d("116"), d("116.5")) // activated: level 106
 	r.OnQuote("X", d("106.5"), d("107"))
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke above the level", acct)
-	}
+	wokeNext(t, started, "", "nothing above the level")
 	r.OnQuote("X", d("105.5"), d("106"))
-	if acct := woke(started); acct != "trail" {
-		t.Fatalf("woke %q, want the activated stop's account", acct)
-	}
+	wokeNext(t, started, "trail", "the activated stop's account")
 }
 
 // Stops queued by different quotes count from different bests until a
@@ -565,23 +560,15 @@ func TestQueuedTrailingStopsCountFromTheBestSinceTheirWake(t *testing.T) {
 	r, started := movesHeld(t)
 	r.Track("early", map[string][]paper.Trigger{"X": trailing("s1", "90", "10", "", "100.5")})
 	r.OnQuote("X", d("110"), d("110.5")) // early and the moves queued; best 110
-	if first := woke(started); first != "move-00" {
-		t.Fatalf("first wake %q", first)
-	}
+	wokeNext(t, started, "move-00", "the first of the queued moves")
 	r.Track("late", map[string][]paper.Trigger{"X": trailing("s2", "80", "10", "", "90.5")})
 	r.OnQuote("X", d("104"), d("104.5")) // late queued here: its best is 104, early's 110
 	r.OnQuote("X", d("99.5"), d("100"))  // through early's 100, not late's 94
-	if acct := woke(started); acct != "early" {
-		t.Fatalf("woke %q, want early", acct)
-	}
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke above its level", acct)
-	}
+	wokeNext(t, started, "early", "early, through its level")
+	wokeNext(t, started, "", "nothing else above its level")
 	r.OnQuote("X", d("112"), d("112.5")) // both groups' best is 112 now
 	r.OnQuote("X", d("101.5"), d("102")) // late's level 102
-	if acct := woke(started); acct != "late" {
-		t.Fatalf("woke %q, want late", acct)
-	}
+	wokeNext(t, started, "late", "late, through its level")
 }
 
 // A short's queued stop trails the lowest ask the same way, mirrored.
@@ -598,19 +585,13 @@ func TestAQueuedShortTrailingStopGoesToTheFillsAtItsRulesLevel(t *testing.T) {
 		{Side: "buy", OrderType: "stop", StopPrice: &s, ID: "s1"},
 	}})
 	r.OnQuote("X", d("101"), d("101.5")) // the moves queued, move-00 in flight
-	if first := woke(started); first != "move-00" {
-		t.Fatalf("first wake %q", first)
-	}
+	wokeNext(t, started, "move-00", "the first of the queued moves")
 	r.OnQuote("X", d("98.5"), d("99")) // the short queued to move behind them
 	r.OnQuote("X", d("89.5"), d("90")) // the rule's level is 100 now
 	r.OnQuote("X", d("99"), d("99.5")) // below 100: nothing
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke below the rule's level", acct)
-	}
+	wokeNext(t, started, "", "nothing below the rule's level")
 	r.OnQuote("X", d("99.5"), d("100"))
-	if acct := woke(started); acct != "short" {
-		t.Fatalf("woke %q, want the short's account", acct)
-	}
+	wokeNext(t, started, "short", "the short's account")
 }
 
 // Past the few thousand quotes a book keeps, a queued stop's best counts
@@ -620,21 +601,15 @@ func TestAQueuedTrailingStopOutlivesTheBooksMemory(t *testing.T) {
 	r, started := movesHeld(t)
 	r.Track("trail", map[string][]paper.Trigger{"X": trailing("s1", "40", "10", "", "100.5")})
 	r.OnQuote("X", d("101"), d("101.5"))
-	if first := woke(started); first != "move-00" {
-		t.Fatalf("first wake %q", first)
-	}
+	wokeNext(t, started, "move-00", "the first of the queued moves")
 	for i := range 10000 { // each bid lower than the last: the book keeps every one it can
 		bid := d("100").Sub(d(fmt.Sprintf("%d.%03d", i/1000, i%1000)))
 		r.OnQuote("X", bid, bid.Add(d("0.5")))
 	}
-	if acct := woke(started); acct != "" {
-		t.Fatalf("%s woke on a falling market above its stop", acct)
-	}
+	wokeNext(t, started, "", "nothing on a falling market above the stop")
 	r.OnQuote("X", d("120"), d("120.5"))
 	r.OnQuote("X", d("110"), d("110.5"))
-	if acct := woke(started); acct != "trail" {
-		t.Fatalf("woke %q, want the trailing stop's account", acct)
-	}
+	wokeNext(t, started, "trail", "the trailing stop's account")
 }
 
 // movingTo95 is a reactor whose account a, its stop at 90 trailing 10, has

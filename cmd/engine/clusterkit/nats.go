@@ -97,15 +97,11 @@ cluster {
 func (n *NATS) waitPlacement(t testing.TB) {
 	t.Helper()
 	enginetest.WaitFor(t, natsReady, func() error {
-		nc, err := nats.Connect(n.URLs(), nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+		nc, js, err := connectOnce(n.URLs())
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		const probe = "CLUSTERKIT_PLACEMENT"
@@ -259,17 +255,28 @@ func (n *NATS) waitReady(t testing.TB, i int) {
 // JetStreamReady connects to url alone and asks JetStream for the account's
 // info, which needs the cluster's meta leader: nil once the server serves.
 func JetStreamReady(url string) error {
-	nc, err := nats.Connect(url, nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+	nc, js, err := connectOnce(url)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err = js.AccountInfo(ctx)
 	return err
+}
+
+// connectOnce connects to urls with no reconnect, for one question to the
+// cluster; the caller closes nc.
+func connectOnce(urls string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(urls, nats.Timeout(500*time.Millisecond), nats.NoReconnect(), nats.Name("clusterkit"))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
