@@ -86,6 +86,7 @@ type Options struct {
 func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a := &App{Cfg: cfg, Now: o.Now, projDone: make(chan error, 1)}
 	TuneGC(os.Getenv)
+	TuneProcs(os.Getenv)
 	if a.Now == nil {
 		a.Now = time.Now
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -69,5 +70,24 @@ func TestTuneGCKeepsWhatTheOperatorSet(t *testing.T) {
 	debug.SetGCPercent(100)
 	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
 		t.Errorf("GOMEMLIMIT set by the operator became %d", got)
+	}
+}
+
+// Serving runs one processor more than the runtime's default however often
+// it starts, unless the operator set GOMAXPROCS.
+func TestTuneProcsAddsOneProcessorOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	for range 2 {
+		TuneProcs(func(string) string { return "" })
+		if got := runtime.GOMAXPROCS(0); got != def+ServeExtraProcs {
+			t.Fatalf("GOMAXPROCS %d, want the default %d plus %d", got, def, ServeExtraProcs)
+		}
+	}
+	runtime.GOMAXPROCS(1)
+	TuneProcs(func(k string) string { return map[string]string{"GOMAXPROCS": "1"}[k] })
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS set by the operator became %d", got)
 	}
 }
