@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/svc/engine/cmd/engine/app"
 )
 
 type opts struct {
@@ -351,6 +353,10 @@ func bench(ctx context.Context, o opts) error {
 	if err != nil {
 		return fmt.Errorf("sample commit: %w", err)
 	}
+	// The engine serves with one processor more than the cores (app.TuneProcs);
+	// set it before anything runs, so the raw baselines of this process run
+	// with the same processors as the engine and the line below is true.
+	app.TuneProcs(os.Getenv)
 	progress("bench: GOMAXPROCS %d, %d workers, sync %s, payload %d bytes (one encoded market-order commit), warm-up %s + window %s",
 		runtime.GOMAXPROCS(0), o.workers, o.sync, len(payload), o.warm, o.dur)
 	main, probes, brk := &table{}, &table{}, &table{}
