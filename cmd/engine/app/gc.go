@@ -43,26 +43,53 @@ func TuneGC(getenv func(string) string) {
 	}
 }
 
-// ServeExtraProcs is how many processors the engine runs beyond the runtime's
-// default (the CPUs it may use). Go polls the network when a processor runs
-// out of goroutines, or from its monitor at most every 10 ms; with every
-// processor busy (two cores, 10,000 trailing stops moving under a quote
-// stream) a request that had arrived waited up to that long to be read: the
-// ordinary HTTP orders' p99 was 9 ms against 3 ms for the same orders through
-// the command path. With one processor more than the cores, the one the
-// operating system leaves waiting on the network takes the request (HTTP p99
-// 3.5 ms; docs/performance.md, "A processor for the network").
+// ServeExtraProcs is how many processors the engine runs beyond the CPUs it
+// may use. Go polls the network when a processor runs out of goroutines, or
+// from its monitor at most every 10 ms; with every processor busy (two cores,
+// 10,000 trailing stops moving under a quote stream) a request that had
+// arrived waited up to that long to be read: the ordinary HTTP orders' p99
+// was 9 ms against 3 ms for the same orders through the command path. With
+// one processor more than the cores, the one the operating system leaves
+// waiting on the network takes the request (HTTP p99 3.1-4.3 ms; docs/
+// performance.md, "A processor for the network").
 const ServeExtraProcs = 1
 
-// TuneProcs sets the runtime's processors for serving: the runtime's default
-// plus ServeExtraProcs (the same however often it runs), unless the operator
-// set GOMAXPROCS (getenv).
+// TuneProcs sets the runtime's processors for serving (serveProcs), the same
+// however often it runs, unless the operator set GOMAXPROCS (getenv).
 func TuneProcs(getenv func(string) string) {
 	if getenv("GOMAXPROCS") != "" {
 		return
 	}
 	runtime.SetDefaultGOMAXPROCS()
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + ServeExtraProcs)
+	if n := serveProcs(runtime.GOMAXPROCS(0), runtime.NumCPU(), cpuQuota()); n != runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// serveProcs is the processors to serve with, given the runtime's default
+// (def), the CPUs the process may run on (cpus) and whether a CPU quota (a
+// container's cgroup limit) applies: ServeExtraProcs more than the default,
+// unless a quota applies or made the default lower than the CPUs. Under a
+// quota, processors beyond it spend the quota early in each period and the
+// process is throttled for the rest, a worse stall than the poll's; the
+// default, which follows the quota as it changes, stays.
+func serveProcs(def, cpus int, quota bool) int {
+	if quota || def < cpus {
+		return def
+	}
+	return def + ServeExtraProcs
+}
+
+// cpuQuota reports whether the process's cgroup limits its CPU time: cgroup
+// v2's cpu.max other than "max", or cgroup v1's cpu.cfs_quota_us other than -1.
+func cpuQuota() bool {
+	if b, err := os.ReadFile("/sys/fs/cgroup/cpu.max"); err == nil {
+		return !strings.HasPrefix(strings.TrimSpace(string(b)), "max")
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err == nil {
+		return strings.TrimSpace(string(b)) != "-1"
+	}
+	return false
 }
 
 // RelaxGC lets the collector run rarely while the log replays: a replay

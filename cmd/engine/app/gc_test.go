@@ -74,20 +74,41 @@ func TestTuneGCKeepsWhatTheOperatorSet(t *testing.T) {
 }
 
 // Serving runs one processor more than the runtime's default however often
-// it starts, unless the operator set GOMAXPROCS.
+// it starts, unless a CPU quota set the default or the operator set
+// GOMAXPROCS.
 func TestTuneProcsAddsOneProcessorOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	runtime.SetDefaultGOMAXPROCS()
 	def := runtime.GOMAXPROCS(0)
+	want := serveProcs(def, runtime.NumCPU(), cpuQuota())
 	for range 2 {
 		TuneProcs(func(string) string { return "" })
-		if got := runtime.GOMAXPROCS(0); got != def+ServeExtraProcs {
-			t.Fatalf("GOMAXPROCS %d, want the default %d plus %d", got, def, ServeExtraProcs)
+		if got := runtime.GOMAXPROCS(0); got != want {
+			t.Fatalf("GOMAXPROCS %d, want %d (the default %d, %d CPUs)", got, want, def, runtime.NumCPU())
 		}
 	}
 	runtime.GOMAXPROCS(1)
 	TuneProcs(func(k string) string { return map[string]string{"GOMAXPROCS": "1"}[k] })
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Errorf("GOMAXPROCS set by the operator became %d", got)
+	}
+}
+
+func TestServeProcsKeepsAQuotasDefault(t *testing.T) {
+	for _, c := range []struct {
+		def, cpus int
+		quota     bool
+		want      int
+	}{
+		{2, 2, false, 3}, // the CPUs set the default: one more
+		{8, 8, false, 9},
+		{1, 1, false, 2},
+		{2, 8, true, 2}, // a quota of two CPUs on eight: kept
+		{2, 8, false, 2},
+		{2, 2, true, 2}, // a quota of 1.5 CPUs on two rounds up to the CPUs: still kept
+	} {
+		if got := serveProcs(c.def, c.cpus, c.quota); got != c.want {
+			t.Errorf("serveProcs(%d, %d, %v) = %d, want %d", c.def, c.cpus, c.quota, got, c.want)
+		}
 	}
 }
