@@ -201,8 +201,13 @@ func (v *Verifier) Verify(token string, now time.Time) (Claims, error) {
 	if len(token) > MaxTokenSize {
 		return Claims{}, fmt.Errorf("%w: token of %d bytes exceeds %d", ErrMalformed, len(token), MaxTokenSize)
 	}
-	// go-jose decodes base64url leniently (non-zero trailing bits pass), so
-	// one statement would have many spellings; take only the canonical one.
+	// go-jose decodes base64url leniently (non-zero trailing bits pass, and
+	// Go's decoder skips CR and LF even in Strict mode), so one statement
+	// would have many spellings; take only the canonical one: the base64url
+	// alphabet and the two dots, and no trailing bits.
+	if i := strings.IndexFunc(token, func(r rune) bool { return !base64URL(r) && r != '.' }); i >= 0 {
+		return Claims{}, fmt.Errorf("%w: byte %d is not base64url", ErrMalformed, i)
+	}
 	for part := range strings.SplitSeq(token, ".") {
 		if _, err := base64.RawURLEncoding.Strict().DecodeString(part); err != nil {
 			return Claims{}, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -334,6 +339,11 @@ func nameOK(s string) bool {
 		strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
+// base64URL reports whether r is in the unpadded base64url alphabet.
+func base64URL(r rune) bool {
+	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+}
+
 // ParsePublicKey parses an Ed25519 public key given as a JWK
 // ({"kty":"OKP","crv":"Ed25519","x":...}, public members only), as the 32 raw
 // bytes in unpadded base64url (43 characters, what PublicKeyText writes) or in
@@ -357,6 +367,9 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	case len(s) == hex.EncodedLen(ed25519.PublicKeySize):
 		raw, err = hex.DecodeString(s)
 	case len(s) == base64.RawURLEncoding.EncodedLen(ed25519.PublicKeySize):
+		if strings.IndexFunc(s, func(r rune) bool { return !base64URL(r) }) >= 0 {
+			return nil, fmt.Errorf("%w: not base64url", ErrKey)
+		}
 		raw, err = base64.RawURLEncoding.Strict().DecodeString(s)
 	default:
 		return nil, fmt.Errorf("%w: want a JWK, 43 base64url or 64 hex characters, got %d characters", ErrKey, len(s))

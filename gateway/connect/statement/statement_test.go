@@ -144,6 +144,10 @@ func TestVerify(t *testing.T) {
 		{name: "tampered payload", token: parts[0] + "." + base64.RawURLEncoding.EncodeToString(tamperedJSON) + "." + parts[2], want: statement.ErrSignature},
 		{name: "tampered signature", token: parts[0] + "." + parts[1] + "." + b64(strings.Repeat("x", 64)), want: statement.ErrSignature},
 		{name: "non-canonical base64 of the signature", token: parts[0] + "." + parts[1] + "." + flipTrailingBit(parts[2]), want: statement.ErrMalformed},
+		// Go's base64 decoder skips CR and LF, even in Strict mode: the same
+		// statement spelled with a line break (found by FuzzVerify).
+		{name: "a line break in the payload", token: parts[0] + "." + parts[1][:10] + "\n" + parts[1][10:] + "." + parts[2], want: statement.ErrMalformed},
+		{name: "a carriage return in the signature", token: parts[0] + "." + parts[1] + "." + parts[2][:5] + "\r" + parts[2][5:], want: statement.ErrMalformed},
 		{name: "JSON serialization", token: `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`, want: statement.ErrMalformed},
 		{name: "empty", token: "", want: statement.ErrMalformed},
 		{name: "two parts", token: parts[0] + "." + parts[1], want: statement.ErrMalformed},
@@ -283,6 +287,7 @@ func TestParsePublicKey(t *testing.T) {
 		{name: "padded base64url", in: base64.URLEncoding.EncodeToString(pub)},
 		{name: "standard base64 with + or /", in: strings.NewReplacer("-", "+", "_", "/").Replace(x) + "+"},
 		{name: "short", in: x[:40]},
+		{name: "a line break in base64url", in: x[:20] + "\n" + x[21:]},
 		{name: "low-order point", in: hex.EncodeToString(make([]byte, 32))},
 		{name: "empty", in: ""},
 	} {
