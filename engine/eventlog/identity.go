@@ -64,7 +64,7 @@ func (l *Log) identify(ctx context.Context, readOnly bool) error {
 
 // readID is the id of the stream's identity commit ("" when none).
 func (l *Log) readID(ctx context.Context) (string, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, l.phys(l.IDSubject()))
+	m, err := l.lastMsg(ctx, l.phys(l.IDSubject()))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return "", nil
 	}

@@ -441,9 +441,42 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// directGetWait bounds how long a read of a subject's last message waits for
+// the stream's replicas to answer direct gets (lastMsg).
+const directGetWait = 10 * time.Second
+
+// lastMsg is the last message on a physical subject. The stream allows
+// direct gets, which its replicas answer through subscriptions of their own:
+// a replicated stream just created (one engine of a new cluster creates it,
+// another reads its identity a moment later) or whose replicas are all
+// restarting has none yet, and the request meets "no responders". That is
+// retried for up to directGetWait, never turned into "no message".
+func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	return retryNoResponders(ctx, directGetWait, func() (*jetstream.RawStreamMsg, error) {
+		return l.stream.GetLastMsgForSubject(ctx, subject)
+	})
+}
+
+// retryNoResponders calls get until it answers other than nats.ErrNoResponders,
+// wait has passed or ctx ends, 50 ms apart.
+func retryNoResponders[T any](ctx context.Context, wait time.Duration, get func() (T, error)) (T, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		v, err := get()
+		if !errors.Is(err, nats.ErrNoResponders) || !time.Now().Before(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // LastSubjectSeq is the sequence of the last commit on subject (0 when none).
 func (l *Log) LastSubjectSeq(ctx context.Context, subject string) (uint64, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, l.phys(subject))
+	m, err := l.lastMsg(ctx, l.phys(subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
