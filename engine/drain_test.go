@@ -9,7 +9,6 @@ import (
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
-	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
 	evacct "github.com/svc/engine/events/account"
 	evplan "github.com/svc/engine/events/plan"
@@ -23,11 +22,7 @@ import (
 // queue.
 func TestCloseDecidesTheQueuedStopMoves(t *testing.T) {
 	ctx := context.Background()
-	log, err := eventlog.Open(ctx, eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1, Stream: "EVT"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log := tempLog(t)
 	sim := market.NewSim(market.DefaultCrypto(), 1, clock)
 	e := newEngineOn(t, log, sim, false, 0, nil)
 	w := &writer{t: t, e: e}

@@ -38,6 +38,18 @@ func newEngine(t *testing.T, log *eventlog.Log, snapshots bool, tapFrom uint64, 
 	return newEngineOn(t, log, market.NewSim(market.DefaultCrypto(), 1, clock), snapshots, tapFrom, tap)
 }
 
+// tempLog opens a log of its own for one test (embedded, file storage in a
+// temporary directory), closed when the test ends, after its engines.
+func tempLog(t *testing.T) *eventlog.Log {
+	t.Helper()
+	log, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1, Stream: "EVT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(log.Close)
+	return log
+}
+
 // newEngineOn is newEngine with the quotes of feed.
 func newEngineOn(t *testing.T, log *eventlog.Log, feed market.Feed, snapshots bool, tapFrom uint64, tap func(events.Committed) error) *engine.Engine {
 	t.Helper()
@@ -207,11 +219,7 @@ func rewrite(t *testing.T, log *eventlog.Log, kind, id string, change func([]byt
 // every commit.
 func TestStartFromSnapshotsEqualsTheFullRebuild(t *testing.T) {
 	ctx := context.Background()
-	log, err := eventlog.Open(ctx, eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1, Stream: "EVT"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
+	log := tempLog(t)
 	a := newEngine(t, log, true, 0, nil)
 	defer a.Close()
 	w := &writer{t: t, e: a}
