@@ -36,6 +36,7 @@ import (
 	evconnect "github.com/svc/engine/events/connect"
 	evfirm "github.com/svc/engine/events/firm"
 	evidem "github.com/svc/engine/events/idem"
+	evmark "github.com/svc/engine/events/mark"
 	evorg "github.com/svc/engine/events/org"
 	evplan "github.com/svc/engine/events/plan"
 	evtenant "github.com/svc/engine/events/tenant"
@@ -112,7 +113,7 @@ type Engine struct {
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
 	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
-		evvenue.Registry(), evidem.Registry(), evconnect.Registry(), evch.Registry())
+		evvenue.Registry(), evidem.Registry(), evconnect.Registry(), evch.Registry(), evmark.Registry())
 }
 
 // New makes an engine; Start warms it from the log.

@@ -23,6 +23,7 @@ const (
 	KindApp     = "app"  // a Connect app, its keys
 	KindLink    = "link" // a Connect link
 	KindStmt    = "stmt" // a redeemed Connect account statement, by its single-use id
+	KindMark    = "mark" // the paper book's marks of one instrument, as one node recorded them
 )
 
 // Subject is the log subject of the aggregate of kind with id.

@@ -80,6 +80,14 @@ type Bracket struct {
 	Trailing      *Trailing      `json:"trailing,omitempty"`
 	CreatedAt     time.Time      `json:"createdAt"`
 	UpdatedAt     time.Time      `json:"updatedAt"`
+	// Anchor is the number of the newest mark (events/mark) its recorded
+	// levels have taken in, as MarkNode numbered them: the marks after it
+	// move its stop where the rules put it (Derive) without a commit of
+	// the account. Brackets recorded before marks have none: no mark moves
+	// them until the account records them again.
+	Anchor   uint64 `json:"anchor,omitempty"`
+	MarkNode string `json:"markNode,omitempty"`
+	Marked   bool   `json:"marked,omitempty"` // Anchor and MarkNode are set
 }
 
 // BracketSet records a bracket opened or changed: the whole bracket after it.

@@ -11,8 +11,8 @@ import (
 func (z *Bracket) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(18)
-	var zb0001Mask uint32 /* 18 bits */
+	zb0001Len := uint32(21)
+	var zb0001Mask uint32 /* 21 bits */
 	_ = zb0001Mask
 	if z.EntryOrderID == "" {
 		zb0001Len--
@@ -37,6 +37,18 @@ func (z *Bracket) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Trailing == nil {
 		zb0001Len--
 		zb0001Mask |= 0x8000
+	}
+	if z.Anchor == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
+	if z.MarkNode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.Marked == false {
+		zb0001Len--
+		zb0001Mask |= 0x100000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -165,6 +177,21 @@ func (z *Bracket) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "updatedAt"
 		o = append(o, 0xa9, 0x75, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
 		o = msgp.AppendTimeExt(o, z.UpdatedAt)
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "anchor"
+			o = append(o, 0xa6, 0x61, 0x6e, 0x63, 0x68, 0x6f, 0x72)
+			o = msgp.AppendUint64(o, z.Anchor)
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "markNode"
+			o = append(o, 0xa8, 0x6d, 0x61, 0x72, 0x6b, 0x4e, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.MarkNode)
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "marked"
+			o = append(o, 0xa6, 0x6d, 0x61, 0x72, 0x6b, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Marked)
+		}
 	}
 	return
 }
@@ -365,6 +392,24 @@ func (z *Bracket) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "UpdatedAt")
 				return
 			}
+		case "anchor":
+			z.Anchor, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Anchor")
+				return
+			}
+		case "markNode":
+			z.MarkNode, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MarkNode")
+				return
+			}
+		case "marked":
+			z.Marked, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Marked")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -395,7 +440,7 @@ func (z *Bracket) Msgsize() (s int) {
 	} else {
 		s += z.Trailing.Msgsize()
 	}
-	s += 10 + msgp.TimeSize + 10 + msgp.TimeSize
+	s += 10 + msgp.TimeSize + 10 + msgp.TimeSize + 7 + msgp.Uint64Size + 9 + msgp.StringPrefixSize + len(z.MarkNode) + 7 + msgp.BoolSize
 	return
 }
 
