@@ -8,19 +8,22 @@ import (
 
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/market"
+	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evplan "github.com/svc/engine/events/plan"
 )
 
-// A clean stop decides the stop moves the paper book has queued: 120
-// accounts trail a stop 20 ticks behind the bid, one quote 100 ticks higher
-// queues a move for each (one in flight at a time), and the engine is closed
-// at once. A start on the same log, which sees no quote, finds every stop
-// where the quote moved it: recorded before the stop, not dropped with the
-// queue.
-func TestCloseDecidesTheQueuedStopMoves(t *testing.T) {
+// A clean stop keeps where the paper book's marks put the trailing stops:
+// 120 accounts trail a stop 20 ticks behind the bid, one quote 100 ticks
+// higher moves them all (one mark, no commit of any account), and the
+// engine is closed at once. After a start on the same log, a bid a tick
+// above the rule's level fills none of them and a bid at it fills every
+// one: their stops are where the mark put them, though no account
+// recorded the move (their recorded stops are 60 ticks lower).
+func TestCloseKeepsWhereTheMarksPutTheStops(t *testing.T) {
 	ctx := context.Background()
 	log := tempLog(t)
 	sim := market.NewSim(market.DefaultCrypto(), 1, clock)
@@ -44,29 +47,42 @@ func TestCloseDecidesTheQueuedStopMoves(t *testing.T) {
 		t.Fatal("no BTC-PERP quote")
 	}
 	in, _ := market.NewCatalog(market.DefaultCrypto()).Get("BTC-PERP")
-	up := in.TickSize.Mul(dec("100"))
+	tick := in.TickSize
+	up := tick.Mul(dec("100"))
 	sim.Publish(market.Quote{Instrument: "BTC-PERP", Bid: q.Bid.Add(up), Ask: q.Ask.Add(up), Last: q.Last.Add(up), Size: q.Size, At: clock().Add(time.Second)})
 	e.Close()
 
-	// The rule's level at that bid, and where each stop is after a start.
-	want := q.Bid.Add(up).Sub(in.TickSize.Mul(dec("20")))
-	again := newEngine(t, log, false, 0, nil)
-	defer again.Close()
-	moved := 0
-	for _, id := range ids {
-		if err := again.InspectAccount(ctx, id, func(s *account.State, _ uint64) {
-			for _, b := range s.Brackets {
-				for _, l := range b.Legs {
-					if l.Kind == evacct.LegStop && l.Price != nil && l.Price.Cmp(want) == 0 {
-						moved++
-					}
+	want := q.Bid.Add(up).Sub(tick.Mul(dec("20"))) // the rule's level at that bid
+	open := func(e *engine.Engine) (left int) {
+		for _, id := range ids {
+			if err := e.InspectAccount(ctx, id, func(s *account.State, _ uint64) {
+				if p, ok := s.Positions["BTC-PERP"]; ok && p.Quantity.Sign() != 0 {
+					left++
 				}
+			}); err != nil {
+				t.Fatal(err)
 			}
-		}); err != nil {
-			t.Fatal(err)
 		}
+		return left
 	}
-	if moved != n {
-		t.Fatalf("%d of %d trailing stops at %s after the start; the rest lost their move with the stop", moved, n, want)
+	sim2 := market.NewSim(market.DefaultCrypto(), 1, clock)
+	again := newEngineOn(t, log, sim2, false, 0, nil)
+	defer again.Close()
+	at := func(bid events.Decimal) {
+		sim2.Publish(market.Quote{Instrument: "BTC-PERP", Bid: bid, Ask: bid.Add(tick), Last: bid, Size: q.Size, At: clock().Add(2 * time.Second)})
 	}
+	at(want.Add(tick))
+	time.Sleep(300 * time.Millisecond)
+	if left := open(again); left != n {
+		t.Fatalf("%d of %d positions closed by a bid a tick above their stops' level %s", n-left, n, want)
+	}
+	at(want)
+	deadline := time.Now().Add(10 * time.Second)
+	for open(again) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := open(again); left != 0 {
+		t.Fatalf("%d of %d positions still open after a bid at their stops' level %s; their stops lost the mark with the stop", left, n, want)
+	}
+	_ = evacct.LegStop
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// Snapshots shapes aggregate snapshots (snapshots.go); the zero value
 	// neither reads nor takes any.
 	Snapshots SnapshotConfig
+	// RecordMoves makes the paper book record every breakeven and trailing
+	// move in its account, as before marks (marks.go): for comparison only.
+	RecordMoves bool
 }
 
 // Validate reports every missing dependency at once.
@@ -103,11 +106,13 @@ type Engine struct {
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	nodes     nodes         // the cluster (nodes.go)
 	snaps     *snapshotter  // aggregate snapshots (snapshots.go); nil: none
+	bookMarks markBook      // the paper book's marks (marks.go)
 	started   startStats    // what Start used of the snapshots
 	stopFeed  func()
 	stopSweep context.CancelFunc
 	specs     map[string]trading.Spec // every instrument's spec; read-only after New
 	priced    []market.Instrument     // the catalog, in order
+	symbols   []string                // the catalog's symbols, in order
 }
 
 // Registry is every event type the engine writes; projections decode with it.
@@ -126,12 +131,19 @@ func New(cfg Config) (*Engine, error) {
 		e.reg = e.reg.WritingJSON()
 	}
 	e.priced = cfg.Catalog.All()
+	for _, in := range e.priced {
+		e.symbols = append(e.symbols, in.Symbol)
+	}
 	e.specs = make(map[string]trading.Spec, len(e.priced))
 	for _, in := range e.priced {
 		e.specs[in.Symbol] = trading.Spec{Symbol: in.Symbol, Multiplier: in.Multiplier, MaxQuantity: in.MaxQuantity,
 			TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
 	}
 	e.paper = paper.New(e.wake)
+	e.bookMarks.init()
+	if e.marksOn() {
+		e.paper.RecordMarks(cfg.Node, e.recordMark)
+	}
 	e.risk = risk.New(cfg.Now, e.riskExec, e.mark)
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
 		Name:    "account",
@@ -184,7 +196,8 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 		if b.Side == "short" {
 			side = "buy"
 		}
-		t := paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true}
+		t := paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true, LevelAt: account.LevelAt(b),
+			Anchor: b.Anchor, MarkNode: b.MarkNode, Marked: b.Marked}
 		if stop, dist, act, tick, ok := account.TrailOf(b); ok {
 			t.Trail = &paper.Trail{Stop: stop, Long: b.Side == "long", Distance: dist, Activation: act, Tick: tick,
 				LevelAt: account.LevelAt(b)}
@@ -326,6 +339,9 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.started = startStats{mark: mark, from: from, seeded: len(ch.seeded), rebuilt: len(reload)}
 		slog.Info("aggregates seeded from snapshots", "snapshots", len(ch.seeded), "rebuiltWhole", len(reload), "mark", mark, "replayedFrom", from, "lastSeq", last)
 	}
+	if err := e.loadMarks(ctx); err != nil {
+		return 0, err
+	}
 	for id, s := range venues.state {
 		e.venues.Seed(id, s, venues.rev[id])
 		e.setTerms(id, venue.Terms(s, venues.rev[id]))
@@ -389,6 +405,7 @@ func (e *Engine) Close() {
 		slog.Warn("paper: stopping with wakes of the paper book still queued; the next quotes after the start decide them",
 			"wakes", left, "waited", paper.DrainTimeout)
 	}
+	e.flushMarks(paper.DrainTimeout) // the newest marks, which the parked stops' levels come from
 	e.leaveCluster()
 	e.stopObserving()
 	e.stopSnapshots()
@@ -453,6 +470,10 @@ func (e *Engine) setTerms(venueID string, terms map[string]*trading.Terms) {
 
 func (e *Engine) market() trading.Market {
 	m := trading.Market{Quotes: make(map[string]trading.Quote, len(e.priced)), Specs: e.specs}
+	var stacks map[string]*evmark.Stack
+	if e.marksOn() {
+		stacks = e.markStacks(e.symbols)
+	}
 	if t := e.terms.Load(); t != nil {
 		m.Terms = *t
 	}
@@ -465,7 +486,7 @@ func (e *Engine) market() trading.Market {
 			continue
 		}
 		if q, ok := src.Quote(in.Symbol); ok {
-			m.Quotes[in.Symbol] = trading.Quote{Instrument: q.Instrument, Bid: q.Bid, Ask: q.Ask, At: q.At}
+			m.Quotes[in.Symbol] = trading.Quote{Instrument: q.Instrument, Bid: q.Bid, Ask: q.Ask, At: q.At, Marks: stacks[in.Symbol]}
 		}
 	}
 	return m
@@ -586,7 +607,8 @@ func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
-		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest}, TradedThrough: t.TradedThrough}
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest, Marks: t.Marks},
+		TradedThrough: t.TradedThrough}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

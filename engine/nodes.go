@@ -195,6 +195,7 @@ func (e *Engine) react(id string, s *account.State) {
 		return
 	}
 	e.paper.Track(id, triggers(s))
+	e.rebase(id, s)
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
 	}

@@ -26,7 +26,8 @@ func SeqKey(seq uint64) string {
 // Fold is one projection: it applies one commit inside a store transaction.
 type Fold func(tx Tx, c events.Committed) error
 
-// Core folds tenants, keys, accounts, orders, fills, positions and daily PnL.
+// Core folds tenants, keys, accounts, orders, fills, positions, daily PnL
+// and the paper book's mark stacks.
 func Core(tx Tx, c events.Committed) error {
 	switch {
 	case events.IsKind(c.Subject, events.KindTenant):
@@ -43,6 +44,8 @@ func Core(tx Tx, c events.Committed) error {
 		return foldApp(tx, events.ID(c.Subject, events.KindApp), c)
 	case events.IsKind(c.Subject, events.KindLink):
 		return foldLink(tx, events.ID(c.Subject, events.KindLink), c)
+	case events.IsKind(c.Subject, events.KindMark):
+		return foldMark(tx, events.ID(c.Subject, events.KindMark), c)
 	}
 	return nil
 }
@@ -275,6 +278,26 @@ func (oe *orderEdits) update(orderID string, fn func(*Order)) error {
 	return nil
 }
 
+// own records bracketID as the bracket of the order orderID where the order
+// lacks it: a stop leg placed before the read model kept an order's bracket
+// (Order.BracketID) shows its derived level once its bracket is recorded again.
+func (oe *orderEdits) own(orderID, bracketID string) error {
+	for i := range oe.edits {
+		if oe.edits[i].o.BrokerOrderID == orderID {
+			oe.edits[i].o.BracketID = bracketID
+			return nil
+		}
+	}
+	var o Order
+	ok, err := oe.tx.Get(CollOrder, oe.accountID+"/"+orderID, &o)
+	if err != nil || !ok || o.BracketID == bracketID {
+		return err
+	}
+	o.BracketID = bracketID
+	oe.edits = append(oe.edits, orderEdit{o: o, wasWorking: o.Working()})
+	return nil
+}
+
 // flush writes every edited order, its sequence index when new and its
 // working-index entry when that changed.
 func (oe *orderEdits) flush() error {
@@ -347,6 +370,9 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 					a.Brackets++
 				}
 				err = tx.Put(CollBracket, id+"/"+e.Bracket.ID, e.Bracket)
+			}
+			if st := e.Bracket.StopLeg(); err == nil && st != nil && Follows(&e.Bracket) {
+				err = orders.own(st.ID, e.Bracket.ID)
 			}
 		case evacct.BracketEnd:
 			var known bool

@@ -33,6 +33,7 @@ const (
 	CollOrgInvite     = "org_invite"     // orgID/email -> OrgInvite
 	CollPlan          = "exit_plan"      // ownerID/planID -> Plan
 	CollBracket       = "bracket"        // accountID/bracketID -> evacct.Bracket, while active
+	CollMark          = "mark"           // MarkKey(instrument, node) -> mark.Stack, the newest recorded
 	CollVenue         = "venue"          // by venue id
 	CollOrgVenue      = "org_venue"      // orgID/venueID -> venue id
 	CollVenueKey      = "venue_key"      // venueID/keyID -> digest
@@ -200,6 +201,7 @@ type Order struct {
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
 	Seq            uint64          `json:"-"`
+	BracketID      string          `json:"-"` // the bracket it enters or exits: a stop leg's level is derived from it (Stops)
 }
 
 // Working reports whether the order still rests.

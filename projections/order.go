@@ -14,7 +14,8 @@ func placedOrder(accountID string, seq uint64, e evacct.OrderPlaced) Order {
 	return Order{AccountID: accountID, BrokerOrderID: o.BrokerOrderID, ClientOrderID: o.ClientOrderID,
 		Instrument: o.Instrument, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
 		LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
-		State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: seq}
+		State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: seq,
+		BracketID: o.BracketID}
 }
 
 // orderChange is what an event does to the order it names: its id and the

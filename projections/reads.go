@@ -3,7 +3,8 @@ package projections
 import "context"
 
 // Orders lists an account's orders, newest first, at most limit (0: all), in
-// state "open" (working), "closed" or "all".
+// state "open" (working), "closed" or "all"; a working stop leg shows its
+// derived level (Stops).
 func Orders(ctx context.Context, s Store, accountID, state string, limit int) ([]Order, error) {
 	out := []Order{}
 	err := s.List(ctx, CollOrderSeq, Query{Prefix: accountID + "/", Reverse: true}, func(_ string, decode func(any) error) error {
@@ -26,7 +27,19 @@ func Orders(ctx context.Context, s Store, accountID, state string, limit int) ([
 	if err == errStop {
 		err = nil
 	}
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	return out, NewStops(s).Orders(ctx, accountID, out)
+}
+
+// GetOrder reads an account's order as Orders shows it, or ErrNotFound.
+func GetOrder(ctx context.Context, s Store, accountID, orderID string) (Order, error) {
+	o, err := GetInto[Order](ctx, s, CollOrder, accountID+"/"+orderID)
+	if err != nil {
+		return o, err
+	}
+	return NewStops(s).Order(ctx, accountID, o)
 }
 
 type stopErr struct{}
@@ -35,16 +48,26 @@ func (stopErr) Error() string { return "stop" }
 
 var errStop error = stopErr{}
 
-// WorkingOrders lists an account's working orders, oldest first.
+// WorkingOrders lists an account's working orders, oldest first, each stop
+// leg at its derived level (Stops).
 func WorkingOrders(ctx context.Context, s Store, accountID string) ([]Order, error) {
-	ids, err := ListInto[string](ctx, s, CollWorking, Query{Prefix: accountID + "/"})
+	return NewStops(s).WorkingOrders(ctx, accountID)
+}
+
+// WorkingOrders is the package's WorkingOrders, deriving through st: a
+// frame reads its brackets and its orders' brackets once.
+func (st *Stops) WorkingOrders(ctx context.Context, accountID string) ([]Order, error) {
+	ids, err := ListInto[string](ctx, st.s, CollWorking, Query{Prefix: accountID + "/"})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Order, 0, len(ids))
 	for _, id := range ids {
-		o, err := GetInto[Order](ctx, s, CollOrder, accountID+"/"+id)
+		o, err := GetInto[Order](ctx, st.s, CollOrder, accountID+"/"+id)
 		if err != nil {
+			return nil, err
+		}
+		if o, err = st.Order(ctx, accountID, o); err != nil {
 			return nil, err
 		}
 		out = append(out, o)

@@ -25,6 +25,7 @@ import (
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evmark "github.com/svc/engine/events/mark"
 	evplan "github.com/svc/engine/events/plan"
 )
 
@@ -66,11 +67,12 @@ type bkQuote struct {
 
 // bkAccount is what the follower knows of one bracketed account.
 type bkAccount struct {
-	dist, act   int64     // the plan's trailing distance and activation, ticks
-	entry       int64     // entry price, ticks; 0 until the entry's commit is seen
-	stop0, stop int64     // the first and the current stop, ticks
-	setAt       time.Time // when the current stop was decided: its commit's time
-	live        bool      // the bracket is active
+	dist, act   int64          // the plan's trailing distance and activation, ticks
+	entry       int64          // entry price, ticks; 0 until the entry's commit is seen
+	stop0, stop int64          // the first and the current stop, ticks
+	setAt       time.Time      // when the current stop was decided: its commit's time
+	live        bool           // the bracket is active
+	bracket     evacct.Bracket // as last recorded: its anchor, for the level the marks derive
 }
 
 // ruleLevel is where a's plan puts its stop once the best bid since the
@@ -87,6 +89,7 @@ const (
 	bkMoved  = iota // the stop moved to stop
 	bkFilled        // the stop filled
 	bkEnded         // the bracket ended otherwise
+	bkMarked        // the paper book recorded a mark (acct -1): the stops it moves are derived
 )
 
 // bkChange is one change of a bracketed account, in the order the follower saw them.
@@ -101,7 +104,8 @@ type bkChange struct {
 	// triggered in the same commit (no commit recorded the level it filled
 	// at before the quote that crossed it: the rule's row times it)
 	walked bool
-	woke   time.Time // moved: the commit's time, when the reactor's wake made its command
+	woke   time.Time     // moved: the commit's time, when the reactor's wake made its command
+	stack  *evmark.Stack // marked: the stack recorded
 }
 
 // bkTracker follows the log and records the bracketed accounts' changes.
@@ -146,6 +150,9 @@ func bkStopLeg(b evacct.Bracket) (evacct.BracketLeg, bool) {
 // onMsg records a commit of a bracketed account: its entry, stop moves, and the bracket's end.
 func (t *bkTracker) onMsg(m eventlog.Msg) error {
 	at := time.Now()
+	if events.IsKind(m.Subject, events.KindMark) {
+		return t.onMark(m, at)
+	}
 	id, ok := events.SubjectID(m.Subject, events.KindAccount)
 	if !ok {
 		return nil
@@ -168,6 +175,7 @@ func (t *bkTracker) onMsg(m eventlog.Msg) error {
 		case evacct.StopTriggered:
 			trig = t.ticks(e.Price)
 		case evacct.BracketSet:
+			a.bracket = e.Bracket
 			st, ok := bkStopLeg(e.Bracket)
 			if !ok {
 				continue
@@ -209,6 +217,32 @@ func (t *bkTracker) onMsg(m eventlog.Msg) error {
 	return nil
 }
 
+// onMark records a mark of the stream's instrument: one commit that moves
+// every stop whose rule its touch reaches, derived, not recorded.
+func (t *bkTracker) onMark(m eventlog.Msg, at time.Time) error {
+	c, err := t.reg.Decode(m.Data)
+	if err != nil {
+		return fmt.Errorf("decode %s at %d: %w", m.Subject, m.Seq, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range c.Events {
+		mk, ok := e.(evmark.Marked)
+		if !ok || mk.Stack.Instrument != bkInstrument {
+			continue
+		}
+		s := mk.Stack
+		ch := bkChange{acct: -1, kind: bkMarked, at: at, woke: c.At, stack: &s}
+		if n := len(s.Bids); n > 0 && s.Bids[n-1].N == s.N {
+			ch.best = t.ticks(s.Bids[n-1].Price)
+		}
+		t.commits = append(t.commits, at.UnixNano())
+		t.changes = append(t.changes, ch)
+	}
+	t.busy += time.Since(at)
+	return nil
+}
+
 func (t *bkTracker) enteredCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -239,6 +273,7 @@ type bkResult struct {
 	LogCommits    uint64        // every commit appended meanwhile (ordinary orders included)
 	Moves         int           // stop moves seen inside the window
 	MovesAll      int           // stop moves seen until the end of the drain
+	Marks         int           // marks recorded until the end of the drain
 	Fills         int           // stops filled until the end of the drain
 	Untimed       int           // fills with no crossing quote found (expected 0)
 	Walked        int           // fills at a level the wake's walk of the quotes moved the stop to (timed by the rule's row)
@@ -483,7 +518,7 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	res := bkResult{Accounts: o.brAccounts}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute) // a bound for a stalled engine; the phase takes about a minute
 	defer cancel()
-	s, err := startService(ctx, o, o.sync, 2*bkProbeWorkers, true, "", app.Options{ManualFeed: true})
+	s, err := startService(ctx, o, o.sync, 2*bkProbeWorkers, true, "", app.Options{ManualFeed: true, RecordMoves: o.brRecord})
 	if err != nil {
 		return res, err
 	}
@@ -626,6 +661,8 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 	for _, ch := range tr.changes {
 		switch {
 		case ch.at.Before(start):
+		case ch.kind == bkMarked:
+			res.Marks++
 		case ch.kind == bkMoved:
 			res.MovesAll++
 			if !ch.at.After(end) {
@@ -652,7 +689,7 @@ func bracketsPhase(ctx context.Context, o opts) (bkResult, error) {
 		summarize(&res.WakeLag[k], lags)
 	}
 	at := []time.Time{start.Add(res.Window / 3), start.Add(2 * res.Window / 3), end, drained}
-	copy(res.Behind[:], behindAt(tr.accts, tr.changes, full, at))
+	copy(res.Behind[:], behindAt(tr.accts, tr.changes, full, at, tr.ticks))
 	progress("brackets stream: %d quotes in %s; %d commits of bracketed accounts, %d stop moves, %d stops filled, other ends %v; HTTP %s; command path %s; %.2f cores",
 		res.Quotes, res.Window.Round(time.Millisecond), res.Commits, res.MovesAll, res.Fills, res.Ends, res.LoadHTTP, res.LoadCmd, res.LoadCPU)
 	return res, nil
@@ -767,7 +804,7 @@ func triggerAt(hist []bkQuote, stop int64, setAt time.Time) (time.Time, bool) {
 func wakeLags(hist []bkQuote, changes []bkChange, from time.Time, window time.Duration) [3][]time.Duration {
 	var out [3][]time.Duration
 	for _, ch := range changes {
-		if ch.kind != bkMoved || ch.best == 0 || ch.at.Before(from) {
+		if (ch.kind != bkMoved && ch.kind != bkMarked) || ch.best == 0 || ch.at.Before(from) {
 			continue
 		}
 		by := ch.woke.Add(time.Millisecond)
@@ -788,7 +825,7 @@ func wakeLags(hist []bkQuote, changes []bkChange, from time.Time, window time.Du
 // highest bid published by then: max(first stop, high - distance) once the
 // high reached the activation. accts holds each account's plan, entry and
 // first stop; changes are replayed up to each time.
-func behindAt(accts []bkAccount, changes []bkChange, hist []bkQuote, at []time.Time) []bkBehind {
+func behindAt(accts []bkAccount, changes []bkChange, hist []bkQuote, at []time.Time, ticks func(events.Decimal) int64) []bkBehind {
 	stop := make([]int64, len(accts))
 	live := make([]bool, len(accts))
 	for i, a := range accts {
@@ -797,13 +834,26 @@ func behindAt(accts []bkAccount, changes []bkChange, hist []bkQuote, at []time.T
 	out := make([]bkBehind, 0, len(at))
 	c, q := 0, 0
 	var high int64
+	var stack *evmark.Stack
 	for _, t := range at {
 		for ; c < len(changes) && !changes[c].at.After(t); c++ {
-			ch := changes[c]
-			if ch.kind == bkMoved {
+			switch ch := changes[c]; ch.kind {
+			case bkMarked:
+				stack = ch.stack
+			case bkMoved:
 				stop[ch.acct] = ch.stop
-			} else {
+			default:
 				live[ch.acct] = false
+			}
+		}
+		if stack != nil { // where the marks recorded by then put each stop
+			for i, a := range accts {
+				if !live[i] {
+					continue
+				}
+				if st, ok := bkStopLeg(evacct.Derive(a.bracket, stack)); ok {
+					stop[i] = max(stop[i], ticks(*st.Price))
+				}
 			}
 		}
 		for ; q < len(hist) && !hist[q].at.After(t); q++ {
@@ -842,8 +892,9 @@ func bracketRows(t *table, r bkResult, o opts) {
 		"-", "-", fmt.Sprintf("heap %.0f MB, %d goroutines", r.HeapMB, r.Goroutines)})
 	t.add(row{"quotes offered (/s)", "-", fmt.Sprintf("%s (%d in %s)", f1(rate), r.Quotes, r.Window.Round(time.Millisecond)), "-", fmt.Sprintf("%.0f", o.brRate), "-"})
 	t.add(row{"Publish of one quote, p50 / p99 / max (ms)", "-", fmt.Sprintf("%s / %s / %s", f2(float64(r.Publish.P50)/1e6), f2(float64(r.Publish.P99)/1e6), f2(float64(r.Publish.Max)/1e6)), "-", "-", "-"})
-	t.add(row{"commits of bracketed accounts per quote", "-", fmt.Sprintf("%s (%d; %d in the log with the ordinary orders)", f1(float64(r.Commits)/float64(r.Quotes)), r.Commits, r.LogCommits), "-", "stated", "-"})
-	t.add(row{"stop moves (/s)", "-", fmt.Sprintf("%s (%d in the window, %d with the drain)", f0(float64(r.Moves)/r.Window.Seconds()), r.Moves, r.MovesAll), "-", "-", "-"})
+	t.add(row{"commits of bracketed accounts and marks per quote", "-", fmt.Sprintf("%s (%d; %d in the log with the ordinary orders)", f1(float64(r.Commits)/float64(r.Quotes)), r.Commits, r.LogCommits), "-", "stated", "-"})
+	t.add(row{"marks recorded (/s): each moves every stop its touch reaches", "-", fmt.Sprintf("%s (%d with the drain)", f0(float64(r.Marks)/r.Window.Seconds()), r.Marks), "-", "-", "-"})
+	t.add(row{"stop moves recorded in accounts (/s)", "-", fmt.Sprintf("%s (%d in the window, %d with the drain)", f0(float64(r.Moves)/r.Window.Seconds()), r.Moves, r.MovesAll), "-", "-", "-"})
 	t.add(row{fmt.Sprintf("trigger-to-fill p50 / p99 / max (ms), %d stops filled at a recorded level (%d more at a level their wake's walk of the quotes moved them to: the next row)", r.TriggerToFill.N, r.Walked), "-",
 		fmt.Sprintf("%s / %s / %s", f1(float64(r.TriggerToFill.P50)/1e6), f1(float64(r.TriggerToFill.P99)/1e6), f1(float64(r.TriggerToFill.Max)/1e6)), "-", "stated", untimed(r.Untimed)})
 	t.add(row{fmt.Sprintf("the rule's trigger to fill p50 / p99 / max (ms), %d stops filled", r.RuleToFill.N), "-",
@@ -852,7 +903,7 @@ func bracketRows(t *table, r bkResult, o opts) {
 	t.add(row{"filled stops under the rule's level at its crossing: how many / p50 / p99 / max (ticks)", "-", underRule(r.RuleUnder), "-", "-", "-"})
 	for k, name := range []string{"first", "middle", "last (+drain)"} {
 		l := r.WakeLag[k]
-		t.add(row{fmt.Sprintf("waking quote to stop move, %s third: p50 / p99 / max (ms), %d moves", name, l.N), "-",
+		t.add(row{fmt.Sprintf("waking quote to stop move (with marks: to its mark), %s third: p50 / p99 / max (ms), %d moves or marks", name, l.N), "-",
 			fmt.Sprintf("%s / %s / %s", f0(float64(l.P50)/1e6), f0(float64(l.P99)/1e6), f0(float64(l.Max)/1e6)), "-", "-", "-"})
 	}
 	grow := "-"

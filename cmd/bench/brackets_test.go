@@ -99,7 +99,7 @@ func TestBehindAt(t *testing.T) {
 		{acct: 2, kind: bkFilled, at: t0.Add(12 * time.Millisecond)},
 		{acct: 0, kind: bkMoved, stop: 99, at: t0.Add(14 * time.Millisecond)},
 	}
-	got := behindAt(accts, changes, hist, []time.Time{t0.Add(7 * time.Millisecond), t0.Add(20 * time.Millisecond)})
+	got := behindAt(accts, changes, hist, []time.Time{t0.Add(7 * time.Millisecond), t0.Add(20 * time.Millisecond)}, nil)
 	// At 7 ms the high is 104: account 0 wants 94 and has it, account 2 wants 99 and has 97.
 	if b := got[0]; b.Live != 3 || b.Behind != 1 || b.Max != 2 {
 		t.Fatalf("at 7 ms: %+v", b)

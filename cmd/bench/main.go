@@ -59,6 +59,7 @@ type opts struct {
 	probeRuns    int
 	brAccounts   int
 	brRate       float64
+	brRecord     bool
 	brDur        time.Duration
 	brIdle       time.Duration
 	brOrders     float64
@@ -112,6 +113,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.coldLog, "cold-log", "", "directory of the cold-start log: generated there on first use and kept, reused by later runs (default: a fresh temporary one)")
 	fs.IntVar(&o.brAccounts, "brackets-accounts", 10000, "brackets: accounts, each long BTC-PERP with a stop and a trailing rule")
 	fs.Float64Var(&o.brRate, "brackets-rate", 200, "brackets: quotes per second streamed to BTC-PERP")
+	fs.BoolVar(&o.brRecord, "brackets-record-moves", false, "brackets: the paper book records every stop move in its account, as before marks (a comparison)")
 	fs.DurationVar(&o.brDur, "brackets-duration", 30*time.Second, "brackets: how long quotes stream")
 	fs.DurationVar(&o.brIdle, "brackets-idle", 30*time.Second, "brackets: the idle window of ordinary orders before the stream (as long as the stream by default: the p99 of each is the 12th-slowest of 1,200 orders)")
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/events/mark"
 )
 
 // Quote is the touch an order was decided against; it travels in the command so Decide stays pure.
@@ -38,6 +39,11 @@ type Quote struct {
 	// Path no longer holds (the reactor keeps a few thousand), where better
 	// than any of Path's: its rules move it there before the walk.
 	PathBest map[string]events.Decimal `json:"-"`
+	// Marks is the paper book's marks of the instrument on the deciding
+	// node (events/mark): a bracket's stop is where the marks after its
+	// anchor move it, and a decision that records a bracket takes them in
+	// (anchors it at Marks.N). Nil: no marks (a bracket keeps its anchor).
+	Marks *mark.Stack `json:"-"`
 }
 
 // Touch is one quote's bid and ask.
@@ -276,6 +282,20 @@ type FillWorking struct {
 
 // Validate checks the shape.
 func (c *FillWorking) Validate() error { return nil }
+
+// Rebase is the paper book anchoring an account's breakeven and trailing
+// brackets on Instrument in this node's marks (Marks) without a quote: a
+// bracket anchored in another node's marks (Foreign, by node: the account
+// moved to this node) first moves where those put it; one recorded before
+// marks existed is anchored where it is.
+type Rebase struct {
+	Instrument string
+	Foreign    map[string]*mark.Stack
+	Marks      *mark.Stack
+}
+
+// Validate checks the shape.
+func (c *Rebase) Validate() error { return nil }
 
 // FeedRequiresConnection is the 503 a futures order meets without a futures source.
 func FeedRequiresConnection(instrument string) *commands.Refusal {

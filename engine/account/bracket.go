@@ -1,7 +1,9 @@
 package account
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 
 	"github.com/svc/engine/commands"
@@ -9,6 +11,7 @@ import (
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	"github.com/svc/engine/events/mark"
 )
 
 // Brackets on the paper book.
@@ -63,6 +66,9 @@ type legs struct {
 	pos     map[string]evacct.Position // positions this decision left
 	gone    map[string]bool            // orders the decision itself cancels
 	resized map[string]int             // the pass's own OrderReplaced of an order, by its index in out
+	set     map[string]bool            // brackets the decision itself sets (opens or changes): anchored, not moved
+	marks   func(instrument string) *mark.Stack
+	foreign map[string]*mark.Stack // other nodes' marks, by node (Rebase)
 }
 
 // replace records new terms of a leg's order, once per order and decision:
@@ -131,7 +137,8 @@ func settleBrackets(s *State, env commands.Envelope, evs []events.Event, q *trad
 		return evs
 	}
 	l := &legs{s: s, env: env, touched: map[string]*evacct.Bracket{}, opened: map[string]bool{},
-		ended: map[string]string{}, owner: map[string]string{}, pos: map[string]evacct.Position{}, gone: map[string]bool{}, resized: map[string]int{}}
+		ended: map[string]string{}, owner: map[string]string{}, pos: map[string]evacct.Position{}, gone: map[string]bool{}, resized: map[string]int{},
+		set: map[string]bool{}, marks: marksIn(env)}
 	for _, e := range evs {
 		if c, ok := e.(evacct.OrderCanceled); ok {
 			l.gone[c.BrokerOrderID] = true
@@ -142,6 +149,7 @@ func settleBrackets(s *State, env commands.Envelope, evs []events.Event, q *trad
 		case evacct.BracketSet: // opened or changed by the decision: recorded once, whole, at the end
 			b := cloneBracket(&e.Bracket)
 			l.touched[b.ID] = b
+			l.set[b.ID] = true
 			if _, exists := s.Brackets[b.ID]; !exists {
 				l.opened[b.ID] = true
 			}
@@ -168,6 +176,10 @@ func settleBrackets(s *State, env commands.Envelope, evs []events.Event, q *trad
 	if q != nil {
 		l.moves(*q)
 	}
+	if c, ok := env.Cmd.(*trading.Rebase); ok {
+		l.rebase(c)
+	}
+	l.anchor()
 	ids := make([]string, 0, len(l.touched))
 	for id := range l.touched {
 		ids = append(ids, id)
@@ -186,6 +198,97 @@ func settleBrackets(s *State, env commands.Envelope, evs []events.Event, q *trad
 		}
 	}
 	return l.out
+}
+
+// rebase takes in the brackets on c's instrument whose rules follow the
+// marks and that are not anchored in this node's: anchor moves them where
+// their own node's marks (c.Foreign) put them and anchors them here.
+func (l *legs) rebase(c *trading.Rebase) {
+	if c.Marks == nil {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(l.s.Brackets)) {
+		b := l.s.Brackets[id]
+		if b.Instrument != c.Instrument || b.State != evacct.BracketActive || (b.Breakeven == nil && b.Trailing == nil) ||
+			(b.Marked && b.MarkNode == c.Marks.Node) {
+			continue
+		}
+		l.get(id)
+	}
+	l.foreign = c.Foreign
+}
+
+// anchor takes the marks into every bracket the decision records: one it
+// sets (opens, or a trader's change) is anchored at the instrument's newest
+// mark, so no earlier mark moves it; any other first moves where the marks
+// since its anchor put it, its stop replaced there. A bracket's recorded
+// level then holds every mark up to its anchor.
+func (l *legs) anchor() {
+	for _, id := range slices.Sorted(maps.Keys(l.touched)) {
+		b := l.touched[id]
+		if _, ended := l.ended[id]; ended {
+			continue
+		}
+		s := l.marks(b.Instrument)
+		if s == nil {
+			continue
+		}
+		best, ok := b.MarksBest(s)
+		if f := l.foreign[b.MarkNode]; !ok && f != nil {
+			best, ok = b.MarksBest(f)
+		}
+		if ok && !l.set[id] {
+			if moved, ok := b.Moved(best); ok {
+				*b = moved
+				if st := b.StopLeg(); st != nil {
+					l.replace(st.ID, st.Quantity.Sub(st.Filled), st.Price)
+				}
+			}
+		}
+		b.Anchor, b.MarkNode, b.Marked = s.N, s.Node, true
+	}
+}
+
+// marksIn is where a decision finds an instrument's marks: a wake's quote
+// carries its instrument's, a trader's command its market's.
+func marksIn(env commands.Envelope) func(string) *mark.Stack {
+	var m *trading.Market
+	switch c := env.Cmd.(type) {
+	case *trading.FillWorking:
+		return func(inst string) *mark.Stack {
+			if inst == c.Quote.Instrument {
+				return c.Quote.Marks
+			}
+			return nil
+		}
+	case *trading.Rebase:
+		return func(inst string) *mark.Stack {
+			if inst == c.Instrument {
+				return c.Marks
+			}
+			return nil
+		}
+	case *trading.PlaceOrder:
+		m = &c.Market
+	case *trading.ReplaceOrder:
+		m = &c.Market
+	case *trading.ClosePosition:
+		m = &c.Market
+	case *trading.Flatten:
+		m = &c.Market
+	case *trading.Reverse:
+		m = &c.Market
+	case *trading.Protect:
+		m = &c.Market
+	case *trading.ChangeBracket:
+		m = &c.Market
+	}
+	return func(inst string) *mark.Stack {
+		if m == nil {
+			return nil
+		}
+		return m.Quotes[inst].Marks
+	}
 }
 
 func opensBracket(evs []events.Event) bool {
@@ -424,32 +527,6 @@ func exitSide(b *evacct.Bracket) string {
 	return "buy"
 }
 
-// favour reports whether a is better than c for a bracket's position (higher for a long).
-func favour(b *evacct.Bracket, a, c events.Decimal) bool {
-	if b.Side == "long" {
-		return a.Cmp(c) > 0
-	}
-	return a.Cmp(c) < 0
-}
-
-// toward is p moved n ticks in the position's favour.
-func toward(b *evacct.Bracket, p events.Decimal, n events.Decimal) events.Decimal {
-	if b.Side == "long" {
-		return p.Add(n)
-	}
-	return p.Sub(n)
-}
-
-// stopLeg is the bracket's working stop leg, if any.
-func stopLeg(b *evacct.Bracket) *evacct.BracketLeg {
-	for i := range b.Legs {
-		if b.Legs[i].Kind == evacct.LegStop && b.Legs[i].State == evacct.LegWorking {
-			return &b.Legs[i]
-		}
-	}
-	return nil
-}
-
 // touchFor is the best price a bracket's exit could have traded at since
 // the last decision on its rules: the highest bid for a long's sell, the
 // lowest ask for a short's buy (the quote's own touch when the quote
@@ -486,16 +563,20 @@ func (l *legs) moves(q trading.Quote) {
 		if t, ok := l.touched[id]; ok {
 			b = t
 		}
-		st := stopLeg(b)
+		st := b.StopLeg()
 		if st == nil || st.Price == nil {
 			continue
 		}
-		level, best, be, trail := MoveTo(b, touchFor(b, q))
+		touch := touchFor(b, q)
+		if mb, ok := b.MarksBest(q.Marks); ok && b.Favours(mb, touch) {
+			touch = mb // a mark since its anchor that this wake's quotes no longer hold (a restart)
+		}
+		level, best, be, trail := MoveTo(b, touch)
 		if !be && !trail {
 			continue
 		}
 		b = l.get(id)
-		st = stopLeg(b)
+		st = b.StopLeg()
 		if be {
 			b.Breakeven.Done = true
 		}
@@ -518,12 +599,12 @@ func (l *legs) moves(q trading.Quote) {
 // the path's best touch gives (TestPropertyStopLevelDependsOnlyOnTheBestTouch),
 // so walking changes nothing but the trigger a lagging move would miss.
 func pathTrigger(b *evacct.Bracket, seed *events.Decimal, path []trading.Touch) (events.Decimal, bool) {
-	st := stopLeg(b)
+	st := b.StopLeg()
 	if st == nil || st.Price == nil || (b.Breakeven == nil && b.Trailing == nil) {
 		return events.Decimal{}, false
 	}
 	c := cloneBracket(b)
-	st = stopLeg(c)
+	st = c.StopLeg()
 	level := *st.Price
 	moveTo := func(best events.Decimal) {
 		if lv, _, be, trail := MoveTo(c, best); be || trail {
@@ -543,50 +624,21 @@ func pathTrigger(b *evacct.Bracket, seed *events.Decimal, path []trading.Touch) 
 		if b.Side != "long" {
 			touch = t.Ask
 		}
-		if i == 0 || favour(c, touch, best) {
+		if i == 0 || c.Favours(touch, best) {
 			best = touch
 			moveTo(best)
 		}
-		if !favour(c, touch, level) { // at or through the stop
+		if !c.Favours(touch, level) { // at or through the stop
 			return level, true
 		}
 	}
 	return events.Decimal{}, false
 }
 
-// MoveTo is where breakeven and trailing would move a bracket's working stop
-// at touch: the level, the best touch the trailing rule records, and which
-// rule moved it; neither when no rule moves the stop a tick or more.
+// MoveTo is where breakeven and trailing would move a bracket's working
+// stop at touch (evacct.Bracket.MoveStop).
 func MoveTo(b *evacct.Bracket, touch events.Decimal) (level, best events.Decimal, be, trail bool) {
-	st := stopLeg(b)
-	if st == nil || st.Price == nil {
-		return level, best, false, false
-	}
-	level = *st.Price
-	tick := b.Tick
-	if tick.Sign() <= 0 {
-		tick = events.Int(0)
-	}
-	if r := b.Breakeven; r != nil && !r.Done && !favour(b, r.Trigger, touch) && favour(b, r.StopPrice, level) {
-		level, be = r.StopPrice, true
-	}
-	if r := b.Trailing; r != nil && (r.Activation == nil || !favour(b, *r.Activation, touch)) {
-		cand := plancmd.Steps(toward(b, touch, r.Distance.Neg()), nonZero(tick))
-		if !favour(b, toward(b, level, tick), cand) { // at least a tick better than the level so far
-			level, best, trail = cand, touch, true
-		}
-	}
-	if (be || trail) && !favour(b, level, *st.Price) {
-		return *st.Price, best, false, false
-	}
-	return level, best, be, trail
-}
-
-func nonZero(tick events.Decimal) events.Decimal {
-	if tick.Sign() <= 0 {
-		return events.MustDecimal("0.00000001")
-	}
-	return tick
+	return b.MoveStop(touch)
 }
 
 // LevelAt is MoveTo on b as it is now: where its rules put its working stop
@@ -607,7 +659,7 @@ func LevelAt(b *evacct.Bracket) func(best events.Decimal) (events.Decimal, bool)
 // once it trails) and the tick its levels sit on; false without a trailing
 // rule or a working stop with a price.
 func TrailOf(b *evacct.Bracket) (stop string, distance events.Decimal, activation *events.Decimal, tick events.Decimal, ok bool) {
-	st := stopLeg(b)
+	st := b.StopLeg()
 	r := b.Trailing
 	if st == nil || st.Price == nil || r == nil || b.State != evacct.BracketActive {
 		return "", distance, nil, tick, false
@@ -615,29 +667,29 @@ func TrailOf(b *evacct.Bracket) (stop string, distance events.Decimal, activatio
 	if !r.Active {
 		activation = r.Activation
 	}
-	return st.ID, r.Distance, activation, nonZero(b.Tick), true
+	return st.ID, r.Distance, activation, b.Grid(), true
 }
 
 // WakeLevel is the touch at which a quote could move a bracket's stop:
 // for a long, a bid at or above it; for a short, an ask at or below it.
 func WakeLevel(b *evacct.Bracket) (events.Decimal, bool) {
-	st := stopLeg(b)
+	st := b.StopLeg()
 	if st == nil || st.Price == nil || b.State != evacct.BracketActive {
 		return events.Decimal{}, false
 	}
 	var level events.Decimal
 	found := false
 	pick := func(p events.Decimal) {
-		if !found || favour(b, level, p) {
+		if !found || b.Favours(level, p) {
 			level, found = p, true
 		}
 	}
-	if r := b.Breakeven; r != nil && !r.Done && favour(b, r.StopPrice, *st.Price) {
+	if r := b.Breakeven; r != nil && !r.Done && b.Favours(r.StopPrice, *st.Price) {
 		pick(r.Trigger)
 	}
 	if r := b.Trailing; r != nil {
-		p := toward(b, toward(b, *st.Price, r.Distance), nonZero(b.Tick))
-		if r.Activation != nil && favour(b, *r.Activation, p) {
+		p := b.Toward(b.Toward(*st.Price, r.Distance), b.Grid())
+		if r.Activation != nil && b.Favours(*r.Activation, p) {
 			p = *r.Activation
 		}
 		pick(p)

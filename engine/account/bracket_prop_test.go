@@ -21,6 +21,7 @@ import (
 	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	"github.com/svc/engine/events/mark"
 	evplan "github.com/svc/engine/events/plan"
 )
 
@@ -38,6 +39,9 @@ import (
 //  3. breakeven and trailing never move a stop against its position;
 //  4. every working order carrying a bracket is its entry or a working leg
 //     of an active bracket;
+//  5. every bracket a decision with the marks records (a quote's, a
+//     market's, a Rebase) is anchored at the newest mark of the deciding
+//     node (the account moves to another node half way);
 //
 // and the log replays to the live state, brackets included.
 func TestPropertyBracketsNeverOvershoot(t *testing.T) {
@@ -91,7 +95,24 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 	})
 	tick, lot := dec("0.5"), dec("0.1")
 	bid := dec("100")
-	market := func() trading.Market { return tmkt(bid.String(), bid.Add(tick).String()) }
+	// The paper book's marks: each quote sent, and now and then quotes the
+	// account was not woken for (other accounts' moves), numbered as the
+	// reactor does; half way through the account moves to another node,
+	// whose marks it is rebased into (a Rebase, as the engine sends).
+	node := ""
+	stacks := map[string]*mark.Stack{"": {Instrument: "BTC-PERP"}, "n2": {Instrument: "BTC-PERP", Node: "n2"}}
+	markAt := func(b events.Decimal) {
+		s := stacks[node]
+		ask := b.Add(tick)
+		stacks[node] = s.Push(s.N+1, &b, &ask)
+	}
+	market := func() trading.Market {
+		m := tmkt(bid.String(), bid.Add(tick).String())
+		q := m.Quotes["BTC-PERP"]
+		q.Marks = stacks[node]
+		m.Quotes["BTC-PERP"] = q
+		return m
+	}
 	ticks := func(k int) events.Decimal { return tick.Mul(events.Int(int64(k))) }
 	lots := func(k int) events.Decimal { return lot.Mul(events.Int(int64(k))) }
 	at := t0
@@ -218,12 +239,20 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 		default:
 			cmd = &firmcmd.ResumeAccount{}
 		}
+		if step == steps/2 {
+			node = "n2"
+			cmd = &trading.Rebase{Instrument: "BTC-PERP", Marks: stacks[node], Foreign: map[string]*mark.Stack{"": stacks[""]}}
+		}
 		fillWorking := cmd == nil
 		if fillWorking { // the touch walks and the reactor sends it
+			for range rng.IntN(3) {
+				markAt(bid.Add(ticks(rng.IntN(13) - 6)))
+			}
 			bid = bid.Add(ticks(rng.IntN(9) - 4))
 			if bid.Cmp(dec("50")) < 0 {
 				bid = dec("50")
 			}
+			markAt(bid)
 			fw := &trading.FillWorking{Quote: market().Quotes["BTC-PERP"]}
 			// Now and then the reactor names stops an earlier quote traded
 			// through (the quote it sends may have come back above them).
@@ -310,6 +339,14 @@ func bracketRun(t *testing.T, seed uint64, steps int) (n bracketTally) {
 			pos = f.Position.Quantity
 		}
 		// 3. Quotes move stops only in the position's favour; and the tally.
+		for _, e := range evs {
+			switch e := e.(type) {
+			case evacct.BracketSet: // 5. a recorded bracket holds the marks so far
+				if b := e.Bracket; carriesMarks(cmd) && (!b.Marked || b.MarkNode != node || b.Anchor != stacks[node].N) {
+					fail("bracket %s recorded anchored at %d of %q (marked %v); the marks are at %d of %q", b.ID, b.Anchor, b.MarkNode, b.Marked, stacks[node].N, node)
+				}
+			}
+		}
 		for _, e := range evs {
 			switch e := e.(type) {
 			case evacct.OrderPlaced:
@@ -558,4 +595,14 @@ func describe(c commands.Command) string {
 		return "flatten"
 	}
 	return fmt.Sprintf("%T", c)
+}
+
+// carriesMarks reports whether cmd hands its decision the paper book's marks.
+func carriesMarks(cmd commands.Command) bool {
+	switch cmd.(type) {
+	case *trading.FillWorking, *trading.Rebase, *trading.PlaceOrder, *trading.ReplaceOrder, *trading.ClosePosition,
+		*trading.Flatten, *trading.Reverse, *trading.Protect, *trading.ChangeBracket:
+		return true
+	}
+	return false
 }

@@ -33,7 +33,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		q = &c.Quote
 	}
 	evs = append(evs, bindPolicy(s, env)...)
-	if len(evs) == 0 && q == nil {
+	if _, rebase := env.Cmd.(*trading.Rebase); len(evs) == 0 && q == nil && !rebase {
 		return append(evs, evaluate(s, env, evs)...), nil
 	}
 	evs = settleBrackets(s, env, evs, q)
@@ -90,6 +90,8 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
 		return decideWorking(s, env, c.Quote, c.Terms, c.TradedThrough), nil
+	case *trading.Rebase:
+		return nil, nil // the bracket pass anchors them (bracket.go)
 	case *trading.Protect:
 		return decideProtect(s, env, c)
 	case *trading.WithdrawBracket:
@@ -420,7 +422,7 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 			// traded through: recorded at that level, then triggered there.
 			var lg *evacct.BracketLeg
 			if br := s.Brackets[id]; br != nil {
-				lg = stopLeg(br)
+				lg = br.StopLeg()
 			}
 			if lg != nil && lg.ID == w.BrokerOrderID {
 				path := q.Path
@@ -429,6 +431,9 @@ func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[s
 					path = path[min(max(i, 0), len(path)):]
 				} else if p, ok := q.PathBest[w.BrokerOrderID]; ok {
 					seed = &p
+				}
+				if mb, ok := s.Brackets[id].MarksBest(q.Marks); ok && (seed == nil || s.Brackets[id].Favours(mb, *seed)) {
+					seed = &mb // the marks since its anchor moved it before the path (a start since)
 				}
 				if level, ok := pathTrigger(s.Brackets[id], seed, path); ok {
 					if level.Cmp(*w.StopPrice) != 0 { // recorded with its quantity as the bracket pass replaces it

@@ -486,6 +486,18 @@ func (l *Log) LastSubjectSeq(ctx context.Context, subject string) (uint64, error
 	return m.Sequence, nil
 }
 
+// Last is the last commit on subject; false when there is none.
+func (l *Log) Last(ctx context.Context, subject string) (Msg, bool, error) {
+	m, err := l.lastMsg(ctx, l.phys(subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Msg{}, false, nil
+	}
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("eventlog: last of %s: %w", subject, err)
+	}
+	return Msg{Subject: subject, Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, true, nil
+}
+
 // Load calls fn for every commit on subject in order, up to the subject's last
 // sequence as of the call; it returns that sequence (0: none).
 func (l *Log) Load(ctx context.Context, subject string, fn func(Msg) error) (uint64, error) {

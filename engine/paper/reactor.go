@@ -41,6 +41,7 @@ import (
 
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/events/mark"
 )
 
 // Trigger is the part of a working order the reactor needs to tell whether a quote crosses it.
@@ -55,6 +56,14 @@ type Trigger struct {
 	Move        bool   // a bracket's breakeven or trailing level: a wake of lower priority
 	ID          string // the order's id; empty for a move
 	Trail       *Trail // a move's trailing rule, to index it by while its wake is queued; may be nil
+	// LevelAt is, for a move, where the bracket's rules put its stop at a
+	// best touch, and whether they move it (account.LevelAt); may be nil.
+	LevelAt func(best events.Decimal) (events.Decimal, bool)
+	// A move's anchor: the number of the newest mark its recorded level took
+	// in (events/mark), as MarkNode numbered them; Marked false: none.
+	Anchor   uint64
+	MarkNode string
+	Marked   bool
 }
 
 // untriggeredStop reports whether t is a stop or stop-limit order waiting for its trigger.
@@ -108,6 +117,9 @@ type Touch struct {
 	// PathBest is, by stop, the best touch of the quotes before Path that it
 	// rested through, where Path no longer holds it (trading.Quote.PathBest).
 	PathBest map[string]events.Decimal
+	// Marks is the instrument's marks on this node, up to the newest quote
+	// the wake decides on (RecordMarks); nil without marks.
+	Marks *mark.Stack
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -138,7 +150,7 @@ func (b *best) better(p, than events.Decimal) bool {
 // groups of stops merge into the new entry's: their best is now this touch.
 // Past maxBest the oldest go, their stops counted from the oldest kept (a
 // best never better than the truth).
-func (b *best) add(seq uint64, p events.Decimal) {
+func (b *best) add(seq uint64, p events.Decimal) (raised bool) {
 	n := len(b.prices)
 	for n > 0 && b.better(p, b.prices[n-1]) {
 		n--
@@ -149,6 +161,7 @@ func (b *best) add(seq uint64, p events.Decimal) {
 			g = merge(g, old)
 		}
 		if g != nil {
+			raised = g.size > 0 && g.best.Cmp(p) != 0
 			g.best = p
 			g.activate()
 		}
@@ -170,6 +183,7 @@ func (b *best) add(seq uint64, p events.Decimal) {
 		}
 		b.seqs, b.prices = b.seqs[drop:], b.prices[drop:]
 	}
+	return raised
 }
 
 // group is the group of stops whose best since quote seq is this side's
@@ -268,6 +282,37 @@ type book struct {
 	// stays as it was.
 	path     []trading.Touch
 	pathFrom uint64
+	// With marks (RecordMarks): the instrument's marks on this node, and
+	// the quote each kept mark was numbered at (seeded marks: the quotes
+	// before the first real one), oldest first.
+	stack    *mark.Stack
+	markSeqs []markSeq
+}
+
+// markSeq is the quote a mark was numbered at.
+type markSeq struct{ n, seq uint64 }
+
+// sinceMark is the first quote after mark anchor: where the best touch
+// since a bracket anchored there starts; false when no kept mark is newer.
+// An anchor older than every kept mark counts from the oldest kept (a best
+// never better than the truth).
+func (b *book) sinceMark(anchor uint64) (uint64, bool) {
+	i := sort.Search(len(b.markSeqs), func(i int) bool { return b.markSeqs[i].n > anchor })
+	if i == len(b.markSeqs) {
+		return 0, false
+	}
+	return b.markSeqs[i].seq, true
+}
+
+// mark numbers the book's newest quote as a mark: the stack after it.
+func (b *book) mark() *mark.Stack {
+	n := b.stack.N + 1
+	b.stack = b.stack.Push(n, &b.quote[0], &b.quote[1])
+	b.markSeqs = append(b.markSeqs, markSeq{n, b.seq})
+	if len(b.markSeqs) > 2*maxBest {
+		b.markSeqs = slices.Clone(b.markSeqs[len(b.markSeqs)-maxBest:])
+	}
+	return b.stack
 }
 
 // pathSince is the quotes from seq on (at most the newest few thousand) and
@@ -504,6 +549,7 @@ type waker struct {
 	fill     bool // may fill an order: goes first
 	queued   bool
 	inflight bool
+	parked   bool       // with marks: a move that waits for a quote through its stop, never sent
 	upgrade  *levels    // a queued move wake's fill levels, in its book's upgrade trees
 	trails   []trailRef // a queued move wake's trailing stops, in its book's groups
 	since    uint64     // the first quote the wake has not decided on: its best touches count from it
@@ -524,6 +570,8 @@ type Reactor struct {
 	closed  bool
 	wg      sync.WaitGroup
 	wake    func(accountID, instrument string, t Touch) // sends the command; may block
+	node    string                                      // with marks: this node's name in them
+	onMark  func(*mark.Stack)                           // with marks: records a stack; must not block
 }
 
 // New makes a reactor with Workers wake workers; wake sends an account the
@@ -537,6 +585,83 @@ func New(wake func(accountID, instrument string, t Touch)) *Reactor {
 		go r.work()
 	}
 	return r
+}
+
+// RecordMarks switches the reactor to marks (events/mark): a quote that
+// would move a bracket's stop is numbered as a mark of this node and handed
+// to record (which must not block; the newest stack holds every earlier
+// one), and the accounts it moves are parked instead of woken: their stops
+// wait in the trees at the levels their rules put them at by the best touch
+// since, and only a quote through one wakes the account, to fill. A stop's
+// level is derived from the marks after its bracket's anchor; nothing is
+// recorded for a move alone. Call it before the first Track.
+func (r *Reactor) RecordMarks(node string, record func(*mark.Stack)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.node, r.onMark = node, record
+}
+
+// SeedMarks gives an instrument's book the marks recorded before this
+// start, as quotes before its first: an account tracked after it whose
+// bracket's anchor is older than some of them is parked at the first, its
+// stop where they put it. Call it before the instrument's first quote.
+func (r *Reactor) SeedMarks(s *mark.Stack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.book(s.Instrument)
+	if b.seq > 0 || s.Node != r.node {
+		return
+	}
+	ns := make([]uint64, 0, len(s.Bids)+len(s.Asks))
+	for _, e := range s.Bids {
+		ns = append(ns, e.N)
+	}
+	for _, e := range s.Asks {
+		ns = append(ns, e.N)
+	}
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	bi, ai := 0, 0
+	for _, n := range ns {
+		b.seq++
+		if bi < len(s.Bids) && s.Bids[bi].N == n {
+			b.bids.add(b.seq, s.Bids[bi].Price)
+			bi++
+		}
+		if ai < len(s.Asks) && s.Asks[ai].N == n {
+			b.asks.add(b.seq, s.Asks[ai].Price)
+			ai++
+		}
+		b.markSeqs = append(b.markSeqs, markSeq{n, b.seq})
+	}
+	b.stack = s
+}
+
+// parks reports whether k's account is behind the marks: a bracket's
+// anchor is older than a kept mark of this node that moves its stop. It
+// answers the quote from which the best touch counts.
+func (r *Reactor) behind(k key, ts []Trigger) (uint64, bool) {
+	if r.onMark == nil {
+		return 0, false
+	}
+	b := r.book(k.instrument)
+	for _, t := range ts {
+		if !t.Move || !t.Marked || t.MarkNode != r.node || t.LevelAt == nil {
+			continue
+		}
+		since, ok := b.sinceMark(t.Anchor)
+		side := &b.asks
+		if t.Side == "sell" {
+			side = &b.bids
+		}
+		if !ok || len(side.seqs) == 0 {
+			continue
+		}
+		if _, moved := t.LevelAt(side.since(since)); moved {
+			return since, true
+		}
+	}
+	return 0, false
 }
 
 // DrainTimeout bounds how long a clean stop waits for the queued wakes
@@ -556,7 +681,12 @@ func (r *Reactor) Drain(d time.Duration) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
-		n := len(r.wakers)
+		n := 0
+		for _, w := range r.wakers {
+			if !w.parked {
+				n++
+			}
+		}
 		if n == 0 || r.closed || !time.Now().Before(deadline) {
 			return n
 		}
@@ -591,6 +721,7 @@ func (r *Reactor) book(instrument string) *book {
 	b, ok := r.books[instrument]
 	if !ok {
 		b = newBook()
+		b.stack = &mark.Stack{Instrument: instrument, Node: r.node}
 		r.books[instrument] = b
 	}
 	return b
@@ -637,6 +768,24 @@ func (r *Reactor) watchUpgrade(k key, w *waker, ts []Trigger) {
 		}
 	}
 	fs := fills(ts)
+	for _, t := range ts {
+		// A bracket's stop where its rules put it by the best touch since
+		// the wake (breakeven's level holds from its trigger on; a trailing
+		// stop's is a floor its group raises).
+		if !t.Move || t.LevelAt == nil {
+			continue
+		}
+		side := &b.asks
+		if t.Side == "sell" {
+			side = &b.bids
+		}
+		if len(side.seqs) == 0 {
+			continue
+		}
+		if lv, moved := t.LevelAt(side.since(w.since)); moved {
+			fs = append(fs, Trigger{Side: t.Side, OrderType: "stop", StopPrice: &lv})
+		}
+	}
 	if len(fs) == 0 {
 		return
 	}
@@ -690,6 +839,13 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 		r.rest(k, ts)
 		switch w := r.wakers[k]; {
 		case w == nil:
+			if since, ok := r.behind(k, ts); ok && !r.closed {
+				r.unindex(k)
+				w = &waker{since: since}
+				r.wakers[k] = w
+				r.enqueue(k, w, false, ts)
+				continue
+			}
 			r.index(k, ts)
 		case w.queued && !w.fill:
 			r.watchUpgrade(k, w, ts)
@@ -829,8 +985,8 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	b := r.book(instrument)
 	b.quote, b.seq = &[2]events.Decimal{bid, ask}, b.seq+1
 	seq := b.seq
-	b.bids.add(seq, bid)
-	b.asks.add(seq, ask)
+	moved := b.bids.add(seq, bid)
+	moved = b.asks.add(seq, ask) || moved
 	b.lowBids.add(seq, bid)
 	b.highAsk.add(seq, ask)
 	if len(b.path) == 0 {
@@ -862,6 +1018,10 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 		w := &waker{since: seq}
 		r.wakers[k] = w
 		r.enqueue(k, w, fill, ts)
+		moved = moved || !fill
+	}
+	if moved && r.onMark != nil && !r.closed {
+		r.onMark(b.mark()) // the quote moved a stop: a mark, not a commit for each
 	}
 	// A move wake still queued whose order this quote crosses, or whose
 	// trailing stop it crosses where the rules have put it by now, goes to
@@ -874,7 +1034,7 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 			continue
 		}
 		r.unwatchUpgrade(k, w)
-		w.fill = true
+		w.fill, w.parked = true, false
 		r.fills = append(r.fills, k) // its place among the moves is skipped when reached
 	}
 	if len(r.fills) > 0 || len(r.moves) > 0 {
@@ -890,7 +1050,11 @@ func (r *Reactor) enqueue(k key, w *waker, fill bool, ts []Trigger) {
 		r.fills = append(r.fills, k)
 		return
 	}
-	r.moves = append(r.moves, k)
+	if r.onMark != nil {
+		w.parked = true // its quotes are marks: nothing to send until one goes through its stop
+	} else {
+		r.moves = append(r.moves, k)
+	}
 	r.watchUpgrade(k, w, ts)
 }
 
@@ -940,6 +1104,9 @@ func (r *Reactor) work() {
 			Path: path, PathFrom: pathFrom(ts0, r.rested[k], start, len(path)),
 			PathBest:      b.pathBest(ts0, r.rested[k], w.since, start),
 			TradedThrough: b.tradedThrough(ts0, r.rested[k], 0)}
+		if r.onMark != nil {
+			t.Marks = b.stack
+		}
 		r.mu.Unlock()
 		r.wake(k.account, k.instrument, t)
 		r.mu.Lock()

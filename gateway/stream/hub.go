@@ -73,6 +73,23 @@ type Hub struct {
 	extras  []func(ctx context.Context, accountID string) []Payload
 	done    chan struct{}
 	once    sync.Once
+	stacks  follows
+}
+
+// follows indexes streamed accounts by the mark stacks their newest frame's
+// brackets follow (frames.Frame.Follows), so that a Marked commit rebuilds
+// the frames it changes and no other.
+type follows struct {
+	mu    sync.Mutex
+	of    map[string]following           // account id -> what its newest frame follows
+	by    map[string]map[string]struct{} // projections.MarkKey -> account ids
+	heard map[string]uint64              // projections.MarkKey -> the count of Marked commits heard at its newest
+	count uint64                         // Marked commits heard
+}
+
+type following struct {
+	rev  uint64
+	keys []string
 }
 
 // Done is closed when the hub closes: every stream ends.
@@ -104,7 +121,8 @@ func (h *Hub) Close() {
 func NewHub(store projections.Store, marks frames.Marks, reg prometheus.Registerer) *Hub {
 	h := &Hub{store: store, marks: marks, subs: map[string]map[*Sub]struct{}{}, lists: map[string][]*Sub{},
 		dirty: map[string]uint64{}, wake: make(chan struct{}, 1), feeds: map[feedKey]*feed{}, due: map[feedKey]struct{}{},
-		fanWake: make(chan struct{}, 1), workers: runtime.GOMAXPROCS(0), done: make(chan struct{})}
+		fanWake: make(chan struct{}, 1), workers: runtime.GOMAXPROCS(0), done: make(chan struct{}),
+		stacks: follows{of: map[string]following{}, by: map[string]map[string]struct{}{}, heard: map[string]uint64{}}}
 	h.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "engine_sse_subscribers", Help: "Open SSE subscriptions of account streams."})
 	if reg != nil {
 		reg.MustRegister(h.gauge)
@@ -120,8 +138,16 @@ func (h *Hub) OnConnect(fn func(ctx context.Context, accountID string) []Payload
 // Subscribers counts open subscriptions.
 func (h *Hub) Subscribers() int64 { return h.count.Load() }
 
-// OnCommit is the projector listener: it marks the commit's account dirty.
+// OnCommit is the projector listener: it marks the commit's account dirty,
+// or, for a Marked commit, every streamed account whose brackets follow its
+// stack.
 func (h *Hub) OnCommit(c events.Committed) {
+	if key, ok := events.SubjectID(c.Subject, events.KindMark); ok {
+		if h.marked(key, c.Seq) {
+			h.kick()
+		}
+		return
+	}
 	id, watched := h.watched(c)
 	if !watched {
 		return
@@ -129,20 +155,31 @@ func (h *Hub) OnCommit(c events.Committed) {
 	h.dmu.Lock()
 	h.dirty[id] = c.Seq
 	h.dmu.Unlock()
+	h.kick()
+}
+
+// kick wakes Run.
+func (h *Hub) kick() {
 	select {
 	case h.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Watched reports whether c is a commit of an account someone streams: the
+// Watched reports whether c is a commit of an account someone streams, or
+// a Marked commit of a stack a streamed account's brackets follow: the
 // projector writes such a commit without lingering (Projector.SetUrgent).
 func (h *Hub) Watched(c events.Committed) bool {
+	if key, ok := events.SubjectID(c.Subject, events.KindMark); ok {
+		h.stacks.mu.Lock()
+		defer h.stacks.mu.Unlock()
+		return len(h.stacks.by[key]) > 0
+	}
 	_, watched := h.watched(c)
 	return watched
 }
 
-// watched is Watched with the commit's account id.
+// watched is Watched of an account's commit, with the account id.
 func (h *Hub) watched(c events.Committed) (string, bool) {
 	id, ok := events.SubjectID(c.Subject, events.KindAccount)
 	if !ok {
@@ -152,6 +189,98 @@ func (h *Hub) watched(c events.Committed) (string, bool) {
 	_, watched := h.subs[id]
 	h.mu.RUnlock()
 	return id, watched
+}
+
+// marked records a Marked commit of the stack key and marks the accounts
+// following it dirty; it reports whether there were any.
+func (h *Hub) marked(key string, seq uint64) bool {
+	m := &h.stacks
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.count++
+	m.heard[key] = m.count
+	ids := m.by[key]
+	if len(ids) == 0 {
+		return false
+	}
+	h.dmu.Lock()
+	for id := range ids {
+		h.dirty[id] = seq
+	}
+	h.dmu.Unlock()
+	return true
+}
+
+// heard is the count of Marked commits heard so far: a frame built after it
+// shows the stacks as those commits left them.
+func (h *Hub) heard() uint64 {
+	h.stacks.mu.Lock()
+	defer h.stacks.mu.Unlock()
+	return h.stacks.count
+}
+
+// follow makes keys, the stacks the account's frame at rev follows, the
+// ones whose Marked commits rebuild its frame, while someone streams it and
+// no later frame's were recorded. A Marked commit of one of them heard
+// after from, which that frame may not show, marks the account dirty again.
+func (h *Hub) follow(accountID string, rev uint64, keys []string, from uint64) {
+	m := &h.stacks
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h.mu.RLock()
+	_, streamed := h.subs[accountID]
+	h.mu.RUnlock()
+	old, had := m.of[accountID]
+	if !streamed || (had && old.rev > rev) {
+		return
+	}
+	m.drop(accountID, old.keys)
+	if len(keys) == 0 {
+		delete(m.of, accountID)
+		return
+	}
+	m.of[accountID] = following{rev: rev, keys: keys}
+	missed := false
+	for _, k := range keys {
+		ids := m.by[k]
+		if ids == nil {
+			ids = map[string]struct{}{}
+			m.by[k] = ids
+		}
+		ids[accountID] = struct{}{}
+		missed = missed || m.heard[k] > from
+	}
+	if missed {
+		h.dmu.Lock()
+		h.dirty[accountID] = rev
+		h.dmu.Unlock()
+		h.kick()
+	}
+}
+
+// unfollow forgets what the account follows once nobody streams it.
+func (h *Hub) unfollow(accountID string) {
+	m := &h.stacks
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h.mu.RLock()
+	_, streamed := h.subs[accountID]
+	h.mu.RUnlock()
+	if streamed { // subscribed again meanwhile: its frame has followed
+		return
+	}
+	m.drop(accountID, m.of[accountID].keys)
+	delete(m.of, accountID)
+}
+
+// drop removes the account from the followers of keys; mu is held.
+func (m *follows) drop(accountID string, keys []string) {
+	for _, k := range keys {
+		delete(m.by[k], accountID)
+		if len(m.by[k]) == 0 {
+			delete(m.by, k)
+		}
+	}
 }
 
 // Run builds one frame per dirty account and sends it, and runs the fan-out,
@@ -171,7 +300,7 @@ func (h *Hub) Run(ctx context.Context) {
 		h.dirty = map[string]uint64{}
 		h.dmu.Unlock()
 		for id := range dirty {
-			p, err := h.Frame(ctx, id)
+			p, err := h.streamed(ctx, id)
 			if err != nil {
 				slog.Warn("frame", "account", id, "err", err)
 				continue
@@ -183,7 +312,25 @@ func (h *Hub) Run(ctx context.Context) {
 
 // Frame renders the account's current frame as a payload. A panic while
 // building it is that frame's error: the hub and the process serve on.
-func (h *Hub) Frame(ctx context.Context, accountID string) (_ Payload, err error) {
+func (h *Hub) Frame(ctx context.Context, accountID string) (Payload, error) {
+	p, _, err := h.frame(ctx, accountID)
+	return p, err
+}
+
+// streamed is Frame for the account's subscribers: the Marked commits of the
+// stacks its brackets follow rebuild it from then on.
+func (h *Hub) streamed(ctx context.Context, accountID string) (Payload, error) {
+	from := h.heard()
+	p, keys, err := h.frame(ctx, accountID)
+	if err != nil {
+		return p, err
+	}
+	h.follow(accountID, p.Rev, keys, from)
+	return p, nil
+}
+
+// frame is Frame with the mark stacks the frame follows (frames.Frame.Follows).
+func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("frame of %s panicked: %v", accountID, v)
@@ -191,13 +338,13 @@ func (h *Hub) Frame(ctx context.Context, accountID string) (_ Payload, err error
 	}()
 	f, err := frames.Build(ctx, h.store, accountID, h.marks)
 	if err != nil {
-		return Payload{}, err
+		return Payload{}, nil, err
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
-		return Payload{}, err
+		return Payload{}, nil, err
 	}
-	return Payload{Name: "account", ID: strconv.FormatUint(f.Revision, 10), Data: b, Rev: f.Revision}, nil
+	return Payload{Name: "account", ID: strconv.FormatUint(f.Revision, 10), Data: b, Rev: f.Revision}, f.Follows, nil
 }
 
 // list is the account's subscribers as a slice.
@@ -271,8 +418,9 @@ func (h *Hub) Subscribe(ctx context.Context, accountID string) (*Sub, func(), er
 			h.gauge.Dec()
 		}
 		h.mu.Unlock()
+		h.unfollow(accountID)
 	}
-	p, err := h.Frame(ctx, accountID)
+	p, err := h.streamed(ctx, accountID)
 	if err != nil {
 		cancel()
 		return nil, nil, err

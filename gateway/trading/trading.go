@@ -59,7 +59,7 @@ func (h *Handlers) Order(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := placedID(res.Events)
-	o, err := projections.GetInto[projections.Order](r.Context(), h.d.Store, projections.CollOrder, a.AccountID+"/"+id)
+	o, err := projections.GetOrder(r.Context(), h.d.Store, a.AccountID, id)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func placedID(evs []events.Event) string {
 }
 
 func (h *Handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID, orderID string) error {
-	o, err := projections.GetInto[projections.Order](r.Context(), h.d.Store, projections.CollOrder, accountID+"/"+orderID)
+	o, err := projections.GetOrder(r.Context(), h.d.Store, accountID, orderID)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (h *Handlers) Flatten(w http.ResponseWriter, r *http.Request) error {
 		case evacct.OrderCanceled:
 			canceled = append(canceled, e.BrokerOrderID)
 		case evacct.OrderPlaced:
-			o, err := projections.GetInto[projections.Order](r.Context(), h.d.Store, projections.CollOrder, a.AccountID+"/"+e.Order.BrokerOrderID)
+			o, err := projections.GetOrder(r.Context(), h.d.Store, a.AccountID, e.Order.BrokerOrderID)
 			if err != nil {
 				return err
 			}

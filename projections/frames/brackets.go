@@ -2,6 +2,7 @@ package frames
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/svc/engine/events"
@@ -112,16 +113,35 @@ func ManagedExitsOf(b evacct.Bracket) []ManagedExit {
 	return out
 }
 
-// Brackets reads an account's active brackets and the exits the engine manages for them.
+// Brackets reads an account's active brackets, each with its stop where
+// the marks after its anchor put it (projections.Stops), and the exits the
+// engine manages for them.
 func Brackets(ctx context.Context, s projections.Store, accountID string) ([]Bracket, []ManagedExit, error) {
+	bs, ms, _, err := brackets(ctx, s, projections.NewStops(s), accountID)
+	return bs, ms, err
+}
+
+// brackets is Brackets deriving through st, with the mark stacks
+// (projections.MarkKey) whose marks move the brackets' working stops.
+func brackets(ctx context.Context, s projections.Store, st *projections.Stops, accountID string) ([]Bracket, []ManagedExit, []string, error) {
 	bs, err := projections.ListInto[evacct.Bracket](ctx, s, projections.CollBracket, projections.Query{Prefix: accountID + "/"})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	brackets, managed := make([]Bracket, 0, len(bs)), []ManagedExit{}
+	var follows []string
 	for _, b := range bs {
-		brackets = append(brackets, BracketView(b))
-		managed = append(managed, ManagedExitsOf(b)...)
+		if projections.Follows(&b) && b.StopLeg() != nil {
+			if k := projections.MarkKey(b.Instrument, b.MarkNode); !slices.Contains(follows, k) {
+				follows = append(follows, k)
+			}
+		}
+		d, err := st.Bracket(ctx, accountID, b)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		brackets = append(brackets, BracketView(d))
+		managed = append(managed, ManagedExitsOf(d)...)
 	}
-	return brackets, managed, nil
+	return brackets, managed, follows, nil
 }

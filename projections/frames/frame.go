@@ -57,6 +57,10 @@ type Frame struct {
 	Orders        []projections.Order `json:"orders"`
 	Brackets      []Bracket           `json:"brackets"`
 	ManagedExits  []ManagedExit       `json:"managedExits"`
+	// Follows names the mark stacks (projections.MarkKey) whose marks move
+	// its brackets' stops: a Marked commit of one of them changes the frame
+	// though the account recorded nothing.
+	Follows []string `json:"-"`
 }
 
 // PaperCapabilities are the paper book's.
@@ -74,7 +78,8 @@ func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
 	return m.Sub(p.AvgPrice).Mul(p.Quantity).Mul(p.Multiplier)
 }
 
-// Build reads the account's frame from the store, marking positions with marks.
+// Build reads the account's frame from the store, marking positions with
+// marks; its brackets and stop orders show their derived stop levels.
 func Build(ctx context.Context, s projections.Store, accountID string, marks Marks) (Frame, error) {
 	a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
 	if err != nil {
@@ -84,18 +89,21 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	if err != nil {
 		return Frame{}, err
 	}
-	orders, err := projections.WorkingOrders(ctx, s, accountID)
-	if err != nil {
-		return Frame{}, err
-	}
-	brackets, managed := []Bracket{}, []ManagedExit{}
+	st := projections.NewStops(s) // the brackets first: the stop orders' levels come from them
+	bs, managed := []Bracket{}, []ManagedExit{}
+	var follows []string
 	if a.Brackets > 0 { // no read on the hot path of an account without brackets
-		if brackets, managed, err = Brackets(ctx, s, accountID); err != nil {
+		if bs, managed, follows, err = brackets(ctx, s, st, accountID); err != nil {
 			return Frame{}, err
 		}
 	}
+	orders, err := st.WorkingOrders(ctx, accountID)
+	if err != nil {
+		return Frame{}, err
+	}
 	f := Frame{AccountID: a.AccountID, Revision: a.Revision, Clock: "engine", PositionModel: "net",
-		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: brackets, ManagedExits: managed}
+		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: bs, ManagedExits: managed,
+		Follows: follows}
 	unreal := events.Int(0)
 	for _, p := range ps {
 		fp := Position{Instrument: p.Instrument, Side: "long", Quantity: p.Quantity.Abs(), AvgPrice: p.AvgPrice, UnrealizedPnl: events.Int(0)}

@@ -191,6 +191,7 @@ func Run(t *testing.T, open Factory) {
 		{"Count", testCount},
 		{"LargeUpdate", testLargeUpdate},
 		{"ConcurrentReadersSeeCommittedState", testConcurrent},
+		{"ReadsShowDerivedStops", testDerivedStops},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

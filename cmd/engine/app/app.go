@@ -79,6 +79,9 @@ type App struct {
 type Options struct {
 	Now        func() time.Time
 	ManualFeed bool // do not step the simulated feed on a timer
+	// RecordMoves has the paper book record every stop move in its account,
+	// as before marks (engine.Config.RecordMoves): for the bench's comparison.
+	RecordMoves bool
 }
 
 // Start opens the log and the store, warms the engine, catches the read models
@@ -130,7 +133,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
-		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node, Snapshots: engine.SnapshotConfig{On: cfg.Snapshots == "on", Every: cfg.SnapshotEvery}})
+		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node, Snapshots: engine.SnapshotConfig{On: cfg.Snapshots == "on", Every: cfg.SnapshotEvery},
+		RecordMoves: o.RecordMoves})
 	if err != nil {
 		return nil, err
 	}

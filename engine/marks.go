@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	evmark "github.com/svc/engine/events/mark"
+)
+
+// markBook is the engine's side of the paper book's marks (events/mark): the
+// newest stack this node numbered for each instrument, and one writer per
+// instrument recording the newest, one commit in flight at a time. A stack
+// holds every mark before it that no later one betters, so the stacks
+// numbered while a commit was in flight are skipped, not lost: the next
+// commit holds them.
+type markBook struct {
+	mu      sync.Mutex
+	latest  map[string]*evmark.Stack // by instrument: numbered, recorded or not
+	last    map[string]uint64        // by instrument: the subject's last sequence as this node knows it
+	written map[string]uint64        // by instrument: the newest mark recorded
+	writing map[string]bool
+	closed  bool
+	rebases map[string]bool // accounts with a Rebase in flight
+	idle    *sync.Cond      // signalled when a writer stops
+}
+
+func (m *markBook) init() {
+	m.latest, m.last, m.written, m.writing = map[string]*evmark.Stack{}, map[string]uint64{}, map[string]uint64{}, map[string]bool{}
+	m.rebases = map[string]bool{}
+	m.idle = sync.NewCond(&m.mu)
+}
+
+// on reports whether the paper book derives stops from marks.
+func (e *Engine) marksOn() bool { return !e.cfg.RecordMoves }
+
+// markStacks is every instrument's newest stack (an empty one where none
+// was numbered yet, so a bracket opened there is anchored before the first).
+func (e *Engine) markStacks(symbols []string) map[string]*evmark.Stack {
+	out := make(map[string]*evmark.Stack, len(symbols))
+	e.bookMarks.mu.Lock()
+	defer e.bookMarks.mu.Unlock()
+	for _, sym := range symbols {
+		s := e.bookMarks.latest[sym]
+		if s == nil {
+			s = &evmark.Stack{Instrument: sym, Node: e.cfg.Node}
+		}
+		out[sym] = s
+	}
+	return out
+}
+
+// recordMark takes a stack the paper book numbered; called under the
+// reactor's lock, so it only hands it to the instrument's writer.
+func (e *Engine) recordMark(s *evmark.Stack) {
+	m := &e.bookMarks
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.latest[s.Instrument] = s
+	if !m.writing[s.Instrument] && !m.closed {
+		m.writing[s.Instrument] = true
+		go e.writeMarks(s.Instrument)
+	}
+}
+
+// markRetry is how long a writer waits after a failed commit before it
+// records the newest stack again.
+const markRetry = 100 * time.Millisecond
+
+// writeMarks records the instrument's newest stack until the newest is
+// recorded. A conflict (the subject moved on under another writer of the
+// same node name) reads the subject's last sequence again.
+func (e *Engine) writeMarks(inst string) {
+	m := &e.bookMarks
+	subject := evmark.Subject(inst, e.cfg.Node)
+	for {
+		m.mu.Lock()
+		s, expected := m.latest[inst], m.last[inst]
+		if s.N <= m.written[inst] || m.closed {
+			m.writing[inst] = false
+			m.idle.Broadcast()
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		seq, err := e.appendMark(ctx, subject, s, expected)
+		if errors.Is(err, eventlog.ErrConcurrency) {
+			seq, err = e.cfg.Log.LastSubjectSeq(ctx, subject)
+			if err == nil {
+				m.mu.Lock()
+				m.last[inst] = seq
+				m.mu.Unlock()
+				cancel()
+				continue
+			}
+		}
+		cancel()
+		if err != nil {
+			slog.Warn("paper book: marks not recorded; retrying", "instrument", inst, "mark", s.N, "err", err)
+			time.Sleep(markRetry)
+			continue
+		}
+		m.mu.Lock()
+		m.last[inst], m.written[inst] = seq, s.N
+		m.mu.Unlock()
+	}
+}
+
+func (e *Engine) appendMark(ctx context.Context, subject string, s *evmark.Stack, expected uint64) (uint64, error) {
+	at := e.cfg.Now().UTC()
+	c := events.Commit{CommandID: ulid.Make().String(), Principal: events.Principal{System: "paper"}, At: at,
+		Events: []events.Event{evmark.Marked{Stack: *s, At: at}}}
+	data, err := e.reg.Encode(c)
+	if err != nil {
+		return 0, err
+	}
+	return e.cfg.Log.Append(ctx, subject, expected, c.CommandID, data)
+}
+
+// flushMarks waits, at most d, until every numbered stack is recorded, then
+// stops the writers.
+func (e *Engine) flushMarks(d time.Duration) {
+	m := &e.bookMarks
+	deadline := time.Now().Add(d)
+	stop := time.AfterFunc(d, func() {
+		m.mu.Lock()
+		m.idle.Broadcast()
+		m.mu.Unlock()
+	})
+	defer stop.Stop()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for busy(m.writing) && time.Now().Before(deadline) {
+		m.idle.Wait()
+	}
+	m.closed = true
+}
+
+func busy(writing map[string]bool) bool {
+	for _, w := range writing {
+		if w {
+			return true
+		}
+	}
+	return false
+}
+
+// loadMarks reads this node's newest stack of every instrument and gives
+// it to the paper book before its first quote: the brackets anchored
+// before some of its marks are where those marks put them.
+func (e *Engine) loadMarks(ctx context.Context) error {
+	if !e.marksOn() {
+		return nil
+	}
+	for _, in := range e.priced {
+		s, seq, err := e.lastMarks(ctx, in.Symbol, e.cfg.Node)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			continue
+		}
+		e.bookMarks.mu.Lock()
+		e.bookMarks.latest[in.Symbol], e.bookMarks.last[in.Symbol], e.bookMarks.written[in.Symbol] = s, seq, s.N
+		e.bookMarks.mu.Unlock()
+		e.paper.SeedMarks(s)
+	}
+	return nil
+}
+
+// rebase anchors in this node's marks the account's breakeven and trailing
+// brackets anchored elsewhere: in another node's marks (the account moved
+// here from a node that stopped: they first move where that node's marks put
+// them) or in none (recorded before marks). Until then the paper book would
+// trigger them at their recorded level while a reader sees the level the
+// other node's marks derive. One Rebase an instrument, in the background.
+func (e *Engine) rebase(id string, s *account.State) {
+	if !e.marksOn() {
+		return
+	}
+	var need map[string]map[string]bool // instrument -> the nodes of its foreign anchors
+	for _, b := range s.Brackets {
+		if b.State != evacct.BracketActive || (b.Breakeven == nil && b.Trailing == nil) || (b.Marked && b.MarkNode == e.cfg.Node) {
+			continue
+		}
+		if need == nil {
+			need = map[string]map[string]bool{}
+		}
+		if need[b.Instrument] == nil {
+			need[b.Instrument] = map[string]bool{}
+		}
+		if b.Marked {
+			need[b.Instrument][b.MarkNode] = true
+		}
+	}
+	m := &e.bookMarks
+	m.mu.Lock()
+	if need == nil || m.rebases[id] || m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.rebases[id] = true
+	m.mu.Unlock()
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			delete(m.rebases, id)
+			m.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for inst, nodes := range need {
+			c := &trading.Rebase{Instrument: inst, Marks: e.markStacks([]string{inst})[inst], Foreign: map[string]*evmark.Stack{}}
+			for node := range nodes {
+				s, _, err := e.lastMarks(ctx, inst, node)
+				if err != nil {
+					slog.Warn("paper book: another node's marks unreadable; its brackets are anchored here as recorded", "account", id, "node", node, "err", err)
+					continue
+				}
+				if s != nil {
+					c.Foreign[node] = s
+				}
+			}
+			if _, err := e.accounts.Execute(ctx, id, e.Envelope(events.Principal{System: "paper"}, "", c)); err != nil {
+				slog.Warn("paper book: brackets not anchored in this node's marks; the account's next commit tries again", "account", id, "err", err)
+			}
+		}
+	}()
+}
+
+// lastMarks is the newest stack node recorded for instrument (nil: none),
+// and the subject's last sequence.
+func (e *Engine) lastMarks(ctx context.Context, instrument, node string) (*evmark.Stack, uint64, error) {
+	msg, ok, err := e.cfg.Log.Last(ctx, evmark.Subject(instrument, node))
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	c, err := e.reg.Decode(msg.Data)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ev := range c.Events {
+		if mk, ok := ev.(evmark.Marked); ok && mk.Stack.Instrument == instrument && mk.Stack.Node == node {
+			s := mk.Stack
+			return &s, msg.Seq, nil
+		}
+	}
+	return nil, msg.Seq, nil
+}
