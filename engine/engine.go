@@ -141,6 +141,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.paper = paper.New(e.wake)
 	e.bookMarks.init()
+	for _, sym := range e.symbols {
+		e.bookMarks.set(&evmark.Stack{Instrument: sym, Node: cfg.Node})
+	}
 	if e.marksOn() {
 		e.paper.RecordMarks(cfg.Node, e.recordMark)
 	}
@@ -472,7 +475,7 @@ func (e *Engine) market() trading.Market {
 	m := trading.Market{Quotes: make(map[string]trading.Quote, len(e.priced)), Specs: e.specs}
 	var stacks map[string]*evmark.Stack
 	if e.marksOn() {
-		stacks = e.markStacks(e.symbols)
+		stacks = e.markStacks()
 	}
 	if t := e.terms.Load(); t != nil {
 		m.Terms = *t

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -24,6 +25,10 @@ import (
 // numbered while a commit was in flight are skipped, not lost: the next
 // commit holds them.
 type markBook struct {
+	// stacks is every instrument's newest stack, numbered or not: a map
+	// never changed once stored (replaced whole on each mark), so a
+	// command's market reads it without a lock.
+	stacks  atomic.Pointer[map[string]*evmark.Stack]
 	mu      sync.Mutex
 	latest  map[string]*evmark.Stack // by instrument: numbered, recorded or not
 	last    map[string]uint64        // by instrument: the subject's last sequence as this node knows it
@@ -34,9 +39,20 @@ type markBook struct {
 	idle    *sync.Cond      // signalled when a writer stops
 }
 
+// set makes s its instrument's newest stack; m.mu is held.
+func (m *markBook) set(s *evmark.Stack) {
+	m.latest[s.Instrument] = s
+	next := make(map[string]*evmark.Stack, len(m.latest))
+	for k, v := range m.latest {
+		next[k] = v
+	}
+	m.stacks.Store(&next)
+}
+
 func (m *markBook) init() {
 	m.latest, m.last, m.written, m.writing = map[string]*evmark.Stack{}, map[string]uint64{}, map[string]uint64{}, map[string]bool{}
 	m.rebases = map[string]bool{}
+	m.stacks.Store(&map[string]*evmark.Stack{})
 	m.idle = sync.NewCond(&m.mu)
 }
 
@@ -44,19 +60,10 @@ func (m *markBook) init() {
 func (e *Engine) marksOn() bool { return !e.cfg.RecordMoves }
 
 // markStacks is every instrument's newest stack (an empty one where none
-// was numbered yet, so a bracket opened there is anchored before the first).
-func (e *Engine) markStacks(symbols []string) map[string]*evmark.Stack {
-	out := make(map[string]*evmark.Stack, len(symbols))
-	e.bookMarks.mu.Lock()
-	defer e.bookMarks.mu.Unlock()
-	for _, sym := range symbols {
-		s := e.bookMarks.latest[sym]
-		if s == nil {
-			s = &evmark.Stack{Instrument: sym, Node: e.cfg.Node}
-		}
-		out[sym] = s
-	}
-	return out
+// was numbered yet, so a bracket opened there is anchored before the
+// first): a map the caller must not change.
+func (e *Engine) markStacks() map[string]*evmark.Stack {
+	return *e.bookMarks.stacks.Load()
 }
 
 // recordMark takes a stack the paper book numbered; called under the
@@ -65,7 +72,7 @@ func (e *Engine) recordMark(s *evmark.Stack) {
 	m := &e.bookMarks
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.latest[s.Instrument] = s
+	m.set(s)
 	if !m.writing[s.Instrument] && !m.closed {
 		m.writing[s.Instrument] = true
 		go e.writeMarks(s.Instrument)
@@ -171,7 +178,8 @@ func (e *Engine) loadMarks(ctx context.Context) error {
 			continue
 		}
 		e.bookMarks.mu.Lock()
-		e.bookMarks.latest[in.Symbol], e.bookMarks.last[in.Symbol], e.bookMarks.written[in.Symbol] = s, seq, s.N
+		e.bookMarks.set(s)
+		e.bookMarks.last[in.Symbol], e.bookMarks.written[in.Symbol] = seq, s.N
 		e.bookMarks.mu.Unlock()
 		e.paper.SeedMarks(s)
 	}
@@ -220,7 +228,7 @@ func (e *Engine) rebase(id string, s *account.State) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for inst, nodes := range need {
-			c := &trading.Rebase{Instrument: inst, Marks: e.markStacks([]string{inst})[inst], Foreign: map[string]*evmark.Stack{}}
+			c := &trading.Rebase{Instrument: inst, Marks: e.markStacks()[inst], Foreign: map[string]*evmark.Stack{}}
 			for node := range nodes {
 				s, _, err := e.lastMarks(ctx, inst, node)
 				if err != nil {
