@@ -1,0 +1,89 @@
+package exitplans_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/cmd/engine/app/apptest"
+	"github.com/svc/engine/engine/account"
+)
+
+// A trailing stop follows a new high without a commit of its account: the
+// paper book records the quote as a mark, and the brackets, the managed
+// exits, the open orders and the frame all show the stop where the marks
+// put it; a dip to that level fills it there. With read models in memory
+// and in PostgreSQL.
+func TestATrailingStopFollowsTheMarks(t *testing.T) {
+	for _, pg := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "postgres"}[pg], func(t *testing.T) { trailingFollowsMarks(t, startOn(t, pg)) })
+	}
+}
+
+func trailingFollowsMarks(t *testing.T, e env) {
+	e.quote("60000", "60000.5")
+	id, rev := e.plan(t, map[string]any{"name": "trail", "stop": map[string]any{"ticks": 40},
+		"trailing": map[string]any{"distance": map[string]any{"ticks": 10}}})
+	token := e.preview(t, id, rev, "market", "tr-1", "0.01", nil)
+	r := want(t, e.Post("/api/trading/order", entry("tr-1", "market", "0.01", id, rev, token)), 200, "")
+	if r["order"].(map[string]any)["state"] != "filled" {
+		t.Fatalf("order %v", r)
+	}
+	stop := legOf(e.brackets(t)[0].(map[string]any), "stop")
+	if stop["price"] != "59980.5" {
+		t.Fatalf("stop %v", stop)
+	}
+	acct := want(t, e.Get("/api/account/snapshot"), 200, "")["accountId"].(string)
+	revision := func() (rev uint64) {
+		if err := e.App.Engine.InspectAccount(context.Background(), acct, func(_ *account.State, r uint64) { rev = r }); err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	before := revision()
+
+	// A new high: the rule puts the stop 10 ticks (5) under it.
+	e.quote("60100", "60100.5")
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		if p := legOf(e.brackets(t)[0].(map[string]any), "stop")["price"]; p != "60095" {
+			return errf("the bracket's stop at %v, want 60095", p)
+		}
+		return nil
+	})
+	me := want(t, e.Get("/api/account/managed-exits"), 200, "")["items"].([]any)[0].(map[string]any)
+	if me["kind"] != "trailing" || me["state"] != "trailing" || me["stopPrice"] != "60095" || me["bestPrice"] != "60100" {
+		t.Fatalf("managed exit %v", me)
+	}
+	found := false
+	for _, o := range want(t, e.Get("/api/account/orders?state=open"), 200, "")["orders"].([]any) {
+		if o := o.(map[string]any); o["orderType"] == "stop" {
+			found = true
+			if o["stopPrice"] != "60095" {
+				t.Fatalf("the stop order rests at %v, want 60095", o["stopPrice"])
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no open stop order")
+	}
+	f := want(t, e.Get("/api/account/snapshot"), 200, "")
+	if p := legOf(f["brackets"].([]any)[0].(map[string]any), "stop")["price"]; p != "60095" {
+		t.Fatalf("the frame's stop at %v", p)
+	}
+	if after := revision(); after != before {
+		t.Fatalf("the account committed for the move: revision %d -> %d", before, after)
+	}
+
+	// A dip to the derived level fills the stop; the recorded one was 59980.5.
+	e.quote("60095", "60095.5")
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		if n := len(e.brackets(t)); n != 0 {
+			return errf("%d brackets still active", n)
+		}
+		return nil
+	})
+	f = want(t, e.Get("/api/account/snapshot"), 200, "")
+	if ps := f["positions"].([]any); len(ps) != 0 {
+		t.Fatalf("positions %v", ps)
+	}
+}
