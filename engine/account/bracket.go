@@ -252,22 +252,20 @@ func (l *legs) anchor() {
 // marksIn is where a decision finds an instrument's marks: a wake's quote
 // carries its instrument's, a trader's command its market's.
 func marksIn(env commands.Envelope) func(string) *mark.Stack {
+	one := func(instrument string, s *mark.Stack) func(string) *mark.Stack {
+		return func(inst string) *mark.Stack {
+			if inst == instrument {
+				return s
+			}
+			return nil
+		}
+	}
 	var m *trading.Market
 	switch c := env.Cmd.(type) {
 	case *trading.FillWorking:
-		return func(inst string) *mark.Stack {
-			if inst == c.Quote.Instrument {
-				return c.Quote.Marks
-			}
-			return nil
-		}
+		return one(c.Quote.Instrument, c.Quote.Marks)
 	case *trading.Rebase:
-		return func(inst string) *mark.Stack {
-			if inst == c.Instrument {
-				return c.Marks
-			}
-			return nil
-		}
+		return one(c.Instrument, c.Marks)
 	case *trading.PlaceOrder:
 		m = &c.Market
 	case *trading.ReplaceOrder:

@@ -227,9 +227,7 @@ func (h *Hub) follow(accountID string, rev uint64, keys []string, from uint64) {
 	m := &h.stacks
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h.mu.RLock()
-	_, streamed := h.subs[accountID]
-	h.mu.RUnlock()
+	streamed := h.isStreamed(accountID)
 	old, had := m.of[accountID]
 	if !streamed || (had && old.rev > rev) {
 		return
@@ -258,14 +256,20 @@ func (h *Hub) follow(accountID string, rev uint64, keys []string, from uint64) {
 	}
 }
 
+// isStreamed reports whether someone streams the account.
+func (h *Hub) isStreamed(accountID string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.subs[accountID]
+	return ok
+}
+
 // unfollow forgets what the account follows once nobody streams it.
 func (h *Hub) unfollow(accountID string) {
 	m := &h.stacks
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h.mu.RLock()
-	_, streamed := h.subs[accountID]
-	h.mu.RUnlock()
+	streamed := h.isStreamed(accountID)
 	if streamed { // subscribed again meanwhile: its frame has followed
 		return
 	}
