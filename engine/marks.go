@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,9 @@ func (e *Engine) appendMark(ctx context.Context, subject string, s *evmark.Stack
 	if err != nil {
 		return 0, err
 	}
-	return e.cfg.Log.Append(ctx, subject, expected, c.CommandID, data)
+	// The commit's id is the stack's: a retry after an answer that was lost
+	// is the same commit to the log's duplicate window, not a second one.
+	return e.cfg.Log.Append(ctx, subject, expected, fmt.Sprintf("%s#%d", subject, s.N), data)
 }
 
 // flushMarks waits, at most d, until every numbered stack is recorded, then
