@@ -108,6 +108,19 @@ func TestBracketsTakeInTheMarks(t *testing.T) {
 				}
 				anchoredAt(t, b, "b", 7)
 			}},
+		{"a short's stop follows the lowest ask of the marks", []commands.Command{bracketed(sell("s1", "2", marked(tmkt("100", "100.5"), a3)), plan, "100")},
+			func(*account.State) commands.Command {
+				// Asks of 88.5 and 90.5 since the entry at 100: the short's trailing rule
+				// (12 ticks from 8 under the entry) puts its stop at 88.5 + 6 = 94.5.
+				return wake(stackOf("a", 3, "88", "90"), "92")
+			},
+			func(t *testing.T, evs []events.Event) {
+				b := only[evacct.BracketSet](t, evs).Bracket
+				if b.Side != "short" || leg(b, "stop").Price.String() != "94.5" {
+					t.Fatalf("short bracket %+v, stop %s", b, leg(b, "stop").Price)
+				}
+				anchoredAt(t, b, "a", 5)
+			}},
 		{"a rebase onto the node it is anchored at records nothing", []commands.Command{entry},
 			func(*account.State) commands.Command {
 				return &trading.Rebase{Instrument: "BTC-PERP", Marks: a4}
