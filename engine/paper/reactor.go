@@ -28,6 +28,13 @@
 // its trailing stops wait in groups by the best touch since their wake
 // (trail.go), so a quote through the level the rule has moved a stop to by
 // now moves the wake to the fills too, though its move is not recorded yet.
+//
+// With marks (RecordMarks, the engine's way), no wake only moves a stop: a
+// quote that would is numbered as a mark of its instrument and recorded once,
+// and the accounts it moves stay parked where a queued move would wait (the
+// upgrade trees, the trailing groups) until a quote through a stop's derived
+// level wakes them to fill; the move queue serves only an engine that records
+// every move (engine.Config.RecordMoves).
 package paper
 
 import (
@@ -637,7 +644,7 @@ func (r *Reactor) SeedMarks(s *mark.Stack) {
 	b.stack = s
 }
 
-// parks reports whether k's account is behind the marks: a bracket's
+// behind reports whether k's account is behind the marks: a bracket's
 // anchor is older than a kept mark of this node that moves its stop. It
 // answers the quote from which the best touch counts.
 func (r *Reactor) behind(k key, ts []Trigger) (uint64, bool) {
