@@ -50,6 +50,7 @@ func (m *markBook) set(s *evmark.Stack) {
 	m.stacks.Store(&next)
 }
 
+// init makes the maps; the stacks hold none until New adds each symbol's empty one.
 func (m *markBook) init() {
 	m.latest, m.last, m.written, m.writing = map[string]*evmark.Stack{}, map[string]uint64{}, map[string]uint64{}, map[string]bool{}
 	m.rebases = map[string]bool{}
@@ -57,7 +58,7 @@ func (m *markBook) init() {
 	m.idle = sync.NewCond(&m.mu)
 }
 
-// on reports whether the paper book derives stops from marks.
+// marksOn reports whether the paper book derives stops from marks.
 func (e *Engine) marksOn() bool { return !e.cfg.RecordMoves }
 
 // markStacks is every instrument's newest stack (an empty one where none
