@@ -14,6 +14,16 @@ func MarkKey(instrument, node string) string {
 	return events.ID(mark.Subject(instrument, node), events.KindMark)
 }
 
+// MarkDoc is a stack of marks as the read models keep it: the newest one
+// recorded, and the log sequence of its commit. A read that shows stop
+// levels the stack moved names a revision no older than Seq, so a frame a
+// mark changed is ahead of the one before it (a client drops a frame at or
+// behind the revision it holds).
+type MarkDoc struct {
+	Stack mark.Stack `json:"stack"`
+	Seq   uint64     `json:"seq"`
+}
+
 // foldMark keeps the newest stack of the marks subject id: every Marked
 // carries the whole stack, so a stack replaces the stored one only when its
 // newest mark is later (a commit folded again never takes the stack back).
@@ -23,11 +33,10 @@ func foldMark(tx Tx, id string, c events.Committed) error {
 		if !ok {
 			continue
 		}
-		var old mark.Stack
+		var old MarkDoc
 		had, err := tx.Get(CollMark, id, &old)
-		if err == nil && (!had || m.Stack.N > old.N) {
-			s := m.Stack
-			err = tx.Put(CollMark, id, &s)
+		if err == nil && (!had || m.Stack.N > old.Stack.N) {
+			err = tx.Put(CollMark, id, &MarkDoc{Stack: m.Stack, Seq: c.Seq})
 		}
 		if err != nil {
 			return fmt.Errorf("fold %s at %d: %w", m.Type(), c.Seq, err)

@@ -23,7 +23,16 @@ type Stops struct {
 	s        Store
 	stacks   map[string]*mark.Stack     // by MarkKey; nil: none recorded
 	brackets map[string]*evacct.Bracket // by accountID/bracketID, derived; nil: not active
+	seq      uint64                     // the newest commit of the stacks read
 }
+
+// Seq is the log sequence of the newest stack's commit among those read:
+// a read showing their levels names a revision at least this (Revision).
+func (st *Stops) Seq() uint64 { return st.seq }
+
+// Revision is the revision a read of the account at rev names once it
+// shows the stop levels st derived: the later of rev and Seq.
+func (st *Stops) Revision(rev uint64) uint64 { return max(rev, st.seq) }
 
 // NewStops makes the stop levels of one read of s.
 func NewStops(s Store) *Stops { return &Stops{s: s} }
@@ -35,13 +44,15 @@ func (st *Stops) Stack(ctx context.Context, instrument, node string) (*mark.Stac
 	if s, ok := st.stacks[k]; ok {
 		return s, nil
 	}
-	s := new(mark.Stack)
-	ok, err := st.s.Get(ctx, CollMark, k, s)
+	var doc MarkDoc
+	ok, err := st.s.Get(ctx, CollMark, k, &doc)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		s = nil
+	var s *mark.Stack
+	if ok {
+		s = &doc.Stack
+		st.seq = max(st.seq, doc.Seq)
 	}
 	if st.stacks == nil {
 		st.stacks = map[string]*mark.Stack{}

@@ -1897,7 +1897,7 @@ type AccountFrame struct {
 		UnrealizedPnl Decimal                   `json:"unrealizedPnl"`
 	} `json:"positions"`
 
-	// Revision The account's commit sequence; strictly increasing, may skip
+	// Revision The log sequence of the newest commit the frame shows (the account's, or a paper book mark's that moved its stops); strictly increasing, may skip
 	Revision int `json:"revision"`
 	Summary  struct {
 		Balance Decimal `json:"balance"`
@@ -4801,8 +4801,10 @@ type ClientInterface interface {
 	// StreamAccount Account stream (SSE)
 	//
 	// Server-sent events. Exactly one frame event name, `account`, sent on
-	// connect and on every change, `id:` set to the revision (the account's
-	// commit sequence: strictly increasing, may skip). Also `lock` carrying the
+	// connect and on every change, `id:` set to the revision (the log
+	// sequence of the newest commit the frame shows: the account's own, or a
+	// paper book mark's that moved its breakeven or trailing stops; strictly
+	// increasing, may skip). Also `lock` carrying the
 	// RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
 	// subscriber gets the newest frame, never a backlog.
 	//
@@ -7162,8 +7164,10 @@ func (c *Client) GetAccountSnapshot(ctx context.Context, params *GetAccountSnaps
 // StreamAccount Account stream (SSE)
 //
 // Server-sent events. Exactly one frame event name, `account`, sent on
-// connect and on every change, `id:` set to the revision (the account's
-// commit sequence: strictly increasing, may skip). Also `lock` carrying the
+// connect and on every change, `id:` set to the revision (the log
+// sequence of the newest commit the frame shows: the account's own, or a
+// paper book mark's that moved its breakeven or trailing stops; strictly
+// increasing, may skip). Also `lock` carrying the
 // RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
 // subscriber gets the newest frame, never a backlog.
 //
@@ -20694,8 +20698,10 @@ type ClientWithResponsesInterface interface {
 	// StreamAccountWithResponse Account stream (SSE)
 	//
 	// Server-sent events. Exactly one frame event name, `account`, sent on
-	// connect and on every change, `id:` set to the revision (the account's
-	// commit sequence: strictly increasing, may skip). Also `lock` carrying the
+	// connect and on every change, `id:` set to the revision (the log
+	// sequence of the newest commit the frame shows: the account's own, or a
+	// paper book mark's that moved its breakeven or trailing stops; strictly
+	// increasing, may skip). Also `lock` carrying the
 	// RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
 	// subscriber gets the newest frame, never a backlog.
 	//
@@ -34872,8 +34878,10 @@ func (c *ClientWithResponses) GetAccountSnapshotWithResponse(ctx context.Context
 // StreamAccountWithResponse Account stream (SSE)
 //
 // Server-sent events. Exactly one frame event name, `account`, sent on
-// connect and on every change, `id:` set to the revision (the account's
-// commit sequence: strictly increasing, may skip). Also `lock` carrying the
+// connect and on every change, `id:` set to the revision (the log
+// sequence of the newest commit the frame shows: the account's own, or a
+// paper book mark's that moved its breakeven or trailing stops; strictly
+// increasing, may skip). Also `lock` carrying the
 // RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
 // subscriber gets the newest frame, never a backlog.
 //

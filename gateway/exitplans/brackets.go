@@ -206,10 +206,10 @@ func (h *Handlers) reads(w http.ResponseWriter, r *http.Request, pick func([]fra
 	if err != nil {
 		return err
 	}
-	bs, ms, err := frames.Brackets(r.Context(), h.d.Store, a.AccountID)
+	bs, ms, rev, err := frames.Brackets(r.Context(), h.d.Store, a.AccountID, a.Revision)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"revision": a.Revision, "items": pick(bs, ms)})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"revision": rev, "items": pick(bs, ms)})
 	return nil
 }

@@ -1,10 +1,12 @@
 package exitplans_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // A trailing stop follows a new high without a commit of its account: the
@@ -31,11 +33,17 @@ func trailingFollowsMarks(t *testing.T, e env) {
 	if stop["price"] != "59980.5" {
 		t.Fatalf("stop %v", stop)
 	}
-	revision := func() any { return want(t, e.Get("/api/account/snapshot"), 200, "")["revision"] } // the account's, in its frame
-	before := revision()
-	if _, ok := before.(float64); !ok {
-		t.Fatalf("the frame's revision %v", before)
+	// The frame's revision, and the account's own last commit in the log.
+	snap := want(t, e.Get("/api/account/snapshot"), 200, "")
+	before, acct := snap["revision"].(float64), snap["accountId"].(string)
+	committed := func() uint64 {
+		seq, err := e.App.Log.LastSubjectSeq(context.Background(), evacct.Subject(acct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
 	}
+	last := committed()
 
 	// A new high: the rule puts the stop 10 ticks (5) under it.
 	e.quote("60100", "60100.5")
@@ -65,8 +73,16 @@ func trailingFollowsMarks(t *testing.T, e env) {
 	if p := legOf(f["brackets"].([]any)[0].(map[string]any), "stop")["price"]; p != "60095" {
 		t.Fatalf("the frame's stop at %v", p)
 	}
-	if after := revision(); after != before {
-		t.Fatalf("the account committed for the move: revision %v -> %v", before, after)
+	// The frame the mark changed is ahead of the one before (a client drops
+	// a frame at or behind the revision it holds); the account committed nothing.
+	if after := f["revision"].(float64); after <= before {
+		t.Fatalf("the frame after the mark names revision %v, not ahead of %v", after, before)
+	}
+	if bs := want(t, e.Get("/api/account/brackets"), 200, ""); bs["revision"].(float64) <= before {
+		t.Fatalf("the brackets' read after the mark names revision %v, not ahead of %v", bs["revision"], before)
+	}
+	if now := committed(); now != last {
+		t.Fatalf("the account committed for the move: its last commit %d -> %d", last, now)
 	}
 
 	// A dip to the derived level fills the stop; the recorded one was 59980.5.

@@ -65,6 +65,7 @@ func TestAMarkedCommitReframesTheAccountsItMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	subs := map[string]*Sub{}
+	var firstRev uint64                       // a1's first frame's
 	for _, id := range []string{"a1", "a3"} { // a2 nobody streams (yet)
 		s, cancel, err := h.Subscribe(ctx, id)
 		if err != nil {
@@ -72,8 +73,12 @@ func TestAMarkedCommitReframesTheAccountsItMoves(t *testing.T) {
 		}
 		t.Cleanup(cancel)
 		subs[id] = s
-		if got := s.Take(); len(got) != 1 || (id == "a1" && stopOf(t, got[0]) != "95") {
+		got := s.Take()
+		if len(got) != 1 || (id == "a1" && stopOf(t, got[0]) != "95") {
 			t.Fatalf("%s: first payloads %v", id, got)
+		}
+		if id == "a1" {
+			firstRev = got[0].Rev
 		}
 	}
 	h.dmu.Lock()
@@ -97,6 +102,11 @@ func TestAMarkedCommitReframesTheAccountsItMoves(t *testing.T) {
 		}
 		if s := stopOf(t, got[len(got)-1]); s != "98" {
 			t.Fatalf("a1's frame shows the stop at %s, want 98", s)
+		}
+		// A client drops a frame at or behind the revision it holds: the
+		// frame a mark changed is ahead, though a1 committed nothing.
+		if r := got[len(got)-1].Rev; r <= firstRev || r != marked.Seq {
+			t.Fatalf("a1's frame after the mark names revision %d (before: %d), want the mark's commit %d", r, firstRev, marked.Seq)
 		}
 		return nil
 	})

@@ -115,10 +115,12 @@ func ManagedExitsOf(b evacct.Bracket) []ManagedExit {
 
 // Brackets reads an account's active brackets, each with its stop where
 // the marks after its anchor put it (projections.Stops), and the exits the
-// engine manages for them.
-func Brackets(ctx context.Context, s projections.Store, accountID string) ([]Bracket, []ManagedExit, error) {
-	bs, ms, _, err := brackets(ctx, s, projections.NewStops(s), accountID)
-	return bs, ms, err
+// engine manages for them; and the revision the read names for an account
+// at rev (projections.Stops.Revision: no older than the marks it shows).
+func Brackets(ctx context.Context, s projections.Store, accountID string, rev uint64) ([]Bracket, []ManagedExit, uint64, error) {
+	st := projections.NewStops(s)
+	bs, ms, _, err := brackets(ctx, s, st, accountID)
+	return bs, ms, st.Revision(rev), err
 }
 
 // brackets is Brackets deriving through st, with the mark stacks

@@ -101,7 +101,7 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	if err != nil {
 		return Frame{}, err
 	}
-	f := Frame{AccountID: a.AccountID, Revision: a.Revision, Clock: "engine", PositionModel: "net",
+	f := Frame{AccountID: a.AccountID, Revision: st.Revision(a.Revision), Clock: "engine", PositionModel: "net",
 		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: bs, ManagedExits: managed,
 		Follows: follows}
 	unreal := events.Int(0)

@@ -112,10 +112,12 @@ func testDerivedStops(t *testing.T, s projections.Store) {
 	if err := p.ApplyBatch(ctx, sc.Commits()); err != nil {
 		t.Fatal(err)
 	}
-	want := func(stop, best string) {
+	// want checks every view of both accounts and answers a1's frame's
+	// revision: the account's, or a later mark's commit that its stop shows.
+	want := func(stop, best string) (rev uint64) {
 		t.Helper()
 		for _, id := range []string{"a1", "a2"} {
-			bs, ms, err := frames.Brackets(ctx, s, id)
+			bs, ms, brev, err := frames.Brackets(ctx, s, id, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,9 +179,17 @@ func testDerivedStops(t *testing.T, s projections.Store) {
 			if k := projections.MarkKey("BTC-PERP", "n1"); !slices.Equal(f.Follows, []string{k}) {
 				t.Fatalf("%s: the frame follows %v, want [%s]", id, f.Follows, k)
 			}
+			doc, _ := get[projections.MarkDoc](t, s, projections.CollMark, projections.MarkKey("BTC-PERP", "n1"))
+			if f.Revision < doc.Seq || brev != doc.Seq {
+				t.Fatalf("%s: the frame names revision %d and the brackets' read %d; the stack they show was committed at %d", id, f.Revision, brev, doc.Seq)
+			}
+			if id == "a1" {
+				rev = f.Revision
+			}
 		}
+		return rev
 	}
-	want("98", "103") // 103 - 5: the best bid after the anchor, not the 104 before it
+	r1 := want("98", "103") // 103 - 5: the best bid after the anchor, not the 104 before it
 
 	// The documents keep the recorded level: only reads derive.
 	if b, _ := get[evacct.Bracket](t, s, projections.CollBracket, "a1/a1-b1"); b.Legs[0].Price.Cmp(dec("95")) != 0 || b.Trailing.Active {
@@ -194,14 +204,22 @@ func testDerivedStops(t *testing.T, s projections.Store) {
 	if err := p.ApplyBatch(ctx, []events.Committed{sc.Marked(Stack(3, Bid(2, "104"), Bid(3, "103.5")))}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := get[mark.Stack](t, s, projections.CollMark, projections.MarkKey("BTC-PERP", "n1")); st.N != 5 || len(st.Bids) != 3 {
-		t.Fatalf("an older stack replaced the newer: %+v", st)
+	if doc, _ := get[projections.MarkDoc](t, s, projections.CollMark, projections.MarkKey("BTC-PERP", "n1")); doc.Stack.N != 5 || len(doc.Stack.Bids) != 3 {
+		t.Fatalf("an older stack replaced the newer: %+v", doc.Stack)
 	}
-	want("98", "103")
+	if r := want("98", "103"); r != r1 {
+		t.Fatalf("an older stack moved the frame's revision %d -> %d", r1, r)
+	}
 	if err := p.ApplyBatch(ctx, []events.Committed{sc.Marked(Stack(7, Bid(2, "104"), Bid(4, "103"), Bid(7, "106.2")))}); err != nil {
 		t.Fatal(err)
 	}
-	want("101", "106.2") // 106.2 - 5 = 101.2, at the nearest tick
+	// A frame the marks changed is ahead of the one before (a client drops
+	// a frame at or behind the revision it holds), though the account
+	// committed nothing.
+	r3 := want("101", "106.2") // 106.2 - 5 = 101.2, at the nearest tick
+	if r3 <= r1 {
+		t.Fatalf("the frame the newer stack changed names revision %d, not ahead of %d", r3, r1)
+	}
 
 	// Another node's stack moves nothing of brackets anchored in n1's.
 	other := Stack(9, Bid(9, "200"))
@@ -209,5 +227,7 @@ func testDerivedStops(t *testing.T, s projections.Store) {
 	if err := p.ApplyBatch(ctx, []events.Committed{sc.Marked(other)}); err != nil {
 		t.Fatal(err)
 	}
-	want("101", "106.2")
+	if r := want("101", "106.2"); r != r3 {
+		t.Fatalf("another node's stack moved the frame's revision %d -> %d", r3, r)
+	}
 }

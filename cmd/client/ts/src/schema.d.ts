@@ -410,8 +410,10 @@ export interface paths {
         /**
          * Account stream (SSE)
          * @description Server-sent events. Exactly one frame event name, `account`, sent on
-         *     connect and on every change, `id:` set to the revision (the account's
-         *     commit sequence: strictly increasing, may skip). Also `lock` carrying the
+         *     connect and on every change, `id:` set to the revision (the log
+         *     sequence of the newest commit the frame shows: the account's own, or a
+         *     paper book mark's that moved its breakeven or trailing stops; strictly
+         *     increasing, may skip). Also `lock` carrying the
          *     RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
          *     subscriber gets the newest frame, never a backlog.
          */
@@ -3713,7 +3715,7 @@ export interface components {
         };
         AccountFrame: {
             accountId: string;
-            /** @description The account's commit sequence; strictly increasing, may skip */
+            /** @description The log sequence of the newest commit the frame shows (the account's, or a paper book mark's that moved its stops); strictly increasing, may skip */
             revision: number;
             /** @enum {string} */
             clock: "engine" | "observation";
