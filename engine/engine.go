@@ -203,7 +203,7 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 			Anchor: b.Anchor, MarkNode: b.MarkNode, Marked: b.Marked}
 		if stop, dist, act, tick, ok := account.TrailOf(b); ok {
 			t.Trail = &paper.Trail{Stop: stop, Long: b.Side == "long", Distance: dist, Activation: act, Tick: tick,
-				LevelAt: account.LevelAt(b)}
+				LevelAt: t.LevelAt}
 		}
 		out[b.Instrument] = append(out[b.Instrument], t)
 	}

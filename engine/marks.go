@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +32,8 @@ type markBook struct {
 	// command's market reads it without a lock.
 	stacks  atomic.Pointer[map[string]*evmark.Stack]
 	mu      sync.Mutex
-	latest  map[string]*evmark.Stack // by instrument: numbered, recorded or not
-	last    map[string]uint64        // by instrument: the subject's last sequence as this node knows it
-	written map[string]uint64        // by instrument: the newest mark recorded
+	last    map[string]uint64 // by instrument: the subject's last sequence as this node knows it
+	written map[string]uint64 // by instrument: the newest mark recorded
 	writing map[string]bool
 	closed  bool
 	rebases map[string]bool // accounts with a Rebase in flight
@@ -42,17 +42,14 @@ type markBook struct {
 
 // set makes s its instrument's newest stack; m.mu is held.
 func (m *markBook) set(s *evmark.Stack) {
-	m.latest[s.Instrument] = s
-	next := make(map[string]*evmark.Stack, len(m.latest))
-	for k, v := range m.latest {
-		next[k] = v
-	}
+	next := maps.Clone(*m.stacks.Load())
+	next[s.Instrument] = s
 	m.stacks.Store(&next)
 }
 
 // init makes the maps; the stacks hold none until New adds each symbol's empty one.
 func (m *markBook) init() {
-	m.latest, m.last, m.written, m.writing = map[string]*evmark.Stack{}, map[string]uint64{}, map[string]uint64{}, map[string]bool{}
+	m.last, m.written, m.writing = map[string]uint64{}, map[string]uint64{}, map[string]bool{}
 	m.rebases = map[string]bool{}
 	m.stacks.Store(&map[string]*evmark.Stack{})
 	m.idle = sync.NewCond(&m.mu)
@@ -93,7 +90,7 @@ func (e *Engine) writeMarks(inst string) {
 	subject := evmark.Subject(inst, e.cfg.Node)
 	for {
 		m.mu.Lock()
-		s, expected := m.latest[inst], m.last[inst]
+		s, expected := (*m.stacks.Load())[inst], m.last[inst]
 		if s.N <= m.written[inst] || m.closed {
 			m.writing[inst] = false
 			m.idle.Broadcast()

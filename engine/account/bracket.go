@@ -238,12 +238,7 @@ func (l *legs) anchor() {
 			best, ok = b.MarksBest(f)
 		}
 		if ok && !l.set[id] {
-			if moved, ok := b.Moved(best); ok {
-				*b = moved
-				if st := b.StopLeg(); st != nil {
-					l.replace(st.ID, st.Quantity.Sub(st.Filled), st.Price)
-				}
-			}
+			l.move(id, b, best)
 		}
 		b.Anchor, b.MarkNode, b.Marked = s.N, s.Node, true
 	}
@@ -569,22 +564,22 @@ func (l *legs) moves(q trading.Quote) {
 		if mb, ok := b.MarksBest(q.Marks); ok && b.Favours(mb, touch) {
 			touch = mb // a mark since its anchor that this wake's quotes no longer hold (a restart)
 		}
-		level, best, be, trail := MoveTo(b, touch)
-		if !be && !trail {
-			continue
-		}
-		b = l.get(id)
-		st = b.StopLeg()
-		if be {
-			b.Breakeven.Done = true
-		}
-		if trail {
-			b.Trailing.Active, b.Trailing.Best = true, &best
-		}
-		px := level
-		st.Price = &px
-		l.replace(st.ID, st.Quantity.Sub(st.Filled), &px)
+		l.move(id, b, touch)
 	}
+}
+
+// move puts bracket id's working stop where its rules put it at touch (b is
+// the bracket as this decision has it so far): the bracket, its rules' state
+// and the stop's order are recorded there; nothing when no rule moves it.
+func (l *legs) move(id string, b *evacct.Bracket, touch events.Decimal) {
+	moved, ok := b.Moved(touch)
+	if !ok {
+		return
+	}
+	c := l.get(id)
+	*c = *cloneBracket(&moved) // its own rules: later passes change them in place
+	st := c.StopLeg()
+	l.replace(st.ID, st.Quantity.Sub(st.Filled), st.Price)
 }
 
 // pathTrigger walks a quote path for bracket b's working stop: its rules

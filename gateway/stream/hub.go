@@ -269,8 +269,7 @@ func (h *Hub) unfollow(accountID string) {
 	m := &h.stacks
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	streamed := h.isStreamed(accountID)
-	if streamed { // subscribed again meanwhile: its frame has followed
+	if h.isStreamed(accountID) { // subscribed again meanwhile: its frame has followed
 		return
 	}
 	m.drop(accountID, m.of[accountID].keys)
