@@ -34,3 +34,13 @@ func (e *Engine) StartedFromSnapshots() (mark, from uint64, seeded, rebuilt int)
 	s := e.started
 	return s.mark, s.from, s.seeded, s.rebuilt
 }
+
+// RebaseWorkers is the bound on the Rebases in flight.
+const RebaseWorkers = rebaseWorkers
+
+// RebasePeak is the most rebase workers that ran at once.
+func (e *Engine) RebasePeak() int {
+	e.bookMarks.mu.Lock()
+	defer e.bookMarks.mu.Unlock()
+	return e.bookMarks.peak
+}

@@ -36,9 +36,25 @@ type markBook struct {
 	written map[string]uint64 // by instrument: the newest mark recorded
 	writing map[string]bool
 	closed  bool
-	rebases map[string]bool // accounts with a Rebase in flight
+	rebases map[string]bool // accounts with a Rebase queued or in flight
+	queue   []rebaseJob     // Rebases waiting for a worker
+	workers int             // rebase workers running, at most rebaseWorkers
+	peak    int             // the most workers that ran at once (tests)
 	idle    *sync.Cond      // signalled when a writer stops
 }
+
+// rebaseJob is one account's Rebase: the instruments of its brackets
+// anchored elsewhere and, for each, the nodes whose marks anchor them.
+type rebaseJob struct {
+	id   string
+	need map[string]map[string]bool
+}
+
+// rebaseWorkers bounds the Rebases in flight: the first start after an
+// upgrade finds every account with a trailing bracket unanchored, and one
+// commit each in a burst would hold the log and the accounts' mailboxes
+// from the orders arriving meanwhile.
+const rebaseWorkers = 4
 
 // set makes s its instrument's newest stack; m.mu is held.
 func (m *markBook) set(s *evmark.Stack) {
@@ -192,7 +208,8 @@ func (e *Engine) loadMarks(ctx context.Context) error {
 // here from a node that stopped: they first move where that node's marks put
 // them) or in none (recorded before marks). Until then the paper book would
 // trigger them at their recorded level while a reader sees the level the
-// other node's marks derive. One Rebase an instrument, in the background.
+// other node's marks derive. One Rebase an instrument, in the background, by
+// at most rebaseWorkers workers.
 func (e *Engine) rebase(id string, s *account.State) {
 	if !e.marksOn() {
 		return
@@ -214,37 +231,57 @@ func (e *Engine) rebase(id string, s *account.State) {
 	}
 	m := &e.bookMarks
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if need == nil || m.rebases[id] || m.closed {
-		m.mu.Unlock()
 		return
 	}
 	m.rebases[id] = true
-	m.mu.Unlock()
-	go func() {
-		defer func() {
-			m.mu.Lock()
-			delete(m.rebases, id)
-			m.mu.Unlock()
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for inst, nodes := range need {
-			c := &trading.Rebase{Instrument: inst, Marks: e.markStacks()[inst], Foreign: map[string]*evmark.Stack{}}
-			for node := range nodes {
-				s, _, err := e.lastMarks(ctx, inst, node)
-				if err != nil {
-					slog.Warn("paper book: another node's marks unreadable; its brackets are anchored here as recorded", "account", id, "node", node, "err", err)
-					continue
-				}
-				if s != nil {
-					c.Foreign[node] = s
-				}
+	m.queue = append(m.queue, rebaseJob{id: id, need: need})
+	if m.workers < rebaseWorkers {
+		m.workers++
+		m.peak = max(m.peak, m.workers)
+		go e.rebaseWorker()
+	}
+}
+
+// rebaseWorker sends the queued Rebases one after another until none is
+// left or the engine closes.
+func (e *Engine) rebaseWorker() {
+	m := &e.bookMarks
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(m.queue) > 0 && !m.closed {
+		j := m.queue[0]
+		m.queue[0] = rebaseJob{}
+		m.queue = m.queue[1:]
+		m.mu.Unlock()
+		e.rebaseOne(j)
+		m.mu.Lock()
+		delete(m.rebases, j.id)
+	}
+	m.workers--
+}
+
+// rebaseOne sends one account a Rebase an instrument.
+func (e *Engine) rebaseOne(j rebaseJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for inst, nodes := range j.need {
+		c := &trading.Rebase{Instrument: inst, Marks: e.markStacks()[inst], Foreign: map[string]*evmark.Stack{}}
+		for node := range nodes {
+			s, _, err := e.lastMarks(ctx, inst, node)
+			if err != nil {
+				slog.Warn("paper book: another node's marks unreadable; its brackets are anchored here as recorded", "account", j.id, "node", node, "err", err)
+				continue
 			}
-			if _, err := e.accounts.Execute(ctx, id, e.Envelope(events.Principal{System: "paper"}, "", c)); err != nil {
-				slog.Warn("paper book: brackets not anchored in this node's marks; the account's next commit tries again", "account", id, "err", err)
+			if s != nil {
+				c.Foreign[node] = s
 			}
 		}
-	}()
+		if _, err := e.accounts.Execute(ctx, j.id, e.Envelope(events.Principal{System: "paper"}, "", c)); err != nil {
+			slog.Warn("paper book: brackets not anchored in this node's marks; the account's next commit tries again", "account", j.id, "err", err)
+		}
+	}
 }
 
 // lastMarks is the newest stack node recorded for instrument (nil: none),

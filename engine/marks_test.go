@@ -17,7 +17,8 @@ import (
 // Brackets recorded before marks (by an engine that records every move,
 // as before them) are anchored in the marks at the next start: the engine
 // sends each account a Rebase when it tracks it, and from then on a quote
-// that moves their stops is a mark, not a commit of theirs.
+// that moves their stops is a mark, not a commit of theirs. However many
+// accounts need one, at most RebaseWorkers Rebases are in flight at once.
 func TestAStartAnchorsBracketsRecordedBeforeMarks(t *testing.T) {
 	ctx := context.Background()
 	log := tempLog(t)
@@ -31,7 +32,7 @@ func TestAStartAnchorsBracketsRecordedBeforeMarks(t *testing.T) {
 	}
 	w := &writer{t: t, e: old}
 	spec := evplan.Spec{Name: "trail", Stop: &evplan.Distance{Ticks: 40}, Trailing: &evplan.Trailing{Distance: evplan.Distance{Ticks: 20}}}
-	const n = 5
+	n := 5 * engine.RebaseWorkers
 	for k := range n {
 		id := fmt.Sprintf("old_%d", k)
 		w.account(id, &tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: fmt.Sprintf("OL%d", k), Currency: "USD", StartingBalance: dec("100000")})
@@ -64,5 +65,8 @@ func TestAStartAnchorsBracketsRecordedBeforeMarks(t *testing.T) {
 	}
 	if k := anchored(again); k != n {
 		t.Fatalf("%d of %d brackets anchored in the marks after the start", k, n)
+	}
+	if p := again.RebasePeak(); p < 1 || p > engine.RebaseWorkers {
+		t.Fatalf("%d Rebases in flight at once, want 1 to %d", p, engine.RebaseWorkers)
 	}
 }
