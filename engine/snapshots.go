@@ -325,17 +325,23 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 			sn.aggs[key] = st
 		}
 		var (
-			data []byte
-			rev  uint64
-			merr error
+			data    []byte
+			rev     uint64
+			merr    error
+			pending snapshot.Pending
+			took    bool
 		)
 		room := limit < 0 || *written < limit
 		err := g.Inspect(ctx, id, func(s S, r uint64) {
 			rev = r
 			if r > st.taken && room {
-				data, merr = snapshot.Marshal(s)
+				pending, merr = snapshot.Marshal(s)
+				took = merr == nil
 			}
 		})
+		if took { // outside the mailbox: the part that grows with the history
+			data, merr = pending.Body()
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s %s: %w", kind, id, err))

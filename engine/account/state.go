@@ -8,6 +8,7 @@ import (
 	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evidem "github.com/svc/engine/events/idem"
 )
 
 // Working is an order that rests on the book.
@@ -46,6 +47,7 @@ type State struct {
 	Firm            Firm                       // firm halt, reconciliation hold, ledger (firm.go)
 	Idem            idem.Record                // Idempotency-Keys of the venue door's writes (firm.go)
 	Eval            Eval                       // the evaluation of an enrolled account (eval.go)
+	History         History                    `json:"-"` // ClientOrderIDs, References and Idem as added (history.go)
 }
 
 // New is the state of an account with no commits.
@@ -64,8 +66,9 @@ func New(id string) *State {
 // StateVersion is the version of the account's state in snapshots
 // (engine/snapshot.Shape): raise it when Apply folds an event differently,
 // so that states folded by the old rules are rebuilt from the log instead of
-// reused. A change of State's fields changes the shape by itself.
-const StateVersion = 1
+// reused. A change of State's fields changes the shape by itself. 2: the
+// snapshot holds the history apart (history.go).
+const StateVersion = 2
 
 // Apply folds one event into the state and returns it. Deterministic: replay of
 // the log rebuilds the live state exactly.
@@ -79,6 +82,7 @@ func Apply(s *State, e events.Event) *State {
 		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
 	case evacct.OrderPlaced:
 		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
+		s.History.Orders = append(s.History.Orders, [2]string{e.Order.ClientOrderID, e.Order.BrokerOrderID})
 		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
 	case evacct.OrderFilled:
 		s.Balance = e.Balance
@@ -117,6 +121,7 @@ func Apply(s *State, e events.Event) *State {
 		s.Brackets[e.Bracket.ID] = cloneBracket(&e.Bracket)
 		if e.Bracket.ClientOrderID != "" {
 			s.ClientOrderIDs[e.Bracket.ClientOrderID] = e.Bracket.ID
+			s.History.Orders = append(s.History.Orders, [2]string{e.Bracket.ClientOrderID, e.Bracket.ID})
 		}
 	case evacct.BracketEnd:
 		delete(s.Brackets, e.BracketID)
@@ -124,12 +129,16 @@ func Apply(s *State, e events.Event) *State {
 		s.Balance = e.Balance
 		if e.ReferenceID != "" {
 			s.References[e.ReferenceID] = e.Digest
+			s.History.Refs = append(s.History.Refs, [2]string{e.ReferenceID, e.Digest})
 		}
 	default:
 		applyRisk(s, e)
 		applyFirm(s, e)
 		applyEval(s, e)
 		s.Idem.Apply(e)
+		if k, ok := e.(evidem.KeyUsed); ok {
+			s.History.Keys = append(s.History.Keys, k)
+		}
 	}
 	return s
 }

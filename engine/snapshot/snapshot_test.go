@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +84,10 @@ func (f *filler) fill(v reflect.Value, depth int) {
 			f.fill(s.Index(i), depth+1)
 		}
 		v.Set(s)
+	case reflect.Array:
+		for i := range v.Len() {
+			f.fill(v.Index(i), depth+1)
+		}
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		if f.variant == 2 {
@@ -107,7 +113,11 @@ func (f *filler) fill(v reflect.Value, depth int) {
 // CompressAbove) and decodes it as Start does.
 func roundTrip[S any](t *testing.T, s *S, compress bool) *S {
 	t.Helper()
-	b, err := Marshal(s)
+	p, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Body()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +144,7 @@ func TestStatesRoundTripWhole(t *testing.T) {
 			f := &filler{variant: variant}
 			a := account.New("acct_1")
 			f.fill(reflect.ValueOf(a).Elem(), 0)
+			a.History = historyOf(a)
 			if variant == 0 {
 				var b0 *evBracket
 				for _, b := range a.Brackets {
@@ -158,6 +169,24 @@ func TestStatesRoundTripWhole(t *testing.T) {
 			}
 		}
 	}
+}
+
+// historyOf is the history Apply would have kept of a's maps, in key order.
+func historyOf(a *account.State) account.History {
+	var h account.History
+	for _, k := range slices.Sorted(maps.Keys(a.ClientOrderIDs)) {
+		h.Orders = append(h.Orders, [2]string{k, a.ClientOrderIDs[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.References)) {
+		h.Refs = append(h.Refs, [2]string{k, a.References[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Idem)) {
+		u := a.Idem[k]
+		u.Key = k
+		a.Idem[k] = u
+		h.Keys = append(h.Keys, u)
+	}
+	return h
 }
 
 // A computed value past the input's bounds but within the codec's (a
