@@ -274,8 +274,12 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		if err != nil {
 			return 0, err
 		}
+		maxValue := e.cfg.Snapshots.MaxValue
+		if maxValue <= 0 {
+			maxValue = int(e.cfg.Log.Conn().MaxPayload())
+		}
 		store, err = snapshot.Open(ctx, snapshot.Config{JS: e.cfg.Log.JetStream(), Stream: e.cfg.Log.StreamName(),
-			Replicas: e.cfg.Log.Durability().Replicas, LogID: e.cfg.Log.ID(), MaxValue: int(e.cfg.Log.Conn().MaxPayload())})
+			Replicas: e.cfg.Log.Durability().Replicas, LogID: e.cfg.Log.ID(), MaxValue: maxValue})
 		if err != nil {
 			return 0, err
 		}

@@ -44,3 +44,10 @@ func (e *Engine) RebasePeak() int {
 	defer e.bookMarks.mu.Unlock()
 	return e.bookMarks.peak
 }
+
+// SnapshotsEncoded is how many states the snapshot rounds encoded.
+func (e *Engine) SnapshotsEncoded() int {
+	e.snaps.mu.Lock()
+	defer e.snaps.mu.Unlock()
+	return e.snaps.encoded
+}

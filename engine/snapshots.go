@@ -28,9 +28,12 @@ import (
 // current to (the log's last sequence on a single node; on a node of
 // several, the last commit its follower handed to the mailboxes), asks every
 // account and venue mailbox for its revision, and snapshots those that moved
-// past their snapshot, at most PerRound (2,000) a round; the state is encoded
-// inside the mailbox goroutine between two commands, compressed and written
-// outside it. Nothing runs on a command's path. The round then raises the
+// past their snapshot, at most PerRound (2,000) a round; the state's current
+// part is encoded inside the mailbox goroutine between two commands, its
+// history (account.History) encoded, compressed and written outside it. A
+// state found too large for one value is encoded again only every
+// tooLargeRounds rounds (its history only grows); the rounds between record
+// it as one to rebuild from its subject without encoding it. Nothing runs on a command's path. The round then raises the
 // mark to the oldest position every aggregate is known snapshotted to. Close
 // runs one last round without the bound (at most 10 s). A snapshot is a pure
 // function of the log up to its revision, so nodes of a cluster each write
@@ -44,7 +47,14 @@ type SnapshotConfig struct {
 	Every time.Duration
 	// PerRound bounds the snapshots one round writes; 0: DefaultSnapshotsPerRound.
 	PerRound int
+	// MaxValue is the largest snapshot stored; 0: what the log's server takes
+	// in one message (tests set less).
+	MaxValue int
 }
+
+// tooLargeRounds is how many rounds a state found too large for one value
+// is recorded as such without being encoded again.
+const tooLargeRounds = 30
 
 // DefaultSnapshotEvery is the time between two snapshot rounds.
 const DefaultSnapshotEvery = 10 * time.Second
@@ -69,11 +79,12 @@ type snapshotter struct {
 	perRound int
 	position func(context.Context) (uint64, error)
 
-	mu     sync.Mutex // one round at a time; guards the fields below
-	aggs   map[string]*snapped
-	prevAt uint64 // the position of the last round (at first: Start's replay end)
-	mark   uint64 // the mark as last written or read
-	warned map[string]uint64
+	mu      sync.Mutex // one round at a time; guards the fields below
+	aggs    map[string]*snapped
+	prevAt  uint64 // the position of the last round (at first: Start's replay end)
+	mark    uint64 // the mark as last written or read
+	warned  map[string]uint64
+	encoded int // states encoded (tests)
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -89,6 +100,7 @@ type startStats struct {
 type snapped struct {
 	taken     uint64 // the revision of its snapshot in the bucket (0: none usable)
 	confirmed uint64 // a position at which its snapshot had no commit of it after
+	tooLarge  int    // rounds left in which it is not encoded: it was too large (tooLargeRounds)
 }
 
 func snapKey(kind, id string) string { return kind + "/" + id }
@@ -332,15 +344,30 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 			took    bool
 		)
 		room := limit < 0 || *written < limit
+		encode := st.tooLarge == 0
 		err := g.Inspect(ctx, id, func(s S, r uint64) {
 			rev = r
-			if r > st.taken && room {
+			if r > st.taken && room && encode {
 				pending, merr = snapshot.Marshal(s)
 				took = merr == nil
 			}
 		})
 		if took { // outside the mailbox: the part that grows with the history
 			data, merr = pending.Body()
+			sn.encoded++
+		}
+		if err == nil && rev > st.taken && room && !encode {
+			// Too large a round ago and only grown since: recorded as one to
+			// rebuild from its subject, as the encoding would end.
+			st.tooLarge--
+			*written++
+			got, err := sn.store.Put(ctx, kind, id, rev, shape, nil)
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			st.taken, st.confirmed = got, at
+			return
 		}
 		switch {
 		case err != nil:
@@ -354,9 +381,10 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 				sn.warnOnce(key, rev, "snapshots: a state cannot be encoded; the aggregate is rebuilt from its subject at each start", merr)
 			}
 			got, err := sn.store.Put(ctx, kind, id, rev, shape, data)
+			st.tooLarge = 0
 			if errors.Is(err, snapshot.ErrTooLarge) {
 				sn.warnOnce(key, rev, "snapshots: a state is too large to snapshot; the aggregate is rebuilt from its subject at each start", err)
-				err = nil
+				st.tooLarge, err = tooLargeRounds, nil
 			}
 			if err != nil {
 				errs = append(errs, err)

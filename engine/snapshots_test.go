@@ -312,3 +312,40 @@ func TestStartFromSnapshotsEqualsTheFullRebuild(t *testing.T) {
 		}
 	})
 }
+
+// A state too large for one snapshot value is recorded as one to rebuild
+// from its subject; the rounds after it record it so without encoding it
+// again (its history only grows), and a start still holds it whole.
+func TestATooLargeStateIsNotEncodedEveryRound(t *testing.T) {
+	ctx := context.Background()
+	log := tempLog(t)
+	e, err := engine.New(engine.Config{Log: log, Feed: market.NewSim(market.DefaultCrypto(), 1, clock),
+		Catalog: market.NewCatalog(market.DefaultCrypto()), Now: clock,
+		Snapshots: engine.SnapshotConfig{On: true, Every: time.Hour, MaxValue: 5000}}) // 1 KiB for a state
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	w := &writer{t: t, e: e}
+	w.open(1) // a few commits: more than 1 KiB of state
+	w.venue("venue_1", &venuecmd.CreateVenue{OrgID: "org_1", Name: "Venue one", By: venuecmd.Owner{UserID: "u1", Verified: true, Owner: true}})
+	if _, err := e.SnapshotRound(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	first := e.SnapshotsEncoded() // the account and the venue
+	for range 3 {
+		w.trade("acct_1", 1)
+		if n, err := e.SnapshotRound(ctx, -1); err != nil || n != 1 {
+			t.Fatalf("a round recorded %d (%v), want the account again", n, err)
+		}
+	}
+	if got := e.SnapshotsEncoded(); first != 2 || got != first {
+		t.Fatalf("encoded %d states in the first round and %d after three more, want 2 and no more", first, got)
+	}
+	if _, _, _, rebuilt := sameAggregates(t, log); rebuilt < 1 {
+		t.Fatalf("rebuilt %d from their subjects, want the account too large to snapshot", rebuilt)
+	}
+}
