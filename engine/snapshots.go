@@ -33,11 +33,12 @@ import (
 // history (account.History) encoded, compressed and written outside it. A
 // state found too large for one value is encoded again only every
 // tooLargeRounds rounds (its history only grows); the rounds between record
-// it as one to rebuild from its subject without encoding it. Nothing runs on a command's path. The round then raises the
-// mark to the oldest position every aggregate is known snapshotted to. Close
-// runs one last round without the bound (at most 10 s). A snapshot is a pure
-// function of the log up to its revision, so nodes of a cluster each write
-// theirs; the bucket never takes an older snapshot over a newer one.
+// it as one to rebuild from its subject without encoding it. Nothing runs
+// on a command's path. The round then raises the mark to the oldest
+// position every aggregate is known snapshotted to. Close runs one last
+// round without the bound (at most 10 s). A snapshot is a pure function of
+// the log up to its revision, so nodes of a cluster each write theirs; the
+// bucket never takes an older snapshot over a newer one.
 
 // SnapshotConfig shapes aggregate snapshots; the zero value keeps none.
 type SnapshotConfig struct {

@@ -21,12 +21,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc/engine/engine/eventlog"

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,6 +15,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"

@@ -6,7 +6,6 @@ package stream
 import (
 	"context"
 	"fmt"
-	gojson "github.com/goccy/go-json"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svc/engine/events"
