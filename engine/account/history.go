@@ -15,8 +15,8 @@ import (
 // three slice lengths and encodes it outside (SnapshotParts): the part of a
 // snapshot that grows with the account's history never holds the mailbox.
 // An element, once appended, is never written again, so a slice's first n
-// elements may be read while Apply appends after them.
-// Only Apply writes it (and JoinSnapshot, reading a snapshot back).
+// elements may be read while Apply appends after them. Only Apply writes it
+// (and JoinSnapshot, reading a snapshot back).
 type History struct {
 	Orders [][2]string      `json:"clientOrderIds"`  // clientOrderId, order or bracket id
 	Refs   [][2]string      `json:"references"`      // referenceId, request digest
@@ -26,9 +26,9 @@ type History struct {
 // SnapshotParts splits the state for a snapshot; it runs in the account's
 // mailbox. Only Apply writes the history maps, and it appends each entry to
 // the history as it does. head is the state without its history maps, to
-// encode there and then (it shares what Apply changes in place). tail is the history as it
-// stands, to encode anywhere later: it holds only elements Apply never
-// writes again. JoinSnapshot is its inverse.
+// encode there and then (it shares what Apply changes in place). tail is
+// the history as it stands, to encode anywhere later: it holds only
+// elements Apply never writes again. JoinSnapshot is its inverse.
 func (s *State) SnapshotParts() (head, tail any) {
 	hs := s.History
 	if len(s.ClientOrderIDs) > len(hs.Orders) || len(s.References) > len(hs.Refs) || len(s.Idem) > len(hs.Keys) {
