@@ -512,30 +512,22 @@ func (e *Engine) prepare(cmd commands.Command) error {
 	if err := cmd.Validate(); err != nil {
 		return err
 	}
+	var instrument string // a command that opens exposure in it
 	switch c := cmd.(type) {
 	case *trading.PlaceOrder:
-		if err := e.futuresUnserved(c.Instrument); err != nil {
-			return err
-		}
-		c.Market = e.market()
-	case *trading.ReplaceOrder:
-		c.Market = e.market()
+		instrument = c.Instrument
 	case *trading.ClosePosition:
-		if err := e.futuresUnserved(c.Instrument); err != nil {
-			return err
-		}
-		c.Market = e.market()
-	case *trading.Flatten:
-		c.Market = e.market()
-	case *trading.Protect:
-		c.Market = e.market()
-	case *trading.ChangeBracket:
-		c.Market = e.market()
+		instrument = c.Instrument
 	case *trading.Reverse:
-		if err := e.futuresUnserved(c.Instrument); err != nil {
+		instrument = c.Instrument
+	}
+	if instrument != "" {
+		if err := e.futuresUnserved(instrument); err != nil {
 			return err
 		}
-		c.Market = e.market()
+	}
+	if p, ok := cmd.(trading.Priced); ok {
+		*p.MarketOf() = e.market()
 	}
 	e.prepareRisk(cmd)
 	return nil

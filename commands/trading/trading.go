@@ -74,6 +74,33 @@ type Market struct {
 	Terms map[string]*Terms
 }
 
+// Priced is a command that carries the market context (its Market field):
+// the engine attaches it before Decide, and Decide reads it.
+type Priced interface {
+	MarketOf() *Market
+}
+
+// MarketOf implements Priced.
+func (c *PlaceOrder) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *ReplaceOrder) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *ClosePosition) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *Flatten) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *Reverse) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *Protect) MarketOf() *Market { return &c.Market }
+
+// MarketOf implements Priced.
+func (c *ChangeBracket) MarketOf() *Market { return &c.Market }
+
 // Sides, order types and times in force.
 var (
 	Sides      = []string{"buy", "sell"}

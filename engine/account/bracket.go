@@ -261,20 +261,8 @@ func marksIn(env commands.Envelope) func(string) *mark.Stack {
 		return one(c.Quote.Instrument, c.Quote.Marks)
 	case *trading.Rebase:
 		return one(c.Instrument, c.Marks)
-	case *trading.PlaceOrder:
-		m = &c.Market
-	case *trading.ReplaceOrder:
-		m = &c.Market
-	case *trading.ClosePosition:
-		m = &c.Market
-	case *trading.Flatten:
-		m = &c.Market
-	case *trading.Reverse:
-		m = &c.Market
-	case *trading.Protect:
-		m = &c.Market
-	case *trading.ChangeBracket:
-		m = &c.Market
+	case trading.Priced:
+		m = c.MarketOf()
 	}
 	return func(inst string) *mark.Stack {
 		if m == nil {
