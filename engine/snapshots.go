@@ -357,32 +357,9 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 			data, merr = pending.Body()
 			sn.encoded++
 		}
-		if err == nil && rev > st.taken && room && !encode {
-			// Too large a round ago and only grown since: recorded as one to
-			// rebuild from its subject, as the encoding would end.
-			st.tooLarge--
+		record := func(data []byte) { // a snapshot, or nil: rebuild it from its subject
 			*written++
-			got, err := sn.store.Put(ctx, kind, id, rev, shape, nil)
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			st.taken, st.confirmed = got, at
-			return
-		}
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s %s: %w", kind, id, err))
-		case rev <= st.taken:
-			st.confirmed = at // its snapshot holds every commit of it up to at
-		case merr != nil || data != nil:
-			*written++
-			if merr != nil {
-				// Stored without its state: the start rebuilds it from its subject.
-				sn.warnOnce(key, rev, "snapshots: a state cannot be encoded; the aggregate is rebuilt from its subject at each start", merr)
-			}
 			got, err := sn.store.Put(ctx, kind, id, rev, shape, data)
-			st.tooLarge = 0
 			if errors.Is(err, snapshot.ErrTooLarge) {
 				sn.warnOnce(key, rev, "snapshots: a state is too large to snapshot; the aggregate is rebuilt from its subject at each start", err)
 				st.tooLarge, err = tooLargeRounds, nil
@@ -392,6 +369,25 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 				return
 			}
 			st.taken, st.confirmed = got, at
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, id, err))
+		case rev <= st.taken:
+			st.confirmed = at // its snapshot holds every commit of it up to at
+		case !room:
+		case !encode:
+			// Too large a round ago and only grown since: recorded as one to
+			// rebuild from its subject without encoding it again.
+			st.tooLarge--
+			record(nil)
+		case merr != nil:
+			// Stored without its state: the start rebuilds it from its subject.
+			sn.warnOnce(key, rev, "snapshots: a state cannot be encoded; the aggregate is rebuilt from its subject at each start", merr)
+			record(nil)
+		default:
+			st.tooLarge = 0
+			record(data)
 		}
 	})
 	return errors.Join(errs...)

@@ -153,11 +153,10 @@ type joiner interface {
 }
 
 // Pending is a state's snapshot as Marshal took it: its head encoded, its
-// tail (a Parted state's) not yet.
+// tail (a Parted state's; nil for another) not yet.
 type Pending struct {
 	head []byte
 	tail any
-	part bool
 }
 
 // Marshal takes a state's snapshot where the state is owned (the
@@ -171,7 +170,6 @@ func Marshal(state any) (Pending, error) {
 	v := state
 	if pt, ok := state.(Parted); ok {
 		v, p.tail = pt.SnapshotParts()
-		p.part = true
 	}
 	b, err := gojson.Marshal(v)
 	if err != nil {
@@ -184,7 +182,7 @@ func Marshal(state any) (Pending, error) {
 // Body is the value Put stores, anywhere: the state's JSON, or a Parted
 // state's {"head":...,"tail":...} with the tail encoded now.
 func (p Pending) Body() ([]byte, error) {
-	if !p.part {
+	if p.tail == nil {
 		return p.head, nil
 	}
 	t, err := gojson.Marshal(p.tail)
