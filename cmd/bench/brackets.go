@@ -424,7 +424,7 @@ func paced(ctx context.Context, workers int, rate float64, dur time.Duration, op
 
 // httpOrder posts one market order for acct, as httpPath does, and checks it filled.
 func (s *service) httpOrder(ctx context.Context, c *http.Client, acct credAccount, clientOrderID string, i int) error {
-	body := `{"clientOrderId":"` + clientOrderID + `","instrument":"BTC-PERP","side":"` + side(i) + `","orderType":"market","quantity":"0.01"}`
+	body := orderBody(clientOrderID, i)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/trading/order?account="+acct.AccountNumber, strings.NewReader(body))
 	if err != nil {
 		return err
@@ -440,8 +440,18 @@ func (s *service) httpOrder(ctx context.Context, c *http.Client, acct credAccoun
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, filled) {
-		return fmt.Errorf("order: %d %.200s", resp.StatusCode, b)
+	return orderFilled(resp.StatusCode, b)
+}
+
+// orderBody is the JSON of the market order httpOrder posts.
+func orderBody(clientOrderID string, i int) string {
+	return `{"clientOrderId":"` + clientOrderID + `","instrument":"BTC-PERP","side":"` + side(i) + `","orderType":"market","quantity":"0.01"}`
+}
+
+// orderFilled is nil when an order's answer says it filled.
+func orderFilled(status int, b []byte) error {
+	if status != http.StatusOK || !bytes.Contains(b, filled) {
+		return fmt.Errorf("order: %d %.200s", status, b)
 	}
 	return nil
 }

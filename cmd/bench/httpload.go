@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -90,12 +94,19 @@ func httpLoad(args []string) error {
 		return fmt.Errorf("http-load: accounts and a window are required")
 	}
 	s := &service{URL: *url, Key: os.Getenv("BENCH_HTTP_KEY")}
-	c := httpClient(len(accts))
-	defer c.CloseIdleConnections()
+	conns := make([]keepAlive, len(accts))
+	for w := range conns {
+		conns[w] = keepAlive{addr: strings.TrimPrefix(*url, "http://"), key: s.Key}
+		defer conns[w].close()
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, *end).Add(30*time.Second))
 	defer cancel()
 	op := func(ctx context.Context, w, i int) error {
-		return s.httpOrder(ctx, c, credAccount{AccountNumber: accts[w]}, "http-"+*win+"-"+strconv.Itoa(w)+"-"+strconv.Itoa(i), i)
+		status, b, err := conns[w].post(ctx, "/api/trading/order?account="+accts[w], orderBody("http-"+*win+"-"+strconv.Itoa(w)+"-"+strconv.Itoa(i), i))
+		if err != nil {
+			return err
+		}
+		return orderFilled(status, b)
 	}
 	var res sample
 	if *rate > 0 {
@@ -106,4 +117,71 @@ func httpLoad(args []string) error {
 	}
 	res.Gen, res.CPU = res.CPU, 0
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// keepAlive is one HTTP/1.1 keep-alive connection of the load generator: it
+// writes a request in one write and reads the answer with net/http's own
+// parser, without http.Client's transport (a reader and a writer goroutine
+// per connection, two hand-offs between them per request). The generator
+// shares the machine's two cores with the engine, so what it spends is
+// taken from the engine's rate: as a transport it cost 40 us an order
+// (docs/performance.md, "A leaner load generator"). It redials after an error.
+type keepAlive struct {
+	addr string // host:port
+	key  string
+	c    net.Conn
+	br   *bufio.Reader
+	req  []byte
+}
+
+// post sends body as JSON to path and answers the status and the body.
+func (k *keepAlive) post(ctx context.Context, path, body string) (int, []byte, error) {
+	if k.c == nil {
+		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", k.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		k.c, k.br = c, bufio.NewReaderSize(c, 4096)
+	}
+	r := append(k.req[:0], "POST "...)
+	r = append(r, path...)
+	r = append(r, " HTTP/1.1\r\nHost: "...)
+	r = append(r, k.addr...)
+	r = append(r, "\r\nAuthorization: Bearer "...)
+	r = append(r, k.key...)
+	r = append(r, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	r = strconv.AppendInt(r, int64(len(body)), 10)
+	r = append(r, "\r\n\r\n"...)
+	r = append(r, body...)
+	k.req = r
+	if d, ok := ctx.Deadline(); ok {
+		_ = k.c.SetDeadline(d)
+	}
+	status, b, reuse, err := k.exchange(r)
+	if err != nil || !reuse {
+		k.close()
+	}
+	return status, b, err
+}
+
+// exchange writes req and reads its answer, and whether the connection
+// stays open for the next.
+func (k *keepAlive) exchange(req []byte) (int, []byte, bool, error) {
+	if _, err := k.c.Write(req); err != nil {
+		return 0, nil, false, err
+	}
+	resp, err := http.ReadResponse(k.br, nil)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, b, !resp.Close, err
+}
+
+func (k *keepAlive) close() {
+	if k.c != nil {
+		k.c.Close()
+		k.c, k.br = nil, nil
+	}
 }
