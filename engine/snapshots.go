@@ -99,9 +99,10 @@ type startStats struct {
 
 // snapped is what the snapshotter knows of one aggregate.
 type snapped struct {
-	taken     uint64 // the revision of its snapshot in the bucket (0: none usable)
-	confirmed uint64 // a position at which its snapshot had no commit of it after
-	tooLarge  int    // rounds left in which it is not encoded: it was too large (tooLargeRounds)
+	taken     uint64        // the revision of its snapshot in the bucket (0: none usable)
+	confirmed uint64        // a position at which its snapshot had no commit of it after
+	tooLarge  int           // rounds left in which it is not encoded: it was too large (tooLargeRounds)
+	segs      snapshot.Segs // its lists' segments in the bucket
 }
 
 func snapKey(kind, id string) string { return kind + "/" + id }
@@ -338,12 +339,13 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 			sn.aggs[key] = st
 		}
 		var (
-			data    []byte
 			rev     uint64
 			merr    error
 			pending snapshot.Pending
+			enc     snapshot.Encoded
 			took    bool
 		)
+		none := func() (uint64, error) { return sn.store.Put(ctx, kind, id, rev, shape, nil) }
 		room := limit < 0 || *written < limit
 		encode := st.tooLarge == 0
 		err := g.Inspect(ctx, id, func(s S, r uint64) {
@@ -353,13 +355,13 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 				took = merr == nil
 			}
 		})
-		if took { // outside the mailbox: the part that grows with the history
-			data, merr = pending.Body()
+		if took { // outside the mailbox: the lists that grow with the history, only their segments not yet in the bucket
+			enc, merr = pending.Encode(&st.segs)
 			sn.encoded++
 		}
-		record := func(data []byte) { // a snapshot, or nil: rebuild it from its subject
+		record := func(put func() (uint64, error)) { // a snapshot, or none: rebuild it from its subject
 			*written++
-			got, err := sn.store.Put(ctx, kind, id, rev, shape, data)
+			got, err := put()
 			if errors.Is(err, snapshot.ErrTooLarge) {
 				sn.warnOnce(key, rev, "snapshots: a state is too large to snapshot; the aggregate is rebuilt from its subject at each start", err)
 				st.tooLarge, err = tooLargeRounds, nil
@@ -380,14 +382,14 @@ func snapRound[S any](ctx context.Context, sn *snapshotter, kind string, g *mail
 			// Too large a round ago and only grown since: recorded as one to
 			// rebuild from its subject without encoding it again.
 			st.tooLarge--
-			record(nil)
+			record(none)
 		case merr != nil:
 			// Stored without its state: the start rebuilds it from its subject.
 			sn.warnOnce(key, rev, "snapshots: a state cannot be encoded; the aggregate is rebuilt from its subject at each start", merr)
-			record(nil)
+			record(none)
 		default:
 			st.tooLarge = 0
-			record(data)
+			record(func() (uint64, error) { return sn.store.PutParts(ctx, kind, id, rev, shape, enc, &st.segs) })
 		}
 	})
 	return errors.Join(errs...)

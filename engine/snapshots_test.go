@@ -270,7 +270,7 @@ func TestStartFromSnapshotsEqualsTheFullRebuild(t *testing.T) {
 		rewrite(t, log, "account", "acct_5", func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"log":"`+log.ID()), []byte(`"log":"01ANOTHERLOG0000000000000"`), 1)
 		})
-		rewrite(t, log, "venue", "venue_1", func(b []byte) []byte { return bytes.Replace(b, []byte(`"format":1`), []byte(`"format":99`), 1) })
+		rewrite(t, log, "venue", "venue_1", func(b []byte) []byte { return bytes.Replace(b, []byte(`"format":2`), []byte(`"format":99`), 1) })
 		mark, from, _, rebuilt := sameAggregates(t, log)
 		if mark == 0 || from != mark || rebuilt != 3 {
 			t.Errorf("mark %d, replayed after %d, rebuilt %d; want 3 rebuilt whole beside a replay after the mark", mark, from, rebuilt)

@@ -3,6 +3,7 @@ package account
 import (
 	"fmt"
 
+	"github.com/svc/engine/engine/snapshot/parts"
 	"github.com/svc/engine/events"
 	evidem "github.com/svc/engine/events/idem"
 )
@@ -23,31 +24,66 @@ type History struct {
 	Keys   []evidem.KeyUsed `json:"idempotencyKeys"` // as Idem.Apply folded them
 }
 
+// The names of the lists a snapshot keeps apart (SnapshotParts).
+const (
+	listOrders = "clientOrderIds"
+	listRefs   = "references"
+	listKeys   = "idempotencyKeys"
+	listFills  = "fills"
+)
+
 // SnapshotParts splits the state for a snapshot; it runs in the account's
 // mailbox. Only Apply writes the history maps, and it appends each entry to
-// the history as it does. head is the state without its history maps, to
-// encode there and then (it shares what Apply changes in place). tail is
-// the history as it stands, to encode anywhere later: it holds only
-// elements Apply never writes again. JoinSnapshot is its inverse.
-func (s *State) SnapshotParts() (head, tail any) {
+// the history as it does. head is the state without its history maps and
+// its realized fills, to encode there and then (it shares what Apply
+// changes in place). The lists are the history and the fills as they
+// stand, to encode anywhere later (engine/snapshot stores them in segments
+// written once each): they hold only elements Apply never writes again.
+// JoinSnapshot is its inverse.
+func (s *State) SnapshotParts() (head any, lists []parts.List) {
 	hs := s.History
 	if len(s.ClientOrderIDs) > len(hs.Orders) || len(s.References) > len(hs.Refs) || len(s.Idem) > len(hs.Keys) {
 		// The maps hold entries the history lacks (written other than by
 		// Apply): the head keeps them whole, slower but complete.
-		return s, History{}
+		return s, nil
 	}
 	h := *s
 	h.ClientOrderIDs, h.References, h.Idem = nil, nil, nil
-	return &h, History{Orders: hs.Orders[:len(hs.Orders):len(hs.Orders)], Refs: hs.Refs[:len(hs.Refs):len(hs.Refs)],
-		Keys: hs.Keys[:len(hs.Keys):len(hs.Keys)]}
+	h.Risk.Fills = nil
+	fills := s.Risk.Fills
+	return &h, []parts.List{
+		{Name: listOrders, Items: hs.Orders[:len(hs.Orders):len(hs.Orders)]},
+		{Name: listRefs, Items: hs.Refs[:len(hs.Refs):len(hs.Refs)]},
+		{Name: listKeys, Items: hs.Keys[:len(hs.Keys):len(hs.Keys)]},
+		{Name: listFills, Base: s.Risk.FillsFrom, Items: fills[:len(fills):len(fills)]},
+	}
 }
 
-// JoinSnapshot folds a snapshot's tail (SnapshotParts) into a state decoded
-// from its head: the history maps and the history itself, in their order.
-func (s *State) JoinSnapshot(tail []byte) error {
+// JoinSnapshot folds a snapshot's lists (SnapshotParts) into a state
+// decoded from its head: the history and the history maps, in their order,
+// and the realized fills from the index the head says its fills start at.
+func (s *State) JoinSnapshot(lists []parts.Joined) error {
 	var t History
-	if err := events.UnmarshalStored(tail, &t); err != nil {
-		return fmt.Errorf("account %s: snapshot history: %w", s.ID, err)
+	var err error
+	for _, l := range lists {
+		switch l.Name {
+		case listOrders:
+			t.Orders, err = joined[[2]string](l)
+		case listRefs:
+			t.Refs, err = joined[[2]string](l)
+		case listKeys:
+			t.Keys, err = joined[evidem.KeyUsed](l)
+		case listFills:
+			if l.Base != s.Risk.FillsFrom {
+				return fmt.Errorf("account %s: snapshot fills from %d, its head's from %d", s.ID, l.Base, s.Risk.FillsFrom)
+			}
+			s.Risk.Fills, err = joined[Realized](l)
+		default:
+			err = fmt.Errorf("no list named %q", l.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("account %s: snapshot list %s: %w", s.ID, l.Name, err)
+		}
 	}
 	if s.ClientOrderIDs == nil {
 		s.ClientOrderIDs = make(map[string]string, len(t.Orders))
@@ -71,4 +107,17 @@ func (s *State) JoinSnapshot(tail []byte) error {
 	s.History.Refs = append(s.History.Refs, t.Refs...)
 	s.History.Keys = append(s.History.Keys, t.Keys...)
 	return nil
+}
+
+// joined decodes a list's parts, JSON arrays of T, into one slice.
+func joined[T any](l parts.Joined) ([]T, error) {
+	var out []T
+	for _, b := range l.Parts {
+		var p []T
+		if err := events.UnmarshalStored(b, &p); err != nil {
+			return nil, err
+		}
+		out = append(out, p...)
+	}
+	return out, nil
 }

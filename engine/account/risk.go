@@ -38,7 +38,8 @@ type Risk struct {
 	CountFrom     time.Time
 	CountFromFill uint64
 	FillCount     uint64
-	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order
+	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order; an element never changes once appended
+	FillsFrom     int        // how many realized fills were dropped before Fills[0], over the account's life (snapshots' index)
 	EvalBreach    bool       // an eval_breach lock stands
 	// Policy is the venue's published risk policy the account lives under
 	// (issued accounts of a group bound to one), with its loss limits.
@@ -71,6 +72,7 @@ func applyRisk(s *State, e events.Event) {
 		r.EvalBreach = false
 	case evacct.AccountReset:
 		// Back to the starting state: no PnL counted, no fired control; the settings stay.
+		r.FillsFrom += len(r.Fills)
 		r.Lock, r.Latches, r.Fills, r.CountFrom, r.CountFromFill = nil, nil, nil, e.At, r.FillCount
 	}
 }
@@ -87,7 +89,10 @@ func riskFilled(s *State, e evacct.OrderFilled) {
 		cut++
 	}
 	if cut > 0 {
-		r.Fills = append([]Realized(nil), r.Fills[cut:]...)
+		// Resliced, not copied: a snapshot may be encoding the elements
+		// (SnapshotParts), and append moves the live ones to a new array
+		// when this one is full, so the dropped ones are let go then.
+		r.Fills, r.FillsFrom = r.Fills[cut:], r.FillsFrom+cut
 	}
 }
 

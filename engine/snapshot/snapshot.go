@@ -11,18 +11,30 @@
 // snapshot in the bucket at a revision R with no commit of its subject in
 // (R, W]. A start seeds the aggregates from their snapshots and replays the
 // log from after W only.
+//
+// A state's lists that grow with its history (an account's clientOrderIds,
+// references, idempotency keys and realized fills) are stored apart, in
+// segments of SegmentLen elements under keys of their own: a segment is
+// written once, when it fills, and every later snapshot names it by its
+// digest, so a snapshot round encodes and writes what the aggregate added
+// since its last one, never its whole history, and no history is too long
+// for a snapshot (each value stays under the server's message size).
 package snapshot
 
 import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -30,13 +42,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/snapshot/parts"
 	"github.com/svc/engine/events"
 )
 
 // Format is the version of a snapshot's envelope and of its encoding (the
 // state's JSON, within the codec's decimal bounds, flate-compressed past
-// CompressAbove). A snapshot of another format is ignored.
-const Format = 1
+// CompressAbove; a Parted state's lists in segments). A snapshot of another
+// format is ignored. 2: the lists in segments.
+const Format = 2
+
+// SegmentLen is how many elements of a list one segment holds.
+const SegmentLen = 1024
 
 // CompressAbove is the size of a state's JSON past which it is stored
 // compressed.
@@ -123,6 +140,23 @@ func Key(kind, id string) string {
 	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
 
+// segKey is the bucket's key of segment k of an aggregate's list.
+func segKey(kind, id, list string, k int) string {
+	return Key(kind, id) + "." + list + "." + strconv.Itoa(k)
+}
+
+// segKind is the kind of a segment's key, if key is one.
+func segKind(key string) (string, bool) {
+	parts := strings.Split(key, ".")
+	if len(parts) != 4 || parts[0] == "" || parts[2] == "" {
+		return "", false
+	}
+	if _, err := strconv.Atoi(parts[3]); err != nil {
+		return "", false
+	}
+	return parts[0], true
+}
+
 // parseKey is Key's inverse.
 func parseKey(key string) (kind, id string, ok bool) {
 	kind, enc, ok := strings.Cut(key, ".")
@@ -136,27 +170,28 @@ func parseKey(key string) (kind, id string, ok bool) {
 	return kind, string(b), true
 }
 
-// Parted is a state whose snapshot comes in two parts. SnapshotParts runs
+// Parted is a state whose snapshot comes in parts. SnapshotParts runs
 // where the state is owned (its mailbox) and returns the head, which Marshal
-// encodes there and then, and the tail, a value that stays as it is
-// whatever the state does next: what only ever grows with the aggregate's
-// history, encoded later outside the mailbox (Pending.Body), so that the
-// mailbox is held for the state's current part only. The state's pointer
-// type reads the tail back (JoinSnapshot) after the head.
+// encodes there and then, and the lists that grow with the aggregate's
+// history, each a slice that stays as it is whatever the state does next,
+// encoded later outside the mailbox and stored in segments (Store.PutParts).
+// The state's pointer type reads the lists back (JoinSnapshot) after the
+// head. A state may return no lists: its head is then the whole of it.
 type Parted interface {
-	SnapshotParts() (head, tail any)
+	SnapshotParts() (head any, lists []parts.List)
 }
 
-// joiner reads a Parted state's tail back.
+// joiner reads a Parted state's lists back.
 type joiner interface {
-	JoinSnapshot(tail []byte) error
+	JoinSnapshot(lists []parts.Joined) error
 }
 
 // Pending is a state's snapshot as Marshal took it: its head encoded, its
-// tail (a Parted state's; nil for another) not yet.
+// lists (a Parted state's) not yet.
 type Pending struct {
-	head []byte
-	tail any
+	head   []byte
+	lists  []parts.List
+	parted bool
 }
 
 // Marshal takes a state's snapshot where the state is owned (the
@@ -169,7 +204,8 @@ func Marshal(state any) (Pending, error) {
 	p := Pending{}
 	v := state
 	if pt, ok := state.(Parted); ok {
-		v, p.tail = pt.SnapshotParts()
+		v, p.lists = pt.SnapshotParts()
+		p.parted = true
 	}
 	b, err := gojson.Marshal(v)
 	if err != nil {
@@ -179,20 +215,123 @@ func Marshal(state any) (Pending, error) {
 	return p, nil
 }
 
-// Body is the value Put stores, anywhere: the state's JSON, or a Parted
-// state's {"head":...,"tail":...} with the tail encoded now.
-func (p Pending) Body() ([]byte, error) {
-	if p.tail == nil {
-		return p.head, nil
+// Segs is what a writer knows of one aggregate's stored segments: for each
+// list, the digests of the segments its last stored snapshot names. The
+// zero value knows none. One goroutine at a time uses it.
+type Segs struct {
+	lists map[string]segRun
+}
+
+// segRun is the digests of a list's segments first, first+1, ...
+type segRun struct {
+	first   int
+	digests []string
+}
+
+// digest names a segment's JSON in the snapshot that refers to it.
+func digest(b []byte) string {
+	d := sha256.Sum256(b)
+	return hex.EncodeToString(d[:16])
+}
+
+// partedBody is a Parted state's snapshot: its head and its lists.
+type partedBody struct {
+	Head  json.RawMessage `json:"head"`
+	Lists []listRef       `json:"lists"`
+}
+
+// listRef is one list of a snapshot: the elements from Base on are Lead,
+// then the segments First, First+1, ... (by digest), then Rest. Segment k
+// holds the elements k*SegmentLen up to (k+1)*SegmentLen.
+type listRef struct {
+	Name  string          `json:"name"`
+	Base  int             `json:"base"`
+	Lead  json.RawMessage `json:"lead"`
+	First int             `json:"first"`
+	Segs  []string        `json:"segs"`
+	Rest  json.RawMessage `json:"rest"`
+}
+
+// segment is one segment to store: its list, index and JSON.
+type segment struct {
+	list string
+	k    int
+	data []byte
+}
+
+// Encoded is a Pending made ready to store (PutParts): the value's body,
+// the segments to store before it, and what the writer knows once they are.
+type Encoded struct {
+	body   []byte
+	put    []segment
+	next   map[string]segRun
+	parted bool
+}
+
+// Encode makes p ready to store, anywhere (the lists never change): the
+// whole state's JSON, or a Parted state's head and lists, with the full
+// segments known does not hold encoded now and the rest inline.
+func (p Pending) Encode(known *Segs) (Encoded, error) {
+	if !p.parted {
+		return Encoded{body: p.head}, nil
 	}
-	t, err := gojson.Marshal(p.tail)
+	out := Encoded{next: map[string]segRun{}}
+	refs := make([]listRef, 0, len(p.lists))
+	for _, l := range p.lists {
+		items := reflect.ValueOf(l.Items)
+		if items.Kind() != reflect.Slice {
+			return Encoded{}, fmt.Errorf("snapshot: list %s is a %T, not a slice", l.Name, l.Items)
+		}
+		part := func(from, to int) ([]byte, error) { // elements from..to of the whole list
+			b, err := gojson.Marshal(items.Slice(from-l.Base, to-l.Base).Interface())
+			if err != nil {
+				return nil, fmt.Errorf("snapshot: encode list %s: %w", l.Name, err)
+			}
+			return b, nil
+		}
+		end := l.Base + items.Len()
+		first := (l.Base + SegmentLen - 1) / SegmentLen // the first segment wholly from Base on
+		last := end / SegmentLen                        // the segments before it are full
+		ref := listRef{Name: l.Name, Base: l.Base, First: first}
+		var err error
+		if last <= first {
+			if ref.Rest, err = part(l.Base, end); err != nil {
+				return Encoded{}, err
+			}
+			refs = append(refs, ref)
+			continue
+		}
+		if ref.Lead, err = part(l.Base, first*SegmentLen); err != nil {
+			return Encoded{}, err
+		}
+		var had segRun
+		if known != nil {
+			had = known.lists[l.Name]
+		}
+		for k := first; k < last; k++ {
+			if i := k - had.first; i >= 0 && i < len(had.digests) {
+				ref.Segs = append(ref.Segs, had.digests[i])
+				continue
+			}
+			b, err := part(k*SegmentLen, (k+1)*SegmentLen)
+			if err != nil {
+				return Encoded{}, err
+			}
+			ref.Segs = append(ref.Segs, digest(b))
+			out.put = append(out.put, segment{list: l.Name, k: k, data: b})
+		}
+		if ref.Rest, err = part(last*SegmentLen, end); err != nil {
+			return Encoded{}, err
+		}
+		out.next[l.Name] = segRun{first: first, digests: ref.Segs}
+		refs = append(refs, ref)
+	}
+	b, err := json.Marshal(partedBody{Head: p.head, Lists: refs})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: encode the tail %T: %w", p.tail, err)
+		return Encoded{}, fmt.Errorf("snapshot: %w", err)
 	}
-	b := make([]byte, 0, len(p.head)+len(t)+20)
-	b = append(append(b, `{"head":`...), p.head...)
-	b = append(append(append(b, `,"tail":`...), t...), '}')
-	return b, nil
+	out.body, out.parted = b, true
+	return out, nil
 }
 
 // Snap is one usable snapshot read by Load.
@@ -201,18 +340,17 @@ type Snap struct {
 	Rev      uint64 // the log sequence the state is at
 	body     []byte
 	flate    bool
+	log      string
+	segs     map[string][]byte // the bucket's segments as Load read them, by key
 }
 
 // Decode reads the snapshot's state into v, a pointer to a state of its
-// kind: a Parted state's head, then its tail (JoinSnapshot).
+// kind: a Parted state's head, then its lists (JoinSnapshot), each segment
+// checked against the digest the snapshot names.
 func (s Snap) Decode(v any) error {
-	body := s.body
-	if s.flate {
-		b, err := io.ReadAll(flate.NewReader(bytes.NewReader(body)))
-		if err != nil {
-			return fmt.Errorf("snapshot %s %s at %d: inflate: %w", s.Kind, s.ID, s.Rev, err)
-		}
-		body = b
+	body, err := inflated(s.body, s.flate)
+	if err != nil {
+		return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
 	}
 	j, parted := v.(joiner)
 	if !parted {
@@ -221,20 +359,69 @@ func (s Snap) Decode(v any) error {
 		}
 		return nil
 	}
-	var parts struct {
-		Head json.RawMessage `json:"head"`
-		Tail json.RawMessage `json:"tail"`
+	var pb partedBody
+	if err := json.Unmarshal(body, &pb); err != nil || pb.Head == nil {
+		return fmt.Errorf("snapshot %s %s at %d: not a head and lists: %v", s.Kind, s.ID, s.Rev, err)
 	}
-	if err := json.Unmarshal(body, &parts); err != nil || parts.Head == nil || parts.Tail == nil {
-		return fmt.Errorf("snapshot %s %s at %d: not a head and a tail: %v", s.Kind, s.ID, s.Rev, err)
-	}
-	if err := events.UnmarshalStored(parts.Head, v); err != nil {
+	if err := events.UnmarshalStored(pb.Head, v); err != nil {
 		return fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
 	}
-	if err := j.JoinSnapshot(parts.Tail); err != nil {
+	lists := make([]parts.Joined, 0, len(pb.Lists))
+	for _, l := range pb.Lists {
+		jl := parts.Joined{Name: l.Name, Base: l.Base}
+		if len(l.Lead) > 0 {
+			jl.Parts = append(jl.Parts, l.Lead)
+		}
+		for i, d := range l.Segs {
+			b, err := s.segment(l.Name, l.First+i, d)
+			if err != nil {
+				return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
+			}
+			jl.Parts = append(jl.Parts, b)
+		}
+		if len(l.Rest) > 0 {
+			jl.Parts = append(jl.Parts, l.Rest)
+		}
+		lists = append(lists, jl)
+	}
+	if err := j.JoinSnapshot(lists); err != nil {
 		return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
 	}
 	return nil
+}
+
+// segment is the JSON of segment k of list, as the digest d names it.
+func (s Snap) segment(list string, k int, d string) ([]byte, error) {
+	v, ok := s.segs[segKey(s.Kind, s.ID, list, k)]
+	if !ok {
+		return nil, fmt.Errorf("segment %d of %s is missing", k, list)
+	}
+	h, body, err := parse(v)
+	if err == nil && (h.Format != Format || h.Log != s.log) {
+		err = fmt.Errorf("of format %d and log %s", h.Format, h.Log)
+	}
+	if err == nil {
+		body, err = inflated(body, h.Flate)
+	}
+	if err == nil && digest(body) != d {
+		err = errors.New("not the one the snapshot names")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("segment %d of %s: %w", k, list, err)
+	}
+	return body, nil
+}
+
+// inflated is b, decompressed when compressed.
+func inflated(b []byte, compressed bool) ([]byte, error) {
+	if !compressed {
+		return b, nil
+	}
+	out, err := io.ReadAll(flate.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	return out, nil
 }
 
 // Ignored is a snapshot Load found and will not use: its aggregate must be
@@ -271,6 +458,7 @@ func (s *Store) Load(ctx context.Context, last uint64, shapes map[string]string)
 		m       mark
 		markRev uint64
 		future  []string
+		segs    = map[string][]byte{}
 	)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,6 +473,12 @@ func (s *Store) Load(ctx context.Context, last uint64, shapes map[string]string)
 			break // every key's newest value has been delivered
 		}
 		key := e.Key()
+		if kind, ok := segKind(key); ok {
+			if _, rebuilt := shapes[kind]; rebuilt {
+				segs[key] = e.Value()
+			}
+			continue
+		}
 		s.revs[key] = e.Revision()
 		if key == markKey {
 			if json.Unmarshal(e.Value(), &m) != nil {
@@ -323,7 +517,7 @@ func (s *Store) Load(ctx context.Context, last uint64, shapes map[string]string)
 		case h.Whole:
 			out.Ignored = append(out.Ignored, Ignored{Kind: kind, ID: id, Reason: "no state stored (too large, or not encodable)"})
 		default:
-			out.Snaps = append(out.Snaps, Snap{Kind: kind, ID: id, Rev: h.Rev, body: body, flate: h.Flate})
+			out.Snaps = append(out.Snaps, Snap{Kind: kind, ID: id, Rev: h.Rev, body: body, flate: h.Flate, log: s.logID, segs: segs})
 		}
 	}
 	switch {
@@ -400,6 +594,69 @@ func (s *Store) Put(ctx context.Context, kind, id string, rev uint64, shape stri
 		return 0, fmt.Errorf("snapshot: put %s %s at %d: %w", kind, id, rev, err)
 	}
 	return kept, nil
+}
+
+// PutParts stores enc, the snapshot Marshal took of aggregate kind/id at
+// revision rev made ready with known (Pending.Encode): first the segments of its lists that known does not hold,
+// then its value as Put does, then it deletes the segments of a list that
+// the value no longer names (elements the state dropped). known then holds
+// the segments stored. A segment larger than the server takes is not
+// stored: the aggregate is stored as none (ErrTooLarge), as Put does.
+func (s *Store) PutParts(ctx context.Context, kind, id string, rev uint64, shape string, enc Encoded, known *Segs) (uint64, error) {
+	for _, sg := range enc.put {
+		if err := s.putSegment(ctx, kind, id, sg); err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				if _, perr := s.Put(ctx, kind, id, rev, shape, nil); perr != nil {
+					return 0, perr
+				}
+			}
+			return 0, err
+		}
+	}
+	var drop []string
+	if known != nil && enc.parted {
+		for name, had := range known.lists {
+			now, named := enc.next[name]
+			for k := had.first; k < had.first+len(had.digests) && (!named || k < now.first); k++ {
+				drop = append(drop, segKey(kind, id, name, k))
+			}
+		}
+		known.lists = enc.next
+	}
+	got, err := s.Put(ctx, kind, id, rev, shape, enc.body)
+	if err != nil {
+		return got, err
+	}
+	for _, key := range drop {
+		if err := s.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return got, fmt.Errorf("snapshot: delete %s, a segment no snapshot names: %w", key, err)
+		}
+	}
+	return got, nil
+}
+
+// putSegment stores one segment under its key, with the envelope of a
+// snapshot (its format, log and compression).
+func (s *Store) putSegment(ctx context.Context, kind, id string, sg segment) error {
+	h := header{Format: Format, Log: s.logID, Kind: kind, ID: id}
+	data := sg.data
+	if len(data) > CompressAbove {
+		data, h.Flate = deflate(data), true
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	value := make([]byte, 0, len(head)+1+len(data))
+	value = append(append(append(value, head...), '\n'), data...)
+	key := segKey(kind, id, sg.list, sg.k)
+	if len(value) > s.max {
+		return fmt.Errorf("%s, %d bytes: %w", key, len(value), ErrTooLarge)
+	}
+	if _, err := s.kv.Put(ctx, key, value); err != nil {
+		return fmt.Errorf("snapshot: put %s: %w", key, err)
+	}
+	return nil
 }
 
 // errMoving is a key other writers kept moving through every attempt.

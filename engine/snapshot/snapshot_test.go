@@ -109,22 +109,30 @@ func (f *filler) fill(v reflect.Value, depth int) {
 	}
 }
 
-// roundTrip encodes a state as Put stores it (compressed past
-// CompressAbove) and decodes it as Start does.
+// roundTrip encodes a state as PutParts stores it (compressed past
+// CompressAbove, its lists' full segments apart) and decodes it as Start
+// does.
 func roundTrip[S any](t *testing.T, s *S, compress bool) *S {
 	t.Helper()
 	p, err := Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := p.Body()
+	enc, err := p.Encode(&Segs{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := Snap{Kind: "k", ID: "i", Rev: 1, body: b}
+	segs := map[string][]byte{}
+	for _, sg := range enc.put {
+		h, data := []byte(`{"format":2,"log":"L"}`), sg.data
+		if compress {
+			h, data = []byte(`{"format":2,"log":"L","flate":true}`), deflate(data)
+		}
+		segs[segKey("k", "i", sg.list, sg.k)] = append(append(h, '\n'), data...)
+	}
+	snap := Snap{Kind: "k", ID: "i", Rev: 1, body: enc.body, log: "L", segs: segs}
 	if compress {
-		value := deflate(b)
-		snap.body, snap.flate = value, true
+		snap.body, snap.flate = deflate(enc.body), true
 	}
 	got := new(S)
 	if err := snap.Decode(got); err != nil {
