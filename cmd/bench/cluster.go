@@ -198,26 +198,7 @@ func freeLoopbackPorts(n int) ([]int, error) {
 // nats-server of the version this bench embeds unless clusterkit's cache
 // ($TMPDIR/engine-ci-nats) has it.
 func binaries(ctx context.Context, dir, prebuilt string) (engine, natsServer string, err error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go env GOMOD (is go on PATH?): %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	build := func(dst, pkg string) error {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", dst, pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return nil
-	}
-	engine = prebuilt
-	if engine == "" {
-		engine = filepath.Join(dir, "engine")
-		if err := build(engine, "./cmd/engine"); err != nil {
-			return "", "", err
-		}
-	} else if _, err := os.Stat(engine); err != nil {
+	if engine, err = engineBinary(ctx, dir, prebuilt); err != nil {
 		return "", "", err
 	}
 	version := ""
@@ -240,11 +221,35 @@ func binaries(ctx context.Context, dir, prebuilt string) (engine, natsServer str
 		return "", "", err
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", natsServer, os.Getpid())
-	if err := build(tmp, "github.com/nats-io/nats-server/v2"); err != nil {
+	if err := goBuild(ctx, tmp, "github.com/nats-io/nats-server/v2"); err != nil {
 		os.Remove(tmp)
 		return "", "", err
 	}
 	return engine, natsServer, os.Rename(tmp, natsServer)
+}
+
+// engineBinary builds ./cmd/engine into dir unless prebuilt names one.
+func engineBinary(ctx context.Context, dir, prebuilt string) (string, error) {
+	if prebuilt != "" {
+		_, err := os.Stat(prebuilt)
+		return prebuilt, err
+	}
+	engine := filepath.Join(dir, "engine")
+	return engine, goBuild(ctx, engine, "./cmd/engine")
+}
+
+// goBuild builds pkg of this module (or one it requires) into dst.
+func goBuild(ctx context.Context, dst, pkg string) error {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD (is go on PATH?): %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dst, pkg)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // node is one engine process on 127.0.0.1.
@@ -347,13 +352,7 @@ func (d *deployment) addEngine(bin, dir, nodeName string, key []byte, replicas, 
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	var env []string
-	for _, kv := range os.Environ() { // the engine's settings only as set here
-		if !strings.HasPrefix(kv, "ENGINE_") && !strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "DATABASE_URL=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "ENGINE_LISTEN="+addr, "ENGINE_DATA_DIR="+dir, "NATS_URL="+strings.Join(d.urls, ","),
+	env := engineEnv("ENGINE_LISTEN="+addr, "ENGINE_DATA_DIR="+dir, "NATS_URL="+strings.Join(d.urls, ","),
 		"ENGINE_DEPLOYMENT="+clusterDeployment, "ENGINE_ENV=sandbox", "ENGINE_SYNC=always", "ENGINE_LOG_LEVEL=warn",
 		"ENGINE_STREAM_REPLICAS="+strconv.Itoa(replicas), "ENGINE_DEMO_ACCOUNTS="+strconv.Itoa(accounts), "ENGINE_RATE_LIMIT=0")
 	name := "engine"
@@ -365,6 +364,18 @@ func (d *deployment) addEngine(bin, dir, nodeName string, key []byte, replicas, 
 	e := &node{child: &child{name: name, path: bin, env: env, logPath: filepath.Join(dir, "engine.log")}, url: "http://" + addr}
 	d.engines = append(d.engines, e)
 	return e, nil
+}
+
+// engineEnv is this process's environment without the engine's settings,
+// and then settings: an engine the bench starts runs with those only.
+func engineEnv(settings ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ENGINE_") && !strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, settings...)
 }
 
 var probeClient = &http.Client{Timeout: time.Second}

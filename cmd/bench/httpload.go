@@ -24,20 +24,43 @@ import (
 // and the load generator's is reported apart (Gen): in one process the
 // generator's HTTP client counted as about a sixth of the engine's CPU.
 func (s *service) httpPath(ctx context.Context, o opts) sample {
+	return s.target().httpPath(ctx, o)
+}
+
+// target is an engine the HTTP load drives: its address, a trading key, its
+// accounts and the CPU its process has used so far.
+type target struct {
+	url      string
+	key      string
+	accounts []credAccount
+	cpu      func() time.Duration
+}
+
+// target is s as the HTTP load drives it: in this process.
+func (s *service) target() target {
+	return target{url: s.URL, key: s.Key, accounts: s.Accounts, cpu: cpuTime}
+}
+
+// httpPath is httpPath of t's first o.workers accounts.
+func (t target) httpPath(ctx context.Context, o opts) sample {
 	accounts := make([]string, o.workers)
 	for w := range accounts {
-		accounts[w] = s.Accounts[w].AccountNumber
+		accounts[w] = t.accounts[w].AccountNumber
 	}
 	// The child starts and connects within the warm-up.
 	from := time.Now().Add(max(o.warm, 300*time.Millisecond))
-	return s.httpChild(ctx, accounts, 0, from, from.Add(o.dur))
+	return t.httpChild(ctx, accounts, 0, from, from.Add(o.dur))
 }
 
 // httpChild runs the http-load child over [from, end): one keep-alive client
 // per account, each sending its next order when the last is answered (rate 0)
-// or on a schedule of rate orders a second in all. The sample's CPU is this
-// process's over the window per order; the child's own is its Gen.
+// or on a schedule of rate orders a second in all. The sample's CPU is the
+// engine's process's over the window per order; the child's own is its Gen.
 func (s *service) httpChild(ctx context.Context, accounts []string, rate float64, from, end time.Time) sample {
+	return s.target().httpChild(ctx, accounts, rate, from, end)
+}
+
+func (t target) httpChild(ctx context.Context, accounts []string, rate float64, from, end time.Time) sample {
 	n := strconv.FormatInt(window.Add(1), 10)
 	failed := func(err error) sample {
 		return sample{Window: end.Sub(from), Errors: 1, FirstErr: "http-load: " + err.Error()}
@@ -46,19 +69,19 @@ func (s *service) httpChild(ctx context.Context, accounts []string, rate float64
 	if err != nil {
 		return failed(err)
 	}
-	cmd := exec.CommandContext(ctx, exe, "http-load", "-url", s.URL, "-accounts", strings.Join(accounts, ","),
+	cmd := exec.CommandContext(ctx, exe, "http-load", "-url", t.url, "-accounts", strings.Join(accounts, ","),
 		"-window", n, "-from", strconv.FormatInt(from.UnixNano(), 10), "-end", strconv.FormatInt(end.UnixNano(), 10),
 		"-rate", strconv.FormatFloat(rate, 'f', -1, 64))
-	cmd.Env = append(os.Environ(), "BENCH_HTTP_KEY="+s.Key) // not on the command line, which ps shows
+	cmd.Env = append(os.Environ(), "BENCH_HTTP_KEY="+t.key) // not on the command line, which ps shows
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return failed(err)
 	}
 	time.Sleep(time.Until(from))
-	cpu0 := cpuTime()
+	cpu0 := t.cpu()
 	time.Sleep(time.Until(end))
-	cpu1 := cpuTime()
+	cpu1 := t.cpu()
 	if err := cmd.Wait(); err != nil {
 		return failed(err)
 	}

@@ -366,7 +366,7 @@ func bench(ctx context.Context, o opts) error {
 
 	var raw *rawLog
 	var svc *service
-	if o.phases["load"] || o.phases["probes"] || o.phases["pg"] {
+	if o.phases["load"] || o.phases["probes"] {
 		if raw, err = openRaw(ctx, o, o.sync); err != nil {
 			return err
 		}
@@ -406,7 +406,7 @@ func bench(ctx context.Context, o opts) error {
 	}
 
 	if o.phases["pg"] {
-		if err := pgPhase(ctx, o, svc, main); err != nil {
+		if err := pgPhase(ctx, o, main); err != nil {
 			return err
 		}
 	}
