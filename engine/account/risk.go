@@ -2,6 +2,7 @@ package account
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -16,10 +17,14 @@ import (
 const RealizedWindow = 8 * 24 * time.Hour
 
 // Realized is the realized PnL of one fill; N counts the account's fills.
+// Cum is Amount plus the Cum of the fill kept before it (the first kept
+// after the fills emptied starts at its Amount): a period's sum is the
+// difference of two of them.
 type Realized struct {
 	N      uint64
 	At     time.Time
 	Amount events.Decimal
+	Cum    events.Decimal
 }
 
 // Risk is the account's risk controls and lock state.
@@ -40,7 +45,11 @@ type Risk struct {
 	FillCount     uint64
 	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order; an element never changes once appended
 	FillsFrom     int        // how many realized fills were dropped before Fills[0], over the account's life (snapshots' index)
-	EvalBreach    bool       // an eval_breach lock stands
+	// FillsUnordered: a fill in Fills is dated before the one kept before it
+	// (the clock went back), so a period's fills are no longer the ones
+	// from a point on and RealizedIn sums them one by one until Fills empties.
+	FillsUnordered bool
+	EvalBreach     bool // an eval_breach lock stands
 	// Policy is the venue's published risk policy the account lives under
 	// (issued accounts of a group bound to one), with its loss limits.
 	Policy evacct.RiskPolicyBound
@@ -72,7 +81,7 @@ func applyRisk(s *State, e events.Event) {
 		r.EvalBreach = false
 	case evacct.AccountReset:
 		// Back to the starting state: no PnL counted, no fired control; the settings stay.
-		r.FillsFrom += len(r.Fills)
+		r.FillsFrom, r.FillsUnordered = r.FillsFrom+len(r.Fills), false
 		r.Lock, r.Latches, r.Fills, r.CountFrom, r.CountFromFill = nil, nil, nil, e.At, r.FillCount
 	}
 }
@@ -82,7 +91,13 @@ func riskFilled(s *State, e evacct.OrderFilled) {
 	r := &s.Risk
 	r.FillCount++
 	if !e.Realized.IsZero() {
-		r.Fills = append(r.Fills, Realized{N: r.FillCount, At: e.At, Amount: e.Realized})
+		f := Realized{N: r.FillCount, At: e.At, Amount: e.Realized, Cum: e.Realized}
+		if n := len(r.Fills); n > 0 {
+			last := r.Fills[n-1]
+			f.Cum = last.Cum.Add(e.Realized)
+			r.FillsUnordered = r.FillsUnordered || e.At.Before(last.At)
+		}
+		r.Fills = append(r.Fills, f)
 	}
 	cut := 0
 	for cut < len(r.Fills) && e.At.Sub(r.Fills[cut].At) > RealizedWindow {
@@ -93,19 +108,40 @@ func riskFilled(s *State, e evacct.OrderFilled) {
 		// (SnapshotParts), and append moves the live ones to a new array
 		// when this one is full, so the dropped ones are let go then.
 		r.Fills, r.FillsFrom = r.Fills[cut:], r.FillsFrom+cut
+		if len(r.Fills) == 0 {
+			r.FillsUnordered = false
+		}
 	}
 }
 
 // RealizedIn sums the realized PnL of the fills a control of the period
-// starting at start counts: those at or after start and after the newest manual unlock.
+// starting at start counts: those at or after start and after the newest
+// manual unlock. In date order (the rule) they are the fills from the first
+// that is both, found by bisection, and their sum is the difference of two
+// running sums: a check costs the same with 50,000 fills in the window as
+// with 5 (it runs after every commit of an account with PnL controls).
 func (r *Risk) RealizedIn(start time.Time) events.Decimal {
-	sum := events.Int(0)
-	for _, f := range r.Fills {
-		if !f.At.Before(start) && f.N > r.CountFromFill {
-			sum = sum.Add(f.Amount)
+	counted := func(f Realized) bool { return !f.At.Before(start) && f.N > r.CountFromFill }
+	if r.FillsUnordered {
+		sum := events.Int(0)
+		for _, f := range r.Fills {
+			if counted(f) {
+				sum = sum.Add(f.Amount)
+			}
 		}
+		return sum
 	}
-	return sum
+	i, _ := slices.BinarySearchFunc(r.Fills, true, func(f Realized, _ bool) int {
+		if counted(f) {
+			return 1
+		}
+		return -1
+	})
+	if i == len(r.Fills) {
+		return events.Int(0)
+	}
+	last, first := r.Fills[len(r.Fills)-1], r.Fills[i]
+	return last.Cum.Sub(first.Cum.Sub(first.Amount))
 }
 
 // LockStands reports whether a fired control's lock holds at time at.
