@@ -260,10 +260,10 @@ func (oe *orderEdits) add(o Order) { oe.edits = append(oe.edits, orderEdit{o: o,
 
 // update applies fn to the order, read from this commit's edits or the store;
 // an unknown order is left alone.
-func (oe *orderEdits) update(orderID string, fn func(*Order)) error {
+func (oe *orderEdits) update(orderID string, e events.Event) error {
 	for i := range oe.edits {
 		if oe.edits[i].o.BrokerOrderID == orderID {
-			fn(&oe.edits[i].o)
+			changeOrder(&oe.edits[i].o, e)
 			return nil
 		}
 	}
@@ -273,7 +273,7 @@ func (oe *orderEdits) update(orderID string, fn func(*Order)) error {
 		return err
 	}
 	w := o.Working()
-	fn(&o)
+	changeOrder(&o, e)
 	oe.edits = append(oe.edits, orderEdit{o: o, wasWorking: w})
 	return nil
 }
@@ -343,9 +343,9 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		*buf = orders.edits[:0]
 		editBufs.Put(buf)
 	}()
-	for _, e := range c.Events {
+	for _, ev := range c.Events {
 		var err error
-		switch e := e.(type) {
+		switch e := ev.(type) {
 		case evacct.Opened:
 			*a = Account{AccountID: id, TenantID: e.TenantID, Broker: e.Broker, AccountNumber: e.AccountNumber,
 				Label: e.Label, Currency: e.Currency, Kind: e.Kind, Email: e.Email, ReferenceID: e.ReferenceID,
@@ -357,10 +357,10 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 		case evacct.OrderPlaced:
 			orders.add(placedOrder(id, c.Seq, e))
 		case evacct.OrderFilled:
-			err = foldFill(tx, &orders, id, a, c, e)
+			err = foldFill(tx, &orders, id, a, c, e, ev)
 		case evacct.OrderCanceled, evacct.OrderReplaced, evacct.StopTriggered:
-			orderID, change, _ := orderChange(e)
-			err = orders.update(orderID, change)
+			orderID, _ := orderChange(ev)
+			err = orders.update(orderID, ev)
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
 		case evacct.BracketSet:
@@ -382,7 +382,7 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("fold %s at %d: %w", e.Type(), c.Seq, err)
+			return fmt.Errorf("fold %s at %d: %w", ev.Type(), c.Seq, err)
 		}
 	}
 	if err := orders.flush(); err != nil {
@@ -392,7 +392,8 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 	return tx.Put(CollAccount, id, a)
 }
 
-func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committed, e evacct.OrderFilled) error {
+// foldFill folds e, which ev holds.
+func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committed, e evacct.OrderFilled, ev events.Event) error {
 	a.Balance = e.Balance
 	a.Realized = a.Realized.Add(e.Realized)
 	fee := events.Int(0)
@@ -400,8 +401,7 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 		fee = *e.Commission
 		a.Commissions = a.Commissions.Add(fee)
 	}
-	_, change, _ := orderChange(e)
-	err := orders.update(e.BrokerOrderID, change)
+	err := orders.update(e.BrokerOrderID, ev)
 	if err != nil {
 		return err
 	}

@@ -18,35 +18,47 @@ func placedOrder(accountID string, seq uint64, e evacct.OrderPlaced) Order {
 		BracketID: o.BracketID}
 }
 
-// orderChange is what an event does to the order it names: its id and the
-// change; false for an event that changes no order.
-func orderChange(e events.Event) (orderID string, change func(*Order), ok bool) {
+// orderChange names the order an event changes; false for an event that
+// changes no order. changeOrder makes the change.
+func orderChange(e events.Event) (orderID string, ok bool) {
 	switch e := e.(type) {
 	case evacct.OrderFilled:
-		return e.BrokerOrderID, func(o *Order) {
-			avg := e.OrderAvgPrice
-			o.FilledQuantity, o.AvgFillPrice, o.UpdatedAt = e.OrderFilled, &avg, e.At
-			o.State = "partially_filled"
-			if e.Done {
-				o.State = "filled"
-			}
-		}, true
+		return e.BrokerOrderID, true
 	case evacct.OrderCanceled:
-		return e.BrokerOrderID, func(o *Order) { o.State, o.UpdatedAt = "canceled", e.At }, true
+		return e.BrokerOrderID, true
 	case evacct.OrderReplaced:
-		return e.BrokerOrderID, func(o *Order) {
-			o.Quantity, o.UpdatedAt = e.Quantity, e.At
-			if e.LimitPrice != nil {
-				o.LimitPrice = e.LimitPrice
-			}
-			if e.StopPrice != nil {
-				o.StopPrice = e.StopPrice
-			}
-		}, true
+		return e.BrokerOrderID, true
 	case evacct.StopTriggered:
-		return e.BrokerOrderID, func(o *Order) { o.UpdatedAt = e.At }, true
+		return e.BrokerOrderID, true
 	}
-	return "", nil, false
+	return "", false
+}
+
+// changeOrder is what an event orderChange names an order for does to it.
+// (A func made per event, as it was, held a copy of the event: a 400-byte
+// allocation a fill, a tenth of what a cold replay allocated.)
+func changeOrder(o *Order, e events.Event) {
+	switch e := e.(type) {
+	case evacct.OrderFilled:
+		avg := e.OrderAvgPrice
+		o.FilledQuantity, o.AvgFillPrice, o.UpdatedAt = e.OrderFilled, &avg, e.At
+		o.State = "partially_filled"
+		if e.Done {
+			o.State = "filled"
+		}
+	case evacct.OrderCanceled:
+		o.State, o.UpdatedAt = "canceled", e.At
+	case evacct.OrderReplaced:
+		o.Quantity, o.UpdatedAt = e.Quantity, e.At
+		if e.LimitPrice != nil {
+			o.LimitPrice = e.LimitPrice
+		}
+		if e.StopPrice != nil {
+			o.StopPrice = e.StopPrice
+		}
+	case evacct.StopTriggered:
+		o.UpdatedAt = e.At
+	}
 }
 
 // OrderIn is the order orderID as the commit of evs (at seq) leaves it, when
@@ -61,8 +73,8 @@ func OrderIn(accountID string, seq uint64, evs []events.Event, orderID string) (
 			o, placed = placedOrder(accountID, seq, p), true
 			continue
 		}
-		if id, change, ok := orderChange(e); ok && placed && id == orderID {
-			change(&o)
+		if id, ok := orderChange(e); ok && placed && id == orderID {
+			changeOrder(&o, e)
 		}
 	}
 	return o, placed
