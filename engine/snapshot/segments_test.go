@@ -52,14 +52,7 @@ func TestSegmentsAreWrittenOnce(t *testing.T) {
 	round := func(st *account.State) Encoded {
 		t.Helper()
 		rev++
-		p, err := Marshal(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc, err := p.Encode(known)
-		if err != nil {
-			t.Fatal(err)
-		}
+		enc := encoded(t, st, known)
 		if got, err := s.PutParts(ctx, "account", st.ID, rev, shape, enc, known); err != nil || got != rev {
 			t.Fatalf("round %d: %d, %v", rev, got, err)
 		}
@@ -151,14 +144,7 @@ func TestALongHistoryIsSnapshotted(t *testing.T) {
 	s, _ := openStore(t, "LOG1")
 	shape := Shape(1, account.State{})
 	st := trade(account.New("acct_1"), 0, 40_000, day0)
-	p, err := Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := p.Encode(&Segs{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	enc := encoded(t, st, &Segs{})
 	total := len(enc.body)
 	for _, sg := range enc.put {
 		total += len(sg.data)

@@ -109,19 +109,27 @@ func (f *filler) fill(v reflect.Value, depth int) {
 	}
 }
 
+// encoded is state's snapshot as a round takes it (Marshal) and makes it
+// ready to store with known (Encode).
+func encoded(tb testing.TB, state any, known *Segs) Encoded {
+	tb.Helper()
+	p, err := Marshal(state)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	enc, err := p.Encode(known)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return enc
+}
+
 // roundTrip encodes a state as PutParts stores it (compressed past
 // CompressAbove, its lists' full segments apart) and decodes it as Start
 // does.
 func roundTrip[S any](t *testing.T, s *S, compress bool) *S {
 	t.Helper()
-	p, err := Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := p.Encode(&Segs{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	enc := encoded(t, s, &Segs{})
 	segs := map[string][]byte{}
 	for _, sg := range enc.put {
 		h, data := []byte(`{"format":2,"log":"L"}`), sg.data
