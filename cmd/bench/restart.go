@@ -71,12 +71,19 @@ func restartPhase(ctx context.Context, o opts, runs int, progress func(string)) 
 	}
 	progress(fmt.Sprintf("restart: prepared in %s", prep.Round(time.Millisecond)))
 	var out []restartResult
-	for range runs {
+	for i := range runs {
+		var prof []string // with -cpuprofile: each start's profile
+		if o.profile != "" {
+			prof = []string{"-cpuprofile", filepath.Join(o.profile, fmt.Sprintf("restart-%d-off.pprof", i))}
+		}
 		r := restartResult{Commits: last, Prepare: prep}
-		if r.Full, err = restartProcess(ctx, dir, dbURL, "off"); err != nil {
+		if r.Full, err = restartProcess(ctx, dir, dbURL, "off", prof...); err != nil {
 			return out, fmt.Errorf("restart without snapshots: %w", err)
 		}
-		if r.Snapshot, err = restartProcess(ctx, dir, dbURL, "on"); err != nil {
+		if prof != nil {
+			prof[1] = filepath.Join(o.profile, fmt.Sprintf("restart-%d-on.pprof", i))
+		}
+		if r.Snapshot, err = restartProcess(ctx, dir, dbURL, "on", prof...); err != nil {
 			return out, fmt.Errorf("restart with snapshots: %w", err)
 		}
 		progress(fmt.Sprintf("restart to ready, PostgreSQL read models at their checkpoint: without snapshots %s, with snapshots %s",
@@ -119,8 +126,16 @@ func restartOnce(args []string) error {
 	db := fs.String("database-url", "", "PostgreSQL of the read models")
 	snapshots := fs.String("snapshots", "on", "ENGINE_SNAPSHOTS")
 	prepare := fs.Bool("prepare", false, "snapshot every aggregate before the stop")
+	profile := fs.String("cpuprofile", "", "CPU profile of the start")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		stop, err := cpuProfile(*profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	env := map[string]string{"ENGINE_DATA_DIR": *dir, "DATABASE_URL": *db, "ENGINE_SNAPSHOTS": *snapshots, "ENGINE_LOG_LEVEL": "warn"}
 	cfg, err := app.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
