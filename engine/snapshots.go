@@ -29,11 +29,13 @@ import (
 // several, the last commit its follower handed to the mailboxes), asks every
 // account and venue mailbox for its revision, and snapshots those that moved
 // past their snapshot, at most PerRound (2,000) a round; the state's current
-// part is encoded inside the mailbox goroutine between two commands, its
-// history (account.History) encoded, compressed and written outside it. A
-// state found too large for one value is encoded again only every
-// tooLargeRounds rounds (its history only grows); the rounds between record
-// it as one to rebuild from its subject without encoding it. Nothing runs
+// part is encoded inside the mailbox goroutine between two commands, and its
+// lists that grow with its history (account.History, the realized fills)
+// outside it, where only the segments filled since the aggregate's last
+// round are encoded and written (snapshot.Segs; each segment once). A state
+// found too large for one value is encoded again only every tooLargeRounds
+// rounds; the rounds between record it as one to rebuild from its subject
+// without encoding it. Nothing runs
 // on a command's path. The round then raises the mark to the oldest
 // position every aggregate is known snapshotted to. Close runs one last
 // round without the bound (at most 10 s). A snapshot is a pure function of
