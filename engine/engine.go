@@ -268,6 +268,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		mark   uint64
 		reload []string
 		ch     = chain{seeded: map[string]uint64{}, checked: map[string]bool{}, broken: map[string]bool{}}
+		known  map[string]snapshot.Segs // the segments each seeded aggregate's snapshot names
 	)
 	if e.cfg.Snapshots.On {
 		end, err := e.cfg.Log.LastSeq(ctx)
@@ -283,7 +284,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		if err != nil {
 			return 0, err
 		}
-		if mark, reload, ch.seeded, err = seedSnapshots(ctx, store, end, accts, venues); err != nil {
+		if mark, reload, ch.seeded, known, err = seedSnapshots(ctx, store, end, accts, venues); err != nil {
 			return 0, err
 		}
 		if len(reload) > maxReloads {
@@ -379,7 +380,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 				taken[snapKey(events.KindVenue, id)] = 0
 			}
 		}
-		e.startSnapshots(store, taken, mark, last)
+		e.startSnapshots(store, taken, known, mark, last)
 	}
 	if !e.clustered() {
 		e.startChallenges(accts.state)

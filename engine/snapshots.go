@@ -114,10 +114,10 @@ func snapKey(kind, id string) string { return kind + "/" + id }
 // the aggregates to rebuild from their whole subject (snapshots ignored or
 // unreadable) and the revision of each seeded one by subject.
 func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, accts *rebuilt[*account.State], venues *rebuilt[*venue.State]) (
-	mark uint64, reload []string, seeded map[string]uint64, err error) {
+	mark uint64, reload []string, seeded map[string]uint64, known map[string]snapshot.Segs, err error) {
 	loaded, err := store.Load(ctx, last, shapes)
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, nil, nil, err
 	}
 	for _, ig := range loaded.Ignored {
 		reload = append(reload, subjectOf(ig.Kind, ig.ID))
@@ -126,6 +126,7 @@ func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, acct
 		snap  snapshot.Snap
 		acct  *account.State
 		venue *venue.State
+		segs  snapshot.Segs
 		err   error
 	}
 	out := make([]decoded, len(loaded.Snaps))
@@ -140,10 +141,10 @@ func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, acct
 				switch d.snap.Kind {
 				case events.KindAccount:
 					d.acct = new(account.State)
-					d.err = d.snap.Decode(d.acct)
+					d.segs, d.err = d.snap.DecodeSegs(d.acct)
 				case events.KindVenue:
 					d.venue = new(venue.State)
-					d.err = d.snap.Decode(d.venue)
+					d.segs, d.err = d.snap.DecodeSegs(d.venue)
 				}
 				out[i] = d
 			}
@@ -155,6 +156,7 @@ func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, acct
 	close(next)
 	wg.Wait()
 	seeded = make(map[string]uint64, len(out))
+	known = make(map[string]snapshot.Segs, len(out))
 	for _, d := range out {
 		subject := subjectOf(d.snap.Kind, d.snap.ID)
 		if d.err != nil {
@@ -169,8 +171,9 @@ func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, acct
 			venues.state[d.snap.ID], venues.rev[d.snap.ID] = d.venue, d.snap.Rev
 		}
 		seeded[subject] = d.snap.Rev
+		known[snapKey(d.snap.Kind, d.snap.ID)] = d.segs
 	}
-	return loaded.Mark, reload, seeded, nil
+	return loaded.Mark, reload, seeded, known, nil
 }
 
 func subjectOf(kind, id string) string {
@@ -232,9 +235,9 @@ func reloadSubject[S any](ctx context.Context, e *Engine, r *rebuilt[S], id stri
 }
 
 // startSnapshots starts the background rounds. taken is the revision of
-// each aggregate's usable snapshot, mark the bucket's mark (0: none) and
-// at the position the states were rebuilt to.
-func (e *Engine) startSnapshots(store *snapshot.Store, taken map[string]uint64, mark, at uint64) {
+// each aggregate's usable snapshot, known the segments it names, mark the
+// bucket's mark (0: none) and at the position the states were rebuilt to.
+func (e *Engine) startSnapshots(store *snapshot.Store, taken map[string]uint64, known map[string]snapshot.Segs, mark, at uint64) {
 	cfg := e.cfg.Snapshots
 	sn := &snapshotter{store: store, every: cfg.Every, perRound: cfg.PerRound, aggs: map[string]*snapped{}, prevAt: at, mark: mark,
 		warned: map[string]uint64{}, done: make(chan struct{})}
@@ -252,6 +255,14 @@ func (e *Engine) startSnapshots(store *snapshot.Store, taken map[string]uint64, 
 	}
 	for key, rev := range taken {
 		st := &snapped{taken: rev}
+		if rev > 0 {
+			// Seeded from its snapshot, so its lists begin with the
+			// segments that snapshot names: they need no second write. An
+			// aggregate rebuilt from the log instead (rev 0 here) may hold
+			// other elements under those indexes: its segments are written
+			// from its state.
+			st.segs = known[key]
+		}
 		if mark > 0 {
 			st.confirmed = mark
 		}

@@ -349,3 +349,48 @@ func TestATooLargeStateIsNotEncodedEveryRound(t *testing.T) {
 		t.Fatalf("rebuilt %d from their subjects, want the account too large to snapshot", rebuilt)
 	}
 }
+
+// A start seeded from snapshots knows the segments they name: its rounds
+// write only the segments that fill after it, not the account's whole
+// history again, and the start from them equals the full rebuild.
+func TestARestartWritesNoSegmentTwice(t *testing.T) {
+	ctx := context.Background()
+	log := tempLog(t)
+	e := newEngine(t, log, true, 0, nil)
+	w := &writer{t: t, e: e}
+	id := "acct_1"
+	w.account(id, &tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "PA1", Currency: "USD", StartingBalance: dec("100000")})
+	w.venue("venue_1", &venuecmd.CreateVenue{OrgID: "org_1", Name: "Venue one", By: venuecmd.Owner{UserID: "u1", Verified: true, Owner: true}})
+	for range snapshot.SegmentLen + 10 { // a full segment of clientOrderIds
+		w.n++
+		w.account(id, &trading.PlaceOrder{ClientOrderID: fmt.Sprintf("mkt-%d", w.n), Instrument: "BTC-PERP", Side: []string{"buy", "sell"}[w.n%2],
+			OrderType: "market", Quantity: dec("0.25"), TimeInForce: "day"})
+	}
+	if _, err := e.SnapshotRound(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	kv := bucket(t, log)
+	seg := snapshot.Key("account", id) + ".clientOrderIds.0"
+	before, err := kv.Get(ctx, seg)
+	if err != nil {
+		t.Fatalf("the first segment of the clientOrderIds: %v", err)
+	}
+	e = newEngine(t, log, true, 0, nil)
+	w.e = e
+	w.trade(id, 1)
+	if n, err := e.SnapshotRound(ctx, -1); err != nil || n != 1 {
+		t.Fatalf("the round after the restart recorded %d (%v), want the account", n, err)
+	}
+	e.Close()
+	after, err := kv.Get(ctx, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Revision() != before.Revision() {
+		t.Fatalf("the segment was written again after the restart (bucket revision %d, then %d)", before.Revision(), after.Revision())
+	}
+	if _, _, seeded, rebuilt := sameAggregates(t, log); seeded != 2 || rebuilt != 0 {
+		t.Fatalf("seeded %d, rebuilt %d; want the account and the venue seeded", seeded, rebuilt)
+	}
+}

@@ -348,24 +348,33 @@ type Snap struct {
 // kind: a Parted state's head, then its lists (JoinSnapshot), each segment
 // checked against the digest the snapshot names.
 func (s Snap) Decode(v any) error {
+	_, err := s.DecodeSegs(v)
+	return err
+}
+
+// DecodeSegs is Decode, and it answers the segments the snapshot names, each
+// checked in the bucket: a writer that starts from them (PutParts) stores
+// none of them again.
+func (s Snap) DecodeSegs(v any) (Segs, error) {
 	body, err := inflated(s.body, s.flate)
 	if err != nil {
-		return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
+		return Segs{}, fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
 	}
 	j, parted := v.(joiner)
 	if !parted {
 		if err := events.UnmarshalStored(body, v); err != nil {
-			return fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
+			return Segs{}, fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
 		}
-		return nil
+		return Segs{}, nil
 	}
 	var pb partedBody
 	if err := json.Unmarshal(body, &pb); err != nil || pb.Head == nil {
-		return fmt.Errorf("snapshot %s %s at %d: not a head and lists: %v", s.Kind, s.ID, s.Rev, err)
+		return Segs{}, fmt.Errorf("snapshot %s %s at %d: not a head and lists: %v", s.Kind, s.ID, s.Rev, err)
 	}
 	if err := events.UnmarshalStored(pb.Head, v); err != nil {
-		return fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
+		return Segs{}, fmt.Errorf("snapshot %s %s at %d: decode: %w", s.Kind, s.ID, s.Rev, err)
 	}
+	known := Segs{lists: map[string]segRun{}}
 	lists := make([]parts.Joined, 0, len(pb.Lists))
 	for _, l := range pb.Lists {
 		jl := parts.Joined{Name: l.Name, Base: l.Base}
@@ -375,9 +384,12 @@ func (s Snap) Decode(v any) error {
 		for i, d := range l.Segs {
 			b, err := s.segment(l.Name, l.First+i, d)
 			if err != nil {
-				return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
+				return Segs{}, fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
 			}
 			jl.Parts = append(jl.Parts, b)
+		}
+		if len(l.Segs) > 0 {
+			known.lists[l.Name] = segRun{first: l.First, digests: l.Segs}
 		}
 		if len(l.Rest) > 0 {
 			jl.Parts = append(jl.Parts, l.Rest)
@@ -385,9 +397,9 @@ func (s Snap) Decode(v any) error {
 		lists = append(lists, jl)
 	}
 	if err := j.JoinSnapshot(lists); err != nil {
-		return fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
+		return Segs{}, fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
 	}
-	return nil
+	return known, nil
 }
 
 // segment is the JSON of segment k of list, as the digest d names it.
