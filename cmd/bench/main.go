@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.cluster.failClients, "cluster-fail-clients", 8, "cluster: clients of the light load during a kill")
 	fs.DurationVar(&o.cluster.pubDur, "cluster-pub-dur", 5*time.Second, "cluster: each raw append window, and the idle window of lease traffic")
 	fs.StringVar(&o.cluster.natsSync, "cluster-nats-sync", "always", "cluster: the nats-servers' sync_interval: always (fsync before each ack, as the operations guide asks) or default (every 2 minutes)")
-	fs.StringVar(&o.cluster.engine, "cluster-engine", "", "cluster: an engine binary to run (default: ./cmd/engine built from the working tree)")
+	fs.StringVar(&o.cluster.engine, "cluster-engine", "", "cluster and pg: an engine binary to run (default: ./cmd/engine built from the working tree, so those phases run from inside the module)")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where data directories are made (and removed)")
 	fs.StringVar(&o.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "pg phase: the PostgreSQL database a fresh schema of read models is made in (DATABASE_URL)")
 	fs.StringVar(&o.profile, "cpuprofile", "", "directory for one CPU profile per phase")
