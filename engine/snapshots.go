@@ -35,12 +35,12 @@ import (
 // round are encoded and written (snapshot.Segs; each segment once). A state
 // found too large for one value is encoded again only every tooLargeRounds
 // rounds; the rounds between record it as one to rebuild from its subject
-// without encoding it. Nothing runs
-// on a command's path. The round then raises the mark to the oldest
-// position every aggregate is known snapshotted to. Close runs one last
-// round without the bound (at most 10 s). A snapshot is a pure function of
-// the log up to its revision, so nodes of a cluster each write theirs; the
-// bucket never takes an older snapshot over a newer one.
+// without encoding it. Nothing runs on a command's path. The round then
+// raises the mark to the oldest position every aggregate is known
+// snapshotted to. Close runs one last round without the bound (at most
+// 10 s). A snapshot is a pure function of the log up to its revision, so
+// nodes of a cluster each write theirs; the bucket never takes an older
+// snapshot over a newer one.
 
 // SnapshotConfig shapes aggregate snapshots; the zero value keeps none.
 type SnapshotConfig struct {
@@ -141,10 +141,10 @@ func seedSnapshots(ctx context.Context, store *snapshot.Store, last uint64, acct
 				switch d.snap.Kind {
 				case events.KindAccount:
 					d.acct = new(account.State)
-					d.segs, d.err = d.snap.DecodeSegs(d.acct)
+					d.segs, d.err = d.snap.Decode(d.acct)
 				case events.KindVenue:
 					d.venue = new(venue.State)
-					d.segs, d.err = d.snap.DecodeSegs(d.venue)
+					d.segs, d.err = d.snap.Decode(d.venue)
 				}
 				out[i] = d
 			}

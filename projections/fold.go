@@ -258,8 +258,8 @@ type orderEdit struct {
 
 func (oe *orderEdits) add(o Order) { oe.edits = append(oe.edits, orderEdit{o: o, isNew: true}) }
 
-// update applies fn to the order, read from this commit's edits or the store;
-// an unknown order is left alone.
+// update applies e's change (changeOrder) to the order, read from this
+// commit's edits or the store; an unknown order is left alone.
 func (oe *orderEdits) update(orderID string, e events.Event) error {
 	for i := range oe.edits {
 		if oe.edits[i].o.BrokerOrderID == orderID {

@@ -13,15 +13,16 @@ import (
 // the Idempotency-Keys of keyed writes (Idem), which grow with every order
 // and operation the account ever had. It is kept beside the maps Decide
 // looks them up in so that a snapshot takes it in the account's mailbox as
-// three slice lengths and encodes it outside (SnapshotParts): the part of a
-// snapshot that grows with the account's history never holds the mailbox.
+// three slice headers and encodes it outside (SnapshotParts, with the
+// realized fills): the part of a snapshot that grows with the account's
+// history never holds the mailbox.
 // An element, once appended, is never written again, so a slice's first n
 // elements may be read while Apply appends after them. Only Apply writes it
 // (and JoinSnapshot, reading a snapshot back).
 type History struct {
-	Orders [][2]string      `json:"clientOrderIds"`  // clientOrderId, order or bracket id
-	Refs   [][2]string      `json:"references"`      // referenceId, request digest
-	Keys   []evidem.KeyUsed `json:"idempotencyKeys"` // as Idem.Apply folded them
+	Orders [][2]string      // clientOrderId, order or bracket id
+	Refs   [][2]string      // referenceId, request digest
+	Keys   []evidem.KeyUsed // as Idem.Apply folded them
 }
 
 // The names of the lists a snapshot keeps apart (SnapshotParts).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,12 @@ func TestSegmentsAreWrittenOnce(t *testing.T) {
 			t.Fatalf("round %d: loaded %+v, %v", rev, l, err)
 		}
 		got := new(account.State)
-		if err := l.Snaps[0].Decode(got); err != nil {
+		segs, err := l.Snaps[0].Decode(got)
+		if err != nil {
 			t.Fatalf("round %d: %v", rev, err)
+		}
+		if !reflect.DeepEqual(segs.lists, known.lists) {
+			t.Fatalf("round %d: a start would know the segments %v, the writer %v", rev, segs.lists, known.lists)
 		}
 		if d := enginetest.Diff(st, got); len(d) > 0 {
 			t.Fatalf("round %d read back differs:\n%s", rev, strings.Join(d, "\n"))
@@ -112,7 +117,7 @@ func TestSegmentsAreWrittenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Snaps[0].Decode(new(account.State)); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := l.Snaps[0].Decode(new(account.State)); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("a snapshot without one of its segments decoded: %v", err)
 	}
 	if _, err := kv.Put(ctx, segKey("account", "acct_1", listName(t, st, 0), 0), []byte(`{"format":2,"log":"LOG1"}`+"\n[]")); err != nil {
@@ -122,7 +127,7 @@ func TestSegmentsAreWrittenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Snaps[0].Decode(new(account.State)); err == nil || !strings.Contains(err.Error(), "not the one") {
+	if _, err := l.Snaps[0].Decode(new(account.State)); err == nil || !strings.Contains(err.Error(), "not the one") {
 		t.Fatalf("a snapshot with a changed segment decoded: %v", err)
 	}
 }
@@ -160,7 +165,7 @@ func TestALongHistoryIsSnapshotted(t *testing.T) {
 		t.Fatalf("loaded %d snapshots, ignored %v: %v", len(l.Snaps), l.Ignored, err)
 	}
 	got := new(account.State)
-	if err := l.Snaps[0].Decode(got); err != nil {
+	if _, err := l.Snaps[0].Decode(got); err != nil {
 		t.Fatal(err)
 	}
 	if d := enginetest.Diff(st, got); len(d) > 0 {

@@ -346,16 +346,9 @@ type Snap struct {
 
 // Decode reads the snapshot's state into v, a pointer to a state of its
 // kind: a Parted state's head, then its lists (JoinSnapshot), each segment
-// checked against the digest the snapshot names.
-func (s Snap) Decode(v any) error {
-	_, err := s.DecodeSegs(v)
-	return err
-}
-
-// DecodeSegs is Decode, and it answers the segments the snapshot names, each
-// checked in the bucket: a writer that starts from them (PutParts) stores
-// none of them again.
-func (s Snap) DecodeSegs(v any) (Segs, error) {
+// checked against the digest the snapshot names. It answers those segments:
+// a writer that starts from them (PutParts) stores none of them again.
+func (s Snap) Decode(v any) (Segs, error) {
 	body, err := inflated(s.body, s.flate)
 	if err != nil {
 		return Segs{}, fmt.Errorf("snapshot %s %s at %d: %w", s.Kind, s.ID, s.Rev, err)
@@ -574,16 +567,10 @@ func parse(v []byte) (header, []byte, error) {
 // compare-and-set on the key's revision. It reports the revision the
 // bucket's snapshot is at afterwards (rev or later).
 func (s *Store) Put(ctx context.Context, kind, id string, rev uint64, shape string, state []byte) (uint64, error) {
-	h := header{Format: Format, Log: s.logID, Kind: kind, ID: id, Rev: rev, Shape: shape, Whole: state == nil}
-	if len(state) > CompressAbove {
-		state, h.Flate = deflate(state), true
-	}
-	head, err := json.Marshal(h)
+	value, err := envelope(header{Format: Format, Log: s.logID, Kind: kind, ID: id, Rev: rev, Shape: shape, Whole: state == nil}, state)
 	if err != nil {
-		return 0, fmt.Errorf("snapshot: %w", err)
+		return 0, err
 	}
-	value := make([]byte, 0, len(head)+1+len(state))
-	value = append(append(append(value, head...), '\n'), state...)
 	if len(value) > s.max {
 		got, err := s.Put(ctx, kind, id, rev, shape, nil)
 		if err != nil {
@@ -609,11 +596,12 @@ func (s *Store) Put(ctx context.Context, kind, id string, rev uint64, shape stri
 }
 
 // PutParts stores enc, the snapshot Marshal took of aggregate kind/id at
-// revision rev made ready with known (Pending.Encode): first the segments of its lists that known does not hold,
-// then its value as Put does, then it deletes the segments of a list that
-// the value no longer names (elements the state dropped). known then holds
-// the segments stored. A segment larger than the server takes is not
-// stored: the aggregate is stored as none (ErrTooLarge), as Put does.
+// revision rev made ready with known (Pending.Encode): first the segments
+// of its lists that known does not hold, then its value as Put does, then
+// it deletes the segments of a list that the value no longer names
+// (elements the state dropped). Once the value is stored, known holds the
+// segments it names. A segment larger than the server takes is not stored:
+// the aggregate is stored as none (ErrTooLarge), as Put does.
 func (s *Store) PutParts(ctx context.Context, kind, id string, rev uint64, shape string, enc Encoded, known *Segs) (uint64, error) {
 	for _, sg := range enc.put {
 		if err := s.putSegment(ctx, kind, id, sg); err != nil {
@@ -633,11 +621,13 @@ func (s *Store) PutParts(ctx context.Context, kind, id string, rev uint64, shape
 				drop = append(drop, segKey(kind, id, name, k))
 			}
 		}
-		known.lists = enc.next
 	}
 	got, err := s.Put(ctx, kind, id, rev, shape, enc.body)
 	if err != nil {
-		return got, err
+		return got, err // the bucket's value still names what known holds
+	}
+	if known != nil && enc.parted {
+		known.lists = enc.next
 	}
 	for _, key := range drop {
 		if err := s.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -650,17 +640,10 @@ func (s *Store) PutParts(ctx context.Context, kind, id string, rev uint64, shape
 // putSegment stores one segment under its key, with the envelope of a
 // snapshot (its format, log and compression).
 func (s *Store) putSegment(ctx context.Context, kind, id string, sg segment) error {
-	h := header{Format: Format, Log: s.logID, Kind: kind, ID: id}
-	data := sg.data
-	if len(data) > CompressAbove {
-		data, h.Flate = deflate(data), true
-	}
-	head, err := json.Marshal(h)
+	value, err := envelope(header{Format: Format, Log: s.logID, Kind: kind, ID: id}, sg.data)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return err
 	}
-	value := make([]byte, 0, len(head)+1+len(data))
-	value = append(append(append(value, head...), '\n'), data...)
 	key := segKey(kind, id, sg.list, sg.k)
 	if len(value) > s.max {
 		return fmt.Errorf("%s, %d bytes: %w", key, len(value), ErrTooLarge)
@@ -669,6 +652,20 @@ func (s *Store) putSegment(ctx context.Context, kind, id string, sg segment) err
 		return fmt.Errorf("snapshot: put %s: %w", key, err)
 	}
 	return nil
+}
+
+// envelope is a value of the bucket: h's JSON, a newline, then body,
+// compressed past CompressAbove (h says so). parse is its inverse.
+func envelope(h header, body []byte) ([]byte, error) {
+	if len(body) > CompressAbove {
+		body, h.Flate = deflate(body), true
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	value := make([]byte, 0, len(head)+1+len(body))
+	return append(append(append(value, head...), '\n'), body...), nil
 }
 
 // errMoving is a key other writers kept moving through every attempt.

@@ -143,7 +143,7 @@ func roundTrip[S any](t *testing.T, s *S, compress bool) *S {
 		snap.body, snap.flate = deflate(enc.body), true
 	}
 	got := new(S)
-	if err := snap.Decode(got); err != nil {
+	if _, err := snap.Decode(got); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -286,7 +286,7 @@ func TestPutNeverGoesBack(t *testing.T) {
 		t.Fatalf("loaded mark %d and %+v; want mark 12 and a 1 at 12", l.Mark, l.Snaps)
 	}
 	var v struct{ N int }
-	if err := l.Snaps[0].Decode(&v); err != nil || v.N != 12 {
+	if _, err := l.Snaps[0].Decode(&v); err != nil || v.N != 12 {
 		t.Fatalf("decoded %+v, %v", v, err)
 	}
 }
