@@ -652,3 +652,44 @@ func (d *Decimal) Scan(src any) error {
 	d.v = z
 	return nil
 }
+
+// AppendPacked appends d in the packed form of a document kept in memory
+// (projections' Packable): its exponent and sign as one MessagePack integer
+// and its coefficient as another, or, where the coefficient passes 64 bits
+// or d is not finite, its exact text. ReadPacked reads back the very same
+// value, digits and exponent alike; it is no wire format and never stored.
+func (d Decimal) AppendPacked(b []byte) []byte {
+	if d.v.Form != apd.Finite || !d.v.Coeff.IsUint64() {
+		return msgp.AppendString(b, d.v.String())
+	}
+	head := int64(d.v.Exponent) << 1
+	if d.v.Negative {
+		head |= 1
+	}
+	return msgp.AppendUint64(msgp.AppendInt64(b, head), d.v.Coeff.Uint64())
+}
+
+// ReadPacked reads a decimal AppendPacked wrote and returns the bytes after it.
+func (d *Decimal) ReadPacked(b []byte) ([]byte, error) {
+	if msgp.NextType(b) == msgp.StrType {
+		s, rest, err := msgp.ReadStringZC(b)
+		if err != nil {
+			return b, err
+		}
+		if _, _, err := d.v.SetString(string(s)); err != nil {
+			return b, err
+		}
+		return rest, nil
+	}
+	head, rest, err := msgp.ReadInt64Bytes(b)
+	if err != nil {
+		return b, err
+	}
+	coeff, rest, err := msgp.ReadUint64Bytes(rest)
+	if err != nil {
+		return b, err
+	}
+	d.v = apd.Decimal{Form: apd.Finite, Negative: head&1 == 1, Exponent: int32(head >> 1)}
+	d.v.Coeff.SetUint64(coeff)
+	return rest, nil
+}

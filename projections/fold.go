@@ -301,8 +301,9 @@ func (oe *orderEdits) own(orderID, bracketID string) error {
 // flush writes every edited order, its sequence index when new and its
 // working-index entry when that changed.
 func (oe *orderEdits) flush() error {
-	for _, e := range oe.edits {
-		o := e.o
+	for i := range oe.edits {
+		e := &oe.edits[i]
+		o := &e.o // a pointer: Put packs an order without a copy of it (memory) or encodes it (PostgreSQL)
 		wk := oe.accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
 		if e.isNew {
 			if err := Insert(oe.tx, CollOrderSeq, wk, o.BrokerOrderID); err != nil {
@@ -407,7 +408,7 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	}
 	f := Fill{FillID: e.FillID, BrokerOrderID: e.BrokerOrderID, Instrument: e.Instrument, Side: e.Side,
 		Quantity: e.Quantity, Price: e.Price, RealizedPnl: e.Realized, Commission: fee, Time: e.At}
-	if err := Insert(tx, CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, f); err != nil {
+	if err := Insert(tx, CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, &f); err != nil {
 		return err
 	}
 	pk := id + "/" + e.Instrument

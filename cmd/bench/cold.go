@@ -339,6 +339,7 @@ func coldReplay(args []string) error {
 	mode := fs.String("mode", "raw", "raw, project or warm")
 	last := fs.Uint64("last", 0, "last sequence of the log")
 	profile := fs.String("cpuprofile", "", "CPU profile of the replay")
+	memProfile := fs.String("memprofile", "", "allocation profile of the replay, written at its end")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -374,6 +375,11 @@ func coldReplay(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return err
+		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]int64{"nanos": int64(took), "bytes": n})
 }

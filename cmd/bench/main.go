@@ -234,6 +234,21 @@ func cpuProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
+// writeHeapProfile writes the heap profile (what is live and what was
+// allocated since the start) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the live figures as of now
+	err = pprof.WriteHeapProfile(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // row is one line of the result table.
 type row struct {
 	metric, baseline, engine, ratio, target, pass string

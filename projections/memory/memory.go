@@ -40,8 +40,9 @@ type Store struct {
 	last   *group // the group the writer used last, and its segment
 	lastPK string
 	seq    uint64
-	logID  string // the log the store is bound to ("": none)
-	undo   []undo // the open transaction's undo steps, reused
+	logID  string         // the log the store is bound to ("": none)
+	undo   []undo         // the open transaction's undo steps, reused
+	types  []reflect.Type // the types of packed documents, by slot.kind-kindPacked
 }
 
 // named is a collection and the bytes of a name it was looked up by. Folds
@@ -56,12 +57,36 @@ type named struct {
 
 const maxNamed = 32
 
-// undo restores one key of p: old when had, else absent.
+// undo restores one key of p: old (and its Go value oldVal) when had, else absent.
 type undo struct {
-	p   *part
-	key string
-	old any
-	had bool
+	p      *part
+	key    string
+	old    slot
+	oldVal any
+	had    bool
+}
+
+// doc is a stored document as read: the Go value put (see Put), or a
+// packed one, whose raw bytes lie in its part's arena and whose val is a nil
+// pointer of the type it unpacks into (projections.Packable) or, for a
+// string document, stringDoc.
+type doc struct {
+	val any
+	raw string // a packed document's bytes, or a string document itself
+}
+
+// stringDoc is the val of a string document.
+var stringDoc any = (*string)(nil)
+
+// typeIndex is the index of the packed type t in s.types, added when new;
+// the write lock is held.
+func (s *Store) typeIndex(t reflect.Type) uint32 {
+	i := slices.Index(s.types, t)
+	if i < 0 {
+		i = len(s.types)
+		s.types = append(s.types, t)
+	}
+	return uint32(i)
 }
 
 // New makes an empty store.
@@ -136,23 +161,43 @@ func (s *Store) coll(name string, make bool) *coll {
 	return c
 }
 
-// lookup is the value of key in coll, without making or caching anything:
-// readers call it under the read lock.
-func (s *Store) lookup(name, key string) (any, bool) {
+// lookup is the document of key in coll, without making or caching
+// anything: readers call it under the read lock.
+func (s *Store) lookup(name, key string) (doc, bool) {
 	c, ok := s.colls[name]
 	if !ok {
-		return nil, false
+		return doc{}, false
 	}
 	p, ok := c.parts[partOf(key)]
 	if !ok {
-		return nil, false
+		return doc{}, false
 	}
-	return p.get(key)
+	sl, ok := p.get(key)
+	if !ok {
+		return doc{}, false
+	}
+	return p.doc(sl, s.types), true
 }
 
-// assign copies a stored document, a value or a pointer to one (see Put),
-// into dst, a pointer to its type.
-func assign(dst, src any) error {
+// assign copies a stored document into dst, a pointer to its type: a
+// packed one unpacked, a value or a pointer to one (see Put) copied.
+func assign(dst any, d doc) error {
+	switch {
+	case d.val == stringDoc:
+		p, ok := dst.(*string)
+		if !ok {
+			return fmt.Errorf("memory: decode a string into %T", dst)
+		}
+		*p = d.raw
+		return nil
+	case d.raw != "":
+		p, ok := dst.(projections.Packable)
+		if !ok || reflect.TypeOf(dst) != reflect.TypeOf(d.val) {
+			return fmt.Errorf("memory: decode %T into %T", d.val, dst)
+		}
+		return p.UnpackFrom(d.raw)
+	}
+	src := d.val
 	dv := reflect.ValueOf(dst)
 	if dv.Kind() != reflect.Pointer || dv.IsNil() {
 		return fmt.Errorf("memory: decode into %T: not a pointer", dst)
@@ -175,26 +220,27 @@ func (t tx) Get(coll, key string, v any) (bool, error) {
 	if p == nil {
 		return false, nil
 	}
-	val, ok := p.get(key)
+	sl, ok := p.get(key)
 	if !ok {
 		return false, nil
 	}
-	return true, assign(v, val)
+	return true, assign(v, p.doc(sl, t.s.types))
 }
 
-// Put keeps a pointer as it is, without copying what it points to: the
-// caller hands the document over (projections.Tx says so), and a fold that
-// read a document into memory of its own saves the copy.
 // From implements projections.Tx.
 func (t tx) From() uint64 { return t.s.seq }
 
+// Put packs a string or a projections.Packable into the part's arena (see
+// part) and keeps any other value as it is, a pointer without copying what
+// it points to: the caller hands the document over (projections.Tx says
+// so), and a fold that read a document into memory of its own saves the copy.
 func (t tx) Put(coll, key string, v any) error {
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+	if rv := reflect.ValueOf(v); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return fmt.Errorf("memory: put %s %s: a nil %T", coll, key, v)
 	}
 	p := t.s.part(coll, key, true)
-	old, had := p.set(key, v, true)
-	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: had})
+	old, oldVal, had := p.put(t.s, key, v)
+	t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, oldVal: oldVal, had: had})
 	return nil
 }
 
@@ -203,8 +249,8 @@ func (t tx) Delete(coll, key string) error {
 	if p == nil {
 		return nil
 	}
-	if old, had := p.set(key, nil, false); had {
-		t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, had: true})
+	if old, oldVal, had := p.del(key); had {
+		t.s.undo = append(t.s.undo, undo{p: p, key: key, old: old, oldVal: oldVal, had: true})
 	}
 	return nil
 }
@@ -220,10 +266,13 @@ func (s *Store) Update(_ context.Context, seq uint64, fn func(projections.Tx) er
 	if err := fn(tx{s}); err != nil {
 		for i := len(s.undo) - 1; i >= 0; i-- {
 			u := s.undo[i]
-			u.p.set(u.key, u.old, u.had)
+			u.p.restore(u.key, u.old, u.oldVal, u.had)
 		}
 		clear(s.undo)
 		return err
+	}
+	for _, u := range s.undo {
+		u.p.compact() // only between transactions: an undo names the arena's offsets
 	}
 	clear(s.undo) // drop the references to old values
 	s.seq = seq
@@ -258,15 +307,18 @@ func (s *Store) Bind(_ context.Context, logID string) (string, error) {
 func (s *Store) Get(_ context.Context, coll, key string, v any) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	val, ok := s.lookup(coll, key)
+	d, ok := s.lookup(coll, key)
 	if !ok {
 		return false, nil
 	}
-	return true, assign(v, val)
+	return true, assign(v, d)
 }
 
 // item is one document as List hands it out.
-type item entry
+type item struct {
+	key string
+	doc
+}
 
 // List implements projections.Store.
 func (s *Store) List(_ context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
@@ -274,8 +326,8 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 	items := s.selectItems(coll, q)
 	s.mu.RUnlock()
 	for _, it := range items {
-		val := it.val
-		if err := fn(it.key, func(v any) error { return assign(v, val) }); err != nil {
+		d := it.doc
+		if err := fn(it.key, func(v any) error { return assign(v, d) }); err != nil {
 			return err
 		}
 	}
@@ -295,12 +347,12 @@ func (s *Store) selectItems(coll string, q projections.Query) []item {
 		if !ok {
 			return nil
 		}
-		return p.scan(q)
+		return p.scan(q, s.types)
 	}
 	var all []item
 	for name, p := range c.parts {
 		if name == "" || strings.HasPrefix(name, q.Prefix) {
-			all = append(all, p.scan(projections.Query{Prefix: q.Prefix})...)
+			all = append(all, p.scan(projections.Query{Prefix: q.Prefix}, s.types)...)
 		}
 	}
 	slices.SortFunc(all, func(a, b item) int { return strings.Compare(a.key, b.key) })
@@ -320,17 +372,17 @@ func (s *Store) selectItems(coll string, q projections.Query) []item {
 	return out
 }
 
-// scan runs q on one part.
-func (p *part) scan(q projections.Query) []item {
+// scan runs q on one part, whose packed documents are of types.
+func (p *part) scan(q projections.Query, types []reflect.Type) []item {
 	var items []item
-	visit := func(e entry) bool {
-		if !strings.HasPrefix(e.key, q.Prefix) {
+	visit := func(key string, sl slot) bool {
+		if !strings.HasPrefix(key, q.Prefix) {
 			return false
 		}
-		if q.After != "" && e.key == q.After {
+		if q.After != "" && key == q.After {
 			return true
 		}
-		items = append(items, item(e))
+		items = append(items, item{key, p.doc(sl, types)})
 		return q.Limit == 0 || len(items) < q.Limit
 	}
 	switch {
@@ -376,8 +428,8 @@ func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 
 func (p *part) count(prefix string) int {
 	n := 0
-	p.ascend(prefix, func(e entry) bool {
-		if !strings.HasPrefix(e.key, prefix) {
+	p.ascend(prefix, func(key string, _ slot) bool {
+		if !strings.HasPrefix(key, prefix) {
 			return false
 		}
 		n++

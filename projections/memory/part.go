@@ -1,44 +1,102 @@
 package memory
 
 import (
+	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/google/btree"
+
+	"github.com/svc/engine/projections"
 )
 
-// entry is one document of a part.
-type entry struct {
-	key string
-	val any
-}
-
-// part holds one part's documents in key order. Keys mostly arrive in order
-// (a sequence or a time-ordered id follows the account id), so they live in
-// a sorted slice, where such an insert is an append and a read a binary
-// search, with no hash table to grow. A part past sliceMax documents that
-// takes a key out of order (account ids in the order accounts were opened,
-// digests) moves to a hash map for reads and writes of a key, beside a B-tree
-// of its keys for ordered scans: a fold reads and rewrites such documents
-// (an account's, every commit) far more often than it adds one.
+// part holds one part's documents in key order, mostly in memory the
+// collector has nothing to trace in: every key, and every packed document
+// (a string or a projections.Packable), is bytes appended to the part's
+// arena, and a slot says where they lie. Only documents kept as Go values
+// are references (objs). Bytes once written to the arena never change, so
+// the strings handed out over them (keys, a string document, what an
+// unpacked document's strings share) stay valid after the store moves on;
+// a document replaced or deleted leaves its bytes behind as waste until
+// compact copies the live ones to a new arena.
+//
+// Keys mostly arrive in order (a sequence or a time-ordered id follows the
+// account id), so the slots live in a sorted slice, where such an insert is
+// an append and a read a binary search, with no hash table to grow. A part
+// past sliceMax documents that takes a key out of order (account ids in the
+// order accounts were opened, digests) moves its slots to a hash map for
+// reads and writes of a key, beside a B-tree of its keys for ordered scans:
+// a fold reads and rewrites such documents (an account's, every commit) far
+// more often than it adds one.
 type part struct {
-	sorted []entry
-	vals   map[string]any        // non-nil once the part left the slice
-	keys   *btree.BTreeG[string] // the keys of vals, in order
+	arena  []byte
+	waste  int    // bytes of the arena no slot names any more
+	objs   []any  // the Go values of documents kept as they are, by slot.vlen
+	dead   int    // nil elements of objs
+	sorted []slot // by key, while the part is a slice
+	// last is a copy of the last key of sorted, when it is at most lastMax
+	// bytes (lastLen < 0: not kept): a fold appends to many parts in turn,
+	// and comparing with the copy here spares a read of the arena's end
+	// (a cache miss) in each.
+	last    [lastMax]byte
+	lastLen int
+	vals    map[string]slot       // non-nil once the part left the slice
+	keys    *btree.BTreeG[string] // the keys of vals, in order
 }
 
-const sliceMax = 512
+// slot is where one document lies.
+type slot struct {
+	koff, voff int    // the key's and a packed value's offsets in the arena
+	klen, vlen uint32 // their lengths; a Go value's index in objs is vlen
+	kind       uint32 // kindValue, kindString, or kindPacked+i: the store's packed type i
+}
 
-func cmpKey(e entry, key string) int { return strings.Compare(e.key, key) }
+const (
+	kindValue = iota
+	kindString
+	kindPacked
+)
+
+const (
+	sliceMax = 512
+	lastMax  = 96
+)
+
+// key is the key of sl; it shares the arena's bytes.
+func (p *part) key(sl slot) string { return p.str(sl.koff, sl.klen) }
+
+func (p *part) str(off int, n uint32) string {
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&p.arena[off], int(n))
+}
+
+// doc is the document sl names, as assign reads it.
+func (p *part) doc(sl slot, types []reflect.Type) doc {
+	switch {
+	case sl.kind == kindValue:
+		return doc{val: p.objs[sl.vlen]}
+	case sl.kind == kindString:
+		return doc{val: stringDoc, raw: p.str(sl.voff, sl.vlen)}
+	default:
+		return doc{val: reflect.Zero(types[sl.kind-kindPacked]).Interface(), raw: p.str(sl.voff, sl.vlen)}
+	}
+}
 
 // find is where key is or would go in p.sorted.
 func (p *part) find(key string) (int, bool) {
 	if n := len(p.sorted); n > 0 {
-		if c := strings.Compare(p.sorted[n-1].key, key); c <= 0 { // the newest key, or past it
+		last := unsafe.String(&p.last[0], max(p.lastLen, 0))
+		if p.lastLen < 0 {
+			last = p.key(p.sorted[n-1])
+		}
+		if c := strings.Compare(last, key); c <= 0 { // the newest key, or past it
 			return n - 1 + b2i(c < 0), c == 0
 		}
 	}
-	return slices.BinarySearchFunc(p.sorted, key, cmpKey)
+	return slices.BinarySearchFunc(p.sorted, key, func(sl slot, key string) int { return strings.Compare(p.key(sl), key) })
 }
 
 func b2i(b bool) int {
@@ -48,87 +106,241 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (p *part) get(key string) (any, bool) {
+func (p *part) get(key string) (slot, bool) {
 	if p.vals != nil {
-		v, ok := p.vals[key]
-		return v, ok
+		sl, ok := p.vals[key]
+		return sl, ok
 	}
 	if i, ok := p.find(key); ok {
-		return p.sorted[i].val, true
+		return p.sorted[i], true
 	}
-	return nil, false
+	return slot{}, false
 }
 
-// set makes key hold v (present) or nothing, and returns what it held.
-func (p *part) set(key string, v any, present bool) (old any, had bool) {
+// put makes key hold v, packed when it packs (s.kindOf), and returns what
+// the key held before: the slot, and its Go value where it was one.
+func (p *part) put(s *Store, key string, v any) (old slot, oldVal any, had bool) {
+	i, found := -1, false
 	if p.vals != nil {
-		old, had = p.vals[key]
-		switch {
-		case present:
-			p.vals[key] = v
-			if !had {
-				p.keys.ReplaceOrInsert(key)
-			}
-		case had:
+		old, found = p.vals[key]
+	} else if i, found = p.find(key); found {
+		old = p.sorted[i]
+	}
+	sl := old
+	if found {
+		oldVal = p.release(old)
+	} else {
+		sl.koff, sl.klen = len(p.arena), uint32(len(key))
+		p.arena = append(p.arena, key...)
+	}
+	sl.voff, sl.kind = len(p.arena), kindString
+	switch x := v.(type) {
+	case string:
+		p.arena = append(p.arena, x...)
+	default:
+		if pk, ok := projections.AsPackable(v); ok {
+			p.arena = pk.AppendPacked(p.arena)
+			sl.kind = kindPacked + s.typeIndex(reflect.TypeOf(pk))
+			break
+		}
+		sl.voff, sl.kind = 0, kindValue
+		if found && old.kind == kindValue {
+			p.setObj(old.vlen, v) // release kept the index
+		} else {
+			sl.vlen = uint32(len(p.objs))
+			p.objs = append(p.objs, v)
+		}
+	}
+	if sl.kind != kindValue {
+		sl.vlen = uint32(len(p.arena) - sl.voff)
+	}
+	p.place(key, i, found, sl)
+	return old, oldVal, found
+}
+
+// release accounts for the document sl no longer being held, and returns
+// its Go value where it was one. The value's index in objs stays its own
+// until compact (an undo may put it back).
+func (p *part) release(sl slot) any {
+	if sl.kind != kindValue {
+		p.waste += int(sl.vlen)
+		return nil
+	}
+	v := p.objs[sl.vlen]
+	p.setObj(sl.vlen, nil)
+	return v
+}
+
+// setObj sets objs[i], counting the nil ones.
+func (p *part) setObj(i uint32, v any) {
+	switch {
+	case p.objs[i] == nil && v != nil:
+		p.dead--
+	case p.objs[i] != nil && v == nil:
+		p.dead++
+	}
+	p.objs[i] = v
+}
+
+// place stores sl for key: at i of p.sorted (found: replacing what is
+// there), or in the map.
+func (p *part) place(key string, i int, found bool, sl slot) {
+	key = p.key(sl) // the arena's copy: the map and the tree keep no other memory
+	switch {
+	case p.vals != nil:
+		p.vals[key] = sl
+		if !found {
+			p.keys.ReplaceOrInsert(key)
+		}
+	case found:
+		p.sorted[i] = sl
+	case i == len(p.sorted):
+		p.sorted = append(p.sorted, sl)
+		p.noteLast(key)
+	case len(p.sorted) >= sliceMax:
+		p.vals = make(map[string]slot, 2*len(p.sorted))
+		p.keys = btree.NewOrderedG[string](16)
+		for _, s := range p.sorted {
+			k := p.key(s)
+			p.vals[k] = s
+			p.keys.ReplaceOrInsert(k)
+		}
+		p.sorted = nil
+		p.vals[key] = sl
+		p.keys.ReplaceOrInsert(key)
+	default:
+		p.sorted = slices.Insert(p.sorted, i, sl)
+	}
+}
+
+// noteLast keeps a copy of key, the last of p.sorted now.
+func (p *part) noteLast(key string) {
+	p.lastLen = -1
+	if len(key) <= lastMax {
+		p.lastLen = copy(p.last[:], key)
+	}
+}
+
+// del removes key, and returns what it held as put does.
+func (p *part) del(key string) (old slot, oldVal any, had bool) {
+	if p.vals != nil {
+		if old, had = p.vals[key]; had {
 			delete(p.vals, key)
 			p.keys.Delete(key)
 		}
-		return old, had
-	}
-	i, found := p.find(key)
-	if found {
-		old = p.sorted[i].val
-	}
-	switch {
-	case found && present:
-		p.sorted[i].val = v
-	case found:
-		p.sorted = slices.Delete(p.sorted, i, i+1)
-	case !present:
-	case i == len(p.sorted):
-		p.sorted = append(p.sorted, entry{key, v})
-	case len(p.sorted) >= sliceMax:
-		p.vals = make(map[string]any, 2*len(p.sorted))
-		p.keys = btree.NewOrderedG[string](16)
-		for _, e := range p.sorted {
-			p.vals[e.key] = e.val
-			p.keys.ReplaceOrInsert(e.key)
+	} else {
+		var i int
+		if i, had = p.find(key); had {
+			old = p.sorted[i]
+			p.sorted = slices.Delete(p.sorted, i, i+1)
+			if n := len(p.sorted); n > 0 && i == n {
+				p.noteLast(p.key(p.sorted[n-1]))
+			}
 		}
-		p.sorted = nil
-		p.vals[key] = v
-		p.keys.ReplaceOrInsert(key)
-	default:
-		p.sorted = slices.Insert(p.sorted, i, entry{key, v})
 	}
-	return old, found
+	if had {
+		oldVal = p.release(old)
+		p.waste += int(old.klen)
+	}
+	return old, oldVal, had
 }
 
-// ascend calls fn for each entry at or after from, in order, until fn says stop.
-func (p *part) ascend(from string, fn func(entry) bool) {
-	if p.vals != nil {
-		p.keys.AscendGreaterOrEqual(from, func(k string) bool { return fn(entry{k, p.vals[k]}) })
+// restore undoes a put or a del of key: it holds old (and its Go value
+// oldVal) again if had, else nothing.
+func (p *part) restore(key string, old slot, oldVal any, had bool) {
+	if cur, ok := p.get(key); ok {
+		if cur.kind == kindValue && (!had || old.kind != kindValue || old.vlen != cur.vlen) {
+			p.setObj(cur.vlen, nil)
+		}
+		if !had {
+			p.del(key)
+			return
+		}
+	}
+	if !had {
 		return
 	}
-	i, _ := slices.BinarySearchFunc(p.sorted, from, cmpKey)
-	for _, e := range p.sorted[i:] {
-		if !fn(e) {
+	if old.kind == kindValue {
+		p.setObj(old.vlen, oldVal)
+	}
+	i, found := -1, false
+	if p.vals != nil {
+		_, found = p.vals[key]
+	} else {
+		i, found = p.find(key)
+	}
+	p.place(key, i, found, old)
+}
+
+// compact copies the part's live bytes to a new arena, and its live Go
+// values to a new objs, once at least half of either is left behind.
+func (p *part) compact() {
+	if (p.waste < 1<<16 || 2*p.waste < len(p.arena)) && (p.dead < 64 || 2*p.dead < len(p.objs)) {
+		return
+	}
+	arena := make([]byte, 0, max(len(p.arena)-p.waste, 0)) // waste is counted again where an undo restored a slot
+	objs := make([]any, 0, len(p.objs)-p.dead)
+	move := func(sl slot) slot {
+		k := len(arena)
+		arena = append(arena, p.arena[sl.koff:sl.koff+int(sl.klen)]...)
+		sl.koff = k
+		if sl.kind == kindValue {
+			objs = append(objs, p.objs[sl.vlen])
+			sl.vlen = uint32(len(objs) - 1)
+		} else {
+			v := len(arena)
+			arena = append(arena, p.arena[sl.voff:sl.voff+int(sl.vlen)]...)
+			sl.voff = v
+		}
+		return sl
+	}
+	if p.vals == nil {
+		for i, sl := range p.sorted {
+			p.sorted[i] = move(sl)
+		}
+	} else {
+		vals := make(map[string]slot, len(p.vals))
+		keys := btree.NewOrderedG[string](16)
+		p.keys.Ascend(func(k string) bool {
+			sl := move(p.vals[k])
+			k = unsafe.String(&arena[sl.koff], int(sl.klen))
+			vals[k] = sl
+			keys.ReplaceOrInsert(k)
+			return true
+		})
+		p.vals, p.keys = vals, keys
+	}
+	p.arena, p.objs, p.waste, p.dead = arena, objs, 0, 0
+}
+
+// ascend calls fn for each document at or after from, in order, until fn
+// says stop.
+func (p *part) ascend(from string, fn func(key string, sl slot) bool) {
+	if p.vals != nil {
+		p.keys.AscendGreaterOrEqual(from, func(k string) bool { return fn(k, p.vals[k]) })
+		return
+	}
+	i, _ := slices.BinarySearchFunc(p.sorted, from, func(sl slot, key string) int { return strings.Compare(p.key(sl), key) })
+	for _, sl := range p.sorted[i:] {
+		if !fn(p.key(sl), sl) {
 			return
 		}
 	}
 }
 
-// descend calls fn for each entry at or before from, in reverse order, until fn says stop.
-func (p *part) descend(from string, fn func(entry) bool) {
+// descend calls fn for each document at or before from, in reverse order,
+// until fn says stop.
+func (p *part) descend(from string, fn func(key string, sl slot) bool) {
 	if p.vals != nil {
-		p.keys.DescendLessOrEqual(from, func(k string) bool { return fn(entry{k, p.vals[k]}) })
+		p.keys.DescendLessOrEqual(from, func(k string) bool { return fn(k, p.vals[k]) })
 		return
 	}
-	i, found := slices.BinarySearchFunc(p.sorted, from, cmpKey)
+	i, found := slices.BinarySearchFunc(p.sorted, from, func(sl slot, key string) int { return strings.Compare(p.key(sl), key) })
 	if found {
 		i++
 	}
 	for j := i - 1; j >= 0; j-- {
-		if !fn(p.sorted[j]) {
+		if !fn(p.key(p.sorted[j]), p.sorted[j]) {
 			return
 		}
 	}

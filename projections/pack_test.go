@@ -1,0 +1,70 @@
+package projections_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/events"
+	"github.com/svc/engine/projections"
+)
+
+// fill sets every field of the struct v points to, distinct by field, so a
+// field the packing forgets comes back different.
+func fill(t *testing.T, v any, dec func(i int) events.Decimal) {
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		switch p := f.Addr().Interface().(type) {
+		case *string:
+			*p = "v" + string(rune('a'+i)) + "-ÿ"
+		case *bool:
+			*p = true
+		case *uint64:
+			*p = uint64(1<<40 + i)
+		case *events.Decimal:
+			*p = dec(i)
+		case **events.Decimal:
+			d := dec(i)
+			*p = &d
+		case *time.Time:
+			*p = time.Date(2026, 11, 27, 10, i, 3, 123456789, time.UTC)
+		default:
+			t.Fatalf("field %s of %T: no value for a %s", rv.Type().Field(i).Name, v, f.Type())
+		}
+	}
+}
+
+// Orders and fills pack and unpack to the very same value: every field, each
+// decimal's digits and exponent (past 64 bits of coefficient too), nil
+// decimals and zero times; bytes of another shape are refused.
+func TestPackedDocumentsReadBackTheSame(t *testing.T) {
+	decimals := map[string]func(int) events.Decimal{
+		"small":    func(i int) events.Decimal { return events.MustDecimal("-12.500") },
+		"exponent": func(i int) events.Decimal { return events.MustDecimal("3e5") },
+		"large":    func(i int) events.Decimal { return events.MustDecimal("1234567890123.123456789012345678901") },
+		"zero":     func(i int) events.Decimal { return events.MustDecimal("-0.00") },
+	}
+	for name, dec := range decimals {
+		var o projections.Order
+		fill(t, &o, dec)
+		var f projections.Fill
+		fill(t, &f, dec)
+		for _, c := range []struct{ in, out projections.Packable }{{&o, new(projections.Order)}, {&f, new(projections.Fill)},
+			{&projections.Order{}, new(projections.Order)}, {&projections.Fill{}, new(projections.Fill)}} {
+			if err := c.out.UnpackFrom(string(c.in.AppendPacked(nil))); err != nil {
+				t.Fatalf("%s: unpack %T: %v", name, c.in, err)
+			}
+			if !reflect.DeepEqual(c.in, c.out) {
+				t.Fatalf("%s: %+v\nreads back as %+v", name, c.in, c.out)
+			}
+		}
+	}
+	var o projections.Order
+	if err := o.UnpackFrom(string((&projections.Fill{}).AppendPacked(nil))); err == nil {
+		t.Fatal("a fill's bytes unpacked as an order")
+	}
+	if err := o.UnpackFrom(string((&projections.Order{}).AppendPacked(nil)) + "x"); err == nil {
+		t.Fatal("an order with a byte too many unpacked")
+	}
+}
