@@ -117,8 +117,9 @@ func (p *part) get(key string) (slot, bool) {
 	return slot{}, false
 }
 
-// put makes key hold v, packed when it packs (s.kindOf), and returns what
-// the key held before: the slot, and its Go value where it was one.
+// put makes key hold v, packed when it is a string or a Packable (its type
+// one of s.types), and returns what the key held before: the slot, and its
+// Go value where it was one.
 func (p *part) put(s *Store, key string, v any) (old slot, oldVal any, had bool) {
 	i, found := -1, false
 	if p.vals != nil {
