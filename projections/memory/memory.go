@@ -43,6 +43,7 @@ type Store struct {
 	logID  string         // the log the store is bound to ("": none)
 	undo   []undo         // the open transaction's undo steps, reused
 	types  []reflect.Type // the types of packed documents, by slot.kind-kindPacked
+	buf    []byte         // where the writer packs a document
 }
 
 // named is a collection and the bytes of a name it was looked up by. Folds
@@ -67,8 +68,8 @@ type undo struct {
 }
 
 // doc is a stored document as read: the Go value put (see Put), or a
-// packed one, whose raw bytes lie in its part's arena and whose val is a nil
-// pointer of the type it unpacks into (projections.Packable) or, for a
+// packed one, whose raw bytes share its slot's string and whose val is a
+// nil pointer of the type it unpacks into (projections.Packable) or, for a
 // string document, stringDoc.
 type doc struct {
 	val any
@@ -230,10 +231,11 @@ func (t tx) Get(coll, key string, v any) (bool, error) {
 // From implements projections.Tx.
 func (t tx) From() uint64 { return t.s.seq }
 
-// Put packs a string or a projections.Packable into the part's arena (see
-// part) and keeps any other value as it is, a pointer without copying what
-// it points to: the caller hands the document over (projections.Tx says
-// so), and a fold that read a document into memory of its own saves the copy.
+// Put packs a string or a projections.Packable into one string with its key
+// (see part) and keeps any other value as it is, a pointer without copying
+// what it points to: the caller hands the document over (projections.Tx
+// says so), and a fold that read a document into memory of its own saves
+// the copy.
 func (t tx) Put(coll, key string, v any) error {
 	if rv := reflect.ValueOf(v); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return fmt.Errorf("memory: put %s %s: a nil %T", coll, key, v)
@@ -272,7 +274,7 @@ func (s *Store) Update(_ context.Context, seq uint64, fn func(projections.Tx) er
 		return err
 	}
 	for _, u := range s.undo {
-		u.p.compact() // only between transactions: an undo names the arena's offsets
+		u.p.compact() // only between transactions: an undo names indexes in objs
 	}
 	clear(s.undo) // drop the references to old values
 	s.seq = seq

@@ -187,14 +187,13 @@ func TestLargePartStaysOrdered(t *testing.T) {
 	}
 }
 
-// The store keeps strings and orders packed in each part's arena and other
-// values as they are, replaces and deletes by leaving bytes behind, rolls a
-// failed transaction back through its undo steps, and copies a part's live
-// documents to a new arena once it is mostly waste. Checked against a plain
-// map through random transactions of every kind of write: every key reads
-// back what the map holds, every list is the map's in order, and what a
-// reader took out before a compaction stays as it was.
-func TestArenaMatchesAMap(t *testing.T) {
+// The store keeps strings, orders and fills packed and other values as they
+// are (their index in a part's objs reused on a rewrite, copied to a new objs
+// once half of it is gone), and rolls a failed transaction back through its
+// undo steps. Checked against a plain map through random transactions of
+// every kind of write: every key reads back what the map holds, every list
+// is the map's in order, and an order read early stays as it was read.
+func TestPackedStoreMatchesAMap(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -301,7 +300,7 @@ func TestArenaMatchesAMap(t *testing.T) {
 		}
 	}
 	if keptKey == "" || kept.BrokerOrderID == "" || !strings.HasPrefix(kept.BrokerOrderID, "o") || kept.State != "working" {
-		t.Fatalf("an order read early changed under the store's compactions: %+v", kept)
+		t.Fatalf("an order read early changed under the store's later writes: %+v", kept)
 	}
 }
 

@@ -12,14 +12,13 @@ import (
 )
 
 // part holds one part's documents in key order, mostly in memory the
-// collector has nothing to trace in: every key, and every packed document
-// (a string or a projections.Packable), is bytes appended to the part's
-// arena, and a slot says where they lie. Only documents kept as Go values
-// are references (objs). Bytes once written to the arena never change, so
-// the strings handed out over them (keys, a string document, what an
-// unpacked document's strings share) stay valid after the store moves on;
-// a document replaced or deleted leaves its bytes behind as waste until
-// compact copies the live ones to a new arena.
+// collector has next to nothing to trace in: a packed document (a string or
+// a projections.Packable) is one string of its key and its bytes, and its
+// slot one reference to it; only documents kept as Go values are values
+// with references of their own (objs). A string never changes, so what is
+// handed out over it (a key, a string document, an unpacked document's
+// strings, which share it) stays valid whatever the store does next; a
+// replaced or deleted document is the collector's once nobody holds it.
 //
 // Keys mostly arrive in order (a sequence or a time-ordered id follows the
 // account id), so the slots live in a sorted slice, where such an insert is
@@ -30,26 +29,26 @@ import (
 // a fold reads and rewrites such documents (an account's, every commit) far
 // more often than it adds one.
 type part struct {
-	arena  []byte
-	waste  int    // bytes of the arena no slot names any more
 	objs   []any  // the Go values of documents kept as they are, by slot.vlen
 	dead   int    // nil elements of objs
 	sorted []slot // by key, while the part is a slice
 	// last is a copy of the last key of sorted, when it is at most lastMax
 	// bytes (lastLen < 0: not kept): a fold appends to many parts in turn,
-	// and comparing with the copy here spares a read of the arena's end
-	// (a cache miss) in each.
+	// and comparing with the copy here spares a read of the last slot and
+	// its string (cache misses) in each.
 	last    [lastMax]byte
 	lastLen int
 	vals    map[string]slot       // non-nil once the part left the slice
 	keys    *btree.BTreeG[string] // the keys of vals, in order
 }
 
-// slot is where one document lies.
+// slot is one document: its key and, packed, its bytes in one string, or
+// the index of its Go value in objs.
 type slot struct {
-	koff, voff int    // the key's and a packed value's offsets in the arena
-	klen, vlen uint32 // their lengths; a Go value's index in objs is vlen
-	kind       uint32 // kindValue, kindString, or kindPacked+i: the store's packed type i
+	kv   string // the key, then a packed document's bytes
+	klen uint32 // the key's length
+	vlen uint32 // a Go value's index in objs
+	kind uint32 // kindValue, kindString, or kindPacked+i: the store's packed type i
 }
 
 const (
@@ -63,15 +62,8 @@ const (
 	lastMax  = 96
 )
 
-// key is the key of sl; it shares the arena's bytes.
-func (p *part) key(sl slot) string { return p.str(sl.koff, sl.klen) }
-
-func (p *part) str(off int, n uint32) string {
-	if n == 0 {
-		return ""
-	}
-	return unsafe.String(&p.arena[off], int(n))
-}
+// key is the key of sl.
+func (p *part) key(sl slot) string { return sl.kv[:sl.klen] }
 
 // doc is the document sl names, as assign reads it.
 func (p *part) doc(sl slot, types []reflect.Type) doc {
@@ -79,9 +71,9 @@ func (p *part) doc(sl slot, types []reflect.Type) doc {
 	case sl.kind == kindValue:
 		return doc{val: p.objs[sl.vlen]}
 	case sl.kind == kindString:
-		return doc{val: stringDoc, raw: p.str(sl.voff, sl.vlen)}
+		return doc{val: stringDoc, raw: sl.kv[sl.klen:]}
 	default:
-		return doc{val: reflect.Zero(types[sl.kind-kindPacked]).Interface(), raw: p.str(sl.voff, sl.vlen)}
+		return doc{val: reflect.Zero(types[sl.kind-kindPacked]).Interface(), raw: sl.kv[sl.klen:]}
 	}
 }
 
@@ -130,30 +122,26 @@ func (p *part) put(s *Store, key string, v any) (old slot, oldVal any, had bool)
 	sl := old
 	if found {
 		oldVal = p.release(old)
-	} else {
-		sl.koff, sl.klen = len(p.arena), uint32(len(key))
-		p.arena = append(p.arena, key...)
+		key = old.kv[:old.klen]
 	}
-	sl.voff, sl.kind = len(p.arena), kindString
+	sl.klen, sl.kind = uint32(len(key)), kindString
 	switch x := v.(type) {
 	case string:
-		p.arena = append(p.arena, x...)
+		sl.kv = key + x
 	default:
 		if pk, ok := projections.AsPackable(v); ok {
-			p.arena = pk.AppendPacked(p.arena)
+			s.buf = pk.AppendPacked(append(s.buf[:0], key...))
+			sl.kv = string(s.buf)
 			sl.kind = kindPacked + s.typeIndex(reflect.TypeOf(pk))
 			break
 		}
-		sl.voff, sl.kind = 0, kindValue
+		sl.kv, sl.kind = key, kindValue
 		if found && old.kind == kindValue {
 			p.setObj(old.vlen, v) // release kept the index
 		} else {
 			sl.vlen = uint32(len(p.objs))
 			p.objs = append(p.objs, v)
 		}
-	}
-	if sl.kind != kindValue {
-		sl.vlen = uint32(len(p.arena) - sl.voff)
 	}
 	p.place(key, i, found, sl)
 	return old, oldVal, found
@@ -164,7 +152,6 @@ func (p *part) put(s *Store, key string, v any) (old slot, oldVal any, had bool)
 // until compact (an undo may put it back).
 func (p *part) release(sl slot) any {
 	if sl.kind != kindValue {
-		p.waste += int(sl.vlen)
 		return nil
 	}
 	v := p.objs[sl.vlen]
@@ -186,12 +173,12 @@ func (p *part) setObj(i uint32, v any) {
 // place stores sl for key: at i of p.sorted (found: replacing what is
 // there), or in the map.
 func (p *part) place(key string, i int, found bool, sl slot) {
-	key = p.key(sl) // the arena's copy: the map and the tree keep no other memory
+	key = p.key(sl) // the slot's own: the map and the tree keep no other string
 	switch {
 	case p.vals != nil:
-		p.vals[key] = sl
-		if !found {
-			p.keys.ReplaceOrInsert(key)
+		p.vals[key] = sl // the map keeps the key given last
+		if !found || sl.kind != kindValue {
+			p.keys.ReplaceOrInsert(key) // nor does the tree keep a replaced document's string
 		}
 	case found:
 		p.sorted[i] = sl
@@ -241,7 +228,6 @@ func (p *part) del(key string) (old slot, oldVal any, had bool) {
 	}
 	if had {
 		oldVal = p.release(old)
-		p.waste += int(old.klen)
 	}
 	return old, oldVal, had
 }
@@ -273,25 +259,17 @@ func (p *part) restore(key string, old slot, oldVal any, had bool) {
 	p.place(key, i, found, old)
 }
 
-// compact copies the part's live bytes to a new arena, and its live Go
-// values to a new objs, once at least half of either is left behind.
+// compact copies the part's live Go values to a new objs once at least
+// half of it is left behind.
 func (p *part) compact() {
-	if (p.waste < 1<<16 || 2*p.waste < len(p.arena)) && (p.dead < 64 || 2*p.dead < len(p.objs)) {
+	if p.dead < 64 || 2*p.dead < len(p.objs) {
 		return
 	}
-	arena := make([]byte, 0, max(len(p.arena)-p.waste, 0)) // waste is counted again where an undo restored a slot
 	objs := make([]any, 0, len(p.objs)-p.dead)
 	move := func(sl slot) slot {
-		k := len(arena)
-		arena = append(arena, p.arena[sl.koff:sl.koff+int(sl.klen)]...)
-		sl.koff = k
 		if sl.kind == kindValue {
 			objs = append(objs, p.objs[sl.vlen])
 			sl.vlen = uint32(len(objs) - 1)
-		} else {
-			v := len(arena)
-			arena = append(arena, p.arena[sl.voff:sl.voff+int(sl.vlen)]...)
-			sl.voff = v
 		}
 		return sl
 	}
@@ -300,18 +278,11 @@ func (p *part) compact() {
 			p.sorted[i] = move(sl)
 		}
 	} else {
-		vals := make(map[string]slot, len(p.vals))
-		keys := btree.NewOrderedG[string](16)
-		p.keys.Ascend(func(k string) bool {
-			sl := move(p.vals[k])
-			k = unsafe.String(&arena[sl.koff], int(sl.klen))
-			vals[k] = sl
-			keys.ReplaceOrInsert(k)
-			return true
-		})
-		p.vals, p.keys = vals, keys
+		for k, sl := range p.vals {
+			p.vals[k] = move(sl)
+		}
 	}
-	p.arena, p.objs, p.waste, p.dead = arena, objs, 0, 0
+	p.objs, p.dead = objs, 0
 }
 
 // ascend calls fn for each document at or after from, in order, until fn

@@ -11,8 +11,10 @@ import (
 	"github.com/svc/engine/projections"
 )
 
-// BenchAccounts is how many accounts BenchCore spreads its orders over.
-const BenchAccounts = 64
+// BenchAccounts is how many accounts BenchCore spreads its orders over:
+// as many as the cold-start log of scripts/bench, so that each commit
+// finds its account's documents as cold as a replay does.
+const BenchAccounts = 1000
 
 // BenchCore folds b.N commits through projections.Core into a store from
 // open, and reports commits/s, in two shapes: batch=512, a catching-up
@@ -111,7 +113,7 @@ func (g *gen) trade() events.Committed {
 		realized = g.step
 	}
 	g.bal[a] = g.bal[a].Add(realized)
-	id := fmt.Sprintf("ord-%d", g.seq+1)
+	id := fmt.Sprintf("ord-%012d", g.seq+1) // in order, as the engine's time-ordered ids
 	at := g.at.Add(time.Millisecond)
 	return g.commit(a,
 		evacct.OrderPlaced{Order: evacct.Order{BrokerOrderID: id, ClientOrderID: "c-" + id, Instrument: "BTC-PERP",

@@ -95,10 +95,10 @@ func cpuQuota() bool {
 // RelaxGC lets the collector run less often while the log replays: a replay
 // allocates several times what it keeps, and every collection marks the
 // growing aggregates again. The memory read models' documents are mostly
-// packed bytes with nothing to mark (projections.Packable), so a higher
-// setting only costs fresh memory: over 1M commits 400 replayed the read
-// models as fast as 1000 (5.6 s against 5.7 s) in 2.2 GB rather than 2.9,
-// and the service's start no slower (scripts/bench, cold). A soft memory limit of half
+// packed strings with nothing to mark (projections.Packable), so a higher
+// setting mostly costs fresh memory: over 1M commits 400 replayed the read
+// models as fast as 1000 (5.5 s) in 2.1 GB rather than 3.2, 200 in 5.7 s
+// (scripts/bench, cold). A soft memory limit of half
 // the memory the process may use (its cgroup's limit, else the machine's)
 // bounds what that costs; a limit set through GOMEMLIMIT is kept. The
 // returned func restores both settings.
