@@ -1,6 +1,9 @@
 // Package memory is the in-memory projections.Store: the default, rebuilt by
-// replay at every start. Values are kept as the Go values that were Put and
-// handed out as copies, so readers never share mutable state with the fold.
+// replay at every start. Strings and projections.Packable documents (orders,
+// fills) are kept packed, with nothing inside for the collector to trace;
+// other values as the Go values that were Put. Either is handed out as a
+// copy (an unpacked document's strings share the packed string, which never
+// changes), so readers never share mutable state with the fold.
 package memory
 
 import (
