@@ -89,3 +89,29 @@ func FuzzUnpackOrder(f *testing.F) {
 		}
 	})
 }
+
+// The cost of packing an order (the fold, once a write) and of unpacking it
+// (every read of it from the memory store).
+func BenchmarkPackOrder(b *testing.B) {
+	var o projections.Order
+	fill(b, &o, func(int) events.Decimal { return events.MustDecimal("65000.5") })
+	o.ClientOrderID, o.BrokerOrderID = "c-01JBENCH0000000000000001", "01JBENCHORDER00000000000001"
+	packed := string(o.AppendPacked(nil))
+	b.Run("pack", func(b *testing.B) {
+		buf := make([]byte, 0, 256)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = o.AppendPacked(buf[:0])
+		}
+		b.ReportMetric(float64(len(buf)), "bytes")
+	})
+	b.Run("unpack", func(b *testing.B) {
+		var got projections.Order
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := got.UnpackFrom(packed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
