@@ -122,7 +122,9 @@ func (p *part) put(s *Store, key string, v any) (old slot, oldVal any, had bool)
 	sl := old
 	if found {
 		oldVal = p.release(old)
-		key = old.kv[:old.klen]
+		if old.kind == kindValue {
+			key = old.kv // the key it was stored under (a packed document's would hold on to its bytes)
+		}
 	}
 	sl.klen, sl.kind = uint32(len(key)), kindString
 	switch x := v.(type) {
