@@ -303,7 +303,8 @@ func (oe *orderEdits) own(orderID, bracketID string) error {
 func (oe *orderEdits) flush() error {
 	for i := range oe.edits {
 		e := &oe.edits[i]
-		o := &e.o // a pointer: Put packs an order without a copy of it (memory) or encodes it (PostgreSQL)
+		o := new(Order) // the store's from Put on; the edits' buffer is reused by the next commit
+		*o = e.o
 		wk := oe.accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
 		if e.isNew {
 			if err := Insert(oe.tx, CollOrderSeq, wk, o.BrokerOrderID); err != nil {

@@ -379,3 +379,65 @@ func TestLingerBatchesUntilSomeoneWaits(t *testing.T) {
 		}
 	}
 }
+
+// keeping is a store that holds on to every pointer a fold puts, as a store
+// may (projections.Tx: the pointer is the store's from then on), and a copy
+// of what it pointed to when put.
+type keeping struct {
+	projections.Store
+	kept []keptPut
+}
+
+type keptPut struct {
+	what string
+	ptr  reflect.Value // the pointer put
+	was  reflect.Value // a copy of what it pointed to then
+}
+
+func (s *keeping) Update(ctx context.Context, seq uint64, fn func(projections.Tx) error) error {
+	return s.Store.Update(ctx, seq, func(tx projections.Tx) error { return fn(keepingTx{tx, s}) })
+}
+
+type keepingTx struct {
+	projections.Tx
+	s *keeping
+}
+
+func (t keepingTx) Put(coll, key string, v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
+		was := reflect.New(rv.Elem().Type()).Elem()
+		was.Set(rv.Elem())
+		t.s.kept = append(t.s.kept, keptPut{coll + " " + key, rv, was})
+	}
+	return t.Tx.Put(coll, key, v)
+}
+
+// The documents a fold hands to Put are never changed afterwards, by a
+// later commit's fold or anything else: a store may keep the pointer.
+func TestAFoldNeverChangesWhatItPut(t *testing.T) {
+	reg := evacct.Registry()
+	subjects, data := accountCommits(t, reg, 3, 40)
+	s := &keeping{Store: memory.New()}
+	p := projections.NewProjector(s, reg, projections.Core)
+	for i := range data {
+		c, err := reg.Decode(data[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ApplyBatch(context.Background(), []events.Committed{{Subject: subjects[i], Seq: uint64(i + 1), Commit: c}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orders := 0
+	for _, k := range s.kept {
+		if !reflect.DeepEqual(k.ptr.Elem().Interface(), k.was.Interface()) {
+			t.Fatalf("%s changed after it was put:\n %+v\nnow\n %+v", k.what, k.was.Interface(), k.ptr.Elem().Interface())
+		}
+		if strings.HasPrefix(k.what, projections.CollOrder+" ") {
+			orders++
+		}
+	}
+	if orders < 120 {
+		t.Fatalf("%d orders put as pointers, want every one of the 120", orders)
+	}
+}
