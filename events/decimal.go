@@ -656,8 +656,10 @@ func (d *Decimal) Scan(src any) error {
 // AppendPacked appends d in the packed form of a document kept in memory
 // (projections' Packable): its exponent and sign as one MessagePack integer
 // and its coefficient as another, or, where the coefficient passes 64 bits
-// or d is not finite, its exact text. ReadPacked reads back the very same
-// value, digits and exponent alike; it is no wire format and never stored.
+// or d is not finite, its exact text (read back as a commit's decimal is,
+// within the codec's bounds, which every decimal kept came through).
+// ReadPacked reads back the very same value, digits and exponent alike; it
+// is no wire format and never stored.
 func (d Decimal) AppendPacked(b []byte) []byte {
 	if d.v.Form != apd.Finite || !d.v.Coeff.IsUint64() {
 		return msgp.AppendString(b, d.v.String())
@@ -676,10 +678,7 @@ func (d *Decimal) ReadPacked(b []byte) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
-		if _, _, err := d.v.SetString(string(s)); err != nil {
-			return b, err
-		}
-		return rest, nil
+		return rest, d.setText(s) // a commit's decimal reader: within its bounds, as every decimal kept
 	}
 	head, rest, err := msgp.ReadInt64Bytes(b)
 	if err != nil {

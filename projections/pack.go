@@ -71,8 +71,8 @@ func (o *Order) AppendPacked(b []byte) []byte {
 
 // UnpackFrom implements Packable.
 func (o *Order) UnpackFrom(s string) error {
-	r := unpacker{b: unsafe.Slice(unsafe.StringData(s), len(s))}
-	r.header(orderFields)
+	var r unpacker
+	r.open(s, orderFields)
 	var v Order
 	for _, p := range [...]*string{&v.AccountID, &v.BrokerOrderID, &v.ClientOrderID, &v.Instrument, &v.Side,
 		&v.OrderType, &v.TimeInForce, &v.State, &v.BracketID} {
@@ -84,8 +84,8 @@ func (o *Order) UnpackFrom(s string) error {
 	v.ReduceOnly = r.bool()
 	v.CreatedAt, v.UpdatedAt = r.time(), r.time()
 	v.Seq = r.uint()
-	if err := r.done(); err != nil {
-		return fmt.Errorf("projections: unpack an order: %w", err)
+	if err := r.done("an order"); err != nil {
+		return err
 	}
 	*o = v
 	return nil
@@ -105,8 +105,8 @@ func (f *Fill) AppendPacked(b []byte) []byte {
 
 // UnpackFrom implements Packable.
 func (f *Fill) UnpackFrom(s string) error {
-	r := unpacker{b: unsafe.Slice(unsafe.StringData(s), len(s))}
-	r.header(fillFields)
+	var r unpacker
+	r.open(s, fillFields)
 	var v Fill
 	for _, p := range [...]*string{&v.FillID, &v.BrokerOrderID, &v.Instrument, &v.Side} {
 		*p = r.string()
@@ -115,8 +115,8 @@ func (f *Fill) UnpackFrom(s string) error {
 		*p = r.decimal()
 	}
 	v.Time = r.time()
-	if err := r.done(); err != nil {
-		return fmt.Errorf("projections: unpack a fill: %w", err)
+	if err := r.done("a fill"); err != nil {
+		return err
 	}
 	*f = v
 	return nil
@@ -132,8 +132,9 @@ type unpacker struct {
 
 var errPackShape = errors.New("not the packed shape of its type")
 
-func (r *unpacker) header(fields uint32) {
-	n, b, err := msgp.ReadArrayHeaderBytes(r.b)
+// open starts reading the packed document s, which should hold fields fields.
+func (r *unpacker) open(s string, fields uint32) {
+	n, b, err := msgp.ReadArrayHeaderBytes(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if err == nil && n != fields {
 		err = errPackShape
 	}
@@ -196,10 +197,14 @@ func (r *unpacker) time() time.Time {
 	return t
 }
 
-// done is the first error met, or one for bytes left over.
-func (r *unpacker) done() error {
+// done is the first error met reading the document (what), or one for
+// bytes left over.
+func (r *unpacker) done(what string) error {
 	if r.err == nil && len(r.b) > 0 {
 		r.err = errPackShape
 	}
-	return r.err
+	if r.err != nil {
+		return fmt.Errorf("projections: unpack %s: %w", what, r.err)
+	}
+	return nil
 }

@@ -209,6 +209,21 @@ func accountCommits(t *testing.T, reg events.Registry, accounts, orders int) (su
 	return subjects, data
 }
 
+// applyOneByOne folds the commits data (on subjects, at sequences 1, 2, ...)
+// through p, one commit a batch.
+func applyOneByOne(t *testing.T, p *projections.Projector, reg events.Registry, subjects []string, data [][]byte) {
+	t.Helper()
+	for i := range data {
+		c, err := reg.Decode(data[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ApplyBatch(context.Background(), []events.Committed{{Subject: subjects[i], Seq: uint64(i + 1), Commit: c}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Run catches up on what the log held when it started (decoding on every
 // core) and then follows what is appended: the read models equal those of
 // folding every commit one at a time.
@@ -242,15 +257,7 @@ func TestRunCatchesUpThenFollows(t *testing.T) {
 	}
 
 	one := projections.NewProjector(memory.New(), reg, projections.Core)
-	for i := range data {
-		c, err := reg.Decode(data[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := one.ApplyBatch(context.Background(), []events.Committed{{Subject: subjects[i], Seq: uint64(i + 1), Commit: c}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyOneByOne(t, one, reg, subjects, data)
 	bg := context.Background()
 	for a := range 7 {
 		id := fmt.Sprintf("a%03d", a)
@@ -419,15 +426,7 @@ func TestAFoldNeverChangesWhatItPut(t *testing.T) {
 	subjects, data := accountCommits(t, reg, 3, 40)
 	s := &keeping{Store: memory.New()}
 	p := projections.NewProjector(s, reg, projections.Core)
-	for i := range data {
-		c, err := reg.Decode(data[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.ApplyBatch(context.Background(), []events.Committed{{Subject: subjects[i], Seq: uint64(i + 1), Commit: c}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyOneByOne(t, p, reg, subjects, data)
 	orders := 0
 	for _, k := range s.kept {
 		if !reflect.DeepEqual(k.ptr.Elem().Interface(), k.was.Interface()) {

