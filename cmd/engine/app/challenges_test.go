@@ -20,6 +20,22 @@ import (
 	evch "github.com/svc/engine/events/challenge"
 )
 
+// midweek is the clock, moved on to the next Monday noon (UTC) from Friday
+// noon to Sunday's end: the sample programs refuse weekend holds, and a suite
+// run on a Saturday saw its orders refused with risk_locked (weekend_hold).
+// It moves forward, never back, so what the engine dates by it (sessions,
+// keys) is never already past by the real clock.
+func midweek() func() time.Time {
+	now := time.Now().UTC()
+	var shift time.Duration
+	if wd := now.Weekday(); wd == time.Saturday || wd == time.Sunday || wd == time.Friday && now.Hour() >= 12 {
+		days := (int(time.Monday) - int(wd) + 7) % 7
+		monday := time.Date(now.Year(), now.Month(), now.Day()+days, 12, 0, 0, 0, time.UTC)
+		shift = monday.Sub(now)
+	}
+	return func() time.Time { return time.Now().Add(shift) }
+}
+
 // challengeRoutes are the challenge area's routes, one request each.
 func challengeRoutes() []apptest.Req {
 	return []apptest.Req{
@@ -64,7 +80,7 @@ func TestChallengesDisabledAnswer404(t *testing.T) {
 func enabled(c *app.Config) { c.Challenges = true }
 
 func TestChallengesLifecycleOverHTTP(t *testing.T) {
-	e := apptest.Start(t, apptest.Options{Configure: enabled})
+	e := apptest.Start(t, apptest.Options{Configure: enabled, Now: midweek()})
 	trader := e.SignIn("trader@example.com", "correct horse battery")
 	as := func(cookie, method, path string, body any, key string) *apptest.Resp {
 		t.Helper()
@@ -272,7 +288,7 @@ func TestChallengesLifecycleOverHTTP(t *testing.T) {
 // trader, bound to the next program's rules); the last stage passed
 // completes the enrollment, which is then no longer in flight.
 func TestChallengeChainPassesStageByStage(t *testing.T) {
-	e := apptest.Start(t, apptest.Options{Configure: enabled})
+	e := apptest.Start(t, apptest.Options{Configure: enabled, Now: midweek()})
 	venueID, _ := e.Creds["venueId"].(string)
 	operator, _ := e.Creds["operatorSession"].(string)
 	trader := e.SignIn("chain@example.com", "correct horse battery")
