@@ -261,27 +261,58 @@ func CreateStream(ctx context.Context, js jetstream.JetStream, sc jetstream.Stre
 }
 
 // RetryTimeouts runs a JetStream API call that creates or updates something
-// (a stream, a bucket) with a 2 s deadline, and again after a timeout, up to
-// 4 times: nodes starting at once on a fresh cluster race to create the same
-// thing, and the server answers one and lets the others time out. A server's
-// answer (an API error) is final.
+// (a stream, a bucket) with a 2 s deadline each time, and asks again while
+// the cluster is not whole, for up to PlacementWait: after a timeout (nodes
+// starting at once race to create the same thing and the server answers one;
+// a cluster without its meta leader answers nothing) and after an answer of
+// a cluster still forming (forming). Any other answer is final.
 func RetryTimeouts(ctx context.Context, op func(context.Context) error) error {
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
+	begun := time.Now()
+	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err = op(actx)
+		err := op(actx)
 		cancel()
-		var apiErr *jetstream.APIError
-		if err == nil || errors.As(err, &apiErr) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || !notWhole(err) {
 			return err
 		}
+		waited := time.Since(begun)
+		if waited >= PlacementWait {
+			return fmt.Errorf("%w (asked %d times over %v while the JetStream cluster was not whole)", err, attempt, waited.Round(time.Second))
+		}
+		slog.Warn("eventlog: the JetStream cluster is not whole yet; asking again", "err", err, "attempt", attempt,
+			"waited", waited.Round(time.Millisecond).String(), "for_at_most", PlacementWait.String())
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(time.Duration(100*(attempt+1)) * time.Millisecond):
+		case <-time.After(time.Duration(100*min(attempt, 10)) * time.Millisecond):
 		}
 	}
-	return err
+}
+
+// PlacementWait bounds how long RetryTimeouts asks again while the cluster is
+// not whole: servers restarting rejoin within it, and a cluster short of its
+// quorum or of a peer for longer fails the start with the server's own words.
+var PlacementWait = time.Minute
+
+// notWhole reports whether an API call's error is one of a JetStream
+// cluster that is not whole yet, which passes without anything changing on
+// our side: a timeout, no responders, a connection reconnecting, no
+// suitable peers while a peer is not yet heard from (10005, "peer offline"),
+// results incomplete (10004), JetStream temporarily unavailable (10008, no
+// meta leader) or no leader to handle the request (10009).
+func notWhole(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionReconnecting)
+	}
+	switch apiErr.ErrorCode {
+	case 10004, 10008, 10009:
+		return true
+	case 10005:
+		return strings.Contains(apiErr.Description, "peer offline")
+	}
+	return false
 }
 
 // GroupCommit reports whether appends beyond the in-flight threshold travel

@@ -35,9 +35,27 @@ type NATS struct {
 
 // StartNATS starts the three servers, each with its config file, log
 // (nats.log) and JetStream store under dir/c1..c3, on free ports, and waits
-// until each one answers JetStream requests (there is a meta leader). They
-// are killed when the test ends.
+// until each one answers JetStream requests (there is a meta leader) and a
+// three-replica stream can be placed. They are killed when the test ends.
 func StartNATS(t testing.TB, dir string) *NATS {
+	t.Helper()
+	n := NewNATS(t, dir)
+	for _, s := range n.servers {
+		if err := s.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n.servers {
+		n.waitReady(t, i)
+	}
+	n.waitPlacement(t)
+	return n
+}
+
+// NewNATS writes the three servers' configs as StartNATS does and starts
+// none of them: Start(i) starts one, StartAll the rest (a fresh cluster
+// answers once two of the three run).
+func NewNATS(t testing.TB, dir string) *NATS {
 	t.Helper()
 	bin := NATSBinary(t)
 	ports := freePorts(t, 6) // client ports, then cluster ports
@@ -78,15 +96,6 @@ cluster {
 			s.kill()
 		}
 	})
-	for _, s := range n.servers {
-		if err := s.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range n.servers {
-		n.waitReady(t, i)
-	}
-	n.waitPlacement(t)
 	return n
 }
 
@@ -126,6 +135,16 @@ func (n *NATS) Name(i int) string { return n.names[i] }
 // running is left alone.
 func (n *NATS) Kill(i int) { n.servers[i].kill() }
 
+// Term shuts server i down with SIGTERM, as an operator's restart does (it
+// tells the cluster it leaves, so the meta leader counts it offline at once),
+// and waits up to 30 s for it to exit.
+func (n *NATS) Term(i int) {
+	n.t.Helper()
+	if err := n.servers[i].term(30 * time.Second); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 // Stop freezes server i with SIGSTOP: its connections stay open and nothing
 // on them is answered.
 func (n *NATS) Stop(i int) {
@@ -153,21 +172,54 @@ func (n *NATS) Start(i int) {
 	n.waitReady(n.t, i)
 }
 
+// StartIn starts servers idx again after d, on a goroutine of its own, for
+// a test that blocks meanwhile (an engine starting against the cluster). The
+// returned wait must be called from the test's goroutine: it waits until each
+// server answers JetStream requests and fails the test if one did not start.
+func (n *NATS) StartIn(d time.Duration, idx ...int) (wait func()) {
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(d)
+		var errs []error
+		for _, i := range idx {
+			errs = append(errs, n.servers[i].start())
+		}
+		started <- errors.Join(errs...)
+	}()
+	return func() {
+		n.t.Helper()
+		if err := <-started; err != nil {
+			n.t.Fatal(err)
+		}
+		for _, i := range idx {
+			n.waitReady(n.t, i)
+		}
+	}
+}
+
 // StartAll starts every server that is not running, at once (one alone has
 // no quorum and cannot answer), and waits until each answers.
 func (n *NATS) StartAll() {
 	n.t.Helper()
-	var started []int
+	var idle []int
 	for i, s := range n.servers {
-		if s.running() {
-			continue
+		if !s.running() {
+			idle = append(idle, i)
 		}
-		if err := s.start(); err != nil {
+	}
+	n.StartSome(idle...)
+}
+
+// StartSome starts servers idx at once and waits until each answers
+// JetStream requests: two of the three are a quorum.
+func (n *NATS) StartSome(idx ...int) {
+	n.t.Helper()
+	for _, i := range idx {
+		if err := n.servers[i].start(); err != nil {
 			n.t.Fatal(err)
 		}
-		started = append(started, i)
 	}
-	for _, i := range started {
+	for _, i := range idx {
 		n.waitReady(n.t, i)
 	}
 }
