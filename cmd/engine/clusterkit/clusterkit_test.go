@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc/engine/cmd/engine/clusterkit"
 	"github.com/svc/engine/engine/enginetest"
+	"github.com/svc/engine/engine/eventlog"
 )
 
 // An R3 stream on the three servers keeps taking messages when its leader is
@@ -25,14 +26,13 @@ func TestR3StreamSurvivesItsLeaderKilled(t *testing.T) {
 	const stream = "CK"
 	// The meta leader may count a peer offline for a moment even after the
 	// placement probe (StartNATS): under the suite's load a create 1 s after
-	// it met "no suitable peers for placement, peer offline". Such a refusal
-	// places nothing, so the create is asked again until it is placed.
-	enginetest.WaitFor(t, 15*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"ck.>"}, Replicas: 3, Storage: jetstream.FileStorage})
-		return err
-	})
+	// it met "no suitable peers for placement, peer offline". The engine's
+	// own create asks again on such an answer (eventlog.RetryTimeouts).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := eventlog.CreateStream(ctx, js, jetstream.StreamConfig{Name: stream, Subjects: []string{"ck.>"}, Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
 	if err := publish(js, "1"); err != nil {
 		t.Fatal(err)
 	}
