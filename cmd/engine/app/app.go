@@ -82,12 +82,30 @@ type Options struct {
 	// RecordMoves has the paper book record every stop move in its account,
 	// as before marks (engine.Config.RecordMoves): for the bench's comparison.
 	RecordMoves bool
+	// Phase, if set, is told what the start is doing each time it moves on
+	// (Run shows it in /readyz's 503 while the engine starts).
+	Phase func(what string)
 }
+
+// Start's phases, as Options.Phase is told them.
+const (
+	PhaseLog       = "waiting for the commit log (NATS)"
+	PhaseStore     = "opening the read-model store"
+	PhaseReplay    = "replaying the commit log"
+	PhaseCluster   = "joining the cluster"
+	PhaseReadModel = "catching the read models up"
+	PhaseDemo      = "making the demo tenant"
+)
 
 // Start opens the log and the store, warms the engine, catches the read models
 // up and, in the sandbox, makes the demo tenant. It does not listen.
 func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a := &App{Cfg: cfg, Now: o.Now, projDone: make(chan error, 1)}
+	phase := func(what string) {
+		if o.Phase != nil {
+			o.Phase(what)
+		}
+	}
 	TuneGC(os.Getenv)
 	TuneProcs(os.Getenv)
 	if a.Now == nil {
@@ -103,6 +121,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, err
 	}
 	var err error
+	phase(PhaseLog)
 	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream, Prefix: cfg.Deployment.CommitPrefix(),
 		Recent: events.NewRecent(16384)})
 	if errors.Is(err, eventlog.ErrSubjectsTaken) {
@@ -111,6 +130,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	phase(PhaseStore)
 	a.Store, err = openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -140,6 +160,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold, chproj.Fold)
 	a.Projector.UseRecent(a.Log.Recent())
+	phase(PhaseReplay)
 	if a.bootLast, err = a.warm(ctx); err != nil {
 		return nil, err
 	}
@@ -163,6 +184,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}))
 
 	if cfg.Node != "" {
+		phase(PhaseCluster)
 		if err := a.joinCluster(ctx); err != nil { // nodes.go
 			return nil, err
 		}
@@ -191,6 +213,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		DashboardOrigin: cfg.Connect.DashboardOrigin}, a.Store)
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
 
+	phase(PhaseReadModel)
 	waitCtx, cancelWait := context.WithTimeout(ctx, 5*time.Minute)
 	err = a.Projector.WaitFor(waitCtx, a.bootLast)
 	cancelWait()
@@ -198,6 +221,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 		return nil, fmt.Errorf("projections catching up: %w", err)
 	}
 	if cfg.Env == "sandbox" {
+		phase(PhaseDemo)
 		if err := bootstrap(ctx, a.Deps, cfg); err != nil {
 			return nil, fmt.Errorf("demo tenant: %w", err)
 		}

@@ -26,13 +26,22 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 		return err
 	}
 	var current atomic.Pointer[http.Handler]
-	var starting http.Handler = http.HandlerFunc(startingAnswer)
+	var phase atomic.Pointer[string]
+	phase.Store(new(PhaseLog))
+	var starting http.Handler = startingAnswer(&phase)
 	current.Store(&starting)
 	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }))
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	slog.Info("starting", "addr", ln.Addr().String(), "env", cfg.Env, "store", storeName(cfg.DatabaseURL), "embedded", cfg.NatsURL == "")
 
+	tell := o.Phase
+	o.Phase = func(what string) {
+		phase.Store(&what)
+		if tell != nil {
+			tell(what)
+		}
+	}
 	a, err := Start(ctx, cfg, o)
 	if err != nil {
 		_ = srv.Close()
@@ -48,18 +57,21 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	return a.serveOn(ctx, srv, srvErr)
 }
 
-// startingAnswer is every answer before the engine has started.
-func startingAnswer(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/healthz" {
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		return
-	}
-	w.Header().Set("Retry-After", "1")
-	if r.URL.Path == "/readyz" {
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "error": "the engine is replaying its log"})
-		return
-	}
-	httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_starting", "the engine is starting; nothing was recorded; retry after the Retry-After seconds"))
+// startingAnswer is every answer before the engine has started: /readyz
+// says what the start is doing (Options.Phase).
+func startingAnswer(phase *atomic.Pointer[string]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		if r.URL.Path == "/readyz" {
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "error": "the engine is starting: " + *phase.Load()})
+			return
+		}
+		httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_starting", "the engine is starting; nothing was recorded; retry after the Retry-After seconds"))
+	})
 }
 
 // replayProgress passes every replayed commit to tap and logs, every interval,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,7 @@ func TestRunAnswersWhileItReplaysThenServes(t *testing.T) {
 		return r.StatusCode, r.Header, string(b)
 	}
 	var sawStarting bool
+	phases := map[string]bool{}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if time.Now().After(deadline) {
@@ -93,9 +95,15 @@ func TestRunAnswersWhileItReplaysThenServes(t *testing.T) {
 		}
 		status, h, body := get("/readyz")
 		if status == http.StatusServiceUnavailable {
-			if h.Get("Retry-After") != "1" || !strings.Contains(body, "starting") {
+			var ans struct{ Status, Error string }
+			if h.Get("Retry-After") != "1" || json.Unmarshal([]byte(body), &ans) != nil || ans.Status != "starting" {
 				t.Fatalf("/readyz while starting: %d %v %s", status, h, body)
 			}
+			phase, ok := strings.CutPrefix(ans.Error, "the engine is starting: ")
+			if !ok || !slices.Contains([]string{PhaseLog, PhaseStore, PhaseReplay, PhaseReadModel, PhaseDemo}, phase) {
+				t.Fatalf("/readyz while starting names no phase of the start: %s", body)
+			}
+			phases[phase] = true
 			if hs, _, _ := get("/healthz"); hs != http.StatusOK {
 				t.Fatalf("/healthz while starting: %d", hs)
 			}
@@ -114,6 +122,9 @@ func TestRunAnswersWhileItReplaysThenServes(t *testing.T) {
 	}
 	if !sawStarting {
 		t.Fatal("the port never answered 503 while the engine started")
+	}
+	if !phases[PhaseReplay] {
+		t.Fatalf("/readyz never said the engine was replaying its 30,000 commits; it said %v", phases)
 	}
 	if s, _, b := get("/api/account/list"); s != http.StatusUnauthorized || !strings.Contains(b, "invalid_key") {
 		t.Fatalf("after start: %d %s", s, b)

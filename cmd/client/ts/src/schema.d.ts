@@ -4402,7 +4402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description Not ready yet */
+            /** @description Not ready yet. While the engine starts, status is `starting` and error says what the start is doing: "the engine is starting: " followed by one of `waiting for the commit log (NATS)`, `opening the read-model store`, `replaying the commit log`, `joining the cluster`, `catching the read models up`, `making the demo tenant`. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
