@@ -265,7 +265,7 @@ func CreateStream(ctx context.Context, js jetstream.JetStream, sc jetstream.Stre
 // the cluster is not whole, for up to PlacementWait: after a timeout (nodes
 // starting at once race to create the same thing and the server answers one;
 // a cluster without its meta leader answers nothing) and after an answer of
-// a cluster still forming (forming). Any other answer is final.
+// a cluster still forming (notWhole). Any other answer is final.
 func RetryTimeouts(ctx context.Context, op func(context.Context) error) error {
 	begun := time.Now()
 	for attempt := 1; ; attempt++ {
