@@ -1,16 +1,30 @@
 package projections
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Orders lists an account's orders, newest first, at most limit (0: all), in
 // state "open" (working), "closed" or "all"; a working stop leg shows its
 // derived level (Stops).
 func Orders(ctx context.Context, s Store, accountID, state string, limit int) ([]Order, error) {
-	out := []Order{}
-	err := s.List(ctx, CollOrderSeq, Query{Prefix: accountID + "/", Reverse: true}, func(_ string, decode func(any) error) error {
-		if limit > 0 && len(out) >= limit {
-			return errStop
-		}
+	out, _, err := OrdersPage(ctx, s, accountID, state, "", limit)
+	return out, err
+}
+
+// OrdersPage is Orders after the order at key after (a key below the
+// account's prefix, as a page's next gave; "" from the newest); next is the
+// key of the page's last order when more in the state follow, else "".
+func OrdersPage(ctx context.Context, s Store, accountID, state, after string, limit int) (out []Order, next string, err error) {
+	out = []Order{}
+	prefix := accountID + "/"
+	q := Query{Prefix: prefix, Reverse: true}
+	if after != "" {
+		q.After = prefix + after
+	}
+	last := ""
+	err = s.List(ctx, CollOrderSeq, q, func(key string, decode func(any) error) error {
 		var id string
 		if err := decode(&id); err != nil {
 			return err
@@ -19,18 +33,52 @@ func Orders(ctx context.Context, s Store, accountID, state string, limit int) ([
 		if err != nil {
 			return err
 		}
-		if state == "all" || (state == "open") == o.Working() {
-			out = append(out, o)
+		if state != "all" && (state == "open") != o.Working() {
+			return nil
 		}
+		if limit > 0 && len(out) >= limit {
+			next = last
+			return errStop
+		}
+		out, last = append(out, o), strings.TrimPrefix(key, prefix)
 		return nil
 	})
 	if err == errStop {
 		err = nil
 	}
 	if err != nil {
-		return out, err
+		return out, "", err
 	}
-	return out, NewStops(s).Orders(ctx, accountID, out)
+	return out, next, NewStops(s).Orders(ctx, accountID, out)
+}
+
+// FillsPage lists an account's fills, newest first, at most limit, after
+// the fill at key after ("" from the newest); next is the key of the page's
+// last fill when more follow, else "".
+func FillsPage(ctx context.Context, s Store, accountID, after string, limit int) (out []Fill, next string, err error) {
+	out = []Fill{}
+	prefix := accountID + "/"
+	q := Query{Prefix: prefix, Reverse: true, Limit: limit + 1}
+	if after != "" {
+		q.After = prefix + after
+	}
+	last := ""
+	err = s.List(ctx, CollFill, q, func(key string, decode func(any) error) error {
+		if len(out) == limit {
+			next = last
+			return errStop
+		}
+		var f Fill
+		if err := decode(&f); err != nil {
+			return err
+		}
+		out, last = append(out, f), strings.TrimPrefix(key, prefix)
+		return nil
+	})
+	if err == errStop {
+		err = nil
+	}
+	return out, next, err
 }
 
 // GetOrder reads an account's order as Orders shows it, or ErrNotFound.

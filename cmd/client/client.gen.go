@@ -3353,6 +3353,9 @@ type ListFillsParams struct {
 	// Account Account number (or accountId) among the caller's accounts; outside the set is 400.
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 	Limit   *int     `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: a nextCursor of this listing
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListAccountInstrumentsParams defines parameters for ListAccountInstruments.
@@ -3382,6 +3385,9 @@ type ListOrdersParams struct {
 	Account *Account               `form:"account,omitempty" json:"account,omitempty"`
 	State   *ListOrdersParamsState `form:"state,omitempty" json:"state,omitempty"`
 	Limit   *int                   `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: a nextCursor of this listing
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListOrdersParamsState defines parameters for ListOrders.
@@ -4765,6 +4771,8 @@ type ClientInterface interface {
 
 	// ListFills Fills, newest first
 	//
+	// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Corresponds with GET /api/account/fills (the `ListFills` operationId).
 	ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4784,6 +4792,8 @@ type ClientInterface interface {
 	ListManagedExits(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrders Orders, newest first
+	//
+	// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page (with the same `state`); `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
 	//
 	// Corresponds with GET /api/account/orders (the `ListOrders` operationId).
 	ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7058,6 +7068,8 @@ func (c *Client) PreviewExitPlan(ctx context.Context, params *PreviewExitPlanPar
 
 // ListFills Fills, newest first
 //
+// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Corresponds with GET /api/account/fills (the `ListFills` operationId).
 func (c *Client) ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListFillsRequest(c.Server, params)
@@ -7117,6 +7129,8 @@ func (c *Client) ListManagedExits(ctx context.Context, params *ListManagedExitsP
 }
 
 // ListOrders Orders, newest first
+//
+// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page (with the same `state`); `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
 //
 // Corresponds with GET /api/account/orders (the `ListOrders` operationId).
 func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11899,6 +11913,18 @@ func NewListFillsRequest(server string, params *ListFillsParams) (*http.Request,
 
 		}
 
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -12139,6 +12165,18 @@ func NewListOrdersRequest(server string, params *ListOrdersParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -20648,6 +20686,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListFillsWithResponse Fills, newest first
 	//
+	// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/account/fills (the `ListFills` operationId).
@@ -20675,6 +20715,8 @@ type ClientWithResponsesInterface interface {
 	ListManagedExitsWithResponse(ctx context.Context, params *ListManagedExitsParams, reqEditors ...RequestEditorFn) (*ListManagedExitsResponse, error)
 
 	// ListOrdersWithResponse Orders, newest first
+	//
+	// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page (with the same `state`); `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23299,6 +23341,9 @@ type ListFillsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Fills []Fill `json:"fills"`
+
+		// NextCursor Opaque; null on the last page
+		NextCursor *string `json:"nextCursor"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
@@ -23309,6 +23354,9 @@ type ListFillsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListFillsResponse) GetJSON200() *struct {
 	Fills []Fill `json:"fills"`
+
+	// NextCursor Opaque; null on the last page
+	NextCursor *string `json:"nextCursor"`
 } {
 	return r.JSON200
 }
@@ -23576,7 +23624,9 @@ type ListOrdersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Orders []Order `json:"orders"`
+		// NextCursor Opaque; null on the last page
+		NextCursor *string `json:"nextCursor"`
+		Orders     []Order `json:"orders"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
@@ -23586,7 +23636,9 @@ type ListOrdersResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListOrdersResponse) GetJSON200() *struct {
-	Orders []Order `json:"orders"`
+	// NextCursor Opaque; null on the last page
+	NextCursor *string `json:"nextCursor"`
+	Orders     []Order `json:"orders"`
 } {
 	return r.JSON200
 }
@@ -34786,6 +34838,8 @@ func (c *ClientWithResponses) PreviewExitPlanWithResponse(ctx context.Context, p
 
 // ListFillsWithResponse Fills, newest first
 //
+// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/account/fills (the `ListFills` operationId).
@@ -34837,6 +34891,8 @@ func (c *ClientWithResponses) ListManagedExitsWithResponse(ctx context.Context, 
 }
 
 // ListOrdersWithResponse Orders, newest first
+//
+// Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page (with the same `state`); `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -38832,6 +38888,9 @@ func ParseListFillsResponse(rsp *http.Response) (*ListFillsResponse, error) {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Fills []Fill `json:"fills"`
+
+			// NextCursor Opaque; null on the last page
+			NextCursor *string `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -39070,7 +39129,9 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Orders []Order `json:"orders"`
+			// NextCursor Opaque; null on the last page
+			NextCursor *string `json:"nextCursor"`
+			Orders     []Order `json:"orders"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

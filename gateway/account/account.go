@@ -131,11 +131,15 @@ func (h *Handlers) Orders(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "state must be open, closed or all")
 	}
-	os, err := projections.Orders(r.Context(), h.d.Store, a.AccountID, state, n)
+	after, err := api.OrderCursor.After(r)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"orders": os})
+	os, next, err := projections.OrdersPage(r.Context(), h.d.Store, a.AccountID, state, after, n)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"orders": os, "nextCursor": pageCursor(api.OrderCursor, next)})
 	return nil
 }
 
@@ -148,15 +152,24 @@ func (h *Handlers) Fills(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fs, err := projections.ListInto[projections.Fill](r.Context(), h.d.Store, projections.CollFill, projections.Query{Prefix: a.AccountID + "/", Reverse: true, Limit: n})
+	after, err := api.FillCursor.After(r)
 	if err != nil {
 		return err
 	}
-	if fs == nil {
-		fs = []projections.Fill{}
+	fs, next, err := projections.FillsPage(r.Context(), h.d.Store, a.AccountID, after, n)
+	if err != nil {
+		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"fills": fs})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"fills": fs, "nextCursor": pageCursor(api.FillCursor, next)})
 	return nil
+}
+
+// pageCursor is a page's nextCursor: null on the last page.
+func pageCursor(c api.PageCursor, next string) any {
+	if next == "" {
+		return nil
+	}
+	return c.Encode(next)
 }
 
 func (h *Handlers) Pnl(w http.ResponseWriter, r *http.Request) error {

@@ -240,3 +240,98 @@ func TestSlowSubscriberGetsNewestFrameOnly(t *testing.T) {
 		t.Fatalf("a subscriber that did not read got a backlog of %d frames", len(got))
 	}
 }
+
+// Orders and fills page newest first through nextCursor: the pages together
+// are the whole listing once each, the last page says so, and a cursor the
+// listing did not give is refused; over memory and PostgreSQL read models.
+func TestOrdersAndFillsPageThroughCursors(t *testing.T) {
+	for _, store := range []string{"memory", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			pagesThroughCursors(t, apptest.Start(t, apptest.Options{ManualFeed: true, Postgres: store == "postgres"}))
+		})
+	}
+}
+
+func pagesThroughCursors(t *testing.T, e *apptest.Env) {
+	for i := range 5 {
+		buy(e, t, fmt.Sprintf("m%d", i))
+	}
+	for i := range 3 {
+		r := e.Post("/api/trading/order", map[string]any{"clientOrderId": fmt.Sprintf("l%d", i), "instrument": "BTC-PERP", "side": "buy",
+			"orderType": "limit", "limitPrice": "1000", "quantity": "0.1", "timeInForce": "gtc"})
+		if r.Status != 200 {
+			t.Fatalf("limit order %d %s", r.Status, r.Body)
+		}
+	}
+	type page struct {
+		Orders []struct {
+			ClientOrderID string `json:"clientOrderId"`
+			State         string `json:"state"`
+		} `json:"orders"`
+		Fills []struct {
+			FillID string `json:"fillId"`
+		} `json:"fills"`
+		NextCursor *string `json:"nextCursor"`
+	}
+	// walk reads every page of path at limit n and returns the ids in order and the page sizes.
+	walk := func(path string, n int) (ids, sizes []string) {
+		t.Helper()
+		cursor := ""
+		for range 20 {
+			u := fmt.Sprintf("%s%slimit=%d", path, map[bool]string{true: "&", false: "?"}[strings.Contains(path, "?")], n)
+			if cursor != "" {
+				u += "&cursor=" + cursor
+			}
+			r := e.Get(u)
+			var p page
+			r.JSON(t, &p)
+			if r.Status != 200 {
+				t.Fatalf("%s: %d %s", u, r.Status, r.Body)
+			}
+			for _, o := range p.Orders {
+				ids = append(ids, o.ClientOrderID+":"+o.State)
+			}
+			for _, f := range p.Fills {
+				ids = append(ids, f.FillID)
+			}
+			sizes = append(sizes, strconv.Itoa(len(p.Orders)+len(p.Fills)))
+			if p.NextCursor == nil {
+				return ids, sizes
+			}
+			cursor = *p.NextCursor
+		}
+		t.Fatalf("%s: no last page in 20", path)
+		return nil, nil
+	}
+	whole, _ := walk("/api/account/orders", 500)
+	want := []string{"l2:working", "l1:working", "l0:working", "m4:filled", "m3:filled", "m2:filled", "m1:filled", "m0:filled"}
+	if strings.Join(whole, " ") != strings.Join(want, " ") {
+		t.Fatalf("all orders, newest first: %v, want %v", whole, want)
+	}
+	if ids, sizes := walk("/api/account/orders", 3); strings.Join(ids, " ") != strings.Join(want, " ") || strings.Join(sizes, ",") != "3,3,2" {
+		t.Fatalf("orders by 3: %v in pages %v", ids, sizes)
+	}
+	if ids, sizes := walk("/api/account/orders?state=open", 2); strings.Join(ids, " ") != strings.Join(want[:3], " ") || strings.Join(sizes, ",") != "2,1" {
+		t.Fatalf("open orders by 2: %v in pages %v", ids, sizes)
+	}
+	// A page that ends exactly at the listing's end says it is the last.
+	if ids, sizes := walk("/api/account/orders?state=closed", 5); len(ids) != 5 || strings.Join(sizes, ",") != "5" {
+		t.Fatalf("closed orders by 5: %v in pages %v", ids, sizes)
+	}
+	fills, _ := walk("/api/account/fills", 1000)
+	paged, sizes := walk("/api/account/fills", 2)
+	if len(fills) != 5 || strings.Join(paged, " ") != strings.Join(fills, " ") || strings.Join(sizes, ",") != "2,2,1" {
+		t.Fatalf("fills by 2: %v in pages %v, want %v", paged, sizes, fills)
+	}
+
+	var first page
+	e.Get("/api/account/fills?limit=1").JSON(t, &first)
+	for _, c := range []string{*first.NextCursor, "zzzz", "", "%00", strings.Repeat("A", 400)} {
+		r := e.Get("/api/account/orders?cursor=" + c)
+		m := r.Map(t)
+		params, _ := m["params"].(map[string]any)
+		if r.Status != 400 || m["code"] != "invalid_cursor" || params["field"] != "cursor" {
+			t.Fatalf("orders with cursor %q: %d %s", c, r.Status, r.Body)
+		}
+	}
+}

@@ -433,7 +433,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Orders, newest first */
+        /**
+         * Orders, newest first
+         * @description Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page (with the same `state`); `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+         */
         get: operations["listOrders"];
         put?: never;
         post?: never;
@@ -450,7 +453,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Fills, newest first */
+        /**
+         * Fills, newest first
+         * @description Keyset-paged, newest first: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+         */
         get: operations["listFills"];
         put?: never;
         post?: never;
@@ -4991,6 +4997,8 @@ export interface operations {
                 account?: components["parameters"]["Account"];
                 state?: "open" | "closed" | "all";
                 limit?: number;
+                /** @description Opaque: a nextCursor of this listing */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5006,6 +5014,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         orders: components["schemas"]["Order"][];
+                        /** @description Opaque; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
@@ -5020,6 +5030,8 @@ export interface operations {
                 /** @description Account number (or accountId) among the caller's accounts; outside the set is 400. */
                 account?: components["parameters"]["Account"];
                 limit?: number;
+                /** @description Opaque: a nextCursor of this listing */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5035,6 +5047,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         fills: components["schemas"]["Fill"][];
+                        /** @description Opaque; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
