@@ -16,36 +16,15 @@ func Orders(ctx context.Context, s Store, accountID, state string, limit int) ([
 // OrdersPage is Orders after the order at key after (a key below the
 // account's prefix, as a page's next gave; "" from the newest); next is the
 // key of the page's last order when more in the state follow, else "".
-func OrdersPage(ctx context.Context, s Store, accountID, state, after string, limit int) (out []Order, next string, err error) {
-	out = []Order{}
-	prefix := accountID + "/"
-	q := Query{Prefix: prefix, Reverse: true}
-	if after != "" {
-		q.After = prefix + after
-	}
-	last := ""
-	err = s.List(ctx, CollOrderSeq, q, func(key string, decode func(any) error) error {
+func OrdersPage(ctx context.Context, s Store, accountID, state, after string, limit int) ([]Order, string, error) {
+	out, next, err := Page(ctx, s, CollOrderSeq, Query{Prefix: accountID + "/", Reverse: true}, after, limit, func(decode func(any) error) (Order, bool, error) {
 		var id string
 		if err := decode(&id); err != nil {
-			return err
+			return Order{}, false, err
 		}
 		o, err := GetInto[Order](ctx, s, CollOrder, accountID+"/"+id)
-		if err != nil {
-			return err
-		}
-		if state != "all" && (state == "open") != o.Working() {
-			return nil
-		}
-		if limit > 0 && len(out) >= limit {
-			next = last
-			return errStop
-		}
-		out, last = append(out, o), strings.TrimPrefix(key, prefix)
-		return nil
+		return o, err == nil && (state == "all" || (state == "open") == o.Working()), err
 	})
-	if err == errStop {
-		err = nil
-	}
 	if err != nil {
 		return out, "", err
 	}
@@ -55,24 +34,35 @@ func OrdersPage(ctx context.Context, s Store, accountID, state, after string, li
 // FillsPage lists an account's fills, newest first, at most limit, after
 // the fill at key after ("" from the newest); next is the key of the page's
 // last fill when more follow, else "".
-func FillsPage(ctx context.Context, s Store, accountID, after string, limit int) (out []Fill, next string, err error) {
-	out = []Fill{}
-	prefix := accountID + "/"
-	q := Query{Prefix: prefix, Reverse: true, Limit: limit + 1}
+func FillsPage(ctx context.Context, s Store, accountID, after string, limit int) ([]Fill, string, error) {
+	return Page(ctx, s, CollFill, Query{Prefix: accountID + "/", Reverse: true}, after, limit, func(decode func(any) error) (Fill, bool, error) {
+		var f Fill
+		err := decode(&f)
+		return f, err == nil, err
+	})
+}
+
+// Page reads coll in q's order (q.Prefix, q.Reverse) after the key after
+// (below q.Prefix; "" from the start) and keeps what read says to keep, at
+// most limit (0: no limit). next is the key, below q.Prefix, of the last one
+// kept when another would have been kept, else "": a keyset page and its
+// cursor.
+func Page[T any](ctx context.Context, s Store, coll string, q Query, after string, limit int, read func(decode func(any) error) (T, bool, error)) (out []T, next string, err error) {
+	out = []T{}
 	if after != "" {
-		q.After = prefix + after
+		q.After = q.Prefix + after
 	}
 	last := ""
-	err = s.List(ctx, CollFill, q, func(key string, decode func(any) error) error {
-		if len(out) == limit {
+	err = s.List(ctx, coll, q, func(key string, decode func(any) error) error {
+		v, keep, err := read(decode)
+		if err != nil || !keep {
+			return err
+		}
+		if limit > 0 && len(out) == limit {
 			next = last
 			return errStop
 		}
-		var f Fill
-		if err := decode(&f); err != nil {
-			return err
-		}
-		out, last = append(out, f), strings.TrimPrefix(key, prefix)
+		out, last = append(out, v), strings.TrimPrefix(key, q.Prefix)
 		return nil
 	})
 	if err == errStop {

@@ -3880,6 +3880,14 @@ type InviteOrganizationMemberJSONBody struct {
 // InviteOrganizationMemberJSONBodyRole defines parameters for InviteOrganizationMember.
 type InviteOrganizationMemberJSONBodyRole string
 
+// ListPartnerAccountsParams defines parameters for ListPartnerAccounts.
+type ListPartnerAccountsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: a nextCursor of this listing
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ProvisionPartnerAccountsJSONBody defines parameters for ProvisionPartnerAccounts.
 type ProvisionPartnerAccountsJSONBody struct {
 	Accounts []struct {
@@ -5984,8 +5992,10 @@ type ClientInterface interface {
 
 	// ListPartnerAccounts List the firm's evaluation accounts with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Corresponds with GET /api/partner/accounts (the `ListPartnerAccounts` operationId).
-	ListPartnerAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListPartnerAccounts(ctx context.Context, params *ListPartnerAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProvisionPartnerAccountsWithBody Batch-create evaluation accounts
 	//
@@ -9671,9 +9681,11 @@ func (c *Client) RemoveOrganizationMember(ctx context.Context, id string, userId
 
 // ListPartnerAccounts List the firm's evaluation accounts with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Corresponds with GET /api/partner/accounts (the `ListPartnerAccounts` operationId).
-func (c *Client) ListPartnerAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListPartnerAccountsRequest(c.Server)
+func (c *Client) ListPartnerAccounts(ctx context.Context, params *ListPartnerAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerAccountsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -16938,7 +16950,7 @@ func NewRemoveOrganizationMemberRequest(server string, id string, userId string)
 }
 
 // NewListPartnerAccountsRequest constructs an http.Request for the ListPartnerAccounts method
-func NewListPartnerAccountsRequest(server string) (*http.Request, error) {
+func NewListPartnerAccountsRequest(server string, params *ListPartnerAccountsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -16954,6 +16966,45 @@ func NewListPartnerAccountsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -22033,10 +22084,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListPartnerAccountsWithResponse List the firm's evaluation accounts with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/partner/accounts (the `ListPartnerAccounts` operationId).
-	ListPartnerAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnerAccountsResponse, error)
+	ListPartnerAccountsWithResponse(ctx context.Context, params *ListPartnerAccountsParams, reqEditors ...RequestEditorFn) (*ListPartnerAccountsResponse, error)
 
 	// ProvisionPartnerAccountsWithBodyWithResponse Batch-create evaluation accounts
 	//
@@ -30049,6 +30102,9 @@ type ListPartnerAccountsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Accounts []PartnerAccount `json:"accounts"`
+
+		// NextCursor Opaque; null on the last page
+		NextCursor *string `json:"nextCursor"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
@@ -30059,6 +30115,9 @@ type ListPartnerAccountsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListPartnerAccountsResponse) GetJSON200() *struct {
 	Accounts []PartnerAccount `json:"accounts"`
+
+	// NextCursor Opaque; null on the last page
+	NextCursor *string `json:"nextCursor"`
 } {
 	return r.JSON200
 }
@@ -37019,11 +37078,13 @@ func (c *ClientWithResponses) RemoveOrganizationMemberWithResponse(ctx context.C
 
 // ListPartnerAccountsWithResponse List the firm's evaluation accounts with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/partner/accounts (the `ListPartnerAccounts` operationId).
-func (c *ClientWithResponses) ListPartnerAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnerAccountsResponse, error) {
-	rsp, err := c.ListPartnerAccounts(ctx, reqEditors...)
+func (c *ClientWithResponses) ListPartnerAccountsWithResponse(ctx context.Context, params *ListPartnerAccountsParams, reqEditors ...RequestEditorFn) (*ListPartnerAccountsResponse, error) {
+	rsp, err := c.ListPartnerAccounts(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -45396,6 +45457,9 @@ func ParseListPartnerAccountsResponse(rsp *http.Response) (*ListPartnerAccountsR
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Accounts []PartnerAccount `json:"accounts"`
+
+			// NextCursor Opaque; null on the last page
+			NextCursor *string `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

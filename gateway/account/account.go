@@ -4,7 +4,6 @@ package account
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/gateway/api"
@@ -102,24 +101,12 @@ func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-func limit(r *http.Request, def, max int) (int, error) {
-	s := r.URL.Query().Get("limit")
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		return 0, httpx.Errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", max)
-	}
-	return n, nil
-}
-
 func (h *Handlers) Orders(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
 		return err
 	}
-	n, err := limit(r, 100, 500)
+	n, after, err := api.OrderCursor.Request(r, 100, 500)
 	if err != nil {
 		return err
 	}
@@ -131,15 +118,11 @@ func (h *Handlers) Orders(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "state must be open, closed or all")
 	}
-	after, err := api.OrderCursor.After(r)
-	if err != nil {
-		return err
-	}
 	os, next, err := projections.OrdersPage(r.Context(), h.d.Store, a.AccountID, state, after, n)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"orders": os, "nextCursor": pageCursor(api.OrderCursor, next)})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"orders": os, "nextCursor": api.OrderCursor.NextCursor(next)})
 	return nil
 }
 
@@ -148,11 +131,7 @@ func (h *Handlers) Fills(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := limit(r, 100, 1000)
-	if err != nil {
-		return err
-	}
-	after, err := api.FillCursor.After(r)
+	n, after, err := api.FillCursor.Request(r, 100, 1000)
 	if err != nil {
 		return err
 	}
@@ -160,16 +139,8 @@ func (h *Handlers) Fills(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"fills": fs, "nextCursor": pageCursor(api.FillCursor, next)})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"fills": fs, "nextCursor": api.FillCursor.NextCursor(next)})
 	return nil
-}
-
-// pageCursor is a page's nextCursor: null on the last page.
-func pageCursor(c api.PageCursor, next string) any {
-	if next == "" {
-		return nil
-	}
-	return c.Encode(next)
 }
 
 func (h *Handlers) Pnl(w http.ResponseWriter, r *http.Request) error {

@@ -162,24 +162,35 @@ func (h *Handlers) provisionOne(r *http.Request, tenant string, it provisionItem
 	return provisionResult{ReferenceID: it.ReferenceID, Status: status, Account: &v}, nil
 }
 
-// listAccounts lists the firm's evaluation accounts with live balances.
+// ListAccounts lists the firm's evaluation accounts with live balances, in
+// account id order, a page at a time (limit 1-1000, default 1000; cursor).
 func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
-	accts, err := projections.AccountsOf(r.Context(), h.d.Store, tenantOf(r))
+	n, after, err := api.AccountCursor.Request(r, 1000, 1000)
+	if err != nil {
+		return err
+	}
+	ctx, tenant := r.Context(), tenantOf(r)
+	accts, next, err := projections.Page(ctx, h.d.Store, projections.CollTenantAccount, projections.Query{Prefix: tenant + "/"}, after, n,
+		func(decode func(any) error) (projections.Account, bool, error) {
+			var id string
+			if err := decode(&id); err != nil {
+				return projections.Account{}, false, err
+			}
+			a, err := projections.GetInto[projections.Account](ctx, h.d.Store, projections.CollAccount, id)
+			return a, err == nil && a.Kind == "evaluation", err
+		})
 	if err != nil {
 		return err
 	}
 	out := make([]accountView, 0, len(accts))
 	for _, a := range accts {
-		if a.Kind != "evaluation" {
-			continue
-		}
-		v, err := h.view(r.Context(), a)
+		v, err := h.view(ctx, a)
 		if err != nil {
 			return err
 		}
 		out = append(out, v)
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out, "nextCursor": api.AccountCursor.NextCursor(next)})
 	return nil
 }
 

@@ -163,3 +163,52 @@ func TestUsageCountsAccountsThatTraded(t *testing.T) {
 		t.Fatalf("empty month %s", fmt.Sprint(m))
 	}
 }
+
+// The firm's account list pages through nextCursor in account id order: the
+// pages together are the whole list once each, and a foreign cursor is
+// refused; over memory and PostgreSQL read models.
+func TestPartnerAccountsPageThroughCursors(t *testing.T) {
+	for _, store := range []string{"memory", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			f := start(t, options{postgres: store == "postgres"})
+			for i := range 5 {
+				f.provision(fmt.Sprintf("page-%d", i), "50000")
+			}
+			list := func(query string) ([]string, any) {
+				t.Helper()
+				r := f.partner(http.MethodGet, "/api/partner/accounts"+query, nil)
+				want(t, r, http.StatusOK)
+				m := r.Map(t)
+				var out []string
+				for _, a := range m["accounts"].([]any) {
+					out = append(out, a.(map[string]any)["accountNumber"].(string))
+				}
+				return out, m["nextCursor"]
+			}
+			whole, last := list("")
+			if len(whole) != 5 || last != nil {
+				t.Fatalf("the whole list: %v, nextCursor %v", whole, last)
+			}
+			var paged []string
+			var sizes []int
+			query := "?limit=2"
+			for range 10 {
+				page, next := list(query)
+				paged, sizes = append(paged, page...), append(sizes, len(page))
+				if next == nil {
+					break
+				}
+				query = "?limit=2&cursor=" + next.(string)
+			}
+			if fmt.Sprint(paged) != fmt.Sprint(whole) || fmt.Sprint(sizes) != "[2 2 1]" {
+				t.Fatalf("by 2: %v in pages %v, want %v", paged, sizes, whole)
+			}
+			for _, q := range []string{"?cursor=zzzz", "?cursor=", "?limit=0", "?limit=1001"} {
+				r := f.partner(http.MethodGet, "/api/partner/accounts"+q, nil)
+				if r.Status != http.StatusBadRequest {
+					t.Fatalf("%s: %d %s", q, r.Status, r.Body)
+				}
+			}
+		})
+	}
+}

@@ -267,7 +267,7 @@ func FuzzMarketQuery(f *testing.F) {
 	routes := []string{"/api/market/quotes?symbols=", "/api/market/history?symbol=BTC-PERP&tf=", "/api/market/history?tf=1m&symbol=",
 		"/api/market/symbol-info?symbol=", "/api/market/search?query=", "/api/news?cursor=", "/api/news?limit=", "/api/calendar?from=",
 		"/api/partner/webhooks/deliveries?cursor=", "/api/account/orders?limit=", "/api/account/fills?limit=",
-		"/api/account/orders?cursor=", "/api/account/fills?cursor=", "/api/account/orders?state=open&limit=1&cursor=", "/api/trading/actions?quantity="}
+		"/api/account/orders?cursor=", "/api/account/fills?cursor=", "/api/account/orders?state=open&limit=1&cursor=", "/api/partner/accounts?cursor=", "/api/trading/actions?quantity="}
 	fe := startFuzzEngine(f)
 	f.Fuzz(func(t *testing.T, route uint8, value string) {
 		target := routes[int(route)%len(routes)] + url.QueryEscape(value)

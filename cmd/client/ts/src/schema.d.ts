@@ -1648,7 +1648,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the firm's evaluation accounts with live balances */
+        /**
+         * List the firm's evaluation accounts with live balances
+         * @description In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+         */
         get: operations["listPartnerAccounts"];
         put?: never;
         /**
@@ -6547,7 +6550,11 @@ export interface operations {
     };
     listPartnerAccounts: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description Opaque: a nextCursor of this listing */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6562,6 +6569,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         accounts: components["schemas"]["PartnerAccount"][];
+                        /** @description Opaque; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
