@@ -115,17 +115,20 @@ func (st *Stops) WorkingOrders(ctx context.Context, accountID string) ([]Order, 
 
 // AccountsOf lists a tenant's accounts in account id order.
 func AccountsOf(ctx context.Context, s Store, tenantID string) ([]Account, error) {
-	ids, err := ListInto[string](ctx, s, CollTenantAccount, Query{Prefix: tenantID + "/"})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Account, 0, len(ids))
-	for _, id := range ids {
-		a, err := GetInto[Account](ctx, s, CollAccount, id)
-		if err != nil {
-			return nil, err
+	out, _, err := AccountsPage(ctx, s, tenantID, "", 0, func(Account) bool { return true })
+	return out, err
+}
+
+// AccountsPage lists a tenant's accounts that keep takes, in account id
+// order, at most limit (0: all), after the account id after ("" from the
+// first); next is the page's last account id when more follow, else "".
+func AccountsPage(ctx context.Context, s Store, tenantID, after string, limit int, keep func(Account) bool) ([]Account, string, error) {
+	return Page(ctx, s, CollTenantAccount, Query{Prefix: tenantID + "/"}, after, limit, func(decode func(any) error) (Account, bool, error) {
+		var id string
+		if err := decode(&id); err != nil {
+			return Account{}, false, err
 		}
-		out = append(out, a)
-	}
-	return out, nil
+		a, err := GetInto[Account](ctx, s, CollAccount, id)
+		return a, err == nil && keep(a), err
+	})
 }

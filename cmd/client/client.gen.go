@@ -3444,6 +3444,14 @@ type CreateVenueParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListVenueAccountsBackOfficeParams defines parameters for ListVenueAccountsBackOffice.
+type ListVenueAccountsBackOfficeParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: a nextCursor of this listing
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // IssueVenueAccountBackOfficeJSONBody defines parameters for IssueVenueAccountBackOffice.
 type IssueVenueAccountBackOfficeJSONBody struct {
 	Currency *IssueVenueAccountBackOfficeJSONBodyCurrency `json:"currency,omitempty"`
@@ -4249,6 +4257,14 @@ type ReversePositionParams struct {
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 }
 
+// ListVenueAccountsParams defines parameters for ListVenueAccounts.
+type ListVenueAccountsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: a nextCursor of this listing
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // IssueVenueAccountJSONBody defines parameters for IssueVenueAccount.
 type IssueVenueAccountJSONBody struct {
 	Currency *IssueVenueAccountJSONBodyCurrency `json:"currency,omitempty"`
@@ -4975,8 +4991,10 @@ type ClientInterface interface {
 
 	// ListVenueAccountsBackOffice The accounts the venue issued, with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
-	ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, params *ListVenueAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// IssueVenueAccountBackOfficeWithBody Issue a paper-book account into one of the venue's groups
 	//
@@ -6814,8 +6832,10 @@ type ClientInterface interface {
 
 	// ListVenueAccounts The accounts the venue issued, with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
-	ListVenueAccounts(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListVenueAccounts(ctx context.Context, venueId VenueId, params *ListVenueAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// IssueVenueAccountWithBody Issue a paper-book account into one of the venue's groups
 	//
@@ -7534,9 +7554,11 @@ func (c *Client) GetVenueBackOffice(ctx context.Context, venueId VenueId, reqEdi
 
 // ListVenueAccountsBackOffice The accounts the venue issued, with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
-func (c *Client) ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListVenueAccountsBackOfficeRequest(c.Server, venueId)
+func (c *Client) ListVenueAccountsBackOffice(ctx context.Context, venueId VenueId, params *ListVenueAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueAccountsBackOfficeRequest(c.Server, venueId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11243,9 +11265,11 @@ func (c *Client) GetVenue(ctx context.Context, venueId VenueId, reqEditors ...Re
 
 // ListVenueAccounts The accounts the venue issued, with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
-func (c *Client) ListVenueAccounts(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListVenueAccountsRequest(c.Server, venueId)
+func (c *Client) ListVenueAccounts(ctx context.Context, venueId VenueId, params *ListVenueAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVenueAccountsRequest(c.Server, venueId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -12819,7 +12843,7 @@ func NewGetVenueBackOfficeRequest(server string, venueId VenueId) (*http.Request
 }
 
 // NewListVenueAccountsBackOfficeRequest constructs an http.Request for the ListVenueAccountsBackOffice method
-func NewListVenueAccountsBackOfficeRequest(server string, venueId VenueId) (*http.Request, error) {
+func NewListVenueAccountsBackOfficeRequest(server string, venueId VenueId, params *ListVenueAccountsBackOfficeParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12842,6 +12866,45 @@ func NewListVenueAccountsBackOfficeRequest(server string, venueId VenueId) (*htt
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -19783,7 +19846,7 @@ func NewGetVenueRequest(server string, venueId VenueId) (*http.Request, error) {
 }
 
 // NewListVenueAccountsRequest constructs an http.Request for the ListVenueAccounts method
-func NewListVenueAccountsRequest(server string, venueId VenueId) (*http.Request, error) {
+func NewListVenueAccountsRequest(server string, venueId VenueId, params *ListVenueAccountsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -19806,6 +19869,45 @@ func NewListVenueAccountsRequest(server string, venueId VenueId) (*http.Request,
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -20957,10 +21059,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListVenueAccountsBackOfficeWithResponse The accounts the venue issued, with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
-	ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error)
+	ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error)
 
 	// IssueVenueAccountBackOfficeWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 	//
@@ -22950,10 +23054,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListVenueAccountsWithResponse The accounts the venue issued, with live balances
 	//
+	// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
-	ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error)
+	ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, params *ListVenueAccountsParams, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error)
 
 	// IssueVenueAccountWithBodyWithResponse Issue a paper-book account into one of the venue's groups
 	//
@@ -24545,6 +24651,9 @@ type ListVenueAccountsBackOfficeResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Accounts []VenueAccount `json:"accounts"`
+
+		// NextCursor Opaque; null on the last page
+		NextCursor *string `json:"nextCursor"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *VenueError
@@ -24555,6 +24664,9 @@ type ListVenueAccountsBackOfficeResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListVenueAccountsBackOfficeResponse) GetJSON200() *struct {
 	Accounts []VenueAccount `json:"accounts"`
+
+	// NextCursor Opaque; null on the last page
+	NextCursor *string `json:"nextCursor"`
 } {
 	return r.JSON200
 }
@@ -33847,6 +33959,9 @@ type ListVenueAccountsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Accounts []VenueAccount `json:"accounts"`
+
+		// NextCursor Opaque; null on the last page
+		NextCursor *string `json:"nextCursor"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *VenueError
@@ -33857,6 +33972,9 @@ type ListVenueAccountsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListVenueAccountsResponse) GetJSON200() *struct {
 	Accounts []VenueAccount `json:"accounts"`
+
+	// NextCursor Opaque; null on the last page
+	NextCursor *string `json:"nextCursor"`
 } {
 	return r.JSON200
 }
@@ -35273,11 +35391,13 @@ func (c *ClientWithResponses) GetVenueBackOfficeWithResponse(ctx context.Context
 
 // ListVenueAccountsBackOfficeWithResponse The accounts the venue issued, with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/back-office/venues/{venueId}/accounts (the `ListVenueAccountsBackOffice` operationId).
-func (c *ClientWithResponses) ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error) {
-	rsp, err := c.ListVenueAccountsBackOffice(ctx, venueId, reqEditors...)
+func (c *ClientWithResponses) ListVenueAccountsBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ListVenueAccountsBackOfficeParams, reqEditors ...RequestEditorFn) (*ListVenueAccountsBackOfficeResponse, error) {
+	rsp, err := c.ListVenueAccountsBackOffice(ctx, venueId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -38388,11 +38508,13 @@ func (c *ClientWithResponses) GetVenueWithResponse(ctx context.Context, venueId 
 
 // ListVenueAccountsWithResponse The accounts the venue issued, with live balances
 //
+// In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/venues/{venueId}/accounts (the `ListVenueAccounts` operationId).
-func (c *ClientWithResponses) ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error) {
-	rsp, err := c.ListVenueAccounts(ctx, venueId, reqEditors...)
+func (c *ClientWithResponses) ListVenueAccountsWithResponse(ctx context.Context, venueId VenueId, params *ListVenueAccountsParams, reqEditors ...RequestEditorFn) (*ListVenueAccountsResponse, error) {
+	rsp, err := c.ListVenueAccounts(ctx, venueId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -40002,6 +40124,9 @@ func ParseListVenueAccountsBackOfficeResponse(rsp *http.Response) (*ListVenueAcc
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Accounts []VenueAccount `json:"accounts"`
+
+			// NextCursor Opaque; null on the last page
+			NextCursor *string `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -49562,6 +49687,9 @@ func ParseListVenueAccountsResponse(rsp *http.Response) (*ListVenueAccountsRespo
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Accounts []VenueAccount `json:"accounts"`
+
+			// NextCursor Opaque; null on the last page
+			NextCursor *string `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -22,11 +22,13 @@ type PageCursor struct {
 
 // OrderCursor pages GET /api/account/orders and FillCursor GET
 // /api/account/fills, both over keys "<20-digit log sequence>/<id>";
-// AccountCursor pages GET /api/partner/accounts, over account ids.
+// AccountCursor pages GET /api/partner/accounts and VenueAccountCursor a
+// venue's accounts (both doors), over account ids.
 var (
-	OrderCursor   = PageCursor{kind: "o1", shape: seqIDKey}
-	FillCursor    = PageCursor{kind: "f1", shape: seqIDKey}
-	AccountCursor = PageCursor{kind: "a1", shape: idKey}
+	OrderCursor        = PageCursor{kind: "o1", shape: seqIDKey}
+	FillCursor         = PageCursor{kind: "f1", shape: seqIDKey}
+	AccountCursor      = PageCursor{kind: "a1", shape: idKey}
+	VenueAccountCursor = PageCursor{kind: "v1", shape: idKey}
 )
 
 var (

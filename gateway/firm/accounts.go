@@ -170,15 +170,7 @@ func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, tenant := r.Context(), tenantOf(r)
-	accts, next, err := projections.Page(ctx, h.d.Store, projections.CollTenantAccount, projections.Query{Prefix: tenant + "/"}, after, n,
-		func(decode func(any) error) (projections.Account, bool, error) {
-			var id string
-			if err := decode(&id); err != nil {
-				return projections.Account{}, false, err
-			}
-			a, err := projections.GetInto[projections.Account](ctx, h.d.Store, projections.CollAccount, id)
-			return a, err == nil && a.Kind == "evaluation", err
-		})
+	accts, next, err := projections.AccountsPage(ctx, h.d.Store, tenant, after, n, func(a projections.Account) bool { return a.Kind == "evaluation" })
 	if err != nil {
 		return err
 	}

@@ -183,19 +183,22 @@ func accountView(a projections.Account) map[string]any {
 	return venuecmd.AccountView(a.AccountID, a.AccountNumber, a.Label, a.GroupID, a.Currency, a.StartingBalance, a.Balance, a.Commissions, a.CreatedAt)
 }
 
-// ListAccounts lists the accounts the venue issued, with live balances.
+// ListAccounts lists the accounts the venue issued, with live balances, in
+// account id order, a page at a time (limit 1-1000, default 1000; cursor).
 func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
-	v := DoorOf(r).Venue
-	accts, err := projections.AccountsOf(r.Context(), h.d.Store, v.FirmTenantID)
+	n, after, err := api.VenueAccountCursor.Request(r, 1000, 1000)
 	if err != nil {
 		return err
 	}
-	out := []map[string]any{}
-	for _, a := range accts {
-		if a.VenueID == v.VenueID {
-			out = append(out, accountView(a))
-		}
+	v, ctx := DoorOf(r).Venue, r.Context()
+	accts, next, err := projections.AccountsPage(ctx, h.d.Store, v.FirmTenantID, after, n, func(a projections.Account) bool { return a.VenueID == v.VenueID })
+	if err != nil {
+		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
+	out := make([]map[string]any, 0, len(accts))
+	for _, a := range accts {
+		out = append(out, accountView(a))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out, "nextCursor": api.VenueAccountCursor.NextCursor(next)})
 	return nil
 }

@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -185,4 +186,65 @@ func (e env) venueKeyWithScopes(t *testing.T, scopes ...string) string {
 		Headers: map[string]string{"Idempotency-Key": "k-" + strings.Join(scopes, "-")},
 		Body:    map[string]any{"name": "scoped", "scopes": scopes, "expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
 	return want(t, r, 201, "")["secret"].(string)
+}
+
+// A venue's accounts page through nextCursor at both doors, in account id
+// order: the pages together are the whole list once each, and a cursor of
+// another listing is refused.
+func TestVenueAccountsPageThroughCursors(t *testing.T) {
+	e := start(t)
+	want(t, e.put("instruments", "BTC-PERP", "p0", "", map[string]any{"active": true}), 201, "")
+	want(t, e.put("conditions", "std", "p1", "", map[string]any{"name": "Std", "commissions": []any{}}), 201, "")
+	want(t, e.put("routes", "paper", "p2", "", map[string]any{"target": "paper"}), 201, "")
+	want(t, e.put("stages", "eval", "p3", "", map[string]any{"name": "Evaluation", "version": "v1"}), 201, "")
+	want(t, e.put("groups", "g1", "p4", "", map[string]any{"name": "Evaluation 50k", "instruments": []any{"BTC-PERP"},
+		"conditionId": "std", "routeId": "paper", "stageId": "eval"}), 201, "")
+	for i := range 5 {
+		want(t, e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
+			Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("page-%d", i)}, Body: map[string]any{"groupId": "g1"}}), 201, "")
+	}
+	doors := map[string]func(query string) *apptest.Resp{
+		"venue key": func(q string) *apptest.Resp {
+			return e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID + "/accounts" + q, Key: e.venueKey})
+		},
+		"back office": func(q string) *apptest.Resp {
+			return e.AsSession(e.owner, apptest.Req{Method: http.MethodGet, Path: "/api/back-office/venues/" + e.venueID + "/accounts" + q})
+		},
+	}
+	for name, get := range doors {
+		list := func(q string) ([]string, any) {
+			t.Helper()
+			m := want(t, get(q), 200, "")
+			var ids []string
+			for _, a := range m["accounts"].([]any) {
+				ids = append(ids, a.(map[string]any)["accountId"].(string))
+			}
+			return ids, m["nextCursor"]
+		}
+		whole, last := list("")
+		if len(whole) < 5 || last != nil {
+			t.Fatalf("%s: the whole list %v, nextCursor %v", name, whole, last)
+		}
+		var paged []string
+		q := "?limit=2"
+		for range 10 {
+			page, next := list(q)
+			paged = append(paged, page...)
+			if next == nil {
+				break
+			}
+			q = "?limit=2&cursor=" + next.(string)
+		}
+		if fmt.Sprint(paged) != fmt.Sprint(whole) {
+			t.Fatalf("%s: by 2 %v, want %v", name, paged, whole)
+		}
+		_, next := list("?limit=1")
+		partner := e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/partner/accounts?limit=1&cursor=" + next.(string), Key: e.Creds["partnerKey"].(string)})
+		if partner.Status != 400 {
+			t.Fatalf("%s: a venue cursor on the partner list: %d %s", name, partner.Status, partner.Body)
+		}
+		if m := want(t, get("?cursor=zzzz"), 400, "invalid_cursor"); m["field"] != "cursor" {
+			t.Fatalf("%s: %v", name, m)
+		}
+	}
 }

@@ -848,7 +848,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The accounts the venue issued, with live balances */
+        /**
+         * The accounts the venue issued, with live balances
+         * @description In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+         */
         get: operations["listVenueAccounts"];
         put?: never;
         /**
@@ -918,7 +921,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The accounts the venue issued, with live balances */
+        /**
+         * The accounts the venue issued, with live balances
+         * @description In account id order, keyset-paged: pass a page's `nextCursor` back as `cursor` for the next page; `nextCursor` is null on the last page. A cursor this listing did not give is 400 `invalid_cursor`.
+         */
         get: operations["listVenueAccountsBackOffice"];
         put?: never;
         /**
@@ -5644,7 +5650,11 @@ export interface operations {
     };
     listVenueAccounts: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description Opaque: a nextCursor of this listing */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 venueId: components["parameters"]["VenueId"];
@@ -5661,6 +5671,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         accounts: components["schemas"]["VenueAccount"][];
+                        /** @description Opaque; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
@@ -5796,7 +5808,11 @@ export interface operations {
     };
     listVenueAccountsBackOffice: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description Opaque: a nextCursor of this listing */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 venueId: components["parameters"]["VenueId"];
@@ -5813,6 +5829,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         accounts: components["schemas"]["VenueAccount"][];
+                        /** @description Opaque; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
