@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/gateway/httpx"
@@ -31,9 +32,12 @@ var (
 	VenueAccountCursor = PageCursor{kind: "v1", shape: idKey}
 )
 
+// The shapes bound a cursor's key without narrowing the ids it may hold: a
+// cursor this service gave always reads back, whatever an id's alphabet, and
+// no key reaches a store with a control character or past 256 bytes.
 var (
-	seqIDKey = regexp.MustCompile(`^[0-9]{20}/[0-9A-Za-z_.:-]{1,128}$`)
-	idKey    = regexp.MustCompile(`^[0-9A-Za-z_.:-]{1,128}$`)
+	seqIDKey = regexp.MustCompile(`^[0-9]{20}/[^\x00-\x1f\x7f]{1,256}$`)
+	idKey    = regexp.MustCompile(`^[^\x00-\x1f\x7f]{1,256}$`)
 )
 
 // PageLimit reads the request's limit: def without one, else a whole
@@ -82,8 +86,8 @@ func (c PageCursor) After(r *http.Request) (string, error) {
 		return "", nil
 	}
 	raw := q.Get("cursor")
-	if len(raw) <= 300 {
-		if b, err := base64.RawURLEncoding.DecodeString(raw); err == nil {
+	if len(raw) <= 400 {
+		if b, err := base64.RawURLEncoding.DecodeString(raw); err == nil && utf8.Valid(b) {
 			if key, ok := strings.CutPrefix(string(b), c.kind+"."); ok && c.shape.MatchString(key) {
 				return key, nil
 			}

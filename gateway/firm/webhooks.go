@@ -16,6 +16,7 @@ import (
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/egress"
 	evfirm "github.com/svc/engine/events/firm"
+	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 	firmproj "github.com/svc/engine/projections/firm"
@@ -216,13 +217,9 @@ func (h *Handlers) PingWebhook(r *http.Request, id string) (engine.WebhookOutcom
 // than 60 days are not kept.
 func (h *Handlers) Deliveries(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit := 50
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 200 {
-			return httpx.Errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to 200")
-		}
-		limit = n
+	limit, err := api.PageLimit(r, 50, 200)
+	if err != nil {
+		return err
 	}
 	tenant := tenantOf(r)
 	prefix := tenant + "/"
@@ -237,7 +234,7 @@ func (h *Handlers) Deliveries(w http.ResponseWriter, r *http.Request) error {
 	out := []firmproj.Delivery{}
 	var keys []string
 	next := ""
-	err := h.d.Store.List(r.Context(), firmproj.CollDelivery, query, func(key string, decode func(any) error) error {
+	err = h.d.Store.List(r.Context(), firmproj.CollDelivery, query, func(key string, decode func(any) error) error {
 		var d firmproj.Delivery
 		if err := decode(&d); err != nil {
 			return err

@@ -176,20 +176,25 @@ func (n *NATS) Start(i int) {
 // a test that blocks meanwhile (an engine starting against the cluster). The
 // returned wait must be called from the test's goroutine: it waits until each
 // server answers JetStream requests and fails the test if one did not start.
+// A test that ends before then still waits for the start, so the servers it
+// starts are among those killed when the test ends.
 func (n *NATS) StartIn(d time.Duration, idx ...int) (wait func()) {
-	started := make(chan error, 1)
+	done := make(chan struct{})
+	var startErr error
 	go func() {
+		defer close(done)
 		time.Sleep(d)
 		var errs []error
 		for _, i := range idx {
 			errs = append(errs, n.servers[i].start())
 		}
-		started <- errors.Join(errs...)
+		startErr = errors.Join(errs...)
 	}()
+	n.t.Cleanup(func() { <-done }) // runs before StartNATS's kill (cleanups run last first)
 	return func() {
 		n.t.Helper()
-		if err := <-started; err != nil {
-			n.t.Fatal(err)
+		if <-done; startErr != nil {
+			n.t.Fatal(startErr)
 		}
 		for _, i := range idx {
 			n.waitReady(n.t, i)
