@@ -185,7 +185,7 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 	for _, w := range s.Working {
 		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
 			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt,
-			ID: w.BrokerOrderID})
+			ID: w.BrokerOrderID, Since: w.UpdatedAt})
 	}
 	// A bracket's breakeven or trailing rule wakes the account where a quote
 	// would move its stop: for a long, a bid at or above the level (as a sell
@@ -608,7 +608,7 @@ func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	defer cancel()
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
 		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest, Marks: t.Marks},
-		TradedThrough: t.TradedThrough}
+		TradedThrough: t.TradedThrough, Touched: t.Touched}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t
 	}

@@ -166,14 +166,16 @@ func (e *Engine) leaveCluster() {
 	}
 }
 
-// acquired starts the account reactions of a partition this node now owns.
-// Every account's state is warm (observe), so this reads no log.
+// acquired starts the account reactions of a partition this node now owns,
+// at once, on the prices it holds (takeOver). Every account's state is warm
+// (observe), so this reads no log.
 func (e *Engine) acquired(p int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	since := e.nodes.cl.Vacated(p)
 	for _, id := range e.inPartition(p) {
 		_ = e.accounts.Inspect(ctx, id, func(s *account.State, rev uint64) {
-			e.react(id, s)
+			e.takeOver(id, s, rev, since)
 			if s.Eval.Bound && len(s.Eval.Rows) > 0 { // verdicts its last owner may not have carried on
 				go e.forwardVerdicts(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
 			}
@@ -198,6 +200,28 @@ func (e *Engine) react(id string, s *account.State) {
 	e.rebase(id, s)
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
+	}
+}
+
+// takeOver is react for an account this node has just begun to own (at
+// revision rev; its previous owner may have stopped deciding it at since):
+// before any later quote, every duty a price drives runs on the prices this
+// node holds, by the path a quote takes. The paper book counts the quotes
+// since as resting orders' touches (paper.Reactor.Take: a limit a quote
+// touched fills at its limit, a stop one traded through triggers, exactly
+// once, the account's state saying what is done); the risk controls are
+// evaluated against the newest marks (risk.Reactor.Track); an evaluation's
+// thresholds are checked against them (challenge.Reactor.Check).
+func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Time) {
+	if !e.owns(id) {
+		return
+	}
+	e.paper.Take(id, triggers(s), since)
+	e.rebase(id, s)
+	e.risk.Track(id, s, rev)
+	if s.Eval.Bound {
+		e.ch.reactor.Track(id, s)
+		e.ch.reactor.Check(id)
 	}
 }
 

@@ -305,6 +305,12 @@ type FillWorking struct {
 	// this quote may no longer: each triggers at its stop price, as it would
 	// have at that quote, and then fills against this quote.
 	TradedThrough []string
+	// Touched names resting limits (and stop-limits triggered before this
+	// decision) that a quote since they began resting touched (a buy's limit
+	// at or above the ask, a sell's at or below the bid), though this quote
+	// may no longer: each fills at its limit price, as it would have at that
+	// quote.
+	Touched []string
 }
 
 // Validate checks the shape.

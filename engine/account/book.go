@@ -35,6 +35,7 @@ type book struct {
 	out       []events.Event
 	terms     *trading.Terms // of the venue group the account was issued into, if any
 	through   []string       // stops an earlier quote traded through (FillWorking.TradedThrough)
+	touched   []string       // limits an earlier quote touched (FillWorking.Touched)
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
@@ -91,7 +92,10 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 	}
 	if isLimit {
 		if (w.Side == "buy" && touch.Cmp(*w.LimitPrice) > 0) || (w.Side == "sell" && touch.Cmp(*w.LimitPrice) < 0) {
-			return false
+			if !slices.Contains(b.touched, w.BrokerOrderID) {
+				return false
+			}
+			touch = *w.LimitPrice // an earlier quote touched it: it fills at its limit, as it would have then
 		}
 	}
 	qty := w.Quantity.Sub(w.Filled)

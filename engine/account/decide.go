@@ -89,7 +89,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	case *trading.Reverse:
 		return decideReverse(s, env, c)
 	case *trading.FillWorking:
-		return decideWorking(s, env, c.Quote, c.Terms, c.TradedThrough), nil
+		return decideWorking(s, env, c.Quote, c.Terms, c.TradedThrough, c.Touched), nil
 	case *trading.Rebase:
 		return nil, nil // the bracket pass anchors them (bracket.go)
 	case *trading.Protect:
@@ -402,9 +402,9 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	return b.out, nil
 }
 
-func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[string]*trading.Terms, through []string) []events.Event {
+func decideWorking(s *State, env commands.Envelope, q trading.Quote, terms map[string]*trading.Terms, through, touched []string) []events.Event {
 	b := newBook(s, env, trading.Market{Terms: terms})
-	b.through = through
+	b.through, b.touched = through, touched
 	for _, id := range sortedKeys(s.Working) {
 		w := *s.Working[id]
 		if w.Instrument != q.Instrument {

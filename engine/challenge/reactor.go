@@ -203,6 +203,23 @@ func (r *Reactor) Mark(instrument string, mark events.Decimal) []string {
 	return out
 }
 
+// Check wakes the account when the newest marks cross one of its
+// thresholds (the test Mark makes of every quote): a node that has just
+// begun to own it acts on the marks it holds, not on the next quote.
+func (r *Reactor) Check(id string) {
+	r.mu.Lock()
+	e := r.entries[id]
+	due := e != nil && !r.inflight[id] && len(e.positions) > 0
+	if due {
+		eq := account.Equity(e.balance, e.positions, r.marks)
+		due = eq.Cmp(e.floor) < 0 || (e.target != nil && eq.Cmp(*e.target) >= 0)
+	}
+	r.mu.Unlock()
+	if due {
+		r.send(id)
+	}
+}
+
 // OnQuote wakes the accounts a quote's mark may cross a threshold of.
 func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	for _, id := range r.Mark(instrument, bid.Add(ask).Quo(events.Int(2))) {

@@ -83,6 +83,7 @@ type Cluster struct {
 
 	mu     sync.RWMutex
 	owners []owner              // partition -> owner, as the lease bucket last said
+	others []time.Time          // partition -> when another node last renewed or handed over its lease
 	held   []lease              // this node's leases by partition (rev 0: not held)
 	live   []string             // live nodes, sorted (settle)
 	since  map[string]time.Time // when each listed node was first listed without a break
@@ -136,7 +137,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
-	c := &Cluster{cfg: cfg, owners: make([]owner, cfg.Partitions), held: make([]lease, cfg.Partitions)}
+	c := &Cluster{cfg: cfg, owners: make([]owner, cfg.Partitions), others: make([]time.Time, cfg.Partitions), held: make([]lease, cfg.Partitions)}
 	var err error
 	if c.nodes, err = bucket(ctx, cfg, "NODES"); err != nil {
 		return nil, err
@@ -216,6 +217,20 @@ func (c *Cluster) Owner(id string) string {
 		return ""
 	}
 	return o.node
+}
+
+// Vacated is the moment from which the node that owned partition p before
+// this one may no longer have acted on its accounts: a TTL before the last
+// renewal or hand-over of its lease that this node saw (the renewal proves
+// it alive then; the TTL covers the work it had in hand). Zero when this
+// node saw none (it started since): every quote it holds counts.
+func (c *Cluster) Vacated(p int) time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if p < 0 || p >= len(c.others) || c.others[p].IsZero() {
+		return time.Time{}
+	}
+	return c.others[p].Add(-c.cfg.TTL)
 }
 
 // Leading reports whether this node holds the leader lease.
@@ -309,16 +324,20 @@ func (c *Cluster) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			if !ok {
 				continue
 			}
-			o := owner{}
+			o, other := owner{}, true // a hand-over's delete: another node's, or ours released
 			if e.Operation() == jetstream.KeyValuePut {
 				var v leaseValue
 				if json.Unmarshal(e.Value(), &v) == nil {
 					o = owner{node: v.Node, expires: e.Created().Add(c.cfg.TTL)}
 				}
+				other = o.node != c.cfg.Node
 			}
 			if p < len(c.owners) {
 				c.mu.Lock()
 				c.owners[p] = o
+				if other && e.Created().After(c.others[p]) {
+					c.others[p] = e.Created()
+				}
 				c.mu.Unlock()
 			}
 		}

@@ -71,11 +71,33 @@ type Trigger struct {
 	Anchor   uint64
 	MarkNode string
 	Marked   bool
+	// Since is when the order was last set where it rests (placed,
+	// replaced, triggered: account.Working.UpdatedAt): Take counts no quote
+	// before it.
+	Since time.Time
 }
 
 // untriggeredStop reports whether t is a stop or stop-limit order waiting for its trigger.
 func (t Trigger) untriggeredStop() bool {
 	return t.ID != "" && !t.Move && !t.Triggered && t.StopPrice != nil && (t.OrderType == "stop" || t.OrderType == "stop_limit")
+}
+
+// restingLimit reports whether t is an order resting at its limit price: a
+// limit, or a stop-limit its stop triggered.
+func (t Trigger) restingLimit() bool {
+	return t.ID != "" && !t.Move && t.LimitPrice != nil && (t.OrderType == "limit" || (t.OrderType == "stop_limit" && t.Triggered))
+}
+
+// restsAt is the price t rests at, where its rest is dated (Reactor.rested):
+// an untriggered stop's stop price, a resting limit's limit price.
+func (t Trigger) restsAt() (events.Decimal, bool) {
+	switch {
+	case t.untriggeredStop():
+		return *t.StopPrice, true
+	case t.restingLimit():
+		return *t.LimitPrice, true
+	}
+	return events.Decimal{}, false
 }
 
 // Crosses reports whether the touch (ask for a buy, bid for a sell) would fill or trigger t.
@@ -127,6 +149,11 @@ type Touch struct {
 	// Marks is the instrument's marks on this node, up to the newest quote
 	// the wake decides on (RecordMarks); nil without marks.
 	Marks *mark.Stack
+	// Touched names the account's resting limits that a quote since they
+	// began resting touched (a buy's limit at or above the ask, a sell's at
+	// or below the bid), though the quote the wake decides on may no longer
+	// (trading.FillWorking.Touched).
+	Touched []string
 }
 
 // maxBest bounds the quotes a book keeps to answer the best touch since a
@@ -289,6 +316,9 @@ type book struct {
 	// stays as it was.
 	path     []trading.Touch
 	pathFrom uint64
+	// times is when each quote of path reached the book (Take dates a
+	// gap by them).
+	times []time.Time
 	// With marks (RecordMarks): the instrument's marks on this node, and
 	// the quote each kept mark was numbered at (seeded marks: the quotes
 	// before the first real one), oldest first.
@@ -322,6 +352,16 @@ func (b *book) mark() *mark.Stack {
 	return b.stack
 }
 
+// seqAt is the first quote the book received at or after t: the oldest it
+// keeps when t is older, the next quote when none is as new.
+func (b *book) seqAt(t time.Time) uint64 {
+	if len(b.times) == 0 {
+		return b.seq + 1
+	}
+	i := sort.Search(len(b.times), func(i int) bool { return !b.times[i].Before(t) })
+	return b.pathFrom + uint64(i)
+}
+
 // pathSince is the quotes from seq on (at most the newest few thousand) and
 // the sequence of the first of them.
 func (b *book) pathSince(seq uint64) ([]trading.Touch, uint64) {
@@ -334,11 +374,12 @@ func (b *book) pathSince(seq uint64) ([]trading.Touch, uint64) {
 	return b.path[seq-b.pathFrom:], seq
 }
 
-// restsFrom is the quote from which stop t rests at its price (rested, by
+// restsFrom is the quote from which order t rests at its price (rested, by
 // order id); false when no known quote is.
 func restsFrom(t Trigger, rested map[string]rest) (uint64, bool) {
 	r, ok := rested[t.ID]
-	return r.at, ok && t.StopPrice != nil && r.price.Cmp(*t.StopPrice) == 0
+	p, rests := t.restsAt()
+	return r.at, ok && rests && r.price.Cmp(p) == 0
 }
 
 // pathFrom is, for each untriggered stop of ts, the index of a path of n
@@ -431,6 +472,53 @@ func (b *book) tradedThrough(ts []Trigger, rested map[string]rest, seq uint64) [
 		}
 	}
 	return out
+}
+
+// touched lists the resting limits of ts that a quote from when each began
+// resting at its price, and from seq on, touched: a buy's limit at or above
+// the lowest ask since, a sell's at or below the highest bid since (the
+// paper book's fill rule: a touch fills a limit). Quotes before the oldest
+// the book keeps count as that one.
+func (b *book) touched(ts []Trigger, rested map[string]rest, seq uint64) []string {
+	var out []string
+	for _, t := range ts {
+		at, ok := restsFrom(t, rested)
+		if !t.restingLimit() || !ok {
+			continue
+		}
+		from := max(at, seq)
+		side := &b.bids
+		if t.Side == "buy" {
+			side = &b.asks
+		}
+		if from > b.seq || len(side.seqs) == 0 {
+			continue
+		}
+		if p := side.since(from); t.Side == "buy" && p.Cmp(*t.LimitPrice) <= 0 || t.Side == "sell" && p.Cmp(*t.LimitPrice) >= 0 {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+// due reports whether k's account, with triggers ts, wants a wake now: the
+// newest quote crosses one of them, a quote from seq on traded through one
+// of its stops or touched one of its limits since it rested (fill), or
+// reached where a bracket's move wakes it. A wake's end asks it of the
+// quotes since the wake's (work), a takeover of the quotes since the gap
+// began (Take): one test for both.
+func (r *Reactor) due(k key, ts []Trigger, b *book, seq uint64) (crosses, fill bool) {
+	if b.quote == nil {
+		return false, false
+	}
+	crosses, fill = crossing(ts, b.quote[0], b.quote[1])
+	if !fill && seq <= b.seq && (len(b.tradedThrough(ts, r.rested[k], seq)) > 0 || len(b.touched(ts, r.rested[k], seq)) > 0) {
+		crosses, fill = true, true
+	}
+	if !crosses && movedSince(ts, b, seq) {
+		crosses = true // a high since seq that the newest quote came back from
+	}
+	return crosses, fill
 }
 
 // levels are the touches at which triggers ts wake an account, nearest in
@@ -821,6 +909,52 @@ func (r *Reactor) unwatchUpgrade(k key, w *waker) {
 func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.track(accountID, byInstrument, func(b *book, _ Trigger) uint64 { return b.seq + 1 })
+}
+
+// Take is Track for an account this node has just begun to decide
+// (failover, a partition handed over, a start): its orders rest from the
+// first quote the book received at or after since (when its previous owner
+// may have stopped deciding it), or after each order was last set where it
+// is, whichever is later; and it is woken at once, on the newest quote,
+// when that quote crosses one of its triggers, a quote since traded through
+// one of its stops or touched one of its limits, or reached where a
+// bracket's move wakes it: the same test as a wake's end (due), over the
+// quotes of the gap, which this node saw though it did not own the account.
+func (r *Reactor) Take(accountID string, byInstrument map[string][]Trigger, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.track(accountID, byInstrument, func(b *book, t Trigger) uint64 {
+		from := since
+		if t.Since.After(from) {
+			from = t.Since
+		}
+		return b.seqAt(from)
+	})
+	for inst, ts := range byInstrument {
+		k := key{accountID, inst}
+		b := r.book(inst)
+		if r.wakers[k] != nil || r.closed || b.quote == nil {
+			continue // queued already: its wake decides on the newest quote
+		}
+		from := b.seqAt(since)
+		crosses, fill := r.due(k, ts, b, from)
+		if !crosses {
+			continue
+		}
+		r.unindex(k)
+		w := &waker{since: from}
+		r.wakers[k] = w
+		r.enqueue(k, w, fill, ts)
+	}
+	if len(r.fills) > 0 || len(r.moves) > 0 {
+		r.ready.Broadcast()
+	}
+}
+
+// track is Track under r.mu; restFrom dates the rest of an order not known
+// to rest where it is.
+func (r *Reactor) track(accountID string, byInstrument map[string][]Trigger, restFrom func(*book, Trigger) uint64) {
 	for inst, accts := range r.byInst {
 		if _, keep := byInstrument[inst]; !keep {
 			delete(accts, accountID)
@@ -843,7 +977,7 @@ func (r *Reactor) Track(accountID string, byInstrument map[string][]Trigger) {
 		}
 		accts[accountID] = ts
 		k := key{accountID, inst}
-		r.rest(k, ts)
+		r.rest(k, ts, restFrom)
 		switch w := r.wakers[k]; {
 		case w == nil:
 			if since, ok := r.behind(k, ts); ok && !r.closed {
@@ -866,23 +1000,25 @@ type rest struct {
 	price events.Decimal
 }
 
-// rest records when each untriggered stop of ts began resting where it is
-// (the next quote of its instrument): a stop moved (a trailing rule, a
-// replace) rests anew from its move, so a dip that came before its move is
-// not taken for one through its new level.
-func (r *Reactor) rest(k key, ts []Trigger) {
+// rest records when each untriggered stop and resting limit of ts began
+// resting where it is (from, for one not known to: the next quote of its
+// instrument, but for Take): an order moved (a trailing rule, a replace, a
+// stop-limit's trigger) rests anew from its move, so a dip that came before
+// its move is not taken for one through its new level.
+func (r *Reactor) rest(k key, ts []Trigger, from func(*book, Trigger) uint64) {
 	prev := r.rested[k]
 	var next map[string]rest
 	for _, t := range ts {
-		if !t.untriggeredStop() {
+		price, ok := t.restsAt()
+		if !ok {
 			continue
 		}
 		if next == nil {
 			next = map[string]rest{}
 		}
 		at, ok := prev[t.ID]
-		if !ok || at.price.Cmp(*t.StopPrice) != 0 {
-			at = rest{at: r.book(k.instrument).seq + 1, price: *t.StopPrice}
+		if !ok || at.price.Cmp(price) != 0 {
+			at = rest{at: from(r.book(k.instrument), t), price: price}
 		}
 		next[t.ID] = at
 	}
@@ -999,10 +1135,10 @@ func (r *Reactor) OnQuote(instrument string, bid, ask events.Decimal) {
 	if len(b.path) == 0 {
 		b.pathFrom = seq
 	}
-	b.path = append(b.path, trading.Touch{Bid: bid, Ask: ask})
+	b.path, b.times = append(b.path, trading.Touch{Bid: bid, Ask: ask}), append(b.times, time.Now())
 	if len(b.path) > 2*maxBest {
 		n := len(b.path) - maxBest
-		b.path, b.pathFrom = slices.Clone(b.path[n:]), b.pathFrom+uint64(n)
+		b.path, b.times, b.pathFrom = slices.Clone(b.path[n:]), slices.Clone(b.times[n:]), b.pathFrom+uint64(n)
 	}
 	due := b.crossed(bid, ask)
 	for i, acct := range due {
@@ -1110,7 +1246,7 @@ func (r *Reactor) work() {
 		t := Touch{Bid: q[0], Ask: q[1], HighBid: b.bids.since(w.since), LowAsk: b.asks.since(w.since),
 			Path: path, PathFrom: pathFrom(ts0, r.rested[k], start, len(path)),
 			PathBest:      b.pathBest(ts0, r.rested[k], w.since, start),
-			TradedThrough: b.tradedThrough(ts0, r.rested[k], 0)}
+			TradedThrough: b.tradedThrough(ts0, r.rested[k], 0), Touched: b.touched(ts0, r.rested[k], 0)}
 		if r.onMark != nil {
 			t.Marks = b.stack
 		}
@@ -1126,14 +1262,7 @@ func (r *Reactor) work() {
 		// After): when a newer quote came during the wake and crosses them,
 		// wake again at once; else index it to wait for a quote that does.
 		ts := r.byInst[k.instrument][k.account]
-		nq := *b.quote
-		crosses, fill := crossing(ts, nq[0], nq[1])
-		if !fill && b.seq != seq && len(b.tradedThrough(ts, r.rested[k], seq+1)) > 0 {
-			crosses, fill = true, true // a quote during the wake traded through a stop
-		}
-		if !crosses && b.seq != seq && movedSince(ts, b, seq+1) {
-			crosses = true // a high during the wake that the newest quote came back from
-		}
+		crosses, fill := r.due(k, ts, b, seq+1) // the quotes during the wake
 		if crosses && !r.closed && b.seq != seq {
 			w.inflight, w.since = false, seq+1
 			r.enqueue(k, w, fill, ts)
