@@ -16,6 +16,7 @@ import (
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/challenge"
 	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/engine/venue"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -110,9 +111,7 @@ func (e *Engine) forwardVerdicts(accountID, userID string, r evch.Rules, run int
 		cmd := &challengecmd.RecordStatus{EnrollmentID: r.EnrollmentID, AccountID: accountID, Status: row.Status, Reason: row.Reason,
 			Ref: fmt.Sprintf("%s:%d:%s", accountID, run, row.Ref)}
 		if row.Status == evch.StatusPassed && r.NextChallengeID != "" {
-			if p, ok, err := e.Program(ctx, r.NextChallengeID); err == nil && ok {
-				cmd.Next, cmd.NextAccount = &p, StageAccountID(r.EnrollmentID, p.Stage)
-			}
+			cmd.Next, cmd.NextAccount = e.nextStage(ctx, r)
 		}
 		env := e.Envelope(challengeActor, "", cmd)
 		env.At = row.At
@@ -128,6 +127,22 @@ func (e *Engine) forwardVerdicts(accountID, userID string, r evch.Rules, run int
 	}
 }
 
+// nextStage is the program an enrollment passing the stage of r goes on to,
+// and the account it runs on: nil when there is none, or when the next
+// program was published for another venue than the stage's own (a chain
+// never leaves its venue).
+func (e *Engine) nextStage(ctx context.Context, r evch.Rules) (*evch.Program, string) {
+	_, venueID, ok, err := e.programOf(ctx, r.ChallengeID)
+	if err != nil || !ok {
+		return nil, ""
+	}
+	p, nextVenue, ok, err := e.programOf(ctx, r.NextChallengeID)
+	if err != nil || !ok || nextVenue != venueID {
+		return nil, ""
+	}
+	return &p, StageAccountID(r.EnrollmentID, p.Stage)
+}
+
 // StageAccountID is the id of the account an enrollment's stage runs on,
 // derived so a retry meets the same account.
 func StageAccountID(enrollmentID string, stage int64) string {
@@ -137,16 +152,35 @@ func StageAccountID(enrollmentID string, stage int64) string {
 
 // PublishProgram runs a program's authoring write (keyed) on its aggregate.
 func (e *Engine) PublishProgram(ctx context.Context, programID string, env commands.Envelope) (Result, error) {
-	if err := env.Cmd.Validate(); err != nil {
+	c, ok := env.Cmd.(*challengecmd.PublishProgram)
+	if !ok {
+		return Result{}, fmt.Errorf("engine: PublishProgram takes a PublishProgram command, not %T", env.Cmd)
+	}
+	if err := c.Validate(); err != nil {
 		return Result{}, err
+	}
+	c.NextVenueID = ""
+	if next := c.Program.NextChallengeID; next != "" {
+		if _, venueID, ok, err := e.programOf(ctx, next); err != nil {
+			return Result{}, err
+		} else if ok {
+			c.NextVenueID = venueID
+		}
 	}
 	return e.ch.programs.Execute(ctx, programID, env)
 }
 
 // Program reads a program from its aggregate; ok is false when none was published.
 func (e *Engine) Program(ctx context.Context, id string) (p evch.Program, ok bool, err error) {
-	err = e.ch.programs.Inspect(ctx, id, func(s *challenge.Program, _ uint64) { p, ok = s.Program, s.Published })
+	p, _, ok, err = e.programOf(ctx, id)
 	return p, ok, err
+}
+
+// programOf reads a program and the venue it was published for; ok is false
+// when none was published.
+func (e *Engine) programOf(ctx context.Context, id string) (p evch.Program, venueID string, ok bool, err error) {
+	err = e.ch.programs.Inspect(ctx, id, func(s *challenge.Program, _ uint64) { p, venueID, ok = s.Program, s.VenueID, s.Published })
+	return p, venueID, ok, err
 }
 
 // FeesCollected reports whether this deployment collects a program's price:
@@ -164,7 +198,10 @@ func (e *Engine) Enroll(ctx context.Context, userID string, env commands.Envelop
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
-	c.Program, c.Firm, c.FeesCollected = nil, "", e.FeesCollected()
+	c.Program, c.Firm, c.FeesCollected, c.Verified = nil, "", e.FeesCollected(), false
+	if err := e.tenants.Inspect(ctx, userID, func(s *tenant.State, _ uint64) { c.Verified = s.Verified }); err != nil {
+		return Result{}, err
+	}
 	var venueID string
 	err := e.ch.programs.Inspect(ctx, c.ChallengeID, func(s *challenge.Program, _ uint64) {
 		if s.Published {

@@ -178,10 +178,13 @@ func (b ProgramBody) Program(id string) (evch.Program, error) {
 
 // PublishProgram writes a program's content (a draft while inactive), keyed
 // by its Idempotency-Key. VenueID is the venue it is authored for.
+// NextVenueID is the venue the program's nextChallengeId was published for,
+// empty while none was (the engine reads it).
 type PublishProgram struct {
-	Program evch.Program
-	VenueID string
-	By      string
+	Program     evch.Program
+	VenueID     string
+	By          string
+	NextVenueID string
 }
 
 // Validate checks the command's shape.
@@ -194,7 +197,8 @@ func (c *PublishProgram) Validate() error {
 
 // Enroll enrolls the user in a program's first stage with an account size
 // and type; Program is the program as it stands (the engine reads it).
-// FeesCollected says whether the deployment collects a program's price.
+// FeesCollected says whether the deployment collects a program's price;
+// Verified whether the user's email address is verified (the engine reads it).
 type Enroll struct {
 	EnrollmentID  string
 	AccountID     string
@@ -204,6 +208,7 @@ type Enroll struct {
 	Program       *evch.Program // nil: no such program
 	Firm          string        // the firm tenant of the program's venue (the engine reads it)
 	FeesCollected bool
+	Verified      bool
 }
 
 // Validate checks the command's shape.

@@ -52,6 +52,9 @@ func DecideProgram(s *Program, env commands.Envelope) ([]events.Event, error) {
 			return nil, 0, nil, commands.Refuse(http.StatusForbidden, "permission_denied",
 				"this program was authored for another venue", nil)
 		}
+		if c.NextVenueID != "" && c.NextVenueID != c.VenueID {
+			return nil, 0, nil, commands.BadField("nextChallengeId", nil, "nextChallengeId must name a program of the same venue")
+		}
 		status := http.StatusCreated
 		if s.Published {
 			status = http.StatusOK
@@ -191,10 +194,13 @@ func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, e
 	return nil, fmt.Errorf("challenge: no decision for %T", env.Cmd)
 }
 
-// enroll decides an enrollment: an active first-stage program offering the
-// size and type, paid for when it has a price, and no other enrollment of
+// enroll decides an enrollment of a verified user: an active first-stage
+// program offering the size and type, paid for when it has a price, and no other enrollment of
 // the user in flight.
 func enroll(s *Enrollments, env commands.Envelope, c *challengecmd.Enroll) ([]events.Event, error) {
+	if !c.Verified {
+		return nil, commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email address before you enroll in a challenge", nil)
+	}
 	p := c.Program
 	if p == nil || !p.IsActive {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no active challenge program has that id", nil)
