@@ -210,7 +210,8 @@ func (e *Engine) react(id string, s *account.State) {
 // since as resting orders' touches (paper.Reactor.Take: a limit a quote
 // touched fills at its limit, a stop one traded through triggers, exactly
 // once, the account's state saying what is done); the risk controls are
-// evaluated against the newest marks (risk.Reactor.Track); an evaluation's
+// evaluated against the newest marks and the gap's extremes
+// (risk.Reactor.Take: a breach in the gap locks); an evaluation's
 // thresholds are checked against them (challenge.Reactor.Check).
 func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Time) {
 	if !e.owns(id) {
@@ -218,7 +219,7 @@ func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Ti
 	}
 	e.paper.Take(id, triggers(s), since)
 	e.rebase(id, s)
-	e.risk.Track(id, s, rev)
+	e.risk.Take(id, s, rev, since)
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
 		e.ch.reactor.Check(id)

@@ -160,6 +160,12 @@ func (c *Unlock) Validate() error { return nil }
 // control that no longer breaches, or already fired this period, records nothing.
 type Evaluate struct {
 	Market trading.Market `json:"-"`
+	// Gap is more marks, by instrument, the controls are checked at when the
+	// newest do not breach one: the lowest and the highest mark of each
+	// instrument a node saw while no node acted on the account (a takeover,
+	// risk.Reactor.Take). A breach at them locks, its triggerPnl theirs; the
+	// flatten takes Market.
+	Gap []map[string]events.Decimal
 }
 
 // Validate checks the shape.

@@ -348,6 +348,17 @@ func decideEvaluate(s *State, env commands.Envelope, c *riskcmd.Evaluate) []even
 		return q.Bid.Add(q.Ask).Quo(events.Int(2)), true
 	}
 	lock, ok := s.Breach(env.At, mark)
+	for _, g := range c.Gap { // the extremes of a gap no node acted in
+		if ok {
+			break
+		}
+		lock, ok = s.Breach(env.At, func(inst string) (events.Decimal, bool) {
+			if m, ok := g[inst]; ok {
+				return m, true
+			}
+			return mark(inst)
+		})
+	}
 	if !ok {
 		return nil
 	}

@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -50,6 +52,7 @@ type Reactor struct {
 	entries  map[string]*entry
 	byInst   map[string]*holders       // instrument -> accounts with a PnL control and a position in it
 	marks    map[string]events.Decimal // newest mark (mid) per instrument
+	seen     map[string]*extremes      // per instrument: the lowest and highest marks since a moment (Take)
 	inflight map[string]bool           // account|kind -> a command on its way
 	onLock   func(accountID string, rev uint64, v account.LockView)
 
@@ -178,7 +181,49 @@ func (e *entry) pnlControls() bool {
 // gives the feed's mark of an instrument no quote has reached the reactor for.
 func New(now func() time.Time, exec Exec, quote func(instrument string) (events.Decimal, bool)) *Reactor {
 	return &Reactor{now: now, exec: exec, quote: quote, entries: map[string]*entry{}, byInst: map[string]*holders{},
-		marks: map[string]events.Decimal{}, inflight: map[string]bool{}, stop: make(chan struct{})}
+		marks: map[string]events.Decimal{}, seen: map[string]*extremes{}, inflight: map[string]bool{}, stop: make(chan struct{})}
+}
+
+// maxExtremes bounds the marks an instrument's extremes keep each side; a
+// moment older than the oldest kept counts from it.
+const maxExtremes = 4096
+
+// extremes answers the lowest and the highest mark of one instrument since
+// a moment: the marks no later mark betters, oldest first, on each side.
+type extremes struct{ lows, highs []stamped }
+
+type stamped struct {
+	at   time.Time
+	mark events.Decimal
+}
+
+func (x *extremes) add(at time.Time, m events.Decimal) {
+	n := len(x.lows)
+	for n > 0 && x.lows[n-1].mark.Cmp(m) >= 0 {
+		n--
+	}
+	x.lows = append(x.lows[:n], stamped{at, m})
+	n = len(x.highs)
+	for n > 0 && x.highs[n-1].mark.Cmp(m) <= 0 {
+		n--
+	}
+	x.highs = append(x.highs[:n], stamped{at, m})
+	if len(x.lows) > 2*maxExtremes {
+		x.lows = slices.Clone(x.lows[len(x.lows)-maxExtremes:])
+	}
+	if len(x.highs) > 2*maxExtremes {
+		x.highs = slices.Clone(x.highs[len(x.highs)-maxExtremes:])
+	}
+}
+
+// since is the lowest and the highest mark from t on; false when none came.
+func (x *extremes) since(t time.Time) (lo, hi events.Decimal, ok bool) {
+	i := sort.Search(len(x.lows), func(i int) bool { return !x.lows[i].at.Before(t) })
+	j := sort.Search(len(x.highs), func(i int) bool { return !x.highs[i].at.Before(t) })
+	if i == len(x.lows) || j == len(x.highs) {
+		return lo, hi, false
+	}
+	return x.lows[i].mark, x.highs[j].mark, true
 }
 
 // OnLock registers fn for every change of an account's lock view (the stream's `lock` event).
@@ -325,6 +370,42 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 	}
 }
 
+// Take is Track for an account this node has just begun to own (failover,
+// a partition handed over): besides the newest marks, its controls are
+// checked at the lowest and at the highest mark of each instrument it holds
+// since since, which this node saw while no node acted on the account; a
+// breach at them is sent as riskcmd.Evaluate.Gap, which the account
+// re-checks, so a breach in the gap locks though the price came back.
+func (r *Reactor) Take(id string, s *account.State, rev uint64, since time.Time) {
+	r.Track(id, s, rev)
+	now := r.now()
+	r.mu.Lock()
+	e := r.entries[id]
+	if e == nil || !e.pnlControls() || len(e.terms) == 0 || r.inflight[id+"|evaluate"] || now.Before(e.lockUntil) {
+		r.mu.Unlock()
+		return // nothing to check, or the newest marks' evaluation is on its way
+	}
+	lows, highs := map[string]events.Decimal{}, map[string]events.Decimal{}
+	for inst := range e.terms {
+		if x := r.seen[inst]; x != nil {
+			if lo, hi, ok := x.since(since); ok {
+				lows[inst], highs[inst] = lo, hi
+			}
+		}
+	}
+	day, week := calendar.Day(e.cal, now), calendar.Week(e.cal, now)
+	var gap []map[string]events.Decimal
+	for _, at := range []map[string]events.Decimal{lows, highs} {
+		if len(at) > 0 && r.dueAt(e, now, day, week, at) {
+			gap = append(gap, at)
+		}
+	}
+	r.mu.Unlock()
+	if len(gap) > 0 {
+		r.send(id, "evaluate", &riskcmd.Evaluate{Gap: gap})
+	}
+}
+
 func signature(v account.LockView) string {
 	t := func(p *time.Time) string {
 		if p == nil {
@@ -364,11 +445,16 @@ func (r *Reactor) mark(instrument string) (events.Decimal, bool) {
 	return events.Decimal{}, false
 }
 
-// unreal is e's open PnL at the newest marks. Called with r.mu held.
-func (r *Reactor) unreal(e *entry) events.Decimal {
+// unreal is e's open PnL at the newest marks, but where at names
+// another (may be nil). Called with r.mu held.
+func (r *Reactor) unreal(e *entry, at map[string]events.Decimal) events.Decimal {
 	sum := events.Int(0)
 	for inst, t := range e.terms {
-		if m, ok := r.mark(inst); ok {
+		m, ok := at[inst]
+		if !ok {
+			m, ok = r.mark(inst)
+		}
+		if ok {
 			sum = sum.Add(t.a.Mul(m).Add(t.c))
 		}
 	}
@@ -427,11 +513,16 @@ func (r *Reactor) quiet(e *entry, day, week calendar.Period) *band {
 // due reports whether a control of e looks breached at now: the same test as
 // account.State.Breach, on the index. Called with r.mu held.
 func (r *Reactor) due(e *entry, now time.Time, day, week calendar.Period) bool {
+	return r.dueAt(e, now, day, week, nil)
+}
+
+// dueAt is due at the marks at names, the newest for the others.
+func (r *Reactor) dueAt(e *entry, now time.Time, day, week calendar.Period, at map[string]events.Decimal) bool {
 	if now.Before(e.lockUntil) {
 		return false
 	}
 	if e.pnlControls() {
-		u := r.unreal(e)
+		u := r.unreal(e, at)
 		dayPnl, weekPnl := u, u
 		if e.dayStart.Equal(day.Start) {
 			dayPnl = dayPnl.Add(e.dayReal)
@@ -487,6 +578,12 @@ func (r *Reactor) Mark(instrument string, mark events.Decimal) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.marks[instrument] = mark
+	x := r.seen[instrument]
+	if x == nil {
+		x = &extremes{}
+		r.seen[instrument] = x
+	}
+	x.add(time.Now(), mark)
 	h := r.byInst[instrument]
 	if h == nil {
 		return nil
