@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/market"
@@ -198,4 +201,47 @@ func TestHistorySurvivesRestart(t *testing.T) {
 		t.Fatalf("history changed across a restart:\nbefore %s\nafter  %s", before, after)
 	}
 	_ = time.Second
+}
+
+// A read of the history that stalls holds a start for LoadWait at most: Load
+// answers with the bars read by then, the rest come in the background, and a
+// stored bar never replaces the live feed's bar of the same time.
+func TestAStalledHistoryReadDoesNotHoldTheStart(t *testing.T) {
+	log, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "interval"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := OpenJetStream(context.Background(), log.JetStream(), market.DefaultNames, DefaultRetention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bar := func(at int64, px string) market.Bar {
+		var d apd.Decimal
+		d.SetString(px)
+		return market.Bar{Time: at, Open: d, High: d, Low: d, Close: d}
+	}
+	stalled, finished := make(chan struct{}), make(chan struct{})
+	p.read = func(ctx context.Context, st *Store, n *atomic.Int64) error {
+		defer close(finished)
+		st.Fill("BTC-PERP", market.Minute, bar(60, "100"))
+		n.Add(1)
+		<-stalled                                          // a consumer the cluster is slow to create
+		st.Fill("BTC-PERP", market.Minute, bar(120, "90")) // an older version of the live bar
+		st.Fill("BTC-PERP", market.Minute, bar(0, "80"))
+		n.Add(2)
+		return nil
+	}
+	st := NewStore(DefaultRetention, nil)
+	begun := time.Now()
+	n, err := p.Load(context.Background(), st)
+	if took := time.Since(begun); err != nil || n != 1 || took > LoadWait+time.Second {
+		t.Fatalf("Load: %d bars, %v, after %v; want 1 bar within %v", n, err, took, LoadWait)
+	}
+	st.Put("BTC-PERP", market.Minute, bar(120, "95")) // the live feed's bar
+	close(stalled)
+	<-finished
+	if got := render(st.History("BTC-PERP", tf(t, "1m"), 10, 0)); !strings.Contains(got, "95") || strings.Contains(got, "90") || !strings.Contains(got, "80") {
+		t.Fatalf("history after the background read: %s; want the live bar at 95 kept and the bar at 80 added", got)
+	}
 }

@@ -27,6 +27,7 @@ import (
 // from the commit stream: bars are derived data, never commands.
 type JetStream struct {
 	js      jetstream.JetStream
+	read    func(ctx context.Context, st *Store, n *atomic.Int64) error // readAll; tests stall it
 	names   market.Names
 	queue   chan record
 	dropped atomic.Int64
@@ -77,7 +78,9 @@ func OpenJetStream(ctx context.Context, js jetstream.JetStream, names market.Nam
 			return nil, fmt.Errorf("bars: stream %s: %w", streamName(names, res), err)
 		}
 	}
-	return &JetStream{js: js, names: names, queue: make(chan record, 8192)}, nil
+	p := &JetStream{js: js, names: names, queue: make(chan record, 8192)}
+	p.read = p.readAll
+	return p, nil
 }
 
 // Save queues b for publication; when the queue is full the bar is dropped
@@ -141,17 +144,54 @@ func (p *JetStream) publish(r record) {
 	}
 }
 
-// Load reads every stored bar into st.
+// LoadWait bounds how long Load holds a start: the history is derived
+// data, and a read of it that stalls (a consumer the cluster is slow to
+// create, asked again by the client every 10 s) must not keep an engine from
+// serving. What is not read by then is read on in the background, for at
+// most LoadMax.
+const LoadWait = 2 * time.Second
+
+// LoadMax bounds the background read of the history.
+const LoadMax = time.Minute
+
+// Load reads every stored bar into st, for at most LoadWait, and answers how
+// many it read by then; the rest are read in the background (a stored bar
+// never replaces one the store holds already: the live feed's is newer).
 func (p *JetStream) Load(ctx context.Context, st *Store) (int, error) {
-	n := 0
+	var n atomic.Int64
+	done := make(chan error, 1)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadMax)
+	go func() {
+		defer cancel()
+		err := p.read(lctx, st, &n)
+		if err != nil && n.Load() > 0 {
+			slog.Warn("bars: history read in part", "bars", n.Load(), "err", err)
+		}
+		done <- err
+	}()
+	wait := time.NewTimer(LoadWait)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		return int(n.Load()), err
+	case <-wait.C:
+		slog.Warn("bars: the history is still being read; serving meanwhile", "bars", n.Load(), "waited", LoadWait.String())
+		return int(n.Load()), nil
+	case <-ctx.Done():
+		return int(n.Load()), ctx.Err()
+	}
+}
+
+// readAll reads every stored bar into st, counting them in n, until ctx ends.
+func (p *JetStream) readAll(ctx context.Context, st *Store, n *atomic.Int64) error {
 	for _, res := range market.Resolutions {
 		s, err := p.js.Stream(ctx, streamName(p.names, res))
 		if err != nil {
-			return n, err
+			return err
 		}
 		info, err := s.Info(ctx)
 		if err != nil {
-			return n, err
+			return err
 		}
 		if info.State.Msgs == 0 {
 			continue
@@ -159,22 +199,22 @@ func (p *JetStream) Load(ctx context.Context, st *Store) (int, error) {
 		last := info.State.LastSeq
 		cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 		if err != nil {
-			return n, err
+			return err
 		}
 		it, err := cons.Messages(jetstream.PullMaxMessages(4096))
 		if err != nil {
-			return n, err
+			return err
 		}
 		for {
-			m, err := it.Next()
+			m, err := it.Next(jetstream.NextContext(ctx))
 			if err != nil {
 				it.Stop()
-				return n, fmt.Errorf("bars: load %s: %w", streamName(p.names, res), err)
+				return fmt.Errorf("bars: load %s: %w", streamName(p.names, res), err)
 			}
 			var r record
 			if events.UnmarshalStored(m.Data(), &r) == nil && r.Res == int(res) {
-				st.Put(r.Symbol, res, market.Bar{Time: r.Time, Open: r.Open, High: r.High, Low: r.Low, Close: r.Close, Volume: r.Volume})
-				n++
+				st.Fill(r.Symbol, res, market.Bar{Time: r.Time, Open: r.Open, High: r.High, Low: r.Low, Close: r.Close, Volume: r.Volume})
+				n.Add(1)
 			}
 			md, err := m.Metadata()
 			if err != nil || md.Sequence.Stream >= last || md.NumPending == 0 {
@@ -183,5 +223,5 @@ func (p *JetStream) Load(ctx context.Context, st *Store) (int, error) {
 		}
 		it.Stop()
 	}
-	return n, nil
+	return nil
 }

@@ -109,10 +109,14 @@ func (s *Store) trim(ser *series, res market.Resolution, now int64) {
 	ser.bars = append(ser.bars[:0:0], ser.bars[i:]...)
 }
 
-// Put stores a bar as loaded from persistence: it replaces a bar of the same time.
+// Put stores a bar: it replaces a bar of the same time (Fill does not).
 func (s *Store) Put(symbol string, res market.Resolution, b market.Bar) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.put(symbol, res, b)
+}
+
+func (s *Store) put(symbol string, res market.Resolution, b market.Bar) {
 	all := s.series[symbol]
 	if all == nil {
 		all = &[3]series{}
@@ -132,6 +136,21 @@ func (s *Store) Put(symbol string, res market.Resolution, b market.Bar) {
 	ser.bars = append(ser.bars, market.Bar{})
 	copy(ser.bars[i+1:], ser.bars[i:])
 	ser.bars[i] = b
+}
+
+// Fill is Put for a bar of the stored history: it never replaces a bar
+// the store holds at that time (the live feed's, which is newer).
+func (s *Store) Fill(symbol string, res market.Resolution, b market.Bar) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if all := s.series[symbol]; all != nil {
+		bars := all[res].bars
+		i := sort.Search(len(bars), func(i int) bool { return bars[i].Time >= b.Time })
+		if i < len(bars) && bars[i].Time == b.Time {
+			return
+		}
+	}
+	s.put(symbol, res, b)
 }
 
 // FlushOpen saves every newest bar that changed since it was last saved.
