@@ -38,6 +38,20 @@ func NotIssuable(currency, env string) *commands.Refusal {
 		map[string]any{"currency": currency, "environment": env})
 }
 
+// IssueCurrency is the currency an account's issue states, USD when it states
+// none; a currency not issued in env is the 400 currency_not_issuable
+// refusal. Every door that issues accounts (the partner route, the venue's)
+// checks the currency through it, before anything else about the amount.
+func IssueCurrency(currency, env string) (string, error) {
+	if currency == "" {
+		currency = "USD"
+	}
+	if !Issuable(currency, env) {
+		return "", NotIssuable(currency, env)
+	}
+	return currency, nil
+}
+
 // PostingDecimals is how many decimals an account in currency posts in: 2 for
 // USD, 6 for USDC on an issued (evaluation) account, else 2; false where the
 // paper book holds no money in the currency.

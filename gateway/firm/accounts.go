@@ -54,12 +54,11 @@ func (h *Handlers) Provision(w http.ResponseWriter, r *http.Request) error {
 	}
 	for i := range body.Accounts {
 		it := &body.Accounts[i]
-		if it.Currency == "" {
-			it.Currency = "USD"
+		cur, err := firmcmd.IssueCurrency(it.Currency, h.d.Env)
+		if err != nil {
+			return err
 		}
-		if !firmcmd.Issuable(it.Currency, h.d.Env) {
-			return firmcmd.NotIssuable(it.Currency, h.d.Env)
-		}
+		it.Currency = cur
 	}
 	tenant := tenantOf(r)
 	out := make([]provisionResult, len(body.Accounts))

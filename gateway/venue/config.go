@@ -147,9 +147,11 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) ([]event
 		return nil, commands.Refuse(http.StatusUnprocessableEntity, "invalid_request", "the venue holds no live group "+b.GroupID,
 			map[string]any{"field": "groupId"})
 	}
-	if b.Currency == "" {
-		b.Currency = "USD"
+	cur, err := firmcmd.IssueCurrency(b.Currency, h.d.Env)
+	if err != nil {
+		return nil, err
 	}
+	b.Currency = cur
 	start := events.Int(50000)
 	if b.StartingBalance != nil {
 		start = *b.StartingBalance

@@ -1,0 +1,34 @@
+package venue_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/svc/engine/cmd/engine/app/apptest"
+)
+
+// Both doors that issue accounts answer a currency not issued here alike:
+// 400 currency_not_issuable with the currency and the environment, before
+// the amount's precision is looked at, recording nothing.
+func TestBothDoorsRefuseACurrencyNotIssued(t *testing.T) {
+	e := startTwins(t)
+	want(t, e.put("groups", "g1", "g1", "", map[string]any{"name": "G", "instruments": []any{}}), 201, "")
+	for _, cur := range []string{"EUR", "usd"} {
+		venue := e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
+			Headers: map[string]string{"Idempotency-Key": "issue-" + cur}, Body: map[string]any{"groupId": "g1", "currency": cur, "startingBalance": "1000.5"}})
+		m := want(t, venue, 400, "currency_not_issuable")
+		partner := e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/partner/accounts", Key: e.partnerKey,
+			Body: map[string]any{"accounts": []any{map[string]any{"referenceId": "p-" + cur, "email": "p@example.com", "currency": cur, "startingBalance": "1000.5"}}}})
+		if partner.Status != 400 || partner.Map(t)["code"] != "currency_not_issuable" {
+			t.Fatalf("partner door: %d %s", partner.Status, partner.Body)
+		}
+		if got, want := fmt.Sprint(m["params"]), fmt.Sprint(partner.Map(t)["params"]); got != want || got != "map[currency:"+cur+" environment:sandbox]" {
+			t.Fatalf("%s: the venue door's params %s, the partner door's %s", cur, got, want)
+		}
+	}
+	list := want(t, e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey}), 200, "")
+	if n := len(list["accounts"].([]any)); n != 0 {
+		t.Fatalf("refused issues recorded %d accounts", n)
+	}
+}
