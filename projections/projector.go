@@ -30,6 +30,20 @@ var ErrSource = errors.New("projector: reading the log failed")
 // runs the projector again, which resumes from the checkpoint.
 func sourceFailed(err error) error { return fmt.Errorf("%w: %w", ErrSource, err) }
 
+// ErrStore marks a projector that stopped because its store failed (the
+// database went away, or lost commits it had acknowledged), not because a
+// commit could not be folded: running it again, once the store answers,
+// resumes from the store's checkpoint. Stalled reports it meanwhile.
+var ErrStore = errors.New("projector: the read-model store failed")
+
+// storeFailed marks err as the store failing (ErrStore).
+func storeFailed(err error) error {
+	if errors.Is(err, ErrStore) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStore, err)
+}
+
 // MaxBatch bounds how many commits one store transaction applies.
 const MaxBatch = 512
 
@@ -55,6 +69,19 @@ type Projector struct {
 	linger atomic.Int64
 	kick   chan struct{}
 	urgent atomic.Pointer[func(events.Committed) bool]
+	// stalled: since when the store has failed (ErrStore) and with what;
+	// zero while it takes the projector's writes. p.mu guards both.
+	stalled  time.Time
+	stallErr error
+}
+
+// Stalled reports since when the projector cannot write its store (an
+// ErrStore, for as long as Run is not past its catch-up again), and the
+// last such error; the zero time while it writes.
+func (p *Projector) Stalled() (since time.Time, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled, p.stallErr
 }
 
 // SetLinger makes the live loop write behind: a batch stays open up to d for
@@ -200,10 +227,18 @@ type pending struct {
 	c events.Committed
 }
 
-// Run follows src from the store's checkpoint and applies commits until ctx ends.
+// Run follows src from the store's checkpoint and applies commits until ctx
+// ends. It returns when the log cannot be read (ErrSource), the store fails
+// (ErrStore: the fold stops at once, not at the next commit) or a commit
+// cannot be folded; the first two are the caller's to run again, which
+// resumes from the checkpoint. Until then waiters are answered the error.
 func (p *Projector) Run(ctx context.Context, src Source) error {
 	from, err := p.store.Checkpoint(ctx)
 	if err != nil {
+		err = storeFailed(err)
+		if ctx.Err() == nil {
+			p.fail(err)
+		}
 		return err
 	}
 	p.mu.Lock()
@@ -216,10 +251,21 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		}
 		return err
 	}
+	p.mu.Lock()
+	p.stalled, p.stallErr = time.Time{}, nil // the store took what the log held at the restart
+	p.mu.Unlock()
 	ch := make(chan pending, 4*MaxBatch)
 	done := make(chan error, 1)
-	go func() { done <- p.apply(ctx, ch) }()
-	err = src.FollowCommits(ctx, from, func(subject string, seq uint64, id string, data []byte) error {
+	fctx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go func() {
+		err := p.apply(ctx, ch)
+		if err != nil {
+			stopFollow() // no more commits to wait for before Run returns
+		}
+		done <- err
+	}()
+	err = src.FollowCommits(fctx, from, func(subject string, seq uint64, id string, data []byte) error {
 		c, ok := p.recent.Take(id)
 		if !ok {
 			var err error
@@ -300,6 +346,12 @@ func (p *Projector) catchUp(ctx context.Context, src Source, from uint64) (uint6
 func (p *Projector) fail(err error) {
 	p.mu.Lock()
 	p.err = err
+	if errors.Is(err, ErrStore) {
+		if p.stalled.IsZero() {
+			p.stalled = time.Now()
+		}
+		p.stallErr = err
+	}
 	for _, w := range p.waiters {
 		close(w.done)
 	}
@@ -424,6 +476,7 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 			return nil
 		}
 	}
+	var folding error // the fold's own error: not the store's
 	err := p.store.Update(ctx, last, func(tx Tx) (err error) {
 		var at events.Committed
 		defer func() {
@@ -432,6 +485,9 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 			// named, instead of ending the process.
 			if v := recover(); v != nil {
 				err = fmt.Errorf("fold of %s at %d panicked: %v", at.Subject, at.Seq, v)
+			}
+			if err != nil && !errors.Is(err, ErrUnavailable) {
+				folding = err // a read of the store that failed is the store's
 			}
 		}()
 		from := tx.From()
@@ -449,7 +505,11 @@ func (p *Projector) ApplyBatch(ctx context.Context, batch []events.Committed) er
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("projector: apply up to %d: %w", last, err)
+		err = fmt.Errorf("projector: apply up to %d: %w", last, err)
+		if folding == nil && ctx.Err() == nil {
+			err = storeFailed(err) // begin, write, commit or checkpoint: the store's
+		}
+		return err
 	}
 	p.notify(batch, last)
 	return nil
@@ -462,7 +522,7 @@ func (p *Projector) awaitStore(ctx context.Context, seq uint64) (passed bool, er
 	for p.reading.Load() {
 		cp, err := p.store.Checkpoint(ctx)
 		if err != nil {
-			return false, fmt.Errorf("projector: reading the leader's checkpoint: %w", err)
+			return false, storeFailed(fmt.Errorf("projector: reading the leader's checkpoint: %w", err))
 		}
 		if cp >= seq {
 			return true, nil

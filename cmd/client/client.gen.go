@@ -580,6 +580,7 @@ const (
 	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
 	ErrorCodePositionNotClosable       ErrorCode = "position_not_closable"
 	ErrorCodeRateLimited               ErrorCode = "rate_limited"
+	ErrorCodeReadModelsBehind          ErrorCode = "read_models_behind"
 	ErrorCodeReconciliationHold        ErrorCode = "reconciliation_hold"
 	ErrorCodeRegistrationExpired       ErrorCode = "registration_expired"
 	ErrorCodeRegistrationLinked        ErrorCode = "registration_linked"
@@ -738,6 +739,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePositionNotClosable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeReadModelsBehind:
 		return true
 	case ErrorCodeReconciliationHold:
 		return true

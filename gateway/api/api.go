@@ -212,15 +212,22 @@ func (d *Deps) Wrote(r *http.Request, seq uint64) {
 	}
 }
 
-// Projected waits, at most timeout, until the read models show every write
-// answered from its decision: a stopping engine lets them catch up, so what
-// it acknowledged is in the read models it leaves behind.
-func (d *Deps) Projected(timeout time.Duration) error {
+// LastWrite is the log sequence of the newest write answered from its
+// decision (Wrote), which the read models owe its credential; 0 for none.
+func (d *Deps) LastWrite() uint64 {
 	var last uint64
 	d.writes.Range(func(_, v any) bool {
 		last = max(last, v.(uint64))
 		return true
 	})
+	return last
+}
+
+// Projected waits, at most timeout, until the read models show every write
+// answered from its decision: a stopping engine lets them catch up, so what
+// it acknowledged is in the read models it leaves behind.
+func (d *Deps) Projected(timeout time.Duration) error {
+	last := d.LastWrite()
 	if last == 0 {
 		return nil
 	}
@@ -231,8 +238,9 @@ func (d *Deps) Projected(timeout time.Duration) error {
 
 // CatchUp makes a read wait until the read models show the last write its
 // credential was answered from a decision for (read-your-writes): at most
-// SettleTimeout, then 503 engine_overloaded with Retry-After, never a read
-// that misses the caller's own write. Writes pass: the aggregate decides them.
+// SettleTimeout (at once while the projector has failed), then 503
+// read_models_behind with Retry-After, never a read that misses the
+// caller's own write. Writes pass: the aggregate decides them.
 func (d *Deps) CatchUp(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -242,7 +250,7 @@ func (d *Deps) CatchUp(next http.Handler) http.Handler {
 					err := d.Projector.WaitFor(ctx, seq.(uint64))
 					cancel()
 					if err != nil && r.Context().Err() == nil {
-						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_overloaded",
+						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("read_models_behind",
 							"the read models are behind your last write; nothing is lost: read again after the Retry-After seconds"))
 						return
 					}

@@ -13,7 +13,7 @@ import (
 // Read-your-writes across nodes. Every answer to a write that committed
 // carries the commit's log sequence in X-Engine-Seq; a request that sends
 // X-Engine-After: N is served only once this node's read models show the log
-// up to N (at most SettleTimeout, then 503 engine_overloaded with
+// up to N (at most SettleTimeout, then 503 read_models_behind with
 // Retry-After). A client that writes through one node and reads through
 // another sends back the newest X-Engine-Seq it was given. On one node the
 // credential's own writes are waited for without it (CatchUp).
@@ -94,7 +94,7 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 			err = d.Projector.WaitFor(ctx, seq)
 			cancel()
 			if err != nil && r.Context().Err() == nil {
-				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_overloaded",
+				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("read_models_behind",
 					"this node's read models have not reached the sequence in "+AfterHeader+" yet; nothing is lost: read again after the Retry-After seconds"))
 				return
 			}

@@ -240,16 +240,24 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 }
 
 // runProjector runs the projector until ctx ends; one that stopped because
-// the log could not be read (every NATS server restarted under it) starts
-// again from its checkpoint, one that could not fold a commit ends the
-// service (the commit is named in the error).
+// the log could not be read (every NATS server restarted under it) or the
+// read-model store failed (PostgreSQL went away) starts again from its
+// checkpoint a second later, for as long as it takes (watchHealth tells of
+// the stall), one that could not fold a commit ends the service (the commit
+// is named in the error).
 func (a *App) runProjector(ctx context.Context) error {
 	for {
 		err := a.Projector.Run(ctx, a.Log)
-		if ctx.Err() != nil || !errors.Is(err, projections.ErrSource) {
+		switch {
+		case ctx.Err() != nil:
+			return err
+		case errors.Is(err, projections.ErrSource):
+			slog.Warn("projector: reading the log failed; starting again", "err", err)
+		case errors.Is(err, projections.ErrStore):
+			slog.Debug("projector: the read-model store failed; starting again from its checkpoint", "err", err)
+		default:
 			return err
 		}
-		slog.Warn("projector: reading the log failed; starting again", "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -288,19 +296,34 @@ func (a *App) warm(ctx context.Context) (uint64, error) {
 	return last, nil
 }
 
-// Ready reports the log connected, the read-model store reachable and the
-// read models caught up with the log as of start; when not, why names which.
+// ReadyWait is how long /readyz waits for the read models to show the
+// newest write this engine answered before it says they are behind.
+var ReadyWait = time.Second
+
+// Ready reports the log connected, the read-model store reachable, the
+// projector writing it, and the read models caught up with the log as of
+// start and with every write answered from its decision (within
+// ReadyWait); when not, why names which.
 func (a *App) Ready() (bool, string) {
 	if !a.Log.Connected() {
 		return false, "the commit log (NATS) is not connected"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyWait)
 	defer cancel()
 	if _, err := a.Store.Checkpoint(ctx); err != nil {
 		return false, "the read-model store is unreachable"
 	}
+	if since, _ := a.Projector.Stalled(); !since.IsZero() {
+		return false, fmt.Sprintf("the read models stopped at log sequence %d: the read-model store failed %s ago; the projector folds again from its checkpoint",
+			a.Projector.Applied(), time.Since(since).Round(time.Second))
+	}
 	if a.Projector.Applied() < a.bootLast {
 		return false, "the read models are catching up with the log"
+	}
+	if a.Deps != nil {
+		if last := a.Deps.LastWrite(); a.Projector.WaitFor(ctx, last) != nil {
+			return false, fmt.Sprintf("the read models are at log sequence %d, behind the acknowledged write at %d", a.Projector.Applied(), last)
+		}
 	}
 	return true, ""
 }

@@ -29,12 +29,30 @@ func (a *App) watchHealth(ctx context.Context, every time.Duration) {
 			Help: "Seconds since the read models last applied a commit."}, func() float64 {
 			return time.Since(time.Unix(0, lastWrite.Load())).Seconds()
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "engine_projector_stalled_seconds",
+			Help: "Seconds since the projector last failed to write the read-model store, for as long as it has not written it again; 0 while it writes."}, func() float64 {
+			if since, _ := a.Projector.Stalled(); !since.IsZero() {
+				return max(time.Since(since).Seconds(), 1e-3)
+			}
+			return 0
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "engine_log_reconnects_total",
 			Help: "Reconnects of the commit log's NATS connection."}, func() float64 {
 			return float64(a.Log.Conn().Stats().Reconnects)
 		}))
 	state := map[string]bool{"log": true, "store": true}
+	var stalled time.Time // the projector's stall this probe last told of
 	probe := func() {
+		since, why := a.Projector.Stalled()
+		switch {
+		case !since.IsZero() && since != stalled:
+			slog.Warn("read models stalled: the projector cannot write the read-model store; it folds again from its checkpoint every second until it can, reads waiting for a write answer 503 read_models_behind",
+				"appliedSeq", a.Projector.Applied(), "err", why)
+		case since.IsZero() && !stalled.IsZero():
+			slog.Warn("read models resumed: the projector writes the read-model store again", "appliedSeq", a.Projector.Applied(),
+				"stalledSeconds", time.Since(stalled).Round(time.Millisecond).Seconds())
+		}
+		stalled = since
 		now := map[string]bool{"log": a.Log.Connected()}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := a.Store.Checkpoint(pctx)
