@@ -55,9 +55,7 @@ func TestTwoNodesSplitThePartitionsAndOneTakesAllWhenTheOtherLeaves(t *testing.T
 			t.Fatalf("partition %d owned by both", p)
 		}
 	}
-	if n := leads.Load(); n != 1 {
-		t.Fatalf("%d leaders", n)
-	}
+	waitFor(t, "one leader", func() bool { return leads.Load() == 1 }) // its duties start on their own goroutine
 	// The owner of an account is the same from both nodes once each has
 	// seen the other's leases (a node learns them from the bucket's watch,
 	// which may lag the lease's write on a busy machine).
@@ -71,8 +69,22 @@ func TestTwoNodesSplitThePartitionsAndOneTakesAllWhenTheOtherLeaves(t *testing.T
 		return ""
 	}
 	waitFor(t, "both nodes name the same owner of every account", func() bool { return disagree() == "" })
+	var fromA []int
+	for p := range cluster.DefaultPartitions {
+		if a.OwnsPartition(p) {
+			fromA = append(fromA, p)
+		}
+	}
+	before := time.Now()
 	a.Close() // hands its partitions and any lead over at once
 	waitFor(t, "b owns every partition and leads", func() bool {
 		return owned(b) == cluster.DefaultPartitions && b.Status().Leading && leads.Load() == 1
 	})
+	// b dates the gap of a's partitions from a's hand-over, a TTL back: the
+	// quotes since then count for their accounts (engine: takeOver).
+	for _, p := range fromA {
+		if v := b.Vacated(p); v.IsZero() || v.After(time.Now().Add(-time.Second)) || v.Before(before.Add(-3*time.Second)) {
+			t.Fatalf("partition %d vacated at %v; a handed it over at about %v, TTL 1 s", p, v, before)
+		}
+	}
 }
