@@ -35,6 +35,12 @@
 // upgrade trees, the trailing groups) until a quote through a stop's derived
 // level wakes them to fill; the move queue serves only an engine that records
 // every move (engine.Config.RecordMoves).
+//
+// A resting limit fills on a touch: a quote at or through its price since it
+// rested (Touch.Touched) fills it at its limit, though the quote a wake
+// decides on came back. An account a node begins to own (Take) is decided at
+// once, on the quotes the book holds since its previous owner may have
+// stopped: the newest, and the touches and stops traded through between.
 package paper
 
 import (
