@@ -76,16 +76,17 @@ type Condition struct {
 // Group is what accounts are issued into: the instruments they may trade,
 // their condition, route and stage, and profile overrides.
 type Group struct {
-	Name           string          `json:"name"`
-	Instruments    []string        `json:"instruments"`
-	ConditionID    string          `json:"conditionId,omitempty"`
-	RouteID        string          `json:"routeId,omitempty"`
-	StageID        string          `json:"stageId,omitempty"`
-	RiskPolicyID   string          `json:"riskPolicyId,omitempty"` // the published policy its accounts live under
-	MaxQuantity    *events.Decimal `json:"maxQuantity,omitempty"`
-	DailyLossLimit json.RawMessage `json:"dailyLossLimit,omitempty"`
-	Margin         json.RawMessage `json:"margin,omitempty"`
-	Financing      json.RawMessage `json:"financing,omitempty"`
+	Name            string          `json:"name"`
+	Instruments     []string        `json:"instruments"`
+	ConditionID     string          `json:"conditionId,omitempty"`
+	RouteID         string          `json:"routeId,omitempty"`
+	StageID         string          `json:"stageId,omitempty"`
+	RiskPolicyID    string          `json:"riskPolicyId,omitempty"` // the published policy its accounts live under
+	MaxQuantity     *events.Decimal `json:"maxQuantity,omitempty"`
+	DailyLossLimit  json.RawMessage `json:"dailyLossLimit,omitempty"`
+	WeeklyLossLimit json.RawMessage `json:"weeklyLossLimit,omitempty"`
+	Margin          json.RawMessage `json:"margin,omitempty"`
+	Financing       json.RawMessage `json:"financing,omitempty"`
 }
 
 // Route sends a group's orders to the paper book ("paper") or to a
@@ -129,6 +130,23 @@ func unsupported(field, msg string) error {
 
 func refuse(code, field, msg string) error {
 	return commands.Refuse(http.StatusBadRequest, code, msg, map[string]any{"field": field})
+}
+
+// UnstatedLossLimits refuses a dailyLossLimit or weeklyLossLimit stated in a
+// group or an account's issue (null or absent passes): 400
+// loss_limit_unenforced with the field. A loss limit is the published risk
+// policy's; one stated here would not be enforced.
+func UnstatedLossLimits(daily, weekly json.RawMessage) error {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"dailyLossLimit", daily}, {"weeklyLossLimit", weekly}} {
+		if len(bytes.TrimSpace(f.raw)) > 0 && string(bytes.TrimSpace(f.raw)) != "null" {
+			return refuse("loss_limit_unenforced", f.name,
+				f.name+" is the published risk policy's: a limit stated here would not be enforced; send null or omit it")
+		}
+	}
+	return nil
 }
 
 func strict(raw []byte, v any) error {
@@ -308,11 +326,11 @@ func group(raw []byte) (Group, error) {
 		return g, refuse("margin_policy_superseded", "margin", "margin is set by the published risk policy: send margin: null or omit it")
 	case len(g.Financing) > 0:
 		return g, refuse("financing_superseded", "financing", "financing is set by the published risk policy: omit it")
-	case len(g.DailyLossLimit) > 0 && string(g.DailyLossLimit) != "null":
-		return g, refuse("loss_limit_unenforced", "dailyLossLimit",
-			"no risk policy binds this group's accounts, so a loss limit here would not be enforced: send null or omit it")
 	}
-	g.Margin, g.DailyLossLimit = nil, nil
+	if err := UnstatedLossLimits(g.DailyLossLimit, g.WeeklyLossLimit); err != nil {
+		return g, err
+	}
+	g.Margin, g.DailyLossLimit, g.WeeklyLossLimit = nil, nil, nil
 	if err := commands.Identifier("name", g.Name, MaxName); err != nil {
 		return g, err
 	}

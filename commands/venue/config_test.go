@@ -35,6 +35,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"a group", venuecmd.KindGroups, `{"name":"g","instruments":["BTC-PERP"]}`, 0, "", ""},
 		{"a group's loss limit", venuecmd.KindGroups, `{"name":"g","instruments":[],"dailyLossLimit":"500"}`, 400, "loss_limit_unenforced", "dailyLossLimit"},
 		{"a group's null loss limit", venuecmd.KindGroups, `{"name":"g","instruments":[],"dailyLossLimit":null}`, 0, "", ""},
+		{"a group's weekly loss limit", venuecmd.KindGroups, `{"name":"g","instruments":[],"weeklyLossLimit":"2000"}`, 400, "loss_limit_unenforced", "weeklyLossLimit"},
+		{"a group's null weekly loss limit", venuecmd.KindGroups, `{"name":"g","instruments":[],"weeklyLossLimit":null,"dailyLossLimit":null}`, 0, "", ""},
 		{"a group's margin", venuecmd.KindGroups, `{"name":"g","instruments":[],"margin":{"initial":"0.1"}}`, 400, "margin_policy_superseded", "margin"},
 		{"a group's financing", venuecmd.KindGroups, `{"name":"g","instruments":[],"financing":{}}`, 400, "financing_superseded", "financing"},
 		{"a group naming an instrument twice", venuecmd.KindGroups, `{"name":"g","instruments":["A","A"]}`, 400, "invalid_request", "instruments[1]"},

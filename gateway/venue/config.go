@@ -1,6 +1,7 @@
 package venue
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -125,6 +126,8 @@ type issueBody struct {
 	Currency        string          `json:"currency"`
 	StartingBalance *events.Decimal `json:"startingBalance"`
 	Email           string          `json:"email"`
+	DailyLossLimit  json.RawMessage `json:"dailyLossLimit"`  // an override: null or absent (the risk policy's)
+	WeeklyLossLimit json.RawMessage `json:"weeklyLossLimit"` // an override: null or absent (the risk policy's)
 }
 
 // IssueAccount issues a paper-book account into a group of the venue (POST
@@ -140,6 +143,9 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) ([]event
 	}
 	v := DoorOf(r).Venue
 	if err := commands.Key("groupId", b.GroupID, 64); err != nil {
+		return nil, err
+	}
+	if err := venuecmd.UnstatedLossLimits(b.DailyLossLimit, b.WeeklyLossLimit); err != nil {
 		return nil, err
 	}
 	t, ok := h.d.Engine.Terms(v.VenueID, b.GroupID)

@@ -32,3 +32,31 @@ func TestBothDoorsRefuseACurrencyNotIssued(t *testing.T) {
 		t.Fatalf("refused issues recorded %d accounts", n)
 	}
 }
+
+// A loss limit stated in a group or as an account's override is the
+// published risk policy's: 400 loss_limit_unenforced naming the field,
+// recording nothing; null passes.
+func TestLossLimitsOutsideThePolicyAreRefused(t *testing.T) {
+	e := start(t)
+	for _, f := range []string{"dailyLossLimit", "weeklyLossLimit"} {
+		m := want(t, e.put("groups", "g-"+f, "g-"+f, "", map[string]any{"name": "G", "instruments": []any{}, f: "500"}), 400, "loss_limit_unenforced")
+		if m["field"] != f {
+			t.Fatalf("a group's %s: %v", f, m)
+		}
+	}
+	want(t, e.put("groups", "g1", "g1", "", map[string]any{"name": "G", "instruments": []any{}, "dailyLossLimit": nil, "weeklyLossLimit": nil}), 201, "")
+	issue := func(idem string, body map[string]any) *apptest.Resp {
+		return e.Do(apptest.Req{Method: http.MethodPost, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey,
+			Headers: map[string]string{"Idempotency-Key": idem}, Body: body})
+	}
+	for _, f := range []string{"dailyLossLimit", "weeklyLossLimit"} {
+		m := want(t, issue("a-"+f, map[string]any{"groupId": "g1", f: "500"}), 400, "loss_limit_unenforced")
+		if m["field"] != f {
+			t.Fatalf("an account's %s: %v", f, m)
+		}
+	}
+	if n := len(want(t, e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID + "/accounts", Key: e.venueKey}), 200, "")["accounts"].([]any)); n != 0 {
+		t.Fatalf("refused issues recorded %d accounts", n)
+	}
+	want(t, issue("a-null", map[string]any{"groupId": "g1", "dailyLossLimit": nil, "weeklyLossLimit": nil}), 201, "")
+}
