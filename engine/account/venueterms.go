@@ -15,7 +15,8 @@ import (
 // (422 venue_route_missing), the stage version recorded at issue (else
 // close-only: 423 stage_version_unrecorded for an order that may add
 // exposure), the instruments the group permits (422 instrument_not_permitted),
-// an entry halt (422 entry_halted, additions only) and the per-order limit
+// an entry halt (422 entry_halted with params.groupId and params.instrument,
+// additions only) and the per-order limit
 // (422 order_quantity_above_limit with params.limit). Reductions pass the
 // halt and the stage, never the route or the instrument.
 func venueTerms(s *State, m trading.Market, instrument, side, orderType string, qty events.Decimal, reduceOnly bool) (*trading.Terms, error) {
@@ -44,7 +45,8 @@ func venueTerms(s *State, m trading.Market, instrument, side, orderType string, 
 	}
 	if adds && t.EntryHalted {
 		return nil, commands.Refuse(http.StatusUnprocessableEntity, "entry_halted",
-			"the venue has halted entries for the account's group: only reductions and closes are accepted", nil)
+			"the venue has halted entries for the account's group: only reductions and closes are accepted",
+			map[string]any{"groupId": s.GroupID, "instrument": instrument})
 	}
 	if limit.Sign() > 0 && qty.Cmp(limit) > 0 {
 		return nil, commands.Refuse(http.StatusUnprocessableEntity, "order_quantity_above_limit",

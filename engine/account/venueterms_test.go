@@ -62,7 +62,7 @@ func TestVenueTermsGovernOrders(t *testing.T) {
 		{"a provider route", terms(func(t *trading.Terms) { t.Route = "provider:p1" }), func(m trading.Market) commands.Command { return buy("o1", "1", m) }, nil, 422, "venue_route_missing", nil},
 		{"an instrument the group does not permit", terms(func(t *trading.Terms) { delete(t.Permitted, "BTC-PERP") }), func(m trading.Market) commands.Command { return buy("o1", "1", m) }, nil, 422, "instrument_not_permitted", map[string]any{"instrument": "BTC-PERP"}},
 		{"above the limit", terms(nil), func(m trading.Market) commands.Command { return buy("o1", "6", m) }, nil, 422, "order_quantity_above_limit", map[string]any{"limit": "5"}},
-		{"an entry halt refuses additions", terms(func(t *trading.Terms) { t.EntryHalted = true }), func(m trading.Market) commands.Command { return buy("o2", "1", m) }, nil, 422, "entry_halted", nil},
+		{"an entry halt refuses additions", terms(func(t *trading.Terms) { t.EntryHalted = true }), func(m trading.Market) commands.Command { return buy("o2", "1", m) }, nil, 422, "entry_halted", map[string]any{"groupId": "g1", "instrument": "BTC-PERP"}},
 		{"an entry halt lets reductions through", terms(func(t *trading.Terms) { t.EntryHalted = true }), func(m trading.Market) commands.Command { return sell("o2", "1", m) },
 			[]commands.Command{buy("o1", "2", terms(nil))}, 0, "", nil},
 		{"a new stage version is close-only", terms(func(t *trading.Terms) { t.StageVersion = "v2" }), func(m trading.Market) commands.Command { return buy("o2", "1", m) }, nil, http.StatusLocked, "stage_version_unrecorded", map[string]any{"stageId": "eval", "reason": "stage_version_changed"}},
