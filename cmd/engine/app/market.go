@@ -22,7 +22,7 @@ import (
 //
 // Settings come from the environment:
 //
-//	ENGINE_MARKET_FEED            simulated (default), replay or coinbase
+//	ENGINE_MARKET_FEED            simulated (the sandbox's default), replay or coinbase; production needs it set (checkFeed)
 //	ENGINE_MARKET_REPLAY          replay: the CSV recording to play
 //	ENGINE_MARKET_REPLAY_SPEED    replay: pace multiplier (default 1; 0 as fast as possible)
 //	ENGINE_MARKET_REPLAY_REBASE   replay: 1 (default) stamps ticks from the start of playback; 0 keeps recorded times
@@ -42,6 +42,25 @@ type Market struct {
 	News     *news.Service
 	saver    *bars.JetStream
 	stop     context.CancelFunc
+}
+
+// checkFeed refuses a production engine whose prices nobody chose: with
+// ENGINE_ENV=production, ENGINE_MARKET_FEED must name the feed, and a
+// simulated one, named, is said loudly at start (orders fill at invented
+// prices). The sandbox simulates by default.
+func checkFeed(cfg Config) error {
+	if cfg.Env != "production" {
+		return nil
+	}
+	switch cfg.Market.Feed {
+	case "":
+		return errors.New("ENGINE_ENV=production needs ENGINE_MARKET_FEED: coinbase for real prices (or replay for a recording); " +
+			"ENGINE_MARKET_FEED=simulated only if this production engine is meant to fill orders at invented prices")
+	case "simulated", "sim":
+		slog.Warn("market feed: ENGINE_MARKET_FEED=simulated in production: every price is invented by the engine's simulator and orders fill at those prices; set ENGINE_MARKET_FEED=coinbase for real ones",
+			"env", cfg.Env, "feed", cfg.Market.Feed)
+	}
+	return nil
 }
 
 // openMarket selects the feed, opens the bar streams and loads bar history.

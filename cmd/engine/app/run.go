@@ -21,6 +21,9 @@ var ProgressEvery = 5 * time.Second
 // started the real handler takes over until ctx ends and the service drains.
 func Run(ctx context.Context, cfg Config, o Options) error {
 	began := time.Now()
+	if err := checkFeed(cfg); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
