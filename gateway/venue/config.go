@@ -96,6 +96,9 @@ func (h *Handlers) ListConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if items == nil {
+		items = []projections.VenueConfig{} // an empty list is [], never null
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
 	return nil
 }

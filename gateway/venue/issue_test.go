@@ -3,9 +3,11 @@ package venue_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	venuecmd "github.com/svc/engine/commands/venue"
 )
 
 // Both doors that issue accounts answer a currency not issued here alike:
@@ -59,4 +61,20 @@ func TestLossLimitsOutsideThePolicyAreRefused(t *testing.T) {
 		t.Fatalf("refused issues recorded %d accounts", n)
 	}
 	want(t, issue("a-null", map[string]any{"groupId": "g1", "dailyLossLimit": nil, "weeklyLossLimit": nil}), 201, "")
+}
+
+// A venue with nothing configured lists every kind as an empty array, never
+// null (the suite's schema check refuses a null where the document says array).
+func TestEmptyConfigurationListsAreArrays(t *testing.T) {
+	e := start(t)
+	for _, kind := range venuecmd.ConfigKinds {
+		for _, r := range []*apptest.Resp{
+			e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/venues/" + e.venueID + "/" + kind, Key: e.venueKey}),
+			e.AsSession(e.owner, apptest.Req{Method: http.MethodGet, Path: "/api/back-office/venues/" + e.venueID + "/" + kind}),
+		} {
+			if r.Status != 200 || strings.TrimSpace(string(r.Body)) != `{"items":[]}` {
+				t.Errorf("%s: %d %s", kind, r.Status, r.Body)
+			}
+		}
+	}
 }
