@@ -36,6 +36,8 @@ func Codes() map[string]CodeInfo {
 		"already_member":               {Status: []int{http.StatusConflict}},
 		"last_owner":                   {Status: []int{http.StatusConflict}},
 		"member_limit_reached":         {Status: []int{http.StatusConflict}},
+		"organization_limit_reached":   {Status: []int{http.StatusConflict}}, // a user in orgcmd.MaxOrganizations makes no more
+		"venue_limit_reached":          {Status: []int{http.StatusConflict}}, // an organization holds orgcmd.MaxVenues at most
 		"account_limit_reached":        {Status: []int{http.StatusConflict}},
 		"payment_required":             {Status: []int{http.StatusPaymentRequired}}, // a priced program where no fee is collected
 		"enrollment_in_flight":         {Status: []int{http.StatusConflict}},        // pass or fail the enrollment in flight first
@@ -54,7 +56,6 @@ func Codes() map[string]CodeInfo {
 		"account_not_owned":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the ownership is moving
 		"ownership_unavailable":        {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the node has not joined yet
 		"engine_overloaded":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
-		"read_models_behind":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // a read waits for the read models to show a write they owe it
 		"engine_starting":              {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"feed_requires_connection":     {Status: []int{http.StatusServiceUnavailable}}, // until a futures source is connected
 		"feed_unavailable":             {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},

@@ -50,7 +50,8 @@ type Areas struct {
 //     market data takes a Trading API key or an allowed browser Origin, news
 //     and the calendar a signed-in session too, the news image proxy takes
 //     anyone, operator routes an operator's session cookie and never a key,
-//     /api/auth/ anyone (sign-up, sign-in, tokens), /api/keys a session only,
+//     /api/auth/ anyone (sign-up, sign-in, tokens) as are the pages of the
+//     mails' links (/verify-email, /password-reset), /api/keys a session only,
 //     /api/account/demo a session or a Trading API key
 //
 // It answers the firm area's handlers (nil when the area is not served): the
@@ -95,6 +96,9 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 		post(open, "/api/auth/logout", session(serve(id.Logout)))
 		post(open, "/api/auth/password-reset", serve(id.PasswordReset))
 		post(open, "/api/auth/password-reset/confirm", serve(id.PasswordResetConfirm))
+		// The pages the mails' links open (a person's click there POSTs to the routes above).
+		get(open, "/verify-email", http.HandlerFunc(id.VerifyPage))
+		get(open, "/password-reset", http.HandlerFunc(id.ResetPage))
 		post(open, "/api/keys", session(serve(id.IssueKey)))
 		get(open, "/api/keys", session(serve(id.ListKeys)))
 		del(open, "/api/keys/{id}", session(serve(id.RevokeKey)))

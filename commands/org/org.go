@@ -15,6 +15,14 @@ const (
 // MaxMembers bounds an organization's members and pending invitations together.
 const MaxMembers = 100
 
+// MaxOrganizations bounds the organizations a user belongs to when making
+// one: a user in MaxOrganizations makes no more (409
+// organization_limit_reached); an invitation may still add them to others.
+const MaxOrganizations = 10
+
+// MaxVenues bounds the venues of one organization (409 venue_limit_reached).
+const MaxVenues = 20
+
 func role(r string) error {
 	if r != RoleOwner && r != RoleMember && r != RoleReader {
 		return commands.BadField("role", nil, "role is owner, member or reader")

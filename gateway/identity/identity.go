@@ -40,20 +40,37 @@ type Mailer interface {
 // Config is what the identity routes need beyond the shared dependencies.
 type Config struct {
 	Mail    Mailer
-	BaseURL string // links in mails start here
+	BaseURL string // links in mails start here; the engine serves their pages (pages.go)
 	Now     func() time.Time
+	// Done ends the outbox's worker (outbox.go) when closed; nil: it runs
+	// as long as the process.
+	Done <-chan struct{}
 }
 
 // Handlers serve the identity routes; the route table is gateway/routes.go.
 type Handlers struct {
-	d      *api.Deps
-	cfg    Config
-	limits *limiter
+	d       *api.Deps
+	cfg     Config
+	limits  *limiter
+	sources *buckets // per client address (throttle.go)
+	targets *buckets // per address mailed
+	hashing hashGate
+	outbox  chan job
 }
 
-// New makes the identity handlers.
+// New makes the identity handlers and starts the outbox's worker.
 func New(d *api.Deps, cfg Config) *Handlers {
-	return &Handlers{d: d, cfg: cfg, limits: newLimiter()}
+	h := &Handlers{d: d, cfg: cfg, limits: newLimiter(), sources: newBuckets(SourceBurst, SourceEvery),
+		targets: newBuckets(TargetBurst, TargetEvery), hashing: newHashGate(HashSlots(), HashWait), outbox: make(chan job, outboxSize)}
+	go h.work(cfg.Done)
+	return h
+}
+
+// hash is password's argon2id digest, computed in a slot of the hash gate.
+func (h *Handlers) hash(ctx context.Context, password string) (string, error) {
+	var digest string
+	err := h.hashing.run(ctx, func() { digest = HashPassword(Argon2, password) })
+	return digest, err
 }
 
 // userView is a user as the API answers it.
@@ -123,10 +140,17 @@ func (h *Handlers) Signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	email := tenantcmd.NormalEmail(b.Email)
+	if err := h.throttle(r, email); err != nil {
+		return err
+	}
+	digest, err := h.hash(r.Context(), b.Password)
+	if err != nil {
+		return err
+	}
 	uid := tenantcmd.UserID(email)
 	token := newToken(uid)
 	now := h.cfg.Now().UTC()
-	recorded, err := h.exec(r.Context(), system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, b.Password),
+	recorded, err := h.exec(r.Context(), system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: digest,
 		VerifyDigest: auth.Digest(token), VerifyUntil: now.Add(VerifyFor)})
 	if err != nil {
 		return err
@@ -186,22 +210,24 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ResendVerification mails a new verification link to an unverified
-// address; it answers 202 whatever the address.
+// address; it answers 202 whatever the address, once the outbox has the
+// job (outbox.go), so its time does not depend on the address either.
 func (h *Handlers) ResendVerification(w http.ResponseWriter, r *http.Request) error {
+	return h.queue(w, r, jobVerify)
+}
+
+// queue checks an email body and the throttles, queues a job of kind for
+// the address and answers 202.
+func (h *Handlers) queue(w http.ResponseWriter, r *http.Request, kind jobKind) error {
 	email, err := decodeEmail(r)
 	if err != nil {
 		return err
 	}
-	uid := tenantcmd.UserID(email)
-	if u, err := h.user(r.Context(), uid); err == nil && !u.EmailVerified {
-		token := newToken(uid)
-		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.IssueVerification{Digest: auth.Digest(token),
-			Until: h.cfg.Now().UTC().Add(VerifyFor)}); err != nil {
-			return err
-		}
-		h.mail(r.Context(), u.Email, "Verify your email address",
-			"Confirm this address within 24 hours by opening:\n\n"+h.link("/verify-email", token)+"\n")
-	} else if err != nil && !errors.Is(err, projections.ErrNotFound) {
+	email = tenantcmd.NormalEmail(email)
+	if err := h.throttle(r, email); err != nil {
+		return err
+	}
+	if err := h.enqueue(job{kind: kind, email: email, at: time.Now()}); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "accepted"})
@@ -284,7 +310,7 @@ func (h *Handlers) signIn(w http.ResponseWriter, r *http.Request, cookie func(au
 	email := tenantcmd.NormalEmail(b.Email)
 	addr := clientAddr(r)
 	now := time.Now()
-	if wait := h.limits.wait(now, "email:"+email, "addr:"+addr); wait > 0 {
+	if wait := h.limits.wait(now, pairName(email, addr), addrName(addr)); wait > 0 {
 		return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait.Seconds() + 1),
 			Msg: "too many failed sign-ins; wait for Retry-After"}
 	}
@@ -297,11 +323,15 @@ func (h *Handlers) signIn(w http.ResponseWriter, r *http.Request, cookie func(au
 	if digest == "" {
 		digest = dummyDigest
 	}
-	if !CheckPassword(digest, b.Password) || u.PasswordHash == "" {
-		h.limits.fail(now, "email:"+email, "addr:"+addr)
+	var ok bool
+	if err := h.hashing.run(r.Context(), func() { ok = CheckPassword(digest, b.Password) }); err != nil {
+		return err
+	}
+	if !ok || u.PasswordHash == "" {
+		h.limits.fail(now, email, addr)
 		return errCredentials
 	}
-	h.limits.succeed("email:"+email, "addr:"+addr)
+	h.limits.succeed(email, addr)
 	if err := h.startSession(w, r, uid, cookie); err != nil {
 		return err
 	}
@@ -334,28 +364,10 @@ func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
 }
 
 // PasswordReset mails a reset link when the address has an account; the
-// answer is 202 whatever the address.
+// answer is 202 whatever the address, once the outbox has the job
+// (outbox.go), so its time does not depend on the address either.
 func (h *Handlers) PasswordReset(w http.ResponseWriter, r *http.Request) error {
-	email, err := decodeEmail(r)
-	if err != nil {
-		return err
-	}
-	uid := tenantcmd.UserID(email)
-	u, err := h.user(r.Context(), uid)
-	switch {
-	case err == nil:
-		token := newToken(uid)
-		if _, err := h.exec(r.Context(), system, uid, &tenantcmd.RequestReset{Digest: auth.Digest(token), Until: h.cfg.Now().UTC().Add(ResetFor)}); err != nil {
-			return err
-		}
-		h.mail(r.Context(), u.Email, "Reset your password",
-			"Choose a new password within an hour by opening:\n\n"+h.link("/password-reset", token)+"\n\n"+
-				"If you did not ask for this, ignore this mail; your password stays as it is.\n")
-	case !errors.Is(err, projections.ErrNotFound):
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "accepted"})
-	return nil
+	return h.queue(w, r, jobReset)
 }
 
 // PasswordResetConfirm spends a reset token: a new password, and every
@@ -372,7 +384,11 @@ func (h *Handlers) PasswordResetConfirm(w http.ResponseWriter, r *http.Request) 
 	if err := tenantcmd.Password("password", b.Password); err != nil {
 		return err
 	}
-	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.ConfirmReset{Digest: auth.Digest(b.Token), PasswordHash: HashPassword(Argon2, b.Password)}); err != nil {
+	digest, err := h.hash(r.Context(), b.Password)
+	if err != nil {
+		return err
+	}
+	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.ConfirmReset{Digest: auth.Digest(b.Token), PasswordHash: digest}); err != nil {
 		if isNotFound(err) {
 			return invalidToken()
 		}
@@ -563,7 +579,11 @@ func (h *Handlers) VerifiedUser(ctx context.Context, email string) (string, erro
 	uid := tenantcmd.UserID(email)
 	u, err := h.user(ctx, uid)
 	if errors.Is(err, projections.ErrNotFound) {
-		if _, err := h.exec(ctx, system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: HashPassword(Argon2, auth.NewKey("pw_")),
+		digest, err := h.hash(ctx, auth.NewKey("pw_"))
+		if err != nil {
+			return "", err
+		}
+		if _, err := h.exec(ctx, system, uid, &tenantcmd.SignUp{Email: email, PasswordHash: digest,
 			VerifyDigest: auth.Digest(auth.NewKey("unused_")), VerifyUntil: h.cfg.Now().UTC()}); err != nil {
 			return "", err
 		}

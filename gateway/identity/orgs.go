@@ -2,6 +2,7 @@ package identity
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ func (h *Handlers) CreateOrg(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.orgRoom(r, by.UserID, id); err != nil {
+		return err
+	}
 	if err := h.orgCmd(r, id, &orgcmd.Create{Name: b.Name, By: by, Digest: digest}); err != nil {
 		return err
 	}
@@ -98,6 +102,23 @@ func (h *Handlers) CreateOrg(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"organization": v})
 	return nil
+}
+
+// orgRoom refuses a new organization to a user already in
+// orgcmd.MaxOrganizations; a retry of one they made (id) is no new one.
+// The count is the read model's, which every creation waits for.
+func (h *Handlers) orgRoom(r *http.Request, userID, id string) error {
+	n, mine := 0, false
+	err := h.d.Store.List(r.Context(), projections.CollUserOrg, projections.Query{Prefix: userID + "/"}, func(key string, _ func(any) error) error {
+		n++
+		mine = mine || key == userID+"/"+id
+		return nil
+	})
+	if err != nil || mine || n < orgcmd.MaxOrganizations {
+		return err
+	}
+	return &httpx.Error{Status: http.StatusConflict, Code: "organization_limit_reached", Params: map[string]any{"max": orgcmd.MaxOrganizations},
+		Msg: fmt.Sprintf("you belong to %d organizations: a user in that many makes no more", orgcmd.MaxOrganizations)}
 }
 
 // ListOrgs lists the caller's organizations with their role in each.

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
+	orgcmd "github.com/svc/engine/commands/org"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/events"
@@ -199,6 +201,13 @@ func (h *Handlers) CreateVenue(w http.ResponseWriter, r *http.Request) ([]events
 	sum := sha256.Sum256([]byte(p.UserID + "\x00" + idem.Key(r)))
 	c.FirmTenantID, c.By = "firm_"+hex.EncodeToString(sum[:12]), by
 	venueID := evfirm.VenueID(c.FirmTenantID)
+	// At most orgcmd.MaxVenues per organization; a retry of one made is no new one.
+	if ids, err := projections.ListInto[string](r.Context(), h.d.Store, projections.CollOrgVenue, projections.Query{Prefix: c.OrgID + "/"}); err != nil {
+		return nil, err
+	} else if len(ids) >= orgcmd.MaxVenues && !slices.Contains(ids, venueID) {
+		return nil, &httpx.Error{Status: http.StatusConflict, Code: "venue_limit_reached", Params: map[string]any{"max": orgcmd.MaxVenues},
+			Msg: fmt.Sprintf("the organization has %d venues, the most it may have", orgcmd.MaxVenues)}
+	}
 	// The tenant that holds the venue's accounts, balances and webhooks (the firm routes' tenant).
 	sys := events.Principal{System: "venue", UserID: p.UserID}
 	res, err := h.d.Engine.Tenant(r.Context(), c.FirmTenantID, h.d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: c.Name, Kind: "firm"}))

@@ -33,7 +33,7 @@ func areas(a *App, cfg Config) (gateway.Areas, error) {
 		News:     &newsgw.Deps{News: a.Market.News, Products: market.Products(), Now: a.Now, Done: a.Hub.Done()},
 		Firm:     &firmgw.Config{Webhooks: a.firm.reactor, UsagePrice: price, UsageCurrency: cur},
 		Operator: &operator.Config{Now: a.Now},
-		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now},
+		Identity: &identity.Config{Mail: a.mailer, BaseURL: cfg.BaseURL, Now: a.Now, Done: a.Hub.Done()},
 		Exits:    &exitplans.Config{Tokens: a.previews, Now: a.Now},
 		Connect:  connect,
 	}

@@ -49,6 +49,28 @@ func mailToken(t *testing.T, e *apptest.Env, addr, subject string) string {
 	return tok
 }
 
+// awaitToken waits for a mail to addr with subject, which the engine sends
+// after its answer (a password reset, a new verification link), and reads its token.
+func awaitToken(t *testing.T, e *apptest.Env, addr, subject string) string {
+	t.Helper()
+	var tok string
+	apptest.WaitFor(t, 10*time.Second, func() error {
+		m, file, err := mail.Latest(filepath.Join(e.DataDir, "mail"), addr)
+		if err != nil {
+			return err
+		}
+		if m.Subject != subject {
+			return fmt.Errorf("newest mail to %s (%s) is %q, want %q", addr, file, m.Subject, subject)
+		}
+		var ok bool
+		if tok, ok = mail.Token(m.Text); !ok {
+			return fmt.Errorf("mail %s carries no token=", file)
+		}
+		return nil
+	})
+	return tok
+}
+
 func login(t *testing.T, e *apptest.Env, email, password string) session {
 	t.Helper()
 	r := anon(e, "POST", "/api/auth/login", map[string]string{"email": email, "password": password})
@@ -194,7 +216,7 @@ func TestIdentityFromSignUpToTrading(t *testing.T) {
 	if r := anon(e, "POST", "/api/auth/password-reset", map[string]string{"email": "nobody@example.com"}); r.Status != 202 {
 		t.Fatalf("reset of an unknown address: %d %s", r.Status, r.Body)
 	}
-	reset := mailToken(t, e, "ann.trader@example.com", "Reset your password")
+	reset := awaitToken(t, e, "ann.trader@example.com", "Reset your password")
 	r = anon(e, "POST", "/api/auth/password-reset/confirm", map[string]string{"token": reset, "password": "a brand new password"})
 	if r.Status != 200 {
 		t.Fatalf("confirm: %d %s", r.Status, r.Body)
