@@ -56,6 +56,7 @@ func Codes() map[string]CodeInfo {
 		"account_not_owned":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the ownership is moving
 		"ownership_unavailable":        {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // the node has not joined yet
 		"engine_overloaded":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
+		"read_models_behind":           {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true}, // a read waits for the read models to show a write they owe it
 		"engine_starting":              {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"feed_requires_connection":     {Status: []int{http.StatusServiceUnavailable}}, // until a futures source is connected
 		"feed_unavailable":             {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
