@@ -437,6 +437,21 @@ func (e ConnectLinkResult3Status) Valid() bool {
 	}
 }
 
+// Defines values for ConnectLinkResult4Status.
+const (
+	ConnectLinkResult4StatusDisconnected ConnectLinkResult4Status = "disconnected"
+)
+
+// Valid indicates whether the value is a known member of the ConnectLinkResult4Status enum.
+func (e ConnectLinkResult4Status) Valid() bool {
+	switch e {
+	case ConnectLinkResult4StatusDisconnected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConnectLinkState.
 const (
 	ConnectLinkStateClosed    ConnectLinkState = "closed"
@@ -523,9 +538,11 @@ const (
 	ErrorCodeAlreadyMember             ErrorCode = "already_member"
 	ErrorCodeAmountPrecisionExceeded   ErrorCode = "amount_precision_exceeded"
 	ErrorCodeApiKeyRequired            ErrorCode = "api_key_required"
+	ErrorCodeAppDisconnected           ErrorCode = "app_disconnected"
 	ErrorCodeBalanceRefused            ErrorCode = "balance_refused"
 	ErrorCodeBodyTooLarge              ErrorCode = "body_too_large"
 	ErrorCodeConfigLimitReached        ErrorCode = "config_limit_reached"
+	ErrorCodeCredentialRevoked         ErrorCode = "credential_revoked"
 	ErrorCodeCurrencyNotIssuable       ErrorCode = "currency_not_issuable"
 	ErrorCodeEmailUnverified           ErrorCode = "email_unverified"
 	ErrorCodeEngineDraining            ErrorCode = "engine_draining"
@@ -570,8 +587,8 @@ const (
 	ErrorCodeMethodNotAllowed          ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound                  ErrorCode = "not_found"
 	ErrorCodeOrderQuantityAboveLimit   ErrorCode = "order_quantity_above_limit"
-	ErrorCodeOriginNotAllowed          ErrorCode = "origin not allowed"
-	ErrorCodeOriginNotAllowed1         ErrorCode = "origin_not_allowed"
+	ErrorCodeOrganizationLimitReached  ErrorCode = "organization_limit_reached"
+	ErrorCodeOriginNotAllowed          ErrorCode = "origin_not_allowed"
 	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
 	ErrorCodeOwnerUnavailable          ErrorCode = "owner_unavailable"
 	ErrorCodeOwnershipUnavailable      ErrorCode = "ownership_unavailable"
@@ -604,6 +621,7 @@ const (
 	ErrorCodeUnknownSymbol             ErrorCode = "unknown_symbol"
 	ErrorCodeUnsupportedMediaType      ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedValue          ErrorCode = "unsupported_value"
+	ErrorCodeVenueLimitReached         ErrorCode = "venue_limit_reached"
 	ErrorCodeVenueRouteMissing         ErrorCode = "venue_route_missing"
 	ErrorCodeVersionConflict           ErrorCode = "version_conflict"
 	ErrorCodeWebhookExists             ErrorCode = "webhook_exists"
@@ -626,11 +644,15 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeApiKeyRequired:
 		return true
+	case ErrorCodeAppDisconnected:
+		return true
 	case ErrorCodeBalanceRefused:
 		return true
 	case ErrorCodeBodyTooLarge:
 		return true
 	case ErrorCodeConfigLimitReached:
+		return true
+	case ErrorCodeCredentialRevoked:
 		return true
 	case ErrorCodeCurrencyNotIssuable:
 		return true
@@ -720,9 +742,9 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeOrderQuantityAboveLimit:
 		return true
-	case ErrorCodeOriginNotAllowed:
+	case ErrorCodeOrganizationLimitReached:
 		return true
-	case ErrorCodeOriginNotAllowed1:
+	case ErrorCodeOriginNotAllowed:
 		return true
 	case ErrorCodeOutcomeUnknown:
 		return true
@@ -787,6 +809,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorCodeUnsupportedValue:
+		return true
+	case ErrorCodeVenueLimitReached:
 		return true
 	case ErrorCodeVenueRouteMissing:
 		return true
@@ -2203,7 +2227,10 @@ type ConnectAppSettingsIn struct {
 
 // ConnectLink One of a Connect app's links as its backend reads it; exactly these properties. A link
 // whose token expired before a connection reads as `failed` from `expiresAt` on, with
-// `result` `{status: failed, reason: expired}`.
+// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+// disconnected the app from (hosted Connect) reads `closed`, with `result`
+// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+// (403 `app_disconnected`) until a later link connects it again.
 type ConnectLink struct {
 	CreatedAt time.Time           `json:"createdAt"`
 	ExpiresAt time.Time           `json:"expiresAt"`
@@ -2242,6 +2269,15 @@ type ConnectLinkResult3Reason string
 
 // ConnectLinkResult3Status defines model for ConnectLink.Result.3.Status.
 type ConnectLinkResult3Status string
+
+// ConnectLinkResult4 defines model for ConnectLink.Result.4.
+type ConnectLinkResult4 struct {
+	AccountId string                   `json:"accountId"`
+	Status    ConnectLinkResult4Status `json:"status"`
+}
+
+// ConnectLinkResult4Status defines model for ConnectLink.Result.4.Status.
+type ConnectLinkResult4Status string
 
 // ConnectLink_Result defines model for ConnectLink.Result.
 type ConnectLink_Result struct {
@@ -3066,10 +3102,12 @@ type VenueConfigItem struct {
 	// quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
 	// unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
 	// margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
-	// conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
-	// loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+	// conditionId?, routeId?, stageId?, maxQuantity?}; a dailyLossLimit or weeklyLossLimit other
+	// than null is 400 loss_limit_unenforced with that field (loss limits are the published risk
+	// policy's). routes: {target: paper |
 	// provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
-	// maxQuantity?}.
+	// maxQuantity?}; while entries are halted an order that may add exposure is 422 entry_halted
+	// with params groupId and instrument.
 	Spec      VenueConfigSpec `json:"spec"`
 	UpdatedAt time.Time       `json:"updatedAt"`
 
@@ -3087,10 +3125,12 @@ type VenueConfigItemKind string
 // quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
 // unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
 // margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
-// conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
-// loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+// conditionId?, routeId?, stageId?, maxQuantity?}; a dailyLossLimit or weeklyLossLimit other
+// than null is 400 loss_limit_unenforced with that field (loss limits are the published risk
+// policy's). routes: {target: paper |
 // provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
-// maxQuantity?}.
+// maxQuantity?}; while entries are halted an order that may add exposure is 422 entry_halted
+// with params groupId and instrument.
 type VenueConfigSpec = map[string]interface{}
 
 // VenueKey defines model for VenueKey.
@@ -3458,12 +3498,18 @@ type ListVenueAccountsBackOfficeParams struct {
 // IssueVenueAccountBackOfficeJSONBody defines parameters for IssueVenueAccountBackOffice.
 type IssueVenueAccountBackOfficeJSONBody struct {
 	Currency *IssueVenueAccountBackOfficeJSONBodyCurrency `json:"currency,omitempty"`
-	Email    *string                                      `json:"email,omitempty"`
-	GroupId  string                                       `json:"groupId"`
-	Label    *string                                      `json:"label,omitempty"`
+
+	// DailyLossLimit an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits)
+	DailyLossLimit interface{} `json:"dailyLossLimit,omitempty"`
+	Email          *string     `json:"email,omitempty"`
+	GroupId        string      `json:"groupId"`
+	Label          *string     `json:"label,omitempty"`
 
 	// StartingBalance A decimal string or a JSON number
 	StartingBalance *DecimalIn `json:"startingBalance,omitempty"`
+
+	// WeeklyLossLimit an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits)
+	WeeklyLossLimit interface{} `json:"weeklyLossLimit,omitempty"`
 }
 
 // IssueVenueAccountBackOfficeParams defines parameters for IssueVenueAccountBackOffice.
@@ -3690,6 +3736,11 @@ type ConnectDashboardLoginJSONBody struct {
 type HostedConnectChooseJSONBody struct {
 	AccountId  *string `json:"accountId,omitempty"`
 	WhiteLabel *bool   `json:"whiteLabel,omitempty"`
+}
+
+// HostedConnectDisconnectJSONBody defines parameters for HostedConnectDisconnect.
+type HostedConnectDisconnectJSONBody struct {
+	AccountId string `json:"accountId"`
 }
 
 // ListConnectLinksParams defines parameters for ListConnectLinks.
@@ -4271,12 +4322,18 @@ type ListVenueAccountsParams struct {
 // IssueVenueAccountJSONBody defines parameters for IssueVenueAccount.
 type IssueVenueAccountJSONBody struct {
 	Currency *IssueVenueAccountJSONBodyCurrency `json:"currency,omitempty"`
-	Email    *string                            `json:"email,omitempty"`
-	GroupId  string                             `json:"groupId"`
-	Label    *string                            `json:"label,omitempty"`
+
+	// DailyLossLimit an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits)
+	DailyLossLimit interface{} `json:"dailyLossLimit,omitempty"`
+	Email          *string     `json:"email,omitempty"`
+	GroupId        string      `json:"groupId"`
+	Label          *string     `json:"label,omitempty"`
 
 	// StartingBalance A decimal string or a JSON number
 	StartingBalance *DecimalIn `json:"startingBalance,omitempty"`
+
+	// WeeklyLossLimit an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits)
+	WeeklyLossLimit interface{} `json:"weeklyLossLimit,omitempty"`
 }
 
 // IssueVenueAccountParams defines parameters for IssueVenueAccount.
@@ -4330,6 +4387,16 @@ type PutVenueConfigParams struct {
 // HostedConnectPageParams defines parameters for HostedConnectPage.
 type HostedConnectPageParams struct {
 	Token string `form:"token" json:"token"`
+}
+
+// PasswordResetPageParams defines parameters for PasswordResetPage.
+type PasswordResetPageParams struct {
+	Token *string `form:"token,omitempty" json:"token,omitempty"`
+}
+
+// VerifyEmailPageParams defines parameters for VerifyEmailPage.
+type VerifyEmailPageParams struct {
+	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
 // OpenDemoAccountJSONRequestBody defines body for OpenDemoAccount for application/json ContentType.
@@ -4415,6 +4482,9 @@ type ConnectDashboardLoginJSONRequestBody ConnectDashboardLoginJSONBody
 
 // HostedConnectChooseJSONRequestBody defines body for HostedConnectChoose for application/json ContentType.
 type HostedConnectChooseJSONRequestBody HostedConnectChooseJSONBody
+
+// HostedConnectDisconnectJSONRequestBody defines body for HostedConnectDisconnect for application/json ContentType.
+type HostedConnectDisconnectJSONRequestBody HostedConnectDisconnectJSONBody
 
 // CreateConnectLinkJSONRequestBody defines body for CreateConnectLink for application/json ContentType.
 type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
@@ -4607,6 +4677,32 @@ func (t *ConnectLink_Result) FromConnectLinkResult3(v ConnectLinkResult3) error 
 
 // MergeConnectLinkResult3 performs a merge with any union data inside the ConnectLink_Result, using the provided ConnectLinkResult3
 func (t *ConnectLink_Result) MergeConnectLinkResult3(v ConnectLinkResult3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConnectLinkResult4 returns the union data inside the ConnectLink_Result as a ConnectLinkResult4
+func (t ConnectLink_Result) AsConnectLinkResult4() (ConnectLinkResult4, error) {
+	var body ConnectLinkResult4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConnectLinkResult4 overwrites any union data inside the ConnectLink_Result as the provided ConnectLinkResult4
+func (t *ConnectLink_Result) FromConnectLinkResult4(v ConnectLinkResult4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConnectLinkResult4 performs a merge with any union data inside the ConnectLink_Result, using the provided ConnectLinkResult4
+func (t *ConnectLink_Result) MergeConnectLinkResult4(v ConnectLinkResult4) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4843,7 +4939,12 @@ type ClientInterface interface {
 	// paper book mark's that moved its breakeven or trailing stops; strictly
 	// increasing, may skip). Also `lock` carrying the
 	// RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
-	// subscriber gets the newest frame, never a backlog.
+	// subscriber gets the newest frame, never a backlog. When the key or
+	// session that opened the stream ends (revoked, expired, signed out, a
+	// password reset), on whichever node, the stream's last event is `error`
+	// with the error shape and code `credential_revoked` (`params.reason`
+	// says why), and the stream ends within a second: do not reconnect with
+	// that credential. Every other stream (market, news, calendar) ends so too.
 	//
 	// Corresponds with GET /api/account/stream (the `StreamAccount` operationId).
 	StreamAccount(ctx context.Context, params *StreamAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4851,9 +4952,14 @@ type ClientInterface interface {
 	// LogInWithBody Sign in; the answer sets the svc_session cookie
 	//
 	// A wrong email and a wrong password both answer 401 invalid_credentials,
-	// in about the same time. After 5 failures of one email or one client
-	// address, each further failure locks it out for 1 s, doubling up to 15
-	// minutes (429 rate_limited with Retry-After).
+	// in about the same time. Failures count per email and client address
+	// together (the TCP peer; X-Forwarded-For is not read), and per client
+	// address: after 5 failures of one email from one address, or 20 of any
+	// emails from one address, each further failure locks that pair, or that
+	// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+	// Retry-After). Nothing locks an email out at an address that has not
+	// failed. A sign-in that waits 2 s for a password hashing slot is 503
+	// engine_overloaded with Retry-After: 1.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4863,9 +4969,14 @@ type ClientInterface interface {
 	// LogIn Sign in; the answer sets the svc_session cookie
 	//
 	// A wrong email and a wrong password both answer 401 invalid_credentials,
-	// in about the same time. After 5 failures of one email or one client
-	// address, each further failure locks it out for 1 s, doubling up to 15
-	// minutes (429 rate_limited with Retry-After).
+	// in about the same time. Failures count per email and client address
+	// together (the TCP peer; X-Forwarded-For is not read), and per client
+	// address: after 5 failures of one email from one address, or 20 of any
+	// emails from one address, each further failure locks that pair, or that
+	// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+	// Retry-After). Nothing locks an email out at an address that has not
+	// failed. A sign-in that waits 2 s for a password hashing slot is 503
+	// engine_overloaded with Retry-After: 1.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4884,12 +4995,22 @@ type ClientInterface interface {
 
 	// RequestPasswordResetWithBody Mail a reset link (valid one hour, once) when the address has an account; 202 always
 	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link (to /password-reset) is mailed just after. Throttled as a
+	// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+	// the queue is full.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/auth/password-reset (the `RequestPasswordReset` operationId).
 	RequestPasswordResetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RequestPasswordReset Mail a reset link (valid one hour, once) when the address has an account; 202 always
+	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link (to /password-reset) is mailed just after. Throttled as a
+	// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+	// the queue is full.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4917,6 +5038,14 @@ type ClientInterface interface {
 	// the answer never tells whether the address has an account. Passwords are
 	// 12 characters to 256 bytes, with no control characters.
 	//
+	// Sign-ups, new verification links and password resets are throttled
+	// together, whether or not the address has an account: 20 at once from one
+	// client address (the TCP peer; X-Forwarded-For is not read), then one a
+	// minute; 5 naming one email address, then one every 10 minutes. Beyond
+	// either, 429 rate_limited with Retry-After, and nothing is recorded or
+	// mailed. Password hashing runs in a few slots (half the cores); a request
+	// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/auth/signup (the `SignUp` operationId).
@@ -4928,6 +5057,14 @@ type ClientInterface interface {
 	// the same way (201, an unverified user) and mails the address's owner, so
 	// the answer never tells whether the address has an account. Passwords are
 	// 12 characters to 256 bytes, with no control characters.
+	//
+	// Sign-ups, new verification links and password resets are throttled
+	// together, whether or not the address has an account: 20 at once from one
+	// client address (the TCP peer; X-Forwarded-For is not read), then one a
+	// minute; 5 naming one email address, then one every 10 minutes. Beyond
+	// either, 429 rate_limited with Retry-After, and nothing is recorded or
+	// mailed. Password hashing runs in a few slots (half the cores); a request
+	// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4950,12 +5087,22 @@ type ClientInterface interface {
 
 	// ResendVerificationWithBody Mail a new verification link to an unverified address; 202 whatever the address
 	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link is mailed just after (a link to /verify-email). Throttled
+	// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+	// when the queue is full.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
 	ResendVerificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResendVerification Mail a new verification link to an unverified address; 202 whatever the address
+	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link is mailed just after (a link to /verify-email). Throttled
+	// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+	// when the queue is full.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4970,7 +5117,9 @@ type ClientInterface interface {
 	// CreateVenueWithBody Create a venue of an organization you own
 	//
 	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-	// a tenant of its own for its accounts, balances and webhooks.
+	// a tenant of its own for its accounts, balances and webhooks. An organization
+	// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+	// answers it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4980,7 +5129,9 @@ type ClientInterface interface {
 	// CreateVenue Create a venue of an organization you own
 	//
 	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-	// a tenant of its own for its accounts, balances and webhooks.
+	// a tenant of its own for its accounts, balances and webhooks. An organization
+	// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+	// answers it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5004,7 +5155,9 @@ type ClientInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5016,7 +5169,9 @@ type ClientInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5390,7 +5545,9 @@ type ClientInterface interface {
 	//
 	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-	// further stage (the program a passed stage issues its next account from). The caller is an
+	// further stage (the program a passed stage issues its next account from) of the same venue:
+	// a program published for another venue answers 400 `invalid_request` with
+	// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 	// The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -5405,7 +5562,9 @@ type ClientInterface interface {
 	//
 	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-	// further stage (the program a passed stage issues its next account from). The caller is an
+	// further stage (the program a passed stage issues its next account from) of the same venue:
+	// a program published for another venue answers 400 `invalid_request` with
+	// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 	// The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -5599,7 +5758,43 @@ type ClientInterface interface {
 	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
 	HostedConnectChoose(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HostedConnectDisconnectWithBody The trader disconnects the app from one of their accounts
+	//
+	// The returning trader's way out, on a frame session the app opened for them: every link
+	// of the trader that connected `accountId` reads `closed` with `result` `{status:
+	// disconnected, accountId}`, and the app key acting for the trader is refused on that
+	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// answers the same. Connect links send no webhook (the spec: their state is read from the
+	// link). 404 `not_found`: no account of the trader connected to this app has that id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+	HostedConnectDisconnectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectDisconnect The trader disconnects the app from one of their accounts
+	//
+	// The returning trader's way out, on a frame session the app opened for them: every link
+	// of the trader that connected `accountId` reads `closed` with `result` `{status:
+	// disconnected, accountId}`, and the app key acting for the trader is refused on that
+	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// answers the same. Connect links send no webhook (the spec: their state is read from the
+	// link). 404 `not_found`: no account of the trader connected to this app has that id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+	HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	//
+	// `accounts` are the trader's accounts connected to the app before (each can be chosen
+	// again); `connected` the ids of those the app acts on for the trader now (the returning
+	// view offers to disconnect each).
 	//
 	// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 	HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5686,7 +5881,8 @@ type ClientInterface interface {
 	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
-	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+	// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 	// the same key and body answer the first answer again; another body 409.
 	//
 	// Takes any type of body and a specified content type.
@@ -5701,7 +5897,8 @@ type ClientInterface interface {
 	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
-	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+	// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 	// the same key and body answer the first answer again; another body 409.
 	//
 	// Takes a body of the `application/json` content type.
@@ -5966,7 +6163,7 @@ type ClientInterface interface {
 
 	// CreateOrganizationWithBody Create an organization; the caller (a verified user) is its owner
 	//
-	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5975,7 +6172,7 @@ type ClientInterface interface {
 
 	// CreateOrganization Create an organization; the caller (a verified user) is its owner
 	//
-	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6845,7 +7042,9 @@ type ClientInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6857,7 +7056,9 @@ type ClientInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7010,10 +7211,30 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PasswordResetPage The page the reset mail's link opens; a form there sets the new password
+	//
+	// As /verify-email. With the link's token, a form for the new password posts
+	// to POST /api/auth/password-reset/confirm; without one, a form for an email
+	// address posts to POST /api/auth/password-reset.
+	//
+	// Corresponds with GET /password-reset (the `PasswordResetPage` operationId).
+	PasswordResetPage(ctx context.Context, params *PasswordResetPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReadiness Log connected and read models caught up
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyEmailPage The page the verification mail's link opens; a click there verifies the address
+	//
+	// Server-rendered HTML with a little script of its own (a nonce in
+	// `Content-Security-Policy`, which allows nothing else and no framing;
+	// `Referrer-Policy: no-referrer`, `Cache-Control: no-store`). Opening it spends
+	// nothing: its button posts the link's token to POST /api/auth/verify and shows
+	// the result, so a mail scanner fetching the link consumes no token.
+	//
+	// Corresponds with GET /verify-email (the `VerifyEmailPage` operationId).
+	VerifyEmailPage(ctx context.Context, params *VerifyEmailPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListBrackets The account's active brackets
@@ -7216,7 +7437,12 @@ func (c *Client) GetAccountSnapshot(ctx context.Context, params *GetAccountSnaps
 // paper book mark's that moved its breakeven or trailing stops; strictly
 // increasing, may skip). Also `lock` carrying the
 // RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
-// subscriber gets the newest frame, never a backlog.
+// subscriber gets the newest frame, never a backlog. When the key or
+// session that opened the stream ends (revoked, expired, signed out, a
+// password reset), on whichever node, the stream's last event is `error`
+// with the error shape and code `credential_revoked` (`params.reason`
+// says why), and the stream ends within a second: do not reconnect with
+// that credential. Every other stream (market, news, calendar) ends so too.
 //
 // Corresponds with GET /api/account/stream (the `StreamAccount` operationId).
 func (c *Client) StreamAccount(ctx context.Context, params *StreamAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7234,9 +7460,14 @@ func (c *Client) StreamAccount(ctx context.Context, params *StreamAccountParams,
 // LogInWithBody Sign in; the answer sets the svc_session cookie
 //
 // A wrong email and a wrong password both answer 401 invalid_credentials,
-// in about the same time. After 5 failures of one email or one client
-// address, each further failure locks it out for 1 s, doubling up to 15
-// minutes (429 rate_limited with Retry-After).
+// in about the same time. Failures count per email and client address
+// together (the TCP peer; X-Forwarded-For is not read), and per client
+// address: after 5 failures of one email from one address, or 20 of any
+// emails from one address, each further failure locks that pair, or that
+// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+// Retry-After). Nothing locks an email out at an address that has not
+// failed. A sign-in that waits 2 s for a password hashing slot is 503
+// engine_overloaded with Retry-After: 1.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7256,9 +7487,14 @@ func (c *Client) LogInWithBody(ctx context.Context, contentType string, body io.
 // LogIn Sign in; the answer sets the svc_session cookie
 //
 // A wrong email and a wrong password both answer 401 invalid_credentials,
-// in about the same time. After 5 failures of one email or one client
-// address, each further failure locks it out for 1 s, doubling up to 15
-// minutes (429 rate_limited with Retry-After).
+// in about the same time. Failures count per email and client address
+// together (the TCP peer; X-Forwarded-For is not read), and per client
+// address: after 5 failures of one email from one address, or 20 of any
+// emails from one address, each further failure locks that pair, or that
+// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+// Retry-After). Nothing locks an email out at an address that has not
+// failed. A sign-in that waits 2 s for a password hashing slot is 503
+// engine_overloaded with Retry-After: 1.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7307,6 +7543,11 @@ func (c *Client) GetCurrentUser(ctx context.Context, reqEditors ...RequestEditor
 
 // RequestPasswordResetWithBody Mail a reset link (valid one hour, once) when the address has an account; 202 always
 //
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link (to /password-reset) is mailed just after. Throttled as a
+// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+// the queue is full.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/auth/password-reset (the `RequestPasswordReset` operationId).
@@ -7323,6 +7564,11 @@ func (c *Client) RequestPasswordResetWithBody(ctx context.Context, contentType s
 }
 
 // RequestPasswordReset Mail a reset link (valid one hour, once) when the address has an account; 202 always
+//
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link (to /password-reset) is mailed just after. Throttled as a
+// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+// the queue is full.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7380,6 +7626,14 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // the answer never tells whether the address has an account. Passwords are
 // 12 characters to 256 bytes, with no control characters.
 //
+// Sign-ups, new verification links and password resets are throttled
+// together, whether or not the address has an account: 20 at once from one
+// client address (the TCP peer; X-Forwarded-For is not read), then one a
+// minute; 5 naming one email address, then one every 10 minutes. Beyond
+// either, 429 rate_limited with Retry-After, and nothing is recorded or
+// mailed. Password hashing runs in a few slots (half the cores); a request
+// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/auth/signup (the `SignUp` operationId).
@@ -7401,6 +7655,14 @@ func (c *Client) SignUpWithBody(ctx context.Context, contentType string, body io
 // the same way (201, an unverified user) and mails the address's owner, so
 // the answer never tells whether the address has an account. Passwords are
 // 12 characters to 256 bytes, with no control characters.
+//
+// Sign-ups, new verification links and password resets are throttled
+// together, whether or not the address has an account: 20 at once from one
+// client address (the TCP peer; X-Forwarded-For is not read), then one a
+// minute; 5 naming one email address, then one every 10 minutes. Beyond
+// either, 429 rate_limited with Retry-After, and nothing is recorded or
+// mailed. Password hashing runs in a few slots (half the cores); a request
+// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7453,6 +7715,11 @@ func (c *Client) VerifyEmail(ctx context.Context, body VerifyEmailJSONRequestBod
 
 // ResendVerificationWithBody Mail a new verification link to an unverified address; 202 whatever the address
 //
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link is mailed just after (a link to /verify-email). Throttled
+// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+// when the queue is full.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
@@ -7469,6 +7736,11 @@ func (c *Client) ResendVerificationWithBody(ctx context.Context, contentType str
 }
 
 // ResendVerification Mail a new verification link to an unverified address; 202 whatever the address
+//
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link is mailed just after (a link to /verify-email). Throttled
+// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+// when the queue is full.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7503,7 +7775,9 @@ func (c *Client) ListVenues(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateVenueWithBody Create a venue of an organization you own
 //
 // A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-// a tenant of its own for its accounts, balances and webhooks.
+// a tenant of its own for its accounts, balances and webhooks. An organization
+// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+// answers it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7523,7 +7797,9 @@ func (c *Client) CreateVenueWithBody(ctx context.Context, params *CreateVenuePar
 // CreateVenue Create a venue of an organization you own
 //
 // A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-// a tenant of its own for its accounts, balances and webhooks.
+// a tenant of its own for its accounts, balances and webhooks. An organization
+// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+// answers it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7577,7 +7853,9 @@ func (c *Client) ListVenueAccountsBackOffice(ctx context.Context, venueId VenueI
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7599,7 +7877,9 @@ func (c *Client) IssueVenueAccountBackOfficeWithBody(ctx context.Context, venueI
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8373,7 +8653,9 @@ func (c *Client) ListChallenges(ctx context.Context, reqEditors ...RequestEditor
 //
 // Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 // replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-// further stage (the program a passed stage issues its next account from). The caller is an
+// further stage (the program a passed stage issues its next account from) of the same venue:
+// a program published for another venue answers 400 `invalid_request` with
+// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 // operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 // otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 // The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -8398,7 +8680,9 @@ func (c *Client) PutChallengeWithBody(ctx context.Context, id openapi_types.UUID
 //
 // Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 // replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-// further stage (the program a passed stage issues its next account from). The caller is an
+// further stage (the program a passed stage issues its next account from) of the same venue:
+// a program published for another venue answers 400 `invalid_request` with
+// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 // operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 // otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 // The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -8802,7 +9086,63 @@ func (c *Client) HostedConnectChoose(ctx context.Context, body HostedConnectChoo
 	return c.Client.Do(req)
 }
 
+// HostedConnectDisconnectWithBody The trader disconnects the app from one of their accounts
+//
+// The returning trader's way out, on a frame session the app opened for them: every link
+// of the trader that connected `accountId` reads `closed` with `result` `{status:
+// disconnected, accountId}`, and the app key acting for the trader is refused on that
+// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+// link), on every node. Idempotent: an account no longer connected changes nothing and
+// answers the same. Connect links send no webhook (the spec: their state is read from the
+// link). 404 `not_found`: no account of the trader connected to this app has that id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+func (c *Client) HostedConnectDisconnectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectDisconnectRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectDisconnect The trader disconnects the app from one of their accounts
+//
+// The returning trader's way out, on a frame session the app opened for them: every link
+// of the trader that connected `accountId` reads `closed` with `result` `{status:
+// disconnected, accountId}`, and the app key acting for the trader is refused on that
+// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+// link), on every node. Idempotent: an account no longer connected changes nothing and
+// answers the same. Connect links send no webhook (the spec: their state is read from the
+// link). 404 `not_found`: no account of the trader connected to this app has that id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectDisconnectRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+//
+// `accounts` are the trader's accounts connected to the app before (each can be chosen
+// again); `connected` the ids of those the app acts on for the trader now (the returning
+// view offers to disconnect each).
 //
 // Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 func (c *Client) HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8989,7 +9329,8 @@ func (c *Client) ListMyEnrollments(ctx context.Context, reqEditors ...RequestEdi
 // The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 // A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 // collects no fee. A second enrollment while one is in flight (not yet `failed` or
-// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 // the same key and body answer the first answer again; another body 409.
 //
 // Takes any type of body and a specified content type.
@@ -9014,7 +9355,8 @@ func (c *Client) EnrollInChallengeWithBody(ctx context.Context, params *EnrollIn
 // The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 // A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 // collects no fee. A second enrollment while one is in flight (not yet `failed` or
-// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 // the same key and body answer the first answer again; another body 409.
 //
 // Takes a body of the `application/json` content type.
@@ -9589,7 +9931,7 @@ func (c *Client) ListOrganizations(ctx context.Context, reqEditors ...RequestEdi
 
 // CreateOrganizationWithBody Create an organization; the caller (a verified user) is its owner
 //
-// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -9608,7 +9950,7 @@ func (c *Client) CreateOrganizationWithBody(ctx context.Context, params *CreateO
 
 // CreateOrganization Create an organization; the caller (a verified user) is its owner
 //
-// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11288,7 +11630,9 @@ func (c *Client) ListVenueAccounts(ctx context.Context, venueId VenueId, params 
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes any type of body and a specified content type.
 //
@@ -11310,7 +11654,9 @@ func (c *Client) IssueVenueAccountWithBody(ctx context.Context, venueId VenueId,
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11673,11 +12019,51 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
+// PasswordResetPage The page the reset mail's link opens; a form there sets the new password
+//
+// As /verify-email. With the link's token, a form for the new password posts
+// to POST /api/auth/password-reset/confirm; without one, a form for an email
+// address posts to POST /api/auth/password-reset.
+//
+// Corresponds with GET /password-reset (the `PasswordResetPage` operationId).
+func (c *Client) PasswordResetPage(ctx context.Context, params *PasswordResetPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPasswordResetPageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetReadiness Log connected and read models caught up
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyEmailPage The page the verification mail's link opens; a click there verifies the address
+//
+// Server-rendered HTML with a little script of its own (a nonce in
+// `Content-Security-Policy`, which allows nothing else and no framing;
+// `Referrer-Policy: no-referrer`, `Cache-Control: no-store`). Opening it spends
+// nothing: its button posts the link's token to POST /api/auth/verify and shows
+// the result, so a mail scanner fetching the link consumes no token.
+//
+// Corresponds with GET /verify-email (the `VerifyEmailPage` operationId).
+func (c *Client) VerifyEmailPage(ctx context.Context, params *VerifyEmailPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyEmailPageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -15173,6 +15559,46 @@ func NewHostedConnectChooseRequestWithBody(server string, contentType string, bo
 	}
 
 	operationPath := fmt.Sprintf("/api/connect/hosted/connect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostedConnectDisconnectRequest calls the generic HostedConnectDisconnect builder with application/json body
+func NewHostedConnectDisconnectRequest(server string, body HostedConnectDisconnectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostedConnectDisconnectRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostedConnectDisconnectRequestWithBody constructs an http.Request for the HostedConnectDisconnect method, with any body, and a specified content type
+func NewHostedConnectDisconnectRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/disconnect")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -20734,6 +21160,60 @@ func NewGetOpenAPIYAMLRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPasswordResetPageRequest constructs an http.Request for the PasswordResetPage method
+func NewPasswordResetPageRequest(server string, params *PasswordResetPageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/password-reset")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Token != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", *params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReadinessRequest constructs an http.Request for the GetReadiness method
 func NewGetReadinessRequest(server string) (*http.Request, error) {
 	var err error
@@ -20751,6 +21231,60 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewVerifyEmailPageRequest constructs an http.Request for the VerifyEmailPage method
+func NewVerifyEmailPageRequest(server string, params *VerifyEmailPageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/verify-email")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Token != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", *params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -20901,7 +21435,12 @@ type ClientWithResponsesInterface interface {
 	// paper book mark's that moved its breakeven or trailing stops; strictly
 	// increasing, may skip). Also `lock` carrying the
 	// RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
-	// subscriber gets the newest frame, never a backlog.
+	// subscriber gets the newest frame, never a backlog. When the key or
+	// session that opened the stream ends (revoked, expired, signed out, a
+	// password reset), on whichever node, the stream's last event is `error`
+	// with the error shape and code `credential_revoked` (`params.reason`
+	// says why), and the stream ends within a second: do not reconnect with
+	// that credential. Every other stream (market, news, calendar) ends so too.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20911,9 +21450,14 @@ type ClientWithResponsesInterface interface {
 	// LogInWithBodyWithResponse Sign in; the answer sets the svc_session cookie
 	//
 	// A wrong email and a wrong password both answer 401 invalid_credentials,
-	// in about the same time. After 5 failures of one email or one client
-	// address, each further failure locks it out for 1 s, doubling up to 15
-	// minutes (429 rate_limited with Retry-After).
+	// in about the same time. Failures count per email and client address
+	// together (the TCP peer; X-Forwarded-For is not read), and per client
+	// address: after 5 failures of one email from one address, or 20 of any
+	// emails from one address, each further failure locks that pair, or that
+	// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+	// Retry-After). Nothing locks an email out at an address that has not
+	// failed. A sign-in that waits 2 s for a password hashing slot is 503
+	// engine_overloaded with Retry-After: 1.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20923,9 +21467,14 @@ type ClientWithResponsesInterface interface {
 	// LogInWithResponse Sign in; the answer sets the svc_session cookie
 	//
 	// A wrong email and a wrong password both answer 401 invalid_credentials,
-	// in about the same time. After 5 failures of one email or one client
-	// address, each further failure locks it out for 1 s, doubling up to 15
-	// minutes (429 rate_limited with Retry-After).
+	// in about the same time. Failures count per email and client address
+	// together (the TCP peer; X-Forwarded-For is not read), and per client
+	// address: after 5 failures of one email from one address, or 20 of any
+	// emails from one address, each further failure locks that pair, or that
+	// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+	// Retry-After). Nothing locks an email out at an address that has not
+	// failed. A sign-in that waits 2 s for a password hashing slot is 503
+	// engine_overloaded with Retry-After: 1.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20948,12 +21497,22 @@ type ClientWithResponsesInterface interface {
 
 	// RequestPasswordResetWithBodyWithResponse Mail a reset link (valid one hour, once) when the address has an account; 202 always
 	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link (to /password-reset) is mailed just after. Throttled as a
+	// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+	// the queue is full.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/auth/password-reset (the `RequestPasswordReset` operationId).
 	RequestPasswordResetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestPasswordResetResponse, error)
 
 	// RequestPasswordResetWithResponse Mail a reset link (valid one hour, once) when the address has an account; 202 always
+	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link (to /password-reset) is mailed just after. Throttled as a
+	// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+	// the queue is full.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20981,6 +21540,14 @@ type ClientWithResponsesInterface interface {
 	// the answer never tells whether the address has an account. Passwords are
 	// 12 characters to 256 bytes, with no control characters.
 	//
+	// Sign-ups, new verification links and password resets are throttled
+	// together, whether or not the address has an account: 20 at once from one
+	// client address (the TCP peer; X-Forwarded-For is not read), then one a
+	// minute; 5 naming one email address, then one every 10 minutes. Beyond
+	// either, 429 rate_limited with Retry-After, and nothing is recorded or
+	// mailed. Password hashing runs in a few slots (half the cores); a request
+	// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/auth/signup (the `SignUp` operationId).
@@ -20992,6 +21559,14 @@ type ClientWithResponsesInterface interface {
 	// the same way (201, an unverified user) and mails the address's owner, so
 	// the answer never tells whether the address has an account. Passwords are
 	// 12 characters to 256 bytes, with no control characters.
+	//
+	// Sign-ups, new verification links and password resets are throttled
+	// together, whether or not the address has an account: 20 at once from one
+	// client address (the TCP peer; X-Forwarded-For is not read), then one a
+	// minute; 5 naming one email address, then one every 10 minutes. Beyond
+	// either, 429 rate_limited with Retry-After, and nothing is recorded or
+	// mailed. Password hashing runs in a few slots (half the cores); a request
+	// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21014,12 +21589,22 @@ type ClientWithResponsesInterface interface {
 
 	// ResendVerificationWithBodyWithResponse Mail a new verification link to an unverified address; 202 whatever the address
 	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link is mailed just after (a link to /verify-email). Throttled
+	// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+	// when the queue is full.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
 	ResendVerificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendVerificationResponse, error)
 
 	// ResendVerificationWithResponse Mail a new verification link to an unverified address; 202 whatever the address
+	//
+	// The answer comes once the request is queued, in the same time whatever the
+	// address; the link is mailed just after (a link to /verify-email). Throttled
+	// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+	// when the queue is full.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21036,7 +21621,9 @@ type ClientWithResponsesInterface interface {
 	// CreateVenueWithBodyWithResponse Create a venue of an organization you own
 	//
 	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-	// a tenant of its own for its accounts, balances and webhooks.
+	// a tenant of its own for its accounts, balances and webhooks. An organization
+	// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+	// answers it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21046,7 +21633,9 @@ type ClientWithResponsesInterface interface {
 	// CreateVenueWithResponse Create a venue of an organization you own
 	//
 	// A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-	// a tenant of its own for its accounts, balances and webhooks.
+	// a tenant of its own for its accounts, balances and webhooks. An organization
+	// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+	// answers it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21074,7 +21663,9 @@ type ClientWithResponsesInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21086,7 +21677,9 @@ type ClientWithResponsesInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21494,7 +22087,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-	// further stage (the program a passed stage issues its next account from). The caller is an
+	// further stage (the program a passed stage issues its next account from) of the same venue:
+	// a program published for another venue answers 400 `invalid_request` with
+	// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 	// The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -21509,7 +22104,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 	// replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-	// further stage (the program a passed stage issues its next account from). The caller is an
+	// further stage (the program a passed stage issues its next account from) of the same venue:
+	// a program published for another venue answers 400 `invalid_request` with
+	// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 	// operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 	// otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 	// The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -21719,7 +22316,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/connect/hosted/connect (the `HostedConnectChoose` operationId).
 	HostedConnectChooseWithResponse(ctx context.Context, body HostedConnectChooseJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectChooseResponse, error)
 
+	// HostedConnectDisconnectWithBodyWithResponse The trader disconnects the app from one of their accounts
+	//
+	// The returning trader's way out, on a frame session the app opened for them: every link
+	// of the trader that connected `accountId` reads `closed` with `result` `{status:
+	// disconnected, accountId}`, and the app key acting for the trader is refused on that
+	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// answers the same. Connect links send no webhook (the spec: their state is read from the
+	// link). 404 `not_found`: no account of the trader connected to this app has that id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+	HostedConnectDisconnectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error)
+
+	// HostedConnectDisconnectWithResponse The trader disconnects the app from one of their accounts
+	//
+	// The returning trader's way out, on a frame session the app opened for them: every link
+	// of the trader that connected `accountId` reads `closed` with `result` `{status:
+	// disconnected, accountId}`, and the app key acting for the trader is refused on that
+	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// answers the same. Connect links send no webhook (the spec: their state is read from the
+	// link). 404 `not_found`: no account of the trader connected to this app has that id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+	HostedConnectDisconnectWithResponse(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error)
+
 	// HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	//
+	// `accounts` are the trader's accounts connected to the app before (each can be chosen
+	// again); `connected` the ids of those the app acts on for the trader now (the returning
+	// view offers to disconnect each).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21818,7 +22451,8 @@ type ClientWithResponsesInterface interface {
 	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
-	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+	// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 	// the same key and body answer the first answer again; another body 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -21833,7 +22467,8 @@ type ClientWithResponsesInterface interface {
 	// The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 	// A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 	// collects no fee. A second enrollment while one is in flight (not yet `failed` or
-	// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+	// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+	// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 	// the same key and body answer the first answer again; another body 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -22138,7 +22773,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrganizationWithBodyWithResponse Create an organization; the caller (a verified user) is its owner
 	//
-	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -22147,7 +22782,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrganizationWithResponse Create an organization; the caller (a verified user) is its owner
 	//
-	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+	// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23069,7 +23704,9 @@ type ClientWithResponsesInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23081,7 +23718,9 @@ type ClientWithResponsesInterface interface {
 	// The account's id and number derive from the venue and the Idempotency-Key: a retry
 	// answers the first answer again (201, Idempotent-Replayed: true), the same key with
 	// another request 409. The account records the group's stage version; the group's terms govern
-	// its orders from its next command.
+	// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+	// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+	// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23258,12 +23897,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 
+	// PasswordResetPageWithResponse The page the reset mail's link opens; a form there sets the new password
+	//
+	// As /verify-email. With the link's token, a form for the new password posts
+	// to POST /api/auth/password-reset/confirm; without one, a form for an email
+	// address posts to POST /api/auth/password-reset.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /password-reset (the `PasswordResetPage` operationId).
+	PasswordResetPageWithResponse(ctx context.Context, params *PasswordResetPageParams, reqEditors ...RequestEditorFn) (*PasswordResetPageResponse, error)
+
 	// GetReadinessWithResponse Log connected and read models caught up
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+
+	// VerifyEmailPageWithResponse The page the verification mail's link opens; a click there verifies the address
+	//
+	// Server-rendered HTML with a little script of its own (a nonce in
+	// `Content-Security-Policy`, which allows nothing else and no framing;
+	// `Referrer-Policy: no-referrer`, `Cache-Control: no-store`). Opening it spends
+	// nothing: its button posts the link's token to POST /api/auth/verify and shows
+	// the result, so a mail scanner fetching the link consumes no token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /verify-email (the `VerifyEmailPage` operationId).
+	VerifyEmailPageWithResponse(ctx context.Context, params *VerifyEmailPageParams, reqEditors ...RequestEditorFn) (*VerifyEmailPageResponse, error)
 }
 
 // ListBracketsResponseDefaultHeaders the declared response headers of an HTTP default response for ListBrackets
@@ -27753,7 +28416,10 @@ type HostedConnectChooseResponse struct {
 	JSON200 *struct {
 		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-		// `result` `{status: failed, reason: expired}`.
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
 		Link ConnectLink `json:"link"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -27766,7 +28432,10 @@ type HostedConnectChooseResponse struct {
 func (r HostedConnectChooseResponse) GetJSON200() *struct {
 	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-	// `result` `{status: failed, reason: expired}`.
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
 	Link ConnectLink `json:"link"`
 } {
 	return r.JSON200
@@ -27806,6 +28475,75 @@ func (r HostedConnectChooseResponse) ContentType() string {
 	return ""
 }
 
+// HostedConnectDisconnectResponse200Headers the declared response headers of an HTTP 200 response for HostedConnectDisconnect
+type HostedConnectDisconnectResponse200Headers struct {
+	CacheControl *string
+}
+
+// HostedConnectDisconnectResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectDisconnect
+type HostedConnectDisconnectResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectDisconnectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		AccountId string   `json:"accountId"`
+		Connected []string `json:"connected"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *HostedConnectDisconnectResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectDisconnectResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectDisconnectResponse) GetJSON200() *struct {
+	AccountId string   `json:"accountId"`
+	Connected []string `json:"connected"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectDisconnectResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectDisconnectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectDisconnectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectDisconnectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectDisconnectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HostedConnectSessionResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectSession
 type HostedConnectSessionResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -27823,10 +28561,14 @@ type HostedConnectSessionResponse struct {
 			LogoUrl string `json:"logoUrl"`
 			Name    string `json:"name"`
 		} `json:"app"`
+		Connected []string `json:"connected"`
 
 		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-		// `result` `{status: failed, reason: expired}`.
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
 		Link       ConnectLink `json:"link"`
 		WhiteLabel struct {
 			Currency        string  `json:"currency"`
@@ -27850,10 +28592,14 @@ func (r HostedConnectSessionResponse) GetJSON200() *struct {
 		LogoUrl string `json:"logoUrl"`
 		Name    string `json:"name"`
 	} `json:"app"`
+	Connected []string `json:"connected"`
 
 	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-	// `result` `{status: failed, reason: expired}`.
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
 	Link       ConnectLink `json:"link"`
 	WhiteLabel struct {
 		Currency        string  `json:"currency"`
@@ -27984,7 +28730,10 @@ type CreateConnectLinkResponse struct {
 
 		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-		// `result` `{status: failed, reason: expired}`.
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
 		Link ConnectLink `json:"link"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -28001,7 +28750,10 @@ func (r CreateConnectLinkResponse) GetJSON201() *struct {
 
 	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-	// `result` `{status: failed, reason: expired}`.
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
 	Link ConnectLink `json:"link"`
 } {
 	return r.JSON201
@@ -28059,7 +28811,10 @@ type CloseConnectLinkResponse struct {
 	JSON200 *struct {
 		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-		// `result` `{status: failed, reason: expired}`.
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
 		Link ConnectLink `json:"link"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -28074,7 +28829,10 @@ type CloseConnectLinkResponse struct {
 func (r CloseConnectLinkResponse) GetJSON200() *struct {
 	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-	// `result` `{status: failed, reason: expired}`.
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
 	Link ConnectLink `json:"link"`
 } {
 	return r.JSON200
@@ -28127,7 +28885,10 @@ type GetConnectLinkResponse struct {
 	JSON200 *struct {
 		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-		// `result` `{status: failed, reason: expired}`.
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
 		Link ConnectLink `json:"link"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -28140,7 +28901,10 @@ type GetConnectLinkResponse struct {
 func (r GetConnectLinkResponse) GetJSON200() *struct {
 	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-	// `result` `{status: failed, reason: expired}`.
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
 	Link ConnectLink `json:"link"`
 } {
 	return r.JSON200
@@ -34896,6 +35660,40 @@ func (r GetOpenAPIYAMLResponse) ContentType() string {
 	return ""
 }
 
+type PasswordResetPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r PasswordResetPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PasswordResetPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PasswordResetPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PasswordResetPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReadinessResponse503Headers the declared response headers of an HTTP 503 response for GetReadiness
 type GetReadinessResponse503Headers struct {
 	RetryAfter *int
@@ -34945,6 +35743,40 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type VerifyEmailPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyEmailPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyEmailPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyEmailPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyEmailPageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -35119,7 +35951,12 @@ func (c *ClientWithResponses) GetAccountSnapshotWithResponse(ctx context.Context
 // paper book mark's that moved its breakeven or trailing stops; strictly
 // increasing, may skip). Also `lock` carrying the
 // RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
-// subscriber gets the newest frame, never a backlog.
+// subscriber gets the newest frame, never a backlog. When the key or
+// session that opened the stream ends (revoked, expired, signed out, a
+// password reset), on whichever node, the stream's last event is `error`
+// with the error shape and code `credential_revoked` (`params.reason`
+// says why), and the stream ends within a second: do not reconnect with
+// that credential. Every other stream (market, news, calendar) ends so too.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -35135,9 +35972,14 @@ func (c *ClientWithResponses) StreamAccountWithResponse(ctx context.Context, par
 // LogInWithBodyWithResponse Sign in; the answer sets the svc_session cookie
 //
 // A wrong email and a wrong password both answer 401 invalid_credentials,
-// in about the same time. After 5 failures of one email or one client
-// address, each further failure locks it out for 1 s, doubling up to 15
-// minutes (429 rate_limited with Retry-After).
+// in about the same time. Failures count per email and client address
+// together (the TCP peer; X-Forwarded-For is not read), and per client
+// address: after 5 failures of one email from one address, or 20 of any
+// emails from one address, each further failure locks that pair, or that
+// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+// Retry-After). Nothing locks an email out at an address that has not
+// failed. A sign-in that waits 2 s for a password hashing slot is 503
+// engine_overloaded with Retry-After: 1.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35153,9 +35995,14 @@ func (c *ClientWithResponses) LogInWithBodyWithResponse(ctx context.Context, con
 // LogInWithResponse Sign in; the answer sets the svc_session cookie
 //
 // A wrong email and a wrong password both answer 401 invalid_credentials,
-// in about the same time. After 5 failures of one email or one client
-// address, each further failure locks it out for 1 s, doubling up to 15
-// minutes (429 rate_limited with Retry-After).
+// in about the same time. Failures count per email and client address
+// together (the TCP peer; X-Forwarded-For is not read), and per client
+// address: after 5 failures of one email from one address, or 20 of any
+// emails from one address, each further failure locks that pair, or that
+// address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+// Retry-After). Nothing locks an email out at an address that has not
+// failed. A sign-in that waits 2 s for a password hashing slot is 503
+// engine_overloaded with Retry-After: 1.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35196,6 +36043,11 @@ func (c *ClientWithResponses) GetCurrentUserWithResponse(ctx context.Context, re
 
 // RequestPasswordResetWithBodyWithResponse Mail a reset link (valid one hour, once) when the address has an account; 202 always
 //
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link (to /password-reset) is mailed just after. Throttled as a
+// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+// the queue is full.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/auth/password-reset (the `RequestPasswordReset` operationId).
@@ -35208,6 +36060,11 @@ func (c *ClientWithResponses) RequestPasswordResetWithBodyWithResponse(ctx conte
 }
 
 // RequestPasswordResetWithResponse Mail a reset link (valid one hour, once) when the address has an account; 202 always
+//
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link (to /password-reset) is mailed just after. Throttled as a
+// sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+// the queue is full.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35253,6 +36110,14 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // the answer never tells whether the address has an account. Passwords are
 // 12 characters to 256 bytes, with no control characters.
 //
+// Sign-ups, new verification links and password resets are throttled
+// together, whether or not the address has an account: 20 at once from one
+// client address (the TCP peer; X-Forwarded-For is not read), then one a
+// minute; 5 naming one email address, then one every 10 minutes. Beyond
+// either, 429 rate_limited with Retry-After, and nothing is recorded or
+// mailed. Password hashing runs in a few slots (half the cores); a request
+// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/auth/signup (the `SignUp` operationId).
@@ -35270,6 +36135,14 @@ func (c *ClientWithResponses) SignUpWithBodyWithResponse(ctx context.Context, co
 // the same way (201, an unverified user) and mails the address's owner, so
 // the answer never tells whether the address has an account. Passwords are
 // 12 characters to 256 bytes, with no control characters.
+//
+// Sign-ups, new verification links and password resets are throttled
+// together, whether or not the address has an account: 20 at once from one
+// client address (the TCP peer; X-Forwarded-For is not read), then one a
+// minute; 5 naming one email address, then one every 10 minutes. Beyond
+// either, 429 rate_limited with Retry-After, and nothing is recorded or
+// mailed. Password hashing runs in a few slots (half the cores); a request
+// that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35310,6 +36183,11 @@ func (c *ClientWithResponses) VerifyEmailWithResponse(ctx context.Context, body 
 
 // ResendVerificationWithBodyWithResponse Mail a new verification link to an unverified address; 202 whatever the address
 //
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link is mailed just after (a link to /verify-email). Throttled
+// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+// when the queue is full.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/auth/verify/resend (the `ResendVerification` operationId).
@@ -35322,6 +36200,11 @@ func (c *ClientWithResponses) ResendVerificationWithBodyWithResponse(ctx context
 }
 
 // ResendVerificationWithResponse Mail a new verification link to an unverified address; 202 whatever the address
+//
+// The answer comes once the request is queued, in the same time whatever the
+// address; the link is mailed just after (a link to /verify-email). Throttled
+// as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+// when the queue is full.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35350,7 +36233,9 @@ func (c *ClientWithResponses) ListVenuesWithResponse(ctx context.Context, reqEdi
 // CreateVenueWithBodyWithResponse Create a venue of an organization you own
 //
 // A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-// a tenant of its own for its accounts, balances and webhooks.
+// a tenant of its own for its accounts, balances and webhooks. An organization
+// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+// answers it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35366,7 +36251,9 @@ func (c *ClientWithResponses) CreateVenueWithBodyWithResponse(ctx context.Contex
 // CreateVenueWithResponse Create a venue of an organization you own
 //
 // A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-// a tenant of its own for its accounts, balances and webhooks.
+// a tenant of its own for its accounts, balances and webhooks. An organization
+// holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+// answers it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35412,7 +36299,9 @@ func (c *ClientWithResponses) ListVenueAccountsBackOfficeWithResponse(ctx contex
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -35430,7 +36319,9 @@ func (c *ClientWithResponses) IssueVenueAccountBackOfficeWithBodyWithResponse(ct
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -36078,7 +36969,9 @@ func (c *ClientWithResponses) ListChallengesWithResponse(ctx context.Context, re
 //
 // Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 // replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-// further stage (the program a passed stage issues its next account from). The caller is an
+// further stage (the program a passed stage issues its next account from) of the same venue:
+// a program published for another venue answers 400 `invalid_request` with
+// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 // operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 // otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 // The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -36099,7 +36992,9 @@ func (c *ClientWithResponses) PutChallengeWithBodyWithResponse(ctx context.Conte
 //
 // Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
 // replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-// further stage (the program a passed stage issues its next account from). The caller is an
+// further stage (the program a passed stage issues its next account from) of the same venue:
+// a program published for another venue answers 400 `invalid_request` with
+// `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
 // operator of `venueId` with `account:write`, or an owner of the venue's organization (403
 // otherwise; an unknown venue 404); a program stays with the venue it was first written for.
 // The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -36435,7 +37330,55 @@ func (c *ClientWithResponses) HostedConnectChooseWithResponse(ctx context.Contex
 	return ParseHostedConnectChooseResponse(rsp)
 }
 
+// HostedConnectDisconnectWithBodyWithResponse The trader disconnects the app from one of their accounts
+//
+// The returning trader's way out, on a frame session the app opened for them: every link
+// of the trader that connected `accountId` reads `closed` with `result` `{status:
+// disconnected, accountId}`, and the app key acting for the trader is refused on that
+// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+// link), on every node. Idempotent: an account no longer connected changes nothing and
+// answers the same. Connect links send no webhook (the spec: their state is read from the
+// link). 404 `not_found`: no account of the trader connected to this app has that id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+func (c *ClientWithResponses) HostedConnectDisconnectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error) {
+	rsp, err := c.HostedConnectDisconnectWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectDisconnectResponse(rsp)
+}
+
+// HostedConnectDisconnectWithResponse The trader disconnects the app from one of their accounts
+//
+// The returning trader's way out, on a frame session the app opened for them: every link
+// of the trader that connected `accountId` reads `closed` with `result` `{status:
+// disconnected, accountId}`, and the app key acting for the trader is refused on that
+// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+// link), on every node. Idempotent: an account no longer connected changes nothing and
+// answers the same. Connect links send no webhook (the spec: their state is read from the
+// link). 404 `not_found`: no account of the trader connected to this app has that id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
+func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error) {
+	rsp, err := c.HostedConnectDisconnect(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectDisconnectResponse(rsp)
+}
+
 // HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+//
+// `accounts` are the trader's accounts connected to the app before (each can be chosen
+// again); `connected` the ids of those the app acts on for the trader now (the returning
+// view offers to disconnect each).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -36594,7 +37537,8 @@ func (c *ClientWithResponses) ListMyEnrollmentsWithResponse(ctx context.Context,
 // The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 // A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 // collects no fee. A second enrollment while one is in flight (not yet `failed` or
-// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 // the same key and body answer the first answer again; another body 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -36615,7 +37559,8 @@ func (c *ClientWithResponses) EnrollInChallengeWithBodyWithResponse(ctx context.
 // The enrollment starts `registered` and turns `in_progress` on the account's first fill.
 // A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
 // collects no fee. A second enrollment while one is in flight (not yet `failed` or
-// `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+// `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+// verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
 // the same key and body answer the first answer again; another body 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -37106,7 +38051,7 @@ func (c *ClientWithResponses) ListOrganizationsWithResponse(ctx context.Context,
 
 // CreateOrganizationWithBodyWithResponse Create an organization; the caller (a verified user) is its owner
 //
-// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -37121,7 +38066,7 @@ func (c *ClientWithResponses) CreateOrganizationWithBodyWithResponse(ctx context
 
 // CreateOrganizationWithResponse Create an organization; the caller (a verified user) is its owner
 //
-// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+// An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38529,7 +39474,9 @@ func (c *ClientWithResponses) ListVenueAccountsWithResponse(ctx context.Context,
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38547,7 +39494,9 @@ func (c *ClientWithResponses) IssueVenueAccountWithBodyWithResponse(ctx context.
 // The account's id and number derive from the venue and the Idempotency-Key: a retry
 // answers the first answer again (201, Idempotent-Replayed: true), the same key with
 // another request 409. The account records the group's stage version; the group's terms govern
-// its orders from its next command.
+// its orders from its next command. `currency` (default USD) follows the partner route's rule:
+// USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+// `currency`, `environment`), before `amount_precision_exceeded` is looked at.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38850,6 +39799,23 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 	return ParseGetOpenAPIYAMLResponse(rsp)
 }
 
+// PasswordResetPageWithResponse The page the reset mail's link opens; a form there sets the new password
+//
+// As /verify-email. With the link's token, a form for the new password posts
+// to POST /api/auth/password-reset/confirm; without one, a form for an email
+// address posts to POST /api/auth/password-reset.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /password-reset (the `PasswordResetPage` operationId).
+func (c *ClientWithResponses) PasswordResetPageWithResponse(ctx context.Context, params *PasswordResetPageParams, reqEditors ...RequestEditorFn) (*PasswordResetPageResponse, error) {
+	rsp, err := c.PasswordResetPage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePasswordResetPageResponse(rsp)
+}
+
 // GetReadinessWithResponse Log connected and read models caught up
 //
 // Returns a wrapper object for the known response body format(s).
@@ -38861,6 +39827,25 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// VerifyEmailPageWithResponse The page the verification mail's link opens; a click there verifies the address
+//
+// Server-rendered HTML with a little script of its own (a nonce in
+// `Content-Security-Policy`, which allows nothing else and no framing;
+// `Referrer-Policy: no-referrer`, `Cache-Control: no-store`). Opening it spends
+// nothing: its button posts the link's token to POST /api/auth/verify and shows
+// the result, so a mail scanner fetching the link consumes no token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /verify-email (the `VerifyEmailPage` operationId).
+func (c *ClientWithResponses) VerifyEmailPageWithResponse(ctx context.Context, params *VerifyEmailPageParams, reqEditors ...RequestEditorFn) (*VerifyEmailPageResponse, error) {
+	rsp, err := c.VerifyEmailPage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyEmailPageResponse(rsp)
 }
 
 // ParseListBracketsResponse parses an HTTP response from a ListBracketsWithResponse call
@@ -43304,7 +44289,10 @@ func ParseHostedConnectChooseResponse(rsp *http.Response) (*HostedConnectChooseR
 		var dest struct {
 			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-			// `result` `{status: failed, reason: expired}`.
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
 			Link ConnectLink `json:"link"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43324,6 +44312,72 @@ func ParseHostedConnectChooseResponse(rsp *http.Response) (*HostedConnectChooseR
 	switch {
 	case true:
 		var headers HostedConnectChooseResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostedConnectDisconnectResponse parses an HTTP response from a HostedConnectDisconnectWithResponse call
+func ParseHostedConnectDisconnectResponse(rsp *http.Response) (*HostedConnectDisconnectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectDisconnectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			AccountId string   `json:"accountId"`
+			Connected []string `json:"connected"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers HostedConnectDisconnectResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers HostedConnectDisconnectResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -43366,10 +44420,14 @@ func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessio
 				LogoUrl string `json:"logoUrl"`
 				Name    string `json:"name"`
 			} `json:"app"`
+			Connected []string `json:"connected"`
 
 			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-			// `result` `{status: failed, reason: expired}`.
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
 			Link       ConnectLink `json:"link"`
 			WhiteLabel struct {
 				Currency        string  `json:"currency"`
@@ -43493,7 +44551,10 @@ func ParseCreateConnectLinkResponse(rsp *http.Response) (*CreateConnectLinkRespo
 
 			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-			// `result` `{status: failed, reason: expired}`.
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
 			Link ConnectLink `json:"link"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43561,7 +44622,10 @@ func ParseCloseConnectLinkResponse(rsp *http.Response) (*CloseConnectLinkRespons
 		var dest struct {
 			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-			// `result` `{status: failed, reason: expired}`.
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
 			Link ConnectLink `json:"link"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43629,7 +44693,10 @@ func ParseGetConnectLinkResponse(rsp *http.Response) (*GetConnectLinkResponse, e
 		var dest struct {
 			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
 			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
-			// `result` `{status: failed, reason: expired}`.
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
 			Link ConnectLink `json:"link"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -50483,6 +51550,22 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 	return response, nil
 }
 
+// ParsePasswordResetPageResponse parses an HTTP response from a PasswordResetPageWithResponse call
+func ParsePasswordResetPageResponse(rsp *http.Response) (*PasswordResetPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PasswordResetPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
 // ParseGetReadinessResponse parses an HTTP response from a GetReadinessWithResponse call
 func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -50524,6 +51607,22 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseVerifyEmailPageResponse parses an HTTP response from a VerifyEmailPageWithResponse call
+func ParseVerifyEmailPageResponse(rsp *http.Response) (*VerifyEmailPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyEmailPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil

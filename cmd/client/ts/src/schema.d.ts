@@ -415,7 +415,12 @@ export interface paths {
          *     paper book mark's that moved its breakeven or trailing stops; strictly
          *     increasing, may skip). Also `lock` carrying the
          *     RiskLock whenever it changes. A comment heartbeat every 15 s. A slow
-         *     subscriber gets the newest frame, never a backlog.
+         *     subscriber gets the newest frame, never a backlog. When the key or
+         *     session that opened the stream ends (revoked, expired, signed out, a
+         *     password reset), on whichever node, the stream's last event is `error`
+         *     with the error shape and code `credential_revoked` (`params.reason`
+         *     says why), and the stream ends within a second: do not reconnect with
+         *     that credential. Every other stream (market, news, calendar) ends so too.
          */
         get: operations["streamAccount"];
         put?: never;
@@ -680,7 +685,9 @@ export interface paths {
         /**
          * Create a venue of an organization you own
          * @description A verified owner's session, a trusted Origin, an Idempotency-Key. The venue gets
-         *     a tenant of its own for its accounts, balances and webhooks.
+         *     a tenant of its own for its accounts, balances and webhooks. An organization
+         *     holds at most 20 venues (409 `venue_limit_reached`; a retry of one made still
+         *     answers it).
          */
         post: operations["createVenue"];
         delete?: never;
@@ -859,7 +866,9 @@ export interface paths {
          * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
          *     answers the first answer again (201, Idempotent-Replayed: true), the same key with
          *     another request 409. The account records the group's stage version; the group's terms govern
-         *     its orders from its next command.
+         *     its orders from its next command. `currency` (default USD) follows the partner route's rule:
+         *     USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+         *     `currency`, `environment`), before `amount_precision_exceeded` is looked at.
          */
         post: operations["issueVenueAccount"];
         delete?: never;
@@ -932,7 +941,9 @@ export interface paths {
          * @description The account's id and number derive from the venue and the Idempotency-Key: a retry
          *     answers the first answer again (201, Idempotent-Replayed: true), the same key with
          *     another request 409. The account records the group's stage version; the group's terms govern
-         *     its orders from its next command.
+         *     its orders from its next command. `currency` (default USD) follows the partner route's rule:
+         *     USD everywhere, USDC in the sandbox only, anything else 400 `currency_not_issuable` (params
+         *     `currency`, `environment`), before `amount_precision_exceeded` is looked at.
          */
         post: operations["issueVenueAccountBackOffice"];
         delete?: never;
@@ -2374,6 +2385,14 @@ export interface paths {
          *     the same way (201, an unverified user) and mails the address's owner, so
          *     the answer never tells whether the address has an account. Passwords are
          *     12 characters to 256 bytes, with no control characters.
+         *
+         *     Sign-ups, new verification links and password resets are throttled
+         *     together, whether or not the address has an account: 20 at once from one
+         *     client address (the TCP peer; X-Forwarded-For is not read), then one a
+         *     minute; 5 naming one email address, then one every 10 minutes. Beyond
+         *     either, 429 rate_limited with Retry-After, and nothing is recorded or
+         *     mailed. Password hashing runs in a few slots (half the cores); a request
+         *     that waits 2 s for one is 503 engine_overloaded with Retry-After: 1.
          */
         post: operations["signUp"];
         delete?: never;
@@ -2408,7 +2427,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mail a new verification link to an unverified address; 202 whatever the address */
+        /**
+         * Mail a new verification link to an unverified address; 202 whatever the address
+         * @description The answer comes once the request is queued, in the same time whatever the
+         *     address; the link is mailed just after (a link to /verify-email). Throttled
+         *     as a sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded
+         *     when the queue is full.
+         */
         post: operations["resendVerification"];
         delete?: never;
         options?: never;
@@ -2428,9 +2453,14 @@ export interface paths {
         /**
          * Sign in; the answer sets the svc_session cookie
          * @description A wrong email and a wrong password both answer 401 invalid_credentials,
-         *     in about the same time. After 5 failures of one email or one client
-         *     address, each further failure locks it out for 1 s, doubling up to 15
-         *     minutes (429 rate_limited with Retry-After).
+         *     in about the same time. Failures count per email and client address
+         *     together (the TCP peer; X-Forwarded-For is not read), and per client
+         *     address: after 5 failures of one email from one address, or 20 of any
+         *     emails from one address, each further failure locks that pair, or that
+         *     address, out for 1 s, doubling up to 15 minutes (429 rate_limited with
+         *     Retry-After). Nothing locks an email out at an address that has not
+         *     failed. A sign-in that waits 2 s for a password hashing slot is 503
+         *     engine_overloaded with Retry-After: 1.
          */
         post: operations["logIn"];
         delete?: never;
@@ -2482,7 +2512,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mail a reset link (valid one hour, once) when the address has an account; 202 always */
+        /**
+         * Mail a reset link (valid one hour, once) when the address has an account; 202 always
+         * @description The answer comes once the request is queued, in the same time whatever the
+         *     address; the link (to /password-reset) is mailed just after. Throttled as a
+         *     sign-up is (429 rate_limited with Retry-After); 503 engine_overloaded when
+         *     the queue is full.
+         */
         post: operations["requestPasswordReset"];
         delete?: never;
         options?: never;
@@ -2554,7 +2590,7 @@ export interface paths {
         put?: never;
         /**
          * Create an organization; the caller (a verified user) is its owner
-         * @description An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict.
+         * @description An optional Idempotency-Key (1-128 characters) makes a retry answer the same organization; the same key with another name is 409 idempotency_conflict. A user who belongs to 10 organizations makes no more (409 organization_limit_reached, params.max; a retry of one made still answers it).
          */
         post: operations["createOrganization"];
         delete?: never;
@@ -2957,6 +2993,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page the verification mail's link opens; a click there verifies the address
+         * @description Server-rendered HTML with a little script of its own (a nonce in
+         *     `Content-Security-Policy`, which allows nothing else and no framing;
+         *     `Referrer-Policy: no-referrer`, `Cache-Control: no-store`). Opening it spends
+         *     nothing: its button posts the link's token to POST /api/auth/verify and shows
+         *     the result, so a mail scanner fetching the link consumes no token.
+         */
+        get: operations["verifyEmailPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page the reset mail's link opens; a form there sets the new password
+         * @description As /verify-email. With the link's token, a form for the new password posts
+         *     to POST /api/auth/password-reset/confirm; without one, a form for an email
+         *     address posts to POST /api/auth/password-reset.
+         */
+        get: operations["passwordResetPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/connect/hosted/{linkId}": {
         parameters: {
             query: {
@@ -2992,7 +3074,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper */
+        /**
+         * What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+         * @description `accounts` are the trader's accounts connected to the app before (each can be chosen
+         *     again); `connected` the ids of those the app acts on for the trader now (the returning
+         *     view offers to disconnect each).
+         */
         get: operations["hostedConnectSession"];
         put?: never;
         post?: never;
@@ -3018,6 +3105,33 @@ export interface paths {
          *     `result.accountId`, the id GET /api/account/list gives the app key acting for that trader.
          */
         post: operations["hostedConnectChoose"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/disconnect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The trader disconnects the app from one of their accounts
+         * @description The returning trader's way out, on a frame session the app opened for them: every link
+         *     of the trader that connected `accountId` reads `closed` with `result` `{status:
+         *     disconnected, accountId}`, and the app key acting for the trader is refused on that
+         *     account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
+         *     link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
+         *     link), on every node. Idempotent: an account no longer connected changes nothing and
+         *     answers the same. Connect links send no webhook (the spec: their state is read from the
+         *     link). 404 `not_found`: no account of the trader connected to this app has that id.
+         */
+        post: operations["hostedConnectDisconnect"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3053,7 +3167,9 @@ export interface paths {
          * Author a challenge program (an operator of the venue or an owner of its organization)
          * @description Writes the whole program under its id (a UUID chosen by the author): 201 when new, 200 when
          *     replaced. `isActive: false` keeps it a draft, never listed. `nextChallengeId` chains a
-         *     further stage (the program a passed stage issues its next account from). The caller is an
+         *     further stage (the program a passed stage issues its next account from) of the same venue:
+         *     a program published for another venue answers 400 `invalid_request` with
+         *     `params.field: nextChallengeId`, and a chain never issues a stage of another venue. The caller is an
          *     operator of `venueId` with `account:write`, or an owner of the venue's organization (403
          *     otherwise; an unknown venue 404); a program stays with the venue it was first written for.
          *     The program is an event in the log; an enrollment takes the rules as they stand when it
@@ -3084,7 +3200,8 @@ export interface paths {
          *     The enrollment starts `registered` and turns `in_progress` on the account's first fill.
          *     A program with a non-zero `priceCents` answers 402 `payment_required`: this deployment
          *     collects no fee. A second enrollment while one is in flight (not yet `failed` or
-         *     `completed`) answers 409 `enrollment_in_flight`. The Idempotency-Key names the enrollment:
+         *     `completed`) answers 409 `enrollment_in_flight`. A trader whose email address is not
+         *     verified answers 403 `email_unverified`. The Idempotency-Key names the enrollment:
          *     the same key and body answer the first answer again; another body 409.
          */
         post: operations["enrollInChallenge"];
@@ -3228,7 +3345,10 @@ export interface components {
         /**
          * @description One of a Connect app's links as its backend reads it; exactly these properties. A link
          *     whose token expired before a connection reads as `failed` from `expiresAt` on, with
-         *     `result` `{status: failed, reason: expired}`.
+         *     `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+         *     disconnected the app from (hosted Connect) reads `closed`, with `result`
+         *     `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+         *     (403 `app_disconnected`) until a later link connects it again.
          */
         ConnectLink: {
             /** Format: uuid */
@@ -3248,6 +3368,10 @@ export interface components {
                 status: "failed";
                 /** @enum {string} */
                 reason: "expired";
+            } | {
+                /** @constant */
+                status: "disconnected";
+                accountId: string;
             };
             /** Format: date-time */
             expiresAt: string;
@@ -3593,10 +3717,12 @@ export interface components {
          *     quantity (per_unit only)}]}; a missing or unknown timing, direction or unit is 400
          *     unsupported_value, a round_turn not both 400 round_turn_is_both, margin 400
          *     margin_policy_superseded, financing 400 financing_superseded. groups: {name, instruments,
-         *     conditionId?, routeId?, stageId?, maxQuantity?}; dailyLossLimit is 400
-         *     loss_limit_unenforced (no risk policy binds the group). routes: {target: paper |
+         *     conditionId?, routeId?, stageId?, maxQuantity?}; a dailyLossLimit or weeklyLossLimit other
+         *     than null is 400 loss_limit_unenforced with that field (loss limits are the published risk
+         *     policy's). routes: {target: paper |
          *     provider:<id>}. stages: {name, version}. rules: {groupId?, entryHalted, instruments?,
-         *     maxQuantity?}.
+         *     maxQuantity?}; while entries are halted an order that may add exposure is 422 entry_halted
+         *     with params groupId and instrument.
          */
         VenueConfigSpec: Record<string, unknown>;
         VenueAccount: {
@@ -3648,7 +3774,7 @@ export interface components {
          *     sent again with the same key; a test keeps this enum equal to it.
          * @enum {string}
          */
-        ErrorCode: "origin not allowed" | "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "balance_refused" | "body_too_large" | "config_limit_reached" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -5703,6 +5829,10 @@ export interface operations {
                     currency?: "USD" | "USDC";
                     startingBalance?: components["schemas"]["DecimalIn"];
                     email?: string;
+                    /** @description an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits) */
+                    dailyLossLimit?: unknown;
+                    /** @description an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits) */
+                    weeklyLossLimit?: unknown;
                 };
             };
         };
@@ -5861,6 +5991,10 @@ export interface operations {
                     currency?: "USD" | "USDC";
                     startingBalance?: components["schemas"]["DecimalIn"];
                     email?: string;
+                    /** @description an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits) */
+                    dailyLossLimit?: unknown;
+                    /** @description an override: null or omitted; a value is 400 loss_limit_unenforced (the published risk policy states loss limits) */
+                    weeklyLossLimit?: unknown;
                 };
             };
         };
@@ -8647,6 +8781,50 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    verifyEmailPage: {
+        parameters: {
+            query?: {
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    passwordResetPage: {
+        parameters: {
+            query?: {
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
     hostedConnectPage: {
         parameters: {
             query: {
@@ -8703,6 +8881,7 @@ export interface operations {
                             logoUrl: string;
                         };
                         accounts: components["schemas"]["AccountItem"][];
+                        connected: string[];
                         whiteLabel: {
                             enabled: boolean;
                             label: string;
@@ -8740,6 +8919,37 @@ export interface operations {
                 content: {
                     "application/json": {
                         link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectDisconnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    accountId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The account, and the accounts the app still acts on for the trader */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        connected: string[];
                     };
                 };
             };
