@@ -356,6 +356,9 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			if err = tx.Put(CollTenantAccount, e.TenantID+"/"+id, id); err == nil {
 				err = tx.Put(CollAccountNumber, e.Broker+"/"+e.AccountNumber, id)
 			}
+			if err == nil && e.Email != "" {
+				err = tx.Put(CollEmailAccount, EmailKey(e.Email)+"/"+id, id)
+			}
 		case evacct.OrderPlaced:
 			orders.add(placedOrder(id, c.Seq, e))
 		case evacct.OrderFilled:

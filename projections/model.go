@@ -16,6 +16,7 @@ const (
 	CollAccount       = "account"        // by account id
 	CollTenantAccount = "tenant_account" // tenantID/accountID -> account id
 	CollAccountNumber = "account_number" // broker/accountNumber -> account id
+	CollEmailAccount  = "email_account"  // EmailKey(email)/accountID -> account id: accounts issued to an address
 	CollOrder         = "order"          // accountID/brokerOrderID
 	CollOrderSeq      = "order_seq"      // accountID/seq/brokerOrderID -> brokerOrderID
 	CollWorking       = "working"        // accountID/seq/brokerOrderID -> brokerOrderID, while it rests

@@ -119,6 +119,27 @@ func AccountsOf(ctx context.Context, s Store, tenantID string) ([]Account, error
 	return out, err
 }
 
+// EmailKey is an address as the key of the accounts issued to it: lower-cased
+// (tenant.NormalEmail's form), so an account issued to T@Example.com is the
+// account of t@example.com.
+func EmailKey(email string) string { return strings.ToLower(email) }
+
+// AccountsOfEmail lists the accounts a firm or a venue issued to the address
+// email, in account id order. Who may trade them is the gateway's decision:
+// a user reaches them only once they have verified that address.
+func AccountsOfEmail(ctx context.Context, s Store, email string) ([]Account, error) {
+	out, _, err := Page(ctx, s, CollEmailAccount, Query{Prefix: EmailKey(email) + "/"}, "", 0, func(decode func(any) error) (Account, bool, error) {
+		var id string
+		if err := decode(&id); err != nil {
+			return Account{}, false, err
+		}
+		a, err := GetInto[Account](ctx, s, CollAccount, id)
+		// The prefix of one address may begin another's key: only this address's accounts.
+		return a, err == nil && EmailKey(a.Email) == EmailKey(email), err
+	})
+	return out, err
+}
+
 // AccountsPage lists a tenant's accounts that keep takes, in account id
 // order, at most limit (0: all), after the account id after ("" from the
 // first); next is the page's last account id when more follow, else "".

@@ -35,15 +35,13 @@ type Item struct {
 
 func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	p, _ := httpx.PrincipalOf(r)
-	accts, err := projections.AccountsOf(r.Context(), h.d.Store, p.TenantID)
+	accts, err := h.d.Accounts(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	out := make([]Item, 0, len(accts))
 	for _, a := range accts {
-		if api.Visible(p, a) {
-			out = append(out, ItemOf(a))
-		}
+		out = append(out, ItemOf(a))
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accounts": out})
 	return nil

@@ -69,8 +69,11 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 			return projections.Account{}, err
 		}
 		a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
-		if err == nil && a.TenantID == p.TenantID && a.Broker == broker && Visible(p, a) {
-			return a, nil
+		if err == nil && a.Broker == broker {
+			ok, err := d.Reaches(ctx, p, a)
+			if err != nil || ok {
+				return a, err
+			}
 		}
 		if err != nil && !errors.Is(err, projections.ErrNotFound) {
 			return projections.Account{}, err
@@ -80,11 +83,146 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 		}
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
 	}
-	a, err := d.firstOn(ctx, p.TenantID, broker, func(a projections.Account) bool { return Visible(p, a) })
+	grants, err := d.grants(ctx, p)
+	if err != nil {
+		return projections.Account{}, err
+	}
+	a, err := d.firstOn(ctx, p.TenantID, broker, func(a projections.Account) bool { return Visible(p, a) && grants.has(a) })
+	if errors.Is(err, projections.ErrNotFound) && grants != nil {
+		if _, err := d.firstOn(ctx, p.TenantID, broker, func(a projections.Account) bool { return Visible(p, a) }); err == nil {
+			return projections.Account{}, errDisconnected
+		}
+	}
+	if errors.Is(err, projections.ErrNotFound) {
+		a, err = d.firstIssued(ctx, p, broker)
+	}
 	if err != nil {
 		return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
 	}
 	return a, nil
+}
+
+// errDisconnected answers a Connect app key acting for a trader on an account
+// the trader disconnected the app from.
+var errDisconnected = httpx.Errorf(http.StatusForbidden, "app_disconnected",
+	"the trader disconnected this app from the account: the app no longer acts for them on it, until they connect it again through a new link")
+
+// appGrants are the accounts a Connect app key acting for a trader reaches:
+// those the trader connected to the app and has not disconnected since. Nil
+// for every other principal, which it does not narrow.
+type appGrants map[string]bool
+
+func (g appGrants) has(a projections.Account) bool { return g == nil || g[a.AccountID] }
+
+// grants reads the accounts the trader a Connect app key acts for grants the app.
+func (d *Deps) grants(ctx context.Context, p httpx.Principal) (appGrants, error) {
+	if p.App == nil || p.OnBehalfOf == "" {
+		return nil, nil
+	}
+	t, err := projections.GetInto[projections.AppTrader](ctx, d.Store, projections.CollAppTrader, p.App.AppID+"/"+p.OnBehalfOf)
+	if errors.Is(err, projections.ErrNotFound) {
+		return appGrants{}, nil
+	}
+	g := appGrants{}
+	for _, id := range t.Accounts {
+		g[id] = true
+	}
+	return g, err
+}
+
+// Accounts lists every account the principal reaches: its tenant's that it
+// sees (Visible), then those issued to its user's verified address (Issued).
+func (d *Deps) Accounts(ctx context.Context, p httpx.Principal) ([]projections.Account, error) {
+	own, err := projections.AccountsOf(ctx, d.Store, p.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := d.grants(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]projections.Account, 0, len(own))
+	for _, a := range own {
+		if Visible(p, a) && grants.has(a) {
+			out = append(out, a)
+		}
+	}
+	issued, err := d.Issued(ctx, p)
+	return append(out, issued...), err
+}
+
+// Reaches reports whether the principal reaches the account: one of its
+// tenant's that it sees (Visible) and, for a Connect app key acting for a
+// trader, that the trader has not disconnected the app from (else 403
+// app_disconnected); or one issued to its user's verified address.
+func (d *Deps) Reaches(ctx context.Context, p httpx.Principal, a projections.Account) (bool, error) {
+	if a.TenantID == p.TenantID {
+		if !Visible(p, a) {
+			return false, nil
+		}
+		grants, err := d.grants(ctx, p)
+		if err == nil && !grants.has(a) {
+			err = errDisconnected
+		}
+		return err == nil, err
+	}
+	if a.Email == "" {
+		return false, nil
+	}
+	email, err := d.verifiedEmail(ctx, p)
+	return email != "" && projections.EmailKey(email) == projections.EmailKey(a.Email), err
+}
+
+// Issued lists the accounts a firm or a venue issued, into its own tenant, to
+// the address of the principal's user, once that user has verified it: a
+// user's Trading API key or session trades them as its own. A key acting for
+// someone else (x-svc-trader), and every other credential, gets none. It is
+// read from the log's read models (the user's EmailVerified, the accounts by
+// address), so it holds on every node and after a replay; an address no one
+// has verified reaches nothing, whoever signed up with it.
+func (d *Deps) Issued(ctx context.Context, p httpx.Principal) ([]projections.Account, error) {
+	email, err := d.verifiedEmail(ctx, p)
+	if err != nil || email == "" {
+		return nil, err
+	}
+	accts, err := projections.AccountsOfEmail(ctx, d.Store, email)
+	if err != nil {
+		return nil, err
+	}
+	out := accts[:0]
+	for _, a := range accts {
+		if a.TenantID != p.TenantID { // the tenant's own are listed as its own
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// verifiedEmail is the verified address of the user a principal speaks for
+// (a user's Trading API key or session, acting for no one else), or "".
+func (d *Deps) verifiedEmail(ctx context.Context, p httpx.Principal) (string, error) {
+	if (p.Kind != "trading" && p.Kind != "session") || p.OnBehalfOf != "" || p.TenantID == "" {
+		return "", nil
+	}
+	u, err := projections.GetInto[projections.User](ctx, d.Store, projections.CollUser, p.TenantID)
+	if errors.Is(err, projections.ErrNotFound) || (err == nil && !u.EmailVerified) {
+		return "", nil
+	}
+	return u.Email, err
+}
+
+// firstIssued is the first account on broker issued to the principal's verified address.
+func (d *Deps) firstIssued(ctx context.Context, p httpx.Principal, broker string) (projections.Account, error) {
+	issued, err := d.Issued(ctx, p)
+	if err != nil {
+		return projections.Account{}, err
+	}
+	for _, a := range issued {
+		if a.Broker == broker {
+			return a, nil
+		}
+	}
+	return projections.Account{}, projections.ErrNotFound
 }
 
 // Visible reports whether the principal reaches the account: every account of
