@@ -1,6 +1,9 @@
 package commands
 
-import "net/http"
+import (
+	"net/http"
+	"sync"
+)
 
 // CodeInfo describes one stable error code.
 type CodeInfo struct {
@@ -16,6 +19,13 @@ type CodeInfo struct {
 	// where it was (write_recorded).
 	RetrySafe bool
 }
+
+// RetrySafe reports the catalogue's RetrySafe of code (false for a code not
+// in it): whether an answer with it carries Retry-After.
+func RetrySafe(code string) bool { return codes()[code].RetrySafe }
+
+// codes is the catalogue read once.
+var codes = sync.OnceValue(Codes)
 
 // Codes is the table of every stable error code the engine answers (the
 // code of a Refusal, of an httpx.Error and of a stream's error event). It
@@ -79,7 +89,6 @@ func Codes() map[string]CodeInfo {
 		"method_not_allowed":           {Status: []int{http.StatusMethodNotAllowed}},                     // the Allow header lists the route's methods
 		"not_found":                    {Status: []int{http.StatusNotFound}},
 		"order_quantity_above_limit":   {Status: []int{http.StatusUnprocessableEntity}},
-		"origin not allowed":           {Status: []int{http.StatusForbidden}}, // operator writes without a trusted Origin
 		"outcome_unknown":              {Status: []int{http.StatusServiceUnavailable}},
 		"permission_denied":            {Status: []int{http.StatusForbidden}},
 		"position_not_closable":        {Status: []int{http.StatusUnprocessableEntity}},
@@ -90,6 +99,7 @@ func Codes() map[string]CodeInfo {
 		"registration_revoked":         {Status: []int{http.StatusConflict}},
 		"risk_locked":                  {Status: []int{http.StatusLocked}},
 		"session_required":             {Status: []int{http.StatusUnauthorized}},
+		"credential_revoked":           {}, // a stream's last error event: the key or session that opened it ended
 		"settings_locked":              {Status: []int{http.StatusLocked}},
 		"store_unavailable":            {Status: []int{http.StatusServiceUnavailable}, RetrySafe: true},
 		"subscription_limit":           {}, // the 25th subscription of /api/market/streams: an error event

@@ -500,9 +500,20 @@ func (e *Engine) market() trading.Market {
 	return m
 }
 
-// futuresUnserved refuses an order on a futures instrument when no futures source is configured.
+// futuresUnserved refuses an order on a futures symbol when no futures
+// source is configured: a futures catalog entry, a product root, a contract
+// (ESZ6) or a continuous symbol (ES1!), as the market routes recognise them.
 func (e *Engine) futuresUnserved(instrument string) error {
-	if in, ok := e.cfg.Catalog.Get(instrument); ok && in.AssetClass == "futures" && e.cfg.Futures == nil {
+	if e.cfg.Futures != nil {
+		return nil
+	}
+	if in, ok := e.cfg.Catalog.Get(instrument); ok {
+		if in.AssetClass == "futures" {
+			return trading.FeedRequiresConnection(instrument)
+		}
+		return nil
+	}
+	if _, ok := market.FuturesRoot(instrument, market.Products()); ok {
 		return trading.FeedRequiresConnection(instrument)
 	}
 	return nil

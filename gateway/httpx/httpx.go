@@ -190,8 +190,8 @@ func toError(err error) *Error {
 		if f, ok := ref.Params["field"].(string); ok {
 			e.Field = f // the venue shape names it at the top level too
 		}
-		if e.Status == http.StatusServiceUnavailable && ref.Code != "outcome_unknown" {
-			e.RetryAfter = 1
+		if e.Status == http.StatusServiceUnavailable && commands.RetrySafe(ref.Code) {
+			e.RetryAfter = 1 // the catalogue's word: outcome_unknown and feed_requires_connection carry none
 		}
 		return e
 	case errors.Is(err, engine.ErrLogUnavailable):
