@@ -57,6 +57,7 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	slog.Info("serving", "addr", ln.Addr().String(), "env", cfg.Env, "store", storeName(cfg.DatabaseURL),
 		"startSeconds", time.Since(began).Round(time.Millisecond).Seconds(), "commits", a.bootLast)
 	current.Store(&a.Handler)
+	defer a.serveAdmin()() // adminsock.go: engine admin while the engine runs
 	return a.serveOn(ctx, srv, srvErr)
 }
 
