@@ -40,6 +40,7 @@ func Codes() map[string]CodeInfo {
 		"link_closed":                  {Status: []int{http.StatusGone}},
 		"link_expired":                 {Status: []int{http.StatusGone}},
 		"link_connected":               {Status: []int{http.StatusConflict}},
+		"app_disconnected":             {Status: []int{http.StatusForbidden}}, // the trader disconnected the app from the account
 		"frame_session_required":       {Status: []int{http.StatusUnauthorized}},
 		"origin_not_allowed":           {Status: []int{http.StatusForbidden}},
 		"plan_limit_reached":           {Status: []int{http.StatusConflict}},

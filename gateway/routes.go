@@ -337,4 +337,5 @@ func connectRoutes(d *api.Deps, c *connectgw.Handlers, id *identity.Handlers, ro
 	root.Handle("/connect/hosted/{linkId}", http.HandlerFunc(c.Page)).Methods(http.MethodGet)
 	open.Handle("/api/connect/hosted/session", serve(c.Session)).Methods(http.MethodGet)
 	open.Handle("/api/connect/hosted/connect", serve(c.Connect)).Methods(http.MethodPost)
+	open.Handle("/api/connect/hosted/disconnect", serve(c.Disconnect)).Methods(http.MethodPost)
 }

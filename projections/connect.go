@@ -36,7 +36,8 @@ type App struct {
 
 // AppTrader is one of an app's traders as read: the app's own id of them,
 // when the app first made a link for them, their links and the accounts
-// they connected.
+// they connected and have not disconnected since: the accounts the app acts
+// on for them.
 type AppTrader struct {
 	Trader      string    `json:"trader"`
 	FirstSeenAt time.Time `json:"firstSeenAt"`
@@ -124,6 +125,9 @@ func foldLink(tx Tx, id string, c events.Committed) error {
 			err = traderSeen(tx, l.AppID, l.Trader, e.At, e.AccountID)
 		case evconnect.LinkClosed:
 			l.State, l.UpdatedAt = evconnect.StateClosed, e.At
+		case evconnect.LinkDisconnected:
+			l.State, l.Disconnected, l.UpdatedAt = evconnect.StateClosed, true, e.At
+			err = traderDropped(tx, l.AppID, l.Trader, l.AccountID)
 		case evconnect.LinkFailed:
 			l.State, l.Reason, l.UpdatedAt = evconnect.StateFailed, e.Reason, e.At
 		default:
@@ -137,6 +141,16 @@ func foldLink(tx Tx, id string, c events.Committed) error {
 		}
 	}
 	return nil
+}
+
+// traderDropped records that the trader disconnected the app from account.
+func traderDropped(tx Tx, appID, trader, account string) error {
+	var t AppTrader
+	if ok, err := tx.Get(CollAppTrader, appID+"/"+trader, &t); err != nil || !ok {
+		return err
+	}
+	t.Accounts = slices.DeleteFunc(t.Accounts, func(a string) bool { return a == account })
+	return tx.Put(CollAppTrader, appID+"/"+trader, t)
 }
 
 // TraderKey is a trader's id as a key part: escaped, so no id holds the separator.

@@ -227,6 +227,21 @@ type ConnectLink struct{ AccountID string }
 // Validate checks the shape.
 func (c *ConnectLink) Validate() error { return commands.Key("accountId", c.AccountID, 64) }
 
+// DisconnectLink ends the grant a connected link gave its app on AccountID:
+// the trader's disconnect. By names who asked ("hosted", or a user id).
+type DisconnectLink struct {
+	AccountID string
+	By        string
+}
+
+// Validate checks the shape.
+func (c *DisconnectLink) Validate() error {
+	if err := commands.Key("accountId", c.AccountID, 64); err != nil {
+		return err
+	}
+	return commands.Key("by", c.By, 64)
+}
+
 // CloseLink closes a link (the app's backend).
 type CloseLink struct{}
 

@@ -27,6 +27,10 @@ func ViewLink(l evconnect.Link, now time.Time) LinkView {
 		v.State, l.Reason = evconnect.StateFailed, "expired"
 		v.UpdatedAt = l.ExpiresAt.UTC()
 	}
+	if l.Disconnected {
+		v.Result = map[string]any{"status": "disconnected", "accountId": l.AccountID}
+		return v
+	}
 	switch v.State {
 	case evconnect.StateConnected:
 		v.Result = map[string]any{"status": evconnect.StateConnected, "accountId": l.AccountID}

@@ -159,6 +159,8 @@ func ApplyLink(s *Link, e events.Event) *Link {
 		s.State, s.AccountID, s.UpdatedAt = evconnect.StateConnected, e.AccountID, e.At
 	case evconnect.LinkClosed:
 		s.State, s.UpdatedAt = evconnect.StateClosed, e.At
+	case evconnect.LinkDisconnected:
+		s.State, s.Disconnected, s.UpdatedAt = evconnect.StateClosed, true, e.At
 	case evconnect.LinkFailed:
 		s.State, s.Reason, s.UpdatedAt = evconnect.StateFailed, e.Reason, e.At
 	default:
@@ -170,6 +172,8 @@ func ApplyLink(s *Link, e events.Event) *Link {
 // Refusals of hosted Connect's steps on a link that can no longer take them.
 func linkEnded(l evconnect.Link, now time.Time) error {
 	switch {
+	case l.Disconnected:
+		return commands.Refuse(http.StatusGone, "link_closed", "you disconnected the app from the account this Connect link connected; ask the app for a new link to connect again", nil)
 	case l.State == evconnect.StateClosed:
 		return commands.Refuse(http.StatusGone, "link_closed", "this Connect link was closed by the app; ask the app for a new one", nil)
 	case l.State == evconnect.StateConnected:
@@ -181,7 +185,9 @@ func linkEnded(l evconnect.Link, now time.Time) error {
 }
 
 // DecideLink runs one link command. Creating and closing are keyed writes
-// (idem.Write); hosted Connect's steps (mount, connect) are the link's own.
+// (idem.Write); hosted Connect's steps (mount, connect) and the trader's
+// disconnect are the link's own, idempotent by their state: a disconnect of
+// a link that does not grant that account (any more) records nothing.
 func DecideLink(s *Link, env commands.Envelope) ([]events.Event, error) {
 	if _, creating := env.Cmd.(*connectcmd.CreateLink); !creating && s.State == "" {
 		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no link of the app has that id in this environment", nil)
@@ -213,6 +219,11 @@ func DecideLink(s *Link, env commands.Envelope) ([]events.Event, error) {
 			return nil, err
 		}
 		return []events.Event{evconnect.LinkConnected{AccountID: c.AccountID, At: now}}, nil
+	case *connectcmd.DisconnectLink:
+		if s.State != evconnect.StateConnected || s.AccountID != c.AccountID {
+			return nil, nil
+		}
+		return []events.Event{evconnect.LinkDisconnected{By: c.By, At: now}}, nil
 	case *connectcmd.CloseLink:
 		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
 			var evs []events.Event

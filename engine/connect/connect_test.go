@@ -84,6 +84,7 @@ var (
 	connected = evconnect.LinkConnected{}.Type()
 	closed    = evconnect.LinkClosed{}.Type()
 	failed    = evconnect.LinkFailed{}.Type()
+	dropped   = evconnect.LinkDisconnected{}.Type()
 )
 
 // decideLink validates and decides env on s and folds the events into s, as the mailbox does.
@@ -107,6 +108,10 @@ func mount(at time.Time) commands.Envelope { return plain(at, &connectcmd.MountL
 
 func connectTo(at time.Time, account string) commands.Envelope {
 	return plain(at, &connectcmd.ConnectLink{AccountID: account})
+}
+
+func disconnect(at time.Time, account string) commands.Envelope {
+	return plain(at, &connectcmd.DisconnectLink{AccountID: account, By: "hosted"})
 }
 
 func closeLink(at time.Time, key, digest string) commands.Envelope {
@@ -239,6 +244,37 @@ func TestLinkDecisions(t *testing.T) {
 			}},
 		{name: "mount of a failed link is gone as expired", given: []commands.Envelope{create, closeLink(expires, "k-close", "d-close")},
 			when: mount(expires.Add(time.Minute)), status: 410, code: "link_expired", state: evconnect.StateFailed},
+
+		{name: "connected --disconnect--> closed, result disconnected with the account", given: []commands.Envelope{create, mount1, conn1},
+			when: disconnect(later, "acct_1"), events: []string{dropped}, state: evconnect.StateClosed,
+			check: func(t *testing.T, s *connect.Link, _ []events.Event) {
+				v := connectcmd.ViewLink(s.Link, later)
+				want := map[string]any{"status": "disconnected", "accountId": "acct_1"}
+				if v.State != "closed" || !reflect.DeepEqual(v.Result, want) || !s.Disconnected || !v.UpdatedAt.Equal(later) {
+					t.Fatalf("view %+v, state %+v", v, s.Link)
+				}
+				// Past its token's expiry it still reads disconnected, never failed.
+				if v := connectcmd.ViewLink(s.Link, expires.Add(time.Hour)); v.State != "closed" || !reflect.DeepEqual(v.Result, want) {
+					t.Fatalf("view after expiry %+v", v)
+				}
+			}},
+		{name: "disconnect twice changes nothing", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+			when: disconnect(later.Add(time.Minute), "acct_1"), events: []string{}, state: evconnect.StateClosed},
+		{name: "disconnect of another account than the link's changes nothing", given: []commands.Envelope{create, mount1, conn1},
+			when: disconnect(later, "acct_2"), events: []string{}, state: evconnect.StateConnected},
+		{name: "disconnect of a link not connected changes nothing", given: []commands.Envelope{create, mount1},
+			when: disconnect(later, "acct_1"), events: []string{}, state: evconnect.StateMounted},
+		{name: "connect of a disconnected link is gone", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+			when: connectTo(later.Add(time.Minute), "acct_1"), status: 410, code: "link_closed", state: evconnect.StateClosed},
+		{name: "close of a disconnected link changes nothing and answers it disconnected", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+			when: closeLink(later.Add(time.Minute), "k-close", "d-close"), events: []string{keyUsed}, state: evconnect.StateClosed,
+			check: func(t *testing.T, s *connect.Link, evs []events.Event) {
+				_, _, m := answer(t, evs)
+				if l := linkOf(t, m); l["state"] != "closed" || l["result"].(map[string]any)["status"] != "disconnected" {
+					t.Fatalf("%v", l)
+				}
+			}},
+		{name: "disconnect of a link never created is not found", when: disconnect(later, "acct_1"), status: 404, code: "not_found"},
 
 		{name: "mount of a link never created is not found", when: mount(later), status: 404, code: "not_found"},
 		{name: "connect of a link never created is not found", when: connectTo(later, "acct_1"), status: 404, code: "not_found"},

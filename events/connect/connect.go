@@ -109,6 +109,15 @@ type LinkClosed struct {
 	At time.Time `json:"at"`
 }
 
+// LinkDisconnected records that the trader disconnected the app from the
+// account the link connected: the app no longer acts for the trader on it
+// (until a later link connects it again). By names who asked: "hosted" for
+// hosted Connect's frame session.
+type LinkDisconnected struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
 // LinkFailed records a link that ended without a connection: its token
 // expired before the trader connected (Reason "expired").
 type LinkFailed struct {
@@ -134,6 +143,7 @@ func (LinkMounted) Type() string       { return "connect.link_mounted.v1" }
 func (LinkConnected) Type() string     { return "connect.link_connected.v1" }
 func (LinkClosed) Type() string        { return "connect.link_closed.v1" }
 func (LinkFailed) Type() string        { return "connect.link_failed.v1" }
+func (LinkDisconnected) Type() string  { return "connect.link_disconnected.v1" }
 func (StatementRedeemed) Type() string { return "connect.statement_redeemed.v1" }
 
 // Registry lists the Connect event types.
@@ -148,6 +158,7 @@ func Registry() events.Registry {
 		LinkConnected{}.Type():     events.Of[LinkConnected](),
 		LinkClosed{}.Type():        events.Of[LinkClosed](),
 		LinkFailed{}.Type():        events.Of[LinkFailed](),
+		LinkDisconnected{}.Type():  events.Of[LinkDisconnected](),
 		StatementRedeemed{}.Type(): events.Of[StatementRedeemed](),
 	}
 }
@@ -172,9 +183,12 @@ type Link struct {
 	State     string
 	Reason    string // why it failed
 	AccountID string
-	ExpiresAt time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Disconnected: the trader disconnected the app from AccountID; the
+	// link reads closed, its result names the account it no longer grants.
+	Disconnected bool
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Ended reports whether the link can move no more.

@@ -131,6 +131,9 @@ func (h *Handlers) frame(r *http.Request) (evconnect.Link, projections.App, erro
 	}
 	if l.State == evconnect.StateClosed || l.State == evconnect.StateFailed || l.Expired(h.cfg.Now()) {
 		code, msg := "link_closed", "the app closed this Connect link: the session on it ended; go back to the app and start again"
+		if l.Disconnected {
+			msg = "you disconnected the app from the account this Connect link connected: the session on it ended; go back to the app to connect again"
+		}
 		if l.State != evconnect.StateClosed {
 			code, msg = "link_expired", "this Connect link expired: the session on it ended; go back to the app and start again"
 		}
@@ -138,6 +141,19 @@ func (h *Handlers) frame(r *http.Request) (evconnect.Link, projections.App, erro
 	}
 	a, err := h.app(r.Context(), l.AppID)
 	return l, a, err
+}
+
+// granted are the ids of the accounts the app acts on for the trader now:
+// connected through a link and not disconnected since.
+func (h *Handlers) granted(ctx context.Context, a projections.App, trader string) ([]string, error) {
+	t, err := projections.GetInto[projections.AppTrader](ctx, h.d.Store, projections.CollAppTrader, a.AppID+"/"+trader)
+	if errors.Is(err, projections.ErrNotFound) {
+		return []string{}, nil
+	}
+	if t.Accounts == nil {
+		t.Accounts = []string{}
+	}
+	return t.Accounts, err
 }
 
 // traderAccounts are the accounts the link's trader connected to the app before.
@@ -177,6 +193,10 @@ func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	for _, x := range accts {
 		items = append(items, account.ItemOf(x))
 	}
+	connected, err := h.granted(r.Context(), a, l.Trader)
+	if err != nil {
+		return err
+	}
 	wl := a.Settings.WhiteLabel
 	wlID, _ := whiteLabelID(a, l.Trader)
 	opened := false
@@ -188,6 +208,7 @@ func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 		"link":       connectcmd.ViewLink(l, h.cfg.Now()),
 		"app":        map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": a.Settings.LogoURL},
 		"accounts":   items,
+		"connected":  connected,
 		"whiteLabel": map[string]any{"enabled": wl.Enabled, "label": wl.Label, "currency": wl.Currency, "startingBalance": wl.StartingBalance, "opened": opened},
 	})
 	return nil
@@ -261,6 +282,72 @@ func (h *Handlers) Connect(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Disconnect ends the app's access to one of the trader's accounts (POST
+// /api/connect/hosted/disconnect, {accountId}): every link of the trader that
+// connected that account records the disconnect (the app reads it closed,
+// result {status: disconnected, accountId}), and the app key acting for the
+// trader is refused on it (403 app_disconnected) until a later link connects
+// it again. Disconnecting an account no longer connected changes nothing
+// and answers the same.
+func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		AccountID string `json:"accountId"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
+	if err := commands.Key("accountId", b.AccountID, 64); err != nil {
+		return err
+	}
+	l, a, err := h.frame(r)
+	if err != nil {
+		return err
+	}
+	x, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, b.AccountID)
+	if errors.Is(err, projections.ErrNotFound) || (err == nil && (x.AppID != a.AppID || x.Trader != l.Trader)) {
+		return httpx.Errorf(http.StatusNotFound, "not_found", "no account of yours connected to this app has that id")
+	}
+	if err != nil {
+		return err
+	}
+	prefix := a.AppID + "/" + projections.TraderKey(l.Trader) + "/"
+	var links []string
+	err = h.d.Store.List(r.Context(), projections.CollTraderLink, projections.Query{Prefix: prefix}, func(_ string, get func(any) error) error {
+		var id string
+		if err := get(&id); err != nil {
+			return err
+		}
+		links = append(links, id)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range links {
+		k, err := projections.GetInto[evconnect.Link](r.Context(), h.d.Store, projections.CollLink, id)
+		if err != nil {
+			return err
+		}
+		if k.State != evconnect.StateConnected || k.AccountID != b.AccountID {
+			continue
+		}
+		res, err := h.d.Engine.Link(r.Context(), id, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.DisconnectLink{AccountID: b.AccountID, By: "hosted"}))
+		if err != nil {
+			return err
+		}
+		if err := h.d.Settle(r.Context(), res); err != nil {
+			return err
+		}
+	}
+	connected, err := h.granted(r.Context(), a, l.Trader)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": b.AccountID, "connected": connected})
+	return nil
+}
+
 var hostedPage = template.Must(template.New("hosted").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Connect{{if .App}} to {{.App}}{{end}}</title>
@@ -300,6 +387,17 @@ button{font:inherit;padding:8px 14px;margin:4px 0;border:1px solid #888;border-r
       var b = document.createElement('button'); b.className = 'account'; b.dataset.account = a.accountId;
       b.textContent = a.label + ' (' + a.accountNumber + ')'; b.onclick = function () { choose({accountId: a.accountId}); };
       document.getElementById('accounts').appendChild(b);
+      if (s.connected.indexOf(a.accountId) < 0) { return; }
+      var d = document.createElement('button'); d.className = 'disconnect'; d.dataset.account = a.accountId;
+      d.textContent = 'Disconnect ' + s.app.name + ' from ' + a.label + ' (' + a.accountNumber + ')';
+      d.onclick = function () {
+        show('Disconnecting…');
+        call('POST', '/api/connect/hosted/disconnect', {accountId: a.accountId}).then(function () {
+          d.remove(); show(s.app.name + ' no longer acts on ' + a.label + ' (' + a.accountNumber + ').', 'ok');
+          status.dataset.disconnected = a.accountId;
+        }, function (e) { show(e.message, 'err'); });
+      };
+      document.getElementById('accounts').appendChild(d);
     });
     if (s.whiteLabel.enabled && !s.whiteLabel.opened) {
       var p = document.createElement('button'); p.id = 'open-paper';

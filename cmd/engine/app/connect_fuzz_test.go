@@ -36,7 +36,8 @@ var fuzzHeaderSlots = []string{"Idempotency-Key", "Content-Type", "Origin", "Coo
 //
 //	0: POST /api/connect/links, body as given
 //	1: DELETE /api/connect/links/{id} of a link made in setup, body as given
-//	2: POST /api/connect/hosted/connect, body as given, Authorization: Frame ...
+//	2: POST /api/connect/hosted/connect (bit 4 clear) or
+//	   /api/connect/hosted/disconnect (bit 4 set), body as given, Authorization: Frame ...
 //	3: GET /api/connect/links?{body as the query}
 //
 // Writes carry an Idempotency-Key derived from the input, so a repeated input
@@ -61,6 +62,7 @@ func FuzzConnectBodies(f *testing.F) {
 		}
 		f.Add(byte(i%3)|0<<2, b, "fz-seed")
 		f.Add(byte(i%3)|1<<2, b, "text/plain")
+		f.Add(byte(2|1<<4), b, "")
 	}
 	for _, q := range queries {
 		f.Add(byte(3), q, "")
@@ -102,6 +104,9 @@ func FuzzConnectBodies(f *testing.F) {
 			h.Set("Authorization", "Bearer "+key)
 		case 2:
 			method, target = http.MethodPost, "/api/connect/hosted/connect"
+			if route&(1<<4) != 0 {
+				target = "/api/connect/hosted/disconnect"
+			}
 			h.Set("Authorization", "Frame "+frame)
 		case 3:
 			method, target, payload = http.MethodGet, "/api/connect/links", nil
