@@ -83,7 +83,8 @@ func TestCredentials(t *testing.T) {
 		}
 	}
 	r := e.Do(apptest.Req{Method: "GET", Path: "/api/account/list", Headers: map[string]string{"Origin": "https://evil.example"}})
-	if m := r.Map(t); r.Status != 403 || len(m) != 2 || m["error"] != "origin not allowed" || m["requestId"] != r.Header.Get("X-Request-Id") {
+	if m := r.Map(t); r.Status != 403 || len(m) != 3 || m["code"] != "origin_not_allowed" || !strings.HasPrefix(m["error"].(string), "origin not allowed") ||
+		m["requestId"] != r.Header.Get("X-Request-Id") {
 		t.Fatalf("bad origin: %d %s", r.Status, r.Body)
 	}
 	if r := e.Do(apptest.Req{Method: "GET", Path: "/api/account/list", Headers: map[string]string{"Origin": "https://app.example.com"}}); r.Status != 200 {

@@ -1,6 +1,7 @@
 // Package auth resolves credentials: API keys by their SHA-256 digest, the
-// Origin allow-list, per-credential rate limits and stream bounds (a key or a
-// registered browser origin is a credential) and the drain gate.
+// Origin allow-list, per-credential and per-tenant rate limits, stream bounds
+// (a key or a registered browser origin is a credential), the end of a
+// credential's streams when it ends (ends.go) and the drain gate.
 package auth
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,10 +43,18 @@ func NewKey(prefix string) string {
 // Config shapes the middleware.
 type Config struct {
 	AllowedOrigins []string
-	RatePerSecond  float64 // per credential (a key, or a registered origin); 0: no limit
-	Burst          int
-	MaxStreams     int       // concurrent streams per credential; 0: DefaultMaxStreams
-	Sessions       *Sessions // signs and verifies session cookies; nil: no session is admitted
+	// PublicURL is the engine's public base URL: its origin (scheme, host and
+	// port) is the engine's own, trusted as a registered origin is. The
+	// request's Host is never trusted.
+	PublicURL     string
+	RatePerSecond float64 // per credential (a key, or a registered origin); 0: no limit
+	Burst         int
+	// TenantRatePerSecond and TenantBurst limit the requests of all a
+	// tenant's credentials together (a tenant may hold many keys); 0: no limit.
+	TenantRatePerSecond float64
+	TenantBurst         int
+	MaxStreams          int       // concurrent streams per credential; 0: DefaultMaxStreams
+	Sessions            *Sessions // signs and verifies session cookies; nil: no session is admitted
 	// DashboardOrigin is the Connect dashboard's origin: its session's
 	// requests must come from it. "": the engine's own origin.
 	DashboardOrigin string
@@ -66,6 +76,8 @@ type Auth struct {
 	cfg      Config
 	store    projections.Store
 	origins  map[string]bool
+	own      string // the origin of cfg.PublicURL; "": none
+	ends     ends
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by credential; at most maxLimiters
 	smu      sync.Mutex
@@ -82,7 +94,8 @@ func New(cfg Config, store projections.Store) *Auth {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
 	a := &Auth{cfg: cfg, store: store, origins: map[string]bool{}, limiters: map[string]*rate.Limiter{}, streams: map[string]int{},
-		known: map[string]projections.Key{}}
+		known: map[string]projections.Key{}, own: originOf(cfg.PublicURL),
+		ends: ends{by: map[string]map[*httpx.StreamEnd]struct{}{}, gone: map[string]gone{}}}
 	for _, o := range cfg.AllowedOrigins {
 		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
 			a.origins[o] = true
@@ -97,18 +110,49 @@ func (a *Auth) Drain() { a.draining.Store(true) }
 // Draining reports whether the engine drains.
 func (a *Auth) Draining() bool { return a.draining.Load() }
 
+// originOf is the origin of a URL as a browser sends it: lower-case scheme
+// and host, the port unless it is the scheme's default; "" when u is not an
+// http or https URL.
+func originOf(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	scheme, host, port := strings.ToLower(p.Scheme), strings.ToLower(p.Hostname()), p.Port()
+	if scheme != "http" && scheme != "https" {
+		return ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == "" || (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		return scheme + "://" + host
+	}
+	return scheme + "://" + host + ":" + port
+}
+
 // OriginAllowed reports whether a request's Origin (if any) is registered.
 func (a *Auth) OriginAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	return o == "" || a.origins[strings.TrimRight(o, "/")]
 }
 
+// ownOrigin reports whether o is the engine's own origin (Config.PublicURL's),
+// scheme included.
+func (a *Auth) ownOrigin(o string) bool { return o != "" && o == a.own }
+
+// ErrOriginNotAllowed is the answer to a request from an origin that is
+// neither registered nor the engine's own: 403 origin_not_allowed.
+func ErrOriginNotAllowed(why string) *httpx.Error {
+	return httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "origin not allowed: %s", why)
+}
+
 // Origin refuses a request whose Origin header is neither registered nor the
 // engine's own (a page it serves signing in): 403, even with a valid key.
 func (a *Auth) Origin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.OriginAllowed(r) && !sameOrigin(r) {
-			httpx.WriteError(w, r, httpx.Trading, &httpx.Error{Status: http.StatusForbidden, Msg: "origin not allowed"})
+		if !a.OriginAllowed(r) && !a.ownOrigin(strings.TrimRight(r.Header.Get("Origin"), "/")) {
+			httpx.WriteError(w, r, httpx.Trading, ErrOriginNotAllowed("a request carrying an Origin header must come from a registered origin or the engine's own"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -126,7 +170,7 @@ func (a *Auth) RequireOrigin(fam httpx.Family) func(http.Handler) http.Handler {
 				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a registered browser origin or a valid API key is required"))
 				return
 			}
-			a.admit(w, r, fam, httpx.Principal{Kind: "origin", Origin: o}, next)
+			a.admit(w, r, fam, httpx.Principal{Kind: "origin", Origin: o}, time.Time{}, next)
 		})
 	}
 }
@@ -223,7 +267,7 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 			case "connect":
 				p.App = &httpx.AppGrant{AppID: k.AppID, CreatedBy: k.CreatedBy, Env: k.Env}
 			}
-			a.admit(w, r, fam, p, next)
+			a.admit(w, r, fam, p, k.ExpiresAt, next)
 		})
 	}
 }
@@ -231,16 +275,31 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 // credential names the rate limit and the stream bound a principal counts against.
 func credential(p httpx.Principal) string { return p.Credential() }
 
-// admit serves a resolved principal: the credential's rate limit (429
-// rate_limited), then next with the principal in the context and its stream,
-// if it starts one, bounded (429 too_many_streams).
-func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p httpx.Principal, next http.Handler) {
+// admit serves a resolved principal: the credential's rate limit and its
+// tenant's (429 rate_limited), then next with the principal in the context
+// and its stream, if it starts one, bounded (429 too_many_streams) and ended
+// when the credential ends or at until (its expiry; zero: none).
+func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p httpx.Principal, until time.Time, next http.Handler) {
 	id := credential(p)
-	if wait, ok := a.allow(id); !ok {
+	if wait, ok := a.allow(id, a.cfg.RatePerSecond, a.cfg.Burst); !ok {
 		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
 		return
 	}
-	httpx.GateStreams(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)), next, func() (func(), error) { return a.openStream(id) })
+	if p.TenantID != "" {
+		if wait, ok := a.allow("tenant:"+p.TenantID, a.cfg.TenantRatePerSecond, a.cfg.TenantBurst); !ok {
+			httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: wait,
+				Msg: "the rate limit of all your keys and sessions together is exceeded; wait for Retry-After"})
+			return
+		}
+	}
+	httpx.GateStreams(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)), next, func(end *httpx.StreamEnd) (func(), error) {
+		release, err := a.openStream(id)
+		if err != nil {
+			return nil, err
+		}
+		stop := a.watch(endRef(p), until, end)
+		return func() { stop(); release() }, nil
+	})
 }
 
 // openStream takes one of the credential's stream slots; release gives it back.
@@ -272,14 +331,15 @@ func (a *Auth) Streams(p httpx.Principal) int {
 	return a.streams[credential(p)]
 }
 
-// allow takes a token of the credential's limiter, or reports the seconds to wait.
-func (a *Auth) allow(id string) (int, bool) {
-	if a.cfg.RatePerSecond <= 0 {
+// allow takes a token of id's limiter (a credential's or a tenant's, of
+// perSecond and burst), or reports the seconds to wait.
+func (a *Auth) allow(id string, perSecond float64, burst int) (int, bool) {
+	if perSecond <= 0 {
 		return 0, true
 	}
 	now := time.Now()
 	a.mu.Lock()
-	l := a.limiterLocked(id, now)
+	l := a.limiterLocked(id, now, perSecond, burst)
 	a.mu.Unlock()
 	res := l.ReserveN(now, 1)
 	d := res.DelayFrom(now)
@@ -294,7 +354,7 @@ func (a *Auth) allow(id string) (int, bool) {
 // table is full it first drops the limiters back at full burst (no different
 // from new ones); if that leaves it over three quarters full, arbitrary ones
 // until half full, so a sweep is rare however many credentials call.
-func (a *Auth) limiterLocked(id string, now time.Time) *rate.Limiter {
+func (a *Auth) limiterLocked(id string, now time.Time, perSecond float64, burst int) *rate.Limiter {
 	if l, ok := a.limiters[id]; ok {
 		return l
 	}
@@ -313,11 +373,10 @@ func (a *Auth) limiterLocked(id string, now time.Time) *rate.Limiter {
 			}
 		}
 	}
-	burst := a.cfg.Burst
 	if burst <= 0 {
-		burst = int(math.Max(1, a.cfg.RatePerSecond))
+		burst = int(math.Max(1, perSecond))
 	}
-	l := rate.NewLimiter(rate.Limit(a.cfg.RatePerSecond), burst)
+	l := rate.NewLimiter(rate.Limit(perSecond), burst)
 	a.limiters[id] = l
 	return l
 }

@@ -13,16 +13,16 @@ func TestLimiterTableStaysBounded(t *testing.T) {
 	a := New(Config{RatePerSecond: 1, Burst: 3}, nil)
 	hot := "origin:https://hot.example"
 	for i := 0; i < 3; i++ {
-		if _, ok := a.allow(hot); !ok {
+		if _, ok := a.allow(hot, 1, 3); !ok {
 			t.Fatalf("request %d of the burst refused", i)
 		}
 	}
-	if wait, ok := a.allow(hot); ok || wait < 1 {
+	if wait, ok := a.allow(hot, 1, 3); ok || wait < 1 {
 		t.Fatalf("over the burst: ok %v, wait %d", ok, wait)
 	}
 	// Random origins (or keys) each make a limiter; the table never passes its bound.
 	for i := 0; i < 5*maxLimiters; i++ {
-		a.allow(fmt.Sprintf("origin:https://%d.example", i))
+		a.allow(fmt.Sprintf("origin:https://%d.example", i), 1, 3)
 		if n := len(a.limiters); n > maxLimiters {
 			t.Fatalf("%d limiters after %d credentials", n, i+1)
 		}

@@ -30,8 +30,7 @@ func (a *Auth) RequireConnectKey(fam httpx.Family) func(http.Handler) http.Handl
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fail := func(err error) { httpx.WriteError(w, r, fam, err) }
 			if r.Header.Get("Origin") != "" || r.Header.Get("Cookie") != "" {
-				fail(httpx.Errorf(http.StatusForbidden, "origin_not_allowed",
-					"link routes are called from the app's server: a request carrying a browser Origin or a cookie is refused; keep the app key on the server"))
+				fail(ErrOriginNotAllowed("link routes are called from the app's server: a request carrying a browser Origin or a cookie is refused; keep the app key on the server"))
 				return
 			}
 			h := r.Header.Get("Authorization")
@@ -53,7 +52,7 @@ func (a *Auth) RequireConnectKey(fam httpx.Family) func(http.Handler) http.Handl
 				return
 			}
 			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: "connect",
-				App: &httpx.AppGrant{AppID: k.AppID, CreatedBy: k.CreatedBy, Env: k.Env}}, next)
+				App: &httpx.AppGrant{AppID: k.AppID, CreatedBy: k.CreatedBy, Env: k.Env}}, k.ExpiresAt, next)
 		})
 	}
 }
@@ -84,7 +83,7 @@ func (s *Sessions) Sealer(version, label string, max int) *Sealer {
 func (a *Auth) DashboardOriginAllowed(r *http.Request) bool {
 	o := strings.TrimRight(r.Header.Get("Origin"), "/")
 	if a.cfg.DashboardOrigin == "" {
-		return sameOrigin(r)
+		return a.ownOrigin(o)
 	}
 	return o == strings.TrimRight(a.cfg.DashboardOrigin, "/")
 }
@@ -112,11 +111,12 @@ func (a *Auth) RequireDashboard(fam httpx.Family) func(http.Handler) http.Handle
 			}
 			write := r.Method != http.MethodGet && r.Method != http.MethodHead
 			if (write || r.Header.Get("Origin") != "") && !a.DashboardOriginAllowed(r) {
-				fail(httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "the Connect dashboard's routes answer the dashboard's own origin only"))
+				fail(ErrOriginNotAllowed("the Connect dashboard's routes answer the dashboard's own origin only"))
 				return
 			}
 			a.renewDashboard(w, c)
-			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: c.UserID, UserID: c.UserID}, Kind: "dashboard", Session: c.SessionID}, next)
+			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: c.UserID, UserID: c.UserID}, Kind: "dashboard", Session: c.SessionID},
+				time.Unix(c.Expires, 0), next)
 		})
 	}
 }

@@ -126,24 +126,19 @@ func (a *Auth) sessionUser(r *http.Request, name, aud string) (Claims, projectio
 }
 
 // Trusted reports whether a cookie-borne write comes from a trusted page: its
-// Origin is registered or is the engine's own (CSRF).
+// Origin is registered or is the engine's own, its public base URL's (CSRF).
+// The request's Host is not consulted: a client names it.
 func (a *Auth) Trusted(r *http.Request) bool {
 	o := strings.TrimRight(r.Header.Get("Origin"), "/")
 	if o == "" {
 		return false
 	}
-	return a.origins[o] || sameOrigin(r)
-}
-
-// sameOrigin reports whether the request's Origin is the engine's own host.
-func sameOrigin(r *http.Request) bool {
-	o := strings.TrimRight(r.Header.Get("Origin"), "/")
-	return o != "" && (o == "http://"+r.Host || o == "https://"+r.Host)
+	return a.origins[o] || a.ownOrigin(o)
 }
 
 // RequireSession admits a signed-in session: no API key (403), a live
 // session cookie (401 session_required), and for a write a trusted Origin
-// (403 origin not allowed). A session close to idle gets a renewed cookie.
+// (403 origin_not_allowed). A session close to idle gets a renewed cookie.
 // The principal is the user, of kind session, rate limited like a key.
 func (a *Auth) RequireSession(fam httpx.Family) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -158,11 +153,11 @@ func (a *Auth) RequireSession(fam httpx.Family) func(http.Handler) http.Handler 
 				return
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead && !a.Trusted(r) {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "origin not allowed", "a write with a session cookie needs a trusted Origin header"))
+				httpx.WriteError(w, r, fam, ErrOriginNotAllowed("a write with a session cookie needs a trusted Origin header"))
 				return
 			}
 			a.renew(w, c)
-			a.admit(w, r, fam, SessionPrincipal(c), next)
+			a.admit(w, r, fam, SessionPrincipal(c), time.Unix(c.Expires, 0), next)
 		})
 	}
 }

@@ -29,7 +29,7 @@ func (a *Auth) RequireVenueKey(fam httpx.Family) func(http.Handler) http.Handler
 				return
 			}
 			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: "venue",
-				Venue: &httpx.VenueGrant{VenueID: k.VenueID, Scopes: k.Scopes, CreatedBy: k.CreatedBy}}, next)
+				Venue: &httpx.VenueGrant{VenueID: k.VenueID, Scopes: k.Scopes, CreatedBy: k.CreatedBy}}, k.ExpiresAt, next)
 		})
 	}
 }

@@ -118,7 +118,7 @@ const (
 // Error is an HTTP error a handler returns; Refusal covers domain refusals.
 type Error struct {
 	Status     int
-	Code       string
+	Code       commands.Code
 	Msg        string
 	Params     map[string]any
 	Field      string
@@ -129,12 +129,12 @@ type Error struct {
 func (e *Error) Error() string { return e.Msg }
 
 // Errorf makes an *Error with a status, a code and a sentence.
-func Errorf(status int, code, format string, args ...any) *Error {
+func Errorf(status int, code commands.Code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Unavailable is a 503 with Retry-After: 1 and a code.
-func Unavailable(code, msg string) *Error {
+func Unavailable(code commands.Code, msg string) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: code, Msg: msg, RetryAfter: 1}
 }
 
@@ -220,6 +220,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// NoSniff sets X-Content-Type-Options: nosniff on every answer of next, so
+// no browser reads an answer as another type than it says.
+func NoSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // DefaultBodyLimit bounds request bodies of routes that set no limit of their own.

@@ -88,7 +88,7 @@ func TestDecodeRefusesDeepBodiesFast(t *testing.T) {
 func TestStreamsAreAdmittedOnceThroughTheGate(t *testing.T) {
 	admitted, released := 0, 0
 	refuse := false
-	admit := func() (func(), error) {
+	admit := func(*httpx.StreamEnd) (func(), error) {
 		if refuse {
 			return nil, &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", Msg: "no"}
 		}

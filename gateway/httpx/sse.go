@@ -3,11 +3,13 @@ package httpx
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,8 +19,91 @@ var Heartbeat = 15 * time.Second
 
 // SSE writes one server-sent event stream.
 type SSE struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w   http.ResponseWriter
+	f   http.Flusher
+	end *StreamEnd // nil: no credential ends the stream
+}
+
+// StreamEnd ends a stream before its client goes: the credential that opened
+// it ended (a key revoked or expired, a session ended). The credential
+// middleware makes one for each stream it admits (GateStreams); StartSSE
+// carries it to the stream, whose writer sends Final and ends. A nil
+// *StreamEnd never ends.
+type StreamEnd struct {
+	once  sync.Once
+	done  chan struct{}
+	mu    sync.Mutex
+	err   *Error
+	hooks []func()
+}
+
+// NewStreamEnd makes a StreamEnd not yet ended.
+func NewStreamEnd() *StreamEnd { return &StreamEnd{done: make(chan struct{})} }
+
+// End ends the stream with err (its code and sentence are the final event's),
+// once; later calls change nothing. It never blocks on the stream.
+func (e *StreamEnd) End(err *Error) {
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.err = err
+		hooks := e.hooks
+		e.hooks = nil
+		close(e.done)
+		e.mu.Unlock()
+		for _, f := range hooks {
+			f()
+		}
+	})
+}
+
+// Done is closed when the stream is ended; nil for a nil StreamEnd.
+func (e *StreamEnd) Done() <-chan struct{} {
+	if e == nil {
+		return nil
+	}
+	return e.done
+}
+
+// Ended reports whether the stream is ended.
+func (e *StreamEnd) Ended() bool {
+	select {
+	case <-e.Done():
+		return e != nil
+	default:
+		return false
+	}
+}
+
+// afterEnd runs f when the stream is ended, or now if it is.
+func (e *StreamEnd) afterEnd(f func()) {
+	e.mu.Lock()
+	select {
+	case <-e.done:
+		e.mu.Unlock()
+		f()
+		return
+	default:
+	}
+	e.hooks = append(e.hooks, f)
+	e.mu.Unlock()
+}
+
+// Final renders the last event of an ended stream: `error`, its data the
+// error shape of the trading routes (error, code, params), so the client
+// knows why and does not reconnect with the same credential.
+func (e *StreamEnd) Final() []byte {
+	e.mu.Lock()
+	err := e.err
+	e.mu.Unlock()
+	if err == nil {
+		err = &Error{Code: "credential_revoked", Msg: "the credential that opened this stream no longer authenticates"}
+	}
+	body := map[string]any{"error": err.Msg, "code": err.Code}
+	if err.Params != nil {
+		body["params"] = err.Params
+	}
+	b, _ := json.Marshal(body)
+	return FormatEvent("error", "", b)
 }
 
 // StartSSE admits the stream (AdmitStream), lifts the response's write
@@ -41,15 +126,16 @@ func StartSSE(w http.ResponseWriter) (*SSE, error) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	f.Flush()
-	return &SSE{w: w, f: f}, nil
+	return &SSE{w: w, f: f, end: streamEndOf(w)}, nil
 }
 
 // streamGate is a writer that admits the stream its request starts, once.
 type streamGate struct {
 	http.ResponseWriter
-	admit    func() (release func(), err error)
+	admit    func(end *StreamEnd) (release func(), err error)
 	admitted bool
 	release  func()
+	end      *StreamEnd
 }
 
 func (g *streamGate) Flush() {
@@ -63,8 +149,9 @@ func (g *streamGate) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 // GateStreams serves r with next through a writer whose stream, if next starts
 // one, must first be admitted by admit (AdmitStream, StartSSE); the release
 // admit returned is called when next returns. Credential middleware uses it to
-// bound a credential's concurrent streams.
-func GateStreams(w http.ResponseWriter, r *http.Request, next http.Handler, admit func() (release func(), err error)) {
+// bound a credential's concurrent streams, and to end them (the StreamEnd
+// admit is handed) when the credential ends.
+func GateStreams(w http.ResponseWriter, r *http.Request, next http.Handler, admit func(end *StreamEnd) (release func(), err error)) {
 	g := &streamGate{ResponseWriter: w, admit: admit}
 	defer func() {
 		if g.release != nil {
@@ -84,12 +171,28 @@ func AdmitStream(w http.ResponseWriter) error {
 			if g.admitted {
 				return nil
 			}
-			release, err := g.admit()
+			end := NewStreamEnd()
+			release, err := g.admit(end)
 			if err != nil {
 				return err
 			}
-			g.admitted, g.release = true, release
+			g.admitted, g.release, g.end = true, release, end
 			return nil
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
+}
+
+// streamEndOf is the StreamEnd of the stream w's gate admitted, or nil.
+func streamEndOf(w http.ResponseWriter) *StreamEnd {
+	for w != nil {
+		if g, ok := w.(*streamGate); ok {
+			return g.end
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
@@ -155,7 +258,8 @@ func (s *SSE) Comment(text string) error {
 }
 
 // Pump runs a stream until the client goes (ctx), the server drains (done), in
-// closes or a write fails: a heartbeat comment every Heartbeat, and send for
+// closes, a write fails or the credential that opened it ends (then its last
+// event is StreamEnd.Final): a heartbeat comment every Heartbeat, and send for
 // each value from in. The stream's end is never an error to report.
 func Pump[T any](ctx context.Context, s *SSE, done <-chan struct{}, in <-chan T, send func(T) error) error {
 	beat := time.NewTicker(Heartbeat)
@@ -165,6 +269,11 @@ func Pump[T any](ctx context.Context, s *SSE, done <-chan struct{}, in <-chan T,
 		case <-ctx.Done():
 			return nil
 		case <-done:
+			return nil
+		case <-s.end.Done():
+			if s.Write(s.end.Final()) == nil {
+				s.Flush()
+			}
 			return nil
 		case <-beat.C:
 			if s.Comment("heartbeat") != nil {
@@ -186,8 +295,9 @@ var endChunk = []byte("0\r\n\r\n")
 // and TryWrite writes without blocking, so one goroutine can feed many
 // streams. A Conn allows one writer at a time, besides Hold.
 type Conn struct {
-	c  net.Conn
-	rc syscall.RawConn // nil: every TryWrite would block, Write does the work
+	c   net.Conn
+	end *StreamEnd      // the stream's, from its SSE; nil: never ended early
+	rc  syscall.RawConn // nil: every TryWrite would block, Write does the work
 	// TryWrite's one write, made once: b in, n and err out
 	try func(fd uintptr) bool
 	b   []byte
@@ -209,7 +319,10 @@ func (s *SSE) Detach(r *http.Request) (*Conn, bool) {
 	if err != nil {
 		return nil, false
 	}
-	out := &Conn{c: c}
+	out := &Conn{c: c, end: s.end}
+	if s.end != nil {
+		s.end.afterEnd(out.Release) // Hold returns once the credential ends
+	}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			out.rc = rc
@@ -262,18 +375,27 @@ func (c *Conn) Hold() {
 	}
 }
 
+// StreamEnd is the stream's StreamEnd (nil when no credential ends it): once it is
+// ended, Hold returns, and the stream's last event is its Final.
+func (c *Conn) StreamEnd() *StreamEnd { return c.end }
+
 // Release makes Hold return.
 func (c *Conn) Release() { _ = c.c.SetReadDeadline(time.Now()) }
 
 // Bound makes a blocked Write fail after d.
 func (c *Conn) Bound(d time.Duration) { _ = c.c.SetWriteDeadline(time.Now().Add(d)) }
 
-// End closes the connection; clean first ends the chunked body (within one
-// second), so the client sees the stream end rather than break.
-func (c *Conn) End(clean bool) {
+// End closes the connection; clean first writes final, if any, as one chunk
+// and ends the chunked body (within one second), so the client sees the
+// stream end rather than break.
+func (c *Conn) End(clean bool, final []byte) {
 	if clean {
 		c.Bound(time.Second)
-		_ = c.Write(endChunk)
+		var b []byte
+		if len(final) > 0 {
+			b = AppendChunk(b, final)
+		}
+		_ = c.Write(append(b, endChunk...))
 	}
 	_ = c.c.Close()
 }

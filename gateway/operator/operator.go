@@ -17,6 +17,7 @@ import (
 	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
+	"github.com/svc/engine/gateway/auth"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -54,7 +55,7 @@ func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 			return err
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.d.Auth.Trusted(r) {
-			return httpx.Errorf(http.StatusForbidden, "origin not allowed", "writes on operator routes need a trusted Origin")
+			return auth.ErrOriginNotAllowed("writes on operator routes need a trusted Origin")
 		}
 		if !u.EmailVerified {
 			return httpx.Errorf(http.StatusForbidden, "email_unverified", "an operator verifies their email address first")

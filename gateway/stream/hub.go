@@ -369,9 +369,11 @@ func (h *Hub) list(accountID string) []*Sub {
 }
 
 // Serve writes the subscription to its detached connection until the client
-// goes, a write fails or the hub closes: the frame and extras pending since
-// Subscribe, then every payload as the hub fans it out, and a heartbeat every
-// httpx.Heartbeat. It ends the connection before it returns.
+// goes, a write fails, the hub closes or the credential that opened the
+// stream ends: the frame and extras pending since Subscribe, then every
+// payload as the hub fans it out, and a heartbeat every httpx.Heartbeat. A
+// stream whose credential ended gets its final `error` event
+// (httpx.StreamEnd.Final) last. It ends the connection before it returns.
 func (h *Hub) Serve(s *Sub, c *httpx.Conn) {
 	h.mu.Lock()
 	closed := h.closed
@@ -380,17 +382,19 @@ func (h *Hub) Serve(s *Sub, c *httpx.Conn) {
 	}
 	h.mu.Unlock()
 	if closed {
-		c.End(true)
+		c.End(true, nil)
 		return
 	}
 	defer h.live.Done()
 	s.attach(c, httpx.Heartbeat)
 	c.Hold()
 	select {
+	case <-c.StreamEnd().Done():
+		s.end(true, c.StreamEnd().Final())
 	case <-h.done:
-		s.end(true)
+		s.end(true, nil)
 	default:
-		s.end(false)
+		s.end(false, nil)
 	}
 }
 

@@ -211,9 +211,9 @@ func (s *Sub) kick() {
 }
 
 // end stops writing, waits for a drain goroutine (its write is cut short after
-// a second), and closes the connection, ending the body cleanly when asked
-// and no chunk was left half written.
-func (s *Sub) end(clean bool) {
+// a second), and closes the connection, ending the body cleanly, after the
+// final event if any, when asked and no chunk was left half written.
+func (s *Sub) end(clean bool, final []byte) {
 	s.mu.Lock()
 	s.ended = true
 	if s.timer != nil {
@@ -227,5 +227,5 @@ func (s *Sub) end(clean bool) {
 	}
 	clean = clean && !s.broken && s.rest == nil
 	s.mu.Unlock()
-	s.conn.End(clean)
+	s.conn.End(clean, final)
 }

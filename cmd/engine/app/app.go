@@ -25,6 +25,7 @@ import (
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/docs"
 	"github.com/svc/engine/gateway/exitplans"
+	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/identity"
 	riskgw "github.com/svc/engine/gateway/risk"
 	"github.com/svc/engine/gateway/stream"
@@ -209,8 +210,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.previews, err = exitplans.NewTokens(derive(a.firm.key, "exit-plan-preview")); err != nil {
 		return nil, err
 	}
-	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst, MaxStreams: cfg.StreamsPerKey, Sessions: sessions,
+	tenantRate, tenantBurst := cfg.tenantRate()
+	au := auth.New(auth.Config{AllowedOrigins: cfg.origins(), PublicURL: cfg.BaseURL, RatePerSecond: cfg.RateLimit, Burst: cfg.RateBurst,
+		TenantRatePerSecond: tenantRate, TenantBurst: tenantBurst, MaxStreams: cfg.StreamsPerKey, Sessions: sessions,
 		DashboardOrigin: cfg.Connect.DashboardOrigin}, a.Store)
+	a.Projector.Listen(au.OnCommit) // a revoked key's or ended session's streams end on every node
 	a.Deps = &api.Deps{Engine: a.Engine, Projector: a.Projector, Store: a.Store, Auth: au, Hub: a.Hub, Env: cfg.Env}
 
 	phase(PhaseReadModel)
@@ -381,7 +385,7 @@ const (
 // NewServer is the HTTP server Serve runs h with, with the limits above.
 func NewServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           httpx.NoSniff(h),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		IdleTimeout:       IdleTimeout,

@@ -37,6 +37,10 @@ type Config struct {
 	DemoAccounts    int
 	RateLimit       float64
 	RateBurst       int
+	// TenantRateLimit and TenantRateBurst bound all one tenant's credentials
+	// together; -1: twice RateLimit and RateBurst (tenantRate).
+	TenantRateLimit float64
+	TenantRateBurst int
 	StreamsPerKey   int // concurrent SSE streams per credential
 	FeedSeed        uint64
 	LogLevel        string
@@ -120,6 +124,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	rl, _ := strconv.ParseFloat(env("ENGINE_RATE_LIMIT", "200"), 64)
 	fs.Float64Var(&c.RateLimit, "rate-limit", rl, "requests per second per credential; 0: unlimited (ENGINE_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", envInt("ENGINE_RATE_BURST", 400), "burst of the per-credential rate limit (ENGINE_RATE_BURST)")
+	trl, _ := strconv.ParseFloat(env("ENGINE_TENANT_RATE_LIMIT", "-1"), 64)
+	fs.Float64Var(&c.TenantRateLimit, "tenant-rate-limit", trl, "requests per second of all one tenant's keys and sessions together; -1: twice -rate-limit; 0: unlimited (ENGINE_TENANT_RATE_LIMIT)")
+	fs.IntVar(&c.TenantRateBurst, "tenant-rate-burst", envInt("ENGINE_TENANT_RATE_BURST", -1), "burst of the per-tenant rate limit; -1: twice -rate-burst (ENGINE_TENANT_RATE_BURST)")
 	fs.IntVar(&c.StreamsPerKey, "streams-per-key", envInt("ENGINE_STREAMS_PER_KEY", 50), "concurrent SSE streams one credential may hold open, 1-100000; the next is 429 too_many_streams (ENGINE_STREAMS_PER_KEY)")
 	seed, _ := strconv.ParseUint(env("ENGINE_FEED_SEED", "42"), 10, 64)
 	fs.Uint64Var(&c.FeedSeed, "feed-seed", seed, "seed of the simulated price feed (ENGINE_FEED_SEED)")
@@ -129,7 +136,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	backoff := env("ENGINE_WEBHOOK_BACKOFF", "")
 	fs.StringVar(&backoff, "webhook-backoff", backoff, "the 5 waits between a webhook's 6 attempts, comma-separated durations (1m,5m,30m,2h,6h24m when empty) (ENGINE_WEBHOOK_BACKOFF)")
 	fs.StringVar(&c.Firm.UsagePrice, "usage-price", env("ENGINE_USAGE_PRICE", "15"), "price per account that traded in a month, for partner usage (ENGINE_USAGE_PRICE)")
-	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL written to dev-credentials.json; default http://<listen> (ENGINE_BASE_URL)")
+	fs.StringVar(&c.BaseURL, "base-url", env("ENGINE_BASE_URL", ""), "public base URL: written to dev-credentials.json and the mail links, and its origin (scheme, host, port) is the engine's own, trusted for cookie-borne writes from the engine's pages; set it to the address browsers use; default http://<listen> (ENGINE_BASE_URL)")
 	fs.StringVar(&c.SMTPURL, "smtp-url", env("ENGINE_SMTP_URL", ""), "smtp://user:pass@host:587 (STARTTLS) or smtps://...:465 for mail; empty: .eml files under <data-dir>/mail (ENGINE_SMTP_URL)")
 	fs.StringVar(&c.MailFrom, "mail-from", env("ENGINE_MAIL_FROM", ""), "From address of the engine's mail (ENGINE_MAIL_FROM)")
 	fs.StringVar(&c.SessionKeys, "session-keys", env("ENGINE_SESSION_KEYS", ""), "comma-separated hex keys (32+ bytes) signing session cookies; the first signs, all verify; empty: derived from <data-dir>/secret.key (ENGINE_SESSION_KEYS)")
@@ -232,6 +239,19 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("ENGINE_STREAMS_PER_KEY %d outside 1..100000", c.StreamsPerKey))
 	}
 	return errors.Join(errs...)
+}
+
+// tenantRate is the per-tenant rate limit and burst: the settings, or twice
+// the per-credential ones where they are -1.
+func (c Config) tenantRate() (float64, int) {
+	rate, burst := c.TenantRateLimit, c.TenantRateBurst
+	if rate < 0 {
+		rate = 2 * c.RateLimit
+	}
+	if burst < 0 {
+		burst = 2 * c.RateBurst
+	}
+	return rate, burst
 }
 
 func (c Config) origins() []string {

@@ -86,6 +86,10 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatal(err)
 	}
 	cfg.DataDir, cfg.DemoAccounts, cfg.RateLimit = o.DataDir, o.DemoAccounts, 0
+	// The server listens before the service starts: its address is the
+	// service's public base URL, the origin its pages' writes come from.
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 	if o.Postgres {
 		cfg.DatabaseURL = o.DatabaseURL
 		if cfg.DatabaseURL == "" {
@@ -97,9 +101,9 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	a, err := app.Start(context.Background(), cfg, app.Options{Now: o.Now, ManualFeed: o.ManualFeed})
 	if err != nil {
+		srv.Listener.Close()
 		t.Fatalf("start: %v", err)
 	}
-	srv := httptest.NewUnstartedServer(a.Handler)
 	srv.Config = app.NewServer(a.Handler) // the real server's timeouts and limits
 	srv.Start()
 	e := &Env{T: t, App: a, Server: srv, URL: srv.URL, DataDir: o.DataDir, opts: o, lastDB: cfg.DatabaseURL}
