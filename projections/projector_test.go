@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -439,4 +440,85 @@ func TestAFoldNeverChangesWhatItPut(t *testing.T) {
 	if orders < 120 {
 		t.Fatalf("%d orders put as pointers, want every one of the 120", orders)
 	}
+}
+
+// downStore fails every Update and Checkpoint while down, as PostgreSQL
+// does while it is stopped.
+type downStore struct {
+	projections.Store
+	down atomic.Bool
+}
+
+var errDown = fmt.Errorf("%w: connection refused", projections.ErrUnavailable)
+
+func (s *downStore) Update(ctx context.Context, seq uint64, fn func(projections.Tx) error) error {
+	if s.down.Load() {
+		return errDown
+	}
+	return s.Store.Update(ctx, seq, fn)
+}
+
+func (s *downStore) Checkpoint(ctx context.Context) (uint64, error) {
+	if s.down.Load() {
+		return 0, errDown
+	}
+	return s.Store.Checkpoint(ctx)
+}
+
+// A store that fails under the live loop ends Run at once with ErrStore (not
+// at the log's next commit), answers the waiters with it and reports the
+// stall; run again once the store answers, the projector folds from its
+// checkpoint, the waiters are served and the stall ends.
+func TestAStoreFailureEndsRunAtOnceAndRunAgainResumes(t *testing.T) {
+	reg := evacct.Registry()
+	subjects, data := accountCommits(t, reg, 1, 2)
+	store := &downStore{Store: memory.New()}
+	p := projections.NewProjector(store, reg, projections.Core)
+	log := &logSource{more: make(chan struct{})}
+	log.add(subjects[0], data[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, log) }()
+	if err := p.WaitFor(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	log.add(subjects[1], data[1])
+	select {
+	case err := <-done:
+		if !errors.Is(err, projections.ErrStore) || !errors.Is(err, errDown) {
+			t.Fatalf("Run on a failing store = %v, want ErrStore naming the store's error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still waits for the log's next commit after its store failed")
+	}
+	if err := p.WaitFor(ctx, 2); !errors.Is(err, projections.ErrStore) {
+		t.Errorf("a waiter during the stall got %v", err)
+	}
+	if since, err := p.Stalled(); since.IsZero() || !errors.Is(err, errDown) {
+		t.Errorf("Stalled() = %v, %v during the outage", since, err)
+	}
+	if err := p.Run(ctx, log); !errors.Is(err, projections.ErrStore) {
+		t.Fatalf("Run while the store is still down = %v", err)
+	}
+
+	store.down.Store(false)
+	go func() { done <- p.Run(ctx, log) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Applied() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("applied %d, 5 s after the store came back", p.Applied())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if since, _ := p.Stalled(); !since.IsZero() {
+		t.Errorf("still stalled since %v after catching up", since)
+	}
+	log.add(subjects[2], data[2])
+	if err := p.WaitFor(ctx, 3); err != nil {
+		t.Fatalf("the live loop after the outage: %v", err)
+	}
+	cancel()
+	<-done
 }
