@@ -244,7 +244,8 @@ func TestWritersShareOneDatabase(t *testing.T) {
 
 // TestLostCheckpointStopsUpdates: if the database forgets commits this store
 // made (a crash with asynchronous commit), Update refuses to fold on top of
-// the gap; a fresh store (a restarted engine) resumes from the checkpoint.
+// the gap, once; the same store (a projector run again) and a fresh one (a
+// restarted engine) resume from the checkpoint.
 func TestLostCheckpointStopsUpdates(t *testing.T) {
 	url := pgtest.URL(t)
 	s := openURL(t, url)
@@ -259,6 +260,17 @@ func TestLostCheckpointStopsUpdates(t *testing.T) {
 	err := s.Update(ctx, 4, func(tx projections.Tx) error { return tx.Put("c", "k", 4) })
 	if !errors.Is(err, postgres.ErrCheckpointLost) {
 		t.Fatalf("Update on a lost checkpoint: %v", err)
+	}
+	// The projector, told, folds again from the checkpoint through the same
+	// store (an engine that stays up while PostgreSQL restarts).
+	if cp, err := s.Checkpoint(ctx); err != nil || cp != 2 {
+		t.Fatalf("checkpoint %d: %v", cp, err)
+	}
+	if err := s.Update(ctx, 3, func(tx projections.Tx) error { return tx.Put("c", "k", 3) }); err != nil {
+		t.Fatalf("Update from the checkpoint after the loss: %v", err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE checkpoints SET seq = 2`); err != nil {
+		t.Fatal(err)
 	}
 	restarted := openURL(t, url)
 	if cp, err := restarted.Checkpoint(ctx); err != nil || cp != 2 {

@@ -36,7 +36,9 @@ import (
 // ErrCheckpointLost is returned by Update when the database's checkpoint is
 // behind one this store committed: the database lost commits (a crash with
 // asynchronous commit, a restore, a failover to a lagging replica). The
-// projector must restart from Checkpoint.
+// projector must restart from Checkpoint (it does: the error is its store's,
+// projections.ErrStore); it is returned once, and the store's next Update
+// builds on the database's checkpoint.
 var ErrCheckpointLost = errors.New("postgres: checkpoint behind a committed update; restart the projector")
 
 // Projection is the checkpoint name Open uses; it never changes, since it
@@ -443,7 +445,9 @@ func (s *Store) update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	}
 	if uint64(cp) < s.committed {
 		s.cache.reset()
-		return fmt.Errorf("%w: at %d, committed %d", ErrCheckpointLost, cp, s.committed)
+		lost := s.committed
+		s.committed = uint64(cp) // the projector folds again from here
+		return fmt.Errorf("%w: at %d, committed %d", ErrCheckpointLost, cp, lost)
 	}
 	if seq <= uint64(cp) {
 		return nil
