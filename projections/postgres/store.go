@@ -79,8 +79,9 @@ type Store struct {
 // milliseconds per transaction on real disks. The read models stay
 // consistent with their checkpoint, and the log is the source of truth: a
 // database crash loses at most the last fraction of a second of Updates,
-// which the projector folds again from the log after the engine restarts
-// (an Update failing on the broken connection stops the engine). A store
+// which the projector folds again from the log from the checkpoint (an
+// Update failing on the broken connection stops the projector, which the
+// engine runs again until the store answers). A store
 // that sees the checkpoint behind what it committed itself fails with
 // ErrCheckpointLost rather than fold on top of a gap.
 // ConnectTimeout bounds opening a connection to PostgreSQL.
