@@ -255,9 +255,9 @@ func FuzzRegisterWebhook(f *testing.F) {
 	})
 }
 
-// FuzzMarketQuery sends fuzzed query values to the market data and news reads
-// and the account's paged lists: symbols and spread expressions, timeframes,
-// cursors and limits.
+// FuzzMarketQuery sends fuzzed query values to the market data and news reads,
+// the account's paged lists and the pages of the mails' links: symbols and
+// spread expressions, timeframes, cursors, limits and tokens.
 func FuzzMarketQuery(f *testing.F) {
 	for _, s := range []string{"BTC-PERP", "BTC-PERP,ETH-PERP", "BTC-PERP-ETH-PERP", "(BTC-PERP/ETH-PERP)*2", "1m", "1h", "999999999d",
 		"0m", "-1m", "abc", "", "\x00", strings.Repeat("(", 4000), "ZZZZ", "2026-01-01", "1e-100000",
@@ -267,7 +267,8 @@ func FuzzMarketQuery(f *testing.F) {
 	routes := []string{"/api/market/quotes?symbols=", "/api/market/history?symbol=BTC-PERP&tf=", "/api/market/history?tf=1m&symbol=",
 		"/api/market/symbol-info?symbol=", "/api/market/search?query=", "/api/news?cursor=", "/api/news?limit=", "/api/calendar?from=",
 		"/api/partner/webhooks/deliveries?cursor=", "/api/account/orders?limit=", "/api/account/fills?limit=",
-		"/api/account/orders?cursor=", "/api/account/fills?cursor=", "/api/account/orders?state=open&limit=1&cursor=", "/api/partner/accounts?cursor=", "/api/trading/actions?quantity="}
+		"/api/account/orders?cursor=", "/api/account/fills?cursor=", "/api/account/orders?state=open&limit=1&cursor=", "/api/partner/accounts?cursor=", "/api/trading/actions?quantity=",
+		"/verify-email?token=", "/password-reset?token="}
 	fe := startFuzzEngine(f)
 	f.Fuzz(func(t *testing.T, route uint8, value string) {
 		target := routes[int(route)%len(routes)] + url.QueryEscape(value)
