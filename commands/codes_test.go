@@ -213,8 +213,9 @@ func scanCodes(root string) ([]site, error) {
 		return nil, err
 	}
 
-	consts := map[string]string{} // pkg.Name: value of a string constant
-	coders := map[string]coder{}  // pkg.Func, or pkg.(method).Name
+	consts := map[string]string{}  // pkg.Name: value of a string constant
+	aliases := map[string]string{} // pkg.Name: the constant it is defined as
+	coders := map[string]coder{}   // pkg.Func, or pkg.(method).Name
 	for _, f := range files {
 		for _, decl := range f.ast.Decls {
 			switch d := decl.(type) {
@@ -225,9 +226,18 @@ func scanCodes(root string) ([]site, error) {
 				for _, spec := range d.Specs {
 					vs := spec.(*ast.ValueSpec)
 					for i, name := range vs.Names {
-						if i < len(vs.Values) {
-							if s, ok := stringLit(vs.Values[i]); ok {
-								consts[f.pkg+"."+name.Name] = s
+						if i >= len(vs.Values) {
+							continue
+						}
+						if s, ok := stringLit(vs.Values[i]); ok {
+							consts[f.pkg+"."+name.Name] = s
+						}
+						switch v := vs.Values[i].(type) {
+						case *ast.Ident: // another constant of the package
+							aliases[f.pkg+"."+name.Name] = f.pkg + "." + v.Name
+						case *ast.SelectorExpr: // commands.CodeInternalError
+							if x, ok := v.X.(*ast.Ident); ok && f.imps[x.Name] != "" {
+								aliases[f.pkg+"."+name.Name] = f.imps[x.Name] + "." + v.Sel.Name
 							}
 						}
 					}
@@ -242,6 +252,14 @@ func scanCodes(root string) ([]site, error) {
 					key = f.pkg + ".(method)." + d.Name.Name
 				}
 				coders[key] = c
+			}
+		}
+	}
+
+	for range len(aliases) { // a chain of aliases resolves in as many rounds
+		for k, v := range aliases {
+			if s, ok := consts[v]; ok {
+				consts[k] = s
 			}
 		}
 	}
@@ -344,13 +362,16 @@ func scanCodes(root string) ([]site, error) {
 	return sites, nil
 }
 
-// coderOf reports whether fn takes a string parameter named code, where, and
-// where its status comes from.
+// coderOf reports whether fn takes a parameter named code (a string or a
+// commands.Code), where, and where its status comes from.
 func coderOf(fn *ast.FuncDecl) (coder, bool) {
 	c := coder{codeArg: -1, statusArg: -1}
 	i := 0
 	for _, field := range fn.Type.Params.List {
 		typ, _ := field.Type.(*ast.Ident)
+		if sel, ok := field.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Code" {
+			typ = sel.Sel // commands.Code
+		}
 		names := field.Names
 		if len(names) == 0 {
 			i++
@@ -358,7 +379,7 @@ func coderOf(fn *ast.FuncDecl) (coder, bool) {
 		}
 		for _, name := range names {
 			switch {
-			case name.Name == "code" && typ != nil && typ.Name == "string":
+			case name.Name == "code" && typ != nil && (typ.Name == "string" || typ.Name == "Code"):
 				c.codeArg = i
 			case name.Name == "status" && typ != nil && typ.Name == "int":
 				c.statusArg = i

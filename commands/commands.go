@@ -40,7 +40,7 @@ func (e Envelope) DerivedID(kind string, n int) string {
 // Refusal is a decision not to record anything, with the spec's code, params and status.
 type Refusal struct {
 	Status int
-	Code   string
+	Code   Code
 	Params map[string]any
 	Msg    string
 }
@@ -48,18 +48,18 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Msg }
 
 // Refuse makes a Refusal.
-func Refuse(status int, code, msg string, params map[string]any) *Refusal {
+func Refuse(status int, code Code, msg string, params map[string]any) *Refusal {
 	return &Refusal{Status: status, Code: code, Params: params, Msg: msg}
 }
 
 // Invalid is a 422 invalid_request refusal.
 func Invalid(format string, args ...any) *Refusal {
-	return &Refusal{Status: http.StatusUnprocessableEntity, Code: "invalid_request", Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
 // BadRequest is a 400 refusal for malformed input.
 func BadRequest(format string, args ...any) *Refusal {
-	return &Refusal{Status: http.StatusBadRequest, Code: "invalid_request", Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
 // BadField is a 400 invalid_request refusal for a malformed value: params.field
@@ -81,7 +81,7 @@ func fieldRefusal(status int, field string, params map[string]any, format string
 		p[k] = v
 	}
 	p["field"] = field
-	return &Refusal{Status: status, Code: "invalid_request", Params: p, Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Status: status, Code: CodeInvalidRequest, Params: p, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Replay is the answer to an Idempotency-Key an aggregate has answered

@@ -38,21 +38,21 @@ import (
 // The cluster's admission refusals, all 503 with Retry-After: 1 and nothing recorded.
 var (
 	errUnresolved = func(id string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, "account_unresolved",
+		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeAccountUnresolved,
 			"no node owns this account right now (a node joined or left); nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id})
 	}
 	errOwnerUnavailable = func(id, node string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, "owner_unavailable",
+		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeOwnerUnavailable,
 			"the node that owns this account did not take the command; nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id, "node": node})
 	}
 	errNotOwned = func(id string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, "account_not_owned",
+		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeAccountNotOwned,
 			"this account's ownership is moving between nodes; nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id})
 	}
-	errOwnershipUnavailable = commands.Refuse(http.StatusServiceUnavailable, "ownership_unavailable",
+	errOwnershipUnavailable = commands.Refuse(http.StatusServiceUnavailable, commands.CodeOwnershipUnavailable,
 		"this node has not joined the cluster yet; nothing was recorded; retry with the same id after the Retry-After seconds", nil)
 )
 
@@ -534,7 +534,7 @@ func (e *Engine) answerForward(data []byte) wireResult {
 			w.Events = b
 		}
 		return w
-	case errors.As(err, &ref) && ref.Code == "account_not_owned":
+	case errors.As(err, &ref) && ref.Code == commands.CodeAccountNotOwned:
 		return wireResult{Outcome: "not_owned"}
 	case errors.As(err, &ref):
 		return wireResult{Outcome: "refused", Refusal: ref}

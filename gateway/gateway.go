@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"github.com/svc/engine/commands"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -111,13 +112,13 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		connectRoutes(d, cn, id, root, open)
 	}
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, "not_found", "no such route"))
+		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no such route"))
 	})
 	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(root, r); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
-		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed",
+		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusMethodNotAllowed, commands.CodeMethodNotAllowed,
 			"method not allowed on this route; the Allow header lists the methods it takes"))
 	})
 	// The log wraps the router, not a middleware of it: mux runs no middleware

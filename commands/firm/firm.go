@@ -33,7 +33,7 @@ func NotIssuable(currency, env string) *commands.Refusal {
 	if env != Production {
 		env = Sandbox
 	}
-	return commands.Refuse(http.StatusBadRequest, "currency_not_issuable",
+	return commands.Refuse(http.StatusBadRequest, commands.CodeCurrencyNotIssuable,
 		"the currency is not issued here: USD everywhere, USDC in the sandbox only",
 		map[string]any{"currency": currency, "environment": env})
 }
@@ -77,7 +77,7 @@ func CheckPrecision(amount events.Decimal, currency, kind string) error {
 		params["decimals"] = n
 	}
 	if !ok || reducedDecimals(amount) > n {
-		return commands.Refuse(http.StatusBadRequest, "amount_precision_exceeded",
+		return commands.Refuse(http.StatusBadRequest, commands.CodeAmountPrecisionExceeded,
 			"the amount has more decimals than the account's currency posts in", params)
 	}
 	return nil

@@ -332,7 +332,7 @@ func (c *Rebase) Validate() error { return nil }
 
 // FeedRequiresConnection is the 503 a futures order meets without a futures source.
 func FeedRequiresConnection(instrument string) *commands.Refusal {
-	return commands.Refuse(http.StatusServiceUnavailable, "feed_requires_connection",
+	return commands.Refuse(http.StatusServiceUnavailable, commands.CodeFeedRequiresConnection,
 		FuturesNotServed+" ("+instrument+")", map[string]any{"instrument": instrument})
 }
 

@@ -125,10 +125,10 @@ type SetConfig struct {
 }
 
 func unsupported(field, msg string) error {
-	return commands.Refuse(http.StatusBadRequest, "unsupported_value", msg, map[string]any{"field": field})
+	return commands.Refuse(http.StatusBadRequest, commands.CodeUnsupportedValue, msg, map[string]any{"field": field})
 }
 
-func refuse(code, field, msg string) error {
+func refuse(code commands.Code, field, msg string) error {
 	return commands.Refuse(http.StatusBadRequest, code, msg, map[string]any{"field": field})
 }
 
@@ -142,7 +142,7 @@ func UnstatedLossLimits(daily, weekly json.RawMessage) error {
 		raw  json.RawMessage
 	}{{"dailyLossLimit", daily}, {"weeklyLossLimit", weekly}} {
 		if len(bytes.TrimSpace(f.raw)) > 0 && string(bytes.TrimSpace(f.raw)) != "null" {
-			return refuse("loss_limit_unenforced", f.name,
+			return refuse(commands.CodeLossLimitUnenforced, f.name,
 				f.name+" is the published risk policy's: a limit stated here would not be enforced; send null or omit it")
 		}
 	}
@@ -201,7 +201,7 @@ func ids(field string, list []string) error {
 // Validate checks the item's shape by its kind and keeps its canonical body.
 func (c *SetConfig) Validate() error {
 	if !slices.Contains(ConfigKinds, c.Kind) {
-		return commands.Refuse(http.StatusNotFound, "not_found", "no such kind of venue configuration", nil)
+		return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no such kind of venue configuration", nil)
 	}
 	if err := commands.Key("id", c.ID, 64); err != nil {
 		return err
@@ -267,7 +267,7 @@ func instrument(raw []byte) (Instrument, error) {
 		return in, err
 	}
 	if in.Entitlement != nil && in.Entitlement.Pricing.SourceID != TraderFeedSource {
-		return in, refuse("entitled_source_unserved", "entitlement.pricing.sourceId",
+		return in, refuse(commands.CodeEntitledSourceUnserved, "entitlement.pricing.sourceId",
 			"entitlement.pricing.sourceId names a source not served from each trader's own feed; the one served is "+TraderFeedSource)
 	}
 	return in, nil
@@ -280,9 +280,9 @@ func condition(raw []byte) (Condition, error) {
 	}
 	switch {
 	case len(c.Margin) > 0 && string(c.Margin) != "null":
-		return c, refuse("margin_policy_superseded", "margin", "margin is set by the published risk policy: send margin: null or omit it")
+		return c, refuse(commands.CodeMarginPolicySuperseded, "margin", "margin is set by the published risk policy: send margin: null or omit it")
 	case len(c.Financing) > 0:
-		return c, refuse("financing_superseded", "financing", "financing is set by the published risk policy: omit it")
+		return c, refuse(commands.CodeFinancingSuperseded, "financing", "financing is set by the published risk policy: omit it")
 	}
 	c.Margin = nil
 	if err := commands.Identifier("name", c.Name, MaxName); err != nil {
@@ -306,7 +306,7 @@ func condition(raw []byte) (Condition, error) {
 		case m.Direction != "open" && m.Direction != "close" && m.Direction != "both":
 			return c, unsupported(f+".direction", "direction is open, close or both")
 		case m.Timing == "round_turn" && m.Direction != "both":
-			return c, refuse("round_turn_is_both", f+".direction", "a round_turn commission is charged on both sides: direction must be both")
+			return c, refuse(commands.CodeRoundTurnIsBoth, f+".direction", "a round_turn commission is charged on both sides: direction must be both")
 		case m.Basis == "per_unit" && m.Unit != "quantity":
 			return c, unsupported(f+".unit", "a per_unit commission's unit is quantity")
 		case m.Basis == "per_order" && m.Unit != "":
@@ -323,9 +323,9 @@ func group(raw []byte) (Group, error) {
 	}
 	switch {
 	case len(g.Margin) > 0 && string(g.Margin) != "null":
-		return g, refuse("margin_policy_superseded", "margin", "margin is set by the published risk policy: send margin: null or omit it")
+		return g, refuse(commands.CodeMarginPolicySuperseded, "margin", "margin is set by the published risk policy: send margin: null or omit it")
 	case len(g.Financing) > 0:
-		return g, refuse("financing_superseded", "financing", "financing is set by the published risk policy: omit it")
+		return g, refuse(commands.CodeFinancingSuperseded, "financing", "financing is set by the published risk policy: omit it")
 	}
 	if err := UnstatedLossLimits(g.DailyLossLimit, g.WeeklyLossLimit); err != nil {
 		return g, err

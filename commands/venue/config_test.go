@@ -64,7 +64,7 @@ func TestConfigRefusals(t *testing.T) {
 				return
 			}
 			var r *commands.Refusal
-			if !errors.As(err, &r) || r.Status != tc.status || r.Code != tc.code {
+			if !errors.As(err, &r) || r.Status != tc.status || string(r.Code) != tc.code {
 				t.Fatalf("want %d %s, got %v", tc.status, tc.code, err)
 			}
 			if tc.field != "" && r.Params["field"] != tc.field {

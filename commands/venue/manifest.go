@@ -21,7 +21,7 @@ import (
 
 // CodeUnsupportedValue is the venue configuration code for a value outside
 // the allowed set (400; params.field names it, params.allowed lists the set).
-const CodeUnsupportedValue = "unsupported_value"
+const CodeUnsupportedValue = commands.CodeUnsupportedValue
 
 // Bounds of a manifest. A string bound counts characters (code points).
 const (

@@ -76,7 +76,7 @@ func withTop(kv map[string]any) string        { return manifestWith(execBaseMani
 // replaceInExec swaps the first occurrence of old in the valid execution manifest.
 func replaceInExec(old, new string) string { return strings.Replace(execManifest(nil), old, new, 1) }
 
-const codeInvalid, codeUnsup = "invalid_request", CodeUnsupportedValue
+const codeInvalid, codeUnsup = "invalid_request", string(CodeUnsupportedValue)
 
 func TestManifestRefusals(t *testing.T) {
 	const c = "manifest.capabilities."
@@ -209,7 +209,7 @@ func TestManifestRefusals(t *testing.T) {
 			if !errors.As(err, &r) {
 				t.Fatalf("want a *commands.Refusal %s, got %v", tc.code, err)
 			}
-			if r.Status != http.StatusBadRequest || r.Code != tc.code || r.Params["field"] != tc.field {
+			if r.Status != http.StatusBadRequest || string(r.Code) != tc.code || r.Params["field"] != tc.field {
 				t.Fatalf("got %d %s field %v (%s); want 400 %s field %s", r.Status, r.Code, r.Params["field"], r.Msg, tc.code, tc.field)
 			}
 		})

@@ -121,7 +121,7 @@ func TestRefusals(t *testing.T) {
 			if !errors.As(err, &ref) {
 				t.Fatalf("want refusal %s, got %v (events %v)", tc.wantCode, err, evs)
 			}
-			if ref.Code != tc.wantCode || ref.Status != tc.wantStatus {
+			if string(ref.Code) != tc.wantCode || ref.Status != tc.wantStatus {
 				t.Fatalf("got %s/%d, want %s/%d", ref.Code, ref.Status, tc.wantCode, tc.wantStatus)
 			}
 			if evs != nil {

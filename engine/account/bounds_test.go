@@ -36,7 +36,7 @@ func wantRefusal(t *testing.T, err error, evs []events.Event, status int, code s
 	if !errors.As(err, &ref) {
 		t.Fatalf("want refusal %d %s, got %v (events %v)", status, code, err, evs)
 	}
-	if ref.Status != status || ref.Code != code || len(evs) != 0 {
+	if ref.Status != status || string(ref.Code) != code || len(evs) != 0 {
 		t.Fatalf("got %d %s %v (events %v), want %d %s", ref.Status, ref.Code, ref.Params, evs, status, code)
 	}
 	for k, v := range params {

@@ -14,7 +14,7 @@ import (
 // Hold names the firm side adds to Holds.
 const (
 	HoldFirmHalt       = "firm_halt"
-	HoldReconciliation = "reconciliation_hold"
+	HoldReconciliation = string(commands.CodeReconciliationHold)
 )
 
 // Firm is the account's back-office state: the firm's halt and an operator's
@@ -63,7 +63,7 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 			switch {
 			case s.Firm.Halted:
 			case s.ControlLocked(env.At):
-				return nil, commands.Refuse(http.StatusConflict, "lock_not_owned",
+				return nil, commands.Refuse(http.StatusConflict, commands.CodeLockNotOwned,
 					"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
 			default:
 				return []events.Event{evacct.FirmHalted{At: env.At}}, nil
@@ -119,7 +119,7 @@ func firmHolds(s *State, at time.Time) []string {
 }
 
 func reconciliationHold() error {
-	return commands.Refuse(http.StatusLocked, "reconciliation_hold",
+	return commands.Refuse(http.StatusLocked, commands.CodeReconciliationHold,
 		"the account is held for reconciliation: no money moves until an operator releases the hold", nil)
 }
 
@@ -131,7 +131,7 @@ func reference(s *State, ref, digest string) (used bool, err error) {
 		return false, nil
 	}
 	if d != digest {
-		return true, commands.Refuse(http.StatusConflict, "idempotency_conflict",
+		return true, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
 			"referenceId was already used with a different request; the original operation stands",
 			map[string]any{"referenceId": ref})
 	}
@@ -139,7 +139,7 @@ func reference(s *State, ref, digest string) (used bool, err error) {
 }
 
 func balanceRefused(reason, msg string) error {
-	return commands.Refuse(http.StatusConflict, "balance_refused", msg, map[string]any{"reason": reason})
+	return commands.Refuse(http.StatusConflict, commands.CodeBalanceRefused, msg, map[string]any{"reason": reason})
 }
 
 // freeCollateral is the cash a debit may withdraw: the balance less any
@@ -175,7 +175,7 @@ func decideBalance(s *State, env commands.Envelope, c *firmcmd.BalanceOp) ([]eve
 		return nil, firmcmd.NotIssuable(cur, c.Env)
 	}
 	if cur != s.Currency {
-		return nil, commands.Refuse(http.StatusBadRequest, "invalid_request",
+		return nil, commands.Refuse(http.StatusBadRequest, commands.CodeInvalidRequest,
 			"currency is not the account's currency", map[string]any{"currency": cur})
 	}
 	if err := firmcmd.CheckPrecision(c.Amount, s.Currency, s.Kind); err != nil {

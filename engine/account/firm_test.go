@@ -88,7 +88,7 @@ func TestFirmRefusals(t *testing.T) {
 			if !errors.As(err, &ref) {
 				t.Fatalf("want refusal %s, got %v (events %v)", c.wantCode, err, evs)
 			}
-			if ref.Status != c.wantStatus || ref.Code != c.wantCode || (c.wantParams != "" && fmt.Sprint(ref.Params) != c.wantParams) || len(evs) != 0 {
+			if ref.Status != c.wantStatus || string(ref.Code) != c.wantCode || (c.wantParams != "" && fmt.Sprint(ref.Params) != c.wantParams) || len(evs) != 0 {
 				t.Fatalf("got %d %s %v, want %d %s %s", ref.Status, ref.Code, ref.Params, c.wantStatus, c.wantCode, c.wantParams)
 			}
 		})
@@ -234,7 +234,7 @@ func TestKeyedHaltAndResume(t *testing.T) {
 			var replay *commands.Replay
 			switch {
 			case c.wantCode != "":
-				if !errors.As(err, &ref) || ref.Code != c.wantCode || len(evs) != 0 {
+				if !errors.As(err, &ref) || string(ref.Code) != c.wantCode || len(evs) != 0 {
 					t.Fatalf("want %s, got %v %v", c.wantCode, evs, err)
 				}
 			case c.wantTypes == "":

@@ -276,7 +276,7 @@ func riskHolds(s *State, at time.Time) []string {
 }
 
 func settingsLockedRefusal(r *Risk) error {
-	return commands.Refuse(http.StatusLocked, "settings_locked",
+	return commands.Refuse(http.StatusLocked, commands.CodeSettingsLocked,
 		"the risk settings are locked while trading is locked; they unlock at settingsUnlockAt",
 		map[string]any{"settingsUnlockAt": r.Lock.SettingsUnlockAt.UTC().Format(time.RFC3339)})
 }

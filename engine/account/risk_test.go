@@ -61,7 +61,7 @@ func (a *acct) refused(cmd commands.Command, status int, code string) *commands.
 	a.t.Helper()
 	_, err := a.do(cmd)
 	var ref *commands.Refusal
-	if !errors.As(err, &ref) || ref.Status != status || ref.Code != code {
+	if !errors.As(err, &ref) || ref.Status != status || string(ref.Code) != code {
 		a.t.Fatalf("%T: got %v, want %d %s", cmd, err, status, code)
 	}
 	return ref

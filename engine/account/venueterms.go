@@ -26,30 +26,30 @@ func venueTerms(s *State, m trading.Market, instrument, side, orderType string, 
 	t := m.Terms[s.VenueID+"/"+s.GroupID]
 	switch {
 	case t == nil || t.Route == "":
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "venue_route_missing",
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeVenueRouteMissing,
 			"the account's group has no route to a venue that executes its orders", map[string]any{"groupId": s.GroupID})
 	case t.Route != "paper":
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "venue_route_missing",
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeVenueRouteMissing,
 			"the account's group routes to a provider version that is not enabled: only the paper book executes here", map[string]any{"groupId": s.GroupID})
 	}
 	limit, permitted := t.Permitted[instrument]
 	if !permitted {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "instrument_not_permitted",
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeInstrumentNotPermitted,
 			"the account's group does not permit this instrument", map[string]any{"instrument": instrument})
 	}
 	adds := !reduceOnly && !(orderType == "market" && reduces(s.Positions[instrument], side, qty))
 	if adds && t.StageID != "" && t.StageVersion != s.StageVersion {
-		return nil, commands.Refuse(http.StatusLocked, "stage_version_unrecorded",
+		return nil, commands.Refuse(http.StatusLocked, commands.CodeStageVersionUnrecorded,
 			"the account's stage changed version since it was issued: it is close-only until the venue issues it into the current version",
 			map[string]any{"reason": "stage_version_changed", "stageId": t.StageID})
 	}
 	if adds && t.EntryHalted {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "entry_halted",
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeEntryHalted,
 			"the venue has halted entries for the account's group: only reductions and closes are accepted",
 			map[string]any{"groupId": s.GroupID, "instrument": instrument})
 	}
 	if limit.Sign() > 0 && qty.Cmp(limit) > 0 {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "order_quantity_above_limit",
+		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeOrderQuantityAboveLimit,
 			"quantity is above the venue's per-order limit", map[string]any{"instrument": instrument, "limit": limit.String()})
 	}
 	return t, nil

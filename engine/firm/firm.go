@@ -131,7 +131,7 @@ func Apply(s *State, e events.Event) *State {
 }
 
 func notFound(what string) error {
-	return commands.Refuse(http.StatusNotFound, "not_found", what+" not found", nil)
+	return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, what+" not found", nil)
 }
 
 // keyed reports whether env came through the venue door: an Idempotency-Key
@@ -149,12 +149,12 @@ func registerWebhook(s *State, env commands.Envelope, c *firmcmd.RegisterWebhook
 	}
 	for _, w := range s.Active() {
 		if w.URL == c.URL {
-			return nil, commands.Refuse(http.StatusConflict, "webhook_exists",
+			return nil, commands.Refuse(http.StatusConflict, commands.CodeWebhookExists,
 				"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
 		}
 	}
 	if len(s.Active()) >= firmcmd.MaxWebhooks {
-		return nil, commands.Refuse(http.StatusConflict, "webhook_limit_reached",
+		return nil, commands.Refuse(http.StatusConflict, commands.CodeWebhookLimitReached,
 			fmt.Sprintf("a firm registers at most %d endpoints; remove one first", firmcmd.MaxWebhooks),
 			map[string]any{"limit": firmcmd.MaxWebhooks})
 	}
@@ -229,7 +229,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		case StatusRevoked:
 			return nil, nil
 		case StatusLinked:
-			return nil, commands.Refuse(http.StatusConflict, "registration_linked",
+			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationLinked,
 				"the registration was already linked; only an unused one can be revoked", nil)
 		}
 		return []events.Event{evfirm.RegistrationRevoked{RegistrationID: c.ID, At: env.At}}, nil
@@ -239,18 +239,18 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			return nil, notFound("registration")
 		}
 		if !c.Verified {
-			return nil, commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address", nil)
+			return nil, commands.Refuse(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address first: a registration is matched on a verified address", nil)
 		}
 		switch r.Status(env.At) {
 		case StatusLinked:
 			if r.TraderID == c.TraderID {
 				return nil, nil
 			}
-			return nil, commands.Refuse(http.StatusConflict, "registration_linked", "the registration was already linked", nil)
+			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationLinked, "the registration was already linked", nil)
 		case StatusRevoked:
-			return nil, commands.Refuse(http.StatusConflict, "registration_revoked", "the firm revoked the registration", nil)
+			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationRevoked, "the firm revoked the registration", nil)
 		case StatusExpired:
-			return nil, commands.Refuse(http.StatusConflict, "registration_expired", "the registration expired; ask the firm to send it again", nil)
+			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationExpired, "the registration expired; ask the firm to send it again", nil)
 		}
 		return []events.Event{evfirm.RegistrationLinked{RegistrationID: c.ID, TraderID: c.TraderID, At: env.At}}, nil
 	}

@@ -91,7 +91,7 @@ func TestFirmDecisions(t *testing.T) {
 			_, evs, err := run(t, c.given, c.when)
 			if c.wantCode != "" {
 				var ref *commands.Refusal
-				if !errors.As(err, &ref) || ref.Code != c.wantCode || len(evs) != 0 {
+				if !errors.As(err, &ref) || string(ref.Code) != c.wantCode || len(evs) != 0 {
 					t.Fatalf("want %s, got %v %v", c.wantCode, err, evs)
 				}
 				return
@@ -157,7 +157,7 @@ func TestKeyedWebhookWrites(t *testing.T) {
 			var replay *commands.Replay
 			switch {
 			case c.wantCode != "":
-				if !errors.As(err, &ref) || ref.Code != c.wantCode || len(evs) != 0 {
+				if !errors.As(err, &ref) || string(ref.Code) != c.wantCode || len(evs) != 0 {
 					t.Fatalf("want %s, got %v %v", c.wantCode, evs, err)
 				}
 			case c.wantTypes == "":

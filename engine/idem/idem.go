@@ -43,7 +43,7 @@ func Write(r Record, env commands.Envelope, decide func() ([]events.Event, int, 
 		if used.Digest == env.Digest {
 			return nil, &commands.Replay{Status: used.Status, Body: used.Body}
 		}
-		return nil, commands.Refuse(http.StatusConflict, "idempotency_conflict",
+		return nil, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
 			"this Idempotency-Key was used with a different request; the original write stands", nil)
 	}
 	evs, status, answer, err := decide()

@@ -55,7 +55,7 @@ func TestWrite(t *testing.T) {
 					t.Fatalf("replay %v", err)
 				}
 			case tc.code != "":
-				if !errors.As(err, &ref) || ref.Status != tc.status || ref.Code != tc.code {
+				if !errors.As(err, &ref) || ref.Status != tc.status || string(ref.Code) != tc.code {
 					t.Fatalf("refusal %v", err)
 				}
 			case tc.env.Key == "":

@@ -271,7 +271,7 @@ func (g *Group[S]) safeObserve(b *box[S], o *observed) {
 }
 
 // CodeInternal is the code of a command that panicked inside the engine.
-const CodeInternal = "internal_error"
+const CodeInternal = commands.CodeInternalError
 
 // safeHandle is handle with a panic contained to its one command: the command
 // answers 500 internal_error, the panic is logged with the command id and

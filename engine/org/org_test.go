@@ -50,7 +50,7 @@ func run(t *testing.T, cmds ...commands.Command) (*org.State, error) {
 func code(err error) string {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Code
+		return string(r.Code)
 	}
 	return ""
 }

@@ -38,7 +38,7 @@ func decide(t *testing.T, s *plan.State, c commands.Command) ([]events.Event, er
 func code(err error) string {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Code
+		return string(r.Code)
 	}
 	return ""
 }

@@ -49,7 +49,7 @@ func run(t *testing.T, at time.Time, cmds ...commands.Command) (*tenant.State, [
 func code(err error) string {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Code
+		return string(r.Code)
 	}
 	return ""
 }

@@ -3,6 +3,7 @@
 package account
 
 import (
+	"github.com/svc/engine/commands"
 	"net/http"
 
 	"github.com/svc/engine/commands/trading"
@@ -114,7 +115,7 @@ func (h *Handlers) Orders(w http.ResponseWriter, r *http.Request) error {
 		state = "all"
 	case "open", "closed", "all":
 	default:
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "state must be open, closed or all")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "state must be open, closed or all")
 	}
 	os, next, err := projections.OrdersPage(r.Context(), h.d.Store, a.AccountID, state, after, n)
 	if err != nil {

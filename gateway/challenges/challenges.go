@@ -80,7 +80,7 @@ func (h *Handlers) Author(w http.ResponseWriter, r *http.Request) ([]events.Even
 	}
 	id := mux.Vars(r)["id"]
 	if err := challengecmd.UUID("id", id); err != nil {
-		return nil, httpx.Errorf(http.StatusNotFound, "not_found", "a program's id is a UUID in canonical lower-case form")
+		return nil, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "a program's id is a UUID in canonical lower-case form")
 	}
 	p, err := b.Program(id)
 	if err != nil {
@@ -104,7 +104,7 @@ func (h *Handlers) mayAuthor(r *http.Request, venueID, userID string) error {
 	ctx := r.Context()
 	v, err := projections.GetInto[projections.Venue](ctx, h.d.Store, projections.CollVenue, venueID)
 	if errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no venue has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no venue has that id")
 	} else if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (h *Handlers) mayAuthor(r *http.Request, venueID, userID string) error {
 	} else if err != nil && !errors.Is(err, projections.ErrNotFound) {
 		return err
 	}
-	return httpx.Errorf(http.StatusForbidden, "permission_denied", "programs are authored by an operator of the venue (account:write) or an owner of its organization")
+	return httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "programs are authored by an operator of the venue (account:write) or an owner of its organization")
 }
 
 // enrollBody is an enrollment's body.
@@ -185,7 +185,7 @@ func (h *Handlers) Events(w http.ResponseWriter, r *http.Request) error {
 	p, _ := httpx.PrincipalOf(r)
 	en, err := projections.GetInto[chproj.Enrollment](r.Context(), h.d.Store, chproj.CollEnrollment, id)
 	if errors.Is(err, projections.ErrNotFound) || (err == nil && en.UserID != p.UserID) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no enrollment of yours has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no enrollment of yours has that id")
 	} else if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (h *Handlers) frame(r *http.Request) (evconnect.Link, projections.App, erro
 		return l, projections.App{}, errFrame
 	}
 	if l.State == evconnect.StateClosed || l.State == evconnect.StateFailed || l.Expired(h.cfg.Now()) {
-		code, msg := "link_closed", "the app closed this Connect link: the session on it ended; go back to the app and start again"
+		code, msg := commands.CodeLinkClosed, "the app closed this Connect link: the session on it ended; go back to the app and start again"
 		if l.Disconnected {
 			msg = "you disconnected the app from the account this Connect link connected: the session on it ended; go back to the app to connect again"
 		}

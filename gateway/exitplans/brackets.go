@@ -21,7 +21,7 @@ func conflict(reason, msg string, params map[string]any) error {
 		params = map[string]any{}
 	}
 	params["reason"] = reason
-	return commands.Refuse(http.StatusConflict, "exit_plan_conflict", msg, params)
+	return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict, msg, params)
 }
 
 // plan reads the caller's plan id from its aggregate and refuses it unless
@@ -145,7 +145,7 @@ func (h *Handlers) Protect(w http.ResponseWriter, r *http.Request) error {
 func bracketID(r *http.Request) (string, error) {
 	id := mux.Vars(r)["id"]
 	if len(id) > tradecmd.MaxOrderID {
-		return "", httpx.Errorf(http.StatusNotFound, "not_found", "no active bracket with that id on this account")
+		return "", httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no active bracket with that id on this account")
 	}
 	return id, nil
 }

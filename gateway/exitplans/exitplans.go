@@ -77,7 +77,7 @@ func (h *Handlers) exec(r *http.Request, cmd commands.Command) error {
 func (h *Handlers) read(r *http.Request, id string) (projections.Plan, error) {
 	p, err := projections.GetInto[projections.Plan](r.Context(), h.d.Store, projections.CollPlan, owner(r)+"/"+id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return p, httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+		return p, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no exit plan of yours has that id")
 	}
 	return p, err
 }
@@ -129,7 +129,7 @@ func (h *Handlers) Replace(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := mux.Vars(r)["id"]
 	if len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no exit plan of yours has that id")
 	}
 	if err := h.exec(r, &plancmd.Save{PlanID: id, Spec: b.Spec, IfRevision: b.Revision}); err != nil {
 		return err
@@ -146,7 +146,7 @@ func (h *Handlers) Replace(w http.ResponseWriter, r *http.Request) error {
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	if len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no exit plan of yours has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no exit plan of yours has that id")
 	}
 	rev := r.URL.Query().Get("revision")
 	if rev == "" {
@@ -214,12 +214,12 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if b.PlanRevision != p.Revision {
-		return commands.Refuse(http.StatusConflict, "exit_plan_conflict", "the plan changed since you read it: preview its current revision",
+		return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict, "the plan changed since you read it: preview its current revision",
 			map[string]any{"revision": p.Revision})
 	}
 	in, ok := h.d.Engine.Catalog().Get(b.Instrument)
 	if !ok {
-		return commands.Refuse(http.StatusUnprocessableEntity, "instrument_not_permitted", "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
+		return commands.Refuse(http.StatusUnprocessableEntity, commands.CodeInstrumentNotPermitted, "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
 	}
 	// The preview refuses what the order would: quantity and price off the instrument's increments.
 	sp := trading.Spec{Symbol: in.Symbol, TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
@@ -234,7 +234,7 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 		}
 		q, ok := h.d.Engine.Feed().Quote(b.Instrument)
 		if !ok {
-			return commands.Refuse(http.StatusUnprocessableEntity, "market_data_unavailable", "no price for "+b.Instrument+" yet",
+			return commands.Refuse(http.StatusUnprocessableEntity, commands.CodeMarketDataUnavailable, "no price for "+b.Instrument+" yet",
 				map[string]any{"cause": "mark_missing"})
 		}
 		entry = q.Ask

@@ -35,7 +35,7 @@ type provisionResult struct {
 	ReferenceID string         `json:"referenceId"`
 	Status      string         `json:"status"` // created, existing, conflict, refused
 	Account     *accountView   `json:"account,omitempty"`
-	Code        string         `json:"code,omitempty"`
+	Code        commands.Code  `json:"code,omitempty"`
 	Error       string         `json:"error,omitempty"`
 	Params      map[string]any `json:"params,omitempty"`
 }
@@ -50,7 +50,7 @@ func (h *Handlers) Provision(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(body.Accounts) == 0 || len(body.Accounts) > MaxBatch {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "accounts must hold 1 to %d items", MaxBatch)
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "accounts must hold 1 to %d items", MaxBatch)
 	}
 	for i := range body.Accounts {
 		it := &body.Accounts[i]
@@ -94,7 +94,7 @@ func refused(ref string, err error) (provisionResult, bool) {
 	var rf *commands.Refusal
 	if errors.As(err, &rf) && rf.Status < 500 {
 		status := "refused"
-		if rf.Code == "idempotency_conflict" {
+		if rf.Code == commands.CodeIdempotencyConflict {
 			status = "conflict" // the referenceId stands for an earlier, different request
 		}
 		return provisionResult{ReferenceID: ref, Status: status, Code: rf.Code, Error: rf.Msg, Params: rf.Params}, true

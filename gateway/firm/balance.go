@@ -28,7 +28,7 @@ func (h *Handlers) referenceFree(ctx context.Context, tenant, ref, accountID str
 	case err != nil:
 		return retryable(err)
 	case rc.AccountID != accountID:
-		return &httpx.Error{Status: http.StatusConflict, Code: "idempotency_conflict",
+		return &httpx.Error{Status: http.StatusConflict, Code: commands.CodeIdempotencyConflict,
 			Msg: "referenceId was already used with a different request; the original operation stands", Extra: map[string]any{"referenceId": ref}}
 	}
 	return nil
@@ -113,7 +113,7 @@ func (h *Handlers) ApplyBalance(r *http.Request, ref string, body BalanceRequest
 func ReadReceipt(ctx context.Context, store projections.Store, tenant, ref string) (firmproj.ReceiptView, error) {
 	rc, err := projections.GetInto[firmproj.Receipt](ctx, store, firmproj.CollReceipt, tenant+"/"+ref)
 	if errors.Is(err, projections.ErrNotFound) {
-		return firmproj.ReceiptView{}, httpx.Errorf(http.StatusNotFound, "not_found", "no balance operation has that referenceId")
+		return firmproj.ReceiptView{}, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no balance operation has that referenceId")
 	}
 	return rc.ReceiptView, err
 }

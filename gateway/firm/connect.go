@@ -56,7 +56,7 @@ type fcmdCommand interface{ Validate() error }
 func (h *Handlers) registration(ctx context.Context, tenant, id string) (firmproj.Registration, error) {
 	reg, err := projections.GetInto[firmproj.Registration](ctx, h.d.Store, firmproj.CollRegistration, tenant+"/"+id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return reg, httpx.Errorf(http.StatusNotFound, "not_found", "registration not found")
+		return reg, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "registration not found")
 	}
 	return reg.StatusAt(h.d.Engine.Now()), err
 }
@@ -76,13 +76,13 @@ func (h *Handlers) CreateRegistration(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if _, ok := raw["handover"]; ok {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "handover is no longer accepted: the service sends no email")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "handover is no longer accepted: the service sends no email")
 	}
 	b, _ := json.Marshal(raw)
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "malformed body: email, accountNumber, loginName and provider are the fields")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "malformed body: email, accountNumber, loginName and provider are the fields")
 	}
 	tenant := tenantOf(r)
 	cmd := &firmcmd.CreateRegistration{ID: ulid.Make().String(), Email: strings.TrimSpace(body.Email),
@@ -143,7 +143,7 @@ func (h *Handlers) RevokeRegistration(w http.ResponseWriter, r *http.Request) er
 func (h *Handlers) trader(r *http.Request) (projections.User, error) {
 	u, err := projections.GetInto[projections.User](r.Context(), h.d.Store, projections.CollUser, tenantOf(r))
 	if errors.Is(err, projections.ErrNotFound) {
-		return u, httpx.Errorf(http.StatusForbidden, "permission_denied", "registrations are linked by a signed-in trader")
+		return u, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "registrations are linked by a signed-in trader")
 	}
 	return u, err
 }
@@ -156,7 +156,7 @@ func (h *Handlers) TraderRegistrations(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	if !u.EmailVerified {
-		return httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email address first: a registration is matched on a verified address")
+		return httpx.Errorf(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address first: a registration is matched on a verified address")
 	}
 	ids, err := projections.ListInto[string](r.Context(), h.d.Store, firmproj.CollRegEmail, projections.Query{Prefix: strings.ToLower(u.Email) + "/"})
 	if err != nil {
@@ -189,7 +189,7 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 	id := mux.Vars(r)["id"]
 	tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollRegistrationI, id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "registration not found")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "registration not found")
 	} else if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func tenantOf(r *http.Request) string {
 // number is unknown or another tenant's.
 func (h *Handlers) account(ctx context.Context, tenant, number string) (projections.Account, error) {
 	if number == "" {
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "accountNumber is required")
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "accountNumber is required")
 	}
 	id, err := projections.GetInto[string](ctx, h.d.Store, projections.CollAccountNumber, api.DefaultBroker+"/"+number)
 	if err == nil {
@@ -99,7 +99,7 @@ func (h *Handlers) account(ctx context.Context, tenant, number string) (projecti
 	if err != nil && !errors.Is(err, projections.ErrNotFound) {
 		return projections.Account{}, err
 	}
-	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the firm has that number")
+	return projections.Account{}, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of the firm has that number")
 }
 
 // AccountByID resolves one of the firm's accounts by its id (the accountId of
@@ -114,7 +114,7 @@ func (h *Handlers) AccountByID(r *http.Request, id string) (projections.Account,
 			return projections.Account{}, err
 		}
 	}
-	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the firm has that id")
+	return projections.Account{}, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of the firm has that id")
 }
 
 // accountView is an account as the firm reads it.
@@ -168,7 +168,7 @@ func retryable(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, engine.ErrOutcomeUnknown):
-		return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown", RetryAfter: 1,
+		return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeOutcomeUnknown, RetryAfter: 1,
 			Msg: "the operation may or may not have been recorded; read the receipt by referenceId or retry with the same referenceId"}
 	case errors.As(err, &ref) && ref.Status == http.StatusServiceUnavailable:
 		return &httpx.Error{Status: ref.Status, Code: ref.Code, Msg: ref.Msg, Params: ref.Params, RetryAfter: 1}
@@ -177,7 +177,7 @@ func retryable(err error) error {
 		c.RetryAfter = 1
 		return &c
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown", RetryAfter: 1,
+		return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeOutcomeUnknown, RetryAfter: 1,
 			Msg: "the engine did not answer in time; read the receipt by referenceId or retry with the same referenceId"}
 	}
 	return err

@@ -2,6 +2,7 @@ package firm
 
 import (
 	"errors"
+	"github.com/svc/engine/commands"
 	"net/http"
 	"time"
 
@@ -17,7 +18,7 @@ func (h *Handlers) month(r *http.Request) (string, error) {
 		return h.d.Engine.Now().UTC().Format("2006-01"), nil
 	}
 	if _, err := time.Parse("2006-01", m); err != nil || len(m) != 7 {
-		return "", httpx.Errorf(http.StatusBadRequest, "invalid_request", "month must be YYYY-MM")
+		return "", httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "month must be YYYY-MM")
 	}
 	return m, nil
 }

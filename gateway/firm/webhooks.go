@@ -72,7 +72,7 @@ func (h *Handlers) NewWebhook(r *http.Request) (*firmcmd.RegisterWebhook, error)
 	}
 	for _, t := range body.EventTypes {
 		if !known[t] {
-			return nil, &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown event type " + strconv.Quote(t),
+			return nil, &httpx.Error{Status: http.StatusBadRequest, Code: commands.CodeInvalidRequest, Msg: "unknown event type " + strconv.Quote(t),
 				Params: map[string]any{"eventTypes": evfirm.WebhookTypes}}
 		}
 	}
@@ -102,7 +102,7 @@ func (h *Handlers) ListWebhooks(w http.ResponseWriter, r *http.Request) error {
 func (h *Handlers) webhook(ctx context.Context, tenant, id string) (firmproj.Webhook, error) {
 	wh, err := projections.GetInto[firmproj.Webhook](ctx, h.d.Store, firmproj.CollWebhook, tenant+"/"+id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return wh, httpx.Errorf(http.StatusNotFound, "not_found", "webhook not found")
+		return wh, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "webhook not found")
 	}
 	return wh, err
 }
@@ -131,7 +131,7 @@ func (h *Handlers) RemoveNamedWebhook(w http.ResponseWriter, r *http.Request) er
 	}
 	q := r.URL.Query()
 	if len(q["id"]) > 1 || len(q["url"]) > 1 {
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "name the endpoint to remove once, by id or by url")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "name the endpoint to remove once, by id or by url")
 	}
 	var id, target string
 	n := 0
@@ -146,9 +146,9 @@ func (h *Handlers) RemoveNamedWebhook(w http.ResponseWriter, r *http.Request) er
 	}
 	switch {
 	case n == 0:
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "name the endpoint to remove by id or by url, in the body or the query")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "name the endpoint to remove by id or by url, in the body or the query")
 	case n > 1:
-		return httpx.Errorf(http.StatusBadRequest, "invalid_request", "name the endpoint to remove once, by id or by url")
+		return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "name the endpoint to remove once, by id or by url")
 	}
 	tenant := tenantOf(r)
 	if id != "" {
@@ -167,7 +167,7 @@ func (h *Handlers) RemoveNamedWebhook(w http.ResponseWriter, r *http.Request) er
 			return h.remove(w, r, tenant, wh)
 		}
 	}
-	return httpx.Errorf(http.StatusNotFound, "not_found", "no webhook of the firm has that url")
+	return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no webhook of the firm has that url")
 }
 
 func (h *Handlers) remove(w http.ResponseWriter, r *http.Request, tenant string, wh firmproj.Webhook) error {
@@ -226,7 +226,7 @@ func (h *Handlers) Deliveries(w http.ResponseWriter, r *http.Request) error {
 	query := projections.Query{Prefix: prefix, Reverse: true, Limit: limit + 1}
 	if c := q.Get("cursor"); c != "" {
 		if len(c) < 20 || strings.ContainsAny(c, "/") {
-			return httpx.Errorf(http.StatusBadRequest, "invalid_request", "cursor is not one this route gave")
+			return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "cursor is not one this route gave")
 		}
 		query.After = prefix + strings.Replace(c, ".", "/", 1)
 	}

@@ -146,7 +146,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
 	e := toError(err)
 	var id string
 	if t := TraceOf(r); t != nil {
-		id, t.Code = t.ID, e.Code
+		id, t.Code = t.ID, string(e.Code)
 	} else {
 		id = ulid.Make().String()
 		w.Header().Set(RequestIDHeader, id)
@@ -154,8 +154,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
 	if e.Status >= 500 && e.Code == "" {
 		slog.Error("request failed", "id", id, "route", r.URL.Path, "err", err)
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	// The catalogue decides the status and Retry-After of a code: a site
+	// cannot answer a status it does not list for the code, nor send
+	// Retry-After with a code it does not let carry one.
+	status, retryAfter := commands.Answer(e.Code, e.Status, e.RetryAfter)
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}
 	body := map[string]any{}
 	for k, v := range e.Extra {
@@ -176,7 +180,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, fam Family, err error) {
 		body["params"] = e.Params
 	}
 	body["requestId"] = id
-	WriteJSON(w, e.Status, body)
+	WriteJSON(w, status, body)
 }
 
 func toError(err error) *Error {
@@ -190,23 +194,20 @@ func toError(err error) *Error {
 		if f, ok := ref.Params["field"].(string); ok {
 			e.Field = f // the venue shape names it at the top level too
 		}
-		if e.Status == http.StatusServiceUnavailable && commands.RetrySafe(ref.Code) {
-			e.RetryAfter = 1 // the catalogue's word: outcome_unknown and feed_requires_connection carry none
-		}
 		return e
 	case errors.Is(err, engine.ErrLogUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "log_unavailable", RetryAfter: 1,
+		return &Error{Status: http.StatusServiceUnavailable, Code: commands.CodeLogUnavailable, RetryAfter: 1,
 			Msg: "the commit log is not connected; nothing was recorded; retry with the same id after the Retry-After seconds"}
 	case errors.Is(err, engine.ErrOutcomeUnknown):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "outcome_unknown",
+		return &Error{Status: http.StatusServiceUnavailable, Code: commands.CodeOutcomeUnknown,
 			Msg: "the write may or may not have been recorded; read the account stream before retrying with the same id"}
 	case errors.Is(err, projections.ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 1,
+		return &Error{Status: http.StatusServiceUnavailable, Code: commands.CodeStoreUnavailable, RetryAfter: 1,
 			Msg: "the read models cannot be read right now; nothing was recorded by this read; retry after the Retry-After seconds"}
 	case errors.Is(err, projections.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Msg: "not found"}
+		return &Error{Status: http.StatusNotFound, Code: commands.CodeNotFound, Msg: "not found"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "engine_overloaded", Msg: "the engine did not answer in time; retry with the same id", RetryAfter: 1}
+		return &Error{Status: http.StatusServiceUnavailable, Code: commands.CodeEngineOverloaded, Msg: "the engine did not answer in time; retry with the same id", RetryAfter: 1}
 	}
 	return &Error{Status: http.StatusInternalServerError, Msg: "internal error; retry reads with backoff"}
 }
@@ -252,21 +253,21 @@ func Decode(r *http.Request, v any, limit int64) error {
 		if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
 			mt = "application/json"
 		} else {
-			return Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+			return Errorf(http.StatusUnsupportedMediaType, commands.CodeUnsupportedMediaType, "send Content-Type: application/json")
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return Errorf(http.StatusBadRequest, "invalid_request", "could not read the request body")
+		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is over %d bytes", limit)
+		return Errorf(http.StatusRequestEntityTooLarge, commands.CodeBodyTooLarge, "the request body is over %d bytes", limit)
 	}
 	if !utf8.Valid(body) {
-		return Errorf(http.StatusBadRequest, "invalid_request", "the body is not valid UTF-8")
+		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "the body is not valid UTF-8")
 	}
 	if tooDeep(body, MaxDepth) {
-		return Errorf(http.StatusBadRequest, "invalid_request", "the body nests arrays and objects more than %d deep", MaxDepth)
+		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "the body nests arrays and objects more than %d deep", MaxDepth)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
@@ -274,10 +275,10 @@ func Decode(r *http.Request, v any, limit int64) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describe(err))
+		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "malformed JSON body: %s", describe(err))
 	}
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return Errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: trailing data after the object")
+		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "malformed JSON body: trailing data after the object")
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ type keyed struct {
 
 // Required is the refusal of a write without a usable key.
 func Required() *httpx.Error {
-	return &httpx.Error{Status: http.StatusBadRequest, Code: "idempotency_key_required", Field: Header,
+	return &httpx.Error{Status: http.StatusBadRequest, Code: commands.CodeIdempotencyKeyRequired, Field: Header,
 		Msg: "this write needs an Idempotency-Key header of 1 to 128 printable characters; send the same key to retry it safely"}
 }
 
@@ -74,7 +74,7 @@ func Require(fam httpx.Family) func(http.Handler) http.Handler {
 			}
 			body, err := io.ReadAll(io.LimitReader(r.Body, httpx.DefaultBodyLimit+1))
 			if err != nil {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusBadRequest, "invalid_request", "could not read the request body"))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "could not read the request body"))
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))

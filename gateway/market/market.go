@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
@@ -89,7 +90,7 @@ func (h *Handlers) Config(w http.ResponseWriter, r *http.Request) error {
 			"subscriptions": MaxSubs, "spreadLegs": spread.MaxLegs, "expressionLength": spread.MaxLength,
 		},
 		"assetClasses": h.assetClasses(r),
-		"futures":      map[string]any{"served": h.futures(r) != nil, "code": "feed_requires_connection"},
+		"futures":      map[string]any{"served": h.futures(r) != nil, "code": commands.CodeFeedRequiresConnection},
 		"source":       h.m.Feed.Name(),
 	})
 	return nil
@@ -114,21 +115,21 @@ func (h *Handlers) futures(r *http.Request) market.FuturesFeed {
 }
 
 func feedRequiresConnection(instrument string) error {
-	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "feed_requires_connection",
+	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeFeedRequiresConnection,
 		Msg:    trading.FuturesNotServed + " (" + instrument + ")",
 		Params: map[string]any{"instrument": instrument}}
 }
 
 func feedUnavailable(instrument string) error {
-	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: "feed_unavailable", RetryAfter: 5,
+	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeFeedUnavailable, RetryAfter: 5,
 		Msg: "the price feed for " + instrument + " is down or stale; retry shortly", Params: map[string]any{"instrument": instrument}}
 }
 
 func unknownSymbol(symbol string) error {
-	return &httpx.Error{Status: http.StatusNotFound, Code: "unknown_symbol", Msg: "no such symbol: " + symbol, Params: map[string]any{"symbol": symbol}}
+	return &httpx.Error{Status: http.StatusNotFound, Code: commands.CodeUnknownSymbol, Msg: "no such symbol: " + symbol, Params: map[string]any{"symbol": symbol}}
 }
 
-func badRequest(code, msg string, params map[string]any) error {
+func badRequest(code commands.Code, msg string, params map[string]any) error {
 	return &httpx.Error{Status: http.StatusBadRequest, Code: code, Msg: msg, Params: params}
 }
 
@@ -167,7 +168,7 @@ func (h *Handlers) resolver(name string) (string, bool) {
 // any futures leg without the caller's futures source is 503.
 func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, badRequest("invalid_request", "instrument is required", nil)
+		return nil, badRequest(commands.CodeInvalidRequest, "instrument is required", nil)
 	}
 	e, err := spread.Parse(s, h.resolver)
 	if err != nil {
@@ -177,7 +178,7 @@ func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
 			if pe.Pos == strings.Index(s, word)+1 && strings.HasPrefix(pe.Msg, "unknown instrument") && !strings.ContainsAny(word, " +*^()") {
 				return nil, unknownSymbol(word)
 			}
-			return nil, badRequest("invalid_expression", err.Error(), map[string]any{"position": pe.Pos, "instrument": s})
+			return nil, badRequest(commands.CodeInvalidExpression, err.Error(), map[string]any{"position": pe.Pos, "instrument": s})
 		}
 		return nil, err
 	}
@@ -194,11 +195,11 @@ func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
 func timeframe(r *http.Request) (market.Timeframe, error) {
 	raw := r.URL.Query().Get("tf")
 	if raw == "" {
-		return market.Timeframe{}, badRequest("invalid_timeframe", "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": raw})
+		return market.Timeframe{}, badRequest(commands.CodeInvalidTimeframe, "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": raw})
 	}
 	tf, err := market.ParseTimeframe(raw)
 	if err != nil {
-		return market.Timeframe{}, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": raw})
+		return market.Timeframe{}, badRequest(commands.CodeInvalidTimeframe, err.Error(), map[string]any{"tf": raw})
 	}
 	return tf, nil
 }
@@ -210,7 +211,7 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, badRequest("invalid_request", fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi), map[string]any{name: raw})
+		return 0, badRequest(commands.CodeInvalidRequest, fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi), map[string]any{name: raw})
 	}
 	return n, nil
 }
@@ -231,7 +232,7 @@ func outOf(in market.Instrument) symbolOut {
 func (h *Handlers) Search(w http.ResponseWriter, r *http.Request) error {
 	q := strings.TrimSpace(r.URL.Query().Get("query"))
 	if len(q) > maxQuery {
-		return badRequest("invalid_request", fmt.Sprintf("query is longer than %d characters", maxQuery), nil)
+		return badRequest(commands.CodeInvalidRequest, fmt.Sprintf("query is longer than %d characters", maxQuery), nil)
 	}
 	limit, err := intParam(r, "limit", MaxSymbols, 1, MaxSymbols)
 	if err != nil {
@@ -335,7 +336,7 @@ func query(r *http.Request, name, older string) (string, error) {
 	q := r.URL.Query()
 	switch {
 	case q.Has(name) && q.Has(older):
-		return "", badRequest("invalid_request", fmt.Sprintf("send %s or its older name %s, not both", name, older), map[string]any{"field": name})
+		return "", badRequest(commands.CodeInvalidRequest, fmt.Sprintf("send %s or its older name %s, not both", name, older), map[string]any{"field": name})
 	case q.Has(name):
 		return q.Get(name), nil
 	}
@@ -360,10 +361,10 @@ func (h *Handlers) Quotes(w http.ResponseWriter, r *http.Request) error {
 	}
 	names := commaList(raw)
 	if len(names) == 0 {
-		return badRequest("invalid_request", "instruments is required: a comma-separated list", nil)
+		return badRequest(commands.CodeInvalidRequest, "instruments is required: a comma-separated list", nil)
 	}
 	if len(names) > MaxQuotes {
-		return badRequest("too_many_symbols", fmt.Sprintf("at most %d symbols per request", MaxQuotes), map[string]any{"limit": MaxQuotes})
+		return badRequest(commands.CodeTooManySymbols, fmt.Sprintf("at most %d symbols per request", MaxQuotes), map[string]any{"limit": MaxQuotes})
 	}
 	out := make([]quoteOut, 0, len(names))
 	for _, n := range names {
@@ -467,7 +468,7 @@ func appendString(dst []byte, s string) []byte {
 func (h *Handlers) subscribe(r *http.Request, instrument, tfRaw string, sink bars.Sink, subNo int) (func(), error) {
 	tf, err := market.ParseTimeframe(tfRaw)
 	if err != nil {
-		return nil, badRequest("invalid_timeframe", err.Error(), map[string]any{"tf": tfRaw})
+		return nil, badRequest(commands.CodeInvalidTimeframe, err.Error(), map[string]any{"tf": tfRaw})
 	}
 	e, err := h.expression(r, instrument)
 	if err != nil {

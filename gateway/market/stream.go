@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/gateway/httpx"
 )
@@ -112,7 +113,7 @@ func (h *Handlers) pump(w http.ResponseWriter, r *http.Request, sse *httpx.SSE, 
 func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
 	instrument, tf := r.URL.Query().Get("instrument"), r.URL.Query().Get("tf")
 	if tf == "" {
-		return badRequest("invalid_timeframe", "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": tf})
+		return badRequest(commands.CodeInvalidTimeframe, "tf is required, e.g. 1m, 15m, 4h, 1d", map[string]any{"tf": tf})
 	}
 	if err := httpx.AdmitStream(w); err != nil {
 		return err
@@ -136,7 +137,7 @@ type streamError struct {
 	Instrument string         `json:"instrument"`
 	TF         string         `json:"tf"`
 	Error      string         `json:"error"`
-	Code       string         `json:"code"`
+	Code       commands.Code  `json:"code"`
 	Params     map[string]any `json:"params,omitempty"`
 }
 
@@ -148,10 +149,10 @@ type streamError struct {
 func (h *Handlers) Streams(w http.ResponseWriter, r *http.Request) error {
 	tokens := commaList(r.URL.Query().Get("subs"))
 	if len(tokens) == 0 {
-		return badRequest("invalid_request", "subs is required: a comma-separated list of INSTRUMENT~tf", nil)
+		return badRequest(commands.CodeInvalidRequest, "subs is required: a comma-separated list of INSTRUMENT~tf", nil)
 	}
 	if len(tokens) > maxTokens {
-		return badRequest("too_many_subscriptions", "at most 24 subscriptions per stream", map[string]any{"limit": MaxSubs})
+		return badRequest(commands.CodeTooManySubscriptions, "at most 24 subscriptions per stream", map[string]any{"limit": MaxSubs})
 	}
 	if err := httpx.AdmitStream(w); err != nil {
 		return err
@@ -170,7 +171,7 @@ func (h *Handlers) Streams(w http.ResponseWriter, r *http.Request) error {
 		instrument, tf, found := strings.Cut(tok, "~")
 		prefixes = append(prefixes, barPrefix(instrument, tf))
 		refuse := func(err error) {
-			e := streamError{Sub: tok, Instrument: instrument, TF: tf, Error: err.Error(), Code: "invalid_request"}
+			e := streamError{Sub: tok, Instrument: instrument, TF: tf, Error: err.Error(), Code: commands.CodeInvalidRequest}
 			if he, ok := err.(*httpx.Error); ok {
 				e.Error, e.Code, e.Params = he.Msg, he.Code, he.Params
 			}
@@ -178,10 +179,10 @@ func (h *Handlers) Streams(w http.ResponseWriter, r *http.Request) error {
 		}
 		switch {
 		case !found:
-			refuse(badRequest("invalid_subscription", "a subscription is INSTRUMENT~tf", nil))
+			refuse(badRequest(commands.CodeInvalidSubscription, "a subscription is INSTRUMENT~tf", nil))
 			continue
 		case live == MaxSubs:
-			refuse(&httpx.Error{Code: "subscription_limit", Msg: "at most 24 subscriptions per stream; this one is refused", Params: map[string]any{"limit": MaxSubs}})
+			refuse(&httpx.Error{Code: commands.CodeSubscriptionLimit, Msg: "at most 24 subscriptions per stream; this one is refused", Params: map[string]any{"limit": MaxSubs}})
 			continue
 		}
 		cancel, err := h.subscribe(r, instrument, tf, c, i)

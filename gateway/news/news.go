@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/news"
 	"github.com/svc/engine/gateway/httpx"
@@ -43,7 +44,7 @@ func New(n *Deps) *Handlers {
 
 type Handlers struct{ n *Deps }
 
-func bad(code, msg string, params map[string]any) error {
+func bad(code commands.Code, msg string, params map[string]any) error {
 	return &httpx.Error{Status: http.StatusBadRequest, Code: code, Msg: msg, Params: params}
 }
 
@@ -80,7 +81,7 @@ func (h *Handlers) root(r *http.Request) (string, error) {
 	}
 	root, ok := market.FuturesRoot(in, h.n.Products)
 	if !ok {
-		return "", bad("invalid_request", "instrument must be a futures root or contract, e.g. ES or ESZ5", map[string]any{"instrument": in})
+		return "", bad(commands.CodeInvalidRequest, "instrument must be a futures root or contract, e.g. ES or ESZ5", map[string]any{"instrument": in})
 	}
 	return root, nil
 }
@@ -94,7 +95,7 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	if raw := r.URL.Query().Get("limit"); raw != "" || r.URL.Query().Has("limit") {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxLimit {
-			return bad("invalid_request", "limit must be a whole number from 1 to 100", map[string]any{"limit": raw})
+			return bad(commands.CodeInvalidRequest, "limit must be a whole number from 1 to 100", map[string]any{"limit": raw})
 		}
 		limit = n
 	}
@@ -102,7 +103,7 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	if raw := r.URL.Query().Get("cursor"); raw != "" || r.URL.Query().Has("cursor") {
 		c, err := news.DecodeCursor(raw)
 		if err != nil {
-			return bad("invalid_cursor", "cursor is not one this service gave", nil)
+			return bad(commands.CodeInvalidCursor, "cursor is not one this service gave", nil)
 		}
 		after = &c
 	}
@@ -156,14 +157,14 @@ func (h *Handlers) Image(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	it, ok := h.n.News.News.Get(id)
 	if !ok {
-		return &httpx.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "no such news item"}
+		return &httpx.Error{Status: http.StatusNotFound, Code: commands.CodeNotFound, Msg: "no such news item"}
 	}
 	img, err := h.n.News.Images.Get(r.Context(), it)
 	switch {
 	case errors.Is(err, news.ErrNoImage):
-		return &httpx.Error{Status: http.StatusNotFound, Code: "not_found", Msg: "this news item has no image"}
+		return &httpx.Error{Status: http.StatusNotFound, Code: commands.CodeNotFound, Msg: "this news item has no image"}
 	case err != nil:
-		return &httpx.Error{Status: http.StatusBadGateway, Code: "image_unavailable", Msg: "the image could not be fetched or is not an acceptable image"}
+		return &httpx.Error{Status: http.StatusBadGateway, Code: commands.CodeImageUnavailable, Msg: "the image could not be fetched or is not an acceptable image"}
 	}
 	w.Header().Set("Content-Type", img.Type)
 	w.Header().Set("Content-Length", strconv.Itoa(len(img.Data)))
@@ -206,7 +207,7 @@ func (h *Handlers) Calendar(w http.ResponseWriter, r *http.Request) error {
 	if q.Has("from") {
 		t, ok := parseWhen(q.Get("from"))
 		if !ok {
-			return bad("invalid_request", "from must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"from": q.Get("from")})
+			return bad(commands.CodeInvalidRequest, "from must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"from": q.Get("from")})
 		}
 		from = t
 		if !q.Has("to") {
@@ -216,17 +217,17 @@ func (h *Handlers) Calendar(w http.ResponseWriter, r *http.Request) error {
 	if q.Has("to") {
 		t, ok := parseWhen(q.Get("to"))
 		if !ok {
-			return bad("invalid_request", "to must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"to": q.Get("to")})
+			return bad(commands.CodeInvalidRequest, "to must be a date (2006-01-02) or an RFC 3339 time", map[string]any{"to": q.Get("to")})
 		}
 		to = t
 	}
 	if !to.After(from) || to.Sub(from) > MaxWindowDays*24*time.Hour {
-		return bad("invalid_window", "the window must run forward and span at most 31 days", map[string]any{"maxDays": MaxWindowDays})
+		return bad(commands.CodeInvalidWindow, "the window must run forward and span at most 31 days", map[string]any{"maxDays": MaxWindowDays})
 	}
 	minImpact := 0
 	if q.Has("impact") {
 		if minImpact = news.ImpactRank(q.Get("impact")); minImpact == 0 {
-			return bad("invalid_request", "impact must be low, medium or high (the lowest tier listed)", map[string]any{"impact": q.Get("impact")})
+			return bad(commands.CodeInvalidRequest, "impact must be low, medium or high (the lowest tier listed)", map[string]any{"impact": q.Get("impact")})
 		}
 	}
 	currency := strings.ToUpper(strings.TrimSpace(q.Get("currency")))

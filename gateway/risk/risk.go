@@ -5,6 +5,7 @@ package risk
 import (
 	"context"
 	"encoding/json"
+	"github.com/svc/engine/commands"
 	"net/http"
 	"strconv"
 	"time"
@@ -128,7 +129,7 @@ type Handlers struct{ d *api.Deps }
 // account resolves the selectors; broker is required on the risk routes.
 func (h *Handlers) account(r *http.Request) (projections.Account, error) {
 	if !r.URL.Query().Has("broker") {
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is required")
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "broker is required")
 	}
 	return h.d.Account(r)
 }
@@ -163,7 +164,7 @@ func DecodeSettings(r *http.Request, a projections.Account) (*riskcmd.SetSetting
 		return nil, err
 	}
 	if (c.Broker != nil && *c.Broker != a.Broker) || (c.AccountNumber != nil && *c.AccountNumber != a.AccountNumber) {
-		return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker and accountNumber, when sent, must name the selected account")
+		return nil, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "broker and accountNumber, when sent, must name the selected account")
 	}
 	return &c, nil
 }

@@ -244,7 +244,7 @@ func orderFromQuery(q url.Values) (*tradecmd.PlaceOrder, error) {
 		}
 		v, err := events.ParseDecimal(q.Get(name))
 		if err != nil {
-			return nil, httpx.Errorf(http.StatusBadRequest, "invalid_request", "%s is not a decimal", name)
+			return nil, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "%s is not a decimal", name)
 		}
 		return &v, nil
 	}

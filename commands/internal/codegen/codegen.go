@@ -1,0 +1,273 @@
+// Package codegen writes what commands/codes.json, the catalogue of error
+// codes, is the source of: the typed constants and the catalogue table of
+// package commands (commands/codes_gen.go), the ErrorCode enum of
+// schema/openapi.yaml (between its marker comments) and the code table of
+// docs/codes.md. go generate ./commands/ runs it; a test fails while any of
+// them is stale.
+package codegen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Paths of the source and of the outputs, relative to the module root.
+const (
+	Source  = "commands/codes.json"
+	GoFile  = "commands/codes_gen.go"
+	Spec    = "schema/openapi.yaml"
+	DocFile = "docs/codes.md"
+)
+
+// The ErrorCode enum's items sit between these lines of schema/openapi.yaml.
+const (
+	SpecBegin = "# BEGIN error codes: generated from commands/codes.json by go generate ./commands/; do not edit"
+	SpecEnd   = "# END error codes"
+)
+
+// Entry is one code of the catalogue.
+type Entry struct {
+	Code string `json:"code"`
+	// Status lists the HTTP statuses the code is answered with, the usual
+	// first; empty for a code sent only in a stream's error event.
+	Status []int `json:"status"`
+	// RetrySafe: the same request, resent as is with the same key, may
+	// succeed; nothing was recorded and the cause is transient.
+	RetrySafe bool `json:"retrySafe"`
+	// RetryAfter is the Retry-After in seconds an answer carries where the
+	// route states none; set exactly when RetrySafe.
+	RetryAfter int `json:"retryAfter,omitempty"`
+	// RetryAfterOnRoute: the code is not retry-safe in general, but a route
+	// whose key makes resending harmless may state a Retry-After.
+	RetryAfterOnRoute bool `json:"retryAfterOnRoute,omitempty"`
+	// Params names the keys of params the code may carry.
+	Params      []string `json:"params,omitempty"`
+	Description string   `json:"description"`
+}
+
+// Read reads and checks the catalogue under root.
+func Read(root string) ([]Entry, error) {
+	b, err := os.ReadFile(filepath.Join(root, Source))
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var es []Entry
+	if err := dec.Decode(&es); err != nil {
+		return nil, fmt.Errorf("%s: %w", Source, err)
+	}
+	seen := map[string]bool{}
+	for i, e := range es {
+		switch {
+		case !validCode(e.Code):
+			return nil, fmt.Errorf("%s: entry %d: code %q is not lower_snake_case", Source, i, e.Code)
+		case seen[e.Code]:
+			return nil, fmt.Errorf("%s: %s is listed twice", Source, e.Code)
+		case e.RetrySafe != (e.RetryAfter > 0):
+			return nil, fmt.Errorf("%s: %s: retryAfter is set exactly when retrySafe is", Source, e.Code)
+		case e.RetrySafe && e.RetryAfterOnRoute:
+			return nil, fmt.Errorf("%s: %s: retryAfterOnRoute is for codes that are not retry-safe", Source, e.Code)
+		case strings.TrimSpace(e.Description) == "" || strings.Contains(e.Description, "\n"):
+			return nil, fmt.Errorf("%s: %s: the description is one sentence on one line", Source, e.Code)
+		}
+		for _, st := range e.Status {
+			if st < 200 || st > 599 {
+				return nil, fmt.Errorf("%s: %s: status %d is not an HTTP status", Source, e.Code, st)
+			}
+		}
+		seen[e.Code] = true
+	}
+	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Code, b.Code) })
+	return es, nil
+}
+
+func validCode(c string) bool {
+	if c == "" || c[0] == '_' || c[len(c)-1] == '_' {
+		return false
+	}
+	for _, r := range c {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// Ident is the Go constant of a code: risk_locked is CodeRiskLocked.
+func Ident(code string) string {
+	var b strings.Builder
+	b.WriteString("Code")
+	for _, w := range strings.Split(code, "_") {
+		switch w {
+		case "api", "id", "url", "http":
+			b.WriteString(strings.ToUpper(w))
+		default:
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
+// Generate returns every output, by path under the module root, as the
+// catalogue under root makes it now.
+func Generate(root string) (map[string][]byte, error) {
+	es, err := Read(root)
+	if err != nil {
+		return nil, err
+	}
+	gosrc, err := goFile(es)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := os.ReadFile(filepath.Join(root, Spec))
+	if err != nil {
+		return nil, err
+	}
+	spec, err = specFile(spec, es)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{GoFile: gosrc, Spec: spec, DocFile: docFile(es)}, nil
+}
+
+// Write writes every output under root.
+func Write(root string) error {
+	out, err := Generate(root)
+	if err != nil {
+		return err
+	}
+	for _, p := range slices.Sorted(func(yield func(string) bool) {
+		for p := range out {
+			if !yield(p) {
+				return
+			}
+		}
+	}) {
+		if err := os.WriteFile(filepath.Join(root, p), out[p], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func goFile(es []Entry) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("// Code generated by commands/internal/gencodes from commands/codes.json; DO NOT EDIT.\n\n")
+	b.WriteString("package commands\n\n")
+	b.WriteString("// The stable error codes: commands/codes.json is their source.\nconst (\n")
+	for _, e := range es {
+		fmt.Fprintf(&b, "\t// %s: %s\n\t%s Code = %q\n", Ident(e.Code), e.Description, Ident(e.Code), e.Code)
+	}
+	b.WriteString(")\n\n")
+	b.WriteString("// catalogue is commands/codes.json.\nvar catalogue = map[Code]CodeSpec{\n")
+	for _, e := range es {
+		fmt.Fprintf(&b, "\t%s: {Code: %s, Status: %s, RetrySafe: %t, RetryAfter: %d, RetryAfterOnRoute: %t, Params: %s, Description: %q},\n",
+			Ident(e.Code), Ident(e.Code), intList(e.Status), e.RetrySafe, e.RetryAfter, e.RetryAfterOnRoute, strList(e.Params), e.Description)
+	}
+	b.WriteString("}\n")
+	return format.Source(b.Bytes())
+}
+
+func intList(xs []int) string {
+	if len(xs) == 0 {
+		return "nil"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return "[]int{" + strings.Join(s, ", ") + "}"
+}
+
+func strList(xs []string) string {
+	if len(xs) == 0 {
+		return "nil"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Quote(x)
+	}
+	return "[]string{" + strings.Join(s, ", ") + "}"
+}
+
+// specFile rewrites the lines between the markers of the ErrorCode enum and
+// leaves every other byte of the document as it is.
+func specFile(doc []byte, es []Entry) ([]byte, error) {
+	lines := strings.SplitAfter(string(doc), "\n")
+	begin, end := -1, -1
+	for i, l := range lines {
+		switch strings.TrimSpace(l) {
+		case SpecBegin:
+			if begin >= 0 {
+				return nil, fmt.Errorf("%s: the begin marker is there twice", Spec)
+			}
+			begin = i
+		case SpecEnd:
+			if end >= 0 {
+				return nil, fmt.Errorf("%s: the end marker is there twice", Spec)
+			}
+			end = i
+		}
+	}
+	if begin < 0 || end < begin {
+		return nil, fmt.Errorf("%s: the ErrorCode enum needs the lines %q and %q around its items", Spec, SpecBegin, SpecEnd)
+	}
+	indent := lines[begin][:len(lines[begin])-len(strings.TrimLeft(lines[begin], " "))]
+	var b strings.Builder
+	for _, l := range lines[:begin+1] {
+		b.WriteString(l)
+	}
+	for _, e := range es {
+		fmt.Fprintf(&b, "%s- %s\n", indent, e.Code)
+	}
+	for _, l := range lines[end:] {
+		b.WriteString(l)
+	}
+	return []byte(b.String()), nil
+}
+
+func docFile(es []Entry) []byte {
+	var b bytes.Buffer
+	b.WriteString("<!-- Generated from commands/codes.json by go generate ./commands/; do not edit. -->\n\n")
+	b.WriteString("# Error codes\n\n")
+	b.WriteString("Every error answer carries one of these codes (`code` on trading routes, `error` on venue\n")
+	b.WriteString("routes); a stream ends with one in its error event. The status is the one the code is answered\n")
+	b.WriteString("with (the first where several are listed is the usual one). A retry-safe code means the same\n")
+	b.WriteString("request, resent as is with the same key after `Retry-After` seconds, may succeed: nothing was\n")
+	b.WriteString("recorded. Any other code earns the same answer until the request or the account changes, or,\n")
+	b.WriteString("for `outcome_unknown` and `write_recorded`, says the write may have been or was recorded.\n")
+	b.WriteString("To add a code, add it to `commands/codes.json` and run `go generate ./commands/`.\n\n")
+	b.WriteString("| Code | Status | Retry-safe (Retry-After) | Params | Meaning |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, e := range es {
+		st := "stream event"
+		if len(e.Status) > 0 {
+			s := make([]string, len(e.Status))
+			for i, x := range e.Status {
+				s[i] = strconv.Itoa(x)
+			}
+			st = strings.Join(s, ", ")
+		}
+		retry := "no"
+		switch {
+		case e.RetrySafe:
+			retry = fmt.Sprintf("yes (%d s)", e.RetryAfter)
+		case e.RetryAfterOnRoute:
+			retry = "no (a route whose key makes resending harmless may send Retry-After)"
+		}
+		params := ""
+		if len(e.Params) > 0 {
+			params = "`" + strings.Join(e.Params, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", e.Code, st, retry, params, strings.ReplaceAll(e.Description, "|", `\|`))
+	}
+	return b.Bytes()
+}
