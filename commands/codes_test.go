@@ -52,7 +52,7 @@ func TestEveryAnsweredCodeIsInTheTable(t *testing.T) {
 		answered[s.code][s.status] = true
 		info, ok := table[s.code]
 		if !ok {
-			t.Errorf("error code %q used at %s is missing from commands.Codes (commands/codes.go)", s.code, s.pos)
+			t.Errorf("error code %q used at %s is missing from the catalogue (commands/codes.json)", s.code, s.pos)
 			continue
 		}
 		if s.status == -1 {

@@ -2376,16 +2376,18 @@ type EnrollmentEvent struct {
 	Status string  `json:"status"`
 }
 
-// ErrorCode A stable error code. commands/codes.go is the table of them, with the
-// statuses each is answered with and whether the same request may be
-// sent again with the same key; a test keeps this enum equal to it.
+// ErrorCode A stable error code. commands/codes.json is the catalogue of them, with
+// the statuses each is answered with, whether the same request may be
+// sent again with the same key and after how many seconds; docs/codes.md
+// is its table, and this enum is generated from it.
 type ErrorCode string
 
 // ErrorResponse defines model for ErrorResponse.
 type ErrorResponse struct {
-	// Code A stable error code. commands/codes.go is the table of them, with the
-	// statuses each is answered with and whether the same request may be
-	// sent again with the same key; a test keeps this enum equal to it.
+	// Code A stable error code. commands/codes.json is the catalogue of them, with
+	// the statuses each is answered with, whether the same request may be
+	// sent again with the same key and after how many seconds; docs/codes.md
+	// is its table, and this enum is generated from it.
 	Code      *ErrorCode `json:"code,omitempty"`
 	CommandId *string    `json:"commandId,omitempty"`
 
@@ -2600,9 +2602,10 @@ type ManagedExitState string
 type MarketConfig struct {
 	AssetClasses []string `json:"assetClasses"`
 	Futures      struct {
-		// Code A stable error code. commands/codes.go is the table of them, with the
-		// statuses each is answered with and whether the same request may be
-		// sent again with the same key; a test keeps this enum equal to it.
+		// Code A stable error code. commands/codes.json is the catalogue of them, with
+		// the statuses each is answered with, whether the same request may be
+		// sent again with the same key and after how many seconds; docs/codes.md
+		// is its table, and this enum is generated from it.
 		Code   *ErrorCode `json:"code,omitempty"`
 		Served bool       `json:"served"`
 	} `json:"futures"`
@@ -2853,9 +2856,10 @@ type ProviderRegistration struct {
 type ProvisionResult struct {
 	Account *PartnerAccount `json:"account,omitempty"`
 
-	// Code A stable error code. commands/codes.go is the table of them, with the
-	// statuses each is answered with and whether the same request may be
-	// sent again with the same key; a test keeps this enum equal to it.
+	// Code A stable error code. commands/codes.json is the catalogue of them, with
+	// the statuses each is answered with, whether the same request may be
+	// sent again with the same key and after how many seconds; docs/codes.md
+	// is its table, and this enum is generated from it.
 	Code        *ErrorCode              `json:"code,omitempty"`
 	Error       *string                 `json:"error,omitempty"`
 	Params      *map[string]interface{} `json:"params,omitempty"`
@@ -33943,9 +33947,10 @@ type CheckOrderActionsResponse struct {
 	JSON200 *struct {
 		Allowed  bool `json:"allowed"`
 		Refusals []struct {
-			// Code A stable error code. commands/codes.go is the table of them, with the
-			// statuses each is answered with and whether the same request may be
-			// sent again with the same key; a test keeps this enum equal to it.
+			// Code A stable error code. commands/codes.json is the catalogue of them, with
+			// the statuses each is answered with, whether the same request may be
+			// sent again with the same key and after how many seconds; docs/codes.md
+			// is its table, and this enum is generated from it.
 			Code   ErrorCode               `json:"code"`
 			Error  string                  `json:"error"`
 			Params *map[string]interface{} `json:"params,omitempty"`
@@ -33962,9 +33967,10 @@ type CheckOrderActionsResponse struct {
 func (r CheckOrderActionsResponse) GetJSON200() *struct {
 	Allowed  bool `json:"allowed"`
 	Refusals []struct {
-		// Code A stable error code. commands/codes.go is the table of them, with the
-		// statuses each is answered with and whether the same request may be
-		// sent again with the same key; a test keeps this enum equal to it.
+		// Code A stable error code. commands/codes.json is the catalogue of them, with
+		// the statuses each is answered with, whether the same request may be
+		// sent again with the same key and after how many seconds; docs/codes.md
+		// is its table, and this enum is generated from it.
 		Code   ErrorCode               `json:"code"`
 		Error  string                  `json:"error"`
 		Params *map[string]interface{} `json:"params,omitempty"`
@@ -49949,9 +49955,10 @@ func ParseCheckOrderActionsResponse(rsp *http.Response) (*CheckOrderActionsRespo
 		var dest struct {
 			Allowed  bool `json:"allowed"`
 			Refusals []struct {
-				// Code A stable error code. commands/codes.go is the table of them, with the
-				// statuses each is answered with and whether the same request may be
-				// sent again with the same key; a test keeps this enum equal to it.
+				// Code A stable error code. commands/codes.json is the catalogue of them, with
+				// the statuses each is answered with, whether the same request may be
+				// sent again with the same key and after how many seconds; docs/codes.md
+				// is its table, and this enum is generated from it.
 				Code   ErrorCode               `json:"code"`
 				Error  string                  `json:"error"`
 				Params *map[string]interface{} `json:"params,omitempty"`
