@@ -46,15 +46,15 @@ const DefaultBroker = "paper"
 func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 	p, ok := httpx.PrincipalOf(r)
 	if !ok {
-		return projections.Account{}, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a valid API key is required")
+		return projections.Account{}, httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "a valid API key is required")
 	}
 	q := r.URL.Query()
 	broker, number := q.Get("broker"), q.Get("account")
 	if q.Has("broker") && broker == "" {
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "broker is empty")
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "broker is empty")
 	}
 	if q.Has("account") && number == "" {
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is empty")
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "account is empty")
 	}
 	if broker == "" {
 		broker = DefaultBroker
@@ -81,7 +81,7 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 		if _, err := d.firstOn(ctx, p.TenantID, broker, func(projections.Account) bool { return true }); err != nil {
 			return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
 		}
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, "invalid_request", "account is not one of the caller's accounts on that broker")
+		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "account is not one of the caller's accounts on that broker")
 	}
 	grants, err := d.grants(ctx, p)
 	if err != nil {
@@ -104,7 +104,7 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 
 // errDisconnected answers a Connect app key acting for a trader on an account
 // the trader disconnected the app from.
-var errDisconnected = httpx.Errorf(http.StatusForbidden, "app_disconnected",
+var errDisconnected = httpx.Errorf(http.StatusForbidden, commands.CodeAppDisconnected,
 	"the trader disconnected this app from the account: the app no longer acts for them on it, until they connect it again through a new link")
 
 // appGrants are the accounts a Connect app key acting for a trader reaches:
@@ -243,9 +243,9 @@ func (d *Deps) unknownBroker(named bool, broker string, err error) error {
 		return err
 	}
 	if named {
-		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_request", Msg: "unknown broker", Params: map[string]any{"broker": broker}}
+		return &httpx.Error{Status: http.StatusBadRequest, Code: commands.CodeInvalidRequest, Msg: "unknown broker", Params: map[string]any{"broker": broker}}
 	}
-	return httpx.Errorf(http.StatusBadRequest, "invalid_request", "the caller has no account on the default broker; name one with broker and account")
+	return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "the caller has no account on the default broker; name one with broker and account")
 }
 
 // firstOn is the tenant's first account (in id order) on broker: the default account.
@@ -318,7 +318,7 @@ func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 // WriteRecorded is the answer to a write that is in the log while the read
 // models do not show it yet: 202 with code write_recorded and the revision.
 func WriteRecorded(seq uint64) *httpx.Error {
-	return &httpx.Error{Status: http.StatusAccepted, Code: "write_recorded", Params: map[string]any{"revision": seq},
+	return &httpx.Error{Status: http.StatusAccepted, Code: commands.CodeWriteRecorded, Params: map[string]any{"revision": seq},
 		Msg: "the write is recorded at this revision, but the read models are behind; read it back later or follow the account stream; do not resend it under a new id"}
 }
 
@@ -388,7 +388,7 @@ func (d *Deps) CatchUp(next http.Handler) http.Handler {
 					err := d.Projector.WaitFor(ctx, seq.(uint64))
 					cancel()
 					if err != nil && r.Context().Err() == nil {
-						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("read_models_behind",
+						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable(commands.CodeReadModelsBehind,
 							"the read models are behind your last write; nothing is lost: read again after the Retry-After seconds"))
 						return
 					}

@@ -49,7 +49,7 @@ func PageLimit(r *http.Request, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > max {
-		return 0, httpx.Errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", max)
+		return 0, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "limit must be an integer from 1 to %d", max)
 	}
 	return n, nil
 }
@@ -93,6 +93,6 @@ func (c PageCursor) After(r *http.Request) (string, error) {
 			}
 		}
 	}
-	return "", &commands.Refusal{Status: http.StatusBadRequest, Code: "invalid_cursor", Params: map[string]any{"field": "cursor"},
+	return "", &commands.Refusal{Status: http.StatusBadRequest, Code: commands.CodeInvalidCursor, Params: map[string]any{"field": "cursor"},
 		Msg: "cursor is not one this listing gave: send back its nextCursor as it came"}
 }

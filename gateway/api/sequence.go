@@ -94,7 +94,7 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 			err = d.Projector.WaitFor(ctx, seq)
 			cancel()
 			if err != nil && r.Context().Err() == nil {
-				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("read_models_behind",
+				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable(commands.CodeReadModelsBehind,
 					"this node's read models have not reached the sequence in "+AfterHeader+" yet; nothing is lost: read again after the Retry-After seconds"))
 				return
 			}

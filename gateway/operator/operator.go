@@ -8,6 +8,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"github.com/svc/engine/commands"
 	"net/http"
 	"slices"
 	"time"
@@ -48,7 +49,7 @@ type caller struct {
 func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 	return httpx.Serve(httpx.Trading, func(w http.ResponseWriter, r *http.Request) error {
 		if r.Header.Get("Authorization") != "" {
-			return httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on operator routes; sign in as an operator")
+			return httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "API keys are refused on operator routes; sign in as an operator")
 		}
 		_, u, err := h.d.Auth.SessionUser(r)
 		if err != nil {
@@ -58,21 +59,21 @@ func (h *Handlers) Serve(scope string, f httpx.Handler) http.Handler {
 			return auth.ErrOriginNotAllowed("writes on operator routes need a trusted Origin")
 		}
 		if !u.EmailVerified {
-			return httpx.Errorf(http.StatusForbidden, "email_unverified", "an operator verifies their email address first")
+			return httpx.Errorf(http.StatusForbidden, commands.CodeEmailUnverified, "an operator verifies their email address first")
 		}
 		venue := mux.Vars(r)["venueId"]
 		grant, err := projections.GetInto[projections.Operator](r.Context(), h.d.Store, projections.CollOperator, venue+"/"+u.UserID)
 		if errors.Is(err, projections.ErrNotFound) {
-			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue for this operator")
+			return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no such venue for this operator")
 		} else if err != nil {
 			return err
 		}
 		if !slices.Contains(grant.Scopes, scope) {
-			return httpx.Errorf(http.StatusForbidden, "permission_denied", "the operator lacks the scope %s", scope)
+			return httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "the operator lacks the scope %s", scope)
 		}
 		tenant, err := projections.GetInto[string](r.Context(), h.d.Store, firmproj.CollVenue, venue)
 		if errors.Is(err, projections.ErrNotFound) {
-			return httpx.Errorf(http.StatusNotFound, "not_found", "no such venue")
+			return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no such venue")
 		} else if err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (h *Handlers) account(r *http.Request) (projections.Account, error) {
 	} else if !errors.Is(err, projections.ErrNotFound) {
 		return projections.Account{}, err
 	}
-	return projections.Account{}, httpx.Errorf(http.StatusNotFound, "not_found", "no account of the venue has that number")
+	return projections.Account{}, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of the venue has that number")
 }
 
 func (h *Handlers) setHold(w http.ResponseWriter, r *http.Request, held bool) error {
