@@ -80,6 +80,32 @@ func TestEveryAnsweredCodeIsInTheTable(t *testing.T) {
 	}
 }
 
+// Every params key a source file sends with a code is one the catalogue
+// lists for it (commands/codes.json, params), so docs/codes.md tells a
+// client what to read.
+func TestEveryParamSentIsInTheCatalogue(t *testing.T) {
+	sites, err := scanCodes(rootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range sites {
+		spec, ok := commands.Lookup(commands.Code(s.code))
+		if !ok {
+			continue // TestEveryAnsweredCodeIsInTheTable names it
+		}
+		for _, k := range s.params {
+			n++
+			if !slices.Contains(spec.Params, k) {
+				t.Errorf("%s sends params.%s with %s; the catalogue lists %v for it: add it to commands/codes.json", s.pos, k, s.code, spec.Params)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("the scan found no params; is it reading the sites?")
+	}
+}
+
 // schema/openapi.yaml's ErrorCode enum names exactly the codes of the table,
 // the error bodies' code refers to it, and the document is valid OpenAPI.
 func TestTheOpenAPIErrorCodeEnumMatchesTheTable(t *testing.T) {
@@ -144,7 +170,8 @@ func TestTheOpenAPIErrorCodeEnumMatchesTheTable(t *testing.T) {
 // site is one place the source answers an error code.
 type site struct {
 	code   string
-	status int // 0: not stated at the site
+	status int      // 0: not stated at the site
+	params []string // the keys of params, where the site states them as a map literal
 	pos    string
 }
 
@@ -283,12 +310,12 @@ func scanCodes(root string) ([]site, error) {
 			return "", false
 		}
 		status := func(e ast.Expr) int { return httpStatus(e, f.imps) }
-		add := func(code string, st int, at token.Pos) {
+		add := func(code string, st int, at token.Pos, params ...ast.Expr) {
 			if code == "" { // no code: a plain 500
 				return
 			}
 			p := fset.Position(at)
-			sites = append(sites, site{code: code, status: st, pos: fmt.Sprintf("%s:%d", f.rel, p.Line)})
+			sites = append(sites, site{code: code, status: st, params: mapKeys(params...), pos: fmt.Sprintf("%s:%d", f.rel, p.Line)})
 		}
 		ast.Inspect(f.ast, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -316,7 +343,7 @@ func scanCodes(root string) ([]site, error) {
 				if c.statusArg >= 0 && c.statusArg < len(n.Args) {
 					st = status(n.Args[c.statusArg])
 				}
-				add(code, st, n.Args[c.codeArg].Pos())
+				add(code, st, n.Args[c.codeArg].Pos(), n.Args...)
 			case *ast.CompositeLit:
 				if _, isMap := n.Type.(*ast.MapType); isMap {
 					for _, el := range n.Elts {
@@ -336,6 +363,7 @@ func scanCodes(root string) ([]site, error) {
 				var code string
 				var st int
 				var at token.Pos
+				var params ast.Expr
 				for _, el := range n.Elts {
 					kv, ok := el.(*ast.KeyValueExpr)
 					if !ok {
@@ -349,10 +377,12 @@ func scanCodes(root string) ([]site, error) {
 						}
 					case k.Name == "Status":
 						st = status(kv.Value)
+					case k.Name == "Params":
+						params = kv.Value
 					}
 				}
 				if at.IsValid() {
-					add(code, st, at)
+					add(code, st, at, params)
 				}
 			}
 			return true
@@ -360,6 +390,28 @@ func scanCodes(root string) ([]site, error) {
 	}
 	sort.Slice(sites, func(i, j int) bool { return sites[i].pos < sites[j].pos })
 	return sites, nil
+}
+
+// mapKeys returns the string keys of the map literals among es.
+func mapKeys(es ...ast.Expr) []string {
+	var keys []string
+	for _, e := range es {
+		cl, ok := e.(*ast.CompositeLit)
+		if !ok {
+			continue
+		}
+		if _, isMap := cl.Type.(*ast.MapType); !isMap {
+			continue
+		}
+		for _, el := range cl.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				if k, ok := stringLit(kv.Key); ok {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	return keys
 }
 
 // coderOf reports whether fn takes a parameter named code (a string or a
