@@ -160,7 +160,8 @@ func (h *Handlers) run(r *http.Request, accountID string, env commands.Envelope)
 }
 
 // retryable gives every 503 Retry-After: 1, outcome_unknown included, as the
-// balance routes require.
+// balance routes require (the catalogue lets outcome_unknown carry one on a
+// route; the writer still drops it from a code that is never retry-safe).
 func retryable(err error) error {
 	var he *httpx.Error
 	var ref *commands.Refusal
