@@ -258,15 +258,15 @@ func TestLinkDecisions(t *testing.T) {
 					t.Fatalf("view after expiry %+v", v)
 				}
 			}},
-		{name: "disconnect twice changes nothing", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+		{name: "disconnect twice changes nothing", given: []commands.Envelope{create, mount1, conn1, disconnect(t0.Add(3*time.Minute), "acct_1")},
 			when: disconnect(later.Add(time.Minute), "acct_1"), events: []string{}, state: evconnect.StateClosed},
 		{name: "disconnect of another account than the link's changes nothing", given: []commands.Envelope{create, mount1, conn1},
 			when: disconnect(later, "acct_2"), events: []string{}, state: evconnect.StateConnected},
 		{name: "disconnect of a link not connected changes nothing", given: []commands.Envelope{create, mount1},
 			when: disconnect(later, "acct_1"), events: []string{}, state: evconnect.StateMounted},
-		{name: "connect of a disconnected link is gone", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+		{name: "connect of a disconnected link is gone", given: []commands.Envelope{create, mount1, conn1, disconnect(t0.Add(3*time.Minute), "acct_1")},
 			when: connectTo(later.Add(time.Minute), "acct_1"), status: 410, code: "link_closed", state: evconnect.StateClosed},
-		{name: "close of a disconnected link changes nothing and answers it disconnected", given: []commands.Envelope{create, mount1, conn1, disconnect(later, "acct_1")},
+		{name: "close of a disconnected link changes nothing and answers it disconnected", given: []commands.Envelope{create, mount1, conn1, disconnect(t0.Add(3*time.Minute), "acct_1")},
 			when: closeLink(later.Add(time.Minute), "k-close", "d-close"), events: []string{keyUsed}, state: evconnect.StateClosed,
 			check: func(t *testing.T, s *connect.Link, evs []events.Event) {
 				_, _, m := answer(t, evs)
@@ -557,6 +557,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 		{create, mount1, conn1, close1},
 		{create, close1, closeLink(expires, "k-close-2", "d-close-2")},
 		{create, mount1, closeLink(expires, "k-close", "d-close")},
+		{create, mount1, conn1, disconnect(t0.Add(3*time.Minute), "acct_1")},
 	} {
 		link := enginetest.NewReplay(t, enginetest.Core[*connect.Link]{New: func() *connect.Link { return connect.NewLink("lnk_1") },
 			Decide: connect.DecideLink, Apply: connect.ApplyLink, Registry: reg})

@@ -47,7 +47,9 @@ func TestRestartTimes(t *testing.T) {
 		d.waitOwned(t, []int{0, 1})
 	}
 	slices.Sort(took)
-	q := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))].Round(10 * time.Millisecond) }
+	q := func(p float64) time.Duration {
+		return took[min(len(took)-1, int(p*float64(len(took))))].Round(10 * time.Millisecond)
+	}
 	t.Logf("%d restarts to /readyz 200: min %v, p50 %v, p90 %v, max %v; all %v", len(took), took[0].Round(10*time.Millisecond),
 		q(0.5), q(0.9), took[len(took)-1].Round(10*time.Millisecond), took)
 }
