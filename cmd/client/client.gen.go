@@ -3019,12 +3019,6 @@ type SymbolInfo struct {
 	Type string `json:"type"`
 }
 
-// TokenBody defines model for TokenBody.
-type TokenBody struct {
-	// Token the value of token= in the mailed link
-	Token string `json:"token"`
-}
-
 // Usage defines model for Usage.
 type Usage struct {
 	// Accounts Distinct accounts with a fill in the month (UTC)
@@ -3159,6 +3153,15 @@ type VenueKeyEnvironment string
 
 // VenueScope defines model for VenueScope.
 type VenueScope string
+
+// VerifyBody defines model for VerifyBody.
+type VerifyBody struct {
+	// Password the account's password
+	Password string `json:"password"`
+
+	// Token the value of token= in the mailed link
+	Token string `json:"token"`
+}
 
 // Webhook defines model for Webhook.
 type Webhook struct {
@@ -4422,7 +4425,7 @@ type ConfirmPasswordResetJSONRequestBody ConfirmPasswordResetJSONBody
 type SignUpJSONRequestBody = Credentials
 
 // VerifyEmailJSONRequestBody defines body for VerifyEmail for application/json ContentType.
-type VerifyEmailJSONRequestBody = TokenBody
+type VerifyEmailJSONRequestBody = VerifyBody
 
 // ResendVerificationJSONRequestBody defines body for ResendVerification for application/json ContentType.
 type ResendVerificationJSONRequestBody = EmailBody
@@ -5075,14 +5078,32 @@ type ClientInterface interface {
 	// Corresponds with POST /api/auth/signup (the `SignUp` operationId).
 	SignUp(ctx context.Context, body SignUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyEmailWithBody Spend the mailed verification token (valid 24 hours, once)
+	// VerifyEmailWithBody Spend the mailed verification token (valid 24 hours, once) with the account's password
+	//
+	// The token proves the mailbox; the password proves who made the account, so
+	// someone who signed up first with another person's address gains nothing
+	// when that person opens the mail. Without the password: 400 invalid_request
+	// (field password); with a wrong one: 401 invalid_credentials, the token is not
+	// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+	// person who did not sign up, or forgot the password, resets it first
+	// (POST /api/auth/password-reset, which ends every session), then verifies.
+	// The mail's link opens /verify-email, a page that asks for the password.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/auth/verify (the `VerifyEmail` operationId).
 	VerifyEmailWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyEmail Spend the mailed verification token (valid 24 hours, once)
+	// VerifyEmail Spend the mailed verification token (valid 24 hours, once) with the account's password
+	//
+	// The token proves the mailbox; the password proves who made the account, so
+	// someone who signed up first with another person's address gains nothing
+	// when that person opens the mail. Without the password: 400 invalid_request
+	// (field password); with a wrong one: 401 invalid_credentials, the token is not
+	// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+	// person who did not sign up, or forgot the password, resets it first
+	// (POST /api/auth/password-reset, which ends every session), then verifies.
+	// The mail's link opens /verify-email, a page that asks for the password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7683,7 +7704,16 @@ func (c *Client) SignUp(ctx context.Context, body SignUpJSONRequestBody, reqEdit
 	return c.Client.Do(req)
 }
 
-// VerifyEmailWithBody Spend the mailed verification token (valid 24 hours, once)
+// VerifyEmailWithBody Spend the mailed verification token (valid 24 hours, once) with the account's password
+//
+// The token proves the mailbox; the password proves who made the account, so
+// someone who signed up first with another person's address gains nothing
+// when that person opens the mail. Without the password: 400 invalid_request
+// (field password); with a wrong one: 401 invalid_credentials, the token is not
+// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+// person who did not sign up, or forgot the password, resets it first
+// (POST /api/auth/password-reset, which ends every session), then verifies.
+// The mail's link opens /verify-email, a page that asks for the password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7700,7 +7730,16 @@ func (c *Client) VerifyEmailWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-// VerifyEmail Spend the mailed verification token (valid 24 hours, once)
+// VerifyEmail Spend the mailed verification token (valid 24 hours, once) with the account's password
+//
+// The token proves the mailbox; the password proves who made the account, so
+// someone who signed up first with another person's address gains nothing
+// when that person opens the mail. Without the password: 400 invalid_request
+// (field password); with a wrong one: 401 invalid_credentials, the token is not
+// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+// person who did not sign up, or forgot the password, resets it first
+// (POST /api/auth/password-reset, which ends every session), then verifies.
+// The mail's link opens /verify-email, a page that asks for the password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -21577,14 +21616,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/auth/signup (the `SignUp` operationId).
 	SignUpWithResponse(ctx context.Context, body SignUpJSONRequestBody, reqEditors ...RequestEditorFn) (*SignUpResponse, error)
 
-	// VerifyEmailWithBodyWithResponse Spend the mailed verification token (valid 24 hours, once)
+	// VerifyEmailWithBodyWithResponse Spend the mailed verification token (valid 24 hours, once) with the account's password
+	//
+	// The token proves the mailbox; the password proves who made the account, so
+	// someone who signed up first with another person's address gains nothing
+	// when that person opens the mail. Without the password: 400 invalid_request
+	// (field password); with a wrong one: 401 invalid_credentials, the token is not
+	// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+	// person who did not sign up, or forgot the password, resets it first
+	// (POST /api/auth/password-reset, which ends every session), then verifies.
+	// The mail's link opens /verify-email, a page that asks for the password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/auth/verify (the `VerifyEmail` operationId).
 	VerifyEmailWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyEmailResponse, error)
 
-	// VerifyEmailWithResponse Spend the mailed verification token (valid 24 hours, once)
+	// VerifyEmailWithResponse Spend the mailed verification token (valid 24 hours, once) with the account's password
+	//
+	// The token proves the mailbox; the password proves who made the account, so
+	// someone who signed up first with another person's address gains nothing
+	// when that person opens the mail. Without the password: 400 invalid_request
+	// (field password); with a wrong one: 401 invalid_credentials, the token is not
+	// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+	// person who did not sign up, or forgot the password, resets it first
+	// (POST /api/auth/password-reset, which ends every session), then verifies.
+	// The mail's link opens /verify-email, a page that asks for the password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -36161,7 +36218,16 @@ func (c *ClientWithResponses) SignUpWithResponse(ctx context.Context, body SignU
 	return ParseSignUpResponse(rsp)
 }
 
-// VerifyEmailWithBodyWithResponse Spend the mailed verification token (valid 24 hours, once)
+// VerifyEmailWithBodyWithResponse Spend the mailed verification token (valid 24 hours, once) with the account's password
+//
+// The token proves the mailbox; the password proves who made the account, so
+// someone who signed up first with another person's address gains nothing
+// when that person opens the mail. Without the password: 400 invalid_request
+// (field password); with a wrong one: 401 invalid_credentials, the token is not
+// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+// person who did not sign up, or forgot the password, resets it first
+// (POST /api/auth/password-reset, which ends every session), then verifies.
+// The mail's link opens /verify-email, a page that asks for the password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -36174,7 +36240,16 @@ func (c *ClientWithResponses) VerifyEmailWithBodyWithResponse(ctx context.Contex
 	return ParseVerifyEmailResponse(rsp)
 }
 
-// VerifyEmailWithResponse Spend the mailed verification token (valid 24 hours, once)
+// VerifyEmailWithResponse Spend the mailed verification token (valid 24 hours, once) with the account's password
+//
+// The token proves the mailbox; the password proves who made the account, so
+// someone who signed up first with another person's address gains nothing
+// when that person opens the mail. Without the password: 400 invalid_request
+// (field password); with a wrong one: 401 invalid_credentials, the token is not
+// spent and the failure counts as a failed sign-in (the sign-in back-off). A
+// person who did not sign up, or forgot the password, resets it first
+// (POST /api/auth/password-reset, which ends every session), then verifies.
+// The mail's link opens /verify-email, a page that asks for the password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -166,7 +166,7 @@ func TestIssuedAccountsReachOnlyTheirVerifiedAddress(t *testing.T) {
 	if st, m := owner.do("POST", "/api/auth/password-reset/confirm", map[string]string{"token": reset, "password": ownerPassword}); st >= 300 {
 		t.Fatalf("reset confirm: %d %v", st, m)
 	}
-	if st, m := owner.do("POST", "/api/auth/verify", map[string]string{"token": verify}); st != 200 {
+	if st, m := owner.do("POST", "/api/auth/verify", map[string]string{"token": verify, "password": ownerPassword}); st != 200 {
 		t.Fatalf("verify: %d %v", st, m)
 	}
 	// The squatter's session ended with the reset, and their password no longer signs in.
@@ -225,7 +225,7 @@ func verifiedKey(t *testing.T, base, dir, email string) string {
 		t.Fatal(err)
 	}
 	tok, _ := mail.Token(msg.Text)
-	if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": tok}); st != 200 {
+	if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": tok, "password": password}); st != 200 {
 		t.Fatalf("verify %s: %d %v", email, st, m)
 	}
 	if st, m := b.do("POST", "/api/auth/login", map[string]string{"email": email, "password": password}); st != 200 {

@@ -80,7 +80,7 @@ func person(t *testing.T, base, dir, email string) string {
 		}
 		return nil
 	})
-	if code, _, m := send(t, base, "POST", "/api/auth/verify", "", "", "", nil, map[string]string{"token": tok}); code != 200 {
+	if code, _, m := send(t, base, "POST", "/api/auth/verify", "", "", "", nil, map[string]string{"token": tok, "password": password}); code != 200 {
 		t.Fatalf("verify: %d %v", code, m)
 	}
 	req, _ := http.NewRequest("POST", base+"/api/auth/login", strings.NewReader(`{"email":"`+email+`","password":"`+password+`"}`))

@@ -380,7 +380,7 @@ func TestOrganizationAndVenueCaps(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("no verification mail: %v", err)
 	}
-	if a := q.do("POST", "/api/auth/verify", map[string]string{"token": tok}); a.status != 200 {
+	if a := q.do("POST", "/api/auth/verify", map[string]string{"token": tok, "password": attackPassword}); a.status != 200 {
 		t.Fatalf("verify: %d %v", a.status, a.body)
 	}
 	login := q.do("POST", "/api/auth/login", map[string]string{"email": email, "password": attackPassword})

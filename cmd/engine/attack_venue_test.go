@@ -50,7 +50,7 @@ func signUp(t *testing.T, base, dir, email string, verified bool) *browser {
 		if !ok {
 			t.Fatalf("%s carries no token", file)
 		}
-		if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": token}); st != 200 {
+		if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": token, "password": password}); st != 200 {
 			t.Fatalf("verify %s: %d %v", email, st, m)
 		}
 	}

@@ -67,7 +67,7 @@ func TestSignUpToTradeThroughTheBinary(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s carries no token", file)
 	}
-	if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": token}); st != 200 {
+	if st, m := b.do("POST", "/api/auth/verify", map[string]string{"token": token, "password": password}); st != 200 {
 		t.Fatalf("verify: %d %v", st, m)
 	}
 	if st, m := b.do("POST", "/api/auth/login", map[string]string{"email": email, "password": password}); st != 200 || b.cookie == "" {

@@ -74,6 +74,18 @@ func TestMailLinksOpenWorkingPages(t *testing.T) {
 	chrome.Run(t, ctx,
 		chromedp.Navigate(verify),
 		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		// Another password (a squatter's who signed up first) verifies nothing.
+		chromedp.SendKeys(chromedp.CSS("#password"), "not the password at all"),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#error")),
+	)
+	if st, m := b.do("POST", "/api/keys", map[string]string{"name": "wrong"}); st != 403 || m["code"] != "email_unverified" {
+		t.Fatalf("a key after a wrong password on the page: %d %v", st, m)
+	}
+	chrome.Run(t, ctx,
+		chromedp.Navigate(verify),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#verified")),
 	)
@@ -84,6 +96,7 @@ func TestMailLinksOpenWorkingPages(t *testing.T) {
 	chrome.Run(t, ctx,
 		chromedp.Navigate(verify),
 		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
 		chromedp.Click(chromedp.CSS("#confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#error")),
 	)

@@ -195,6 +195,9 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.confirmPassword(r, uid, b.Password); err != nil {
+		return err
+	}
 	if _, err := h.exec(r.Context(), system, uid, &tenantcmd.VerifyEmail{Digest: auth.Digest(b.Token)}); err != nil {
 		if isNotFound(err) {
 			return invalidToken()
@@ -206,6 +209,46 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"user": view(u)})
+	return nil
+}
+
+// confirmPassword checks that whoever spends a verification link also knows
+// the account's password: the link proves the mailbox, the password proves
+// who made the account. Without it, someone who signed up first with another
+// person's address (choosing the password) would own a verified account the
+// moment that person clicked the mail, and with it every account issued to the
+// address. A person who did not sign up resets the password first (which
+// ends every session the account had), then verifies with the new one. A
+// wrong password answers
+// 401 invalid_credentials, spends nothing and counts as a failed sign-in.
+func (h *Handlers) confirmPassword(r *http.Request, uid, password string) error {
+	if password == "" {
+		return &httpx.Error{Status: http.StatusBadRequest, Code: commands.CodeInvalidRequest, Params: map[string]any{"field": "password"},
+			Msg: "password is required: the account's password confirms the address (one who does not know it resets it first)"}
+	}
+	if len(password) > tenantcmd.MaxPassword {
+		return errCredentials
+	}
+	u, err := h.user(r.Context(), uid)
+	if errors.Is(err, projections.ErrNotFound) {
+		return invalidToken()
+	}
+	if err != nil {
+		return err
+	}
+	addr, now := clientAddr(r), time.Now()
+	if wait := h.limits.wait(now, pairName(u.Email, addr), addrName(addr)); wait > 0 {
+		return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait.Seconds() + 1),
+			Msg: "too many failed sign-ins; wait for Retry-After"}
+	}
+	var ok bool
+	if err := h.hashing.run(r.Context(), func() { ok = u.PasswordHash != "" && CheckPassword(u.PasswordHash, password) }); err != nil {
+		return err
+	}
+	if !ok {
+		h.limits.fail(now, u.Email, addr)
+		return errCredentials
+	}
 	return nil
 }
 

@@ -73,8 +73,12 @@ button[disabled]{opacity:.5;cursor:default}.err{color:#a00}.ok{color:#060}.muted
 </style></head><body>
 <main id="main" data-token="{{.Token}}">
 {{if .Verify}}<h1>Verify your email address</h1>
-{{if .Token}}<p class="muted">Confirm that this address is yours.</p>
-<button id="confirm" type="button">Verify my email address</button>
+{{if .Token}}<form id="verify" novalidate>
+<p class="muted">Confirm that this address is yours with the password you chose when you signed up. Did not sign up, or forgot it? <a href="/password-reset">Reset the password</a> first, then open this link again.</p>
+<label for="password">Your password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" maxlength="256" required>
+<button id="confirm" type="submit">Verify my email address</button>
+</form>
 {{else}}<p class="err" id="error">This link is incomplete. Open the newest link we mailed you, or ask for a new one by signing in.</p>{{end}}
 {{else}}<h1>Reset your password</h1>
 {{if .Token}}<form id="reset" novalidate>
@@ -110,10 +114,11 @@ button[disabled]{opacity:.5;cursor:default}.err{color:#a00}.ok{color:#060}.muted
       .catch(function (e) { if (button) { button.disabled = false; } show('error', e.message, 'err'); throw e; });
   }
   function on(id, ev, f) { var el = document.getElementById(id); if (el) { el.addEventListener(ev, f); } }
-  on('confirm', 'click', function (ev) {
-    var b = ev.target;
-    post('/api/auth/verify', {token: token}, b).then(function () {
-      b.remove(); show('verified', 'Your email address is verified. You can close this page and sign in.', 'ok');
+  on('verify', 'submit', function (ev) {
+    ev.preventDefault();
+    var f = ev.target, b = document.getElementById('confirm');
+    post('/api/auth/verify', {token: token, password: document.getElementById('password').value}, b).then(function () {
+      f.remove(); show('verified', 'Your email address is verified. You can close this page and sign in.', 'ok');
     }, function () {});
   });
   on('reset', 'submit', function (ev) {

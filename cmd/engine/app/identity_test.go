@@ -129,12 +129,18 @@ func TestIdentityFromSignUpToTrading(t *testing.T) {
 	s := login(t, e, email, password)
 	code(t, s.do("POST", "/api/keys", map[string]any{"name": "bot"}), 403, "email_unverified")
 
-	r = anon(e, "POST", "/api/auth/verify", map[string]string{"token": token})
+	// The link proves the mailbox, the password who made the account: without
+	// the password, or with another one (a squatter's who signed up first), the
+	// link verifies nothing and stays good for its owner.
+	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": token}), 400, "invalid_request")
+	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": token, "password": "another password!"}), 401, "invalid_credentials")
+	code(t, s.do("POST", "/api/keys", map[string]any{"name": "bot"}), 403, "email_unverified")
+	r = anon(e, "POST", "/api/auth/verify", map[string]string{"token": token, "password": password})
 	if r.Status != 200 || r.Map(t)["user"].(map[string]any)["emailVerified"] != true {
 		t.Fatalf("verify: %d %s", r.Status, r.Body)
 	}
-	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": token}), 400, "invalid_token")
-	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": "usr_nope.x"}), 400, "invalid_token")
+	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": token, "password": password}), 400, "invalid_token")
+	code(t, anon(e, "POST", "/api/auth/verify", map[string]string{"token": "usr_nope.x", "password": password}), 400, "invalid_token")
 
 	// Wrong password and unknown email answer alike.
 	bad := anon(e, "POST", "/api/auth/login", map[string]string{"email": email, "password": "wrong password here"})
@@ -262,7 +268,7 @@ func TestRevocationsHoldOnEveryNode(t *testing.T) {
 	if r := anon(a, "POST", "/api/auth/signup", map[string]string{"email": email, "password": password}); r.Status != 201 {
 		t.Fatalf("signup: %d %s", r.Status, r.Body)
 	}
-	if r := anon(a, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, a, email, "Verify your email address")}); r.Status != 200 {
+	if r := anon(a, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, a, email, "Verify your email address"), "password": password}); r.Status != 200 {
 		t.Fatalf("verify: %d %s", r.Status, r.Body)
 	}
 	sa := login(t, a, email, password)
@@ -306,7 +312,7 @@ func signedIn(t *testing.T, e *apptest.Env, email string) session {
 	if r := anon(e, "POST", "/api/auth/signup", map[string]string{"email": email, "password": password}); r.Status != 201 {
 		t.Fatalf("signup %s: %d %s", email, r.Status, r.Body)
 	}
-	if r := anon(e, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, e, email, "Verify your email address")}); r.Status != 200 {
+	if r := anon(e, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, e, email, "Verify your email address"), "password": password}); r.Status != 200 {
 		t.Fatalf("verify %s: %d %s", email, r.Status, r.Body)
 	}
 	return login(t, e, email, password)

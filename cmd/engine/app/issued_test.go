@@ -85,7 +85,7 @@ func TestAccountsIssuedToAnAddressAreItsVerifiedUsers(t *testing.T) {
 	code(t, s.do("POST", "/api/keys", map[string]any{"name": "bot"}), 403, "email_unverified")
 
 	// Verified (the mailbox's token): the same session reaches both, and a key lists and trades them.
-	if r := anon(e, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, e, "t.rader@example.com", "Verify your email address")}); r.Status != 200 {
+	if r := anon(e, "POST", "/api/auth/verify", map[string]string{"token": mailToken(t, e, "t.rader@example.com", "Verify your email address"), "password": password}); r.Status != 200 {
 		t.Fatalf("verify: %d %s", r.Status, r.Body)
 	}
 	for _, n := range want {

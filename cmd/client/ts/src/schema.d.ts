@@ -2410,7 +2410,17 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Spend the mailed verification token (valid 24 hours, once) */
+        /**
+         * Spend the mailed verification token (valid 24 hours, once) with the account's password
+         * @description The token proves the mailbox; the password proves who made the account, so
+         *     someone who signed up first with another person's address gains nothing
+         *     when that person opens the mail. Without the password: 400 invalid_request
+         *     (field password); with a wrong one: 401 invalid_credentials, the token is not
+         *     spent and the failure counts as a failed sign-in (the sign-in back-off). A
+         *     person who did not sign up, or forgot the password, resets it first
+         *     (POST /api/auth/password-reset, which ends every session), then verifies.
+         *     The mail's link opens /verify-email, a page that asks for the password.
+         */
         post: operations["verifyEmail"];
         delete?: never;
         options?: never;
@@ -3436,9 +3446,11 @@ export interface components {
         EmailBody: {
             email: string;
         };
-        TokenBody: {
+        VerifyBody: {
             /** @description the value of token= in the mailed link */
             token: string;
+            /** @description the account's password */
+            password: string;
         };
         User: {
             id: string;
@@ -7686,7 +7698,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TokenBody"];
+                "application/json": components["schemas"]["VerifyBody"];
             };
         };
         responses: {

@@ -340,7 +340,7 @@ func (e *Env) SignIn(email, password string) string {
 	if !ok {
 		e.T.Fatalf("mail %s carries no token", file)
 	}
-	if r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/verify", Body: map[string]string{"token": tok}, Key: "-"}); r.Status != http.StatusOK {
+	if r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/verify", Body: map[string]string{"token": tok, "password": password}, Key: "-"}); r.Status != http.StatusOK {
 		e.T.Fatalf("verify %s: %d %s", email, r.Status, r.Body)
 	}
 	r := e.Do(Req{Method: http.MethodPost, Path: "/api/auth/login", Body: map[string]string{"email": email, "password": password}, Key: "-"})
