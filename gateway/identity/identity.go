@@ -166,7 +166,7 @@ func (h *Handlers) Signup(w http.ResponseWriter, r *http.Request) error {
 		}
 		h.mail(r.Context(), email, "Verify your email address",
 			"Welcome. Confirm this address within 24 hours by opening:\n\n"+h.link("/verify-email", token)+"\n\n"+
-				"Or send the token to POST /api/auth/verify.\n")
+				"Or send the token with your password to POST /api/auth/verify.\n")
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil

@@ -28,8 +28,9 @@ type linkPage struct {
 	Nonce  string
 }
 
-// VerifyPage serves the verification mail's link: a button that verifies
-// the address with the link's token (POST /api/auth/verify) and says how it went.
+// VerifyPage serves the verification mail's link: a form that verifies
+// the address with the link's token and the account's password (POST
+// /api/auth/verify) and says how it went.
 func (h *Handlers) VerifyPage(w http.ResponseWriter, r *http.Request) {
 	servePage(w, r, linkPage{Verify: true})
 }
