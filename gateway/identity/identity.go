@@ -238,7 +238,7 @@ func (h *Handlers) confirmPassword(r *http.Request, uid, password string) error 
 	}
 	addr, now := clientAddr(r), time.Now()
 	if wait := h.limits.wait(now, pairName(u.Email, addr), addrName(addr)); wait > 0 {
-		return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait.Seconds() + 1),
+		return &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, RetryAfter: int(wait.Seconds() + 1),
 			Msg: "too many failed sign-ins; wait for Retry-After"}
 	}
 	var ok bool
