@@ -117,18 +117,15 @@ func (k *Keyring) Current() string { return k.ids[0] }
 func (k *Keyring) IDs() []string { return append([]string(nil), k.ids...) }
 
 // String shows the keyring's ids, never its keys.
-func (k *Keyring) String() string {
-	if k == nil {
-		return "seal.Keyring(nil)"
-	}
+func (k Keyring) String() string {
 	return "seal.Keyring[" + strings.Join(k.ids, ",") + "]"
 }
 
 // GoString is String: %#v shows no key either.
-func (k *Keyring) GoString() string { return k.String() }
+func (k Keyring) GoString() string { return k.String() }
 
 // Format is String for every verb.
-func (k *Keyring) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
+func (k Keyring) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
 
 // kek is the KEK of id.
 func (k *Keyring) kek(id string) (cipher.AEAD, error) {

@@ -13,9 +13,10 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 )
 
-// ErrDestroyed means the data key a secret was sealed under is not in the
-// vault: the link was unlinked (Destroy), so the secret can never be opened.
-var ErrDestroyed = errors.New("seal: the link's data key was destroyed")
+// ErrDestroyed means the data key a secret was sealed under is not the
+// link's data key in the vault: the link was unlinked (Destroy), so the
+// secret can never be opened, or the secret belongs to another link.
+var ErrDestroyed = errors.New("seal: the data key of the sealed secret is gone (its link was unlinked) or is not this link's")
 
 // ErrNotAuthentic means a sealed secret does not open under its data key:
 // it was altered, or sealed for another link.
@@ -226,22 +227,14 @@ func (v *Vault) Seal(ctx context.Context, linkID string, plaintext []byte) (Seal
 		return Sealed{}, err
 	}
 	defer clear(dk)
-	aead, err := newGCM(dk)
-	if err != nil {
-		return Sealed{}, err
-	}
-	s := Sealed{DataKey: id}
-	if _, err := rand.Read(s.Nonce[:]); err != nil {
-		return Sealed{}, err
-	}
-	s.Ciphertext = aead.Seal(nil, s.Nonce[:], plaintext, sealAD(linkID, id))
-	return s, nil
+	return sealWith(dk, id, linkID, plaintext)
 }
 
 // Open opens a secret sealed for linkID. It fails with ErrDestroyed when the
-// data key s was sealed under is gone, ErrNotAuthentic when s was altered or
-// sealed for another link, and an *UnknownKEKError when the key setting lacks
-// the KEK the data key is wrapped under.
+// data key s was sealed under is not the link's (destroyed, or s was sealed
+// for another link), ErrNotAuthentic when s was altered (or moved to another
+// link under a data key of the same id), and an *UnknownKEKError when the
+// key setting lacks the KEK the link's data key is wrapped under.
 func (v *Vault) Open(ctx context.Context, linkID string, s Sealed) ([]byte, error) {
 	if err := checkLink(linkID); err != nil {
 		return nil, err
@@ -258,8 +251,26 @@ func (v *Vault) Open(ctx context.Context, linkID string, s Sealed) ([]byte, erro
 		return nil, err
 	}
 	defer clear(dk)
+	return openWith(dk, id, linkID, s)
+}
+
+// sealWith seals plaintext for linkID under the data key dk of id id.
+func sealWith(dk []byte, id DataKeyID, linkID string, plaintext []byte) (Sealed, error) {
+	aead, err := newGCM(dk)
+	if err != nil {
+		return Sealed{}, err
+	}
+	s := Sealed{DataKey: id}
+	if _, err := rand.Read(s.Nonce[:]); err != nil {
+		return Sealed{}, err
+	}
+	s.Ciphertext = aead.Seal(nil, s.Nonce[:], plaintext, sealAD(linkID, id))
+	return s, nil
+}
+
+// openWith opens s, sealed for linkID, under the data key dk of id id.
+func openWith(dk []byte, id DataKeyID, linkID string, s Sealed) ([]byte, error) {
 	if id != s.DataKey {
-		// The link's data key was destroyed and made again since s was sealed.
 		return nil, ErrDestroyed
 	}
 	aead, err := newGCM(dk)
