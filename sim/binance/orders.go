@@ -1,0 +1,738 @@
+package binance
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// order is one order of an account. typ is its current type (a triggered STOP_MARKET becomes
+// MARKET, a triggered STOP becomes LIMIT); origType is the type it was placed with.
+type order struct {
+	id                    int64
+	cid                   string
+	symbol, side, posSide string
+	typ, origType, tif    string
+	qty, price, stop      *apd.Decimal // price and stop are zero when not given
+	executed, cumQuote    *apd.Decimal
+	reduceOnly, closePos  bool
+	priceProtect          bool
+	workingType           string
+	status                string
+	triggered             bool
+	time, update          int64
+}
+
+func (o *order) open() bool { return o.status == "NEW" || o.status == "PARTIALLY_FILLED" }
+
+func (o *order) conditional() bool {
+	switch o.origType {
+	case "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET":
+		return true
+	}
+	return false
+}
+
+func (o *order) avg() *apd.Decimal { return quo(o.cumQuote, o.executed) }
+
+func (o *order) remaining() *apd.Decimal { return sub(o.qty, o.executed) }
+
+// fill is one trade of an account.
+type fill struct {
+	id                    int64
+	orderID               int64
+	symbol, side, posSide string
+	price, qty, quote     *apd.Decimal
+	fee, realized         *apd.Decimal
+	maker                 bool
+	time                  int64
+}
+
+var clientOrderIDPattern = regexp.MustCompile(`^[\.A-Z\:/a-z0-9_-]{1,36}$`)
+
+var orderTypes = map[string]bool{"LIMIT": true, "MARKET": true, "STOP": true, "STOP_MARKET": true,
+	"TAKE_PROFIT": true, "TAKE_PROFIT_MARKET": true}
+
+func (s *Sim) placeOrder(c *call) (any, error) {
+	o, ack, err := s.place(c.acct, c.params, c.now)
+	if err != nil {
+		return nil, err
+	}
+	if c.params.Get("newOrderRespType") == "RESULT" {
+		return s.orderJSON(o, false), nil
+	}
+	return ack, nil
+}
+
+// place validates and accepts one order with the exchange's checks in its order, then matches it.
+// It returns the order and its answer as of acceptance (the ACK answer).
+func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string]any, error) {
+	name := p.Get("symbol")
+	if name == "" {
+		return nil, nil, errMandatory("symbol")
+	}
+	m, ok := s.markets[name]
+	if !ok {
+		return nil, nil, errBadSymbol
+	}
+	side := p.Get("side")
+	switch side {
+	case "BUY", "SELL":
+	case "":
+		return nil, nil, errMandatory("side")
+	default:
+		return nil, nil, refuse(http.StatusBadRequest, codeInvalidSide, "Invalid side.")
+	}
+	typ := p.Get("type")
+	if typ == "" {
+		return nil, nil, errMandatory("type")
+	}
+	if !orderTypes[typ] {
+		return nil, nil, refuse(http.StatusBadRequest, codeInvalidOrderType, "Invalid orderType.")
+	}
+	switch p.Get("newOrderRespType") {
+	case "", "ACK", "RESULT":
+	default:
+		return nil, nil, errInvalidValue("newOrderRespType")
+	}
+	posSide := p.Get("positionSide")
+	if posSide == "" {
+		posSide = "BOTH"
+	}
+	if a.dual && posSide != "LONG" && posSide != "SHORT" || !a.dual && posSide != "BOTH" {
+		return nil, nil, errPosSide
+	}
+	reduceOnly := false
+	if v := p.Get("reduceOnly"); v != "" {
+		if a.dual {
+			return nil, nil, errNotRequired("reduceonly")
+		}
+		var err error
+		if reduceOnly, err = parseBool(v, "reduceOnly"); err != nil {
+			return nil, nil, err
+		}
+	}
+	closePos := false
+	if v := p.Get("closePosition"); v != "" {
+		var err error
+		if closePos, err = parseBool(v, "closePosition"); err != nil {
+			return nil, nil, err
+		}
+		if closePos && typ != "STOP_MARKET" && typ != "TAKE_PROFIT_MARKET" {
+			return nil, nil, errNotRequired("closePosition")
+		}
+		if closePos && p.Get("reduceOnly") != "" {
+			return nil, nil, errNotRequired("reduceOnly")
+		}
+	}
+	cid := p.Get("newClientOrderId")
+	if cid == "" {
+		cid = "sim" + randomHex(10)
+	}
+	if !clientOrderIDPattern.MatchString(cid) {
+		return nil, nil, errClOrdID
+	}
+	for _, o := range a.openOrders("") {
+		if o.cid == cid {
+			return nil, nil, errDupClOrdID
+		}
+	}
+
+	qty := zero()
+	if closePos {
+		if p.Get("quantity") != "" {
+			return nil, nil, errNotRequired("quantity")
+		}
+	} else {
+		var err error
+		if qty, err = checkQty(m, p.Get("quantity")); err != nil {
+			return nil, nil, err
+		}
+	}
+	limitLike := typ == "LIMIT" || typ == "STOP" || typ == "TAKE_PROFIT"
+	tif := p.Get("timeInForce")
+	if limitLike {
+		switch tif {
+		case "GTC", "IOC", "FOK", "GTX":
+		case "":
+			return nil, nil, errMandatory("timeInForce")
+		default:
+			return nil, nil, refuse(http.StatusBadRequest, codeInvalidTIF, "Invalid timeInForce.")
+		}
+	} else {
+		tif = "GTC"
+	}
+	price := zero()
+	if limitLike {
+		var err error
+		if price, err = checkPrice(m, p.Get("price"), "price"); err != nil {
+			return nil, nil, err
+		}
+	} else if p.Get("price") != "" {
+		return nil, nil, errNotRequired("price")
+	}
+	stop := zero()
+	if typ != "LIMIT" && typ != "MARKET" {
+		var err error
+		if stop, err = checkPrice(m, p.Get("stopPrice"), "stopPrice"); err != nil {
+			return nil, nil, err
+		}
+	}
+	workingType := p.Get("workingType")
+	if workingType == "" {
+		workingType = "CONTRACT_PRICE"
+	}
+	o := &order{cid: cid, symbol: name, side: side, posSide: posSide, typ: typ, origType: typ, tif: tif,
+		qty: qty, price: price, stop: stop, executed: zero(), cumQuote: zero(), reduceOnly: reduceOnly,
+		closePos: closePos, priceProtect: p.Get("priceProtect") == "true", workingType: workingType,
+		status: "NEW", time: now.UnixMilli(), update: now.UnixMilli()}
+	if o.conditional() && s.triggers(o, m.price) {
+		return nil, nil, errWouldTrigger
+	}
+	if !closePos && s.closable(a, o).IsZero() && (reduceOnly || closing(o)) {
+		return nil, nil, errReduceOnly
+	}
+	if closing(o) && qty.Cmp(s.closable(a, o)) > 0 {
+		return nil, nil, errReduceOnly
+	}
+	if !closePos && !reduceOnly && !closing(o) {
+		ref := price
+		if ref.IsZero() {
+			ref = m.price
+		}
+		if mul(qty, ref).Cmp(m.minNotional) < 0 {
+			return nil, nil, refuse(http.StatusBadRequest, codeMinNotional,
+				"Order's notional must be no smaller than %s (unless you choose reduce only).", m.spec.MinNotional)
+		}
+		if s.orderMargin(a, o).Cmp(s.margin(a).available()) > 0 {
+			return nil, nil, errMargin
+		}
+	}
+	if typ == "LIMIT" && s.crosses(o, m.price) && tif == "GTX" {
+		return nil, nil, errGTX
+	}
+	if typ == "LIMIT" && !s.crosses(o, m.price) && tif == "FOK" {
+		return nil, nil, errFOK
+	}
+
+	s.orderSeq++
+	o.id = s.orderSeq
+	a.orders = append(a.orders, o)
+	if s.accepted[a.key] == nil {
+		s.accepted[a.key] = map[string]int{}
+	}
+	s.accepted[a.key][cid]++
+	ack := s.orderJSON(o, false)
+	s.emitOrder(a, o, "NEW", nil, now)
+	switch {
+	case typ == "MARKET":
+		s.fill(a, o, m.price, false, now)
+	case typ == "LIMIT" && s.crosses(o, m.price):
+		s.fill(a, o, m.price, false, now)
+	case typ == "LIMIT" && tif == "IOC":
+		s.finish(a, o, "EXPIRED", now)
+	}
+	return o, ack, nil
+}
+
+func checkQty(m *market, v string) (*apd.Decimal, error) {
+	if v == "" {
+		return nil, errMandatory("quantity")
+	}
+	q, ok := parseDec(v)
+	if !ok {
+		return nil, errIllegal("quantity")
+	}
+	if q.Sign() <= 0 {
+		return nil, refuse(http.StatusBadRequest, codeQtyLessThanZero, "Quantity less than or equal to zero.")
+	}
+	if decimals(q) > m.spec.QuantityPrecision {
+		return nil, errPrecision
+	}
+	if !isMultiple(q, m.step) {
+		return nil, refuse(http.StatusBadRequest, codeQtyNotStep, "Quantity not increased by step size.")
+	}
+	if q.Cmp(m.minQty) < 0 {
+		return nil, refuse(http.StatusBadRequest, codeQtyLessThanMin, "Quantity less than min quantity.")
+	}
+	if q.Cmp(m.maxQty) > 0 {
+		return nil, refuse(http.StatusBadRequest, codeQtyGreaterThanMax, "Quantity greater than max quantity.")
+	}
+	return q, nil
+}
+
+func checkPrice(m *market, v, name string) (*apd.Decimal, error) {
+	if v == "" {
+		return nil, errMandatory(name)
+	}
+	d, ok := parseDec(v)
+	if !ok {
+		return nil, errIllegal(name)
+	}
+	if d.Sign() <= 0 {
+		return nil, refuse(http.StatusBadRequest, codePriceLessThanZero, "Price less than 0.")
+	}
+	if decimals(d) > m.spec.PricePrecision {
+		return nil, errPrecision
+	}
+	if !isMultiple(d, m.tick) {
+		return nil, refuse(http.StatusBadRequest, codePriceNotTick, "Price not increased by tick size.")
+	}
+	return d, nil
+}
+
+// closing says whether an order in hedge mode closes its position side (SELL LONG, BUY SHORT).
+func closing(o *order) bool {
+	return o.posSide == "LONG" && o.side == "SELL" || o.posSide == "SHORT" && o.side == "BUY"
+}
+
+// closable is how much of the position an order may close: for reduce-only, close-position and
+// hedge-closing orders, the opposing position size; zero when none.
+func (s *Sim) closable(a *account, o *order) *apd.Decimal {
+	p, ok := a.pos[posKey{o.symbol, o.posSide}]
+	if !ok || p.amt.IsZero() {
+		return zero()
+	}
+	if (o.side == "BUY") == p.amt.Negative {
+		return abs(p.amt)
+	}
+	return zero()
+}
+
+// orderMargin is the initial margin an open order holds: the part of it that would open a position,
+// at its limit price (the mark for market orders) over the symbol's leverage.
+func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
+	if o.reduceOnly || o.closePos || closing(o) {
+		return zero()
+	}
+	m := s.markets[o.symbol]
+	ref := o.price
+	if ref.IsZero() {
+		ref = m.price
+	}
+	q := o.remaining()
+	if !a.dual {
+		q = sub(q, s.closable(a, o))
+		if q.Negative {
+			return zero()
+		}
+	}
+	return quo(mul(q, ref), fromInt(int64(a.leverage[o.symbol])))
+}
+
+// triggers says whether a conditional order's stop price is reached at price.
+func (s *Sim) triggers(o *order, price *apd.Decimal) bool {
+	up := price.Cmp(o.stop) >= 0
+	down := price.Cmp(o.stop) <= 0
+	switch o.origType {
+	case "STOP", "STOP_MARKET":
+		if o.side == "BUY" {
+			return up
+		}
+		return down
+	default:
+		if o.side == "BUY" {
+			return down
+		}
+		return up
+	}
+}
+
+// crosses says whether a limit order is marketable at price.
+func (s *Sim) crosses(o *order, price *apd.Decimal) bool {
+	if o.side == "BUY" {
+		return o.price.Cmp(price) >= 0
+	}
+	return o.price.Cmp(price) <= 0
+}
+
+// fill executes what remains of an order at px: the position, wallet (realized PnL less fee),
+// the trade list and both user stream events change together.
+func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.Time) {
+	m := s.markets[o.symbol]
+	q := o.remaining()
+	if o.closePos || o.reduceOnly || closing(o) {
+		q = minDec(q, s.closable(a, o))
+		if q.IsZero() {
+			s.finish(a, o, "EXPIRED", now)
+			return
+		}
+		if o.closePos {
+			o.qty = q
+		}
+	}
+	signed := q
+	if o.side == "SELL" {
+		signed = neg(q)
+	}
+	p := a.position(o.symbol, o.posSide)
+	realized := applyFill(p, signed, px)
+	p.update = now.UnixMilli()
+	rate := s.takerFee
+	if maker {
+		rate = s.makerFee
+	}
+	quote := mul(q, px)
+	fee := mul(quote, rate)
+	a.wallet["USDT"] = sub(add(a.wallet["USDT"], realized), fee)
+	a.update = now.UnixMilli()
+	o.executed = add(o.executed, q)
+	o.cumQuote = add(o.cumQuote, quote)
+	o.status = "FILLED"
+	if o.executed.Cmp(o.qty) < 0 {
+		o.status = "PARTIALLY_FILLED"
+	}
+	o.update = now.UnixMilli()
+	s.tradeSeq++
+	f := &fill{id: s.tradeSeq, orderID: o.id, symbol: o.symbol, side: o.side, posSide: o.posSide, price: px,
+		qty: q, quote: quote, fee: fee, realized: realized, maker: maker, time: now.UnixMilli()}
+	a.trades = append(a.trades, f)
+	m.trade(q, quote, now)
+	s.emitOrder(a, o, "TRADE", f, now)
+	s.emitAccount(a, o.symbol, realized, fee, now)
+	if o.status == "PARTIALLY_FILLED" {
+		s.finish(a, o, "EXPIRED", now)
+	}
+}
+
+// applyFill moves a position by a signed quantity at px and returns the PnL it realizes.
+func applyFill(p *position, signed, px *apd.Decimal) *apd.Decimal {
+	if p.amt.IsZero() || p.amt.Negative == signed.Negative {
+		total := add(abs(p.amt), abs(signed))
+		p.entry = quo(add(mul(abs(p.amt), p.entry), mul(abs(signed), px)), total)
+		p.amt = add(p.amt, signed)
+		return zero()
+	}
+	closed := minDec(abs(signed), abs(p.amt))
+	realized := mul(closed, sub(px, p.entry))
+	if p.amt.Negative {
+		realized = neg(realized)
+	}
+	was := p.amt
+	p.amt = add(p.amt, signed)
+	switch {
+	case p.amt.IsZero():
+		p.entry = zero()
+	case p.amt.Negative != was.Negative:
+		p.entry = px
+	}
+	p.realized = add(p.realized, realized)
+	return realized
+}
+
+// finish ends an open order with a status (CANCELED, EXPIRED) and tells the user stream.
+func (s *Sim) finish(a *account, o *order, status string, now time.Time) {
+	o.status = status
+	o.update = now.UnixMilli()
+	s.emitOrder(a, o, status, nil, now)
+}
+
+// SetPrice drives a symbol's mark and last price: resting orders that the price reaches fill,
+// stops trigger, and the market streams publish the price.
+func (s *Sim) SetPrice(symbol, price string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.markets[symbol]
+	if !ok {
+		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
+	}
+	px, ok := parseDec(price)
+	if !ok || px.Sign() <= 0 {
+		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
+	}
+	now := time.Now()
+	m.price = px
+	m.updateID++
+	m.observe(px, now)
+	keys := make([]string, 0, len(s.accounts))
+	for k := range s.accounts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a := s.accounts[k]
+		for _, o := range a.openOrders(symbol) {
+			s.match(a, o, m, now)
+		}
+	}
+	s.publishMarket(m, now)
+	return nil
+}
+
+// match lets one resting order react to its market's price.
+func (s *Sim) match(a *account, o *order, m *market, now time.Time) {
+	if o.conditional() && !o.triggered {
+		if !s.triggers(o, m.price) {
+			return
+		}
+		o.triggered = true
+		if o.origType == "STOP_MARKET" || o.origType == "TAKE_PROFIT_MARKET" {
+			o.typ = "MARKET"
+			s.fill(a, o, m.price, false, now)
+			return
+		}
+		o.typ = "LIMIT"
+		if s.crosses(o, m.price) {
+			s.fill(a, o, m.price, false, now)
+			return
+		}
+		s.emitOrder(a, o, "NEW", nil, now)
+		return
+	}
+	if o.typ == "LIMIT" && s.crosses(o, m.price) {
+		s.fill(a, o, o.price, true, now)
+	}
+}
+
+// findOrder finds an account's order by orderId or, failing that, by the latest use of a client
+// order id.
+func findOrder(a *account, p url.Values) (*order, error) {
+	idStr, cid := p.Get("orderId"), p.Get("origClientOrderId")
+	if idStr == "" && cid == "" {
+		return nil, refuse(http.StatusBadRequest, codeMandatoryParam, "Param orderId or origClientOrderId must be sent, but both were empty/null!")
+	}
+	var id int64
+	if idStr != "" {
+		var err error
+		if id, err = strconv.ParseInt(idStr, 10, 64); err != nil {
+			return nil, errIllegal("orderId")
+		}
+	}
+	for i := len(a.orders) - 1; i >= 0; i-- {
+		o := a.orders[i]
+		if o.symbol != p.Get("symbol") {
+			continue
+		}
+		if idStr != "" && o.id == id || idStr == "" && o.cid == cid {
+			return o, nil
+		}
+	}
+	return nil, nil
+}
+
+func (s *Sim) queryOrder(c *call) (any, error) {
+	if _, err := s.symbolParam(c, true); err != nil {
+		return nil, err
+	}
+	o, err := findOrder(c.acct, c.params)
+	if err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, errNoSuchOrder
+	}
+	return s.orderJSON(o, true), nil
+}
+
+func (s *Sim) queryOpenOrder(c *call) (any, error) {
+	if _, err := s.symbolParam(c, true); err != nil {
+		return nil, err
+	}
+	o, err := findOrder(c.acct, c.params)
+	if err != nil {
+		return nil, err
+	}
+	if o == nil || !o.open() {
+		return nil, refuse(http.StatusBadRequest, codeNoSuchOrder, "Order does not exist.")
+	}
+	return s.orderJSON(o, true), nil
+}
+
+func (s *Sim) cancelOrder(c *call) (any, error) {
+	if _, err := s.symbolParam(c, true); err != nil {
+		return nil, err
+	}
+	o, err := findOrder(c.acct, c.params)
+	if err != nil {
+		return nil, err
+	}
+	if o == nil || !o.open() {
+		return nil, errUnknownCancel
+	}
+	s.finish(c.acct, o, "CANCELED", c.now)
+	return s.orderJSON(o, false), nil
+}
+
+func (s *Sim) cancelAll(c *call) (any, error) {
+	ms, err := s.symbolParam(c, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range c.acct.openOrders(ms[0].spec.Name) {
+		s.finish(c.acct, o, "CANCELED", c.now)
+	}
+	return map[string]any{"code": 200, "msg": "The operation of cancel all open order is done."}, nil
+}
+
+func (s *Sim) openOrders(c *call) (any, error) {
+	symbol := c.params.Get("symbol")
+	if symbol != "" {
+		if _, err := s.symbolParam(c, true); err != nil {
+			return nil, err
+		}
+	}
+	out := []map[string]any{}
+	for _, o := range c.acct.openOrders(symbol) {
+		out = append(out, s.orderJSON(o, true))
+	}
+	return out, nil
+}
+
+func (s *Sim) allOrders(c *call) (any, error) {
+	ms, err := s.symbolParam(c, true)
+	if err != nil {
+		return nil, err
+	}
+	limit := intParam(c.params, "limit", 500, 1000)
+	out := []map[string]any{}
+	for _, o := range c.acct.orders {
+		if o.symbol == ms[0].spec.Name {
+			out = append(out, s.orderJSON(o, true))
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+func intParam(p url.Values, name string, def, max int) int {
+	n, err := strconv.Atoi(p.Get(name))
+	if err != nil || n <= 0 {
+		return def
+	}
+	if n > max {
+		return max
+	}
+	return n
+}
+
+func (s *Sim) modifyOrder(c *call) (any, error) {
+	ms, err := s.symbolParam(c, true)
+	if err != nil {
+		return nil, err
+	}
+	m := ms[0]
+	o, err := findOrder(c.acct, c.params)
+	if err != nil {
+		return nil, err
+	}
+	if o == nil || !o.open() {
+		return nil, errNoSuchOrder
+	}
+	if o.typ != "LIMIT" || o.origType != "LIMIT" {
+		return nil, refuse(http.StatusBadRequest, codeInvalidOrderType, "Invalid orderType.")
+	}
+	if side := c.params.Get("side"); side != o.side {
+		return nil, refuse(http.StatusBadRequest, codeInvalidSide, "Invalid side.")
+	}
+	qty, err := checkQty(m, c.params.Get("quantity"))
+	if err != nil {
+		return nil, err
+	}
+	price, err := checkPrice(m, c.params.Get("price"), "price")
+	if err != nil {
+		return nil, err
+	}
+	if qty.Cmp(o.qty) == 0 && price.Cmp(o.price) == 0 {
+		return nil, refuse(http.StatusBadRequest, -5027, "No need to modify the order.")
+	}
+	if qty.Cmp(o.executed) <= 0 {
+		return nil, refuse(http.StatusBadRequest, -4003, "Quantity less than or equal to zero.")
+	}
+	o.qty, o.price, o.update = qty, price, c.now.UnixMilli()
+	s.emitOrder(c.acct, o, "AMENDMENT", nil, c.now)
+	if s.crosses(o, m.price) {
+		s.fill(c.acct, o, m.price, false, c.now)
+	}
+	out := s.orderJSON(o, false)
+	out["pair"] = o.symbol
+	out["cumBase"] = m.qty(o.executed)
+	return out, nil
+}
+
+func (s *Sim) userTrades(c *call) (any, error) {
+	ms, err := s.symbolParam(c, true)
+	if err != nil {
+		return nil, err
+	}
+	m := ms[0]
+	var orderID, fromID int64
+	if v := c.params.Get("orderId"); v != "" {
+		orderID, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v := c.params.Get("fromId"); v != "" {
+		fromID, _ = strconv.ParseInt(v, 10, 64)
+	}
+	limit := intParam(c.params, "limit", 500, 1000)
+	out := []map[string]any{}
+	for _, f := range c.acct.trades {
+		if f.symbol != m.spec.Name || orderID != 0 && f.orderID != orderID || f.id < fromID {
+			continue
+		}
+		out = append(out, map[string]any{
+			"buyer": f.side == "BUY", "commission": fixed(f.fee, 8), "commissionAsset": "USDT", "id": f.id,
+			"maker": f.maker, "orderId": f.orderID, "price": m.px(f.price), "qty": m.qty(f.qty),
+			"quoteQty": fixed(f.quote, 8), "realizedPnl": fixed(f.realized, 8), "side": f.side,
+			"positionSide": f.posSide, "symbol": f.symbol, "time": f.time,
+		})
+	}
+	if fromID == 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	} else if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// orderJSON is an order as the REST API answers it; withTime adds the placement time that query
+// answers carry.
+func (s *Sim) orderJSON(o *order, withTime bool) map[string]any {
+	m := s.markets[o.symbol]
+	out := map[string]any{
+		"orderId": o.id, "symbol": o.symbol, "status": o.status, "clientOrderId": o.cid,
+		"price": m.px(o.price), "avgPrice": m.px(o.avg()), "origQty": m.qty(o.qty),
+		"executedQty": m.qty(o.executed), "cumQty": m.qty(o.executed), "cumQuote": fixed(o.cumQuote, 8),
+		"timeInForce": o.tif, "type": o.typ, "reduceOnly": o.reduceOnly || o.closePos, "closePosition": o.closePos,
+		"side": o.side, "positionSide": o.posSide, "stopPrice": m.px(o.stop), "workingType": o.workingType,
+		"priceProtect": o.priceProtect, "origType": o.origType, "priceMatch": "NONE",
+		"selfTradePreventionMode": "EXPIRE_MAKER", "goodTillDate": 0, "updateTime": o.update,
+	}
+	if withTime {
+		out["time"] = o.time
+	}
+	return out
+}
+
+// PlaceOutside places an order on an account as if the trader did it elsewhere (the web page, a
+// phone): params are the exchange's order parameters ("symbol", "side", "type", "quantity", ...);
+// without newClientOrderId it gets one of the exchange's own ("web_..."). The user stream tells of
+// it as of any order. It returns the order id.
+func (s *Sim) PlaceOutside(apiKey string, params map[string]string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.accountOf(apiKey)
+	if err != nil {
+		return 0, err
+	}
+	p := url.Values{}
+	for k, v := range params {
+		p.Set(k, v)
+	}
+	if p.Get("newClientOrderId") == "" {
+		p.Set("newClientOrderId", "web_"+randomHex(8))
+	}
+	p.Set("symbol", strings.ToUpper(p.Get("symbol")))
+	o, _, err := s.place(a, p, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	return o.id, nil
+}

@@ -1,0 +1,289 @@
+// Package binance is a simulator of the Binance USDⓈ-M Futures exchange for integration tests: it
+// speaks the subset of the exchange's REST and WebSocket protocol that a trading adapter built on
+// github.com/adshao/go-binance/v2/futures uses (signed requests, the exchange's error codes and
+// weight headers, exchange info, account, balances and positions at mark price, orders filled
+// against prices the simulator drives, the listen-key user data stream, public market streams),
+// and it injects faults on command (latency, answers dropped after the order is placed, 5xx, 429
+// and 418 with Retry-After, stream disconnects, duplicated and reordered user events, restarts).
+//
+// A Sim is an http.Handler: serve it with httptest.NewServer or Sim.Start. All of its state sits
+// behind one mutex; every request, price change and control call takes it, so what a client sees
+// is always one consistent state. The control API under /_sim/ (see control.go) drives the same
+// operations as the Go methods, for a standalone simulator.
+package binance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Options configure a simulator; the zero value is usable and gets the exchange's defaults.
+type Options struct {
+	Symbols       []Symbol      // listed perpetuals; DefaultSymbols() when empty
+	ListenKeyTTL  time.Duration // a listen key expires this long after its last keepalive; 60m
+	WeightLimit   int           // request weight per minute per API key (per IP when unsigned); 2400
+	OrderLimit1m  int           // orders per minute per API key; 1200
+	OrderLimit10s int           // orders per 10 s per API key; 300
+	BanAfter      int           // requests refused with 429 in one window before a 418 ban; 5
+	BanFor        time.Duration // how long an earned ban lasts; 2m
+	PingInterval  time.Duration // server pings on every stream; 3m
+	TakerFee      string        // "0.0004"
+	MakerFee      string        // "0.0002"
+	Leverage      int           // initial leverage of every symbol; 20
+	Logger        *slog.Logger  // discards when nil
+}
+
+func (o *Options) defaults() {
+	if len(o.Symbols) == 0 {
+		o.Symbols = DefaultSymbols()
+	}
+	if o.ListenKeyTTL <= 0 {
+		o.ListenKeyTTL = 60 * time.Minute
+	}
+	if o.WeightLimit <= 0 {
+		o.WeightLimit = 2400
+	}
+	if o.OrderLimit1m <= 0 {
+		o.OrderLimit1m = 1200
+	}
+	if o.OrderLimit10s <= 0 {
+		o.OrderLimit10s = 300
+	}
+	if o.BanAfter <= 0 {
+		o.BanAfter = 5
+	}
+	if o.BanFor <= 0 {
+		o.BanFor = 2 * time.Minute
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 3 * time.Minute
+	}
+	if o.TakerFee == "" {
+		o.TakerFee = "0.0004"
+	}
+	if o.MakerFee == "" {
+		o.MakerFee = "0.0002"
+	}
+	if o.Leverage <= 0 {
+		o.Leverage = 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Sim is one simulated exchange. Its state is guarded by mu; never touch it without.
+type Sim struct {
+	opts               Options
+	takerFee, makerFee *apd.Decimal
+
+	mu       sync.Mutex
+	markets  map[string]*market
+	order    []string // symbol names in listing order
+	accounts map[string]*account
+	orderSeq int64
+	tradeSeq int64
+	keys     map[string]*listenKey
+	conns    map[*wsConn]struct{}
+	limits   map[string]*limiter
+	faults   []*Fault
+	stream   StreamFaults
+	requests map[string]int
+	accepted map[string]map[string]int // API key → client order id → orders accepted
+
+	srv     *http.Server
+	baseURL string
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New makes a simulator with the options' symbols at their starting prices and no accounts.
+func New(opts Options) *Sim {
+	opts.defaults()
+	s := &Sim{opts: opts, takerFee: mustDec(opts.TakerFee), makerFee: mustDec(opts.MakerFee),
+		markets: map[string]*market{}, accounts: map[string]*account{}, keys: map[string]*listenKey{},
+		conns: map[*wsConn]struct{}{}, limits: map[string]*limiter{}, requests: map[string]int{},
+		accepted: map[string]map[string]int{}, stop: make(chan struct{}), orderSeq: 8380000000, tradeSeq: 590000000}
+	now := time.Now()
+	for _, sym := range opts.Symbols {
+		s.markets[sym.Name] = newMarket(sym, now)
+		s.order = append(s.order, sym.Name)
+	}
+	s.wg.Add(1)
+	go s.janitor()
+	return s
+}
+
+// Start serves the simulator on addr ("127.0.0.1:0" for any free port) until Close.
+func (s *Sim) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("binance sim: listen %s: %w", addr, err)
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	s.baseURL = "http://" + ln.Addr().String()
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.Logger.Error("binance sim serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// SetBaseURL tells a simulator served by someone else (httptest.NewServer) its own address, for
+// URL and WSURL.
+func (s *Sim) SetBaseURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.baseURL = strings.TrimSuffix(u, "/")
+}
+
+// URL is the REST base, the counterpart of https://fapi.binance.com (and of https://api.binance.com
+// for the spot key-permission read, served on the same address).
+func (s *Sim) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.baseURL
+}
+
+// WSURL is the stream base, the counterpart of wss://fstream.binance.com: user streams are at
+// WSURL()+"/ws/"+listenKey, combined streams at WSURL()+"/stream?streams=a/b".
+func (s *Sim) WSURL() string {
+	return "ws" + strings.TrimPrefix(s.URL(), "http")
+}
+
+// Close drops every stream and stops the server started by Start.
+func (s *Sim) Close() error {
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	for c := range s.conns {
+		c.drop()
+	}
+	srv := s.srv
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err = srv.Shutdown(ctx)
+	}
+	s.wg.Wait()
+	return err
+}
+
+// ServeHTTP routes the exchange's REST paths, its stream paths and the control API.
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/_sim/"):
+		s.serveControl(w, r)
+	case strings.HasPrefix(r.URL.Path, "/ws/") || r.URL.Path == "/stream" || r.URL.Path == "/ws":
+		s.serveStream(w, r)
+	default:
+		s.serveREST(w, r)
+	}
+}
+
+// janitor expires listen keys and pings streams.
+func (s *Sim) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.janitorEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			s.expireKeys(now)
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *Sim) janitorEvery() time.Duration {
+	d := s.opts.ListenKeyTTL / 20
+	if d > time.Second {
+		d = time.Second
+	}
+	if d < 10*time.Millisecond {
+		d = 10 * time.Millisecond
+	}
+	return d
+}
+
+// SetListenKeyTTL changes how long a listen key lives without keepalive; keys already issued
+// expire by the new rule counted from their last keepalive.
+func (s *Sim) SetListenKeyTTL(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.keys {
+		k.expires = k.expires.Add(d - s.opts.ListenKeyTTL)
+	}
+	s.opts.ListenKeyTTL = d
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Restart is the exchange restarting: every stream drops, every listen key becomes invalid, limits
+// reset; accounts, orders, positions and prices are kept.
+func (s *Sim) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.drop()
+	}
+	for k, lk := range s.keys {
+		lk.acct.listenKey = ""
+		delete(s.keys, k)
+	}
+	s.limits = map[string]*limiter{}
+}
+
+// RequestCount is how many requests reached route ("POST /fapi/v1/order"), refused ones included.
+func (s *Sim) RequestCount(route string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[route]
+}
+
+// Requests is a copy of every route's request count.
+func (s *Sim) Requests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.requests))
+	for k, v := range s.requests {
+		out[k] = v
+	}
+	return out
+}
+
+// OrdersByClientID is how many orders the account of apiKey had accepted with newClientOrderId
+// clientID: an exactly-once client expects 1.
+func (s *Sim) OrdersByClientID(apiKey, clientID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted[apiKey][clientID]
+}
