@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -80,17 +81,37 @@ func NewVault(ctx context.Context, cfg Config) (*Vault, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kc := jetstream.KeyValueConfig{Bucket: cfg.Bucket, History: 2, Replicas: max(cfg.Replicas, 1), Storage: jetstream.FileStorage,
-		Description: "provider secrets' data keys, each wrapped under a key-encryption key (engine/seal); deleting a key makes its link's sealed secrets unreadable for good"}
-	var kv jetstream.KeyValue
-	err := eventlog.RetryTimeouts(ctx, func(ctx context.Context) (err error) {
-		kv, err = cfg.JS.CreateOrUpdateKeyValue(ctx, kc)
+	// The bucket is a key-value bucket of JetStream's own layout, made as a
+	// stream because a key-value bucket made by CreateKeyValue denies
+	// deleting a message, and Destroy erases its messages one by one.
+	sc := jetstream.StreamConfig{
+		Name:              "KV_" + cfg.Bucket,
+		Subjects:          []string{"$KV." + cfg.Bucket + ".>"},
+		Description:       "provider secrets' data keys, each wrapped under a key-encryption key (engine/seal); deleting a key makes its link's sealed secrets unreadable for good",
+		MaxMsgsPerSubject: 2,
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(cfg.Replicas, 1),
+		AllowRollup:       true,
+		AllowDirect:       true,
+		Discard:           jetstream.DiscardNew,
+		Duplicates:        2 * time.Minute,
+	}
+	err := eventlog.RetryTimeouts(ctx, func(ctx context.Context) error {
+		_, err := cfg.JS.CreateOrUpdateStream(ctx, sc)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("seal: bucket %s: %w", cfg.Bucket, err)
 	}
-	st, err := cfg.JS.Stream(ctx, "KV_"+cfg.Bucket)
+	kv, err := cfg.JS.KeyValue(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("seal: bucket %s: %w", cfg.Bucket, err)
+	}
+	st, err := cfg.JS.Stream(ctx, sc.Name)
 	if err != nil {
 		return nil, fmt.Errorf("seal: bucket %s: %w", cfg.Bucket, err)
 	}
@@ -343,15 +364,14 @@ func (v *Vault) erase(ctx context.Context, hist []jetstream.KeyValueEntry, keep 
 // such in its error: a KEK may be removed from the setting once a Rotate
 // returns no error. A link destroyed meanwhile stays destroyed.
 func (v *Vault) Rotate(ctx context.Context) (int, error) {
-	lister, err := v.kv.ListKeys(ctx)
+	keys, err := v.kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return 0, nil
+	}
+	if err == nil {
+		err = ctx.Err() // the listing may have ended early
+	}
 	if err != nil {
-		return 0, fmt.Errorf("seal: rotate: list: %w", err)
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
-	if err := lister.Stop(); err != nil {
 		return 0, fmt.Errorf("seal: rotate: list: %w", err)
 	}
 	n := 0
@@ -368,7 +388,8 @@ func (v *Vault) Rotate(ctx context.Context) (int, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("seal: rotate: %w", err))
 			break
 		}
 	}
