@@ -237,29 +237,26 @@ func (s *Sim) serveStream(w http.ResponseWriter, r *http.Request) {
 			conn.streams[strings.ToLower(name)] = true
 		}
 	}
-	s.mu.Unlock()
 	if conn.listenKey == "" && len(conn.streams) == 0 {
+		s.mu.Unlock()
 		http.Error(w, `{"code":-1125,"msg":"This listenKey does not exist."}`, http.StatusBadRequest)
 		return
 	}
+	// Registered before the handshake answers, so that no event after the client's dial returns
+	// is missed; until the writer runs, events wait in the queue.
+	conn.ctx, conn.cancel = context.WithCancel(context.Background())
+	s.conns[conn] = struct{}{}
+	s.mu.Unlock()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+		conn.cancel()
 		return
 	}
 	conn.c = ws
-	conn.ctx, conn.cancel = context.WithCancel(context.Background())
 	ctx := ws.CloseRead(conn.ctx)
-	s.mu.Lock()
-	if conn.listenKey != "" {
-		if _, ok := s.keys[conn.listenKey]; !ok {
-			s.mu.Unlock()
-			conn.cancel()
-			_ = ws.Close(websocket.StatusPolicyViolation, "listen key expired")
-			return
-		}
-	}
-	s.conns[conn] = struct{}{}
-	s.mu.Unlock()
 	s.writeLoop(ctx, conn)
 	s.mu.Lock()
 	delete(s.conns, conn)
