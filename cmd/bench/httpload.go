@@ -148,7 +148,7 @@ func httpLoad(args []string) error {
 // per connection, two hand-offs between them per request). The generator
 // shares the machine's two cores with the engine, so what it spends is
 // taken from the engine's rate: as a transport it cost 40 us an order
-// (docs/performance.md, "A leaner load generator"). It redials after an error.
+// (docs/performance.md, "The load generator"). It redials after an error.
 type keepAlive struct {
 	addr string // host:port
 	key  string

@@ -10,8 +10,8 @@ import (
 	evacct "github.com/svc/engine/events/account"
 )
 
-// Property, the algebra the design of issue 14's open target rests on
-// (docs/decisions.md, "Issue 14's open target"): breakeven and trailing
+// Property, the algebra the marks design rests on
+// (docs/decisions.md, "Marks"): breakeven and trailing
 // moved at every touch of a path leave a bracket's stop exactly where one
 // move at the path's best touch (the highest bid for a long, the lowest ask
 // for a short) leaves it. So a stop's level can be derived from the level

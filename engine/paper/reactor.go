@@ -271,10 +271,10 @@ const Workers = 4
 
 // MovesInFlight bounds the wakes in flight that only move a stop. One keeps
 // the log's queue free for the traders' orders: measured with 10,000 trailing
-// stops under 200 quotes/s (docs/performance.md), four moves in flight gave
-// ordinary orders 3-5x their idle p99 on the command path and one about
-// 1.3x, for about a fifth fewer moves a second (the log, not the reactor,
-// sets their pace).
+// stops under 200 quotes/s (2026-11-25, in the history of
+// docs/performance.md), four moves in flight gave ordinary orders 3-5x their
+// idle p99 on the command path and one about 1.3x, for about a fifth fewer
+// moves a second (the log, not the reactor, sets their pace).
 const MovesInFlight = 1
 
 type key struct{ account, instrument string }
