@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	gobinance "github.com/adshao/go-binance/v2"
 	"github.com/adshao/go-binance/v2/common"
 	"github.com/adshao/go-binance/v2/futures"
 
@@ -242,5 +243,20 @@ func TestPortfolioMarginAndWithdrawKeys(t *testing.T) {
 	_, err := c.NewGetAccountService().Do(context.Background())
 	if code := apiCode(t, err); code != -2015 {
 		t.Fatalf("portfolio margin account on /fapi: %d, want -2015", code)
+	}
+	spot := gobinance.NewClient("pm-key", "pm-secret")
+	spot.BaseURL = sim.URL()
+	perm, err := spot.NewGetAPIKeyPermission().Do(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm.EnableFutures || !perm.EnableWithdrawals || !perm.EnableReading {
+		t.Fatalf("permissions = %+v", perm)
+	}
+	spot = gobinance.NewClient(testKey, testSecret)
+	spot.BaseURL = sim.URL()
+	perm, err = spot.NewGetAPIKeyPermission().Do(context.Background())
+	if err != nil || !perm.EnableFutures || perm.EnableWithdrawals {
+		t.Fatalf("trading key permissions = %+v, %v", perm, err)
 	}
 }

@@ -139,6 +139,8 @@ func (m *market) klineRow(c candle, iv time.Duration) []any {
 		c.start + iv.Milliseconds() - 1, fixed(c.quoteVolume, 8), c.trades, "0", "0", "0"}
 }
 
+var orderTypeList = []string{"LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET"}
+
 func (s *Sim) exchangeInfo(c *call) (any, error) {
 	symbols := make([]any, 0, len(s.order))
 	for _, name := range s.order {
@@ -161,7 +163,10 @@ func (s *Sim) exchangeInfo(c *call) (any, error) {
 				{"filterType": "MIN_NOTIONAL", "notional": sp.MinNotional},
 				{"filterType": "PERCENT_PRICE", "multiplierUp": "1.0500", "multiplierDown": "0.9500", "multiplierDecimal": "4"},
 			},
-			"orderTypes":  []string{"LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET"},
+			// The exchange names the list "orderTypes"; go-binance's Symbol reads "orderType". Both
+			// are sent so that the library's field is filled too.
+			"orderTypes":  orderTypeList,
+			"orderType":   orderTypeList,
 			"timeInForce": []string{"GTC", "IOC", "FOK", "GTX"},
 		})
 	}
