@@ -358,15 +358,16 @@ func (s *Sim) crosses(o *order, price *apd.Decimal) bool {
 func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.Time) {
 	m := s.markets[o.symbol]
 	q := o.remaining()
-	if o.closePos || o.reduceOnly || closing(o) {
+	if o.closePos {
+		// A close-position order has no quantity: it takes the whole position when it fills.
+		q = s.closable(a, o)
+		o.qty = add(o.executed, q)
+	} else if o.reduceOnly || closing(o) {
 		q = minDec(q, s.closable(a, o))
-		if q.IsZero() {
-			s.finish(a, o, "EXPIRED", now)
-			return
-		}
-		if o.closePos {
-			o.qty = q
-		}
+	}
+	if q.IsZero() {
+		s.finish(a, o, "EXPIRED", now)
+		return
 	}
 	signed := q
 	if o.side == "SELL" {

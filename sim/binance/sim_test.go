@@ -325,3 +325,47 @@ func TestOrderRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestStopTriggersAndModify(t *testing.T) {
+	sim, c := newSim(t, binance.Options{})
+	ctx := context.Background()
+	if _, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeBuy).
+		Type(futures.OrderTypeMarket).Quantity("0.004").Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeSell).
+		Type(futures.OrderTypeStopMarket).StopPrice("59000").ClosePosition(true).NewClientOrderID("sl-1").Do(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeBuy).
+		Type(futures.OrderTypeLimit).TimeInForce(futures.TimeInForceTypeGTC).Quantity("0.002").
+		Price("55000").NewClientOrderID("mod-1").Do(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := c.NewModifyOrderService().Symbol("BTCUSDT").OrderID(lim.OrderID).Side(futures.SideTypeBuy).
+		Quantity("0.003").Price("56000").Do(ctx)
+	if err != nil || mod.OriginalQuantity != "0.003" || mod.Price != "56000.00" {
+		t.Fatalf("modify = %+v, %v", mod, err)
+	}
+	if err := sim.SetPrice("BTCUSDT", "58900"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.NewGetOrderService().Symbol("BTCUSDT").OrderID(stop.OrderID).Do(ctx)
+	if err != nil || o.Status != futures.OrderStatusTypeFilled || o.Type != futures.OrderTypeMarket ||
+		o.OrigType != futures.OrderTypeStopMarket || o.ExecutedQuantity != "0.004" {
+		t.Fatalf("stop = %+v, %v", o, err)
+	}
+	pos, err := c.NewGetPositionRiskService().Symbol("BTCUSDT").Do(ctx)
+	if err != nil || pos[0].PositionAmt != "0.000" {
+		t.Fatalf("position = %+v, %v", pos, err)
+	}
+	if err := sim.SetPrice("BTCUSDT", "56000"); err != nil {
+		t.Fatal(err)
+	}
+	o, err = c.NewGetOrderService().Symbol("BTCUSDT").OrigClientOrderID("mod-1").Do(ctx)
+	if err != nil || o.Status != futures.OrderStatusTypeFilled || o.ExecutedQuantity != "0.003" {
+		t.Fatalf("modified limit = %+v, %v", o, err)
+	}
+}
