@@ -51,6 +51,8 @@ func (c Config) validate() error {
 	}
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("seal: no bucket name"))
+	} else if !validBucket(c.Bucket) {
+		errs = append(errs, fmt.Errorf("seal: bucket name %q: want A-Z a-z 0-9 _ - only", c.Bucket))
 	}
 	if c.Keys == nil || len(c.Keys.ids) == 0 {
 		errs = append(errs, errors.New("seal: no key-encryption keys"))
@@ -59,6 +61,15 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("seal: %d replicas", c.Replicas))
 	}
 	return errors.Join(errs...)
+}
+
+func validBucket(b string) bool {
+	for _, c := range []byte(b) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return len(b) <= 200
 }
 
 // Vault keeps each link's data key, wrapped under a KEK of its Keyring, in a
@@ -255,10 +266,14 @@ func (v *Vault) Seal(ctx context.Context, linkID string, plaintext []byte) (Seal
 // data key s was sealed under is not the link's (destroyed, or s was sealed
 // for another link), ErrNotAuthentic when s was altered (or moved to another
 // link under a data key of the same id), and an *UnknownKEKError when the
-// key setting lacks the KEK the link's data key is wrapped under.
+// key setting lacks the KEK the link's data key is wrapped under; the zero
+// Sealed is ErrMalformed.
 func (v *Vault) Open(ctx context.Context, linkID string, s Sealed) ([]byte, error) {
 	if err := checkLink(linkID); err != nil {
 		return nil, err
+	}
+	if len(s.Ciphertext) < tagLen {
+		return nil, fmt.Errorf("%w: ciphertext of %d bytes", ErrMalformed, len(s.Ciphertext))
 	}
 	e, err := v.kv.Get(ctx, key(linkID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -233,6 +233,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"the tag cut", "link-a", flip(func(s *seal.Sealed) { s.Ciphertext = s.Ciphertext[:len(s.Ciphertext)-4] }), seal.ErrNotAuthentic},
 		{"the nonce changed", "link-a", flip(func(s *seal.Sealed) { s.Nonce[0] ^= 1 }), seal.ErrNotAuthentic},
 		{"the data key id changed", "link-a", flip(func(s *seal.Sealed) { s.DataKey[15] ^= 1 }), seal.ErrDestroyed},
+		{"no secret", "link-a", seal.Sealed{}, seal.ErrMalformed},
 	} {
 		if got, err := v.Open(ctx, c.link, c.s); !errors.Is(err, c.wantIs) || got != nil {
 			t.Errorf("%s: opened %q, %v; want %v", c.name, got, err, c.wantIs)
@@ -482,6 +483,11 @@ func TestNewVaultValidates(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config error %v: want it to say %q", err, want)
 		}
+	}
+	keys, _ := seal.ParseKeys(newSettings(t, "k1")["k1"])
+	js, _ := jetStream(t)
+	if _, err := seal.NewVault(context.Background(), seal.Config{JS: js, Bucket: "a.b", Keys: keys}); err == nil || !strings.Contains(err.Error(), `bucket name "a.b"`) {
+		t.Errorf("a bucket name with a dot: %v", err)
 	}
 }
 
