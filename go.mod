@@ -3,6 +3,7 @@ module github.com/svc/engine
 go 1.26.8
 
 require (
+	github.com/adshao/go-binance/v2 v2.8.7
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/apd/v3 v3.2.3
@@ -33,7 +34,6 @@ require (
 )
 
 require (
-	github.com/adshao/go-binance/v2 v2.8.7 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

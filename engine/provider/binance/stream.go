@@ -1,0 +1,374 @@
+package binance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/adshao/go-binance/v2/futures"
+	"github.com/coder/websocket"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+)
+
+// maxFrame bounds one stream frame the adapter reads.
+const maxFrame = 1 << 20
+
+// eventBuffer is how many events wait for a slow reader before the stream
+// stops reading (and the exchange, in time, drops it: a Gap follows).
+const eventBuffer = 256
+
+// dial opens one stream at u through the provider's transport.
+func (p *Provider) dial(ctx context.Context, u string) (*websocket.Conn, error) {
+	ctx, cancel := p.call(ctx)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: p.opts.HTTP}})
+	if err != nil {
+		return nil, provider.NewUnavailable(0, 0, cleanCause(err))
+	}
+	c.SetReadLimit(maxFrame)
+	return c, nil
+}
+
+// backoff doubles a reconnect wait up to 30 s.
+func backoff(d time.Duration) time.Duration { return min(2*d, 30*time.Second) }
+
+// sleep waits d or until one of the done channels closes; false when one did.
+func sleep(ctx context.Context, closed <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-closed:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Events implements provider.Session: the listen-key user data stream. It
+// returns once the first connection is live (so a Snapshot taken after it
+// misses nothing), keeps the listen key alive, and after a cut (a dropped
+// connection, an expired listen key) dials again with backoff and delivers
+// a *provider.Gap once live again. Events arrive as the exchange sends
+// them: duplicates and reordering included; OrderState.FilledQuantity and
+// UpdatedAt order an order's updates, Execution.ID names a trade once.
+func (s *session) Events(ctx context.Context) (<-chan provider.Event, error) {
+	if err := s.portfolio(); err != nil {
+		return nil, err
+	}
+	conn, key, err := s.openUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan provider.Event, eventBuffer)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(out)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		wait := s.p.opts.Reconnect
+		for {
+			live := s.p.opts.Now().UTC()
+			cause := s.readUser(ctx, conn, key, out)
+			_ = conn.CloseNow()
+			for {
+				if ctx.Err() != nil || !sleep(ctx, s.closed, wait) {
+					return
+				}
+				conn, key, err = s.openUser(ctx)
+				if err == nil {
+					wait = s.p.opts.Reconnect
+					break
+				}
+				wait = backoff(wait)
+			}
+			if !send(ctx, out, &provider.Gap{Since: live, At: s.p.opts.Now().UTC(), Cause: cause}) {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// openUser takes a listen key (the exchange answers the live one again if
+// there is one) and dials its stream.
+func (s *session) openUser(ctx context.Context) (*websocket.Conn, string, error) {
+	cctx, cancel := s.p.call(ctx)
+	key, err := s.c.NewStartUserStreamService().Do(cctx)
+	cancel()
+	if err != nil {
+		return nil, "", mapError(opRead, err)
+	}
+	if key == "" || strings.ContainsAny(key, "/?#") {
+		return nil, "", provider.NewUnavailable(http.StatusOK, 0, errMalformed)
+	}
+	conn, err := s.p.dial(ctx, s.p.opts.WSURL+"/ws/"+key)
+	if err != nil {
+		return nil, "", err
+	}
+	return conn, key, nil
+}
+
+// readUser reads one connection until it ends, keeping its listen key
+// alive, and says why it ended: "disconnected" or "expired".
+func (s *session) readUser(ctx context.Context, conn *websocket.Conn, key string, out chan<- provider.Event) string {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(s.p.opts.KeepAlive)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				kctx, kcancel := s.p.call(ctx)
+				err := s.c.NewKeepaliveUserStreamService().ListenKey(key).Do(kctx)
+				kcancel()
+				if err != nil && !errors.Is(mapError(opRead, err), provider.ErrUnavailable) {
+					// The key is gone (-1125): end this connection, take a new key.
+					_ = conn.CloseNow()
+					return
+				}
+			}
+		}
+	}()
+	for {
+		_, msg, err := conn.Read(ctx)
+		if err != nil {
+			return "disconnected"
+		}
+		evs, expired := decodeUser(msg)
+		for _, e := range evs {
+			if !send(ctx, out, e) {
+				return "disconnected"
+			}
+		}
+		if expired {
+			return "expired"
+		}
+	}
+}
+
+// configFrame is what the library's WsAccountConfigUpdate leaves out: the
+// multi-assets switch of ACCOUNT_CONFIG_UPDATE ("ai": {"j": true}).
+type configFrame struct {
+	AI *struct {
+		J bool `json:"j"`
+	} `json:"ai"`
+}
+
+// decodeUser reads one user-stream frame with the library's types. A frame
+// it cannot read, or of an event the engine does not use, gives nothing.
+func decodeUser(msg []byte) (evs []provider.Event, expired bool) {
+	var e futures.WsUserDataEvent
+	if err := json.Unmarshal(msg, &e); err != nil {
+		return nil, false
+	}
+	switch e.Event {
+	case futures.UserDataEventTypeListenKeyExpired:
+		return nil, true
+	case futures.UserDataEventTypeOrderTradeUpdate:
+		u, err := fromUpdate(&e.OrderTradeUpdate, e.Time)
+		if err != nil {
+			return nil, false
+		}
+		return []provider.Event{u}, false
+	case futures.UserDataEventTypeAccountUpdate:
+		u, err := fromAccountUpdate(&e.AccountUpdate, e.Time)
+		if err != nil {
+			return nil, false
+		}
+		return []provider.Event{u}, false
+	case futures.UserDataEventTypeAccountConfigUpdate:
+		var c configFrame
+		if json.Unmarshal(msg, &c) == nil && c.AI != nil {
+			on := c.AI.J
+			return []provider.Event{&provider.ConfigUpdate{MultiAssets: &on, At: millis(e.Time)}}, false
+		}
+	}
+	return nil, false
+}
+
+func fromAccountUpdate(a *futures.WsAccountUpdate, at int64) (*provider.AccountUpdate, error) {
+	u := &provider.AccountUpdate{Reason: string(a.Reason), At: millis(at)}
+	for _, b := range a.Balances {
+		w, err := dec("wb", b.Balance)
+		if err != nil {
+			return nil, err
+		}
+		// The stream gives the wallet balance and the cross wallet; the
+		// available balance is not in it.
+		u.Balances = append(u.Balances, provider.Balance{Asset: b.Asset, Wallet: w})
+	}
+	for _, p := range a.Positions {
+		if p.Side != "" && p.Side != futures.PositionSideTypeBoth {
+			continue // hedge-mode legs: the account is refused in that mode
+		}
+		x := provider.Position{Instrument: p.Symbol}
+		var err error
+		if x.Quantity, err = dec("pa", p.Amount); err != nil {
+			return nil, err
+		}
+		if x.EntryPrice, err = dec("ep", p.EntryPrice); err != nil {
+			return nil, err
+		}
+		if x.Unrealized, err = dec("up", p.UnrealizedPnL); err != nil {
+			return nil, err
+		}
+		if x.MarkPrice, err = dec("mp", p.MarkPrice); err != nil {
+			return nil, err
+		}
+		u.Positions = append(u.Positions, x)
+	}
+	return u, nil
+}
+
+func send(ctx context.Context, out chan<- provider.Event, e provider.Event) bool {
+	select {
+	case out <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Quotes implements provider.Provider: the combined public streams
+// <symbol>@bookTicker and <symbol>@markPrice@1s. Each quote carries the
+// symbol's latest bid, ask and mark; the first quote of a symbol after a
+// reconnect has Stale set. It returns once the first connection is live.
+func (p *Provider) Quotes(ctx context.Context, symbols []string) (<-chan provider.Quote, error) {
+	if len(symbols) == 0 {
+		return nil, &provider.Unsupported{Field: "symbols", Value: ""}
+	}
+	names := make([]string, 0, 2*len(symbols))
+	for _, sym := range symbols {
+		l := strings.ToLower(sym)
+		if l == "" || strings.ContainsAny(l, "/?#&@ ") {
+			return nil, &provider.Unsupported{Field: "symbols", Value: sym}
+		}
+		names = append(names, l+"@bookTicker", l+"@markPrice@1s")
+	}
+	u := p.opts.WSURL + "/stream?streams=" + strings.Join(names, "/")
+	conn, err := p.dial(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan provider.Quote, eventBuffer)
+	go func() {
+		defer close(out)
+		last := map[string]*provider.Quote{}
+		stale := map[string]bool{}
+		wait := p.opts.Reconnect
+		for {
+			for {
+				_, msg, err := conn.Read(ctx)
+				if err != nil {
+					break
+				}
+				q, ok := decodeQuote(msg, last)
+				if !ok {
+					continue
+				}
+				q.Stale = stale[q.Symbol]
+				delete(stale, q.Symbol)
+				select {
+				case out <- q:
+				case <-ctx.Done():
+					_ = conn.CloseNow()
+					return
+				}
+			}
+			_ = conn.CloseNow()
+			for _, sym := range symbols {
+				stale[sym] = true
+			}
+			for {
+				if !sleep(ctx, nil, wait) {
+					return
+				}
+				if conn, err = p.dial(ctx, u); err == nil {
+					wait = p.opts.Reconnect
+					break
+				}
+				wait = backoff(wait)
+			}
+		}
+	}()
+	return out, nil
+}
+
+// combined is a combined-stream frame.
+type combined struct {
+	Stream string          `json:"stream"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// decodeQuote folds one combined frame into the symbol's latest quote.
+func decodeQuote(msg []byte, last map[string]*provider.Quote) (provider.Quote, bool) {
+	var c combined
+	if json.Unmarshal(msg, &c) != nil {
+		return provider.Quote{}, false
+	}
+	at := func(ms int64) time.Time {
+		if ms <= 0 {
+			return time.Now().UTC()
+		}
+		return millis(ms)
+	}
+	get := func(sym string) *provider.Quote {
+		q, ok := last[sym]
+		if !ok {
+			q = &provider.Quote{Symbol: sym}
+			last[sym] = q
+		}
+		return q
+	}
+	price := func(field, s string) (*events.Decimal, bool) {
+		d, err := dec(field, s)
+		return &d, err == nil && d.Sign() > 0
+	}
+	stream := strings.ToLower(c.Stream)
+	switch {
+	case strings.HasSuffix(stream, "@bookticker"):
+		var e futures.WsBookTickerEvent
+		if json.Unmarshal(c.Data, &e) != nil || e.Symbol == "" {
+			return provider.Quote{}, false
+		}
+		bid, ok1 := price("b", e.BestBidPrice)
+		ask, ok2 := price("a", e.BestAskPrice)
+		if !ok1 || !ok2 {
+			return provider.Quote{}, false
+		}
+		q := get(e.Symbol)
+		q.Bid, q.Ask, q.At = bid, ask, at(e.Time)
+		return *q, true
+	case strings.Contains(stream, "@markprice"):
+		var e futures.WsMarkPriceEvent
+		if json.Unmarshal(c.Data, &e) != nil || e.Symbol == "" {
+			return provider.Quote{}, false
+		}
+		mark, ok := price("p", e.MarkPrice)
+		if !ok {
+			return provider.Quote{}, false
+		}
+		q := get(e.Symbol)
+		q.Mark, q.At = mark, at(e.Time)
+		return *q, true
+	}
+	return provider.Quote{}, false
+}
