@@ -1,0 +1,272 @@
+package binance
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adshao/go-binance/v2/common"
+	"github.com/adshao/go-binance/v2/futures"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+)
+
+func TestMapCode(t *testing.T) {
+	tests := []struct {
+		op   op
+		code int64
+		want error
+	}{
+		{opPlace, -2019, provider.ErrRejected}, // margin is insufficient
+		{opPlace, -4164, provider.ErrRejected}, // notional too small
+		{opPlace, -1111, provider.ErrRejected}, // precision
+		{opPlace, -2022, provider.ErrRejected}, // reduce-only rejected
+		{opPlace, -2013, provider.ErrRejected}, // "no such order" on a placement is the exchange refusing it
+		{opCancel, -2011, provider.ErrNotFound},
+		{opRead, -2013, provider.ErrNotFound},
+		{opPlace, -2014, provider.ErrUnauthorized},
+		{opRead, -2015, provider.ErrUnauthorized},
+		{opRead, -1022, provider.ErrUnauthorized},
+		{opPlace, -1003, provider.ErrRateLimited},
+		{opPlace, -1015, provider.ErrRateLimited},
+		{opPlace, -1007, provider.ErrUnknown}, // timeout: execution status unknown
+		{opCancel, -1001, provider.ErrUnknown},
+		{opRead, -1007, provider.ErrUnavailable},
+		{opPlace, -1008, provider.ErrUnavailable}, // overloaded: not taken
+		{opPlace, -1021, provider.ErrUnavailable}, // clock outside recvWindow: not taken
+		{opRead, -4164, provider.ErrUnavailable},  // a read the exchange refused
+	}
+	for _, tt := range tests {
+		err := mapCode(tt.op, tt.code)
+		if !errors.Is(err, tt.want) {
+			t.Errorf("%s %d: %v, want %v", tt.op, tt.code, err, tt.want)
+		}
+	}
+}
+
+func TestMapErrorKeepsNoProviderText(t *testing.T) {
+	secretURL := "https://fapi.binance.com/fapi/v1/order?signature=abcdef0123&timestamp=1"
+	tests := []struct {
+		name string
+		op   op
+		err  error
+		want error
+	}{
+		{"api refusal", opPlace, &common.APIError{Code: -2019, Message: "Margin is insufficient. SECRET-TEXT"}, provider.ErrRejected},
+		{"sent then dropped", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &sendError{sent: true, err: io.ErrUnexpectedEOF}}, provider.ErrUnknown},
+		{"refused before sending", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &sendError{sent: false, err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}}, provider.ErrUnavailable},
+		{"read dropped", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &sendError{sent: true, err: io.EOF}}, provider.ErrUnavailable},
+		{"5xx on a write", opCancel, &url.Error{Op: "Delete", URL: secretURL, Err: &serverError{status: 503, code: -1001}}, provider.ErrUnknown},
+		{"5xx overloaded", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &serverError{status: 503, code: -1008}}, provider.ErrUnavailable},
+		{"5xx on a read", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &serverError{status: 502}}, provider.ErrUnavailable},
+		{"deadline on a write", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: context.DeadlineExceeded}, provider.ErrUnknown},
+		{"429", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &provider.RateLimited{RetryAfter: time.Second}}, provider.ErrRateLimited},
+		{"418", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &provider.Banned{Until: time.Now()}}, provider.ErrBanned},
+		{"undecodable answer", opPlace, errors.New("json: cannot unmarshal SECRET-TEXT"), provider.ErrUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := mapError(tt.op, tt.err)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("%v, want %v", err, tt.want)
+			}
+			if s := err.Error(); strings.Contains(s, "SECRET") || strings.Contains(s, "signature") || strings.Contains(s, "binance.com") {
+				t.Fatalf("provider text in %q", s)
+			}
+			// Not even through the chain.
+			for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), "signature") {
+					t.Fatalf("the signed URL is in the chain: %q", e.Error())
+				}
+			}
+		})
+	}
+}
+
+func TestToRequest(t *testing.T) {
+	px := func(s string) *events.Decimal { d := events.MustDecimal(s); return &d }
+	q := events.MustDecimal("0.010")
+	tests := []struct {
+		name  string
+		o     provider.Order
+		want  request
+		field string // the Unsupported field, when refused
+	}{
+		{"market ignores day", provider.Order{Side: provider.Buy, Type: provider.Market, TIF: provider.Day, Quantity: q},
+			request{side: "BUY", typ: "MARKET", quantity: "0.01"}, ""},
+		{"limit gtc", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, Quantity: q, LimitPrice: px("60000.50")},
+			request{side: "SELL", typ: "LIMIT", tif: "GTC", quantity: "0.01", price: "60000.5"}, ""},
+		{"limit ioc", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.IOC, Quantity: q, LimitPrice: px("1")},
+			request{side: "BUY", typ: "LIMIT", tif: "IOC", quantity: "0.01", price: "1"}, ""},
+		{"limit fok", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.FOK, Quantity: q, LimitPrice: px("1")},
+			request{side: "BUY", typ: "LIMIT", tif: "FOK", quantity: "0.01", price: "1"}, ""},
+		{"post only is GTX", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.PostOnly, Quantity: q, LimitPrice: px("1")},
+			request{side: "BUY", typ: "LIMIT", tif: "GTX", quantity: "0.01", price: "1"}, ""},
+		{"limit day is not offered", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.Day, Quantity: q, LimitPrice: px("1")},
+			request{}, "timeInForce"},
+		{"stop is STOP_MARKET", provider.Order{Side: provider.Sell, Type: provider.Stop, Quantity: q, StopPrice: px("59000"), ReduceOnly: true},
+			request{side: "SELL", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true}, ""},
+		{"stop_limit is STOP", provider.Order{Side: provider.Sell, Type: provider.StopLimit, TIF: provider.GTC, Quantity: q, StopPrice: px("59000"), LimitPrice: px("58900")},
+			request{side: "SELL", typ: "STOP", tif: "GTC", quantity: "0.01", stopPrice: "59000", price: "58900"}, ""},
+		{"exit take profit closes the position", provider.Order{Side: provider.Sell, Type: provider.TakeProfit, StopPrice: px("65000"), ClosePosition: true, ReduceOnly: true},
+			request{side: "SELL", typ: "TAKE_PROFIT_MARKET", stopPrice: "65000", closePosition: true}, ""},
+		{"exit stop reduce-only", provider.Order{Side: provider.Buy, Type: provider.Stop, Quantity: q, StopPrice: px("61000"), ReduceOnly: true},
+			request{side: "BUY", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "61000", reduceOnly: true}, ""},
+		{"closePosition on a limit", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, LimitPrice: px("1"), ClosePosition: true}, request{}, "closePosition"},
+		{"limit without price", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.GTC, Quantity: q}, request{}, "limitPrice"},
+		{"stop without trigger", provider.Order{Side: provider.Buy, Type: provider.Stop, Quantity: q}, request{}, "stopPrice"},
+		{"zero quantity", provider.Order{Side: provider.Buy, Type: provider.Market}, request{}, "quantity"},
+		{"unknown side", provider.Order{Side: "long", Type: provider.Market, Quantity: q}, request{}, "side"},
+		{"other type", provider.Order{Side: provider.Buy, Type: provider.TakeProfitLimit, Quantity: q}, request{}, "orderType"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := toRequest(tt.o)
+			var u *provider.Unsupported
+			if tt.field != "" {
+				if !errors.As(err, &u) || u.Field != tt.field {
+					t.Fatalf("err %v, want Unsupported %s", err, tt.field)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("toRequest = %+v, %v\nwant %+v", got, err, tt.want)
+			}
+		})
+	}
+	// Capabilities list exactly what toRequest takes of the engine's sets.
+	c := capabilities()
+	for _, tif := range c.TimeInForce {
+		if _, ok := tifs[provider.TIF(tif)]; !ok {
+			t.Errorf("capability timeInForce %s is not mapped", tif)
+		}
+	}
+	for _, typ := range c.OrderTypes {
+		if _, ok := orderTypes[provider.OrderType(typ)]; !ok {
+			t.Errorf("capability orderType %s is not mapped", typ)
+		}
+	}
+}
+
+func TestStatusesAndTypesRoundTrip(t *testing.T) {
+	for eng, ex := range orderTypes {
+		if fromType(ex) != eng {
+			t.Errorf("%s → %s → %s", eng, ex, fromType(ex))
+		}
+	}
+	for eng, ex := range tifs {
+		if fromTIF(ex) != eng {
+			t.Errorf("%s → %s → %s", eng, ex, fromTIF(ex))
+		}
+	}
+	if _, err := fromStatus("SOMETHING_NEW"); !errors.Is(err, errMalformed) {
+		t.Errorf("an unknown status is taken: %v", err)
+	}
+	if s, _ := fromStatus(futures.OrderStatusTypeNew); s != provider.StatusWorking {
+		t.Errorf("NEW is %s", s)
+	}
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestBudgetBackOffAndBan(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)}
+	b := newBudget(Limits{}, clk.now)
+	ctx := context.Background()
+	h := http.Header{}
+	h.Set("Retry-After", "3")
+	var rl *provider.RateLimited
+	if err := b.observe(http.StatusTooManyRequests, h); !errors.As(err, &rl) || rl.RetryAfter != 3*time.Second {
+		t.Fatalf("429: %v", err)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if err := b.admit(ctx, 1, true); !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second {
+		t.Fatalf("during the back-off: %v", err)
+	}
+	clk.t = clk.t.Add(2 * time.Second)
+	if err := b.admit(ctx, 1, true); err != nil {
+		t.Fatalf("after the back-off: %v", err)
+	}
+	h.Set("Retry-After", "120")
+	var bn *provider.Banned
+	if err := b.observe(http.StatusTeapot, h); !errors.As(err, &bn) || !bn.Until.Equal(clk.t.Add(2*time.Minute)) {
+		t.Fatalf("418: %v", err)
+	}
+	clk.t = clk.t.Add(119 * time.Second)
+	if err := b.admit(ctx, 1, false); !errors.Is(err, provider.ErrBanned) {
+		t.Fatalf("during the ban: %v", err)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if err := b.admit(ctx, 1, false); err != nil {
+		t.Fatalf("after the ban: %v", err)
+	}
+	if b.sent.Load() != 2 {
+		t.Fatalf("%d calls let through, want 2", b.sent.Load())
+	}
+}
+
+func TestBudgetPausesAtTheExchangeCount(t *testing.T) {
+	clk := &fakeClock{t: time.Now()}
+	b := newBudget(Limits{WeightPerMinute: 100}, clk.now)
+	h := http.Header{}
+	h.Set("X-MBX-USED-WEIGHT-1M", "100") // as the exchange spells it
+	if err := b.observe(http.StatusOK, h); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	// The minute's weight is spent: the next call waits for the window,
+	// and a caller that cannot wait gets its context's end, not a send.
+	if err := b.admit(ctx, 1, false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("admit at the limit: %v", err)
+	}
+	if b.sent.Load() != 0 {
+		t.Fatal("a call went out past the exchange's count")
+	}
+}
+
+func TestDecodeUser(t *testing.T) {
+	order := `{"e":"ORDER_TRADE_UPDATE","E":1568879465651,"T":1568879465650,"o":{"s":"BTCUSDT","c":"sv2ynsdt32ahopchkbeb4yi4jdtcoi3zmy2d","S":"SELL","o":"LIMIT","f":"GTC","q":"0.001","p":"9910","ap":"9910","sp":"0","x":"TRADE","X":"FILLED","i":8886774,"l":"0.001","z":"0.001","L":"9910","N":"USDT","n":"0.00396","T":1568879465651,"t":42,"b":"0","a":"9.91","m":true,"R":false,"wt":"CONTRACT_PRICE","ot":"LIMIT","ps":"BOTH","cp":false,"rp":"0.5","pP":false,"si":0,"ss":0}}`
+	evs, expired := decodeUser([]byte(order))
+	if expired || len(evs) != 1 {
+		t.Fatalf("%v %v", evs, expired)
+	}
+	u := evs[0].(*provider.OrderUpdate)
+	if u.Order.Status != provider.StatusFilled || u.Execution == nil || u.Execution.ID != "42" ||
+		u.Execution.Price.Cmp(events.MustDecimal("9910")) != 0 || u.Execution.RealizedPnL.Cmp(events.MustDecimal("0.5")) != 0 || !u.Execution.Maker {
+		t.Fatalf("%+v %+v", u.Order, u.Execution)
+	}
+	acct := `{"e":"ACCOUNT_UPDATE","E":1564745798939,"T":1564745798938,"a":{"m":"ORDER","B":[{"a":"USDT","wb":"122624.12345678","cw":"100.12345678","bc":"50.12345678"}],"P":[{"s":"BTCUSDT","pa":"-0.5","ep":"9000","cr":"200","up":"-1.2","mt":"cross","iw":"0","ps":"BOTH"}]}}`
+	evs, _ = decodeUser([]byte(acct))
+	a := evs[0].(*provider.AccountUpdate)
+	if a.Reason != "ORDER" || a.Balances[0].Wallet.Cmp(events.MustDecimal("122624.12345678")) != 0 || a.Positions[0].Quantity.Cmp(events.MustDecimal("-0.5")) != 0 {
+		t.Fatalf("%+v", a)
+	}
+	cfg := `{"e":"ACCOUNT_CONFIG_UPDATE","E":1611646737479,"T":1611646737476,"ai":{"j":true}}`
+	evs, _ = decodeUser([]byte(cfg))
+	if c := evs[0].(*provider.ConfigUpdate); c.MultiAssets == nil || !*c.MultiAssets {
+		t.Fatalf("%+v", c)
+	}
+	if evs, _ := decodeUser([]byte(`{"e":"ACCOUNT_CONFIG_UPDATE","E":1,"T":1,"ac":{"s":"BTCUSDT","l":25}}`)); len(evs) != 0 {
+		t.Fatalf("a leverage change: %v", evs)
+	}
+	if _, expired := decodeUser([]byte(`{"e":"listenKeyExpired","E":1576653824250}`)); !expired {
+		t.Fatal("listenKeyExpired not seen")
+	}
+	for _, bad := range []string{`{`, `{"e":"SOMETHING"}`, `{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"UP","X":"NEW"}}`,
+		`{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"BUY","X":"NEW","q":"1e999"}}`} {
+		if evs, _ := decodeUser([]byte(bad)); len(evs) != 0 {
+			t.Fatalf("%s gave %v", bad, evs)
+		}
+	}
+}
