@@ -47,6 +47,27 @@ func Lookup(code Code) (CodeSpec, bool) {
 	return s, ok
 }
 
+// StatusOf is the status a refusal with code is answered with. A code the
+// catalogue lists with one status has that one. A code it lists with 400 and
+// others (invalid_request: 400, 422) is 400 for a value that could not be
+// read (Refusal.Malformed) and else the first of the others. A code missing
+// from the catalogue is a 500 (a test keeps every refused code in it).
+func StatusOf(code Code, malformed bool) int {
+	s, ok := catalogue[code]
+	if !ok || len(s.Status) == 0 {
+		return 500
+	}
+	if len(s.Status) == 1 {
+		return s.Status[0]
+	}
+	for _, st := range s.Status {
+		if (st == 400) == malformed {
+			return st
+		}
+	}
+	return s.Status[0]
+}
+
 // Answer is how an error with code is answered: the status, the one a call
 // site stated where the catalogue lists it for the code and else the
 // catalogue's usual one, and the Retry-After in seconds (0: no header), the

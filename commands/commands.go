@@ -4,7 +4,6 @@ package commands
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -37,51 +36,62 @@ func (e Envelope) DerivedID(kind string, n int) string {
 	return fmt.Sprintf("%s-%s%d", e.ID.String(), kind, n)
 }
 
-// Refusal is a decision not to record anything, with the spec's code, params and status.
+// Refusal is a decision not to record anything, in domain terms: the spec's
+// code, its params and a sentence. It names no HTTP status: the gateway takes
+// the status and Retry-After of the code from the catalogue (codes.json).
 type Refusal struct {
-	Status int
-	Code   Code
-	Params map[string]any
-	Msg    string
+	Code Code
+	// Malformed marks a value that could not be read at all (an
+	// invalid_request answered 400) as against one read but out of bounds
+	// (422). It matters only for a code the catalogue lists with both.
+	Malformed bool
+	Params    map[string]any
+	Msg       string
 }
 
 func (r *Refusal) Error() string { return r.Msg }
 
 // Refuse makes a Refusal.
-func Refuse(status int, code Code, msg string, params map[string]any) *Refusal {
-	return &Refusal{Status: status, Code: code, Params: params, Msg: msg}
+func Refuse(code Code, msg string, params map[string]any) *Refusal {
+	return &Refusal{Code: code, Params: params, Msg: msg}
 }
 
-// Invalid is a 422 invalid_request refusal.
+// MalformedRefusal makes a Refusal of a value that could not be read (see
+// Refusal.Malformed).
+func MalformedRefusal(code Code, msg string, params map[string]any) *Refusal {
+	return &Refusal{Code: code, Malformed: true, Params: params, Msg: msg}
+}
+
+// Invalid is an invalid_request refusal of a value out of bounds (422).
 func Invalid(format string, args ...any) *Refusal {
-	return &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Code: CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-// BadRequest is a 400 refusal for malformed input.
+// BadRequest is an invalid_request refusal of a value that cannot be read (400).
 func BadRequest(format string, args ...any) *Refusal {
-	return &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Code: CodeInvalidRequest, Malformed: true, Msg: fmt.Sprintf(format, args...)}
 }
 
 // BadField is a 400 invalid_request refusal for a malformed value: params.field
 // names the field, and params holds whatever else restates the rule.
 func BadField(field string, params map[string]any, format string, args ...any) *Refusal {
-	return fieldRefusal(http.StatusBadRequest, field, params, format, args...)
+	return fieldRefusal(true, field, params, format, args...)
 }
 
 // InvalidField is a 422 invalid_request refusal for a well-formed value out of
 // bounds: params.field names the field, and params holds the bound (max,
 // tickSize, lotStep, minQuantity) as the client must restate it.
 func InvalidField(field string, params map[string]any, format string, args ...any) *Refusal {
-	return fieldRefusal(http.StatusUnprocessableEntity, field, params, format, args...)
+	return fieldRefusal(false, field, params, format, args...)
 }
 
-func fieldRefusal(status int, field string, params map[string]any, format string, args ...any) *Refusal {
+func fieldRefusal(malformed bool, field string, params map[string]any, format string, args ...any) *Refusal {
 	p := make(map[string]any, len(params)+1)
 	for k, v := range params {
 		p[k] = v
 	}
 	p["field"] = field
-	return &Refusal{Status: status, Code: CodeInvalidRequest, Params: p, Msg: fmt.Sprintf(format, args...)}
+	return &Refusal{Code: CodeInvalidRequest, Malformed: malformed, Params: p, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Replay is the answer to an Idempotency-Key an aggregate has answered

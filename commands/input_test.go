@@ -16,8 +16,8 @@ func refusedAs(t *testing.T, err error, status int, field string) {
 	if !errors.As(err, &ref) {
 		t.Fatalf("want a refusal, got %v", err)
 	}
-	if ref.Status != status || ref.Code != "invalid_request" || ref.Params["field"] != field {
-		t.Fatalf("got %d %s %v, want %d invalid_request field %s", ref.Status, ref.Code, ref.Params, status, field)
+	if commands.StatusOf(ref.Code, ref.Malformed) != status || ref.Code != "invalid_request" || ref.Params["field"] != field {
+		t.Fatalf("got %d %s %v, want %d invalid_request field %s", commands.StatusOf(ref.Code, ref.Malformed), ref.Code, ref.Params, status, field)
 	}
 }
 

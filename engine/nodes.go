@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -38,21 +37,21 @@ import (
 // The cluster's admission refusals, all 503 with Retry-After: 1 and nothing recorded.
 var (
 	errUnresolved = func(id string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeAccountUnresolved,
+		return commands.Refuse(commands.CodeAccountUnresolved,
 			"no node owns this account right now (a node joined or left); nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id})
 	}
 	errOwnerUnavailable = func(id, node string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeOwnerUnavailable,
+		return commands.Refuse(commands.CodeOwnerUnavailable,
 			"the node that owns this account did not take the command; nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id, "node": node})
 	}
 	errNotOwned = func(id string) error {
-		return commands.Refuse(http.StatusServiceUnavailable, commands.CodeAccountNotOwned,
+		return commands.Refuse(commands.CodeAccountNotOwned,
 			"this account's ownership is moving between nodes; nothing was recorded; retry with the same id after the Retry-After seconds",
 			map[string]any{"accountId": id})
 	}
-	errOwnershipUnavailable = commands.Refuse(http.StatusServiceUnavailable, commands.CodeOwnershipUnavailable,
+	errOwnershipUnavailable = commands.Refuse(commands.CodeOwnershipUnavailable,
 		"this node has not joined the cluster yet; nothing was recorded; retry with the same id after the Retry-After seconds", nil)
 )
 

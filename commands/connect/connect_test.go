@@ -20,8 +20,8 @@ func refusedAs(t *testing.T, err error, status int, code, field string) {
 	if !errors.As(err, &ref) {
 		t.Fatalf("want a refusal, got %v", err)
 	}
-	if ref.Status != status || string(ref.Code) != code || (field != "" && ref.Params["field"] != field) {
-		t.Fatalf("got %d %s %v, want %d %s field %s", ref.Status, ref.Code, ref.Params, status, code, field)
+	if commands.StatusOf(ref.Code, ref.Malformed) != status || string(ref.Code) != code || (field != "" && ref.Params["field"] != field) {
+		t.Fatalf("got %d %s %v, want %d %s field %s", commands.StatusOf(ref.Code, ref.Malformed), ref.Code, ref.Params, status, code, field)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -33,7 +32,7 @@ func NotIssuable(currency, env string) *commands.Refusal {
 	if env != Production {
 		env = Sandbox
 	}
-	return commands.Refuse(http.StatusBadRequest, commands.CodeCurrencyNotIssuable,
+	return commands.Refuse(commands.CodeCurrencyNotIssuable,
 		"the currency is not issued here: USD everywhere, USDC in the sandbox only",
 		map[string]any{"currency": currency, "environment": env})
 }
@@ -77,7 +76,7 @@ func CheckPrecision(amount events.Decimal, currency, kind string) error {
 		params["decimals"] = n
 	}
 	if !ok || reducedDecimals(amount) > n {
-		return commands.Refuse(http.StatusBadRequest, commands.CodeAmountPrecisionExceeded,
+		return commands.Refuse(commands.CodeAmountPrecisionExceeded,
 			"the amount has more decimals than the account's currency posts in", params)
 	}
 	return nil

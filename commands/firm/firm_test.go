@@ -31,7 +31,7 @@ func TestIssueCurrency(t *testing.T) {
 			switch {
 			case tc.params == "" && (err != nil || got != tc.want):
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
-			case tc.params != "" && (!errors.As(err, &r) || r.Status != 400 || r.Code != "currency_not_issuable" || fmt.Sprint(r.Params) != tc.params):
+			case tc.params != "" && (!errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 400 || r.Code != "currency_not_issuable" || fmt.Sprint(r.Params) != tc.params):
 				t.Fatalf("got %q, %v; want currency_not_issuable %s", got, err, tc.params)
 			}
 		})

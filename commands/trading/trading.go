@@ -3,7 +3,6 @@
 package trading
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -332,7 +331,7 @@ func (c *Rebase) Validate() error { return nil }
 
 // FeedRequiresConnection is the 503 a futures order meets without a futures source.
 func FeedRequiresConnection(instrument string) *commands.Refusal {
-	return commands.Refuse(http.StatusServiceUnavailable, commands.CodeFeedRequiresConnection,
+	return commands.Refuse(commands.CodeFeedRequiresConnection,
 		FuturesNotServed+" ("+instrument+")", map[string]any{"instrument": instrument})
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -125,11 +124,11 @@ type SetConfig struct {
 }
 
 func unsupported(field, msg string) error {
-	return commands.Refuse(http.StatusBadRequest, commands.CodeUnsupportedValue, msg, map[string]any{"field": field})
+	return commands.Refuse(commands.CodeUnsupportedValue, msg, map[string]any{"field": field})
 }
 
 func refuse(code commands.Code, field, msg string) error {
-	return commands.Refuse(http.StatusBadRequest, code, msg, map[string]any{"field": field})
+	return commands.MalformedRefusal(code, msg, map[string]any{"field": field})
 }
 
 // UnstatedLossLimits refuses a dailyLossLimit or weeklyLossLimit stated in a
@@ -201,7 +200,7 @@ func ids(field string, list []string) error {
 // Validate checks the item's shape by its kind and keeps its canonical body.
 func (c *SetConfig) Validate() error {
 	if !slices.Contains(ConfigKinds, c.Kind) {
-		return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no such kind of venue configuration", nil)
+		return commands.Refuse(commands.CodeNotFound, "no such kind of venue configuration", nil)
 	}
 	if err := commands.Key("id", c.ID, 64); err != nil {
 		return err

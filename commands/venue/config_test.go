@@ -64,7 +64,7 @@ func TestConfigRefusals(t *testing.T) {
 				return
 			}
 			var r *commands.Refusal
-			if !errors.As(err, &r) || r.Status != tc.status || string(r.Code) != tc.code {
+			if !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != tc.status || string(r.Code) != tc.code {
 				t.Fatalf("want %d %s, got %v", tc.status, tc.code, err)
 			}
 			if tc.field != "" && r.Params["field"] != tc.field {
@@ -77,7 +77,7 @@ func TestConfigRefusals(t *testing.T) {
 		t.Fatal("a retire without a version")
 	}
 	var r *commands.Refusal
-	if err := (&venuecmd.SetConfig{Kind: "margins", ID: "g", Body: []byte(`{}`)}).Validate(); !errors.As(err, &r) || r.Status != 404 {
+	if err := (&venuecmd.SetConfig{Kind: "margins", ID: "g", Body: []byte(`{}`)}).Validate(); !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 404 {
 		t.Fatalf("unknown kind: %v", err)
 	}
 }
@@ -87,7 +87,7 @@ func TestPolicyFiguresAreBounded(t *testing.T) {
 	c := &venuecmd.StatePolicy{PolicyID: "house", Version: "1",
 		Body: []byte(`{"authority":"v1","posting":{"currency":"USD","decimals":2},"dailyLossLimit":{"value":"1000000001","sourced":true}}`)}
 	var r *commands.Refusal
-	if err := c.Validate(); !errors.As(err, &r) || r.Status != 400 || r.Params["field"] != "dailyLossLimit.value" {
+	if err := c.Validate(); !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 400 || r.Params["field"] != "dailyLossLimit.value" {
 		t.Fatalf("an unbounded figure: %v", err)
 	}
 }

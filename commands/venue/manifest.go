@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -444,7 +443,7 @@ func (m Manifest) Validate() error {
 		for i, v := range l.items {
 			if !slices.Contains(l.allowed, v) {
 				f := itemField(l.name, i)
-				return &commands.Refusal{Status: http.StatusBadRequest, Code: CodeUnsupportedValue,
+				return &commands.Refusal{Malformed: true, Code: CodeUnsupportedValue,
 					Params: map[string]any{"field": f, "allowed": slices.Clone(l.allowed)},
 					Msg:    fmt.Sprintf("%s must be one of %s", f, strings.Join(l.allowed, ", "))}
 			}

@@ -72,8 +72,8 @@ func checkManifestRefusal(t *testing.T, err error) {
 		t.Fatalf("error %v is not a *commands.Refusal", err)
 	}
 	field, _ := r.Params["field"].(string)
-	if r.Status != http.StatusBadRequest || (r.Code != "invalid_request" && r.Code != CodeUnsupportedValue) ||
+	if commands.StatusOf(r.Code, r.Malformed) != http.StatusBadRequest || (r.Code != "invalid_request" && r.Code != CodeUnsupportedValue) ||
 		!(field == "manifest" || strings.HasPrefix(field, "manifest.")) {
-		t.Fatalf("refusal %d %s field %q: %s", r.Status, r.Code, field, r.Msg)
+		t.Fatalf("refusal %d %s field %q: %s", commands.StatusOf(r.Code, r.Malformed), r.Code, field, r.Msg)
 	}
 }

@@ -209,8 +209,8 @@ func TestManifestRefusals(t *testing.T) {
 			if !errors.As(err, &r) {
 				t.Fatalf("want a *commands.Refusal %s, got %v", tc.code, err)
 			}
-			if r.Status != http.StatusBadRequest || string(r.Code) != tc.code || r.Params["field"] != tc.field {
-				t.Fatalf("got %d %s field %v (%s); want 400 %s field %s", r.Status, r.Code, r.Params["field"], r.Msg, tc.code, tc.field)
+			if commands.StatusOf(r.Code, r.Malformed) != http.StatusBadRequest || string(r.Code) != tc.code || r.Params["field"] != tc.field {
+				t.Fatalf("got %d %s field %v (%s); want 400 %s field %s", commands.StatusOf(r.Code, r.Malformed), r.Code, r.Params["field"], r.Msg, tc.code, tc.field)
 			}
 		})
 	}

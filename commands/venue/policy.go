@@ -2,7 +2,6 @@ package venue
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"github.com/svc/engine/commands"
@@ -50,7 +49,7 @@ func policyID(id string) error {
 		return err
 	}
 	if strings.HasPrefix(id, ReservedPolicyPrefix) {
-		return commands.Refuse(http.StatusConflict, commands.CodeRiskPolicyIDReserved,
+		return commands.Refuse(commands.CodeRiskPolicyIDReserved,
 			"policy ids starting with "+ReservedPolicyPrefix+" are the service's own", map[string]any{"field": "policyId"})
 	}
 	return nil
@@ -83,7 +82,7 @@ func (c *StatePolicy) Validate() error {
 		return err
 	}
 	if n, ok := PostingDecimals(p.Posting.Currency); !ok || n != p.Posting.Decimals {
-		return commands.Refuse(http.StatusConflict, commands.CodeRiskPolicyPostingMismatch,
+		return commands.Refuse(commands.CodeRiskPolicyPostingMismatch,
 			"the posting term states a currency or precision the paper book does not post at (USD in 2 decimals; USDC and USDT in 6)",
 			map[string]any{"field": "posting"})
 	}

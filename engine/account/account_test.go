@@ -121,8 +121,8 @@ func TestRefusals(t *testing.T) {
 			if !errors.As(err, &ref) {
 				t.Fatalf("want refusal %s, got %v (events %v)", tc.wantCode, err, evs)
 			}
-			if string(ref.Code) != tc.wantCode || ref.Status != tc.wantStatus {
-				t.Fatalf("got %s/%d, want %s/%d", ref.Code, ref.Status, tc.wantCode, tc.wantStatus)
+			if string(ref.Code) != tc.wantCode || commands.StatusOf(ref.Code, ref.Malformed) != tc.wantStatus {
+				t.Fatalf("got %s/%d, want %s/%d", ref.Code, commands.StatusOf(ref.Code, ref.Malformed), tc.wantCode, tc.wantStatus)
 			}
 			if evs != nil {
 				t.Fatalf("a refusal recorded events: %v", evs)
@@ -157,7 +157,7 @@ func TestValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var ref *commands.Refusal
-			if err := tc.c.Validate(); !errors.As(err, &ref) || ref.Code != "invalid_request" || ref.Status != 422 {
+			if err := tc.c.Validate(); !errors.As(err, &ref) || ref.Code != "invalid_request" || commands.StatusOf(ref.Code, ref.Malformed) != 422 {
 				t.Fatalf("want 422 invalid_request, got %v", err)
 			}
 		})
@@ -172,7 +172,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var ref *commands.Refusal
-			if err := c.Validate(); !errors.As(err, &ref) || ref.Code != "invalid_request" || ref.Status != 400 || ref.Params["field"] == nil {
+			if err := c.Validate(); !errors.As(err, &ref) || ref.Code != "invalid_request" || commands.StatusOf(ref.Code, ref.Malformed) != 400 || ref.Params["field"] == nil {
 				t.Fatalf("want 400 invalid_request naming the field, got %v", err)
 			}
 		})

@@ -36,8 +36,8 @@ func wantRefusal(t *testing.T, err error, evs []events.Event, status int, code s
 	if !errors.As(err, &ref) {
 		t.Fatalf("want refusal %d %s, got %v (events %v)", status, code, err, evs)
 	}
-	if ref.Status != status || string(ref.Code) != code || len(evs) != 0 {
-		t.Fatalf("got %d %s %v (events %v), want %d %s", ref.Status, ref.Code, ref.Params, evs, status, code)
+	if commands.StatusOf(ref.Code, ref.Malformed) != status || string(ref.Code) != code || len(evs) != 0 {
+		t.Fatalf("got %d %s %v (events %v), want %d %s", commands.StatusOf(ref.Code, ref.Malformed), ref.Code, ref.Params, evs, status, code)
 	}
 	for k, v := range params {
 		if fmt.Sprint(ref.Params[k]) != fmt.Sprint(v) {

@@ -2,7 +2,6 @@ package account
 
 import (
 	"maps"
-	"net/http"
 	"slices"
 	"sort"
 
@@ -708,7 +707,7 @@ func drift(sp trading.Spec, previewed, touch events.Decimal) error {
 	}
 	bound := sp.TickSize.Mul(events.Int(trading.DriftTicks))
 	if touch.Sub(previewed).Abs().Cmp(bound) > 0 {
-		return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict,
+		return commands.Refuse(commands.CodeExitPlanConflict,
 			"the price moved more than the exit plan's drift bound since the preview: preview again",
 			map[string]any{"reason": "drift", "previewedEntry": previewed.String(), "entry": touch.String(), "maxTicks": trading.DriftTicks})
 	}

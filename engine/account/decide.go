@@ -2,7 +2,6 @@ package account
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"time"
@@ -42,7 +41,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 
 func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	if _, opening := env.Cmd.(*tenantcmd.OpenAccount); !opening && !s.Open {
-		return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "account not found", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "account not found", nil)
 	}
 	switch c := env.Cmd.(type) {
 	case *tenantcmd.OpenAccount:
@@ -54,9 +53,9 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		}
 		if c.VenueID != "" && env.Digest != "" {
 			// Issued through the venue door: keyed like every venue write, the answer recorded.
-			return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+			return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 				if s.Open {
-					return nil, 0, nil, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict, "this account exists already", nil)
+					return nil, 0, nil, commands.Refuse(commands.CodeIdempotencyConflict, "this account exists already", nil)
 				}
 				z := events.Int(0)
 				evs := []events.Event{open}
@@ -64,7 +63,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 					evs = append(evs, evacct.RiskPolicyBound{PolicyID: c.PolicyID, Version: c.PolicyVersion,
 						DailyLossLimit: c.DailyLossLimit, WeeklyLossLimit: c.WeeklyLossLimit, At: env.At})
 				}
-				return evs, http.StatusCreated, map[string]any{"account": venuecmd.AccountView(s.ID, c.AccountNumber, c.Label,
+				return evs, commands.Created, map[string]any{"account": venuecmd.AccountView(s.ID, c.AccountNumber, c.Label,
 					c.GroupID, c.Currency, c.StartingBalance, c.StartingBalance, z, env.At)}, nil
 			})
 		}
@@ -77,7 +76,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	case *trading.CancelOrder:
 		w, ok := s.Working[c.BrokerOrderID]
 		if !ok {
-			return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no working order with that brokerOrderId", nil)
+			return nil, commands.Refuse(commands.CodeNotFound, "no working order with that brokerOrderId", nil)
 		}
 		return []events.Event{evacct.OrderCanceled{BrokerOrderID: w.BrokerOrderID, Reason: "requested", At: env.At}}, nil
 	case *trading.ReplaceOrder:
@@ -123,7 +122,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 // idempotent refuses a clientOrderId the account accepted before, forever.
 func idempotent(s *State, clientOrderID string) error {
 	if id, used := s.ClientOrderIDs[clientOrderID]; used {
-		return commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
+		return commands.Refuse(commands.CodeIdempotencyConflict,
 			"clientOrderId was already used on this account; the earlier order stands",
 			map[string]any{"clientOrderId": clientOrderID, "brokerOrderId": id})
 	}
@@ -133,7 +132,7 @@ func idempotent(s *State, clientOrderID string) error {
 func spec(m trading.Market, instrument string) (trading.Spec, error) {
 	sp, ok := m.Specs[instrument]
 	if !ok {
-		return sp, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeInstrumentNotPermitted,
+		return sp, commands.Refuse(commands.CodeInstrumentNotPermitted,
 			"instrument is not tradable on this account", map[string]any{"instrument": instrument})
 	}
 	return sp, nil
@@ -142,7 +141,7 @@ func spec(m trading.Market, instrument string) (trading.Spec, error) {
 func quote(m trading.Market, instrument string) (trading.Quote, error) {
 	q, ok := m.Quotes[instrument]
 	if !ok {
-		return q, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeMarketDataUnavailable,
+		return q, commands.Refuse(commands.CodeMarketDataUnavailable,
 			"no price has arrived for the instrument yet", map[string]any{"cause": "mark_missing", "instrument": instrument})
 	}
 	return q, nil
@@ -187,14 +186,14 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 		return nil, err
 	}
 	if sp.MaxQuantity.Sign() > 0 && c.Quantity.Cmp(sp.MaxQuantity) > 0 {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeOrderQuantityAboveLimit,
+		return nil, commands.Refuse(commands.CodeOrderQuantityAboveLimit,
 			"quantity is above the instrument's per-order limit",
 			map[string]any{"instrument": c.Instrument, "limit": sp.MaxQuantity.String()})
 	}
 	if c.ReduceOnly {
 		p := s.Positions[c.Instrument]
 		if p.Quantity.IsZero() || p.Quantity.Sign() == signed(c.Side, c.Quantity).Sign() {
-			return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodePositionNotClosable,
+			return nil, commands.Refuse(commands.CodePositionNotClosable,
 				"a reduce-only order needs an opposite position to reduce", map[string]any{"instrument": c.Instrument})
 		}
 		if c.Quantity.Cmp(p.Quantity.Abs()) > 0 {
@@ -232,7 +231,7 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]events.Event, error) {
 	w, ok := s.Working[c.BrokerOrderID]
 	if !ok {
-		return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no working order with that brokerOrderId", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that brokerOrderId", nil)
 	}
 	if w.BracketID != "" {
 		if w.ReduceOnly {
@@ -284,7 +283,7 @@ func decideReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]
 }
 
 func notClosable(instrument string) error {
-	return commands.Refuse(http.StatusUnprocessableEntity, commands.CodePositionNotClosable,
+	return commands.Refuse(commands.CodePositionNotClosable,
 		"there is no position in the instrument to close", map[string]any{"instrument": instrument})
 }
 
@@ -474,6 +473,6 @@ func reopen(s *State, c *tenantcmd.OpenAccount) error {
 		s.StartingBalance.Cmp(c.StartingBalance) == 0 && s.TenantID == c.TenantID {
 		return nil
 	}
-	return commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
+	return commands.Refuse(commands.CodeIdempotencyConflict,
 		"referenceId was already used with a different request; the original account stands", nil)
 }

@@ -2,7 +2,6 @@ package account
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
@@ -11,7 +10,7 @@ import (
 )
 
 func noBracket() error {
-	return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no active bracket with that id on this account", nil)
+	return commands.Refuse(commands.CodeNotFound, "no active bracket with that id on this account", nil)
 }
 
 // rerest is a resting entry replaced by itself: the same order under a new
@@ -43,7 +42,7 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 	if c.Instrument != "" {
 		p, ok := s.Positions[c.Instrument]
 		if !ok {
-			return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodePositionNotClosable,
+			return nil, commands.Refuse(commands.CodePositionNotClosable,
 				"there is no position in the instrument to protect", map[string]any{"instrument": c.Instrument})
 		}
 		sp, err := spec(c.Market, c.Instrument)
@@ -62,7 +61,7 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 	}
 	w, ok := s.Working[c.EntryOrderID]
 	if !ok {
-		return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no working order with that entryOrderId", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that entryOrderId", nil)
 	}
 	switch {
 	case w.BracketID != "":

@@ -212,7 +212,7 @@ func TestFailedEvaluationLocksWithEvalBreach(t *testing.T) {
 	}
 	_, err := a.do(at, buy("x1", "1", flat("40")))
 	var r *commands.Refusal
-	if !errors.As(err, &r) || r.Status != 423 || r.Code != "risk_locked" {
+	if !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 423 || r.Code != "risk_locked" {
 		t.Fatalf("an addition: %v", err)
 	}
 	if evs, err := a.do(at, &riskcmd.Unlock{}); err != nil || len(evs) != 0 {
@@ -221,7 +221,7 @@ func TestFailedEvaluationLocksWithEvalBreach(t *testing.T) {
 	if v := a.s.RiskLock(at); v.LockReason != evacct.ReasonEvalBreach {
 		t.Fatalf("the unlock cleared the breach: %+v", v)
 	}
-	if _, err := a.do(at, &firmcmd.HaltAccount{}); !errors.As(err, &r) || r.Status != 409 || r.Code != "lock_not_owned" {
+	if _, err := a.do(at, &firmcmd.HaltAccount{}); !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 409 || r.Code != "lock_not_owned" {
 		t.Fatalf("halt over the breach: %v", err)
 	}
 	if _, err := a.do(at, sell("x2", "10", flat("40"))); err != nil {
@@ -239,7 +239,7 @@ func TestPassedStageTakesNoMoreExposure(t *testing.T) {
 	a.mark(e0.Add(time.Hour), "200")
 	_, err := a.do(e0.Add(time.Hour), buy("x1", "1", flat("200")))
 	var r *commands.Refusal
-	if !errors.As(err, &r) || r.Status != 423 || fmt.Sprint(r.Params["holds"]) != "["+account.HoldEvaluationPassed+"]" {
+	if !errors.As(err, &r) || commands.StatusOf(r.Code, r.Malformed) != 423 || fmt.Sprint(r.Params["holds"]) != "["+account.HoldEvaluationPassed+"]" {
 		t.Fatalf("an addition after the pass: %v %+v", err, r)
 	}
 }
@@ -266,7 +266,7 @@ func TestWeekendHoldRefusedAtTheSessionClose(t *testing.T) {
 	}
 	_, err := a.do(sat.Add(time.Hour), buy("w1", "1", flat("101")))
 	var ref *commands.Refusal
-	if !errors.As(err, &ref) || ref.Status != 423 {
+	if !errors.As(err, &ref) || commands.StatusOf(ref.Code, ref.Malformed) != 423 {
 		t.Fatalf("an addition in the weekend: %v", err)
 	}
 	mon := time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC)

@@ -1,7 +1,6 @@
 package account
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -63,7 +62,7 @@ func decideFirm(s *State, env commands.Envelope) (evs []events.Event, ok bool, e
 			switch {
 			case s.Firm.Halted:
 			case s.ControlLocked(env.At):
-				return nil, commands.Refuse(http.StatusConflict, commands.CodeLockNotOwned,
+				return nil, commands.Refuse(commands.CodeLockNotOwned,
 					"the account is locked by something the firm does not own (a fired risk control or an evaluation breach); nothing was replaced", nil)
 			default:
 				return []events.Event{evacct.FirmHalted{At: env.At}}, nil
@@ -100,9 +99,9 @@ func keyed(s *State, env commands.Envelope, decide func() ([]events.Event, error
 	if env.Key == "" || env.Digest == "" {
 		return decide()
 	}
-	return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+	return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 		evs, err := decide()
-		return evs, http.StatusOK, map[string]any{"accountNumber": s.AccountNumber, "halted": halted}, err
+		return evs, commands.Done, map[string]any{"accountNumber": s.AccountNumber, "halted": halted}, err
 	})
 }
 
@@ -119,7 +118,7 @@ func firmHolds(s *State, at time.Time) []string {
 }
 
 func reconciliationHold() error {
-	return commands.Refuse(http.StatusLocked, commands.CodeReconciliationHold,
+	return commands.Refuse(commands.CodeReconciliationHold,
 		"the account is held for reconciliation: no money moves until an operator releases the hold", nil)
 }
 
@@ -131,7 +130,7 @@ func reference(s *State, ref, digest string) (used bool, err error) {
 		return false, nil
 	}
 	if d != digest {
-		return true, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
+		return true, commands.Refuse(commands.CodeIdempotencyConflict,
 			"referenceId was already used with a different request; the original operation stands",
 			map[string]any{"referenceId": ref})
 	}
@@ -139,7 +138,7 @@ func reference(s *State, ref, digest string) (used bool, err error) {
 }
 
 func balanceRefused(reason, msg string) error {
-	return commands.Refuse(http.StatusConflict, commands.CodeBalanceRefused, msg, map[string]any{"reason": reason})
+	return commands.Refuse(commands.CodeBalanceRefused, msg, map[string]any{"reason": reason})
 }
 
 // freeCollateral is the cash a debit may withdraw: the balance less any
@@ -175,7 +174,7 @@ func decideBalance(s *State, env commands.Envelope, c *firmcmd.BalanceOp) ([]eve
 		return nil, firmcmd.NotIssuable(cur, c.Env)
 	}
 	if cur != s.Currency {
-		return nil, commands.Refuse(http.StatusBadRequest, commands.CodeInvalidRequest,
+		return nil, commands.MalformedRefusal(commands.CodeInvalidRequest,
 			"currency is not the account's currency", map[string]any{"currency": cur})
 	}
 	if err := firmcmd.CheckPrecision(c.Amount, s.Currency, s.Kind); err != nil {

@@ -88,8 +88,8 @@ func TestFirmRefusals(t *testing.T) {
 			if !errors.As(err, &ref) {
 				t.Fatalf("want refusal %s, got %v (events %v)", c.wantCode, err, evs)
 			}
-			if ref.Status != c.wantStatus || string(ref.Code) != c.wantCode || (c.wantParams != "" && fmt.Sprint(ref.Params) != c.wantParams) || len(evs) != 0 {
-				t.Fatalf("got %d %s %v, want %d %s %s", ref.Status, ref.Code, ref.Params, c.wantStatus, c.wantCode, c.wantParams)
+			if commands.StatusOf(ref.Code, ref.Malformed) != c.wantStatus || string(ref.Code) != c.wantCode || (c.wantParams != "" && fmt.Sprint(ref.Params) != c.wantParams) || len(evs) != 0 {
+				t.Fatalf("got %d %s %v, want %d %s %s", commands.StatusOf(ref.Code, ref.Malformed), ref.Code, ref.Params, c.wantStatus, c.wantCode, c.wantParams)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package account
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -41,12 +40,12 @@ func gate(s *State, at time.Time, instrument, side, orderType string, qty events
 func lockedRefusal(hs []string) error {
 	for _, h := range hs {
 		if h == HoldReconciliation {
-			return commands.Refuse(http.StatusLocked, commands.CodeReconciliationHold,
+			return commands.Refuse(commands.CodeReconciliationHold,
 				"the account is held for reconciliation: orders that may add exposure are refused until an operator releases the hold",
 				map[string]any{"holds": hs})
 		}
 	}
-	return commands.Refuse(http.StatusLocked, commands.CodeRiskLocked,
+	return commands.Refuse(commands.CodeRiskLocked,
 		"the account is held: orders that may add exposure are refused until the hold lifts",
 		map[string]any{"holds": hs})
 }

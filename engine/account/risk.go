@@ -1,7 +1,6 @@
 package account
 
 import (
-	"net/http"
 	"slices"
 	"time"
 
@@ -276,7 +275,7 @@ func riskHolds(s *State, at time.Time) []string {
 }
 
 func settingsLockedRefusal(r *Risk) error {
-	return commands.Refuse(http.StatusLocked, commands.CodeSettingsLocked,
+	return commands.Refuse(commands.CodeSettingsLocked,
 		"the risk settings are locked while trading is locked; they unlock at settingsUnlockAt",
 		map[string]any{"settingsUnlockAt": r.Lock.SettingsUnlockAt.UTC().Format(time.RFC3339)})
 }

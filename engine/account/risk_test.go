@@ -61,7 +61,7 @@ func (a *acct) refused(cmd commands.Command, status int, code string) *commands.
 	a.t.Helper()
 	_, err := a.do(cmd)
 	var ref *commands.Refusal
-	if !errors.As(err, &ref) || ref.Status != status || string(ref.Code) != code {
+	if !errors.As(err, &ref) || commands.StatusOf(ref.Code, ref.Malformed) != status || string(ref.Code) != code {
 		a.t.Fatalf("%T: got %v, want %d %s", cmd, err, status, code)
 	}
 	return ref
@@ -346,7 +346,7 @@ func TestSettingsValidation(t *testing.T) {
 			switch {
 			case c.ok && err != nil:
 				t.Fatalf("refused: %v", err)
-			case !c.ok && (!errors.As(err, &ref) || ref.Status != 400):
+			case !c.ok && (!errors.As(err, &ref) || commands.StatusOf(ref.Code, ref.Malformed) != 400):
 				t.Fatalf("got %v, want a 400", err)
 			}
 		})

@@ -1,7 +1,6 @@
 package account
 
 import (
-	"net/http"
 
 	"github.com/svc/engine/commands"
 	riskcmd "github.com/svc/engine/commands/risk"
@@ -26,30 +25,30 @@ func venueTerms(s *State, m trading.Market, instrument, side, orderType string, 
 	t := m.Terms[s.VenueID+"/"+s.GroupID]
 	switch {
 	case t == nil || t.Route == "":
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeVenueRouteMissing,
+		return nil, commands.Refuse(commands.CodeVenueRouteMissing,
 			"the account's group has no route to a venue that executes its orders", map[string]any{"groupId": s.GroupID})
 	case t.Route != "paper":
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeVenueRouteMissing,
+		return nil, commands.Refuse(commands.CodeVenueRouteMissing,
 			"the account's group routes to a provider version that is not enabled: only the paper book executes here", map[string]any{"groupId": s.GroupID})
 	}
 	limit, permitted := t.Permitted[instrument]
 	if !permitted {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeInstrumentNotPermitted,
+		return nil, commands.Refuse(commands.CodeInstrumentNotPermitted,
 			"the account's group does not permit this instrument", map[string]any{"instrument": instrument})
 	}
 	adds := !reduceOnly && !(orderType == "market" && reduces(s.Positions[instrument], side, qty))
 	if adds && t.StageID != "" && t.StageVersion != s.StageVersion {
-		return nil, commands.Refuse(http.StatusLocked, commands.CodeStageVersionUnrecorded,
+		return nil, commands.Refuse(commands.CodeStageVersionUnrecorded,
 			"the account's stage changed version since it was issued: it is close-only until the venue issues it into the current version",
 			map[string]any{"reason": "stage_version_changed", "stageId": t.StageID})
 	}
 	if adds && t.EntryHalted {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeEntryHalted,
+		return nil, commands.Refuse(commands.CodeEntryHalted,
 			"the venue has halted entries for the account's group: only reductions and closes are accepted",
 			map[string]any{"groupId": s.GroupID, "instrument": instrument})
 	}
 	if limit.Sign() > 0 && qty.Cmp(limit) > 0 {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, commands.CodeOrderQuantityAboveLimit,
+		return nil, commands.Refuse(commands.CodeOrderQuantityAboveLimit,
 			"quantity is above the venue's per-order limit", map[string]any{"instrument": instrument, "limit": limit.String()})
 	}
 	return t, nil

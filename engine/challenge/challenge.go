@@ -6,7 +6,6 @@ package challenge
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -47,17 +46,17 @@ func DecideProgram(s *Program, env commands.Envelope) ([]events.Event, error) {
 	if !ok {
 		return nil, fmt.Errorf("challenge: no decision for %T", env.Cmd)
 	}
-	return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+	return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 		if s.Published && s.VenueID != c.VenueID {
-			return nil, 0, nil, commands.Refuse(http.StatusForbidden, "permission_denied",
+			return nil, 0, nil, commands.Refuse(commands.CodePermissionDenied,
 				"this program was authored for another venue", nil)
 		}
 		if c.NextVenueID != "" && c.NextVenueID != c.VenueID {
 			return nil, 0, nil, commands.BadField("nextChallengeId", nil, "nextChallengeId must name a program of the same venue")
 		}
-		status := http.StatusCreated
+		status := commands.Created
 		if s.Published {
-			status = http.StatusOK
+			status = commands.Done
 		}
 		return []events.Event{evch.ProgramPublished{Program: c.Program, VenueID: c.VenueID, By: c.By, At: env.At}},
 			status, map[string]any{"challenge": challengecmd.View(c.Program)}, nil
@@ -136,42 +135,42 @@ func (s *Enrollments) InFlight() *Enrollment {
 func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
 	case *challengecmd.Enroll:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			evs, err := enroll(s, env, c)
 			if err != nil {
 				return nil, 0, nil, err
 			}
 			en := evs[0].(evch.Enrolled)
-			return evs, http.StatusCreated, map[string]any{"enrollment": challengecmd.EnrollmentView(en.EnrollmentID, en.ChallengeID,
+			return evs, commands.Created, map[string]any{"enrollment": challengecmd.EnrollmentView(en.EnrollmentID, en.ChallengeID,
 				en.Stage, en.AccountID, en.AccountSize, en.AccountType, en.Currency, evch.StatusRegistered, en.At)}, nil
 		})
 	case *challengecmd.ResetEnrollment:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			en := s.ByID[c.EnrollmentID]
 			switch {
 			case en == nil:
-				return nil, 0, nil, commands.Refuse(http.StatusNotFound, "not_found", "no enrollment of yours has that id", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeNotFound, "no enrollment of yours has that id", nil)
 			case en.Status != evch.StatusFailed:
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "enrollment_not_failed",
+				return nil, 0, nil, commands.Refuse(commands.CodeEnrollmentNotFailed,
 					"only a failed enrollment can be reset", map[string]any{"status": en.Status})
 			case c.Program != nil && c.Program.PriceCents > 0 && !c.FeesCollected:
-				return nil, 0, nil, commands.Refuse(http.StatusPaymentRequired, "payment_required",
+				return nil, 0, nil, commands.Refuse(commands.CodePaymentRequired,
 					"a reset is bought at the stage's price and this deployment collects no fee",
 					map[string]any{"priceCents": c.Program.PriceCents, "currency": c.Program.Currency})
 			}
 			if f := s.InFlight(); f != nil {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "enrollment_in_flight",
+				return nil, 0, nil, commands.Refuse(commands.CodeEnrollmentInFlight,
 					"an enrollment of yours is still in flight: it must pass or fail before another starts", map[string]any{"enrollmentId": f.ID})
 			}
 			row := evch.StatusRecorded{EnrollmentID: en.ID, Status: evch.StatusRegistered, Actor: "trader", Reason: evch.ReasonReset,
 				Ref: "reset:" + env.ID.String(), AccountID: en.AccountID, Firm: en.Firm, At: env.At}
-			return []events.Event{row}, http.StatusOK, map[string]any{"enrollment": challengecmd.EnrollmentView(en.ID, en.ChallengeID,
+			return []events.Event{row}, commands.Done, map[string]any{"enrollment": challengecmd.EnrollmentView(en.ID, en.ChallengeID,
 				en.Stage, en.AccountID, en.Size, en.Type, en.Currency, evch.StatusRegistered, en.CreatedAt), "resetRef": row.Ref}, nil
 		})
 	case *challengecmd.RecordStatus:
 		en := s.ByID[c.EnrollmentID]
 		if en == nil {
-			return nil, commands.Refuse(http.StatusNotFound, "not_found", "no enrollment has that id", nil)
+			return nil, commands.Refuse(commands.CodeNotFound, "no enrollment has that id", nil)
 		}
 		if en.Refs[c.Ref] || !en.InFlight() || en.AccountID != c.AccountID {
 			return nil, nil // recorded already, or a verdict of a stage left behind
@@ -199,11 +198,11 @@ func DecideEnrollments(s *Enrollments, env commands.Envelope) ([]events.Event, e
 // the user in flight.
 func enroll(s *Enrollments, env commands.Envelope, c *challengecmd.Enroll) ([]events.Event, error) {
 	if !c.Verified {
-		return nil, commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email address before you enroll in a challenge", nil)
+		return nil, commands.Refuse(commands.CodeEmailUnverified, "verify your email address before you enroll in a challenge", nil)
 	}
 	p := c.Program
 	if p == nil || !p.IsActive {
-		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no active challenge program has that id", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "no active challenge program has that id", nil)
 	}
 	if p.Stage != 1 {
 		return nil, commands.InvalidField("challengeId", nil, "enroll in a program's first stage; later stages follow a passed one")
@@ -215,12 +214,12 @@ func enroll(s *Enrollments, env commands.Envelope, c *challengecmd.Enroll) ([]ev
 		return nil, commands.InvalidField("accountSize", nil, "the program does not offer this account size")
 	}
 	if p.PriceCents > 0 && !c.FeesCollected {
-		return nil, commands.Refuse(http.StatusPaymentRequired, "payment_required",
+		return nil, commands.Refuse(commands.CodePaymentRequired,
 			"this program has a price and this deployment collects no fee: only free programs can be enrolled in here",
 			map[string]any{"priceCents": p.PriceCents, "currency": p.Currency})
 	}
 	if f := s.InFlight(); f != nil {
-		return nil, commands.Refuse(http.StatusConflict, "enrollment_in_flight",
+		return nil, commands.Refuse(commands.CodeEnrollmentInFlight,
 			"an enrollment of yours is still in flight: it must pass or fail before another starts", map[string]any{"enrollmentId": f.ID})
 	}
 	return []events.Event{

@@ -28,7 +28,7 @@ func keyed(key string, c commands.Command) commands.Envelope {
 func refusal(err error) (int, string, any) {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Status, string(r.Code), r.Params["field"]
+		return commands.StatusOf(r.Code, r.Malformed), string(r.Code), r.Params["field"]
 	}
 	return 0, "", nil
 }

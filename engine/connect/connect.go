@@ -6,7 +6,6 @@ package connect
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/svc/engine/commands"
@@ -65,9 +64,9 @@ func (s *App) View() connectcmd.AppView {
 func owner(by connectcmd.Owner) error {
 	switch {
 	case !by.Verified:
-		return commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email before managing a Connect app", nil)
+		return commands.Refuse(commands.CodeEmailUnverified, "verify your email before managing a Connect app", nil)
 	case !by.Owner:
-		return commands.Refuse(http.StatusForbidden, "permission_denied", "only an owner of the app's organization manages it", nil)
+		return commands.Refuse(commands.CodePermissionDenied, "only an owner of the app's organization manages it", nil)
 	}
 	return nil
 }
@@ -75,31 +74,31 @@ func owner(by connectcmd.Owner) error {
 // DecideApp runs one app command; every write goes through idem.Write.
 func DecideApp(s *App, env commands.Envelope) ([]events.Event, error) {
 	if _, creating := env.Cmd.(*connectcmd.CreateApp); !creating && !s.Open {
-		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no Connect app of yours has that id", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "no Connect app of yours has that id", nil)
 	}
 	switch c := env.Cmd.(type) {
 	case *connectcmd.CreateApp:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if s.Open {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this app exists already", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeIdempotencyConflict, "this app exists already", nil)
 			}
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
 			e := evconnect.AppCreated{AppID: s.ID, OrgID: c.OrgID, TenantID: c.TenantID, Env: c.Env, Counterpart: c.Counterpart,
 				Settings: c.Settings, CreatedBy: c.By.UserID, At: env.At}
-			return []events.Event{e}, http.StatusCreated, map[string]any{"app": connectcmd.ViewApp(s.ID, e, e.Settings, e.At)}, nil
+			return []events.Event{e}, commands.Created, map[string]any{"app": connectcmd.ViewApp(s.ID, e, e.Settings, e.At)}, nil
 		})
 	case *connectcmd.UpdateApp:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
 			e := evconnect.AppUpdated{Settings: c.Settings, By: c.By.UserID, At: env.At}
-			return []events.Event{e}, http.StatusOK, map[string]any{"app": connectcmd.ViewApp(s.ID, s.Created, e.Settings, e.At)}, nil
+			return []events.Event{e}, commands.Done, map[string]any{"app": connectcmd.ViewApp(s.ID, s.Created, e.Settings, e.At)}, nil
 		})
 	case *connectcmd.IssueKey:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
@@ -110,28 +109,28 @@ func DecideApp(s *App, env commands.Envelope) ([]events.Event, error) {
 				}
 			}
 			if live >= connectcmd.MaxKeys {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "key_limit_reached",
+				return nil, 0, nil, commands.Refuse(commands.CodeKeyLimitReached,
 					fmt.Sprintf("an app has at most %d live keys; revoke one first", connectcmd.MaxKeys), map[string]any{"limit": connectcmd.MaxKeys})
 			}
 			e := evconnect.KeyIssued{KeyID: c.KeyID, Digest: c.Digest, Prefix: c.Prefix, Name: c.Name, Env: c.Env,
 				CreatedBy: c.By.UserID, ExpiresAt: c.ExpiresAt.UTC(), At: env.At}
 			// The answer a retry gets again carries no secret: only the first answer shows it.
-			return []events.Event{e}, http.StatusCreated, map[string]any{"key": connectcmd.ViewKey(s.ID, e, false), "secret": nil}, nil
+			return []events.Event{e}, commands.Created, map[string]any{"key": connectcmd.ViewKey(s.ID, e, false), "secret": nil}, nil
 		})
 	case *connectcmd.RevokeKey:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
 			k, ok := s.Keys[c.KeyID]
 			if !ok {
-				return nil, 0, nil, commands.Refuse(http.StatusNotFound, "not_found", "no key of this app has that id", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeNotFound, "no key of this app has that id", nil)
 			}
 			view := map[string]any{"key": connectcmd.ViewKey(s.ID, k.KeyIssued, true)}
 			if k.Revoked {
-				return nil, http.StatusOK, view, nil
+				return nil, commands.Done, view, nil
 			}
-			return []events.Event{evconnect.KeyRevoked{KeyID: c.KeyID, By: c.By.UserID, At: env.At}}, http.StatusOK, view, nil
+			return []events.Event{evconnect.KeyRevoked{KeyID: c.KeyID, By: c.By.UserID, At: env.At}}, commands.Done, view, nil
 		})
 	}
 	return nil, fmt.Errorf("connect: no app decision for %T", env.Cmd)
@@ -173,13 +172,13 @@ func ApplyLink(s *Link, e events.Event) *Link {
 func linkEnded(l evconnect.Link, now time.Time) error {
 	switch {
 	case l.Disconnected:
-		return commands.Refuse(http.StatusGone, "link_closed", "you disconnected the app from the account this Connect link connected; ask the app for a new link to connect again", nil)
+		return commands.Refuse(commands.CodeLinkClosed, "you disconnected the app from the account this Connect link connected; ask the app for a new link to connect again", nil)
 	case l.State == evconnect.StateClosed:
-		return commands.Refuse(http.StatusGone, "link_closed", "this Connect link was closed by the app; ask the app for a new one", nil)
+		return commands.Refuse(commands.CodeLinkClosed, "this Connect link was closed by the app; ask the app for a new one", nil)
 	case l.State == evconnect.StateConnected:
-		return commands.Refuse(http.StatusConflict, "link_connected", "this Connect link has connected an account already; ask the app for a new one to connect another", nil)
+		return commands.Refuse(commands.CodeLinkConnected, "this Connect link has connected an account already; ask the app for a new one to connect another", nil)
 	case l.State == evconnect.StateFailed || l.Expired(now):
-		return commands.Refuse(http.StatusGone, "link_expired", "this Connect link expired before an account was connected; ask the app for a new one", nil)
+		return commands.Refuse(commands.CodeLinkExpired, "this Connect link expired before an account was connected; ask the app for a new one", nil)
 	}
 	return nil
 }
@@ -190,18 +189,18 @@ func linkEnded(l evconnect.Link, now time.Time) error {
 // a link that does not grant that account (any more) records nothing.
 func DecideLink(s *Link, env commands.Envelope) ([]events.Event, error) {
 	if _, creating := env.Cmd.(*connectcmd.CreateLink); !creating && s.State == "" {
-		return nil, commands.Refuse(http.StatusNotFound, "not_found", "no link of the app has that id in this environment", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "no link of the app has that id in this environment", nil)
 	}
 	now := env.At
 	switch c := env.Cmd.(type) {
 	case *connectcmd.CreateLink:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if s.State != "" {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this link exists already", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeIdempotencyConflict, "this link exists already", nil)
 			}
 			e := evconnect.LinkCreated{LinkID: s.ID, AppID: c.AppID, Trader: c.Trader, KeyID: c.KeyID, ExpiresAt: c.ExpiresAt.UTC(), At: now}
 			l := ApplyLink(NewLink(s.ID), e).Link
-			return []events.Event{e}, http.StatusCreated, map[string]any{"link": connectcmd.ViewLink(l, now)}, nil
+			return []events.Event{e}, commands.Created, map[string]any{"link": connectcmd.ViewLink(l, now)}, nil
 		})
 	case *connectcmd.MountLink:
 		if err := linkEnded(s.Link, now); err != nil {
@@ -225,7 +224,7 @@ func DecideLink(s *Link, env commands.Envelope) ([]events.Event, error) {
 		}
 		return []events.Event{evconnect.LinkDisconnected{By: c.By, At: now}}, nil
 	case *connectcmd.CloseLink:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			var evs []events.Event
 			switch {
 			case s.Expired(now):
@@ -237,7 +236,7 @@ func DecideLink(s *Link, env commands.Envelope) ([]events.Event, error) {
 			for _, e := range evs {
 				l = ApplyLink(&Link{Link: l, Idem: idem.Record{}}, e).Link
 			}
-			return evs, http.StatusOK, map[string]any{"link": connectcmd.ViewLink(l, now)}, nil
+			return evs, commands.Done, map[string]any{"link": connectcmd.ViewLink(l, now)}, nil
 		})
 	}
 	return nil, fmt.Errorf("connect: no link decision for %T", env.Cmd)
@@ -267,7 +266,7 @@ func DecideStatement(s *Statement, env commands.Envelope) ([]events.Event, error
 		return nil, fmt.Errorf("connect: no statement decision for %T", env.Cmd)
 	}
 	if s.Redeemed {
-		return nil, commands.Refuse(http.StatusUnauthorized, "invalid_statement", "this statement was exchanged already: a statement is good for one exchange; ask production for a new one",
+		return nil, commands.Refuse(commands.CodeInvalidStatement, "this statement was exchanged already: a statement is good for one exchange; ask production for a new one",
 			map[string]any{"reason": "replayed"})
 	}
 	return []events.Event{evconnect.StatementRedeemed{ID: c.ID, Email: c.Email, Expires: c.Expires.UTC(), At: env.At}}, nil

@@ -37,7 +37,7 @@ func plain(at time.Time, c commands.Command) commands.Envelope {
 func refusal(err error) (int, string, map[string]any) {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Status, string(r.Code), r.Params
+		return commands.StatusOf(r.Code, r.Malformed), string(r.Code), r.Params
 	}
 	return 0, "", nil
 }

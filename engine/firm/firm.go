@@ -6,7 +6,6 @@ package firm
 
 import (
 	"fmt"
-	"net/http"
 	"sort"
 	"time"
 
@@ -131,7 +130,7 @@ func Apply(s *State, e events.Event) *State {
 }
 
 func notFound(what string) error {
-	return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, what+" not found", nil)
+	return commands.Refuse(commands.CodeNotFound, what+" not found", nil)
 }
 
 // keyed reports whether env came through the venue door: an Idempotency-Key
@@ -149,12 +148,12 @@ func registerWebhook(s *State, env commands.Envelope, c *firmcmd.RegisterWebhook
 	}
 	for _, w := range s.Active() {
 		if w.URL == c.URL {
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeWebhookExists,
+			return nil, commands.Refuse(commands.CodeWebhookExists,
 				"an endpoint with that url is registered already; remove it first", map[string]any{"webhookId": w.ID})
 		}
 	}
 	if len(s.Active()) >= firmcmd.MaxWebhooks {
-		return nil, commands.Refuse(http.StatusConflict, commands.CodeWebhookLimitReached,
+		return nil, commands.Refuse(commands.CodeWebhookLimitReached,
 			fmt.Sprintf("a firm registers at most %d endpoints; remove one first", firmcmd.MaxWebhooks),
 			map[string]any{"limit": firmcmd.MaxWebhooks})
 	}
@@ -172,7 +171,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		if !keyed(env) {
 			return registerWebhook(s, env, c)
 		}
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			evs, err := registerWebhook(s, env, c)
 			if err != nil {
 				return nil, 0, nil, err
@@ -181,7 +180,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			if len(evs) > 0 {
 				w = &Webhook{ID: c.ID, URL: c.URL, EventTypes: append([]string{}, c.EventTypes...), CreatedAt: env.At}
 			}
-			return evs, http.StatusOK, map[string]any{"webhook": view(w)}, nil
+			return evs, commands.Done, map[string]any{"webhook": view(w)}, nil
 		})
 	case *firmcmd.RemoveWebhook:
 		w, ok := s.Webhooks[c.ID]
@@ -194,18 +193,18 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			}
 			return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, nil
 		}
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if !ok || w.Removed { // a removed endpoint is not found, as the partner route answers it
 				return nil, 0, nil, notFound("webhook")
 			}
-			return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, http.StatusOK, map[string]any{"webhook": view(w)}, nil
+			return []events.Event{evfirm.WebhookRemoved{WebhookID: c.ID, At: env.At}}, commands.Done, map[string]any{"webhook": view(w)}, nil
 		})
 	case *firmcmd.TestWebhook:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if w, ok := s.Webhooks[c.WebhookID]; !ok || w.Removed {
 				return nil, 0, nil, notFound("webhook")
 			}
-			return nil, http.StatusOK, map[string]any{"delivery": c.Outcome}, nil
+			return nil, commands.Done, map[string]any{"delivery": c.Outcome}, nil
 		})
 	case *firmcmd.CreateRegistration:
 		expires := env.At.Add(RegistrationLifetime)
@@ -229,7 +228,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		case StatusRevoked:
 			return nil, nil
 		case StatusLinked:
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationLinked,
+			return nil, commands.Refuse(commands.CodeRegistrationLinked,
 				"the registration was already linked; only an unused one can be revoked", nil)
 		}
 		return []events.Event{evfirm.RegistrationRevoked{RegistrationID: c.ID, At: env.At}}, nil
@@ -239,18 +238,18 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			return nil, notFound("registration")
 		}
 		if !c.Verified {
-			return nil, commands.Refuse(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address first: a registration is matched on a verified address", nil)
+			return nil, commands.Refuse(commands.CodeEmailUnverified, "verify your email address first: a registration is matched on a verified address", nil)
 		}
 		switch r.Status(env.At) {
 		case StatusLinked:
 			if r.TraderID == c.TraderID {
 				return nil, nil
 			}
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationLinked, "the registration was already linked", nil)
+			return nil, commands.Refuse(commands.CodeRegistrationLinked, "the registration was already linked", nil)
 		case StatusRevoked:
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationRevoked, "the firm revoked the registration", nil)
+			return nil, commands.Refuse(commands.CodeRegistrationRevoked, "the firm revoked the registration", nil)
 		case StatusExpired:
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeRegistrationExpired, "the registration expired; ask the firm to send it again", nil)
+			return nil, commands.Refuse(commands.CodeRegistrationExpired, "the registration expired; ask the firm to send it again", nil)
 		}
 		return []events.Event{evfirm.RegistrationLinked{RegistrationID: c.ID, TraderID: c.TraderID, At: env.At}}, nil
 	}

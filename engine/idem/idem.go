@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
@@ -35,7 +34,7 @@ var ErrNoKey = errors.New("idem: a keyed write without an Idempotency-Key")
 // it is 409 idempotency_conflict, nothing committed. Otherwise decide runs;
 // a refusal records nothing, so the key stays free for a corrected request;
 // a success commits decide's events and a KeyUsed with the answer it gives.
-func Write(r Record, env commands.Envelope, decide func() ([]events.Event, int, any, error)) ([]events.Event, error) {
+func Write(r Record, env commands.Envelope, decide func() ([]events.Event, commands.Outcome, any, error)) ([]events.Event, error) {
 	if env.Key == "" || env.Digest == "" {
 		return nil, ErrNoKey
 	}
@@ -43,7 +42,7 @@ func Write(r Record, env commands.Envelope, decide func() ([]events.Event, int, 
 		if used.Digest == env.Digest {
 			return nil, &commands.Replay{Status: used.Status, Body: used.Body}
 		}
-		return nil, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict,
+		return nil, commands.Refuse(commands.CodeIdempotencyConflict,
 			"this Idempotency-Key was used with a different request; the original write stands", nil)
 	}
 	evs, status, answer, err := decide()
@@ -54,5 +53,5 @@ func Write(r Record, env commands.Envelope, decide func() ([]events.Event, int, 
 	if err != nil {
 		return nil, fmt.Errorf("idem: answer: %w", err)
 	}
-	return append(evs, evidem.KeyUsed{Key: env.Key, Digest: env.Digest, Status: status, Body: body, At: env.At}), nil
+	return append(evs, evidem.KeyUsed{Key: env.Key, Digest: env.Digest, Status: int(status), Body: body, At: env.At}), nil
 }

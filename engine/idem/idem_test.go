@@ -19,18 +19,18 @@ func (wrote) Type() string { return "test.wrote.v1" }
 func TestWrite(t *testing.T) {
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	env := func(key, digest string) commands.Envelope { return commands.Envelope{At: at, Key: key, Digest: digest} }
-	ok := func() ([]events.Event, int, any, error) {
+	ok := func() ([]events.Event, commands.Outcome, any, error) {
 		return []events.Event{wrote{1}}, http.StatusCreated, map[string]any{"n": 1}, nil
 	}
-	refused := func() ([]events.Event, int, any, error) {
-		return nil, 0, nil, commands.Refuse(http.StatusBadRequest, "invalid_request", "no", nil)
+	refused := func() ([]events.Event, commands.Outcome, any, error) {
+		return nil, 0, nil, commands.BadRequest("no")
 	}
 	rec := idem.Record{}
 	rec.Apply(evidem.KeyUsed{Key: "used", Digest: "d1", Status: 201, Body: []byte(`{"n":1}`)})
 	cases := []struct {
 		name         string
 		env          commands.Envelope
-		decide       func() ([]events.Event, int, any, error)
+		decide       func() ([]events.Event, commands.Outcome, any, error)
 		events       int
 		replay       bool
 		status       int
@@ -55,7 +55,7 @@ func TestWrite(t *testing.T) {
 					t.Fatalf("replay %v", err)
 				}
 			case tc.code != "":
-				if !errors.As(err, &ref) || ref.Status != tc.status || string(ref.Code) != tc.code {
+				if !errors.As(err, &ref) || commands.StatusOf(ref.Code, ref.Malformed) != tc.status || string(ref.Code) != tc.code {
 					t.Fatalf("refusal %v", err)
 				}
 			case tc.env.Key == "":

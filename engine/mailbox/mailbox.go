@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -294,7 +293,7 @@ func (g *Group[S]) safeHandle(b *box[S], r *request[S]) (res Result, err error) 
 			res, err = committed, nil
 			return
 		}
-		res, err = Result{}, commands.Refuse(http.StatusInternalServerError, CodeInternal,
+		res, err = Result{}, commands.Refuse(CodeInternal,
 			"the engine failed on this command and recorded nothing; the failure is logged with the command id",
 			map[string]any{"commandId": r.env.ID.String()})
 	}()

@@ -38,7 +38,7 @@ func kind() mailbox.Kind[*counter] {
 		Decide: func(s *counter, env commands.Envelope) ([]events.Event, error) {
 			c := env.Cmd.(*add)
 			if s.total+c.N > max {
-				return nil, commands.Refuse(409, "over", "over the maximum", nil)
+				return nil, commands.Refuse("over", "over the maximum", nil)
 			}
 			return []events.Event{added{N: c.N}}, nil
 		},
@@ -220,7 +220,7 @@ func TestAPanicFailsOneCommandAndTheMailboxServesOn(t *testing.T) {
 
 	_, err := g.Execute(context.Background(), "p1", env(7))
 	var ref *commands.Refusal
-	if !errors.As(err, &ref) || ref.Status != 500 || ref.Code != mailbox.CodeInternal || ref.Params["commandId"] == "" {
+	if !errors.As(err, &ref) || commands.StatusOf(ref.Code, ref.Malformed) != 500 || ref.Code != mailbox.CodeInternal || ref.Params["commandId"] == "" {
 		t.Fatalf("decide panic answered %v", err)
 	}
 	if n, _ := l.LastSubjectSeq(context.Background(), "evt.counter.p1"); n != 0 {

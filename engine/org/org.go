@@ -4,7 +4,6 @@ package org
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -70,22 +69,22 @@ func (s *State) owners() int {
 }
 
 func notFound() error {
-	return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no organization of yours has that id", nil)
+	return commands.Refuse(commands.CodeNotFound, "no organization of yours has that id", nil)
 }
 
 func ownersOnly() error {
-	return commands.Refuse(http.StatusForbidden, commands.CodePermissionDenied, "only an owner of the organization can do this", nil)
+	return commands.Refuse(commands.CodePermissionDenied, "only an owner of the organization can do this", nil)
 }
 
 // Decide runs one organization command.
 func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	if c, ok := env.Cmd.(*orgcmd.Create); ok {
 		if !c.By.Verified {
-			return nil, commands.Refuse(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address before you create an organization", nil)
+			return nil, commands.Refuse(commands.CodeEmailUnverified, "verify your email address before you create an organization", nil)
 		}
 		if s.Created {
 			if s.Digest != c.Digest {
-				return nil, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict, "this Idempotency-Key was used with another request", nil)
+				return nil, commands.Refuse(commands.CodeIdempotencyConflict, "this Idempotency-Key was used with another request", nil)
 			}
 			return nil, nil
 		}
@@ -105,14 +104,14 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		email := strings.ToLower(c.Email)
 		for _, m := range s.Members {
 			if m.Email == email {
-				return nil, commands.Refuse(http.StatusConflict, commands.CodeAlreadyMember, "that address is a member already", nil)
+				return nil, commands.Refuse(commands.CodeAlreadyMember, "that address is a member already", nil)
 			}
 		}
 		if s.Invites[email] == c.Role {
 			return nil, nil
 		}
 		if len(s.Members)+len(s.Invites) >= orgcmd.MaxMembers {
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeMemberLimitReached,
+			return nil, commands.Refuse(commands.CodeMemberLimitReached,
 				fmt.Sprintf("an organization has at most %d members and invitations", orgcmd.MaxMembers), map[string]any{"limit": orgcmd.MaxMembers})
 		}
 		return []events.Event{evorg.MemberInvited{Email: email, Role: c.Role, InvitedBy: c.By.UserID, At: env.At}}, nil
@@ -127,10 +126,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		}
 		r, ok := s.Invites[c.By.Email]
 		if !ok {
-			return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no invitation of this organization names your address", nil)
+			return nil, commands.Refuse(commands.CodeNotFound, "no invitation of this organization names your address", nil)
 		}
 		if !c.By.Verified {
-			return nil, commands.Refuse(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address before you accept an invitation", nil)
+			return nil, commands.Refuse(commands.CodeEmailUnverified, "verify your email address before you accept an invitation", nil)
 		}
 		return []events.Event{evorg.MemberJoined{UserID: c.By.UserID, Email: c.By.Email, Role: r, At: env.At}}, nil
 	case *orgcmd.Remove:
@@ -143,10 +142,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		}
 		m, ok := s.Members[c.UserID]
 		if !ok {
-			return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no member has that user id", nil)
+			return nil, commands.Refuse(commands.CodeNotFound, "no member has that user id", nil)
 		}
 		if m.Role == orgcmd.RoleOwner && s.owners() == 1 {
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeLastOwner, "an organization keeps at least one owner: make another owner first", nil)
+			return nil, commands.Refuse(commands.CodeLastOwner, "an organization keeps at least one owner: make another owner first", nil)
 		}
 		return []events.Event{evorg.MemberRemoved{UserID: c.UserID, By: c.By.UserID, At: env.At}}, nil
 	case *orgcmd.Withdraw:

@@ -4,7 +4,6 @@ package plan
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
@@ -51,12 +50,12 @@ func Apply(s *State, e events.Event) *State {
 }
 
 func notFound() error {
-	return commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "no exit plan of yours has that id", nil)
+	return commands.Refuse(commands.CodeNotFound, "no exit plan of yours has that id", nil)
 }
 
 // conflict is the stale-revision answer: 409 exit_plan_conflict with the current revision.
 func conflict(current string) error {
-	return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict,
+	return commands.Refuse(commands.CodeExitPlanConflict,
 		"the plan changed since you read it: read it again and send its current revision", map[string]any{"revision": current})
 }
 
@@ -70,10 +69,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				if exists && p.Digest == c.Digest && c.Digest != "" && p.Version == 1 {
 					return nil, nil // the same Idempotency-Key and request: the plan stands
 				}
-				return nil, commands.Refuse(http.StatusConflict, commands.CodeIdempotencyConflict, "this Idempotency-Key was used with another request", nil)
+				return nil, commands.Refuse(commands.CodeIdempotencyConflict, "this Idempotency-Key was used with another request", nil)
 			}
 			if len(s.Plans) >= plancmd.MaxPlans {
-				return nil, commands.Refuse(http.StatusConflict, commands.CodePlanLimitReached,
+				return nil, commands.Refuse(commands.CodePlanLimitReached,
 					fmt.Sprintf("at most %d saved exit plans; delete one first", plancmd.MaxPlans), map[string]any{"limit": plancmd.MaxPlans})
 			}
 			return []events.Event{evplan.Saved{PlanID: c.PlanID, Revision: plancmd.Revision(c.PlanID, 1, c.Spec), Spec: c.Spec, Digest: c.Digest, At: env.At}}, nil

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -688,7 +687,7 @@ func (r *Reactor) send(id, kind string, cmd commands.Command) {
 // HoldsUnreadable is the refusal of a command whose account's holds could not be
 // read: 503 with Retry-After: 1, never a pass.
 func HoldsUnreadable() *commands.Refusal {
-	return commands.Refuse(http.StatusServiceUnavailable, commands.CodeHoldsUnreadable,
+	return commands.Refuse(commands.CodeHoldsUnreadable,
 		"the account's holds could not be read; nothing was recorded; retry with the same id", nil)
 }
 

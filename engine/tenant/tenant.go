@@ -5,7 +5,6 @@ package tenant
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"time"
@@ -94,7 +93,7 @@ func Apply(s *State, e events.Event) *State {
 
 // invalidToken is the refusal of a token that is unknown, used or expired.
 func invalidToken(what string) error {
-	return commands.Refuse(http.StatusBadRequest, commands.CodeInvalidToken,
+	return commands.Refuse(commands.CodeInvalidToken,
 		fmt.Sprintf("the %s token is invalid, already used or expired; request a new one", what), nil)
 }
 
@@ -118,7 +117,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		}, nil
 	}
 	if !s.Created {
-		return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "tenant not found", nil)
+		return nil, commands.Refuse(commands.CodeNotFound, "tenant not found", nil)
 	}
 	switch c := env.Cmd.(type) {
 	case *tenantcmd.IssueKey:
@@ -130,7 +129,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				return nil, emailUnverified()
 			}
 			if n := s.LiveKeys(env.At); n >= tenantcmd.MaxKeys {
-				return nil, commands.Refuse(http.StatusConflict, commands.CodeKeyLimitReached,
+				return nil, commands.Refuse(commands.CodeKeyLimitReached,
 					fmt.Sprintf("at most %d keys may be live at once; revoke one first", tenantcmd.MaxKeys), map[string]any{"limit": tenantcmd.MaxKeys})
 			}
 			if !c.ExpiresAt.IsZero() && !c.ExpiresAt.After(env.At) {
@@ -141,7 +140,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			Name: c.Name, ExpiresAt: c.ExpiresAt, At: env.At}}, nil
 	case *tenantcmd.RevokeKey:
 		if _, ok := s.Keys[c.KeyID]; !ok {
-			return nil, commands.Refuse(http.StatusNotFound, commands.CodeNotFound, "key not found", nil)
+			return nil, commands.Refuse(commands.CodeNotFound, "key not found", nil)
 		}
 		if s.Revoked[c.KeyID] {
 			return nil, nil
@@ -175,7 +174,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return append(evs, s.endSessions("password_set", env.At)...), nil
 	case *tenantcmd.StartSession:
 		if s.Kind != "user" {
-			return nil, commands.Refuse(http.StatusForbidden, commands.CodePermissionDenied, "only users sign in", nil)
+			return nil, commands.Refuse(commands.CodePermissionDenied, "only users sign in", nil)
 		}
 		if _, ok := s.Sessions[c.SessionID]; ok {
 			return nil, nil
@@ -188,7 +187,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return []events.Event{evtenant.SessionEnded{SessionID: c.SessionID, Reason: c.Reason, At: env.At}}, nil
 	case *tenantcmd.ReserveDemo:
 		if s.Kind != "user" {
-			return nil, commands.Refuse(http.StatusForbidden, commands.CodePermissionDenied, "demo accounts are opened by signed-up users", nil)
+			return nil, commands.Refuse(commands.CodePermissionDenied, "demo accounts are opened by signed-up users", nil)
 		}
 		if !s.Verified {
 			return nil, emailUnverified()
@@ -197,7 +196,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 			return nil, nil
 		}
 		if len(s.Demos) >= tenantcmd.MaxDemoAccounts {
-			return nil, commands.Refuse(http.StatusConflict, commands.CodeAccountLimitReached,
+			return nil, commands.Refuse(commands.CodeAccountLimitReached,
 				fmt.Sprintf("at most %d demo accounts per user", tenantcmd.MaxDemoAccounts), map[string]any{"limit": tenantcmd.MaxDemoAccounts})
 		}
 		return []events.Event{evtenant.DemoReserved{AccountID: c.AccountID, At: env.At}}, nil
@@ -209,7 +208,7 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 
 // emailUnverified refuses what needs a verified email.
 func emailUnverified() error {
-	return commands.Refuse(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email address first: follow the link in the mail sent at sign-up", nil)
+	return commands.Refuse(commands.CodeEmailUnverified, "verify your email address first: follow the link in the mail sent at sign-up", nil)
 }
 
 // LiveKeys counts the keys neither revoked nor expired at at.

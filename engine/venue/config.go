@@ -3,7 +3,6 @@ package venue
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func applyConfig(s *State, e evvenue.ConfigSet) {
 
 // versionConflict is 409 version_conflict naming the current version.
 func versionConflict(current int) error {
-	return commands.Refuse(http.StatusConflict, "version_conflict",
+	return commands.Refuse(commands.CodeVersionConflict,
 		"the item changed since you read it (or exists already): read it again and send its current version",
 		map[string]any{"version": current})
 }
@@ -73,7 +72,7 @@ func ConfigView(kind, id string, it Item) map[string]any {
 
 // decideConfig creates, changes or retires one item, conditionally on the
 // version read, after checking what it refers to exists and is live.
-func decideConfig(s *State, env commands.Envelope, c *venuecmd.SetConfig) ([]events.Event, int, any, error) {
+func decideConfig(s *State, env commands.Envelope, c *venuecmd.SetConfig) ([]events.Event, commands.Outcome, any, error) {
 	cur := s.item(c.Kind, c.ID)
 	version := 0
 	if cur != nil {
@@ -83,9 +82,9 @@ func decideConfig(s *State, env commands.Envelope, c *venuecmd.SetConfig) ([]eve
 	case c.IfVersion != version:
 		return nil, 0, nil, versionConflict(version)
 	case c.Retire && cur.Retired:
-		return nil, http.StatusOK, map[string]any{"item": ConfigView(c.Kind, c.ID, *cur)}, nil
+		return nil, commands.Done, map[string]any{"item": ConfigView(c.Kind, c.ID, *cur)}, nil
 	case cur == nil && len(s.Config[c.Kind]) >= venuecmd.MaxConfigItems:
-		return nil, 0, nil, commands.Refuse(http.StatusConflict, "config_limit_reached",
+		return nil, 0, nil, commands.Refuse(commands.CodeConfigLimitReached,
 			fmt.Sprintf("a venue holds at most %d %s", venuecmd.MaxConfigItems, c.Kind), map[string]any{"limit": venuecmd.MaxConfigItems})
 	}
 	if !c.Retire {
@@ -101,15 +100,15 @@ func decideConfig(s *State, env commands.Envelope, c *venuecmd.SetConfig) ([]eve
 			next.Body = cur.Body
 		}
 	}
-	status := http.StatusOK
+	status := commands.Done
 	if cur == nil {
-		status = http.StatusCreated
+		status = commands.Created
 	}
 	return []events.Event{e}, status, map[string]any{"item": ConfigView(c.Kind, c.ID, next)}, nil
 }
 
 func missing(field, kind, id string) error {
-	return commands.Refuse(http.StatusUnprocessableEntity, "invalid_request",
+	return commands.Refuse(commands.CodeInvalidRequest,
 		fmt.Sprintf("%s names %s %q, which this venue does not hold (or retired)", field, kind, id), map[string]any{"field": field})
 }
 

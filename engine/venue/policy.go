@@ -3,7 +3,6 @@ package venue
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"sort"
 	"time"
 
@@ -59,22 +58,22 @@ func PolicyView(id string, p *Policy) map[string]any {
 }
 
 func unstated() error {
-	return commands.Refuse(http.StatusNotFound, "not_found", "this venue has stated no such risk policy version", nil)
+	return commands.Refuse(commands.CodeNotFound, "this venue has stated no such risk policy version", nil)
 }
 
-func decideStatePolicy(s *State, env commands.Envelope, c *venuecmd.StatePolicy) ([]events.Event, int, any, error) {
+func decideStatePolicy(s *State, env commands.Envelope, c *venuecmd.StatePolicy) ([]events.Event, commands.Outcome, any, error) {
 	if c.Policy.Authority != s.ID {
-		return nil, 0, nil, commands.Refuse(http.StatusConflict, "risk_policy_owner_conflict",
+		return nil, 0, nil, commands.Refuse(commands.CodeRiskPolicyOwnerConflict,
 			"the policy's authority names another venue", map[string]any{"field": "authority"})
 	}
 	cur := s.Policies[c.PolicyID]
 	if cur != nil {
 		if body, stated := cur.Versions[c.Version]; stated {
 			if !bytes.Equal(body, c.Canonical) {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "risk_policy_version_conflict",
+				return nil, 0, nil, commands.Refuse(commands.CodeRiskPolicyVersionConflict,
 					"this version was stated with other content; a version never changes: state a new one", map[string]any{"version": c.Version})
 			}
-			return nil, http.StatusOK, map[string]any{"policy": PolicyView(c.PolicyID, cur)}, nil
+			return nil, commands.Done, map[string]any{"policy": PolicyView(c.PolicyID, cur)}, nil
 		}
 	}
 	e := evvenue.PolicyStated{PolicyID: c.PolicyID, Version: c.Version, Body: c.Canonical, At: env.At}
@@ -85,10 +84,10 @@ func decideStatePolicy(s *State, env commands.Envelope, c *venuecmd.StatePolicy)
 		}
 		next.InForce = cur.InForce
 	}
-	return []events.Event{e}, http.StatusCreated, map[string]any{"policy": PolicyView(c.PolicyID, next)}, nil
+	return []events.Event{e}, commands.Created, map[string]any{"policy": PolicyView(c.PolicyID, next)}, nil
 }
 
-func decidePublish(s *State, env commands.Envelope, c *venuecmd.PublishPolicy) ([]events.Event, int, any, error) {
+func decidePublish(s *State, env commands.Envelope, c *venuecmd.PublishPolicy) ([]events.Event, commands.Outcome, any, error) {
 	cur := s.Policies[c.PolicyID]
 	if cur == nil {
 		return nil, 0, nil, unstated()
@@ -98,7 +97,7 @@ func decidePublish(s *State, env commands.Envelope, c *venuecmd.PublishPolicy) (
 	case !stated:
 		return nil, 0, nil, unstated()
 	case cur.InForce == c.Version:
-		return nil, 0, nil, commands.Refuse(http.StatusConflict, "risk_policy_unchanged", "this version is in force already", map[string]any{"version": c.Version})
+		return nil, 0, nil, commands.Refuse(commands.CodeRiskPolicyUnchanged, "this version is in force already", map[string]any{"version": c.Version})
 	}
 	var p venuecmd.Policy
 	_ = json.Unmarshal(body, &p)
@@ -107,12 +106,12 @@ func decidePublish(s *State, env commands.Envelope, c *venuecmd.PublishPolicy) (
 		fig  *venuecmd.Figure
 	}{{"dailyLossLimit", p.DailyLossLimit}, {"weeklyLossLimit", p.WeeklyLossLimit}} {
 		if f.fig != nil && !f.fig.Sourced {
-			return nil, 0, nil, commands.Refuse(http.StatusConflict, "risk_policy_unsourced",
+			return nil, 0, nil, commands.Refuse(commands.CodeRiskPolicyUnsourced,
 				"the version states a figure without its source: it cannot be published", map[string]any{"field": f.name})
 		}
 	}
 	next := &Policy{Versions: cur.Versions, Stated: cur.Stated, InForce: c.Version}
-	return []events.Event{evvenue.PolicyPublished{PolicyID: c.PolicyID, Version: c.Version, At: env.At}}, http.StatusOK,
+	return []events.Event{evvenue.PolicyPublished{PolicyID: c.PolicyID, Version: c.Version, At: env.At}}, commands.Done,
 		map[string]any{"policy": PolicyView(c.PolicyID, next)}, nil
 }
 

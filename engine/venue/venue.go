@@ -5,7 +5,6 @@ package venue
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/svc/engine/commands"
 	venuecmd "github.com/svc/engine/commands/venue"
@@ -69,16 +68,16 @@ func Apply(s *State, e events.Event) *State {
 }
 
 func notFound() error {
-	return commands.Refuse(http.StatusNotFound, "not_found", "no venue of yours has that id", nil)
+	return commands.Refuse(commands.CodeNotFound, "no venue of yours has that id", nil)
 }
 
 // owner refuses an actor who is not a verified owner of the venue's organization now.
 func owner(by venuecmd.Owner) error {
 	switch {
 	case !by.Verified:
-		return commands.Refuse(http.StatusForbidden, "email_unverified", "verify your email before managing a venue", nil)
+		return commands.Refuse(commands.CodeEmailUnverified, "verify your email before managing a venue", nil)
 	case !by.Owner:
-		return commands.Refuse(http.StatusForbidden, "permission_denied", "only an owner of the venue's organization manages it", nil)
+		return commands.Refuse(commands.CodePermissionDenied, "only an owner of the venue's organization manages it", nil)
 	}
 	return nil
 }
@@ -91,18 +90,18 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	}
 	switch c := env.Cmd.(type) {
 	case *venuecmd.CreateVenue:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if s.Open {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "idempotency_conflict", "this venue exists already", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeIdempotencyConflict, "this venue exists already", nil)
 			}
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
 			e := evvenue.Created{VenueID: s.ID, OrgID: c.OrgID, FirmTenantID: c.FirmTenantID, Name: c.Name, CreatedBy: c.By.UserID, At: env.At}
-			return []events.Event{e}, http.StatusCreated, map[string]any{"venue": venuecmd.VenueView(s.ID, e)}, nil
+			return []events.Event{e}, commands.Created, map[string]any{"venue": venuecmd.VenueView(s.ID, e)}, nil
 		})
 	case *venuecmd.IssueKey:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
@@ -113,41 +112,41 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				}
 			}
 			if live >= venuecmd.MaxKeys {
-				return nil, 0, nil, commands.Refuse(http.StatusConflict, "key_limit_reached",
+				return nil, 0, nil, commands.Refuse(commands.CodeKeyLimitReached,
 					fmt.Sprintf("a venue has at most %d live keys; revoke one first", venuecmd.MaxKeys), map[string]any{"limit": venuecmd.MaxKeys})
 			}
 			e := evvenue.KeyIssued{KeyID: c.KeyID, Digest: c.Digest, Prefix: c.Prefix, Name: c.Name, Env: c.Env, Scopes: c.Scopes,
 				CreatedBy: c.By.UserID, ExpiresAt: c.ExpiresAt.UTC(), At: env.At}
 			// The answer a retry gets again carries no secret: it is shown once, by the first answer only.
-			return []events.Event{e}, http.StatusCreated, map[string]any{"key": venuecmd.ViewOf(e, false), "secret": nil}, nil
+			return []events.Event{e}, commands.Created, map[string]any{"key": venuecmd.ViewOf(e, false), "secret": nil}, nil
 		})
 	case *venuecmd.RevokeKey:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			if err := owner(c.By); err != nil {
 				return nil, 0, nil, err
 			}
 			k, ok := s.Keys[c.KeyID]
 			if !ok {
-				return nil, 0, nil, commands.Refuse(http.StatusNotFound, "not_found", "no key of this venue has that id", nil)
+				return nil, 0, nil, commands.Refuse(commands.CodeNotFound, "no key of this venue has that id", nil)
 			}
 			if k.Revoked {
-				return nil, http.StatusOK, map[string]any{"key": venuecmd.ViewOf(k.KeyIssued, true)}, nil
+				return nil, commands.Done, map[string]any{"key": venuecmd.ViewOf(k.KeyIssued, true)}, nil
 			}
-			return []events.Event{evvenue.KeyRevoked{KeyID: c.KeyID, By: c.By.UserID, At: env.At}}, http.StatusOK,
+			return []events.Event{evvenue.KeyRevoked{KeyID: c.KeyID, By: c.By.UserID, At: env.At}}, commands.Done,
 				map[string]any{"key": venuecmd.ViewOf(k.KeyIssued, true)}, nil
 		})
 	case *venuecmd.RegisterProvider:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) {
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) {
 			p := evvenue.Provider{ID: ProviderID(env), VenueID: s.ID, Name: c.Name, Manifest: c.Canonical, ManifestHash: c.ManifestHash,
 				State: "candidate", CreationKey: env.Key, CreationHash: c.CreationHash, CreatedAt: env.At}
-			return []events.Event{evvenue.ProviderRegistered{Provider: p}}, http.StatusCreated, map[string]any{"provider": venuecmd.ProviderView(p)}, nil
+			return []events.Event{evvenue.ProviderRegistered{Provider: p}}, commands.Created, map[string]any{"provider": venuecmd.ProviderView(p)}, nil
 		})
 	case *venuecmd.SetConfig:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decideConfig(s, env, c) })
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decideConfig(s, env, c) })
 	case *venuecmd.StatePolicy:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decideStatePolicy(s, env, c) })
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decideStatePolicy(s, env, c) })
 	case *venuecmd.PublishPolicy:
-		return idem.Write(s.Idem, env, func() ([]events.Event, int, any, error) { return decidePublish(s, env, c) })
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decidePublish(s, env, c) })
 	}
 	return nil, fmt.Errorf("venue: no decision for %T", env.Cmd)
 }

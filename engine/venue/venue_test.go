@@ -44,7 +44,7 @@ func decide(t *testing.T, s *venue.State, env commands.Envelope) ([]events.Event
 func refusal(err error) (int, string) {
 	var r *commands.Refusal
 	if errors.As(err, &r) {
-		return r.Status, string(r.Code)
+		return commands.StatusOf(r.Code, r.Malformed), string(r.Code)
 	}
 	return 0, ""
 }

@@ -93,6 +93,6 @@ func (c PageCursor) After(r *http.Request) (string, error) {
 			}
 		}
 	}
-	return "", &commands.Refusal{Status: http.StatusBadRequest, Code: commands.CodeInvalidCursor, Params: map[string]any{"field": "cursor"},
+	return "", &commands.Refusal{Malformed: true, Code: commands.CodeInvalidCursor, Params: map[string]any{"field": "cursor"},
 		Msg: "cursor is not one this listing gave: send back its nextCursor as it came"}
 }

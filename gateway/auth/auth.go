@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -144,7 +145,7 @@ func (a *Auth) ownOrigin(o string) bool { return o != "" && o == a.own }
 // ErrOriginNotAllowed is the answer to a request from an origin that is
 // neither registered nor the engine's own: 403 origin_not_allowed.
 func ErrOriginNotAllowed(why string) *httpx.Error {
-	return httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "origin not allowed: %s", why)
+	return httpx.Errorf(http.StatusForbidden, commands.CodeOriginNotAllowed, "origin not allowed: %s", why)
 }
 
 // Origin refuses a request whose Origin header is neither registered nor the
@@ -167,7 +168,7 @@ func (a *Auth) RequireOrigin(fam httpx.Family) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			o := strings.TrimRight(r.Header.Get("Origin"), "/")
 			if o == "" || !a.origins[o] {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a registered browser origin or a valid API key is required"))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "a registered browser origin or a valid API key is required"))
 				return
 			}
 			a.admit(w, r, fam, httpx.Principal{Kind: "origin", Origin: o}, time.Time{}, next)
@@ -234,7 +235,7 @@ func (a *Auth) forget(digest string) {
 // StoreUnavailable is the answer when a credential cannot be checked because
 // the store is unreachable: 503 store_unavailable with Retry-After, never 401.
 func StoreUnavailable() *httpx.Error {
-	return httpx.Unavailable("store_unavailable", "the credential store cannot be read right now; nothing was recorded; retry after the Retry-After seconds")
+	return httpx.Unavailable(commands.CodeStoreUnavailable, "the credential store cannot be read right now; nothing was recorded; retry after the Retry-After seconds")
 }
 
 // Require admits requests bearing a live key of one of kinds; a key of another
@@ -245,7 +246,7 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k, err := a.resolve(r)
 			if errors.Is(err, errNoKey) {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a valid API key is required: Authorization: Bearer svc_sk_..."))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "a valid API key is required: Authorization: Bearer svc_sk_..."))
 				return
 			}
 			if err != nil {
@@ -257,7 +258,7 @@ func (a *Auth) Require(fam httpx.Family, kinds ...string) func(http.Handler) htt
 				allowed = allowed || k.Kind == kind
 			}
 			if !allowed {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "permission_denied", "this key cannot be used on this route"))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "this key cannot be used on this route"))
 				return
 			}
 			p := httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: k.Kind}
@@ -282,12 +283,12 @@ func credential(p httpx.Principal) string { return p.Credential() }
 func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p httpx.Principal, until time.Time, next http.Handler) {
 	id := credential(p)
 	if wait, ok := a.allow(id, a.cfg.RatePerSecond, a.cfg.Burst); !ok {
-		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
+		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
 		return
 	}
 	if p.TenantID != "" {
 		if wait, ok := a.allow("tenant:"+p.TenantID, a.cfg.TenantRatePerSecond, a.cfg.TenantBurst); !ok {
-			httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: wait,
+			httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, RetryAfter: wait,
 				Msg: "the rate limit of all your keys and sessions together is exceeded; wait for Retry-After"})
 			return
 		}
@@ -307,7 +308,7 @@ func (a *Auth) openStream(id string) (release func(), err error) {
 	a.smu.Lock()
 	defer a.smu.Unlock()
 	if a.streams[id] >= a.cfg.MaxStreams {
-		return nil, &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: StreamRetryAfter,
+		return nil, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeTooManyStreams, RetryAfter: StreamRetryAfter,
 			Msg:    fmt.Sprintf("at most %d streams may be open at once per credential; close one first", a.cfg.MaxStreams),
 			Params: map[string]any{"limit": a.cfg.MaxStreams}}
 	}
@@ -386,7 +387,7 @@ func (a *Auth) Writes(fam httpx.Family) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if a.Draining() && r.Method != http.MethodGet && r.Method != http.MethodHead {
-				httpx.WriteError(w, r, fam, httpx.Unavailable("engine_draining", "the engine is shutting down; retry with the same id"))
+				httpx.WriteError(w, r, fam, httpx.Unavailable(commands.CodeEngineDraining, "the engine is shutting down; retry with the same id"))
 				return
 			}
 			next.ServeHTTP(w, r)

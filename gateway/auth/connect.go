@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -35,12 +36,12 @@ func (a *Auth) RequireConnectKey(fam httpx.Family) func(http.Handler) http.Handl
 			}
 			h := r.Header.Get("Authorization")
 			if h == "" {
-				fail(httpx.Errorf(http.StatusUnauthorized, "api_key_required", "a Connect app key is required: Authorization: Bearer svc_ck_..."))
+				fail(httpx.Errorf(http.StatusUnauthorized, commands.CodeAPIKeyRequired, "a Connect app key is required: Authorization: Bearer svc_ck_..."))
 				return
 			}
 			k, err := a.resolve(r)
 			if errors.Is(err, errNoKey) {
-				fail(httpx.Errorf(http.StatusUnauthorized, "invalid_key", "the key is unknown, expired or revoked: create a live one in the Connect dashboard"))
+				fail(httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "the key is unknown, expired or revoked: create a live one in the Connect dashboard"))
 				return
 			}
 			if err != nil {
@@ -48,7 +49,7 @@ func (a *Auth) RequireConnectKey(fam httpx.Family) func(http.Handler) http.Handl
 				return
 			}
 			if k.Kind != "connect" {
-				fail(httpx.Errorf(http.StatusForbidden, "permission_denied", "only a Connect app key (svc_ck_...) reaches the link routes"))
+				fail(httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "only a Connect app key (svc_ck_...) reaches the link routes"))
 				return
 			}
 			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: "connect",
@@ -97,13 +98,13 @@ func (a *Auth) RequireDashboard(fam httpx.Family) func(http.Handler) http.Handle
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fail := func(err error) { httpx.WriteError(w, r, fam, err) }
 			if r.Header.Get("Authorization") != "" {
-				fail(httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on the Connect dashboard; it needs a Connect dashboard session"))
+				fail(httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "API keys are refused on the Connect dashboard; it needs a Connect dashboard session"))
 				return
 			}
 			c, _, err := a.DashboardUser(r)
 			if err != nil {
 				if _, terr := r.Cookie(SessionCookie); terr == nil {
-					err = httpx.Errorf(http.StatusForbidden, "permission_denied",
+					err = httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied,
 						"a trader's session does not reach the Connect dashboard: sign in to the dashboard (POST /api/connect/dashboard/login)")
 				}
 				fail(err)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -13,7 +14,7 @@ import (
 // credential that opened it ends: a key revoked or expired, a session ended
 // (logout, a password reset) or expired. The client does not reconnect with
 // that credential.
-const CredentialEnded = "credential_revoked"
+const CredentialEnded = commands.CodeCredentialRevoked
 
 // goneFor is how long an ended credential is remembered, for a stream
 // admitted after its credential was read live but before the end was heard.

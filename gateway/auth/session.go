@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -83,8 +84,8 @@ func (s *Sessions) ClearCookie() *http.Cookie {
 
 // Errors of session admission.
 var (
-	errNoSession         = httpx.Errorf(http.StatusUnauthorized, "session_required", "sign in first: this route needs a session cookie (POST /api/auth/login)")
-	errKeyOnSessionRoute = httpx.Errorf(http.StatusForbidden, "permission_denied", "API keys are refused on this route; it needs a signed-in session")
+	errNoSession         = httpx.Errorf(http.StatusUnauthorized, commands.CodeSessionRequired, "sign in first: this route needs a session cookie (POST /api/auth/login)")
+	errKeyOnSessionRoute = httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "API keys are refused on this route; it needs a signed-in session")
 )
 
 // SessionUser resolves the request's session cookie to its live session and

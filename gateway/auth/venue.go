@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 )
@@ -17,7 +18,7 @@ func (a *Auth) RequireVenueKey(fam httpx.Family) func(http.Handler) http.Handler
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k, err := a.resolve(r)
 			if errors.Is(err, errNoKey) {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, "invalid_key", "a live venue key is required: Authorization: Bearer svc_vk_..."))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "a live venue key is required: Authorization: Bearer svc_vk_..."))
 				return
 			}
 			if err != nil {
@@ -25,7 +26,7 @@ func (a *Auth) RequireVenueKey(fam httpx.Family) func(http.Handler) http.Handler
 				return
 			}
 			if k.Kind != "venue" {
-				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, "permission_denied", "only a venue key authorizes venue routes"))
+				httpx.WriteError(w, r, fam, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "only a venue key authorizes venue routes"))
 				return
 			}
 			a.admit(w, r, fam, httpx.Principal{Principal: events.Principal{TenantID: k.TenantID, KeyID: k.KeyID}, Kind: "venue",

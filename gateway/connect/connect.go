@@ -68,7 +68,7 @@ func New(d *api.Deps, cfg Config) *Handlers {
 }
 
 func appNotFound() error {
-	return httpx.Errorf(http.StatusNotFound, "not_found", "no Connect app of yours has that id")
+	return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no Connect app of yours has that id")
 }
 
 func (h *Handlers) app(ctx context.Context, id string) (projections.App, error) {
@@ -93,7 +93,7 @@ func (h *Handlers) owner(r *http.Request, orgID string) (connectcmd.Owner, error
 	case role == "":
 		return connectcmd.Owner{}, appNotFound()
 	case role != "owner":
-		return connectcmd.Owner{}, httpx.Errorf(http.StatusForbidden, "permission_denied", "only an owner of the app's organization manages it")
+		return connectcmd.Owner{}, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "only an owner of the app's organization manages it")
 	}
 	u, err := projections.GetInto[projections.User](r.Context(), h.d.Store, projections.CollUser, p.UserID)
 	if err != nil {
@@ -186,7 +186,7 @@ func (h *Handlers) CreateApp(w http.ResponseWriter, r *http.Request) ([]events.E
 func (h *Handlers) createApp(ctx context.Context, appID string, env commands.Envelope) ([]events.Event, error) {
 	c := env.Cmd.(*connectcmd.CreateApp)
 	if !c.By.Verified {
-		return nil, httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email before creating a Connect app")
+		return nil, httpx.Errorf(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email before creating a Connect app")
 	}
 	sys := events.Principal{System: "connect", UserID: c.By.UserID}
 	res, err := h.d.Engine.Tenant(ctx, c.TenantID, h.d.Engine.Envelope(sys, "", &tenantcmd.CreateTenant{Name: c.Settings.Name, Kind: "firm"}))

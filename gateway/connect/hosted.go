@@ -84,7 +84,7 @@ func (h *Handlers) Page(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ref *commands.Refusal
 		if errors.As(err, &ref) {
-			fail(ref.Status, a.Settings.Websites, ref.Msg)
+			fail(commands.StatusOf(ref.Code, ref.Malformed), a.Settings.Websites, ref.Msg)
 			return
 		}
 		fail(http.StatusServiceUnavailable, a.Settings.Websites, "Connect cannot be reached right now. Try again in a moment.")
@@ -112,7 +112,7 @@ func (h *Handlers) render(w http.ResponseWriter, status int, p page) {
 }
 
 // errFrame is the answer to a request without a live frame session.
-var errFrame = httpx.Errorf(http.StatusUnauthorized, "frame_session_required", "hosted Connect's routes take the frame session its page opened: open the link's hosted URL again")
+var errFrame = httpx.Errorf(http.StatusUnauthorized, commands.CodeFrameSessionRequired, "hosted Connect's routes take the frame session its page opened: open the link's hosted URL again")
 
 // frame resolves the request's frame session to its link, read from the
 // link's aggregate: a closed, failed or expired link ends the session.
@@ -135,7 +135,7 @@ func (h *Handlers) frame(r *http.Request) (evconnect.Link, projections.App, erro
 			msg = "you disconnected the app from the account this Connect link connected: the session on it ended; go back to the app to connect again"
 		}
 		if l.State != evconnect.StateClosed {
-			code, msg = "link_expired", "this Connect link expired: the session on it ended; go back to the app and start again"
+			code, msg = commands.CodeLinkExpired, "this Connect link expired: the session on it ended; go back to the app and start again"
 		}
 		return l, projections.App{}, &httpx.Error{Status: http.StatusGone, Code: code, Msg: msg}
 	}
@@ -260,7 +260,7 @@ func (h *Handlers) Connect(w http.ResponseWriter, r *http.Request) error {
 		}
 		x, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, b.AccountID)
 		if errors.Is(err, projections.ErrNotFound) || (err == nil && (x.AppID != a.AppID || x.Trader != l.Trader)) {
-			return httpx.Errorf(http.StatusNotFound, "not_found", "no account of yours connected to this app has that id")
+			return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of yours connected to this app has that id")
 		}
 		if err != nil {
 			return err
@@ -305,7 +305,7 @@ func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 	}
 	x, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, b.AccountID)
 	if errors.Is(err, projections.ErrNotFound) || (err == nil && (x.AppID != a.AppID || x.Trader != l.Trader)) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no account of yours connected to this app has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of yours connected to this app has that id")
 	}
 	if err != nil {
 		return err

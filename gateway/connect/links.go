@@ -36,7 +36,7 @@ func AppOf(r *http.Request) projections.App {
 // owner who created the key still owns the app's organization.
 func (h *Handlers) live(ctx context.Context, g *httpx.AppGrant) (projections.App, error) {
 	if g == nil {
-		return projections.App{}, httpx.Errorf(http.StatusForbidden, "permission_denied", "only a Connect app key reaches this route")
+		return projections.App{}, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "only a Connect app key reaches this route")
 	}
 	a, err := h.app(ctx, g.AppID)
 	if err != nil {
@@ -47,7 +47,7 @@ func (h *Handlers) live(ctx context.Context, g *httpx.AppGrant) (projections.App
 		return a, err
 	}
 	if role != "owner" {
-		return a, &httpx.Error{Status: http.StatusForbidden, Code: "permission_denied", Params: map[string]any{"reason": "creator_not_owner"},
+		return a, &httpx.Error{Status: http.StatusForbidden, Code: commands.CodePermissionDenied, Params: map[string]any{"reason": "creator_not_owner"},
 			Msg: "the owner who created this app key no longer owns the app's organization: the key stopped working; create another"}
 	}
 	return a, nil
@@ -111,7 +111,7 @@ type linkToken struct {
 // linkOf reads a link of the door's app: 404 for any other.
 func (h *Handlers) linkOf(r *http.Request) (evconnect.Link, error) {
 	id := mux.Vars(r)["linkId"]
-	notFound := httpx.Errorf(http.StatusNotFound, "not_found", "no link of the app has that id in this environment")
+	notFound := httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no link of the app has that id in this environment")
 	if len(id) > 64 {
 		return evconnect.Link{}, notFound
 	}

@@ -25,14 +25,14 @@ const StatementLife = 5 * time.Minute
 // for five minutes and one exchange.
 func (h *Handlers) Statement(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Signer == nil {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "statements are signed by production; the sandbox exchanges them (POST /api/connect/dashboard/exchange)")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "statements are signed by production; the sandbox exchanges them (POST /api/connect/dashboard/exchange)")
 	}
 	_, u, err := h.d.Auth.DashboardUser(r)
 	if err != nil {
 		return err
 	}
 	if !u.EmailVerified {
-		return httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email before asking for a statement")
+		return httpx.Errorf(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email before asking for a statement")
 	}
 	apps := []statement.App{}
 	err = h.d.Store.List(r.Context(), projections.CollUserOrg, projections.Query{Prefix: u.UserID + "/"}, func(key string, get func(any) error) error {
@@ -82,7 +82,7 @@ func statementRefusal(err error) error {
 			reason = r
 		}
 	}
-	return &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_statement", Params: map[string]any{"reason": reason},
+	return &httpx.Error{Status: http.StatusUnauthorized, Code: commands.CodeInvalidStatement, Params: map[string]any{"reason": reason},
 		Msg: "the statement is not one the sandbox accepts (" + strings.ReplaceAll(reason, "_", " ") + "); ask production for a new one"}
 }
 
@@ -95,10 +95,10 @@ func statementRefusal(err error) error {
 // its organization, made once and found again afterwards, the user an owner.
 func (h *Handlers) Exchange(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Verifier == nil {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "this environment does not exchange statements: the sandbox does, with production's public key")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "this environment does not exchange statements: the sandbox does, with production's public key")
 	}
 	if !h.d.Auth.DashboardOriginAllowed(r) {
-		return httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "exchange statements from the Connect dashboard's own origin")
+		return httpx.Errorf(http.StatusForbidden, commands.CodeOriginNotAllowed, "exchange statements from the Connect dashboard's own origin")
 	}
 	var b struct {
 		Statement string `json:"statement"`

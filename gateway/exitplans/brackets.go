@@ -21,7 +21,7 @@ func conflict(reason, msg string, params map[string]any) error {
 		params = map[string]any{}
 	}
 	params["reason"] = reason
-	return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict, msg, params)
+	return commands.Refuse(commands.CodeExitPlanConflict, msg, params)
 }
 
 // plan reads the caller's plan id from its aggregate and refuses it unless

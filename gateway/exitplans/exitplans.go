@@ -214,12 +214,12 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if b.PlanRevision != p.Revision {
-		return commands.Refuse(http.StatusConflict, commands.CodeExitPlanConflict, "the plan changed since you read it: preview its current revision",
+		return commands.Refuse(commands.CodeExitPlanConflict, "the plan changed since you read it: preview its current revision",
 			map[string]any{"revision": p.Revision})
 	}
 	in, ok := h.d.Engine.Catalog().Get(b.Instrument)
 	if !ok {
-		return commands.Refuse(http.StatusUnprocessableEntity, commands.CodeInstrumentNotPermitted, "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
+		return commands.Refuse(commands.CodeInstrumentNotPermitted, "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
 	}
 	// The preview refuses what the order would: quantity and price off the instrument's increments.
 	sp := trading.Spec{Symbol: in.Symbol, TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
@@ -234,7 +234,7 @@ func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
 		}
 		q, ok := h.d.Engine.Feed().Quote(b.Instrument)
 		if !ok {
-			return commands.Refuse(http.StatusUnprocessableEntity, commands.CodeMarketDataUnavailable, "no price for "+b.Instrument+" yet",
+			return commands.Refuse(commands.CodeMarketDataUnavailable, "no price for "+b.Instrument+" yet",
 				map[string]any{"cause": "mark_missing"})
 		}
 		entry = q.Ask

@@ -92,7 +92,7 @@ func (h *Handlers) Provision(w http.ResponseWriter, r *http.Request) error {
 
 func refused(ref string, err error) (provisionResult, bool) {
 	var rf *commands.Refusal
-	if errors.As(err, &rf) && rf.Status < 500 {
+	if errors.As(err, &rf) && commands.StatusOf(rf.Code, rf.Malformed) < 500 {
 		status := "refused"
 		if rf.Code == commands.CodeIdempotencyConflict {
 			status = "conflict" // the referenceId stands for an earlier, different request

@@ -171,8 +171,8 @@ func retryable(err error) error {
 	case errors.Is(err, engine.ErrOutcomeUnknown):
 		return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeOutcomeUnknown, RetryAfter: 1,
 			Msg: "the operation may or may not have been recorded; read the receipt by referenceId or retry with the same referenceId"}
-	case errors.As(err, &ref) && ref.Status == http.StatusServiceUnavailable:
-		return &httpx.Error{Status: ref.Status, Code: ref.Code, Msg: ref.Msg, Params: ref.Params, RetryAfter: 1}
+	case errors.As(err, &ref) && commands.StatusOf(ref.Code, ref.Malformed) == http.StatusServiceUnavailable:
+		return &httpx.Error{Status: commands.StatusOf(ref.Code, ref.Malformed), Code: ref.Code, Msg: ref.Msg, Params: ref.Params, RetryAfter: 1}
 	case errors.As(err, &he) && he.Status == http.StatusServiceUnavailable && he.RetryAfter == 0:
 		c := *he
 		c.RetryAfter = 1

@@ -17,8 +17,8 @@ import (
 func TestEvery503OfTheBalanceRoutesCarriesRetryAfter(t *testing.T) {
 	cases := []error{
 		fmt.Errorf("append: %w", engine.ErrOutcomeUnknown),
-		commands.Refuse(http.StatusServiceUnavailable, "outcome_unknown", "x", nil),
-		commands.Refuse(http.StatusServiceUnavailable, "engine_overloaded", "x", nil),
+		commands.Refuse(commands.CodeOutcomeUnknown, "x", nil),
+		commands.Refuse(commands.CodeEngineOverloaded, "x", nil),
 		&httpx.Error{Status: http.StatusServiceUnavailable, Code: "x", Msg: "x"},
 		context.DeadlineExceeded,
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/svc/engine/commands"
 )
 
 // Heartbeat is the interval of SSE comment heartbeats.
@@ -96,7 +98,7 @@ func (e *StreamEnd) Final() []byte {
 	err := e.err
 	e.mu.Unlock()
 	if err == nil {
-		err = &Error{Code: "credential_revoked", Msg: "the credential that opened this stream no longer authenticates"}
+		err = &Error{Code: commands.CodeCredentialRevoked, Msg: "the credential that opened this stream no longer authenticates"}
 	}
 	body := map[string]any{"error": err.Msg, "code": err.Code}
 	if err.Params != nil {

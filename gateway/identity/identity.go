@@ -180,7 +180,7 @@ type tokenBody struct {
 func parseToken(tok string) (string, error) {
 	uid, ok := tokenUser(tok)
 	if !ok {
-		return "", httpx.Errorf(http.StatusBadRequest, "invalid_token", "the token is invalid, already used or expired; request a new one")
+		return "", httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidToken, "the token is invalid, already used or expired; request a new one")
 	}
 	return uid, nil
 }
@@ -278,7 +278,7 @@ func (h *Handlers) queue(w http.ResponseWriter, r *http.Request, kind jobKind) e
 }
 
 // errCredentials is the one answer to a wrong email or a wrong password.
-var errCredentials = httpx.Errorf(http.StatusUnauthorized, "invalid_credentials", "the email or the password is wrong")
+var errCredentials = httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidCredentials, "the email or the password is wrong")
 
 // Login checks the password and starts a session: Set-Cookie svc_session.
 // A wrong email and a wrong password answer alike, in about the same time;
@@ -293,7 +293,7 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 // the dashboard's origin only.
 func (h *Handlers) DashboardLogin(w http.ResponseWriter, r *http.Request) error {
 	if !h.d.Auth.DashboardOriginAllowed(r) {
-		return httpx.Errorf(http.StatusForbidden, "origin_not_allowed", "sign in to the Connect dashboard from the dashboard's own origin")
+		return httpx.Errorf(http.StatusForbidden, commands.CodeOriginNotAllowed, "sign in to the Connect dashboard from the dashboard's own origin")
 	}
 	return h.signIn(w, r, h.d.Auth.Sessions().DashboardCookie)
 }
@@ -354,7 +354,7 @@ func (h *Handlers) signIn(w http.ResponseWriter, r *http.Request, cookie func(au
 	addr := clientAddr(r)
 	now := time.Now()
 	if wait := h.limits.wait(now, pairName(email, addr), addrName(addr)); wait > 0 {
-		return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait.Seconds() + 1),
+		return &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, RetryAfter: int(wait.Seconds() + 1),
 			Msg: "too many failed sign-ins; wait for Retry-After"}
 	}
 	uid := tenantcmd.UserID(email)
@@ -447,13 +447,13 @@ func (h *Handlers) PasswordResetConfirm(w http.ResponseWriter, r *http.Request) 
 }
 
 func invalidToken() error {
-	return httpx.Errorf(http.StatusBadRequest, "invalid_token", "the token is invalid, already used or expired; request a new one")
+	return httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidToken, "the token is invalid, already used or expired; request a new one")
 }
 
 // isNotFound: the token named a user that does not exist.
 func isNotFound(err error) bool {
 	var ref *commands.Refusal
-	return errors.As(err, &ref) && ref.Status == http.StatusNotFound
+	return errors.As(err, &ref) && commands.StatusOf(ref.Code, ref.Malformed) == http.StatusNotFound
 }
 
 func commandsEmail(v string) error { return commands.Email("email", v) }
@@ -552,10 +552,10 @@ func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	p, _ := httpx.PrincipalOf(r)
 	id := mux.Vars(r)["id"]
 	if len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no key of yours has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no key of yours has that id")
 	}
 	if _, err := projections.GetInto[string](r.Context(), h.d.Store, projections.CollTenantKey, p.UserID+"/"+id); errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no key of yours has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no key of yours has that id")
 	} else if err != nil {
 		return err
 	}
@@ -582,7 +582,7 @@ func (h *Handlers) OpenDemo(w http.ResponseWriter, r *http.Request) error {
 		b.Currency = "USD"
 	}
 	if b.Currency != "USD" {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "invalid_request", "demo accounts are issued in USD")
+		return httpx.Errorf(http.StatusUnprocessableEntity, commands.CodeInvalidRequest, "demo accounts are issued in USD")
 	}
 	p, _ := httpx.PrincipalOf(r)
 	// An Idempotency-Key names the account, so a retry opens none more.

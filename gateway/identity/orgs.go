@@ -70,7 +70,7 @@ func (h *Handlers) orgID(r *http.Request) (string, error) {
 			return "", err
 		}
 	}
-	return "", httpx.Errorf(http.StatusNotFound, "not_found", "no organization of yours has that id")
+	return "", httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no organization of yours has that id")
 }
 
 // CreateOrg creates an organization whose owner is the caller (a verified
@@ -117,7 +117,7 @@ func (h *Handlers) orgRoom(r *http.Request, userID, id string) error {
 	if err != nil || mine || n < orgcmd.MaxOrganizations {
 		return err
 	}
-	return &httpx.Error{Status: http.StatusConflict, Code: "organization_limit_reached", Params: map[string]any{"max": orgcmd.MaxOrganizations},
+	return &httpx.Error{Status: http.StatusConflict, Code: commands.CodeOrganizationLimitReached, Params: map[string]any{"max": orgcmd.MaxOrganizations},
 		Msg: fmt.Sprintf("you belong to %d organizations: a user in that many makes no more", orgcmd.MaxOrganizations)}
 }
 
@@ -197,7 +197,7 @@ func (h *Handlers) Invite(w http.ResponseWriter, r *http.Request) error {
 func (h *Handlers) Accept(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	if len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no invitation of that organization names your address")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no invitation of that organization names your address")
 	}
 	by, err := h.actor(r)
 	if err != nil {

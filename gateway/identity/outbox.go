@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/gateway/auth"
 	"github.com/svc/engine/gateway/httpx"
@@ -42,7 +43,7 @@ type job struct {
 	at    time.Time // queued
 }
 
-var errOutboxFull = httpx.Unavailable("engine_overloaded", "too many requests are waiting to be mailed; nothing was recorded; retry after the Retry-After seconds")
+var errOutboxFull = httpx.Unavailable(commands.CodeEngineOverloaded, "too many requests are waiting to be mailed; nothing was recorded; retry after the Retry-After seconds")
 
 // enqueue queues j, or answers errOutboxFull.
 func (h *Handlers) enqueue(j job) error {

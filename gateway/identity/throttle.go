@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/gateway/httpx"
 )
 
@@ -86,7 +87,7 @@ func (h *Handlers) throttle(r *http.Request, email string) error {
 }
 
 func rateLimited(wait time.Duration, msg string) error {
-	return &httpx.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: int(wait/time.Second) + 1, Msg: msg}
+	return &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, RetryAfter: int(wait/time.Second) + 1, Msg: msg}
 }
 
 // Password hashing is bounded: at most HashSlots() argon2id hashes run at
@@ -99,7 +100,7 @@ const HashWait = 2 * time.Second
 // HashSlots is half the cores the engine runs on, at least one.
 func HashSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-var errHashBusy = httpx.Unavailable("engine_overloaded", "too many sign-ins at once; nothing was recorded; retry after the Retry-After seconds")
+var errHashBusy = httpx.Unavailable(commands.CodeEngineOverloaded, "too many sign-ins at once; nothing was recorded; retry after the Retry-After seconds")
 
 // hashGate holds the slots of the password hashes running.
 type hashGate struct {

@@ -219,7 +219,7 @@ func (h *Handlers) Actions(w http.ResponseWriter, r *http.Request) error {
 		if !errors.As(err, &ref) {
 			return err
 		}
-		item := map[string]any{"code": ref.Code, "error": ref.Msg, "status": ref.Status}
+		item := map[string]any{"code": ref.Code, "error": ref.Msg, "status": commands.StatusOf(ref.Code, ref.Malformed)}
 		if ref.Params != nil {
 			item["params"] = ref.Params
 		}

@@ -24,7 +24,7 @@ import (
 func kindOf(r *http.Request) (string, error) {
 	k := mux.Vars(r)["kind"]
 	if !slices.Contains(venuecmd.ConfigKinds, k) {
-		return "", httpx.Errorf(http.StatusNotFound, "not_found", "no such route")
+		return "", httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no such route")
 	}
 	return k, nil
 }
@@ -62,7 +62,7 @@ func (h *Handlers) PutConfig(w http.ResponseWriter, r *http.Request) ([]events.E
 	id := mux.Vars(r)["id"]
 	if kind == venuecmd.KindInstruments {
 		if _, ok := h.d.Engine.Catalog().Get(id); !ok {
-			return nil, commands.Refuse(http.StatusUnprocessableEntity, "instrument_not_permitted",
+			return nil, commands.Refuse(commands.CodeInstrumentNotPermitted,
 				"the catalog has no instrument "+id, map[string]any{"field": "id", "instrument": id})
 		}
 	}
@@ -112,7 +112,7 @@ func (h *Handlers) GetConfig(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	it, err := projections.GetInto[projections.VenueConfig](r.Context(), h.d.Store, projections.CollVenueConfig, DoorOf(r).Venue.VenueID+"/"+kind+"/"+id)
 	if errors.Is(err, projections.ErrNotFound) || len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "this venue holds no such item")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "this venue holds no such item")
 	}
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (h *Handlers) IssueAccount(w http.ResponseWriter, r *http.Request) ([]event
 	}
 	t, ok := h.d.Engine.Terms(v.VenueID, b.GroupID)
 	if !ok {
-		return nil, commands.Refuse(http.StatusUnprocessableEntity, "invalid_request", "the venue holds no live group "+b.GroupID,
+		return nil, commands.Refuse(commands.CodeInvalidRequest, "the venue holds no live group "+b.GroupID,
 			map[string]any{"field": "groupId"})
 	}
 	cur, err := firmcmd.IssueCurrency(b.Currency, h.d.Env)

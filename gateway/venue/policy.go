@@ -23,7 +23,7 @@ func (h *Handlers) ownPolicy(r *http.Request, policyID string) error {
 	case err != nil:
 		return err
 	case owner != DoorOf(r).Venue.VenueID:
-		return commands.Refuse(http.StatusConflict, "risk_policy_owner_conflict", "the policy id belongs to another venue",
+		return commands.Refuse(commands.CodeRiskPolicyOwnerConflict, "the policy id belongs to another venue",
 			map[string]any{"field": "policyId"})
 	}
 	return nil
@@ -70,7 +70,7 @@ func (h *Handlers) GetPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !found {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "this venue has stated no such risk policy")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "this venue has stated no such risk policy")
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"policy": v})
 	return nil

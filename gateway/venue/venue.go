@@ -68,7 +68,7 @@ func DoorOf(r *http.Request) Door {
 }
 
 func notFound() error {
-	return httpx.Errorf(http.StatusNotFound, "not_found", "no venue of yours has that id")
+	return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no venue of yours has that id")
 }
 
 func (h *Handlers) venue(ctx context.Context, id string) (projections.Venue, error) {
@@ -107,7 +107,7 @@ func (h *Handlers) KeyDoor(scopes ...string) func(http.Handler) http.Handler {
 				return
 			}
 			if !slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(p.Venue.Scopes, s) }) {
-				fail(&httpx.Error{Status: http.StatusForbidden, Code: "permission_denied", Params: map[string]any{"scopes": scopes},
+				fail(&httpx.Error{Status: http.StatusForbidden, Code: commands.CodePermissionDenied, Params: map[string]any{"scopes": scopes},
 					Msg: "the venue key lacks the scope this route needs: one of " + strings.Join(scopes, ", ")})
 				return
 			}
@@ -117,7 +117,7 @@ func (h *Handlers) KeyDoor(scopes ...string) func(http.Handler) http.Handler {
 				return
 			}
 			if role != "owner" {
-				fail(&httpx.Error{Status: http.StatusForbidden, Code: "permission_denied", Params: map[string]any{"reason": "creator_not_owner"},
+				fail(&httpx.Error{Status: http.StatusForbidden, Code: commands.CodePermissionDenied, Params: map[string]any{"reason": "creator_not_owner"},
 					Msg: "the owner who issued this key is no longer an owner of the venue's organization: it stopped working"})
 				return
 			}
@@ -156,7 +156,7 @@ func (h *Handlers) owner(r *http.Request, orgID string) (venuecmd.Owner, error) 
 	case role == "":
 		return venuecmd.Owner{}, notFound()
 	case role != "owner":
-		return venuecmd.Owner{}, httpx.Errorf(http.StatusForbidden, "permission_denied", "only an owner of the venue's organization manages it")
+		return venuecmd.Owner{}, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "only an owner of the venue's organization manages it")
 	}
 	u, err := projections.GetInto[projections.User](r.Context(), h.d.Store, projections.CollUser, p.UserID)
 	if err != nil {
@@ -180,7 +180,7 @@ func (h *Handlers) exec(r *http.Request, venueID string, cmd commands.Command) (
 // Idempotency-Key, so a retry reaches the same venue and gets its first answer.
 func (h *Handlers) CreateVenue(w http.ResponseWriter, r *http.Request) ([]events.Event, error) {
 	if h.d.Env == "production" {
-		return nil, httpx.Errorf(http.StatusForbidden, "permission_denied",
+		return nil, httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied,
 			"production venues are arranged when a venue qualifies: the operator creates them (engine admin create-venue)")
 	}
 	var c venuecmd.CreateVenue
@@ -196,7 +196,7 @@ func (h *Handlers) CreateVenue(w http.ResponseWriter, r *http.Request) ([]events
 		return nil, err
 	}
 	if !by.Verified {
-		return nil, httpx.Errorf(http.StatusForbidden, "email_unverified", "verify your email before creating a venue")
+		return nil, httpx.Errorf(http.StatusForbidden, commands.CodeEmailUnverified, "verify your email before creating a venue")
 	}
 	sum := sha256.Sum256([]byte(p.UserID + "\x00" + idem.Key(r)))
 	c.FirmTenantID, c.By = "firm_"+hex.EncodeToString(sum[:12]), by
@@ -205,7 +205,7 @@ func (h *Handlers) CreateVenue(w http.ResponseWriter, r *http.Request) ([]events
 	if ids, err := projections.ListInto[string](r.Context(), h.d.Store, projections.CollOrgVenue, projections.Query{Prefix: c.OrgID + "/"}); err != nil {
 		return nil, err
 	} else if len(ids) >= orgcmd.MaxVenues && !slices.Contains(ids, venueID) {
-		return nil, &httpx.Error{Status: http.StatusConflict, Code: "venue_limit_reached", Params: map[string]any{"max": orgcmd.MaxVenues},
+		return nil, &httpx.Error{Status: http.StatusConflict, Code: commands.CodeVenueLimitReached, Params: map[string]any{"max": orgcmd.MaxVenues},
 			Msg: fmt.Sprintf("the organization has %d venues, the most it may have", orgcmd.MaxVenues)}
 	}
 	// The tenant that holds the venue's accounts, balances and webhooks (the firm routes' tenant).
@@ -332,11 +332,11 @@ func (h *Handlers) ListProviders(w http.ResponseWriter, r *http.Request) error {
 func (h *Handlers) GetProvider(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["providerId"]
 	if len(id) > 64 {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no provider version of this venue has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no provider version of this venue has that id")
 	}
 	p, err := projections.GetInto[evvenue.Provider](r.Context(), h.d.Store, projections.CollProvider, DoorOf(r).Venue.VenueID+"/"+id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return httpx.Errorf(http.StatusNotFound, "not_found", "no provider version of this venue has that id")
+		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no provider version of this venue has that id")
 	}
 	if err != nil {
 		return err
@@ -363,7 +363,7 @@ func (h *Handlers) ActAsTrader(next http.Handler) http.Handler {
 		}
 		fail := func(err error) { httpx.WriteError(w, r, httpx.Trading, err) }
 		if p.Venue == nil || !slices.Contains(p.Venue.Scopes, venuecmd.ScopeTraderTrade) {
-			fail(httpx.Errorf(http.StatusForbidden, "permission_denied", "a venue key acts for a trader only with the scope trader:trade"))
+			fail(httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "a venue key acts for a trader only with the scope trader:trade"))
 			return
 		}
 		v, err := h.venue(r.Context(), p.Venue.VenueID)
@@ -373,7 +373,7 @@ func (h *Handlers) ActAsTrader(next http.Handler) http.Handler {
 		}
 		if role, err := h.role(r.Context(), v.OrgID, p.Venue.CreatedBy); err != nil || role != "owner" {
 			if err == nil {
-				err = httpx.Errorf(http.StatusForbidden, "permission_denied", "the owner who issued this key is no longer an owner of the venue's organization: it stopped working")
+				err = httpx.Errorf(http.StatusForbidden, commands.CodePermissionDenied, "the owner who issued this key is no longer an owner of the venue's organization: it stopped working")
 			}
 			fail(err)
 			return

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/httpx"
 )
@@ -74,7 +75,7 @@ func startingAnswer(phase *atomic.Pointer[string]) http.Handler {
 			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "error": "the engine is starting: " + *phase.Load()})
 			return
 		}
-		httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable("engine_starting", "the engine is starting; nothing was recorded; retry after the Retry-After seconds"))
+		httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable(commands.CodeEngineStarting, "the engine is starting; nothing was recorded; retry after the Retry-After seconds"))
 	})
 }
 
