@@ -6,7 +6,7 @@ import (
 	"github.com/svc/engine/commands"
 	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/commands/trading"
-	"github.com/svc/engine/engine/market/calendar"
+	"github.com/svc/engine/domain/calendar"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/events"
 )

@@ -8,7 +8,7 @@ import (
 	firmcmd "github.com/svc/engine/commands/firm"
 	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/commands/trading"
-	"github.com/svc/engine/engine/market/calendar"
+	"github.com/svc/engine/domain/calendar"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evch "github.com/svc/engine/events/challenge"

@@ -3,7 +3,7 @@ package account
 import (
 	"fmt"
 
-	"github.com/svc/engine/engine/snapshot/parts"
+	"github.com/svc/engine/domain/parts"
 	"github.com/svc/engine/events"
 	evidem "github.com/svc/engine/events/idem"
 )

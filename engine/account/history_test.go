@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/domain/parts"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/enginetest"
-	"github.com/svc/engine/engine/snapshot/parts"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evidem "github.com/svc/engine/events/idem"

@@ -12,9 +12,9 @@ import (
 	challengecmd "github.com/svc/engine/commands/challenge"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/calendar"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/challenge"
-	"github.com/svc/engine/engine/market/calendar"
 	"github.com/svc/engine/events"
 	evch "github.com/svc/engine/events/challenge"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 
+	"github.com/svc/engine/domain/calendar"
 	"github.com/svc/engine/engine/account"
-	"github.com/svc/engine/engine/market/calendar"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )

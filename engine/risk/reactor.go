@@ -22,9 +22,9 @@ import (
 
 	"github.com/svc/engine/commands"
 	riskcmd "github.com/svc/engine/commands/risk"
+	"github.com/svc/engine/domain/calendar"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
-	"github.com/svc/engine/engine/market/calendar"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )

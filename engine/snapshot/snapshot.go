@@ -41,8 +41,8 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/svc/engine/domain/parts"
 	"github.com/svc/engine/engine/eventlog"
-	"github.com/svc/engine/engine/snapshot/parts"
 	"github.com/svc/engine/events"
 )
 
