@@ -46,6 +46,8 @@ const (
 	CodeEntryHalted Code = "entry_halted"
 	// CodeExitPlanConflict: The exit plan changed since it was read; read the plan again.
 	CodeExitPlanConflict Code = "exit_plan_conflict"
+	// CodeFeatureDisabled: The feature is switched off for this user, such as live trading on a provider account.
+	CodeFeatureDisabled Code = "feature_disabled"
 	// CodeFeedRequiresConnection: The futures symbol has no source until a futures feed is connected; resending cannot help until then.
 	CodeFeedRequiresConnection Code = "feed_requires_connection"
 	// CodeFeedUnavailable: The price feed for the instrument is down or stale.
@@ -54,6 +56,8 @@ const (
 	CodeFinancingSuperseded Code = "financing_superseded"
 	// CodeFrameSessionRequired: The embedded frame needs its frame session.
 	CodeFrameSessionRequired Code = "frame_session_required"
+	// CodeHedgePositionMode: The provider account is in hedge (dual-side) position mode; the engine trades net positions only. Switch the account to one-way mode at the provider.
+	CodeHedgePositionMode Code = "hedge_position_mode"
 	// CodeHoldsUnreadable: The account's holds could not be read; nothing was recorded.
 	CodeHoldsUnreadable Code = "holds_unreadable"
 	// CodeIdempotencyConflict: The key was used before for a different request; the earlier write stands.
@@ -110,10 +114,14 @@ const (
 	CodeMemberLimitReached Code = "member_limit_reached"
 	// CodeMethodNotAllowed: The route does not answer the method; the Allow header lists those it does.
 	CodeMethodNotAllowed Code = "method_not_allowed"
+	// CodeMultiAssetsMode: The provider account is in multi-assets margin mode; the engine trades single-asset margin only.
+	CodeMultiAssetsMode Code = "multi_assets_mode"
 	// CodeNotFound: No such resource, or the caller may not see it.
 	CodeNotFound Code = "not_found"
 	// CodeOrderQuantityAboveLimit: The order's quantity is over the instrument's limit.
 	CodeOrderQuantityAboveLimit Code = "order_quantity_above_limit"
+	// CodeOrderRejected: The provider refused the order itself; nothing rests there. params never hold the provider's text.
+	CodeOrderRejected Code = "order_rejected"
 	// CodeOrganizationLimitReached: The user made the most organizations allowed.
 	CodeOrganizationLimitReached Code = "organization_limit_reached"
 	// CodeOriginNotAllowed: The request's Origin is not allowed.
@@ -130,8 +138,22 @@ const (
 	CodePermissionDenied Code = "permission_denied"
 	// CodePlanLimitReached: The owner's plan allows no more of these.
 	CodePlanLimitReached Code = "plan_limit_reached"
+	// CodePortfolioMargin: The provider account is under portfolio margin, which the engine does not trade.
+	CodePortfolioMargin Code = "portfolio_margin"
 	// CodePositionNotClosable: The position cannot be closed as asked.
 	CodePositionNotClosable Code = "position_not_closable"
+	// CodeProviderCredentialsRefused: The provider did not take the API key and secret (unknown key, wrong secret or signature, or the key may not read the account).
+	CodeProviderCredentialsRefused Code = "provider_credentials_refused"
+	// CodeProviderKeyRefused: The key works but the engine will not hold it: params.reason is can_withdraw (make a key without withdrawals), cannot_trade, no_futures or unreadable.
+	CodeProviderKeyRefused Code = "provider_key_refused"
+	// CodeProviderNotSupported: The engine links no provider of that name; params.providers lists those it does.
+	CodeProviderNotSupported Code = "provider_not_supported"
+	// CodeProviderRateLimited: The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry after the wait.
+	CodeProviderRateLimited Code = "provider_rate_limited"
+	// CodeProviderReadFailed: A provider read failed partway through an account snapshot; no partial snapshot is served. Read again.
+	CodeProviderReadFailed Code = "provider_read_failed"
+	// CodeProviderUnavailable: The provider could not be reached, or failed, before anything was sent or done; nothing was recorded.
+	CodeProviderUnavailable Code = "provider_unavailable"
 	// CodeRateLimited: Too many requests; wait for Retry-After.
 	CodeRateLimited Code = "rate_limited"
 	// CodeReadModelsBehind: A read waits for the read models to show a write they owe it.
@@ -170,6 +192,8 @@ const (
 	CodeStoreUnavailable Code = "store_unavailable"
 	// CodeSubscriptionLimit: A stream's error event: the subscription is over the stream's limit.
 	CodeSubscriptionLimit Code = "subscription_limit"
+	// CodeTimeInForceUnsupported: The account's provider has no such time in force; params.tifs lists those it supports (the frame's capabilities.tifs).
+	CodeTimeInForceUnsupported Code = "time_in_force_unsupported"
 	// CodeTooManyStreams: The caller holds the most open streams allowed.
 	CodeTooManyStreams Code = "too_many_streams"
 	// CodeTooManySubscriptions: The request subscribes to more than params.limit topics.
@@ -198,99 +222,111 @@ const (
 
 // catalogue is commands/codes.json.
 var catalogue = map[Code]CodeSpec{
-	CodeAccountLimitReached:       {Code: CodeAccountLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner holds the most accounts its plan or venue allows; close one first."},
-	CodeAccountNotOwned:           {Code: CodeAccountNotOwned, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId"}, Description: "The account's ownership is moving between nodes; nothing was recorded."},
-	CodeAccountUnresolved:         {Code: CodeAccountUnresolved, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId"}, Description: "A node joined or left and the account has no owner yet; nothing was recorded."},
-	CodeAlreadyMember:             {Code: CodeAlreadyMember, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The user is already a member of the organization."},
-	CodeAmountPrecisionExceeded:   {Code: CodeAmountPrecisionExceeded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The amount has more decimal places than its currency allows."},
-	CodeAPIKeyRequired:            {Code: CodeAPIKeyRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route needs an API key and the request carried none."},
-	CodeAppDisconnected:           {Code: CodeAppDisconnected, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The trader disconnected the app from the account."},
-	CodeBalanceRefused:            {Code: CodeBalanceRefused, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "The balance operation would break a rule of the account; params.reason says which."},
-	CodeBodyTooLarge:              {Code: CodeBodyTooLarge, Status: []int{413}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The request body is over the route's byte limit."},
-	CodeConfigLimitReached:        {Code: CodeConfigLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The venue holds the most configurations it may."},
-	CodeCredentialRevoked:         {Code: CodeCredentialRevoked, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "A stream's last error event: the key or session that opened it ended."},
-	CodeCurrencyNotIssuable:       {Code: CodeCurrencyNotIssuable, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"currency", "environment"}, Description: "The currency cannot be issued in this environment."},
-	CodeEmailUnverified:           {Code: CodeEmailUnverified, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The user has not verified their email address yet."},
-	CodeEngineDraining:            {Code: CodeEngineDraining, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine is shutting down and takes no new writes; nothing was recorded."},
-	CodeEngineOverloaded:          {Code: CodeEngineOverloaded, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine did not answer in time or has no free slot; nothing was recorded."},
-	CodeEngineStarting:            {Code: CodeEngineStarting, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine is still starting; nothing was recorded."},
-	CodeEnrollmentInFlight:        {Code: CodeEnrollmentInFlight, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"enrollmentId"}, Description: "An enrollment is in flight; pass or fail it first."},
-	CodeEnrollmentNotFailed:       {Code: CodeEnrollmentNotFailed, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"status"}, Description: "Only a failed enrollment is reset."},
-	CodeEntitledSourceUnserved:    {Code: CodeEntitledSourceUnserved, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The venue names a market data source this engine does not serve."},
-	CodeEntryHalted:               {Code: CodeEntryHalted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId", "instrument"}, Description: "The venue's group halted new entries in the instrument."},
-	CodeExitPlanConflict:          {Code: CodeExitPlanConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"entry", "maxTicks", "previewedEntry", "reason", "revision"}, Description: "The exit plan changed since it was read; read the plan again."},
-	CodeFeedRequiresConnection:    {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The futures symbol has no source until a futures feed is connected; resending cannot help until then."},
-	CodeFeedUnavailable:           {Code: CodeFeedUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The price feed for the instrument is down or stale."},
-	CodeFinancingSuperseded:       {Code: CodeFinancingSuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A financing field was given that the venue's newer setting replaces."},
-	CodeFrameSessionRequired:      {Code: CodeFrameSessionRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The embedded frame needs its frame session."},
-	CodeHoldsUnreadable:           {Code: CodeHoldsUnreadable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The account's holds could not be read; nothing was recorded."},
-	CodeIdempotencyConflict:       {Code: CodeIdempotencyConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"brokerOrderId", "clientOrderId", "referenceId"}, Description: "The key was used before for a different request; the earlier write stands."},
-	CodeIdempotencyKeyRequired:    {Code: CodeIdempotencyKeyRequired, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The write needs an idempotency key."},
-	CodeImageUnavailable:          {Code: CodeImageUnavailable, Status: []int{502}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The image could not be fetched from its origin."},
-	CodeInstrumentNotPermitted:    {Code: CodeInstrumentNotPermitted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field", "instrument"}, Description: "The account may not trade the instrument."},
-	CodeInternalError:             {Code: CodeInternalError, Status: []int{500}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"commandId"}, Description: "A command panicked; nothing is known to be recorded."},
-	CodeInvalidCredentials:        {Code: CodeInvalidCredentials, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The email and password do not match a user."},
-	CodeInvalidCursor:             {Code: CodeInvalidCursor, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The page cursor is malformed or belongs to another listing."},
-	CodeInvalidExpression:         {Code: CodeInvalidExpression, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument", "position"}, Description: "The expression does not parse; params.position says where."},
-	CodeInvalidKey:                {Code: CodeInvalidKey, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The API key is unknown, revoked or malformed."},
-	CodeInvalidRequest:            {Code: CodeInvalidRequest, Status: []int{400, 422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"broker", "currency", "eventTypes", "field", "from", "impact", "instrument", "limit", "to"}, Description: "The request is malformed or breaks a rule of its fields; params.field names the field where one is at fault."},
-	CodeInvalidStatement:          {Code: CodeInvalidStatement, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "The signed statement is not valid; ask production for a new one."},
-	CodeInvalidSubscription:       {Code: CodeInvalidSubscription, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The stream subscription is malformed."},
-	CodeInvalidTimeframe:          {Code: CodeInvalidTimeframe, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"tf"}, Description: "The bar timeframe is not one the engine serves."},
-	CodeInvalidToken:              {Code: CodeInvalidToken, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link's token is unknown, spent or malformed."},
-	CodeInvalidWindow:             {Code: CodeInvalidWindow, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"maxDays"}, Description: "The time window is malformed or longer than params.maxDays."},
-	CodeKeyLimitReached:           {Code: CodeKeyLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The user holds the most API keys allowed."},
-	CodeLastOwner:                 {Code: CodeLastOwner, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The organization's last owner cannot leave or be demoted."},
-	CodeLinkClosed:                {Code: CodeLinkClosed, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link was closed."},
-	CodeLinkConnected:             {Code: CodeLinkConnected, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link is already connected."},
-	CodeLinkExpired:               {Code: CodeLinkExpired, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link expired."},
-	CodeLockNotOwned:              {Code: CodeLockNotOwned, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The lock is held by someone else."},
-	CodeLogUnavailable:            {Code: CodeLogUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The commit log is not connected; nothing was recorded."},
-	CodeLossLimitUnenforced:       {Code: CodeLossLimitUnenforced, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A loss limit was set where the engine does not enforce it; params.field names it."},
-	CodeMarginPolicySuperseded:    {Code: CodeMarginPolicySuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A margin field was given that the venue's newer policy replaces."},
-	CodeMarketDataUnavailable:     {Code: CodeMarketDataUnavailable, Status: []int{422}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"cause", "instrument"}, Description: "No price has arrived for the instrument yet."},
-	CodeMemberLimitReached:        {Code: CodeMemberLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The organization holds the most members allowed."},
-	CodeMethodNotAllowed:          {Code: CodeMethodNotAllowed, Status: []int{405}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route does not answer the method; the Allow header lists those it does."},
-	CodeNotFound:                  {Code: CodeNotFound, Status: []int{404}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "No such resource, or the caller may not see it."},
-	CodeOrderQuantityAboveLimit:   {Code: CodeOrderQuantityAboveLimit, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument", "limit"}, Description: "The order's quantity is over the instrument's limit."},
-	CodeOrganizationLimitReached:  {Code: CodeOrganizationLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"max"}, Description: "The user made the most organizations allowed."},
-	CodeOriginNotAllowed:          {Code: CodeOriginNotAllowed, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The request's Origin is not allowed."},
-	CodeOutcomeUnknown:            {Code: CodeOutcomeUnknown, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: true, Params: nil, Description: "The write may or may not have been recorded; read the account stream or the receipt before resending with the same key."},
-	CodeOwnerUnavailable:          {Code: CodeOwnerUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId", "node"}, Description: "The account's owning node did not take the command; nothing was recorded."},
-	CodeOwnershipUnavailable:      {Code: CodeOwnershipUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The node has not joined the cluster yet; nothing was recorded."},
-	CodePaymentRequired:           {Code: CodePaymentRequired, Status: []int{402}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"currency", "priceCents"}, Description: "The program is priced and no fee is collected here."},
-	CodePermissionDenied:          {Code: CodePermissionDenied, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason", "scopes"}, Description: "The caller may not do this; params.reason or params.scopes say why."},
-	CodePlanLimitReached:          {Code: CodePlanLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner's plan allows no more of these."},
-	CodePositionNotClosable:       {Code: CodePositionNotClosable, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The position cannot be closed as asked."},
-	CodeRateLimited:               {Code: CodeRateLimited, Status: []int{429}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "Too many requests; wait for Retry-After."},
-	CodeReadModelsBehind:          {Code: CodeReadModelsBehind, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "A read waits for the read models to show a write they owe it."},
-	CodeReconciliationHold:        {Code: CodeReconciliationHold, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "The account is held for reconciliation; params.holds lists the holds."},
-	CodeRegistrationExpired:       {Code: CodeRegistrationExpired, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration expired."},
-	CodeRegistrationLinked:        {Code: CodeRegistrationLinked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration is already linked."},
-	CodeRegistrationRevoked:       {Code: CodeRegistrationRevoked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration was revoked."},
-	CodeRiskLocked:                {Code: CodeRiskLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "A risk lock refuses orders that add exposure; params.holds lists the holds."},
-	CodeRiskPolicyIDReserved:      {Code: CodeRiskPolicyIDReserved, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy id is reserved."},
-	CodeRiskPolicyOwnerConflict:   {Code: CodeRiskPolicyOwnerConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy belongs to another owner."},
-	CodeRiskPolicyPostingMismatch: {Code: CodeRiskPolicyPostingMismatch, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The posted risk policy does not match the one recorded under its id."},
-	CodeRiskPolicyUnchanged:       {Code: CodeRiskPolicyUnchanged, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The risk policy is the same as its current version."},
-	CodeRiskPolicyUnsourced:       {Code: CodeRiskPolicyUnsourced, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy names no source."},
-	CodeRiskPolicyVersionConflict: {Code: CodeRiskPolicyVersionConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The risk policy changed since the version given."},
-	CodeRoundTurnIsBoth:           {Code: CodeRoundTurnIsBoth, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A commission cannot be both per side and per round turn."},
-	CodeSessionRequired:           {Code: CodeSessionRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route needs a signed-in session."},
-	CodeSettingsLocked:            {Code: CodeSettingsLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"settingsUnlockAt"}, Description: "The settings are locked until params.settingsUnlockAt."},
-	CodeStageVersionUnrecorded:    {Code: CodeStageVersionUnrecorded, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason", "stageId"}, Description: "The stage's version was never recorded."},
-	CodeStoreUnavailable:          {Code: CodeStoreUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The read models cannot be read right now; nothing was recorded."},
-	CodeSubscriptionLimit:         {Code: CodeSubscriptionLimit, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "A stream's error event: the subscription is over the stream's limit."},
-	CodeTooManyStreams:            {Code: CodeTooManyStreams, Status: []int{429}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The caller holds the most open streams allowed."},
-	CodeTooManySubscriptions:      {Code: CodeTooManySubscriptions, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The request subscribes to more than params.limit topics."},
-	CodeTooManySymbols:            {Code: CodeTooManySymbols, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The request names more than params.limit symbols."},
-	CodeUnknownSymbol:             {Code: CodeUnknownSymbol, Status: []int{404}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"symbol"}, Description: "No such symbol."},
-	CodeUnsupportedMediaType:      {Code: CodeUnsupportedMediaType, Status: []int{415}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The body is not sent as application/json."},
-	CodeUnsupportedValue:          {Code: CodeUnsupportedValue, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"allowed", "field"}, Description: "A value is outside the allowed set; params.field names it."},
-	CodeVenueLimitReached:         {Code: CodeVenueLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"max"}, Description: "The organization holds the most venues allowed."},
-	CodeVenueRouteMissing:         {Code: CodeVenueRouteMissing, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId"}, Description: "The venue's group has no route for the order."},
-	CodeVersionConflict:           {Code: CodeVersionConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The resource changed since the version given."},
-	CodeWebhookExists:             {Code: CodeWebhookExists, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"webhookId"}, Description: "A webhook with that target already exists."},
-	CodeWebhookLimitReached:       {Code: CodeWebhookLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner holds the most webhooks allowed."},
-	CodeWriteRecorded:             {Code: CodeWriteRecorded, Status: []int{202}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"revision"}, Description: "The write was recorded; the read models are behind."},
+	CodeAccountLimitReached:        {Code: CodeAccountLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner holds the most accounts its plan or venue allows; close one first."},
+	CodeAccountNotOwned:            {Code: CodeAccountNotOwned, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId"}, Description: "The account's ownership is moving between nodes; nothing was recorded."},
+	CodeAccountUnresolved:          {Code: CodeAccountUnresolved, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId"}, Description: "A node joined or left and the account has no owner yet; nothing was recorded."},
+	CodeAlreadyMember:              {Code: CodeAlreadyMember, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The user is already a member of the organization."},
+	CodeAmountPrecisionExceeded:    {Code: CodeAmountPrecisionExceeded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The amount has more decimal places than its currency allows."},
+	CodeAPIKeyRequired:             {Code: CodeAPIKeyRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route needs an API key and the request carried none."},
+	CodeAppDisconnected:            {Code: CodeAppDisconnected, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The trader disconnected the app from the account."},
+	CodeBalanceRefused:             {Code: CodeBalanceRefused, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "The balance operation would break a rule of the account; params.reason says which."},
+	CodeBodyTooLarge:               {Code: CodeBodyTooLarge, Status: []int{413}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The request body is over the route's byte limit."},
+	CodeConfigLimitReached:         {Code: CodeConfigLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The venue holds the most configurations it may."},
+	CodeCredentialRevoked:          {Code: CodeCredentialRevoked, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "A stream's last error event: the key or session that opened it ended."},
+	CodeCurrencyNotIssuable:        {Code: CodeCurrencyNotIssuable, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"currency", "environment"}, Description: "The currency cannot be issued in this environment."},
+	CodeEmailUnverified:            {Code: CodeEmailUnverified, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The user has not verified their email address yet."},
+	CodeEngineDraining:             {Code: CodeEngineDraining, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine is shutting down and takes no new writes; nothing was recorded."},
+	CodeEngineOverloaded:           {Code: CodeEngineOverloaded, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine did not answer in time or has no free slot; nothing was recorded."},
+	CodeEngineStarting:             {Code: CodeEngineStarting, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The engine is still starting; nothing was recorded."},
+	CodeEnrollmentInFlight:         {Code: CodeEnrollmentInFlight, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"enrollmentId"}, Description: "An enrollment is in flight; pass or fail it first."},
+	CodeEnrollmentNotFailed:        {Code: CodeEnrollmentNotFailed, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"status"}, Description: "Only a failed enrollment is reset."},
+	CodeEntitledSourceUnserved:     {Code: CodeEntitledSourceUnserved, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The venue names a market data source this engine does not serve."},
+	CodeEntryHalted:                {Code: CodeEntryHalted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId", "instrument"}, Description: "The venue's group halted new entries in the instrument."},
+	CodeExitPlanConflict:           {Code: CodeExitPlanConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"entry", "maxTicks", "previewedEntry", "reason", "revision"}, Description: "The exit plan changed since it was read; read the plan again."},
+	CodeFeatureDisabled:            {Code: CodeFeatureDisabled, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"feature"}, Description: "The feature is switched off for this user, such as live trading on a provider account."},
+	CodeFeedRequiresConnection:     {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The futures symbol has no source until a futures feed is connected; resending cannot help until then."},
+	CodeFeedUnavailable:            {Code: CodeFeedUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The price feed for the instrument is down or stale."},
+	CodeFinancingSuperseded:        {Code: CodeFinancingSuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A financing field was given that the venue's newer setting replaces."},
+	CodeFrameSessionRequired:       {Code: CodeFrameSessionRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The embedded frame needs its frame session."},
+	CodeHedgePositionMode:          {Code: CodeHedgePositionMode, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "instrument", "setting", "reported", "supported"}, Description: "The provider account is in hedge (dual-side) position mode; the engine trades net positions only. Switch the account to one-way mode at the provider."},
+	CodeHoldsUnreadable:            {Code: CodeHoldsUnreadable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The account's holds could not be read; nothing was recorded."},
+	CodeIdempotencyConflict:        {Code: CodeIdempotencyConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"brokerOrderId", "clientOrderId", "referenceId"}, Description: "The key was used before for a different request; the earlier write stands."},
+	CodeIdempotencyKeyRequired:     {Code: CodeIdempotencyKeyRequired, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The write needs an idempotency key."},
+	CodeImageUnavailable:           {Code: CodeImageUnavailable, Status: []int{502}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The image could not be fetched from its origin."},
+	CodeInstrumentNotPermitted:     {Code: CodeInstrumentNotPermitted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field", "instrument"}, Description: "The account may not trade the instrument."},
+	CodeInternalError:              {Code: CodeInternalError, Status: []int{500}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"commandId"}, Description: "A command panicked; nothing is known to be recorded."},
+	CodeInvalidCredentials:         {Code: CodeInvalidCredentials, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The email and password do not match a user."},
+	CodeInvalidCursor:              {Code: CodeInvalidCursor, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The page cursor is malformed or belongs to another listing."},
+	CodeInvalidExpression:          {Code: CodeInvalidExpression, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument", "position"}, Description: "The expression does not parse; params.position says where."},
+	CodeInvalidKey:                 {Code: CodeInvalidKey, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The API key is unknown, revoked or malformed."},
+	CodeInvalidRequest:             {Code: CodeInvalidRequest, Status: []int{400, 422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"broker", "currency", "eventTypes", "field", "from", "impact", "instrument", "limit", "to"}, Description: "The request is malformed or breaks a rule of its fields; params.field names the field where one is at fault."},
+	CodeInvalidStatement:           {Code: CodeInvalidStatement, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "The signed statement is not valid; ask production for a new one."},
+	CodeInvalidSubscription:        {Code: CodeInvalidSubscription, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The stream subscription is malformed."},
+	CodeInvalidTimeframe:           {Code: CodeInvalidTimeframe, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"tf"}, Description: "The bar timeframe is not one the engine serves."},
+	CodeInvalidToken:               {Code: CodeInvalidToken, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link's token is unknown, spent or malformed."},
+	CodeInvalidWindow:              {Code: CodeInvalidWindow, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"maxDays"}, Description: "The time window is malformed or longer than params.maxDays."},
+	CodeKeyLimitReached:            {Code: CodeKeyLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The user holds the most API keys allowed."},
+	CodeLastOwner:                  {Code: CodeLastOwner, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The organization's last owner cannot leave or be demoted."},
+	CodeLinkClosed:                 {Code: CodeLinkClosed, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link was closed."},
+	CodeLinkConnected:              {Code: CodeLinkConnected, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link is already connected."},
+	CodeLinkExpired:                {Code: CodeLinkExpired, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link expired."},
+	CodeLockNotOwned:               {Code: CodeLockNotOwned, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The lock is held by someone else."},
+	CodeLogUnavailable:             {Code: CodeLogUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The commit log is not connected; nothing was recorded."},
+	CodeLossLimitUnenforced:        {Code: CodeLossLimitUnenforced, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A loss limit was set where the engine does not enforce it; params.field names it."},
+	CodeMarginPolicySuperseded:     {Code: CodeMarginPolicySuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A margin field was given that the venue's newer policy replaces."},
+	CodeMarketDataUnavailable:      {Code: CodeMarketDataUnavailable, Status: []int{422}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"cause", "instrument"}, Description: "No price has arrived for the instrument yet."},
+	CodeMemberLimitReached:         {Code: CodeMemberLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The organization holds the most members allowed."},
+	CodeMethodNotAllowed:           {Code: CodeMethodNotAllowed, Status: []int{405}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route does not answer the method; the Allow header lists those it does."},
+	CodeMultiAssetsMode:            {Code: CodeMultiAssetsMode, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "instrument", "setting", "reported", "supported"}, Description: "The provider account is in multi-assets margin mode; the engine trades single-asset margin only."},
+	CodeNotFound:                   {Code: CodeNotFound, Status: []int{404}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "No such resource, or the caller may not see it."},
+	CodeOrderQuantityAboveLimit:    {Code: CodeOrderQuantityAboveLimit, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument", "limit"}, Description: "The order's quantity is over the instrument's limit."},
+	CodeOrderRejected:              {Code: CodeOrderRejected, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "instrument"}, Description: "The provider refused the order itself; nothing rests there. params never hold the provider's text."},
+	CodeOrganizationLimitReached:   {Code: CodeOrganizationLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"max"}, Description: "The user made the most organizations allowed."},
+	CodeOriginNotAllowed:           {Code: CodeOriginNotAllowed, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The request's Origin is not allowed."},
+	CodeOutcomeUnknown:             {Code: CodeOutcomeUnknown, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: true, Params: nil, Description: "The write may or may not have been recorded; read the account stream or the receipt before resending with the same key."},
+	CodeOwnerUnavailable:           {Code: CodeOwnerUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"accountId", "node"}, Description: "The account's owning node did not take the command; nothing was recorded."},
+	CodeOwnershipUnavailable:       {Code: CodeOwnershipUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The node has not joined the cluster yet; nothing was recorded."},
+	CodePaymentRequired:            {Code: CodePaymentRequired, Status: []int{402}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"currency", "priceCents"}, Description: "The program is priced and no fee is collected here."},
+	CodePermissionDenied:           {Code: CodePermissionDenied, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason", "scopes"}, Description: "The caller may not do this; params.reason or params.scopes say why."},
+	CodePlanLimitReached:           {Code: CodePlanLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner's plan allows no more of these."},
+	CodePortfolioMargin:            {Code: CodePortfolioMargin, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "instrument", "setting", "reported", "supported"}, Description: "The provider account is under portfolio margin, which the engine does not trade."},
+	CodePositionNotClosable:        {Code: CodePositionNotClosable, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The position cannot be closed as asked."},
+	CodeProviderCredentialsRefused: {Code: CodeProviderCredentialsRefused, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider did not take the API key and secret (unknown key, wrong secret or signature, or the key may not read the account)."},
+	CodeProviderKeyRefused:         {Code: CodeProviderKeyRefused, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "reason"}, Description: "The key works but the engine will not hold it: params.reason is can_withdraw (make a key without withdrawals), cannot_trade, no_futures or unreadable."},
+	CodeProviderNotSupported:       {Code: CodeProviderNotSupported, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "providers"}, Description: "The engine links no provider of that name; params.providers lists those it does."},
+	CodeProviderRateLimited:        {Code: CodeProviderRateLimited, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry after the wait."},
+	CodeProviderReadFailed:         {Code: CodeProviderReadFailed, Status: []int{502}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "A provider read failed partway through an account snapshot; no partial snapshot is served. Read again."},
+	CodeProviderUnavailable:        {Code: CodeProviderUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider could not be reached, or failed, before anything was sent or done; nothing was recorded."},
+	CodeRateLimited:                {Code: CodeRateLimited, Status: []int{429}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "Too many requests; wait for Retry-After."},
+	CodeReadModelsBehind:           {Code: CodeReadModelsBehind, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "A read waits for the read models to show a write they owe it."},
+	CodeReconciliationHold:         {Code: CodeReconciliationHold, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "The account is held for reconciliation; params.holds lists the holds."},
+	CodeRegistrationExpired:        {Code: CodeRegistrationExpired, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration expired."},
+	CodeRegistrationLinked:         {Code: CodeRegistrationLinked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration is already linked."},
+	CodeRegistrationRevoked:        {Code: CodeRegistrationRevoked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration was revoked."},
+	CodeRiskLocked:                 {Code: CodeRiskLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "A risk lock refuses orders that add exposure; params.holds lists the holds."},
+	CodeRiskPolicyIDReserved:       {Code: CodeRiskPolicyIDReserved, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy id is reserved."},
+	CodeRiskPolicyOwnerConflict:    {Code: CodeRiskPolicyOwnerConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy belongs to another owner."},
+	CodeRiskPolicyPostingMismatch:  {Code: CodeRiskPolicyPostingMismatch, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The posted risk policy does not match the one recorded under its id."},
+	CodeRiskPolicyUnchanged:        {Code: CodeRiskPolicyUnchanged, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The risk policy is the same as its current version."},
+	CodeRiskPolicyUnsourced:        {Code: CodeRiskPolicyUnsourced, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy names no source."},
+	CodeRiskPolicyVersionConflict:  {Code: CodeRiskPolicyVersionConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The risk policy changed since the version given."},
+	CodeRoundTurnIsBoth:            {Code: CodeRoundTurnIsBoth, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A commission cannot be both per side and per round turn."},
+	CodeSessionRequired:            {Code: CodeSessionRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The route needs a signed-in session."},
+	CodeSettingsLocked:             {Code: CodeSettingsLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"settingsUnlockAt"}, Description: "The settings are locked until params.settingsUnlockAt."},
+	CodeStageVersionUnrecorded:     {Code: CodeStageVersionUnrecorded, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason", "stageId"}, Description: "The stage's version was never recorded."},
+	CodeStoreUnavailable:           {Code: CodeStoreUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The read models cannot be read right now; nothing was recorded."},
+	CodeSubscriptionLimit:          {Code: CodeSubscriptionLimit, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "A stream's error event: the subscription is over the stream's limit."},
+	CodeTimeInForceUnsupported:     {Code: CodeTimeInForceUnsupported, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"tif", "tifs"}, Description: "The account's provider has no such time in force; params.tifs lists those it supports (the frame's capabilities.tifs)."},
+	CodeTooManyStreams:             {Code: CodeTooManyStreams, Status: []int{429}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The caller holds the most open streams allowed."},
+	CodeTooManySubscriptions:       {Code: CodeTooManySubscriptions, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The request subscribes to more than params.limit topics."},
+	CodeTooManySymbols:             {Code: CodeTooManySymbols, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The request names more than params.limit symbols."},
+	CodeUnknownSymbol:              {Code: CodeUnknownSymbol, Status: []int{404}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"symbol"}, Description: "No such symbol."},
+	CodeUnsupportedMediaType:       {Code: CodeUnsupportedMediaType, Status: []int{415}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The body is not sent as application/json."},
+	CodeUnsupportedValue:           {Code: CodeUnsupportedValue, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"allowed", "field"}, Description: "A value is outside the allowed set; params.field names it."},
+	CodeVenueLimitReached:          {Code: CodeVenueLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"max"}, Description: "The organization holds the most venues allowed."},
+	CodeVenueRouteMissing:          {Code: CodeVenueRouteMissing, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId"}, Description: "The venue's group has no route for the order."},
+	CodeVersionConflict:            {Code: CodeVersionConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"version"}, Description: "The resource changed since the version given."},
+	CodeWebhookExists:              {Code: CodeWebhookExists, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"webhookId"}, Description: "A webhook with that target already exists."},
+	CodeWebhookLimitReached:        {Code: CodeWebhookLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The owner holds the most webhooks allowed."},
+	CodeWriteRecorded:              {Code: CodeWriteRecorded, Status: []int{202}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"revision"}, Description: "The write was recorded; the read models are behind."},
 }
