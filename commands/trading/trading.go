@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/events/mark"
 )
@@ -100,22 +101,6 @@ func (c *Protect) MarketOf() *Market { return &c.Market }
 // MarketOf implements Priced.
 func (c *ChangeBracket) MarketOf() *Market { return &c.Market }
 
-// Sides, order types and times in force.
-var (
-	Sides      = []string{"buy", "sell"}
-	OrderTypes = []string{"market", "limit", "stop", "stop_limit"}
-	TIFs       = []string{"day", "gtc", "ioc", "fok"}
-)
-
-func oneOf(v string, set []string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // PlaceOrder places one order on an account.
 type PlaceOrder struct {
 	ClientOrderID string          `json:"clientOrderId"`
@@ -132,10 +117,13 @@ type PlaceOrder struct {
 	Market        Market          `json:"-"`
 }
 
-// Validate checks the order's shape.
+// Validate checks the order's shape against the order vocabulary
+// (domain/order): a known side, type and time in force (day when none), the
+// prices the type needs and no other, a time in force and reduce-only the
+// type allows, and an exitPlan only on a type that may be a bracket's entry.
 func (c *PlaceOrder) Validate() error {
 	if c.TimeInForce == "" {
-		c.TimeInForce = "day"
+		c.TimeInForce = string(order.DefaultTIF)
 	}
 	if err := commands.ClientOrderID("clientOrderId", c.ClientOrderID); err != nil {
 		return err
@@ -143,31 +131,37 @@ func (c *PlaceOrder) Validate() error {
 	if err := commands.Identifier("instrument", c.Instrument, MaxInstrument); err != nil {
 		return err
 	}
+	_, sideOK := order.ParseSide(c.Side)
+	typ, typeOK := order.ParseType(c.OrderType)
+	tif, tifOK := order.ParseTIF(c.TimeInForce)
 	switch {
-	case !oneOf(c.Side, Sides):
-		return commands.InvalidField("side", nil, "side must be buy or sell")
-	case !oneOf(c.OrderType, OrderTypes):
-		return commands.InvalidField("orderType", nil, "orderType must be market, limit, stop or stop_limit")
-	case !oneOf(c.TimeInForce, TIFs):
-		return commands.InvalidField("timeInForce", nil, "timeInForce must be day, gtc, ioc or fok")
+	case !sideOK:
+		return commands.InvalidField("side", nil, "side must be %s", order.OneOf(order.Names(order.Sides())))
+	case !typeOK:
+		return commands.InvalidField("orderType", nil, "orderType must be %s", order.OneOf(order.TypeNames()))
+	case !tifOK:
+		return commands.InvalidField("timeInForce", nil, "timeInForce must be %s", order.OneOf(order.Names(order.TIFs())))
 	case c.Quantity.Sign() <= 0:
 		return commands.InvalidField("quantity", nil, "quantity must be greater than zero")
 	}
-	needLimit := c.OrderType == "limit" || c.OrderType == "stop_limit"
-	needStop := c.OrderType == "stop" || c.OrderType == "stop_limit"
+	sp := typ.Spec()
 	switch {
-	case needLimit && c.LimitPrice == nil:
+	case sp.LimitPrice && c.LimitPrice == nil:
 		return commands.InvalidField("limitPrice", nil, "limitPrice is required for a %s order", c.OrderType)
-	case !needLimit && c.LimitPrice != nil:
+	case !sp.LimitPrice && c.LimitPrice != nil:
 		return commands.InvalidField("limitPrice", nil, "limitPrice is not allowed on a %s order", c.OrderType)
-	case needStop && c.StopPrice == nil:
+	case sp.StopPrice && c.StopPrice == nil:
 		return commands.InvalidField("stopPrice", nil, "stopPrice is required for a %s order", c.OrderType)
-	case !needStop && c.StopPrice != nil:
+	case !sp.StopPrice && c.StopPrice != nil:
 		return commands.InvalidField("stopPrice", nil, "stopPrice is not allowed on a %s order", c.OrderType)
+	case !sp.Allows(tif):
+		return commands.InvalidField("timeInForce", nil, "timeInForce on a %s order must be %s", c.OrderType, order.OneOf(order.Names(sp.TIFs)))
+	case c.ReduceOnly && !sp.ReduceOnly:
+		return commands.InvalidField("reduceOnly", nil, "a %s order cannot be reduce-only", c.OrderType)
 	}
 	if c.ExitPlan != nil {
-		if c.OrderType != "market" && c.OrderType != "limit" {
-			return commands.InvalidField("orderType", nil, "the entry of an exit plan is a market or a limit order")
+		if !sp.Entry {
+			return commands.InvalidField("orderType", nil, "the entry of an exit plan is %s order", entryTypes())
 		}
 		if c.ReduceOnly {
 			return commands.InvalidField("reduceOnly", nil, "an order with an exitPlan opens or adds to a position: it cannot be reduce-only")
@@ -177,6 +171,17 @@ func (c *PlaceOrder) Validate() error {
 		}
 	}
 	return positive(c.LimitPrice, c.StopPrice)
+}
+
+// entryTypes spells the order types that may be an exit plan's entry: "a market or a limit".
+func entryTypes() string {
+	var names []string
+	for _, sp := range order.Types() {
+		if sp.Entry {
+			names = append(names, "a "+string(sp.Type))
+		}
+	}
+	return order.OneOf(names)
 }
 
 // positive refuses a limit or stop price of zero or less.
