@@ -135,6 +135,19 @@ func (s Side) Opposite() Side {
 	return Buy
 }
 
+// Immediate reports whether f cancels at once what does not fill at once
+// (ioc and fok).
+func (f TIF) Immediate() bool { return f == IOC || f == FOK }
+
+// Touch is the side of a quote an order of side s trades at: the ask for a
+// buy, the bid for a sell.
+func Touch[P any](s Side, bid, ask P) P {
+	if s == Sell {
+		return bid
+	}
+	return ask
+}
+
 // Names is vs as strings, in their order (capabilities, manifests, messages).
 func Names[T ~string](vs []T) []string {
 	out := make([]string, len(vs))

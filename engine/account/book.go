@@ -5,6 +5,8 @@ import (
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
+	"github.com/svc/engine/engine/fill"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -58,45 +60,22 @@ func (b *book) position(instrument string) evacct.Position {
 // market places and fully fills a market order at the touch in this commit.
 func (b *book) market(id, clientOrderID, instrument, side string, qty events.Decimal, reduceOnly bool, q trading.Quote) {
 	o := evacct.Order{BrokerOrderID: id, ClientOrderID: clientOrderID, Instrument: instrument, Side: side,
-		OrderType: "market", Quantity: qty, TimeInForce: "ioc", ReduceOnly: reduceOnly, CreatedAt: b.env.At}
+		OrderType: string(order.Market), Quantity: qty, TimeInForce: string(order.IOC), ReduceOnly: reduceOnly, CreatedAt: b.env.At}
 	b.add(evacct.OrderPlaced{Order: o})
 	b.match(&Working{Order: o}, q)
 }
 
-// match fills or triggers w against quote q and reports whether it filled.
+// match fills or triggers w against quote q by the paper book's fill rules
+// (engine/fill) and reports whether it filled.
 func (b *book) match(w *Working, q trading.Quote) bool {
-	touch := q.Ask
-	if w.Side == "sell" {
-		touch = q.Bid
-	}
-	isLimit := w.OrderType == "limit" || (w.OrderType == "stop_limit" && w.Triggered)
-	switch {
-	case w.OrderType == "market":
-	case (w.OrderType == "stop" || w.OrderType == "stop_limit") && !w.Triggered:
-		at := touch // where the stop triggers
-		crossed := touch.Cmp(*w.StopPrice) <= 0
-		if w.Side == "buy" {
-			crossed = touch.Cmp(*w.StopPrice) >= 0
-		}
-		if !crossed && slices.Contains(b.through, w.BrokerOrderID) {
-			at, crossed = *w.StopPrice, true // an earlier quote traded through it
-		}
-		if !crossed {
-			return false
-		}
-		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: at, At: b.env.At})
+	d := fill.At(fill.Of(w.Side, w.OrderType, w.LimitPrice, w.StopPrice, w.Triggered), q.Bid, q.Ask,
+		fill.Seen{Through: slices.Contains(b.through, w.BrokerOrderID), Touched: slices.Contains(b.touched, w.BrokerOrderID)})
+	if d.Trigger {
+		b.add(evacct.StopTriggered{BrokerOrderID: w.BrokerOrderID, Price: d.TriggerAt, At: b.env.At})
 		w.Triggered = true
-		if w.OrderType == "stop_limit" {
-			isLimit = true
-		}
 	}
-	if isLimit {
-		if (w.Side == "buy" && touch.Cmp(*w.LimitPrice) > 0) || (w.Side == "sell" && touch.Cmp(*w.LimitPrice) < 0) {
-			if !slices.Contains(b.touched, w.BrokerOrderID) {
-				return false
-			}
-			touch = *w.LimitPrice // an earlier quote touched it: it fills at its limit, as it would have then
-		}
+	if !d.Fill {
+		return false
 	}
 	qty := w.Quantity.Sub(w.Filled)
 	if w.ReduceOnly {
@@ -105,7 +84,7 @@ func (b *book) match(w *Working, q trading.Quote) bool {
 	if qty.Sign() <= 0 {
 		return false
 	}
-	b.fill(w, qty, touch, q)
+	b.fill(w, qty, d.Price, q)
 	return true
 }
 
