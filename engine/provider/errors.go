@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"github.com/svc/engine/commands"
 	"time"
 )
 
@@ -123,9 +124,13 @@ func (e *NotFound) Unwrap() error { return ErrNotFound }
 // The settings a ModeUnsupported names.
 const (
 	SettingHedgeMode       = "hedge_mode"
-	SettingMultiAssets     = "multi_assets_mode"
-	SettingPortfolioMargin = "portfolio_margin"
+	SettingMultiAssets     = string(commands.CodeMultiAssetsMode)
+	SettingPortfolioMargin = string(commands.CodePortfolioMargin)
 )
+
+// ReportedPortfolioMargin is what a ModeUnsupported reports of an account
+// under portfolio margin.
+const ReportedPortfolioMargin = string(commands.CodePortfolioMargin)
 
 // ModeUnsupported is an account mode the engine does not trade: Setting is
 // one of the Setting constants, Reported what the provider reports,

@@ -153,7 +153,7 @@ func (s Settings) Supported() error {
 	case s.MultiAssets:
 		return &ModeUnsupported{Setting: SettingMultiAssets, Reported: "multi_assets", Supported: "single_asset"}
 	case s.PortfolioMargin:
-		return &ModeUnsupported{Setting: SettingPortfolioMargin, Reported: "portfolio_margin", Supported: "standard"}
+		return &ModeUnsupported{Setting: SettingPortfolioMargin, Reported: ReportedPortfolioMargin, Supported: "standard"}
 	}
 	return nil
 }

@@ -138,5 +138,5 @@ func Registry() events.Registry {
 		OrderReplaced{}.Type():  events.Of[OrderReplaced](),
 		StopTriggered{}.Type():  events.Of[StopTriggered](),
 		BalanceChanged{}.Type(): events.Of[BalanceChanged](),
-	}, firmRegistry(), riskRegistry(), bracketRegistry())
+	}, firmRegistry(), riskRegistry(), bracketRegistry(), providerRegistry())
 }

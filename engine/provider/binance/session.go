@@ -159,7 +159,7 @@ func (s *session) config(ctx context.Context) (provider.Settings, error) {
 // portfolio-margin account, sending nothing.
 func (s *session) portfolio() error {
 	if s.pm.Load() {
-		return &provider.ModeUnsupported{Setting: provider.SettingPortfolioMargin, Reported: "portfolio_margin", Supported: "standard"}
+		return &provider.ModeUnsupported{Setting: provider.SettingPortfolioMargin, Reported: provider.ReportedPortfolioMargin, Supported: "standard"}
 	}
 	return nil
 }
