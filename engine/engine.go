@@ -18,6 +18,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/firm"
@@ -183,8 +184,8 @@ func New(cfg Config) (*Engine, error) {
 func triggers(s *account.State) map[string][]paper.Trigger {
 	out := map[string][]paper.Trigger{}
 	for _, w := range s.Working {
-		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: w.Side, OrderType: w.OrderType,
-			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: w.TimeInForce, CreatedAt: w.CreatedAt,
+		out[w.Instrument] = append(out[w.Instrument], paper.Trigger{Side: order.Side(w.Side), OrderType: order.Type(w.OrderType),
+			LimitPrice: w.LimitPrice, StopPrice: w.StopPrice, Triggered: w.Triggered, TimeInForce: order.TIF(w.TimeInForce), CreatedAt: w.CreatedAt,
 			ID: w.BrokerOrderID, Since: w.UpdatedAt})
 	}
 	// A bracket's breakeven or trailing rule wakes the account where a quote
@@ -195,11 +196,11 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 		if !ok {
 			continue
 		}
-		side := "sell"
+		side := order.Sell
 		if b.Side == "short" {
-			side = "buy"
+			side = order.Buy
 		}
-		t := paper.Trigger{Side: side, OrderType: "limit", LimitPrice: &level, Move: true, LevelAt: account.LevelAt(b),
+		t := paper.Trigger{Side: side, OrderType: order.Limit, LimitPrice: &level, Move: true, LevelAt: account.LevelAt(b),
 			Anchor: b.Anchor, MarkNode: b.MarkNode, Marked: b.Marked}
 		if stop, dist, act, tick, ok := account.TrailOf(b); ok {
 			t.Trail = &paper.Trail{Stop: stop, Long: b.Side == "long", Distance: dist, Activation: act, Tick: tick,

@@ -53,18 +53,20 @@ import (
 	"github.com/google/btree"
 
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
+	"github.com/svc/engine/engine/fill"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/events/mark"
 )
 
 // Trigger is the part of a working order the reactor needs to tell whether a quote crosses it.
 type Trigger struct {
-	Side        string
-	OrderType   string
+	Side        order.Side
+	OrderType   order.Type
 	LimitPrice  *events.Decimal
 	StopPrice   *events.Decimal
 	Triggered   bool
-	TimeInForce string
+	TimeInForce order.TIF
 	CreatedAt   time.Time
 	Move        bool   // a bracket's breakeven or trailing level: a wake of lower priority
 	ID          string // the order's id; empty for a move
@@ -83,15 +85,20 @@ type Trigger struct {
 	Since time.Time
 }
 
+// order is the part of t the fill rules read (engine/fill).
+func (t Trigger) order() fill.Order {
+	return fill.Order{Side: t.Side, Type: t.OrderType, Limit: t.LimitPrice, Stop: t.StopPrice, Triggered: t.Triggered}
+}
+
 // untriggeredStop reports whether t is a stop or stop-limit order waiting for its trigger.
 func (t Trigger) untriggeredStop() bool {
-	return t.ID != "" && !t.Move && !t.Triggered && t.StopPrice != nil && (t.OrderType == "stop" || t.OrderType == "stop_limit")
+	return t.ID != "" && !t.Move && t.StopPrice != nil && t.order().WaitingStop()
 }
 
 // restingLimit reports whether t is an order resting at its limit price: a
 // limit, or a stop-limit its stop triggered.
 func (t Trigger) restingLimit() bool {
-	return t.ID != "" && !t.Move && t.LimitPrice != nil && (t.OrderType == "limit" || (t.OrderType == "stop_limit" && t.Triggered))
+	return t.ID != "" && !t.Move && t.LimitPrice != nil && t.order().RestingLimit()
 }
 
 // restsAt is the price t rests at, where its rest is dated (Reactor.rested):
@@ -106,31 +113,9 @@ func (t Trigger) restsAt() (events.Decimal, bool) {
 	return events.Decimal{}, false
 }
 
-// Crosses reports whether the touch (ask for a buy, bid for a sell) would fill or trigger t.
-func (t Trigger) Crosses(bid, ask events.Decimal) bool {
-	touch := ask
-	if t.Side == "sell" {
-		touch = bid
-	}
-	better := func(p events.Decimal) bool { // touch at or better than p for the order's side
-		if t.Side == "buy" {
-			return touch.Cmp(p) <= 0
-		}
-		return touch.Cmp(p) >= 0
-	}
-	switch {
-	case t.OrderType == "market":
-		return true
-	case t.OrderType == "limit" || (t.OrderType == "stop_limit" && t.Triggered):
-		return better(*t.LimitPrice)
-	case t.OrderType == "stop" || t.OrderType == "stop_limit":
-		if t.Side == "buy" {
-			return touch.Cmp(*t.StopPrice) >= 0
-		}
-		return touch.Cmp(*t.StopPrice) <= 0
-	}
-	return false
-}
+// Crosses reports whether the touch (ask for a buy, bid for a sell) would
+// fill or trigger t, by the paper book's fill rules (fill.Order.Crosses).
+func (t Trigger) Crosses(bid, ask events.Decimal) bool { return t.order().Crosses(bid, ask) }
 
 // Touch is what a wake decides on: the instrument's newest quote, and the
 // best touches since the quote the account's brackets were last decided on
@@ -436,7 +421,7 @@ func (b *book) pathBest(ts []Trigger, rested map[string]rest, since, start uint6
 			continue
 		}
 		side := &b.bids // a sell stop (a long's) follows the highest bid
-		if t.Side == "buy" {
+		if t.Side == order.Buy {
 			side = &b.asks
 		}
 		p, inPath := side.since(from), side.since(start)
@@ -472,8 +457,11 @@ func (b *book) tradedThrough(ts []Trigger, rested map[string]rest, seq uint64) [
 		if from > b.seq {
 			continue // no quote since
 		}
-		if t.Side == "sell" && b.lowBids.since(from).Cmp(*t.StopPrice) <= 0 ||
-			t.Side == "buy" && b.highAsk.since(from).Cmp(*t.StopPrice) >= 0 {
+		extreme := &b.highAsk // a buy stop: the highest ask since
+		if t.Side == order.Sell {
+			extreme = &b.lowBids // a sell stop: the lowest bid since
+		}
+		if fill.StopCrossed(t.Side, extreme.since(from), *t.StopPrice) {
 			out = append(out, t.ID)
 		}
 	}
@@ -494,13 +482,13 @@ func (b *book) touched(ts []Trigger, rested map[string]rest, seq uint64) []strin
 		}
 		from := max(at, seq)
 		side := &b.bids
-		if t.Side == "buy" {
+		if t.Side == order.Buy {
 			side = &b.asks
 		}
 		if from > b.seq || len(side.seqs) == 0 {
 			continue
 		}
-		if p := side.since(from); t.Side == "buy" && p.Cmp(*t.LimitPrice) <= 0 || t.Side == "sell" && p.Cmp(*t.LimitPrice) >= 0 {
+		if fill.LimitReached(t.Side, side.since(from), *t.LimitPrice) {
 			out = append(out, t.ID)
 		}
 	}
@@ -544,15 +532,16 @@ func levelsOf(ts []Trigger) levels {
 		}
 	}
 	for _, t := range ts {
-		limit := t.OrderType == "limit" || (t.OrderType == "stop_limit" && t.Triggered)
+		o := t.order()
+		limit := o.RestingLimit()
 		switch {
-		case t.OrderType == "market":
+		case o.AtOnce():
 			l.market = true
-		case limit && t.Side == "sell":
+		case limit && t.Side == order.Sell:
 			nearer(&l.sellUp, *t.LimitPrice, true)
 		case limit:
 			nearer(&l.buyDown, *t.LimitPrice, false)
-		case t.Side == "sell":
+		case t.Side == order.Sell:
 			nearer(&l.sellDown, *t.StopPrice, false)
 		default:
 			nearer(&l.buyUp, *t.StopPrice, true)
@@ -752,7 +741,7 @@ func (r *Reactor) behind(k key, ts []Trigger) (uint64, bool) {
 		}
 		since, ok := b.sinceMark(t.Anchor)
 		side := &b.asks
-		if t.Side == "sell" {
+		if t.Side == order.Sell {
 			side = &b.bids
 		}
 		if !ok || len(side.seqs) == 0 {
@@ -877,14 +866,14 @@ func (r *Reactor) watchUpgrade(k key, w *waker, ts []Trigger) {
 			continue
 		}
 		side := &b.asks
-		if t.Side == "sell" {
+		if t.Side == order.Sell {
 			side = &b.bids
 		}
 		if len(side.seqs) == 0 {
 			continue
 		}
 		if lv, moved := t.LevelAt(side.since(w.since)); moved {
-			fs = append(fs, Trigger{Side: t.Side, OrderType: "stop", StopPrice: &lv})
+			fs = append(fs, Trigger{Side: t.Side, OrderType: order.Stop, StopPrice: &lv})
 		}
 	}
 	if len(fs) == 0 {
@@ -1075,7 +1064,7 @@ func (r *Reactor) DayOrdersBefore(t time.Time) []string {
 	for _, accts := range r.byInst {
 		for acct, ts := range accts {
 			for _, tr := range ts {
-				if tr.TimeInForce == "day" && tr.CreatedAt.Before(t) && !seen[acct] {
+				if tr.TimeInForce == order.Day && tr.CreatedAt.Before(t) && !seen[acct] {
 					seen[acct] = true
 					out = append(out, acct)
 				}
