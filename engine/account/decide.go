@@ -23,6 +23,9 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 	if c, ok := env.Cmd.(*challengecmd.OpenEvaluation); ok {
 		return decideOpenEvaluation(s, env, c)
 	}
+	if evs, ok, err := decideProvider(s, env); ok { // provider.go
+		return evs, err
+	}
 	evs, err := decide(s, env)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,7 @@ type State struct {
 	Firm            Firm                       // firm halt, reconciliation hold, ledger (firm.go)
 	Idem            idem.Record                // Idempotency-Keys of the venue door's writes (firm.go)
 	Eval            Eval                       // the evaluation of an enrolled account (eval.go)
+	Provider        *Provider                  // an account that lives at a provider (provider.go); nil on the paper book
 	History         History                    `json:"-"` // ClientOrderIDs, References and Idem as added (history.go)
 }
 
@@ -84,6 +85,7 @@ func Apply(s *State, e events.Event) *State {
 		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
 		s.History.Orders = append(s.History.Orders, [2]string{e.Order.ClientOrderID, e.Order.BrokerOrderID})
 		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
+		applyProviderOrder(s, e.Order)
 	case evacct.OrderFilled:
 		s.Balance = e.Balance
 		s.Realized = s.Realized.Add(e.Realized)
@@ -132,6 +134,7 @@ func Apply(s *State, e events.Event) *State {
 			s.History.Refs = append(s.History.Refs, [2]string{e.ReferenceID, e.Digest})
 		}
 	default:
+		applyProvider(s, e)
 		applyRisk(s, e)
 		applyFirm(s, e)
 		applyEval(s, e)

@@ -1,0 +1,118 @@
+// Package provider holds the commands of accounts that live at a provider
+// (clock observation): linking and unlinking, and the provider reactor's
+// settlements and observations. The trading commands (commands/trading)
+// are the same on every account; the account aggregate decides them as
+// intents on a provider account.
+package provider
+
+import (
+	"time"
+
+	"github.com/svc/engine/commands"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+)
+
+// MaxLabel bounds an account label.
+const MaxLabel = 64
+
+// Link opens an account at a provider whose credential the engine checked
+// (Connect) and sealed. Snapshot is the provider's complete account read at
+// linking: recorded as the first observations.
+type Link struct {
+	Provider      string
+	Broker        string
+	TenantID      string
+	Email         string
+	AccountNumber string
+	Label         string
+	Currency      string
+	CredentialID  string
+	Sealed        []byte
+	Snapshot      Observe
+}
+
+// Validate checks the shape.
+func (c *Link) Validate() error {
+	if c.Provider == "" || c.TenantID == "" || len(c.Sealed) == 0 || c.Currency == "" {
+		return commands.Invalid("link needs a provider, an owner, a currency and a sealed credential")
+	}
+	if len(c.Label) > MaxLabel {
+		return commands.InvalidField("label", nil, "label is at most %d characters", MaxLabel)
+	}
+	return nil
+}
+
+// Unlink ends the link: nothing is sent for the account again.
+type Unlink struct{}
+
+// Validate checks the shape.
+func (c *Unlink) Validate() error { return nil }
+
+// Order is an order as the provider reports it, in the engine's words.
+type Order struct {
+	ProviderClientOrderID string
+	ProviderOrderID       string
+	Instrument            string
+	Side                  string // buy, sell
+	OrderType             string // market, limit, stop, stop_limit, other
+	TimeInForce           string
+	Status                string // working, partially_filled, filled, canceled, rejected, expired
+	Quantity              events.Decimal
+	Filled                events.Decimal  // cumulative
+	AvgPrice              *events.Decimal // of what filled
+	LimitPrice            *events.Decimal
+	StopPrice             *events.Decimal
+	ReduceOnly            bool
+	// The last fill, when the provider reported one with this change.
+	LastPrice   *events.Decimal
+	LastFee     *events.Decimal
+	LastPnL     *events.Decimal
+	LastTradeID string
+	At          time.Time
+}
+
+// Final reports whether the order can no longer change.
+func (o Order) Final() bool {
+	return o.Status == "filled" || o.Status == "canceled" || o.Status == "rejected" || o.Status == "expired"
+}
+
+// Settle records the end of an intent: Outcome is one of evacct's Outcome
+// constants; Order is the order as the provider answered (accepted), nil
+// otherwise. Key names the intent (IntentKey).
+type Settle struct {
+	Key     string
+	Outcome string
+	Code    int64
+	Reason  string
+	Order   *Order
+}
+
+// Validate checks the shape.
+func (c *Settle) Validate() error {
+	if c.Key == "" || c.Outcome == "" {
+		return commands.Invalid("settle needs an intent and an outcome")
+	}
+	return nil
+}
+
+// IntentKey names an intent in the account's state: its op and the
+// provider's client order id (a place and the cancel of the same order are
+// two intents).
+func IntentKey(op, providerClientOrderID string) string { return op + ":" + providerClientOrderID }
+
+// Observe records what the provider reported: order changes, balances,
+// positions, settings. Complete says it is a whole snapshot (reconciliation):
+// every working order and every position is in it, so a position it lacks
+// is flat. Cause names the reading (stream, link, start, gap).
+type Observe struct {
+	Cause     string
+	Complete  bool
+	Orders    []Order
+	Balances  []evacct.BalanceObserved
+	Positions []evacct.Position
+	Settings  *evacct.ProviderSettings
+}
+
+// Validate checks the shape.
+func (c *Observe) Validate() error { return nil }

@@ -1,0 +1,582 @@
+package account
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+)
+
+// KindProvider is the Kind of an account that lives at a provider: its
+// clock is observation, its orders go out as intents (the provider
+// reactor sends them) and its book is what the provider reports.
+const KindProvider = "provider"
+
+// Provider is the provider side of an account's state; nil on the paper book.
+type Provider struct {
+	Name         string
+	CredentialID string
+	Sealed       []byte
+	Linked       bool
+	Settings     evacct.ProviderSettings
+	// Intents are the intents not settled yet, by providercmd.IntentKey.
+	Intents map[string]evacct.OrderIntended
+	// Placed is, by the engine's clientOrderId, how its place intent
+	// settled (accepted or rejected); a never-sent one is forgotten, so the
+	// id can be used again.
+	Placed map[string]evacct.IntentSettled
+	// Orders maps the provider's client order id of every order the book
+	// holds or held to its brokerOrderId.
+	Orders   map[string]string
+	Balances map[string]evacct.BalanceObserved
+}
+
+// OpenIntents lists the account's unsettled intents, in key order.
+func (s *State) OpenIntents() []evacct.OrderIntended {
+	if s.Provider == nil {
+		return nil
+	}
+	out := make([]evacct.OrderIntended, 0, len(s.Provider.Intents))
+	for _, k := range sortedKeys(s.Provider.Intents) {
+		out = append(out, s.Provider.Intents[k])
+	}
+	return out
+}
+
+// ProviderTIFs are the times in force a provider account takes: a 24/7
+// exchange has no session day.
+var ProviderTIFs = []string{"gtc", "ioc", "fok"}
+
+// applyProvider folds the provider events (Apply's default case).
+func applyProvider(s *State, e events.Event) {
+	switch e := e.(type) {
+	case evacct.ProviderLinked:
+		s.Provider = &Provider{Name: e.Provider, CredentialID: e.CredentialID, Sealed: e.Sealed, Linked: true,
+			Settings: e.Settings, Intents: map[string]evacct.OrderIntended{}, Placed: map[string]evacct.IntentSettled{},
+			Orders: map[string]string{}, Balances: map[string]evacct.BalanceObserved{}}
+	case evacct.ProviderUnlinked:
+		if s.Provider != nil {
+			s.Provider.Linked, s.Provider.Sealed = false, nil
+		}
+	case evacct.OrderIntended:
+		if s.Provider != nil {
+			s.Provider.Intents[providercmd.IntentKey(e.Op, e.ProviderClientOrderID)] = e
+		}
+	case evacct.IntentSettled:
+		if p := s.Provider; p != nil {
+			for _, op := range []string{evacct.IntentPlace, evacct.IntentCancel} {
+				k := providercmd.IntentKey(op, e.ProviderClientOrderID)
+				in, ok := p.Intents[k]
+				if !ok {
+					continue
+				}
+				delete(p.Intents, k)
+				if op == evacct.IntentPlace && (e.Outcome == evacct.OutcomeAccepted || e.Outcome == evacct.OutcomeRejected) {
+					p.Placed[in.Order.ClientOrderID] = e
+				}
+				break
+			}
+		}
+	case evacct.BalanceObserved:
+		if s.Provider != nil {
+			s.Provider.Balances[e.Asset] = e
+		}
+		if e.Asset == s.Currency {
+			s.Balance = e.Wallet
+		}
+	case evacct.PositionObserved:
+		if e.Position.Quantity.IsZero() {
+			delete(s.Positions, e.Position.Instrument)
+		} else {
+			s.Positions[e.Position.Instrument] = e.Position
+		}
+	case evacct.SettingsObserved:
+		if s.Provider != nil {
+			s.Provider.Settings = e.Settings
+		}
+	}
+}
+
+// applyProviderOrder keeps the provider's client order id of an order the
+// book takes in (Apply's OrderPlaced case calls it): an order placed
+// elsewhere (adopted, "p-" id) carries the provider's id as its
+// clientOrderId; the engine's own derive it.
+func applyProviderOrder(s *State, o evacct.Order) {
+	if s.Provider == nil {
+		return
+	}
+	pcoid := o.ClientOrderID
+	if !strings.HasPrefix(o.BrokerOrderID, adoptedPrefix) {
+		pcoid = provider.ClientOrderID(s.ID, o.ClientOrderID)
+	}
+	s.Provider.Orders[pcoid] = o.BrokerOrderID
+}
+
+// adoptedPrefix starts the brokerOrderId of an order placed elsewhere.
+const adoptedPrefix = "p-"
+
+// decideProvider decides the commands of a provider account and the
+// trading commands on one; ok is false for a command it leaves to the
+// paper book's decisions (a paper account, or a command that is the same
+// on both: risk settings, holds).
+func decideProvider(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
+	if c, is := env.Cmd.(*providercmd.Link); is {
+		evs, err = decideLink(s, env, c)
+		return evs, true, err
+	}
+	if s.Provider == nil {
+		return nil, false, nil
+	}
+	p := s.Provider
+	switch c := env.Cmd.(type) {
+	case *providercmd.Unlink:
+		if !p.Linked {
+			return nil, true, nil
+		}
+		return []events.Event{evacct.ProviderUnlinked{At: env.At}}, true, nil
+	case *providercmd.Settle:
+		evs, err = decideSettle(s, env, c)
+		return evs, true, err
+	case *providercmd.Observe:
+		return observe(s, env, c), true, nil
+	case *trading.PlaceOrder:
+		evs, err = decideProviderPlace(s, env, c)
+		return evs, true, err
+	case *trading.CancelOrder:
+		evs, err = decideProviderCancel(s, env, c)
+		return evs, true, err
+	case *trading.ClosePosition:
+		evs, err = decideProviderClose(s, env, c)
+		return evs, true, err
+	case *trading.FillWorking, *trading.Rebase, *trading.ExpireDayOrders:
+		return nil, true, nil // the provider fills and expires its orders; the paper book never does
+	case *trading.ReplaceOrder, *trading.Flatten, *trading.Reverse, *trading.Protect, *trading.WithdrawBracket, *trading.ChangeBracket:
+		return nil, true, commands.Invalid("this route does not trade provider accounts yet; cancel and place again, or close")
+	}
+	return nil, false, nil
+}
+
+func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.Event, error) {
+	if s.Open {
+		if s.Provider != nil && s.Provider.Linked && s.Provider.CredentialID == c.CredentialID && s.TenantID == c.TenantID {
+			return nil, nil // the same link again changes nothing
+		}
+		return nil, commands.Refuse(commands.CodeIdempotencyConflict, "this account is linked already", nil)
+	}
+	evs := []events.Event{
+		evacct.Opened{AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber, Label: c.Label,
+			Currency: c.Currency, StartingBalance: events.Int(0), Kind: KindProvider, Email: c.Email, At: env.At},
+		evacct.ProviderLinked{Provider: c.Provider, CredentialID: c.CredentialID, Sealed: c.Sealed, At: env.At},
+	}
+	// The first reconciliation: the snapshot read at linking, folded on
+	// the state the two events above leave.
+	linked := Apply(Apply(New(s.ID), evs[0]), evs[1])
+	return append(evs, observe(linked, env, &c.Snapshot)...), nil
+}
+
+// modeRefusal refuses an order on an account whose modes the engine does
+// not trade (the settings as last observed).
+func modeRefusal(p *Provider, instrument string) error {
+	st := provider.Settings{HedgeMode: p.Settings.HedgeMode, MultiAssets: p.Settings.MultiAssets, PortfolioMargin: p.Settings.PortfolioMargin}
+	err := st.Supported()
+	if err == nil {
+		return nil
+	}
+	m := err.(*provider.ModeUnsupported)
+	code := map[string]commands.Code{provider.SettingHedgeMode: commands.CodeHedgePositionMode,
+		provider.SettingMultiAssets: commands.CodeMultiAssetsMode, provider.SettingPortfolioMargin: commands.CodePortfolioMargin}[m.Setting]
+	return commands.Refuse(code, "the provider account is in a mode the engine does not trade: "+m.Setting+" is "+m.Reported,
+		map[string]any{"provider": p.Name, "instrument": instrument, "setting": m.Setting, "reported": m.Reported, "supported": []string{m.Supported}})
+}
+
+// placedAgain answers a clientOrderId the account used before: its place
+// intent still open (outcome_unknown), or how it settled.
+func placedAgain(s *State, clientOrderID string) error {
+	p := s.Provider
+	for _, in := range p.Intents {
+		if in.Op == evacct.IntentPlace && in.Order.ClientOrderID == clientOrderID {
+			return OutcomeUnknown()
+		}
+	}
+	if st, ok := p.Placed[clientOrderID]; ok && st.Outcome == evacct.OutcomeRejected {
+		return OrderRejected(p.Name)
+	}
+	return idempotent(s, clientOrderID)
+}
+
+// OutcomeUnknown is the refusal of an order whose outcome at the provider
+// is not known yet: it may rest there.
+func OutcomeUnknown() error {
+	return commands.Refuse(commands.CodeOutcomeUnknown,
+		"the order was sent and its outcome at the provider is not known yet; it may rest there. Read the account stream, or retry with the same clientOrderId", nil)
+}
+
+// OrderRejected is the refusal of an order the provider refused itself.
+func OrderRejected(providerName string) error {
+	return commands.Refuse(commands.CodeOrderRejected, "the provider rejected the order", map[string]any{"provider": providerName})
+}
+
+func decideProviderPlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]events.Event, error) {
+	p := s.Provider
+	if err := placedAgain(s, c.ClientOrderID); err != nil {
+		return nil, err
+	}
+	if !p.Linked {
+		return nil, commands.Refuse(commands.CodeNotFound, "the account is no longer linked to its provider", nil)
+	}
+	if !slices.Contains(ProviderTIFs, c.TimeInForce) && c.OrderType != "market" {
+		return nil, commands.Refuse(commands.CodeTimeInForceUnsupported, "the provider has no time in force "+c.TimeInForce,
+			map[string]any{"tif": c.TimeInForce, "tifs": ProviderTIFs})
+	}
+	if c.Bracket != nil || c.ExitPlan != nil {
+		return nil, commands.InvalidField("exitPlan", nil, "exit plans on provider accounts are not served yet")
+	}
+	if err := modeRefusal(p, c.Instrument); err != nil {
+		return nil, err
+	}
+	if hs := Holds(s, env.At); len(hs) > 0 && !c.ReduceOnly {
+		return nil, lockedRefusal(hs)
+	}
+	o := evacct.Order{BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument, Side: c.Side,
+		OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice, StopPrice: c.StopPrice,
+		TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At}
+	return []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace,
+		ProviderClientOrderID: provider.ClientOrderID(s.ID, c.ClientOrderID), Order: o, At: env.At}}, nil
+}
+
+func decideProviderCancel(s *State, env commands.Envelope, c *trading.CancelOrder) ([]events.Event, error) {
+	w, ok := s.Working[c.BrokerOrderID]
+	if !ok {
+		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that brokerOrderId", nil)
+	}
+	pcoid := providerID(s, w.BrokerOrderID)
+	if _, open := s.Provider.Intents[providercmd.IntentKey(evacct.IntentCancel, pcoid)]; open {
+		return nil, OutcomeUnknown()
+	}
+	return []events.Event{evacct.OrderIntended{Op: evacct.IntentCancel, ProviderClientOrderID: pcoid, Order: w.Order, At: env.At}}, nil
+}
+
+func decideProviderClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]events.Event, error) {
+	coid := "close-" + env.ID.String()
+	if c.ClientOrderID != "" {
+		if err := placedAgain(s, c.ClientOrderID); err != nil {
+			return nil, err
+		}
+		coid = c.ClientOrderID
+	}
+	pos, ok := s.Positions[c.Instrument]
+	if !ok {
+		return nil, notClosable(c.Instrument)
+	}
+	qty := pos.Quantity.Abs()
+	if c.Quantity != nil {
+		if c.Quantity.Cmp(qty) > 0 {
+			return nil, commands.InvalidField("quantity", nil, "quantity %s is above the position's size %s", c.Quantity, qty)
+		}
+		qty = *c.Quantity
+	}
+	o := evacct.Order{BrokerOrderID: env.ID.String(), ClientOrderID: coid, Instrument: c.Instrument, Side: sideToClose(pos),
+		OrderType: "market", Quantity: qty, TimeInForce: "gtc", ReduceOnly: true, CreatedAt: env.At}
+	return []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace,
+		ProviderClientOrderID: provider.ClientOrderID(s.ID, coid), Order: o, At: env.At}}, nil
+}
+
+// providerID is the provider's client order id of a book order.
+func providerID(s *State, brokerOrderID string) string {
+	for pc, id := range s.Provider.Orders {
+		if id == brokerOrderID {
+			return pc
+		}
+	}
+	return ""
+}
+
+// decideSettle records an intent's end; an accepted one takes its order
+// into the book and records what the provider answered of it.
+func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]events.Event, error) {
+	in, open := s.Provider.Intents[c.Key]
+	if !open {
+		if c.Order == nil {
+			return nil, nil // settled already (by the stream, or a settlement before)
+		}
+		return observe(s, env, &providercmd.Observe{Cause: "answer", Orders: []providercmd.Order{*c.Order}}), nil
+	}
+	o := &observer{s: s, env: env}
+	o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: c.Outcome, Code: c.Code, Reason: c.Reason, At: env.At})
+	if c.Outcome == evacct.OutcomeAccepted && in.Op == evacct.IntentPlace {
+		o.add(evacct.OrderPlaced{Order: in.Order})
+	}
+	if c.Order != nil {
+		o.order(*c.Order)
+	} else if c.Outcome == evacct.OutcomeAccepted && in.Op == evacct.IntentCancel {
+		if _, ok := o.state().Working[in.Order.BrokerOrderID]; ok {
+			o.add(evacct.OrderCanceled{BrokerOrderID: in.Order.BrokerOrderID, Reason: "requested", At: env.At})
+		}
+	}
+	return o.out, nil
+}
+
+// observer turns observations into the book's events, folding each on a
+// copy of the state as it goes so later ones see earlier ones.
+type observer struct {
+	s   *State
+	st  *State // s with out applied; nil until the first event
+	env commands.Envelope
+	out []events.Event
+}
+
+func (o *observer) state() *State {
+	if o.st == nil {
+		return o.s
+	}
+	return o.st
+}
+
+func (o *observer) add(e events.Event) {
+	if o.st == nil {
+		o.st = view(o.s)
+	}
+	o.out = append(o.out, e)
+	foldView(o.st, e)
+}
+
+// view copies what the observer reads as it goes: the book, the balance
+// and the provider state. It is no State to Apply to: foldView folds only
+// these on it.
+func view(s *State) *State {
+	c := &State{ID: s.ID, Currency: s.Currency, Balance: s.Balance}
+	c.Positions = make(map[string]evacct.Position, len(s.Positions))
+	for k, v := range s.Positions {
+		c.Positions[k] = v
+	}
+	c.Working = make(map[string]*Working, len(s.Working))
+	for k, v := range s.Working {
+		w := *v
+		c.Working[k] = &w
+	}
+	p := *s.Provider
+	p.Intents = make(map[string]evacct.OrderIntended, len(s.Provider.Intents))
+	for k, v := range s.Provider.Intents {
+		p.Intents[k] = v
+	}
+	p.Placed = map[string]evacct.IntentSettled{} // not read by the observer
+	p.Orders = make(map[string]string, len(s.Provider.Orders))
+	for k, v := range s.Provider.Orders {
+		p.Orders[k] = v
+	}
+	p.Balances = make(map[string]evacct.BalanceObserved, len(s.Provider.Balances))
+	for k, v := range s.Provider.Balances {
+		p.Balances[k] = v
+	}
+	c.Provider = &p
+	return c
+}
+
+// foldView folds e on a view as Apply would on the state.
+func foldView(s *State, e events.Event) {
+	switch e := e.(type) {
+	case evacct.OrderPlaced:
+		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
+		applyProviderOrder(s, e.Order)
+	case evacct.OrderFilled:
+		s.Balance = e.Balance
+		if e.Position.Quantity.IsZero() {
+			delete(s.Positions, e.Instrument)
+		} else {
+			s.Positions[e.Instrument] = e.Position
+		}
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			if e.Done {
+				delete(s.Working, e.BrokerOrderID)
+			} else {
+				w.Filled, w.AvgPrice = e.OrderFilled, e.OrderAvgPrice
+			}
+		}
+	case evacct.OrderCanceled:
+		delete(s.Working, e.BrokerOrderID)
+	case evacct.OrderReplaced:
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			w.Quantity, w.LimitPrice, w.StopPrice = e.Quantity, e.LimitPrice, e.StopPrice
+		}
+	default:
+		applyProvider(s, e)
+	}
+}
+
+func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.Event {
+	o := &observer{s: s, env: env}
+	seen := map[string]bool{}
+	for _, ob := range c.Orders {
+		seen[ob.ProviderClientOrderID] = true
+		o.order(ob)
+	}
+	if c.Settings != nil && *c.Settings != o.state().Provider.Settings {
+		o.add(evacct.SettingsObserved{Settings: *c.Settings, At: env.At})
+	}
+	for _, b := range c.Balances {
+		cur, ok := o.state().Provider.Balances[b.Asset]
+		if !ok || cur.Wallet.Cmp(b.Wallet) != 0 || cur.Available.Cmp(b.Available) != 0 || (b.Asset == s.Currency && o.state().Balance.Cmp(b.Wallet) != 0) {
+			b.At = env.At
+			o.add(b)
+		}
+	}
+	positions := map[string]bool{}
+	for _, p := range c.Positions {
+		positions[p.Instrument] = true
+		cur := o.state().Positions[p.Instrument]
+		if cur.Quantity.Cmp(p.Quantity) != 0 || (!p.Quantity.IsZero() && cur.AvgPrice.Cmp(p.AvgPrice) != 0) {
+			if p.Multiplier.IsZero() {
+				p.Multiplier = events.Int(1)
+			}
+			o.add(evacct.PositionObserved{Position: p, At: env.At})
+		}
+	}
+	if c.Complete {
+		for _, inst := range sortedKeys(o.state().Positions) {
+			if !positions[inst] {
+				o.add(evacct.PositionObserved{Position: evacct.Position{Instrument: inst, Quantity: events.Int(0)}, At: env.At})
+			}
+		}
+		n := 0
+		for _, ob := range c.Orders {
+			if !ob.Final() {
+				n++
+			}
+		}
+		o.add(evacct.Reconciled{Cause: c.Cause, Orders: n, Positions: len(c.Positions), At: env.At})
+	}
+	return o.out
+}
+
+// order records one order as the provider reports it: an intent it
+// settles (the stream may tell of an order before the answer to its
+// request), an order placed elsewhere it adopts, the fill since the last
+// report, its end.
+func (o *observer) order(ob providercmd.Order) {
+	st := o.state()
+	p := st.Provider
+	if in, ok := p.Intents[providercmd.IntentKey(evacct.IntentPlace, ob.ProviderClientOrderID)]; ok {
+		o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: evacct.OutcomeAccepted, At: o.env.At})
+		o.add(evacct.OrderPlaced{Order: in.Order})
+		st = o.state()
+	}
+	id, known := st.Provider.Orders[ob.ProviderClientOrderID]
+	if !known {
+		if ob.Final() && ob.Filled.IsZero() {
+			return // an order placed elsewhere that ended without a fill: nothing to keep
+		}
+		id = adoptedPrefix + ob.ProviderOrderID
+		if ob.ProviderOrderID == "" {
+			id = adoptedPrefix + ob.ProviderClientOrderID
+		}
+		otype := ob.OrderType
+		if _, ok := order.ParseType(otype); !ok {
+			otype = string(order.Limit) // a type the engine has no name for rests like a limit
+		}
+		o.add(evacct.OrderPlaced{Order: evacct.Order{BrokerOrderID: id, ClientOrderID: ob.ProviderClientOrderID, Instrument: ob.Instrument,
+			Side: ob.Side, OrderType: otype, Quantity: ob.Quantity, LimitPrice: ob.LimitPrice, StopPrice: ob.StopPrice,
+			TimeInForce: ob.TimeInForce, ReduceOnly: ob.ReduceOnly, CreatedAt: ob.At}})
+		st = o.state()
+	}
+	w, working := st.Working[id]
+	if !working {
+		return // over in the book already: a late or repeated report
+	}
+	if ob.Filled.Cmp(w.Filled) > 0 {
+		delta := ob.Filled.Sub(w.Filled)
+		price := fillPrice(w, ob, delta)
+		realized := events.Int(0)
+		if ob.LastPnL != nil {
+			realized = *ob.LastPnL
+		}
+		pos, closed := net(st.Positions[w.Instrument], w.Instrument, w.Side, delta, price)
+		if ob.LastPnL == nil {
+			realized = closed
+		}
+		bal := st.Balance.Add(realized)
+		var fee *events.Decimal
+		if ob.LastFee != nil {
+			f := *ob.LastFee
+			fee, bal = &f, bal.Sub(f)
+		}
+		avg := price
+		if ob.AvgPrice != nil {
+			avg = *ob.AvgPrice
+		}
+		o.add(evacct.OrderFilled{BrokerOrderID: id, FillID: id + "-" + ob.Filled.String(), Instrument: w.Instrument, Side: w.Side,
+			Quantity: delta, Price: price, Realized: realized, Position: pos, Balance: bal, OrderFilled: ob.Filled,
+			OrderAvgPrice: avg, Done: ob.Final(), Commission: fee, At: o.env.At})
+		return
+	}
+	if ob.Final() {
+		reason := "requested"
+		if ob.Status != "canceled" {
+			reason = ob.Status
+		}
+		o.add(evacct.OrderCanceled{BrokerOrderID: id, Reason: reason, At: o.env.At})
+	} else if w.Quantity.Cmp(ob.Quantity) != 0 || !samePrice(w.LimitPrice, ob.LimitPrice) || !samePrice(w.StopPrice, ob.StopPrice) {
+		o.add(evacct.OrderReplaced{BrokerOrderID: id, Quantity: ob.Quantity, LimitPrice: ob.LimitPrice, StopPrice: ob.StopPrice, At: o.env.At})
+	}
+}
+
+func samePrice(a, b *events.Decimal) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Cmp(*b) == 0
+}
+
+// fillPrice is the price of the fill of delta: the provider's last fill
+// price when it gave one, else what the order's average says of it.
+func fillPrice(w *Working, ob providercmd.Order, delta events.Decimal) events.Decimal {
+	if ob.LastPrice != nil && ob.LastPrice.Sign() > 0 {
+		return *ob.LastPrice
+	}
+	if ob.AvgPrice == nil {
+		if w.LimitPrice != nil {
+			return *w.LimitPrice
+		}
+		return events.Int(0)
+	}
+	if w.Filled.IsZero() {
+		return *ob.AvgPrice
+	}
+	return ob.AvgPrice.Mul(ob.Filled).Sub(w.AvgPrice.Mul(w.Filled)).Quo(delta)
+}
+
+// net is position p after a fill of qty at price on side, and the PnL the
+// fill realized, on the net model: adding averages the entry, reducing
+// keeps it, crossing zero starts again at price.
+func net(p evacct.Position, instrument, side string, qty, price events.Decimal) (evacct.Position, events.Decimal) {
+	sq := signed(side, qty)
+	if p.Quantity.IsZero() {
+		return evacct.Position{Instrument: instrument, Quantity: sq, AvgPrice: price, Multiplier: events.Int(1)}, events.Int(0)
+	}
+	if p.Multiplier.IsZero() {
+		p.Multiplier = events.Int(1)
+	}
+	nq := p.Quantity.Add(sq)
+	if p.Quantity.Sign() == sq.Sign() {
+		avg := p.AvgPrice.Mul(p.Quantity.Abs()).Add(price.Mul(qty)).Quo(nq.Abs())
+		return evacct.Position{Instrument: instrument, Quantity: nq, AvgPrice: avg, Multiplier: p.Multiplier}, events.Int(0)
+	}
+	closed := qty.Min(p.Quantity.Abs())
+	realized := price.Sub(p.AvgPrice).Mul(closed)
+	if p.Quantity.Sign() < 0 {
+		realized = realized.Neg()
+	}
+	realized = realized.Mul(p.Multiplier)
+	switch {
+	case nq.IsZero():
+		return evacct.Position{Instrument: instrument, Quantity: nq, Multiplier: p.Multiplier}, realized
+	case nq.Sign() == p.Quantity.Sign():
+		return evacct.Position{Instrument: instrument, Quantity: nq, AvgPrice: p.AvgPrice, Multiplier: p.Multiplier}, realized
+	}
+	return evacct.Position{Instrument: instrument, Quantity: nq, AvgPrice: price, Multiplier: p.Multiplier}, realized
+}
