@@ -8,6 +8,7 @@ import (
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	"github.com/svc/engine/events/mark"
@@ -425,11 +426,11 @@ func (l *legs) size(b *evacct.Bracket, lg *evacct.BracketLeg, q events.Decimal) 
 			return
 		}
 		o := evacct.Order{BrokerOrderID: lg.ID, ClientOrderID: lg.ID, Instrument: b.Instrument, Side: exitSide(b),
-			Quantity: q, TimeInForce: "gtc", ReduceOnly: true, BracketID: b.ID, CreatedAt: l.env.At}
+			Quantity: q, TimeInForce: string(order.GTC), ReduceOnly: true, BracketID: b.ID, CreatedAt: l.env.At}
 		if lg.Kind == evacct.LegStop {
-			o.OrderType, o.StopPrice = "stop", lg.Price
+			o.OrderType, o.StopPrice = string(order.Stop), lg.Price
 		} else {
-			o.OrderType, o.LimitPrice = "limit", lg.Price
+			o.OrderType, o.LimitPrice = string(order.Limit), lg.Price
 		}
 		l.out = append(l.out, evacct.OrderPlaced{Order: o})
 		l.owner[lg.ID] = b.ID
@@ -502,9 +503,9 @@ func (l *legs) closed() {
 
 func exitSide(b *evacct.Bracket) string {
 	if b.Side == "long" {
-		return "sell"
+		return string(order.Sell)
 	}
-	return "buy"
+	return string(order.Buy)
 }
 
 // touchFor is the best price a bracket's exit could have traded at since
@@ -681,7 +682,7 @@ func WakeLevel(b *evacct.Bracket) (events.Decimal, bool) {
 // basis, pre_armed on the entry entryID. Its BracketSet goes first in the
 // decision's events; settleBrackets arms it on the entry's fills.
 func openBracket(env commands.Envelope, key, instrument, side string, qty, basis events.Decimal, sp trading.Spec, p *trading.BracketPlan, entryID string) (evacct.BracketSet, error) {
-	ladder := plancmd.Price(p.Spec, sp.TickSize, sp.LotStep, side, basis, qty)
+	ladder := p.Ladder(sp, side, basis, qty)
 	if len(ladder.Legs) == 0 {
 		return evacct.BracketSet{}, commands.InvalidField("quantity", map[string]any{"lotStep": sp.LotStep.String()},
 			"the plan places no leg for a quantity of %s: every target's share rounds to nothing at the lot step %s and it has no stop", qty, sp.LotStep)
@@ -690,7 +691,7 @@ func openBracket(env commands.Envelope, key, instrument, side string, qty, basis
 		EntryOrderID: entryID, EntryPrice: basis, Planned: qty, Armed: events.Int(0), Tick: sp.TickSize, Lot: sp.LotStep,
 		PlanID: p.PlanID, PlanRevision: p.PlanRevision, ClientOrderID: key, Breakeven: ladder.Breakeven, Trailing: ladder.Trailing,
 		CreatedAt: env.At, UpdatedAt: env.At}
-	if side == "sell" {
+	if order.Side(side) == order.Sell {
 		b.Side = "short"
 	}
 	for i, lg := range ladder.Legs {

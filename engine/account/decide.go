@@ -11,6 +11,7 @@ import (
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
 	venuecmd "github.com/svc/engine/commands/venue"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/engine/idem"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -104,7 +105,7 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		var evs []events.Event
 		start := DayStart(env.At)
 		for _, id := range sortedKeys(s.Working) {
-			if w := s.Working[id]; w.TimeInForce == "day" && w.CreatedAt.Before(start) {
+			if w := s.Working[id]; order.TIF(w.TimeInForce) == order.Day && w.CreatedAt.Before(start) {
 				evs = append(evs, evacct.OrderCanceled{BrokerOrderID: id, Reason: "expired", At: env.At})
 			}
 		}
@@ -151,18 +152,13 @@ func quote(m trading.Market, instrument string) (trading.Quote, error) {
 }
 
 func signed(side string, qty events.Decimal) events.Decimal {
-	if side == "sell" {
+	if order.Side(side) == order.Sell {
 		return qty.Neg()
 	}
 	return qty
 }
 
-func opposite(side string) string {
-	if side == "buy" {
-		return "sell"
-	}
-	return "buy"
-}
+func opposite(side string) string { return string(order.Side(side).Opposite()) }
 
 // reduces reports whether an order of side and qty only reduces position p.
 func reduces(p evacct.Position, side string, qty events.Decimal) bool {
@@ -225,7 +221,7 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 	}
 	b.add(evacct.OrderPlaced{Order: o})
 	w := &Working{Order: o}
-	if !b.match(w, q) && (o.TimeInForce == "ioc" || o.TimeInForce == "fok") {
+	if !b.match(w, q) && order.TIF(o.TimeInForce).Immediate() {
 		b.add(evacct.OrderCanceled{BrokerOrderID: o.BrokerOrderID, Reason: o.TimeInForce, At: env.At})
 	}
 	return b.out, nil
@@ -328,9 +324,9 @@ func decideClose(s *State, env commands.Envelope, c *trading.ClosePosition) ([]e
 
 func sideToClose(p evacct.Position) string {
 	if p.Quantity.Sign() > 0 {
-		return "sell"
+		return string(order.Sell)
 	}
-	return "buy"
+	return string(order.Buy)
 }
 
 // decideFlatten cancels and closes everything; a clientOrderId, when sent, is
@@ -392,7 +388,7 @@ func decideReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]event
 	if _, err := spec(c.Market, c.Instrument); err != nil {
 		return nil, err
 	}
-	if _, err := venueTerms(s, c.Market, c.Instrument, sideToClose(p), "market", p.Quantity.Abs().Add(p.Quantity.Abs()), false); err != nil {
+	if _, err := venueTerms(s, c.Market, c.Instrument, sideToClose(p), string(order.Market), p.Quantity.Abs().Add(p.Quantity.Abs()), false); err != nil {
 		return nil, err
 	}
 	q, err := quote(c.Market, c.Instrument)

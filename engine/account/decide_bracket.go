@@ -5,6 +5,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -49,11 +50,11 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 		if err != nil {
 			return nil, err
 		}
-		side := "buy"
+		side := order.Buy
 		if p.Quantity.Sign() < 0 {
-			side = "sell"
+			side = order.Sell
 		}
-		set, err := openBracket(env, c.ClientOrderID, c.Instrument, side, p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
+		set, err := openBracket(env, c.ClientOrderID, c.Instrument, string(side), p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +69,7 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 		return nil, commands.InvalidField("entryOrderId", nil, "the order is part of a bracket already: change or withdraw that bracket")
 	case w.ReduceOnly:
 		return nil, commands.InvalidField("entryOrderId", nil, "a reduce-only order is not an entry")
-	case w.OrderType == "market":
+	case !order.Type(w.OrderType).Spec().Rests():
 		return nil, commands.InvalidField("entryOrderId", nil, "a market order does not rest")
 	}
 	sp, err := spec(c.Market, w.Instrument)
@@ -164,16 +165,12 @@ func decideChange(s *State, env commands.Envelope, c *trading.ChangeBracket) ([]
 // market entry's touch (refused past the drift bound from the preview) or
 // at the limit price, pre_armed on the entry o.
 func bracketEntry(env commands.Envelope, c *trading.PlaceOrder, sp trading.Spec, q trading.Quote, o *evacct.Order) (events.Event, error) {
-	basis := q.Ask
-	if c.Side == "sell" {
-		basis = q.Bid
-	}
-	if c.OrderType == "market" {
+	typ := order.Type(c.OrderType)
+	basis := trading.EntryBasis(typ, order.Side(c.Side), c.LimitPrice, trading.Touch{Bid: q.Bid, Ask: q.Ask})
+	if !typ.Spec().Rests() {
 		if err := drift(sp, c.Bracket.Entry, basis); err != nil {
 			return nil, err
 		}
-	} else {
-		basis = *c.LimitPrice
 	}
 	set, err := openBracket(env, "", c.Instrument, c.Side, c.Quantity, basis, sp, c.Bracket, o.BrokerOrderID)
 	if err != nil {

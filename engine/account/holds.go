@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/events"
 )
 
@@ -28,7 +29,7 @@ func gate(s *State, at time.Time, instrument, side, orderType string, qty events
 	if len(hs) == 0 {
 		return nil
 	}
-	if reduceOnly || (orderType == "market" && reduces(s.Positions[instrument], side, qty)) {
+	if reduceOnly || (orderType == string(order.Market) && reduces(s.Positions[instrument], side, qty)) {
 		return nil
 	}
 	return lockedRefusal(hs)

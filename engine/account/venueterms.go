@@ -1,10 +1,10 @@
 package account
 
 import (
-
 	"github.com/svc/engine/commands"
 	riskcmd "github.com/svc/engine/commands/risk"
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 )
@@ -36,7 +36,7 @@ func venueTerms(s *State, m trading.Market, instrument, side, orderType string, 
 		return nil, commands.Refuse(commands.CodeInstrumentNotPermitted,
 			"the account's group does not permit this instrument", map[string]any{"instrument": instrument})
 	}
-	adds := !reduceOnly && !(orderType == "market" && reduces(s.Positions[instrument], side, qty))
+	adds := !reduceOnly && !(orderType == string(order.Market) && reduces(s.Positions[instrument], side, qty))
 	if adds && t.StageID != "" && t.StageVersion != s.StageVersion {
 		return nil, commands.Refuse(commands.CodeStageVersionUnrecorded,
 			"the account's stage changed version since it was issued: it is close-only until the venue issues it into the current version",

@@ -10,6 +10,7 @@ import (
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
 	tradecmd "github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
@@ -151,6 +152,9 @@ func placedID(evs []events.Event) string {
 		if p, ok := e.(evacct.OrderPlaced); ok {
 			return p.Order.BrokerOrderID
 		}
+		if in, ok := e.(evacct.OrderIntended); ok && in.Op == evacct.IntentPlace {
+			return in.Order.BrokerOrderID // a provider account's order: answered once its outcome is recorded
+		}
 	}
 	return ""
 }
@@ -236,7 +240,7 @@ func orderFromQuery(q url.Values) (*tradecmd.PlaceOrder, error) {
 		c.ClientOrderID = "actions-preview"
 	}
 	if c.OrderType == "" {
-		c.OrderType = "market"
+		c.OrderType = string(order.Market)
 	}
 	dec := func(name string) (*events.Decimal, error) {
 		if !q.Has(name) {
