@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/svc/engine/commands"
+	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/engine/plan"
 	evplan "github.com/svc/engine/events/plan"
@@ -38,4 +39,15 @@ func (e *Engine) Plan(ctx context.Context, ownerID, planID string) (spec evplan.
 		}
 	})
 	return spec, revision, ok, err
+}
+
+// BracketPlan reads the saved exit plan planID of the principal ownerID from
+// its aggregate for a bracket at revision rev: refused (409
+// exit_plan_conflict) when it was deleted or edited since (trading.PlanAt).
+func (e *Engine) BracketPlan(ctx context.Context, ownerID, planID, rev string) (*trading.BracketPlan, error) {
+	spec, current, ok, err := e.Plan(ctx, ownerID, planID)
+	if err != nil {
+		return nil, err
+	}
+	return trading.PlanAt(planID, rev, spec, current, ok)
 }

@@ -15,80 +15,30 @@ import (
 	"github.com/svc/engine/projections/frames"
 )
 
-// conflict is 409 exit_plan_conflict naming why in params.reason.
-func conflict(reason, msg string, params map[string]any) error {
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["reason"] = reason
-	return commands.Refuse(commands.CodeExitPlanConflict, msg, params)
-}
-
-// plan reads the caller's plan id from its aggregate and refuses it unless
-// its current revision is rev (409 exit_plan_conflict with params.revision).
-func (h *Handlers) plan(r *http.Request, id, rev string) (*tradecmd.BracketPlan, error) {
-	spec, cur, ok, err := h.d.Engine.Plan(r.Context(), owner(r), id)
-	switch {
-	case err != nil:
-		return nil, err
-	case !ok:
-		return nil, conflict("plan_deleted", "the exit plan was deleted", map[string]any{"planId": id})
-	case cur != rev:
-		return nil, conflict("plan_changed", "the exit plan was edited since you read it: preview its current revision",
-			map[string]any{"revision": cur})
-	}
-	return &tradecmd.BracketPlan{PlanID: id, PlanRevision: cur, Spec: spec}, nil
-}
-
 // Load checks an order's exitPlan against its preview token and attaches
-// the plan at that revision: a token this engine sealed, not expired, for
-// this account, plan and revision, instrument, side, quantity, entry and
-// clientOrderId, on a plan not edited since. It answers the warnings of the
-// ladder. Nothing is recorded on a refusal.
+// the plan at that revision: a token this engine sealed, for the submission
+// it binds (trading.PreviewBinding.Check), on a plan not edited since (the
+// engine's BracketPlan). It answers the warnings of the ladder. Nothing is
+// recorded on a refusal.
 func (h *Handlers) Load(r *http.Request, a projections.Account, c *tradecmd.PlaceOrder) ([]plancmd.Warning, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ref := c.ExitPlan
-	bind, ok := h.Verify(ref.PreviewToken)
+	bind, ok := h.Verify(c.ExitPlan.PreviewToken)
 	if !ok {
 		return nil, commands.BadField("exitPlan.previewToken", nil, "exitPlan.previewToken is not a preview token of this engine: preview the order (POST /api/account/exit-plans/preview)")
 	}
-	var field string
-	switch {
-	case h.cfg.Now().Unix() > bind.Expires:
-		return nil, conflict("token_expired", "the preview token expired: preview again", nil)
-	case bind.AccountID != a.AccountID:
-		return nil, conflict("account_changed", "the preview was made for another account: preview on this one", nil)
-	case bind.PlanID != ref.PlanID:
-		field = "exitPlan.planId"
-	case bind.PlanRevision != ref.PlanRevision:
-		field = "exitPlan.planRevision"
-	case bind.Instrument != c.Instrument:
-		field = "instrument"
-	case bind.Side != c.Side:
-		field = "side"
-	case bind.Quantity.Cmp(c.Quantity) != 0:
-		field = "quantity"
-	case bind.ClientOrderID != c.ClientOrderID:
-		field = "clientOrderId"
-	case bind.OrderType != c.OrderType:
-		field = "orderType"
-	case c.OrderType == "limit" && bind.Entry.Cmp(*c.LimitPrice) != 0:
-		field = "limitPrice"
+	if err := bind.Check(a.AccountID, h.cfg.Now(), c); err != nil {
+		return nil, err
 	}
-	if field != "" {
-		return nil, conflict("binding", "the order's "+field+" is not what the preview priced: preview this order",
-			map[string]any{"field": field})
-	}
-	p, err := h.plan(r, bind.PlanID, bind.PlanRevision)
+	p, err := h.d.Engine.BracketPlan(r.Context(), owner(r), bind.PlanID, bind.PlanRevision)
 	if err != nil {
 		return nil, err
 	}
 	p.Entry = bind.Entry
 	c.Bracket = p
 	in, _ := h.d.Engine.Catalog().Get(c.Instrument)
-	return plancmd.Price(p.Spec, in.TickSize, in.LotStep, c.Side, bind.Entry, c.Quantity).Warnings, nil
+	return p.Ladder(tradecmd.Spec{TickSize: in.TickSize, LotStep: in.LotStep}, c.Side, bind.Entry, c.Quantity).Warnings, nil
 }
 
 // answer is the spec's bracket withdrawal answer: the bracket after the
@@ -131,7 +81,7 @@ func (h *Handlers) Protect(w http.ResponseWriter, r *http.Request) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if c.Plan, err = h.plan(r, c.PlanID, c.PlanRevision); err != nil {
+	if c.Plan, err = h.d.Engine.BracketPlan(r.Context(), owner(r), c.PlanID, c.PlanRevision); err != nil {
 		return err
 	}
 	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)

@@ -15,7 +15,6 @@ import (
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
 	"github.com/svc/engine/commands/trading"
-	"github.com/svc/engine/events"
 	evplan "github.com/svc/engine/events/plan"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/auth"
@@ -159,19 +158,9 @@ func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Binding is what a preview token binds: one submission of one order.
-type Binding struct {
-	AccountID     string         `json:"a"`
-	PlanID        string         `json:"p"`
-	PlanRevision  string         `json:"r"`
-	Instrument    string         `json:"i"`
-	Side          string         `json:"s"`
-	OrderType     string         `json:"t"`
-	Quantity      events.Decimal `json:"q"`
-	Entry         events.Decimal `json:"e"`
-	ClientOrderID string         `json:"c"`
-	Expires       int64          `json:"x"`
-}
+// Binding is what a preview token binds: one submission of one order
+// (commands/trading decides what it binds and checks an order against it).
+type Binding = trading.PreviewBinding
 
 // Verify reads a preview token's binding when its signature holds.
 func (h *Handlers) Verify(token string) (Binding, bool) {
@@ -179,82 +168,42 @@ func (h *Handlers) Verify(token string) (Binding, bool) {
 	return b, h.cfg.Tokens.Open(token, &b)
 }
 
-// Preview prices a plan's ladder for an order and answers the legs with a
-// token binding account, plan and revision, instrument, side, quantity,
-// entry and clientOrderId, good for one submission within PreviewFor.
+// Preview prices a plan's ladder for an order (trading.PreviewBracket) and
+// answers the legs with a token binding account, plan and revision,
+// instrument, side, quantity, entry and clientOrderId, good for one
+// submission within PreviewFor.
 func (h *Handlers) Preview(w http.ResponseWriter, r *http.Request) error {
-	var b struct {
-		PlanID        string          `json:"planId"`
-		PlanRevision  string          `json:"planRevision"`
-		Instrument    string          `json:"instrument"`
-		Side          string          `json:"side"`
-		Quantity      events.Decimal  `json:"quantity"`
-		OrderType     string          `json:"orderType"`
-		LimitPrice    *events.Decimal `json:"limitPrice"`
-		ClientOrderID string          `json:"clientOrderId"`
-	}
-	if err := httpx.Decode(r, &b, 0); err != nil {
+	var c trading.PreviewBracket
+	if err := httpx.Decode(r, &c, 0); err != nil {
 		return err
 	}
-	if err := commands.ClientOrderID("clientOrderId", b.ClientOrderID); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
-	}
-	if b.Side != "buy" && b.Side != "sell" {
-		return commands.BadField("side", nil, "side is buy or sell")
-	}
-	if b.Quantity.Sign() <= 0 {
-		return commands.BadField("quantity", nil, "quantity must be above zero")
 	}
 	acct, err := h.d.Account(r)
 	if err != nil {
 		return err
 	}
-	p, err := h.read(r, b.PlanID)
+	p, err := h.read(r, c.PlanID)
 	if err != nil {
 		return err
 	}
-	if b.PlanRevision != p.Revision {
-		return commands.Refuse(commands.CodeExitPlanConflict, "the plan changed since you read it: preview its current revision",
-			map[string]any{"revision": p.Revision})
+	m := trading.PreviewMarket{Plan: p.Spec, Revision: p.Revision}
+	if in, ok := h.d.Engine.Catalog().Get(c.Instrument); ok {
+		m.Spec = &trading.Spec{Symbol: in.Symbol, TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
+		m.Futures = in.AssetClass == "futures"
 	}
-	in, ok := h.d.Engine.Catalog().Get(b.Instrument)
-	if !ok {
-		return commands.Refuse(commands.CodeInstrumentNotPermitted, "unknown instrument "+b.Instrument, map[string]any{"instrument": b.Instrument})
+	if q, ok := h.d.Engine.Feed().Quote(c.Instrument); ok {
+		m.Quote = &trading.Touch{Bid: q.Bid, Ask: q.Ask}
 	}
-	// The preview refuses what the order would: quantity and price off the instrument's increments.
-	sp := trading.Spec{Symbol: in.Symbol, TickSize: in.TickSize, LotStep: in.LotStep, MinQuantity: in.MinQuantity}
-	if err := sp.CheckOrder(&b.Quantity, b.LimitPrice, nil); err != nil {
+	entry, ladder, err := c.Price(m)
+	if err != nil {
 		return err
 	}
-	var entry events.Decimal
-	switch b.OrderType {
-	case "market":
-		if in.AssetClass == "futures" {
-			return trading.FeedRequiresConnection(b.Instrument)
-		}
-		q, ok := h.d.Engine.Feed().Quote(b.Instrument)
-		if !ok {
-			return commands.Refuse(commands.CodeMarketDataUnavailable, "no price for "+b.Instrument+" yet",
-				map[string]any{"cause": "mark_missing"})
-		}
-		entry = q.Ask
-		if b.Side == "sell" {
-			entry = q.Bid
-		}
-	case "limit":
-		if b.LimitPrice == nil || b.LimitPrice.Sign() <= 0 {
-			return commands.BadField("limitPrice", nil, "a limit entry needs a limitPrice above zero")
-		}
-		entry = *b.LimitPrice
-	default:
-		return commands.BadField("orderType", nil, "the entry of a bracket is a market or a limit order")
-	}
-	ladder := plancmd.Price(p.Spec, in.TickSize, in.LotStep, b.Side, entry, b.Quantity)
-	bind := Binding{AccountID: acct.AccountID, PlanID: p.ID, PlanRevision: p.Revision, Instrument: b.Instrument, Side: b.Side,
-		OrderType: b.OrderType, Quantity: b.Quantity, Entry: entry, ClientOrderID: b.ClientOrderID, Expires: h.cfg.Now().Add(PreviewFor).Unix()}
+	bind := c.Binding(acct.AccountID, p.Revision, entry, h.cfg.Now().Add(PreviewFor))
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preview": map[string]any{
-		"planId": p.ID, "planRevision": p.Revision, "instrument": b.Instrument, "side": b.Side, "quantity": b.Quantity,
+		"planId": p.ID, "planRevision": p.Revision, "instrument": c.Instrument, "side": c.Side, "quantity": c.Quantity,
 		"entry": entry, "legs": ladder.Legs, "warnings": ladder.Warnings, "token": h.cfg.Tokens.Seal(bind), "expiresAt": time.Unix(bind.Expires, 0).UTC(),
 	}})
 	return nil
