@@ -27,6 +27,7 @@ import (
 	"github.com/svc/engine/engine/org"
 	"github.com/svc/engine/engine/paper"
 	"github.com/svc/engine/engine/plan"
+	"github.com/svc/engine/engine/providers"
 	"github.com/svc/engine/engine/risk"
 	"github.com/svc/engine/engine/snapshot"
 	"github.com/svc/engine/engine/tenant"
@@ -66,6 +67,9 @@ type Config struct {
 	// RecordMoves makes the paper book record every breakeven and trailing
 	// move in its account, as before marks (marks.go): for comparison only.
 	RecordMoves bool
+	// Providers serves accounts that live at a provider (providerlinks.go);
+	// nil: none is linked.
+	Providers *ProvidersConfig
 }
 
 // Validate reports every missing dependency at once.
@@ -104,6 +108,8 @@ type Engine struct {
 	connect   connects                    // Connect apps, links and statements (connects.go)
 	ch        *challenges                 // challenges (challenges.go)
 	paper     *paper.Reactor
+	prov      *providers.Reactor // accounts at a provider (providerlinks.go); nil: none
+	provAccts provAccounts
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	nodes     nodes         // the cluster (nodes.go)
 	snaps     *snapshotter  // aggregate snapshots (snapshots.go); nil: none
@@ -159,12 +165,14 @@ func New(cfg Config) (*Engine, error) {
 			e.react(id, s)
 			e.risk.Track(id, s, c.Seq)
 			e.afterAccount(id, s, c)
+			e.trackProvider(id, s, false)
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 	if e.clustered() {
 		e.nodes.parts = make([]map[string]struct{}, e.partitions())
 		e.accounts.SetAdmit(e.admitAccount)
 	}
+	e.initProviders()
 	e.firms = newFirms(cfg, e.reg)
 	e.orgs = newOrgs(cfg, e)
 	e.plans = newPlans(cfg, e)
@@ -360,6 +368,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.index(id)
 		e.react(id, s) // on a node of several, once its partition is acquired
 		e.risk.Track(id, s, accts.rev[id])
+		e.trackProvider(id, s, true) // open intents are settled by lookup, never sent again
 	}
 	e.nodes.at.Store(last)
 	if store != nil {
@@ -422,6 +431,9 @@ func (e *Engine) Close() {
 		e.stopSweep()
 	}
 	e.paper.Close()
+	if e.prov != nil {
+		e.prov.Close()
+	}
 	e.risk.Close()
 	e.ch.reactor.Close()
 	e.accounts.Close()
@@ -557,6 +569,7 @@ func (e *Engine) Account(ctx context.Context, accountID string, env commands.Env
 
 // decideHere decides an account's command on this node.
 func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
+	e.providerDefaults(accountID, env.Cmd)
 	if err := e.prepare(env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}
@@ -564,6 +577,7 @@ func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.
 		return mailbox.Result{}, err
 	}
 	res, err := e.accounts.Execute(ctx, accountID, env)
+	res, err = e.awaitIntent(ctx, accountID, env, res, err) // a provider account's order answers its outcome
 	return res, risk.FailClosed(err)
 }
 

@@ -103,6 +103,10 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 		get(open, "/api/keys", session(serve(id.ListKeys)))
 		del(open, "/api/keys/{id}", session(serve(id.RevokeKey)))
 		post(open, "/api/account/demo", d.Auth.KeyOrSession(httpx.Trading)(serve(id.OpenDemo)))
+		// A trader's own account at a provider (clock observation): link and unlink.
+		links := account.New(d)
+		post(open, "/api/account/providers", session(serve(links.LinkProvider)))
+		del(open, "/api/account/providers/{accountId}", session(serve(links.UnlinkProvider)))
 		post(open, "/api/organizations", session(serve(id.CreateOrg)))
 		get(open, "/api/organizations", session(serve(id.ListOrgs)))
 		get(open, "/api/organizations/{id}/members", session(serve(id.Members)))

@@ -368,6 +368,12 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			err = orders.update(orderID, ev)
 		case evacct.BalanceChanged:
 			a.Balance = e.Balance
+		case evacct.BalanceObserved: // a provider account's reading (clock observation)
+			if e.Asset == a.Currency {
+				a.Balance = e.Wallet
+			}
+		case evacct.PositionObserved:
+			err = observePosition(tx, id, e)
 		case evacct.BracketSet:
 			var known bool
 			if known, err = tx.Get(CollBracket, id+"/"+e.Bracket.ID, new(evacct.Bracket)); err == nil {
@@ -435,4 +441,14 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	}
 	d.RealizedPnl, d.Balance, d.Fills = d.RealizedPnl.Add(e.Realized), e.Balance, d.Fills+1
 	return tx.Put(CollPnLDay, key, d)
+}
+
+// observePosition folds a provider's reading of a position.
+func observePosition(tx Tx, id string, e evacct.PositionObserved) error {
+	pk := id + "/" + e.Position.Instrument
+	if e.Position.Quantity.IsZero() {
+		return tx.Delete(CollPosition, pk)
+	}
+	return tx.Put(CollPosition, pk, Position{Instrument: e.Position.Instrument, Quantity: e.Position.Quantity,
+		AvgPrice: e.Position.AvgPrice, Multiplier: e.Position.Multiplier, UpdatedAt: e.At})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/frames"
 )
 
 // New makes the account handlers; the route table is gateway/routes.go.
@@ -20,7 +21,7 @@ type Handlers struct{ d *api.Deps }
 // ItemOf renders an account of the engine's paper book.
 func ItemOf(a projections.Account) Item {
 	return Item{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber, Label: a.Label,
-		Currency: a.Currency, Clock: "engine", PositionModel: "net"}
+		Currency: a.Currency, Clock: frames.ClockOf(a), PositionModel: "net"}
 }
 
 // Item is an account as the account list (and the demo account's answer) renders it.

@@ -73,6 +73,34 @@ func PaperCapabilities() Capabilities {
 	}
 }
 
+// KindProvider is the Kind of an account that lives at a provider.
+const KindProvider = "provider"
+
+// ClockOf is the account's clock: observation for an account that lives at
+// a provider (its revision stamps the engine's reading), engine otherwise.
+func ClockOf(a projections.Account) string {
+	if a.Kind == KindProvider {
+		return "observation"
+	}
+	return "engine"
+}
+
+// ProviderCapabilities are a provider account's: the provider's order
+// types and times in force (no session day), reduce-only, and no exit plan
+// the engine serves there yet.
+func ProviderCapabilities() Capabilities {
+	return Capabilities{OrderTypes: []string{"market", "limit", "stop", "stop_limit"}, TIFs: []string{"gtc", "ioc", "fok"},
+		ReduceOnly: true, ExitPlanSupport: []string{}}
+}
+
+// CapabilitiesOf is what the account's book supports.
+func CapabilitiesOf(a projections.Account) Capabilities {
+	if a.Kind == KindProvider {
+		return ProviderCapabilities()
+	}
+	return PaperCapabilities()
+}
+
 // Unrealized is the PnL of position p at mark m.
 func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
 	return m.Sub(p.AvgPrice).Mul(p.Quantity).Mul(p.Multiplier)
@@ -101,8 +129,8 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 	if err != nil {
 		return Frame{}, err
 	}
-	f := Frame{AccountID: a.AccountID, Revision: st.Revision(a.Revision), Clock: "engine", PositionModel: "net",
-		Capabilities: PaperCapabilities(), Positions: []Position{}, Orders: orders, Brackets: bs, ManagedExits: managed,
+	f := Frame{AccountID: a.AccountID, Revision: st.Revision(a.Revision), Clock: ClockOf(a), PositionModel: "net",
+		Capabilities: CapabilitiesOf(a), Positions: []Position{}, Orders: orders, Brackets: bs, ManagedExits: managed,
 		Follows: follows}
 	unreal := events.Int(0)
 	for _, p := range ps {

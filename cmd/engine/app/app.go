@@ -153,7 +153,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if a.Market, err = openMarket(ctx, a, a.Sim); err != nil {
 		return nil, err
 	}
-	a.Engine, err = engine.New(engine.Config{Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
+	provs, err := openProviders(ctx, cfg, a.Log) // providers.go
+	if err != nil {
+		return nil, err
+	}
+	a.Engine, err = engine.New(engine.Config{Providers: provs, Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),
 		CommitEncoding: cfg.CommitEncoding, Node: cfg.Node, Snapshots: engine.SnapshotConfig{On: cfg.Snapshots == "on", Every: cfg.SnapshotEvery},
 		RecordMoves: o.RecordMoves})
 	if err != nil {

@@ -49,7 +49,8 @@ type Config struct {
 	MailFrom        string
 	SessionKeys     string // hex keys signing session cookies, the first signs
 	Market          MarketConfig
-	Firm            FirmConfig // the firm area (firm.go)
+	Firm            FirmConfig      // the firm area (firm.go)
+	Providers       ProvidersConfig // accounts at a provider (providers.go)
 	Connect         ConnectConfig
 }
 
@@ -140,6 +141,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.SMTPURL, "smtp-url", env("ENGINE_SMTP_URL", ""), "smtp://user:pass@host:587 (STARTTLS) or smtps://...:465 for mail; empty: .eml files under <data-dir>/mail (ENGINE_SMTP_URL)")
 	fs.StringVar(&c.MailFrom, "mail-from", env("ENGINE_MAIL_FROM", ""), "From address of the engine's mail (ENGINE_MAIL_FROM)")
 	fs.StringVar(&c.SessionKeys, "session-keys", env("ENGINE_SESSION_KEYS", ""), "comma-separated hex keys (32+ bytes) signing session cookies; the first signs, all verify; empty: derived from <data-dir>/secret.key (ENGINE_SESSION_KEYS)")
+	providerFlags(fs, &c.Providers, env)
 	for _, f := range []struct {
 		p         *string
 		name, env string
@@ -234,6 +236,9 @@ func (c Config) validate() error {
 	}
 	if c.RateLimit < 0 {
 		errs = append(errs, errors.New("ENGINE_RATE_LIMIT must be 0 or more"))
+	}
+	if err := c.Providers.validate(c.Env); err != nil {
+		errs = append(errs, err)
 	}
 	if c.StreamsPerKey < 1 || c.StreamsPerKey > 100000 {
 		errs = append(errs, fmt.Errorf("ENGINE_STREAMS_PER_KEY %d outside 1..100000", c.StreamsPerKey))

@@ -1,0 +1,356 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/providers"
+	"github.com/svc/engine/engine/seal"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+)
+
+// ProvidersConfig serves accounts that live at a provider.
+type ProvidersConfig struct {
+	// Providers by name; each is offered for linking.
+	Providers map[string]provider.Provider
+	// Brokers names each provider's accounts in /api/account/list (broker).
+	Brokers map[string]string
+	// Vault seals the credentials; each link's data key is destroyed on unlinking.
+	Vault *seal.Vault
+	// OutcomeWait bounds how long an order's answer waits for the
+	// provider's outcome before it is outcome_unknown; 5 s when zero.
+	OutcomeWait time.Duration
+}
+
+// provAccounts are the ids of the provider accounts this engine has seen.
+type provAccounts struct{ m sync.Map }
+
+func (e *Engine) initProviders() {
+	pc := e.cfg.Providers
+	if pc == nil {
+		return
+	}
+	if pc.OutcomeWait <= 0 {
+		pc.OutcomeWait = 5 * time.Second
+	}
+	e.prov = providers.New(providers.Config{
+		Providers: pc.Providers,
+		Now:       e.cfg.Now,
+		Open:      e.openCredential,
+		Exec: func(ctx context.Context, accountID string, cmd commands.Command) error {
+			_, err := e.accounts.Execute(ctx, accountID, e.Envelope(events.Principal{System: "provider"}, "", cmd))
+			return err
+		},
+	})
+}
+
+// trackProvider hands a provider account's commit to the reactor on its owner.
+func (e *Engine) trackProvider(id string, s *account.State, resumed bool) {
+	if s.Provider == nil {
+		return
+	}
+	e.provAccts.m.Store(id, true)
+	if e.prov == nil || !e.owns(id) {
+		return
+	}
+	if resumed {
+		e.prov.Resume(id, s)
+	} else {
+		e.prov.Track(id, s)
+	}
+}
+
+func (e *Engine) isProvider(accountID string) bool {
+	_, ok := e.provAccts.m.Load(accountID)
+	return ok
+}
+
+// credential is what a sealed credential holds.
+type credential struct {
+	APIKey string `json:"k"`
+	Secret []byte `json:"s"`
+}
+
+func (e *Engine) openCredential(ctx context.Context, accountID string, sealed []byte) (provider.Credentials, error) {
+	if e.cfg.Providers == nil || e.cfg.Providers.Vault == nil {
+		return provider.Credentials{}, errors.New("engine: no vault for provider credentials")
+	}
+	sl, err := seal.Parse(sealed)
+	if err != nil {
+		return provider.Credentials{}, err
+	}
+	sec, err := e.cfg.Providers.Vault.OpenSecret(ctx, accountID, sl)
+	if err != nil {
+		return provider.Credentials{}, err
+	}
+	defer sec.Wipe()
+	var c credential
+	if err := json.Unmarshal(sec.Reveal(), &c); err != nil {
+		return provider.Credentials{}, errors.New("engine: the sealed credential does not read")
+	}
+	return provider.Credentials{APIKey: c.APIKey, Secret: c.Secret}, nil
+}
+
+// ProviderNames lists the providers this engine links, sorted.
+func (e *Engine) ProviderNames() []string {
+	if e.prov == nil {
+		return nil
+	}
+	ns := e.prov.Names()
+	slices.Sort(ns)
+	return ns
+}
+
+// LinkRequest is a trader's request to link an account at a provider.
+type LinkRequest struct {
+	AccountID string // derived from the caller's idempotency key
+	Provider  string
+	APIKey    string
+	Secret    seal.Secret
+	Label     string
+	TenantID  string
+	Email     string
+	Principal events.Principal
+}
+
+// LinkProvider checks the key at the provider (Connect: a key it does not
+// take, or one that can withdraw, is refused), reads the account whole,
+// seals the credential under the link's own data key and opens the
+// account with the snapshot as its first observations. Only the sealed
+// bytes enter the log.
+func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, error) {
+	if e.prov == nil {
+		return Result{}, commands.Refuse(commands.CodeProviderNotSupported, "this engine links no provider accounts",
+			map[string]any{"provider": req.Provider, "providers": []string{}})
+	}
+	prov, ok := e.prov.Provider(req.Provider)
+	if !ok {
+		return Result{}, commands.Refuse(commands.CodeProviderNotSupported, "this engine links no provider of that name",
+			map[string]any{"provider": req.Provider, "providers": e.ProviderNames()})
+	}
+	if !e.owns(req.AccountID) {
+		return Result{}, errNotOwned(req.AccountID)
+	}
+	creds := provider.Credentials{APIKey: req.APIKey, Secret: req.Secret.Reveal()}
+	sess, err := prov.Connect(ctx, creds)
+	if err != nil {
+		return Result{}, ProviderRefusal(err, req.Provider, "")
+	}
+	snap, err := sess.Snapshot(ctx)
+	if err != nil {
+		_ = sess.Close()
+		if errors.Is(err, provider.ErrUnavailable) || errors.Is(err, provider.ErrRateLimited) || errors.Is(err, provider.ErrBanned) {
+			return Result{}, ProviderRefusal(err, req.Provider, "")
+		}
+		return Result{}, commands.Refuse(commands.CodeProviderReadFailed, "reading the provider account failed partway; nothing was linked: try again",
+			map[string]any{"provider": req.Provider})
+	}
+	plain, err := json.Marshal(credential{APIKey: req.APIKey, Secret: req.Secret.Reveal()})
+	if err != nil {
+		_ = sess.Close()
+		return Result{}, err
+	}
+	sealed, err := e.cfg.Providers.Vault.Seal(ctx, req.AccountID, plain)
+	clear(plain)
+	if err != nil {
+		_ = sess.Close()
+		return Result{}, fmt.Errorf("seal the credential: %w", err)
+	}
+	b, err := sealed.MarshalBinary()
+	if err != nil {
+		_ = sess.Close()
+		return Result{}, err
+	}
+	currency := "USDT"
+	broker := e.cfg.Providers.Brokers[req.Provider]
+	if broker == "" {
+		broker = req.Provider
+	}
+	label := req.Label
+	if label == "" {
+		label = strings.ToUpper(broker[:1]) + broker[1:] + " " + req.AccountID[len(req.AccountID)-4:]
+	}
+	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email,
+		AccountNumber: strings.ToUpper(broker[:1]) + "F" + req.AccountID[len(req.AccountID)-12:], Label: label, Currency: currency,
+		CredentialID: creds.ID(), Sealed: b, Snapshot: providers.SnapshotObservation(snap, "link")}
+	e.prov.Hand(req.AccountID, sess)
+	res, err := e.accounts.Execute(ctx, req.AccountID, e.Envelope(req.Principal, "", link))
+	if err != nil || len(res.Events) == 0 {
+		e.prov.Drop(req.AccountID) // a link that recorded nothing (the same link again) keeps no second session
+	}
+	return res, err
+}
+
+// UnlinkProvider ends the link and destroys its data key: the sealed
+// credential in the log can never be opened again.
+func (e *Engine) UnlinkProvider(ctx context.Context, p events.Principal, accountID string) (Result, error) {
+	res, err := e.Account(ctx, accountID, e.Envelope(p, "", &providercmd.Unlink{}))
+	if err != nil {
+		return res, err
+	}
+	if e.cfg.Providers != nil && e.cfg.Providers.Vault != nil {
+		if err := e.cfg.Providers.Vault.Destroy(ctx, accountID); err != nil {
+			slog.Error("providers: destroying an unlinked account's data key failed; it is destroyed when unlinking again", "account", accountID, "err", err)
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// ProviderRefusal is the refusal of a provider's error before or instead
+// of an outcome; it holds no provider text.
+func ProviderRefusal(err error, providerName, instrument string) error {
+	params := map[string]any{"provider": providerName}
+	var kr *provider.KeyRefused
+	var mu *provider.ModeUnsupported
+	switch {
+	case errors.As(err, &kr):
+		params["reason"] = kr.Reason
+		return commands.Refuse(commands.CodeProviderKeyRefused, "the provider key is refused: "+kr.Reason+
+			" (link a key that cannot withdraw and may trade futures)", params)
+	case errors.Is(err, provider.ErrUnauthorized):
+		return commands.Refuse(commands.CodeProviderCredentialsRefused, "the provider did not take the API key and secret", params)
+	case errors.As(err, &mu):
+		code := map[string]commands.Code{provider.SettingHedgeMode: commands.CodeHedgePositionMode,
+			provider.SettingMultiAssets: commands.CodeMultiAssetsMode, provider.SettingPortfolioMargin: commands.CodePortfolioMargin}[mu.Setting]
+		params["instrument"], params["setting"], params["reported"], params["supported"] = instrument, mu.Setting, mu.Reported, []string{mu.Supported}
+		return commands.Refuse(code, "the provider account is in a mode the engine does not trade", params)
+	case errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrBanned):
+		return commands.Refuse(commands.CodeProviderRateLimited, "the provider's rate limit for this key holds; nothing was sent", params)
+	case errors.Is(err, provider.ErrRejected):
+		return commands.Refuse(commands.CodeOrderRejected, "the provider rejected the request", params)
+	}
+	return commands.Refuse(commands.CodeProviderUnavailable, "the provider could not be reached; nothing was done", params)
+}
+
+// providerDefaults gives a provider account's order its defaults before
+// validation: no time in force is gtc (a 24/7 exchange has no session day).
+func (e *Engine) providerDefaults(accountID string, cmd commands.Command) {
+	if c, ok := cmd.(*trading.PlaceOrder); ok && c.TimeInForce == "" && e.isProvider(accountID) {
+		c.TimeInForce = "gtc"
+	}
+}
+
+// awaitIntent waits, after a commit that recorded an intent, for its
+// outcome at the provider, up to OutcomeWait, and answers it: the order as
+// the provider took it (the intent's events with the settled revision, so
+// the answer reads the order from the read model at that revision), the
+// provider's rejection, or outcome_unknown (no Retry-After: the order may
+// rest there). A retry of an accepted clientOrderId answers that order.
+func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands.Envelope, res mailbox.Result, err error) (mailbox.Result, error) {
+	if e.prov == nil || !e.isProvider(accountID) {
+		return res, err
+	}
+	var r *commands.Refusal
+	if err != nil {
+		if errors.As(err, &r) && r.Code == commands.CodeIdempotencyConflict {
+			if id, ok := r.Params["brokerOrderId"].(string); ok {
+				switch env.Cmd.(type) {
+				case *trading.PlaceOrder, *trading.ClosePosition: // the order the earlier request placed
+					var rev uint64
+					_ = e.accounts.Inspect(ctx, accountID, func(_ *account.State, v uint64) { rev = v })
+					return mailbox.Result{Seq: rev, Events: []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace, Order: evacct.Order{BrokerOrderID: id}}}}, nil
+				}
+			}
+		}
+		if errors.As(err, &r) && r.Code == commands.CodeOutcomeUnknown {
+			if in, ok := e.openIntentOf(ctx, accountID, env.Cmd); ok { // still open: wait once more for it
+				return e.awaitOne(ctx, accountID, in, mailbox.Result{Events: []events.Event{in}})
+			}
+		}
+		return res, err
+	}
+	for _, ev := range res.Events {
+		if in, ok := ev.(evacct.OrderIntended); ok {
+			return e.awaitOne(ctx, accountID, in, res)
+		}
+	}
+	return res, nil
+}
+
+// openIntentOf finds the open place intent of a repeated order command.
+func (e *Engine) openIntentOf(ctx context.Context, accountID string, cmd commands.Command) (evacct.OrderIntended, bool) {
+	var coid string
+	switch c := cmd.(type) {
+	case *trading.PlaceOrder:
+		coid = c.ClientOrderID
+	case *trading.ClosePosition:
+		coid = c.ClientOrderID
+	}
+	var out evacct.OrderIntended
+	var found bool
+	_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
+		for _, in := range s.OpenIntents() {
+			if in.Op == evacct.IntentPlace && coid != "" && in.Order.ClientOrderID == coid {
+				out, found = in, true
+			}
+		}
+	})
+	return out, found
+}
+
+func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result) (mailbox.Result, error) {
+	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
+	var (
+		settled evacct.IntentSettled
+		known   bool
+		rev     uint64
+		name    string
+	)
+	read := func() bool {
+		open := true
+		_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, v uint64) {
+			rev = v
+			if s.Provider == nil {
+				open = false
+				return
+			}
+			name = s.Provider.Name
+			_, open = s.Provider.Intents[key]
+			if in.Op == evacct.IntentPlace {
+				settled, known = s.Provider.Placed[in.Order.ClientOrderID]
+			} else {
+				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
+			}
+		})
+		return open
+	}
+	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
+		return mailbox.Result{}, account.OutcomeUnknown()
+	}
+	read()
+	res.Seq = max(res.Seq, rev)
+	switch {
+	case known && settled.Outcome == evacct.OutcomeAccepted:
+		return res, nil
+	case known && settled.Outcome == evacct.OutcomeRejected:
+		return mailbox.Result{}, account.OrderRejected(name)
+	case in.Op == evacct.IntentCancel:
+		return res, nil // the cancel was not carried out: the answer shows the order as it stands
+	}
+	return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
+		"the order did not reach the provider; nothing was placed: send it again with the same clientOrderId", map[string]any{"provider": name})
+}
+
+// Secret is a provider secret as the gateway hands it over: it never prints.
+type Secret = seal.Secret
+
+// NewSecret copies b into a Secret.
+func NewSecret(b []byte) Secret { return seal.NewSecret(b) }
+
+// IsProviderAccount reports whether the account lives at a provider.
+func (e *Engine) IsProviderAccount(accountID string) bool { return e.isProvider(accountID) }

@@ -1,0 +1,457 @@
+// Package providers is the provider reactor: it talks to the providers of
+// the accounts this node owns. It holds one session per linked account,
+// sends every intent the account aggregate committed (exactly once: an
+// intent found open at a start or takeover is settled by a lookup of its
+// client order id, never sent again), commits each outcome, and records
+// the provider's stream and its snapshots as observations.
+//
+// It decides nothing: every outcome and observation goes back to the
+// account aggregate as a command (commands/provider), which decides what to
+// record. The engine runs it on the node that owns the account (the same
+// ownership the paper book's reactor follows): Track is called from the
+// account's mailbox after each commit, Resume after a start or a takeover.
+package providers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+)
+
+// Config shapes a Reactor.
+type Config struct {
+	// Providers by name (provider.Provider.Name).
+	Providers map[string]provider.Provider
+	// Open opens an account's sealed credential.
+	Open func(ctx context.Context, accountID string, sealed []byte) (provider.Credentials, error)
+	// Exec runs a command on the account (as the system) and commits it.
+	Exec func(ctx context.Context, accountID string, cmd commands.Command) error
+	Now  func() time.Time
+	// NeverPlacedAfter is how long after its intent an order the provider
+	// does not know was never placed: the provider refuses a request older
+	// than its receive window. 5 s + 2 s margin when zero.
+	NeverPlacedAfter time.Duration
+	// Retry is the wait between two lookups or two connects; 250 ms when zero.
+	Retry time.Duration
+}
+
+// Reactor is the provider reactor. Safe for concurrent use.
+type Reactor struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	links   map[string]*link            // by account id
+	waiters map[string][]chan struct{}  // by account id + "/" + intent key
+	pending map[string]provider.Session // sessions opened by a link, before its commit
+}
+
+// link is one linked account's session and what is under way on it.
+type link struct {
+	accountID string
+	name      string
+	sealed    []byte
+	sess      provider.Session // nil until connected
+	ready     chan struct{}    // closed once sess is set (or the link ends)
+	busy      map[string]bool  // intent keys being sent or looked up
+	stop      context.CancelFunc
+	settings  evacct.ProviderSettings
+}
+
+// New makes a reactor.
+func New(cfg Config) *Reactor {
+	if cfg.NeverPlacedAfter <= 0 {
+		cfg.NeverPlacedAfter = 7 * time.Second
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 250 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{},
+		pending: map[string]provider.Session{}}
+}
+
+// Provider is the provider of the name, if served.
+func (r *Reactor) Provider(name string) (provider.Provider, bool) {
+	p, ok := r.cfg.Providers[name]
+	return p, ok
+}
+
+// Names lists the providers served.
+func (r *Reactor) Names() []string {
+	var out []string
+	for n := range r.cfg.Providers {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Hand gives the reactor the session a link opened, for the account its
+// commit is about to open: it is used instead of connecting again.
+func (r *Reactor) Hand(accountID string, s provider.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending[accountID] = s
+}
+
+// Drop closes a session handed over for a link that did not commit.
+func (r *Reactor) Drop(accountID string) {
+	r.mu.Lock()
+	s := r.pending[accountID]
+	delete(r.pending, accountID)
+	r.mu.Unlock()
+	if s != nil {
+		_ = s.Close()
+	}
+}
+
+// Track is called after each commit of an account on the owning node, in
+// its mailbox: it starts the session of a linked account, ends it on
+// unlinking, sends each intent committed since, and wakes the waiters of
+// the intents settled. It never blocks.
+func (r *Reactor) Track(accountID string, s *account.State) { r.track(accountID, s, false) }
+
+// Resume is Track after a start or a takeover: every open intent may have
+// been sent by the node before, so each is settled by a lookup, never sent.
+func (r *Reactor) Resume(accountID string, s *account.State) { r.track(accountID, s, true) }
+
+func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
+	p := s.Provider
+	if p == nil {
+		return
+	}
+	intents := s.OpenIntents()
+	open := map[string]bool{}
+	for _, in := range intents {
+		open[providercmd.IntentKey(in.Op, in.ProviderClientOrderID)] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, ws := range r.waiters {
+		if len(k) > len(accountID) && k[:len(accountID)+1] == accountID+"/" && !open[k[len(accountID)+1:]] {
+			for _, w := range ws {
+				close(w)
+			}
+			delete(r.waiters, k)
+		}
+	}
+	l := r.links[accountID]
+	if !p.Linked {
+		if l != nil {
+			l.stop()
+			delete(r.links, accountID)
+		}
+		return
+	}
+	if l == nil {
+		ctx, stop := context.WithCancel(r.ctx)
+		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, stop: stop,
+			settings: p.Settings}
+		r.links[accountID] = l
+		sess := r.pending[accountID]
+		delete(r.pending, accountID)
+		go r.run(ctx, l, sess, resumed)
+	}
+	l.settings = p.Settings
+	for _, in := range intents {
+		k := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
+		if l.busy[k] {
+			continue
+		}
+		l.busy[k] = true
+		go r.settle(l, in, !resumed)
+	}
+}
+
+// Wait waits until the intent key of the account is settled, ctx ends or d
+// passes; it reports whether it settled. The caller reads the outcome from
+// the account's state.
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) bool {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.waiters[accountID+"/"+key] = append(r.waiters[accountID+"/"+key], ch)
+	r.mu.Unlock()
+	if !open() {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return !open()
+}
+
+// Close ends every session.
+func (r *Reactor) Close() {
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, s := range r.pending {
+		_ = s.Close()
+		delete(r.pending, id)
+	}
+}
+
+func (r *Reactor) exec(accountID string, cmd commands.Command) error {
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	err := r.cfg.Exec(ctx, accountID, cmd)
+	if err != nil && r.ctx.Err() == nil {
+		slog.Warn("providers: recording at the account failed", "account", accountID, "cmd", commandName(cmd), "err", err)
+	}
+	return err
+}
+
+func commandName(cmd commands.Command) string {
+	switch cmd.(type) {
+	case *providercmd.Settle:
+		return "settle"
+	case *providercmd.Observe:
+		return "observe"
+	}
+	return "command"
+}
+
+// sleep waits d or until ctx ends; false when it ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// session waits for the link's session.
+func (l *link) session(ctx context.Context) (provider.Session, bool) {
+	select {
+	case <-l.ready:
+		return l.sess, l.sess != nil
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// run connects the link (unless a session was handed over), reconciles
+// and records its stream until ctx ends; a cut stream reconciles again.
+func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resumed bool) {
+	prov, ok := r.cfg.Providers[l.name]
+	if !ok {
+		slog.Error("providers: an account is linked to a provider this engine does not serve", "account", l.accountID, "provider", l.name)
+		return
+	}
+	for sess == nil {
+		c, err := r.cfg.Open(ctx, l.accountID, l.sealed)
+		if err == nil {
+			sess, err = prov.Connect(ctx, c)
+		}
+		if err != nil {
+			slog.Warn("providers: connecting a linked account failed; trying again", "account", l.accountID, "err", err)
+			if !sleep(ctx, 4*r.cfg.Retry) {
+				return
+			}
+		}
+	}
+	defer sess.Close()
+	l.sess = sess
+	close(l.ready)
+	evs, err := sess.Events(ctx)
+	if err != nil {
+		slog.Warn("providers: the account's stream did not open", "account", l.accountID, "err", err)
+	}
+	if resumed {
+		r.reconcile(ctx, l, "start")
+	}
+	if evs == nil {
+		<-ctx.Done()
+		return
+	}
+	for ev := range evs {
+		var cmd *providercmd.Observe
+		switch e := ev.(type) {
+		case *provider.OrderUpdate:
+			o := fromState(e.Order)
+			if x := e.Execution; x != nil {
+				price, fee, pnl := x.Price, x.Fee, x.RealizedPnL
+				o.LastPrice, o.LastFee, o.LastPnL, o.LastTradeID = &price, &fee, &pnl, x.ID
+			}
+			cmd = &providercmd.Observe{Cause: "stream", Orders: []providercmd.Order{o}}
+		case *provider.AccountUpdate:
+			cmd = &providercmd.Observe{Cause: "stream", Balances: balances(e.Balances), Positions: positions(e.Positions)}
+		case *provider.ConfigUpdate:
+			st := l.settings
+			if e.HedgeMode != nil {
+				st.HedgeMode = *e.HedgeMode
+			}
+			if e.MultiAssets != nil {
+				st.MultiAssets = *e.MultiAssets
+			}
+			cmd = &providercmd.Observe{Cause: "stream", Settings: &st}
+		case *provider.Gap:
+			r.reconcile(ctx, l, "gap")
+			continue
+		}
+		if cmd != nil {
+			_ = r.exec(l.accountID, cmd)
+		}
+	}
+}
+
+// reconcile reads the provider's complete account and records it.
+func (r *Reactor) reconcile(ctx context.Context, l *link, cause string) {
+	for {
+		snap, err := l.sess.Snapshot(ctx)
+		if err == nil {
+			c := SnapshotObservation(snap, cause)
+			if r.exec(l.accountID, &c) == nil {
+				return
+			}
+		} else {
+			slog.Warn("providers: reading the account's snapshot failed; trying again", "account", l.accountID, "err", err)
+		}
+		if !sleep(ctx, 4*r.cfg.Retry) {
+			return
+		}
+	}
+}
+
+// SnapshotObservation is the observation of a complete snapshot.
+func SnapshotObservation(snap provider.Snapshot, cause string) providercmd.Observe {
+	st := evacct.ProviderSettings{HedgeMode: snap.Settings.HedgeMode, MultiAssets: snap.Settings.MultiAssets,
+		PortfolioMargin: snap.Settings.PortfolioMargin}
+	c := providercmd.Observe{Cause: cause, Complete: true, Settings: &st, Balances: balances(snap.Balances), Positions: positions(snap.Positions)}
+	for _, o := range snap.Orders {
+		c.Orders = append(c.Orders, fromState(o))
+	}
+	return c
+}
+
+// settle sends the intent (send) or looks it up, and commits its outcome.
+func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
+	ctx := r.ctx
+	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
+	defer func() {
+		r.mu.Lock()
+		delete(l.busy, key)
+		r.mu.Unlock()
+	}()
+	sess, ok := l.session(ctx)
+	if !ok {
+		return
+	}
+	if send {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var st provider.OrderState
+		var err error
+		if in.Op == evacct.IntentPlace {
+			st, err = sess.Place(cctx, toOrder(in))
+		} else {
+			st, err = sess.Cancel(cctx, in.Order.Instrument, in.ProviderClientOrderID)
+		}
+		cancel()
+		var rej *provider.Rejected
+		switch {
+		case err == nil:
+			o := fromState(st)
+			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o})
+			return
+		case errors.As(err, &rej) && in.Op == evacct.IntentPlace:
+			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code})
+			return
+		case notSent(err) != "":
+			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)})
+			return
+		}
+		// Unknown (or a cancel refused or not found): what happened is read, never sent again.
+	}
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := sess.Lookup(cctx, in.Order.Instrument, in.ProviderClientOrderID)
+		cancel()
+		switch {
+		case err == nil:
+			if in.Op == evacct.IntentCancel && !st.Status.Final() && r.cfg.Now().Sub(in.At) < r.cfg.NeverPlacedAfter {
+				break // the cancel may still be carried out: look again
+			}
+			o := fromState(st)
+			outcome := evacct.OutcomeAccepted
+			if in.Op == evacct.IntentCancel && !st.Status.Final() {
+				outcome = evacct.OutcomeNeverPlaced
+			}
+			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: outcome, Order: &o})
+			return
+		case errors.Is(err, provider.ErrNotFound) && r.cfg.Now().Sub(in.At) > r.cfg.NeverPlacedAfter:
+			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNeverPlaced})
+			return
+		}
+		if !sleep(ctx, r.cfg.Retry) {
+			return
+		}
+	}
+}
+
+// notSent names why a request was not sent (nothing happened), or "".
+func notSent(err error) string {
+	switch {
+	case errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrBanned):
+		return "rate_limited"
+	case errors.Is(err, provider.ErrUnknown):
+		return ""
+	case errors.Is(err, provider.ErrUnavailable), errors.Is(err, provider.ErrUnauthorized),
+		errors.Is(err, provider.ErrUnsupported), errors.Is(err, provider.ErrModeUnsupported):
+		return "unavailable"
+	}
+	return ""
+}
+
+func toOrder(in evacct.OrderIntended) provider.Order {
+	o := in.Order
+	po := provider.Order{ClientOrderID: in.ProviderClientOrderID, Instrument: o.Instrument, Side: provider.Side(o.Side),
+		Type: provider.OrderType(o.OrderType), Quantity: o.Quantity, LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, ReduceOnly: o.ReduceOnly}
+	if po.Type == provider.Limit || po.Type == provider.StopLimit {
+		po.TIF = provider.TIF(o.TimeInForce)
+	}
+	return po
+}
+
+func fromState(st provider.OrderState) providercmd.Order {
+	return providercmd.Order{ProviderClientOrderID: st.ClientOrderID, ProviderOrderID: st.ProviderOrderID, Instrument: st.Instrument,
+		Side: string(st.Side), OrderType: string(st.Type), TimeInForce: string(st.TIF), Status: string(st.Status), Quantity: st.Quantity,
+		Filled: st.FilledQuantity, AvgPrice: st.AveragePrice, LimitPrice: st.LimitPrice, StopPrice: st.StopPrice, ReduceOnly: st.ReduceOnly,
+		At: st.UpdatedAt}
+}
+
+func balances(bs []provider.Balance) []evacct.BalanceObserved {
+	var out []evacct.BalanceObserved
+	for _, b := range bs {
+		out = append(out, evacct.BalanceObserved{Asset: b.Asset, Wallet: b.Wallet, Available: b.Available})
+	}
+	return out
+}
+
+func positions(ps []provider.Position) []evacct.Position {
+	var out []evacct.Position
+	for _, p := range ps {
+		out = append(out, evacct.Position{Instrument: p.Instrument, Quantity: p.Quantity, AvgPrice: p.EntryPrice, Multiplier: events.Int(1)})
+	}
+	return out
+}
