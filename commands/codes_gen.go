@@ -46,8 +46,6 @@ const (
 	CodeEntryHalted Code = "entry_halted"
 	// CodeExitPlanConflict: The exit plan changed since it was read; read the plan again.
 	CodeExitPlanConflict Code = "exit_plan_conflict"
-	// CodeFeatureDisabled: The feature is switched off for this user, such as live trading on a provider account.
-	CodeFeatureDisabled Code = "feature_disabled"
 	// CodeFeedRequiresConnection: The futures symbol has no source until a futures feed is connected; resending cannot help until then.
 	CodeFeedRequiresConnection Code = "feed_requires_connection"
 	// CodeFeedUnavailable: The price feed for the instrument is down or stale.
@@ -243,7 +241,6 @@ var catalogue = map[Code]CodeSpec{
 	CodeEntitledSourceUnserved:     {Code: CodeEntitledSourceUnserved, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The venue names a market data source this engine does not serve."},
 	CodeEntryHalted:                {Code: CodeEntryHalted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId", "instrument"}, Description: "The venue's group halted new entries in the instrument."},
 	CodeExitPlanConflict:           {Code: CodeExitPlanConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"entry", "maxTicks", "previewedEntry", "reason", "revision"}, Description: "The exit plan changed since it was read; read the plan again."},
-	CodeFeatureDisabled:            {Code: CodeFeatureDisabled, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"feature"}, Description: "The feature is switched off for this user, such as live trading on a provider account."},
 	CodeFeedRequiresConnection:     {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The futures symbol has no source until a futures feed is connected; resending cannot help until then."},
 	CodeFeedUnavailable:            {Code: CodeFeedUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The price feed for the instrument is down or stale."},
 	CodeFinancingSuperseded:        {Code: CodeFinancingSuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A financing field was given that the venue's newer setting replaces."},

@@ -225,10 +225,7 @@ func ProviderRefusal(err error, providerName, instrument string) error {
 	case errors.Is(err, provider.ErrUnauthorized):
 		return commands.Refuse(commands.CodeProviderCredentialsRefused, "the provider did not take the API key and secret", params)
 	case errors.As(err, &mu):
-		code := map[string]commands.Code{provider.SettingHedgeMode: commands.CodeHedgePositionMode,
-			provider.SettingMultiAssets: commands.CodeMultiAssetsMode, provider.SettingPortfolioMargin: commands.CodePortfolioMargin}[mu.Setting]
-		params["instrument"], params["setting"], params["reported"], params["supported"] = instrument, mu.Setting, mu.Reported, []string{mu.Supported}
-		return commands.Refuse(code, "the provider account is in a mode the engine does not trade", params)
+		return account.ModeRefusal(providerName, instrument, mu)
 	case errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrBanned):
 		return commands.Refuse(commands.CodeProviderRateLimited, "the provider's rate limit for this key holds; nothing was sent", params)
 	case errors.Is(err, provider.ErrRejected):

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
@@ -184,15 +185,26 @@ func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.
 // not trade (the settings as last observed).
 func modeRefusal(p *Provider, instrument string) error {
 	st := provider.Settings{HedgeMode: p.Settings.HedgeMode, MultiAssets: p.Settings.MultiAssets, PortfolioMargin: p.Settings.PortfolioMargin}
-	err := st.Supported()
-	if err == nil {
+	var m *provider.ModeUnsupported
+	if err := st.Supported(); err == nil || !errors.As(err, &m) {
 		return nil
 	}
-	m := err.(*provider.ModeUnsupported)
-	code := map[string]commands.Code{provider.SettingHedgeMode: commands.CodeHedgePositionMode,
-		provider.SettingMultiAssets: commands.CodeMultiAssetsMode, provider.SettingPortfolioMargin: commands.CodePortfolioMargin}[m.Setting]
-	return commands.Refuse(code, "the provider account is in a mode the engine does not trade: "+m.Setting+" is "+m.Reported,
-		map[string]any{"provider": p.Name, "instrument": instrument, "setting": m.Setting, "reported": m.Reported, "supported": []string{m.Supported}})
+	return ModeRefusal(p.Name, instrument, m)
+}
+
+// ModeRefusal is the spec's refusal of an account mode the engine does not
+// trade, with its params provider, instrument, setting, reported, supported.
+func ModeRefusal(providerName, instrument string, m *provider.ModeUnsupported) error {
+	params := map[string]any{"provider": providerName, "instrument": instrument, "setting": m.Setting, "reported": m.Reported,
+		"supported": []string{m.Supported}}
+	msg := "the provider account is in a mode the engine does not trade: " + m.Setting + " is " + m.Reported
+	switch m.Setting {
+	case provider.SettingHedgeMode:
+		return commands.Refuse(commands.CodeHedgePositionMode, msg, params)
+	case provider.SettingMultiAssets:
+		return commands.Refuse(commands.CodeMultiAssetsMode, msg, params)
+	}
+	return commands.Refuse(commands.CodePortfolioMargin, msg, params)
 }
 
 // placedAgain answers a clientOrderId the account used before: its place

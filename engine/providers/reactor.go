@@ -413,7 +413,7 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 func notSent(err error) string {
 	switch {
 	case errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrBanned):
-		return "rate_limited"
+		return "throttled"
 	case errors.Is(err, provider.ErrUnknown):
 		return ""
 	case errors.Is(err, provider.ErrUnavailable), errors.Is(err, provider.ErrUnauthorized),

@@ -77,7 +77,7 @@ const (
 
 // IntentSettled records how an intent ended. Code is the provider's own
 // error code on a rejection (for logs; its text is never kept); Reason a
-// fixed word on a not_sent (unavailable, rate_limited).
+// fixed word on a not_sent (unavailable, throttled).
 type IntentSettled struct {
 	ProviderClientOrderID string    `json:"providerClientOrderId"`
 	Outcome               string    `json:"outcome"`
