@@ -124,6 +124,8 @@ type LinkRequest struct {
 	Label     string
 	TenantID  string
 	Email     string
+	AppID     string // hosted Connect: the app the trader links through
+	Trader    string // hosted Connect: the app's own id of the trader
 	Principal events.Principal
 }
 
@@ -184,7 +186,7 @@ func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, err
 	if label == "" {
 		label = strings.ToUpper(broker[:1]) + broker[1:] + " " + req.AccountID[len(req.AccountID)-4:]
 	}
-	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email,
+	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
 		AccountNumber: strings.ToUpper(broker[:1]) + "F" + req.AccountID[len(req.AccountID)-12:], Label: label, Currency: currency,
 		CredentialID: creds.ID(), Sealed: b, Snapshot: providers.SnapshotObservation(snap, "link")}
 	e.prov.Hand(req.AccountID, sess)

@@ -24,6 +24,8 @@ type Link struct {
 	Broker        string
 	TenantID      string
 	Email         string
+	AppID         string // a Connect app the account is linked through (hosted Connect), for Trader
+	Trader        string // the app's own id of its trader
 	AccountNumber string
 	Label         string
 	Currency      string

@@ -172,7 +172,7 @@ func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.
 	}
 	evs := []events.Event{
 		evacct.Opened{AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber, Label: c.Label,
-			Currency: c.Currency, StartingBalance: events.Int(0), Kind: KindProvider, Email: c.Email, At: env.At},
+			Currency: c.Currency, StartingBalance: events.Int(0), Kind: KindProvider, Email: c.Email, AppID: c.AppID, Trader: c.Trader, At: env.At},
 		evacct.ProviderLinked{Provider: c.Provider, CredentialID: c.CredentialID, Sealed: c.Sealed, At: env.At},
 	}
 	// The first reconciliation: the snapshot read at linking, folded on
