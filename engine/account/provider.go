@@ -428,6 +428,11 @@ func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.E
 		seen[ob.ProviderClientOrderID] = true
 		o.order(ob)
 	}
+	var why []string
+	if c.Complete && c.Cause != CauseLink {
+		why = o.unexplained(c)
+		o.settleMissing(c)
+	}
 	if c.Settings != nil && *c.Settings != o.state().Provider.Settings {
 		o.add(evacct.SettingsObserved{Settings: *c.Settings, At: env.At})
 	}
@@ -462,6 +467,7 @@ func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.E
 			}
 		}
 		o.add(evacct.Reconciled{Cause: c.Cause, Orders: n, Positions: len(c.Positions), At: env.At})
+		o.hold(why)
 	}
 	return o.out
 }
