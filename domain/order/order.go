@@ -9,7 +9,10 @@
 // log spell them; the parsers here turn a string into its typed value once.
 package order
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Type is an order type.
 type Type string
@@ -62,24 +65,31 @@ type Spec struct {
 }
 
 // Types is every order type and what it needs, in the order the API lists them.
-func Types() []Spec {
-	return []Spec{
-		{Type: Market, TIFs: TIFs(), ReduceOnly: true, Entry: true},
-		{Type: Limit, LimitPrice: true, TIFs: TIFs(), ReduceOnly: true, Entry: true},
-		{Type: Stop, StopPrice: true, TIFs: TIFs(), ReduceOnly: true},
-		{Type: StopLimit, LimitPrice: true, StopPrice: true, TIFs: TIFs(), ReduceOnly: true},
-	}
+func Types() []Spec { return slices.Clone(types) }
+
+// types is the table Types copies; Spec and the parsers read it in place, so
+// a decision allocates nothing to consult it. A Spec's TIFs are shared:
+// read them, never change them.
+var types = []Spec{
+	{Type: Market, TIFs: TIFs(), ReduceOnly: true, Entry: true},
+	{Type: Limit, LimitPrice: true, TIFs: TIFs(), ReduceOnly: true, Entry: true},
+	{Type: Stop, StopPrice: true, TIFs: TIFs(), ReduceOnly: true},
+	{Type: StopLimit, LimitPrice: true, StopPrice: true, TIFs: TIFs(), ReduceOnly: true},
 }
 
 // Sides is both sides.
-func Sides() []Side { return []Side{Buy, Sell} }
+func Sides() []Side { return slices.Clone(sides) }
+
+var sides = []Side{Buy, Sell}
 
 // TIFs is every time in force, in the order the API lists them.
-func TIFs() []TIF { return []TIF{Day, GTC, IOC, FOK} }
+func TIFs() []TIF { return slices.Clone(tifs) }
+
+var tifs = []TIF{Day, GTC, IOC, FOK}
 
 // ParseType reads an order type; false when s is none.
 func ParseType(s string) (Type, bool) {
-	for _, sp := range Types() {
+	for _, sp := range types {
 		if string(sp.Type) == s {
 			return sp.Type, true
 		}
@@ -88,10 +98,10 @@ func ParseType(s string) (Type, bool) {
 }
 
 // ParseSide reads a side; false when s is none.
-func ParseSide(s string) (Side, bool) { return parse(s, Sides()) }
+func ParseSide(s string) (Side, bool) { return parse(s, sides) }
 
 // ParseTIF reads a time in force; false when s is none.
-func ParseTIF(s string) (TIF, bool) { return parse(s, TIFs()) }
+func ParseTIF(s string) (TIF, bool) { return parse(s, tifs) }
 
 func parse[T ~string](s string, set []T) (T, bool) {
 	for _, v := range set {
@@ -105,7 +115,7 @@ func parse[T ~string](s string, set []T) (T, bool) {
 // Spec is what t needs; the zero Spec (needing nothing, allowing nothing)
 // for a type this build does not know.
 func (t Type) Spec() Spec {
-	for _, sp := range Types() {
+	for _, sp := range types {
 		if sp.Type == t {
 			return sp
 		}
