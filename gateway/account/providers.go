@@ -12,6 +12,7 @@ import (
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/gateway/api"
+	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 	"github.com/svc/engine/projections/frames"
@@ -67,6 +68,10 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := h.d.Settle(r.Context(), res); err != nil {
+		return err
+	}
+	// The trader's pre-registrations for this provider are linked now (registration.linked).
+	if err := firmgw.LinkProviderRegistrations(r.Context(), h.d, p.Principal, b.Provider); err != nil {
 		return err
 	}
 	a, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, accountID)

@@ -38,6 +38,8 @@ const Fam = httpx.Trading
 // Config shapes the Connect area.
 type Config struct {
 	BaseURL string // hosted Connect's address starts here
+	// Operator names who runs hosted Connect on its page; empty: BaseURL's host.
+	Operator string
 	Now     func() time.Time
 	// Production signs Connect account statements with Signer for Audience;
 	// the sandbox exchanges statements Verifier accepts. Either may be nil.

@@ -43,14 +43,18 @@ func frameAncestors(websites []string, nonce string) string {
 	if len(websites) > 0 {
 		anc = strings.Join(websites, " ")
 	}
-	return "default-src 'none'; img-src https: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+	return "default-src 'none'; img-src https:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
 		"script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce + "'; frame-ancestors " + anc
 }
 
 // Page serves hosted Connect on a link (GET /connect/hosted/{linkId}?token=):
 // it checks the link's token, mounts the link (created -> mounted) and opens
 // a frame session bound to it. Only the app's websites may embed the page.
-// A closed, expired or connected link gets a page saying so.
+// A closed, expired or connected link gets a page saying so. The page says
+// who runs it, names the app (its logo only from an https URL), what the app
+// may do once connected, and offers the trader's accounts connected before,
+// a form per provider the engine links, the app's white-label paper and a
+// cancel; it shows its own sentence for each error code, never the API's.
 func (h *Handlers) Page(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["linkId"]
 	var tok linkToken
@@ -60,7 +64,7 @@ func (h *Handlers) Page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	fail := func(status int, websites []string, msg string) {
 		w.Header().Set("Content-Security-Policy", frameAncestors(websites, nonce))
-		h.render(w, status, page{Nonce: nonce, Error: msg})
+		h.render(w, status, page{Nonce: nonce, Operator: h.operator(), Error: msg})
 	}
 	if len(id) > 64 || !h.links.Open(r.URL.Query().Get("token"), &tok) || tok.Link != id {
 		fail(http.StatusNotFound, nil, "This Connect link is not valid. Go back to the app and start again.")
@@ -92,7 +96,8 @@ func (h *Handlers) Page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Security-Policy", frameAncestors(a.Settings.Websites, nonce))
 	frame := h.frames.Seal(frameToken{Link: id, Exp: h.cfg.Now().Add(FrameLife).Unix()})
-	h.render(w, http.StatusOK, page{Nonce: nonce, App: a.Settings.Name, Logo: a.Settings.LogoURL, Frame: frame, Link: id})
+	h.render(w, http.StatusOK, page{Nonce: nonce, Operator: h.operator(), App: a.Settings.Name, Logo: logo(a.Settings.LogoURL), Frame: frame, Link: id,
+		Scopes: scopes, Providers: h.providers(), Words: pageWords})
 }
 
 func newNonce() string {
@@ -102,7 +107,10 @@ func newNonce() string {
 }
 
 type page struct {
-	Nonce, App, Logo, Frame, Link, Error string
+	Nonce, Operator, App, Logo, Frame, Link, Error string
+	Scopes                                         []string
+	Providers                                      []providerInfo
+	Words                                          string // errorWords and errorOther, JSON, for the page's script
 }
 
 func (h *Handlers) render(w http.ResponseWriter, status int, p page) {
@@ -178,8 +186,9 @@ func whiteLabelID(a projections.App, trader string) (id, number string) {
 }
 
 // Session answers hosted Connect's page what it shows (GET
-// /api/connect/hosted/session): the link, the app, the trader's accounts
-// already connected to the app, and the app's white-label paper.
+// /api/connect/hosted/session): who runs it, the link, the app, what the app
+// may do (scopes), the providers to link, the trader's accounts already
+// connected to the app, and the app's white-label paper.
 func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	l, a, err := h.frame(r)
 	if err != nil {
@@ -206,7 +215,10 @@ func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{
 		"link":       connectcmd.ViewLink(l, h.cfg.Now()),
-		"app":        map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": a.Settings.LogoURL},
+		"operator":   h.operator(),
+		"app":        map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": logo(a.Settings.LogoURL)},
+		"scopes":     scopes,
+		"providers":  h.providers(),
 		"accounts":   items,
 		"connected":  connected,
 		"whiteLabel": map[string]any{"enabled": wl.Enabled, "label": wl.Label, "currency": wl.Currency, "startingBalance": wl.StartingBalance, "opened": opened},
@@ -266,14 +278,19 @@ func (h *Handlers) Connect(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	res, err := h.d.Engine.Link(r.Context(), l.ID, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.ConnectLink{AccountID: accountID}))
+	return h.connect(w, r, l.ID, accountID)
+}
+
+// connect connects the link to accountID and answers {link}.
+func (h *Handlers) connect(w http.ResponseWriter, r *http.Request, linkID, accountID string) error {
+	res, err := h.d.Engine.Link(r.Context(), linkID, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.ConnectLink{AccountID: accountID}))
 	if err != nil {
 		return err
 	}
 	if err := h.d.Settle(r.Context(), res); err != nil {
 		return err
 	}
-	l, _, err = h.d.Engine.LinkState(r.Context(), l.ID)
+	l, _, err := h.d.Engine.LinkState(r.Context(), linkID)
 	if err != nil {
 		return err
 	}
@@ -353,59 +370,97 @@ var hostedPage = template.Must(template.New("hosted").Parse(`<!doctype html>
 <title>Connect{{if .App}} to {{.App}}{{end}}</title>
 <style nonce="{{.Nonce}}">
 body{font:15px/1.4 system-ui,sans-serif;margin:0;padding:20px;color:#111;background:#fff}
-h1{font-size:18px;margin:0 0 12px}.logo{height:32px;margin-bottom:8px}
+h1{font-size:18px;margin:0 0 12px}h2{font-size:15px;margin:14px 0 6px}.logo{height:32px;margin-bottom:8px}
 button{font:inherit;padding:8px 14px;margin:4px 0;border:1px solid #888;border-radius:6px;background:#f4f4f4;cursor:pointer;display:block;width:100%;text-align:left}
-.err{color:#a00}.ok{color:#060}.muted{color:#666}
+label{display:block;margin:6px 0}input{font:inherit;display:block;width:100%;box-sizing:border-box;padding:6px;margin-top:2px}
+ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-radius:8px;padding:8px 12px;margin:8px 0}
+.by,.note,.muted{color:#555;font-size:13px}.err{color:#a00}.ok{color:#060}button.cancel{background:#fff;text-align:center}
 </style></head><body>
+<p class="by" id="operator">Connect is run by <strong>{{.Operator}}</strong></p>
 {{if .Error}}<h1>Connect</h1><p class="err" id="error">{{.Error}}</p>{{else}}
-{{if .Logo}}<img class="logo" src="{{.Logo}}" alt="">{{end}}
-<h1>Connect an account to {{.App}}</h1>
-<div id="main" data-frame="{{.Frame}}" data-link="{{.Link}}"><p class="muted" id="status">Loading…</p>
-<div id="accounts"></div><div id="paper"></div></div>
+{{if .Logo}}<img class="logo" id="logo" src="{{.Logo}}" alt="" referrerpolicy="no-referrer">{{end}}
+<h1 id="app-name">Connect an account to {{.App}}</h1>
+<div id="main" data-frame="{{.Frame}}" data-link="{{.Link}}" data-words="{{.Words}}">
+<section id="scopes"><h2>Once you connect an account, {{.App}} can:</h2>
+<ul>{{range .Scopes}}<li>{{.}}</li>{{end}}</ul></section>
+<p class="muted" id="status" role="status">Loading…</p>
+<div id="picker" hidden>
+<div id="accounts"></div>
+{{range .Providers}}<form class="provider" data-provider="{{.Name}}" autocomplete="off">
+<h2>Link your {{.Title}} account</h2><p class="note">{{.KeyNote}}</p>
+<label>API key<input name="apiKey" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="256"></label>
+<label>Secret key<input name="apiSecret" type="password" autocomplete="new-password" required maxlength="256"></label>
+<button type="submit">Link {{.Title}} account</button></form>
+{{end}}<div id="paper"></div>
+<button type="button" class="cancel" id="cancel">Cancel and go back to {{.App}}</button>
+</div></div>
 <script nonce="{{.Nonce}}">
 (function () {
   var main = document.getElementById('main'), frame = main.dataset.frame, link = main.dataset.link;
+  var words = JSON.parse(main.dataset.words), picker = document.getElementById('picker');
   var status = document.getElementById('status');
   function show(text, cls) { status.textContent = text; status.className = cls || 'muted'; }
+  function failed(e) { show(words[e.code] || words[''], 'err'); status.dataset.code = e.code || ''; }
   function call(method, path, body) {
     return fetch(path, {method: method, headers: {'Authorization': 'Frame ' + frame, 'Content-Type': 'application/json'},
       body: body ? JSON.stringify(body) : undefined}).then(function (r) {
-      return r.json().then(function (j) { if (!r.ok) { throw new Error(j.error || ('HTTP ' + r.status)); } return j; });
-    });
+      return r.json().catch(function () { return {}; }).then(function (j) {
+        if (!r.ok) { var e = new Error('HTTP ' + r.status); e.code = j.code || ''; throw e; } return j; });
+    }, function () { var e = new Error('network'); e.code = ''; throw e; });
   }
-  function done(j) {
-    document.getElementById('accounts').textContent = ''; document.getElementById('paper').textContent = '';
-    show('Connected. You can go back to the app.', 'ok');
-    status.id = 'connected'; status.dataset.account = j.link.result ? j.link.result.accountId : '';
-    window.parent.postMessage({type: 'svc.connect', linkId: link, state: j.link.state}, '*');
+  function tell(l) { window.parent.postMessage({type: 'svc.connect', linkId: link, state: l.state, result: l.result}, '*'); }
+  function ended(text, id, l) {
+    picker.remove(); show(text, 'ok'); status.id = id;
+    if (l.result && l.result.accountId) { status.dataset.account = l.result.accountId; }
+    tell(l);
   }
-  function choose(body) { show('Connecting…'); call('POST', '/api/connect/hosted/connect', body).then(done, function (e) { show(e.message, 'err'); }); }
+  function done(j) { ended('Connected. You can go back to the app.', 'connected', j.link); }
+  function choose(body) { show('Connecting…'); call('POST', '/api/connect/hosted/connect', body).then(done, failed); }
+  document.getElementById('cancel').onclick = function () {
+    show('Canceling…');
+    call('POST', '/api/connect/hosted/cancel', {}).then(function (j) {
+      if (j.link.state === 'connected') { done(j); return; }
+      ended('Canceled. Nothing was connected. You can go back to the app.', 'canceled', j.link);
+    }, failed);
+  };
+  Array.prototype.forEach.call(document.querySelectorAll('form.provider'), function (f) {
+    f.onsubmit = function (ev) {
+      ev.preventDefault();
+      var key = f.elements.apiKey.value.trim(), secret = f.elements.apiSecret.value;
+      f.elements.apiSecret.value = '';
+      if (!key || !secret) { failed({code: 'invalid_request'}); return; }
+      show('Checking your key with the exchange…');
+      call('POST', '/api/connect/hosted/providers', {provider: f.dataset.provider, apiKey: key, apiSecret: secret}).then(done, failed);
+      secret = '';
+    };
+  });
   call('GET', '/api/connect/hosted/session').then(function (s) {
     if (s.link.state === 'connected') { done(s); return; }
-    show(s.accounts.length ? 'Pick an account, or open a paper account.' : 'Open a paper account to start.');
+    picker.hidden = false;
+    show(s.accounts.length ? 'Pick an account, link an exchange account, or open a paper account.' : 'Link an exchange account, or open a paper account.');
     s.accounts.forEach(function (a) {
-      var b = document.createElement('button'); b.className = 'account'; b.dataset.account = a.accountId;
+      var b = document.createElement('button'); b.type = 'button'; b.className = 'account'; b.dataset.account = a.accountId;
       b.textContent = a.label + ' (' + a.accountNumber + ')'; b.onclick = function () { choose({accountId: a.accountId}); };
       document.getElementById('accounts').appendChild(b);
       if (s.connected.indexOf(a.accountId) < 0) { return; }
-      var d = document.createElement('button'); d.className = 'disconnect'; d.dataset.account = a.accountId;
+      var d = document.createElement('button'); d.type = 'button'; d.className = 'disconnect'; d.dataset.account = a.accountId;
       d.textContent = 'Disconnect ' + s.app.name + ' from ' + a.label + ' (' + a.accountNumber + ')';
       d.onclick = function () {
         show('Disconnecting…');
         call('POST', '/api/connect/hosted/disconnect', {accountId: a.accountId}).then(function () {
           d.remove(); show(s.app.name + ' no longer acts on ' + a.label + ' (' + a.accountNumber + ').', 'ok');
           status.dataset.disconnected = a.accountId;
-        }, function (e) { show(e.message, 'err'); });
+        }, failed);
       };
       document.getElementById('accounts').appendChild(d);
     });
     if (s.whiteLabel.enabled && !s.whiteLabel.opened) {
-      var p = document.createElement('button'); p.id = 'open-paper';
+      var p = document.createElement('button'); p.type = 'button'; p.id = 'open-paper';
       p.textContent = 'Open a ' + s.whiteLabel.label + ' account (' + s.whiteLabel.startingBalance + ' ' + s.whiteLabel.currency + ')';
       p.onclick = function () { choose({whiteLabel: true}); };
       document.getElementById('paper').appendChild(p);
     }
-  }, function (e) { show(e.message, 'err'); });
+  }, failed);
 })();
 </script>{{end}}
 </body></html>

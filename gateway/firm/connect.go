@@ -14,6 +14,7 @@ import (
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
 	"github.com/svc/engine/engine"
+	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
@@ -203,3 +204,53 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"registration": reg})
 	return nil
 }
+
+// LinkProviderRegistrations links, for the trader p (its tenant, as
+// TraderRegistrations reads it) who has just linked an account at a provider, each of their registrations for that provider that
+// still waits: the ones TraderRegistrations shows them as ready to link
+// (their verified email, status pending). Each becomes linked and emits
+// registration.linked to its venue, exactly as LinkRegistration does. A
+// trader without a verified email, or with no such registration, links
+// none; a registration the firm's aggregate refuses (linked by another
+// trader meanwhile, revoked) is left as it stands.
+func LinkProviderRegistrations(ctx context.Context, d *api.Deps, p events.Principal, provider string) error {
+	trader := p.TenantID
+	u, err := projections.GetInto[projections.User](ctx, d.Store, projections.CollUser, trader)
+	if errors.Is(err, projections.ErrNotFound) || (err == nil && !u.EmailVerified) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	ids, err := projections.ListInto[string](ctx, d.Store, firmproj.CollRegEmail, projections.Query{Prefix: strings.ToLower(u.Email) + "/"})
+	if err != nil {
+		return err
+	}
+	now := d.Engine.Now()
+	for _, id := range ids {
+		tenant, err := projections.GetInto[string](ctx, d.Store, firmproj.CollRegistrationI, id)
+		if err != nil {
+			return err
+		}
+		reg, err := projections.GetInto[firmproj.Registration](ctx, d.Store, firmproj.CollRegistration, tenant+"/"+id)
+		if err != nil {
+			return err
+		}
+		if reg.StatusAt(now).Status != "pending" || reg.Provider == nil || !strings.EqualFold(*reg.Provider, provider) {
+			continue
+		}
+		env := d.Engine.Envelope(p, "", &firmcmd.LinkRegistration{ID: id, Email: u.Email, Verified: true, TraderID: trader})
+		res, err := d.Engine.Firm(ctx, tenant, env)
+		var ref *commands.Refusal
+		if errors.As(err, &ref) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := d.Settle(ctx, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
