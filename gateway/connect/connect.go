@@ -40,7 +40,7 @@ type Config struct {
 	BaseURL string // hosted Connect's address starts here
 	// Operator names who runs hosted Connect on its page; empty: BaseURL's host.
 	Operator string
-	Now     func() time.Time
+	Now      func() time.Time
 	// Production signs Connect account statements with Signer for Audience;
 	// the sandbox exchanges statements Verifier accepts. Either may be nil.
 	Signer   *statement.Signer

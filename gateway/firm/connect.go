@@ -253,4 +253,3 @@ func LinkProviderRegistrations(ctx context.Context, d *api.Deps, p events.Princi
 	}
 	return nil
 }
-
