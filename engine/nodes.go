@@ -187,6 +187,9 @@ func (e *Engine) released(p int) {
 	for _, id := range e.inPartition(p) {
 		e.paper.Track(id, nil)
 		e.ch.reactor.Untrack(id)
+		if e.prov != nil {
+			e.prov.Release(id) // deposed: this node sends nothing more for it
+		}
 	}
 }
 
@@ -219,6 +222,7 @@ func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Ti
 	e.paper.Take(id, triggers(s), since)
 	e.rebase(id, s)
 	e.risk.Take(id, s, rev, since)
+	e.trackProvider(id, s, true) // resume the provider session: open intents settled by lookup, then a reconciliation
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
 		e.ch.reactor.Check(id)

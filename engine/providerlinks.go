@@ -31,6 +31,9 @@ type ProvidersConfig struct {
 	Brokers map[string]string
 	// Vault seals the credentials; each link's data key is destroyed on unlinking.
 	Vault *seal.Vault
+	// ReconcileEvery is the period of each linked account's reconciliation
+	// besides those at a start and after a stream gap; 60 s when zero.
+	ReconcileEvery time.Duration
 	// OutcomeWait bounds how long an order's answer waits for the
 	// provider's outcome before it is outcome_unknown; 5 s when zero.
 	OutcomeWait time.Duration
@@ -48,9 +51,11 @@ func (e *Engine) initProviders() {
 		pc.OutcomeWait = 5 * time.Second
 	}
 	e.prov = providers.New(providers.Config{
-		Providers: pc.Providers,
-		Now:       e.cfg.Now,
-		Open:      e.openCredential,
+		Providers:      pc.Providers,
+		Now:            e.cfg.Now,
+		Open:           e.openCredential,
+		Owns:           e.owns, // a deposed owner never sends
+		ReconcileEvery: pc.ReconcileEvery,
 		Exec: func(ctx context.Context, accountID string, cmd commands.Command) error {
 			_, err := e.accounts.Execute(ctx, accountID, e.Envelope(events.Principal{System: "provider"}, "", cmd))
 			return err

@@ -42,6 +42,13 @@ type Config struct {
 	NeverPlacedAfter time.Duration
 	// Retry is the wait between two lookups or two connects; 250 ms when zero.
 	Retry time.Duration
+	// ReconcileEvery is the period of the reconciliation that runs besides
+	// the ones at a start and after each stream gap; 60 s when zero.
+	ReconcileEvery time.Duration
+	// Owns reports whether this node owns the account now: a send is made
+	// only while it does (a deposed owner never sends; the new owner settles
+	// the intent by lookup). Nil: always.
+	Owns func(accountID string) bool
 }
 
 // Reactor is the provider reactor. Safe for concurrent use.
@@ -66,7 +73,19 @@ type link struct {
 	busy      map[string]bool  // intent keys being sent or looked up
 	stop      context.CancelFunc
 	settings  evacct.ProviderSettings
+	// known are the orders the log holds working and the place intents
+	// still open, as of the last commit: what a reconciliation looks up
+	// when the provider's working orders do not hold them.
+	known []ref
+	// gate keeps a reconciliation apart from sends: a send holds it shared
+	// from the request until its outcome is committed, a reconciliation
+	// exclusively from the snapshot's read until its record is committed,
+	// so no outcome lands between the reading and its judgement.
+	gate sync.RWMutex
 }
+
+// ref names an order at the provider.
+type ref struct{ instrument, clientOrderID string }
 
 // New makes a reactor.
 func New(cfg Config) *Reactor {
@@ -78,6 +97,12 @@ func New(cfg Config) *Reactor {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = time.Minute
+	}
+	if cfg.Owns == nil {
+		cfg.Owns = func(string) bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{},
@@ -166,6 +191,17 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 		go r.run(ctx, l, sess, resumed)
 	}
 	l.settings = p.Settings
+	l.known = l.known[:0]
+	for _, in := range intents {
+		if in.Op == evacct.IntentPlace {
+			l.known = append(l.known, ref{in.Order.Instrument, in.ProviderClientOrderID})
+		}
+	}
+	for pcoid, id := range p.Orders {
+		if w, ok := s.Working[id]; ok {
+			l.known = append(l.known, ref{w.Instrument, pcoid})
+		}
+	}
 	for _, in := range intents {
 		k := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
 		if l.busy[k] {
@@ -173,6 +209,17 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 		}
 		l.busy[k] = true
 		go r.settle(l, in, !resumed)
+	}
+}
+
+// Release stops the account's session on a node that no longer owns it:
+// nothing more is sent or recorded from here; the new owner resumes.
+func (r *Reactor) Release(accountID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.links[accountID]; l != nil {
+		l.stop()
+		delete(r.links, accountID)
 	}
 }
 
@@ -281,11 +328,23 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 	if resumed {
 		r.reconcile(ctx, l, "start")
 	}
-	if evs == nil {
-		<-ctx.Done()
-		return
-	}
-	for ev := range evs {
+	every := time.NewTicker(r.cfg.ReconcileEvery)
+	defer every.Stop()
+	for {
+		var ev provider.Event
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+			r.reconcile(ctx, l, "periodic")
+			continue
+		case e, ok := <-evs: // a nil channel (no stream) never speaks
+			if !ok {
+				<-ctx.Done()
+				return
+			}
+			ev = e
+		}
 		var cmd *providercmd.Observe
 		switch e := ev.(type) {
 		case *provider.OrderUpdate:
@@ -316,22 +375,62 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 	}
 }
 
-// reconcile reads the provider's complete account and records it.
+// reconcile reads the provider's complete account, looks up every order
+// the log knows that the snapshot's working orders do not hold (an order
+// that ended in a stream cut: its fill or its end), and records it all as
+// one complete observation; the account decides what it cannot explain.
 func (r *Reactor) reconcile(ctx context.Context, l *link, cause string) {
 	for {
-		snap, err := l.sess.Snapshot(ctx)
-		if err == nil {
-			c := SnapshotObservation(snap, cause)
-			if r.exec(l.accountID, &c) == nil {
-				return
-			}
-		} else {
-			slog.Warn("providers: reading the account's snapshot failed; trying again", "account", l.accountID, "err", err)
+		ok, err := r.reconcileOnce(ctx, l, cause)
+		if ok {
+			return
+		}
+		if err != nil {
+			slog.Warn("providers: reconciling the account failed; trying again", "account", l.accountID, "err", err)
 		}
 		if !sleep(ctx, 4*r.cfg.Retry) {
 			return
 		}
 	}
+}
+
+func (r *Reactor) reconcileOnce(ctx context.Context, l *link, cause string) (bool, error) {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	if !r.cfg.Owns(l.accountID) {
+		return true, nil // deposed: the new owner reconciles
+	}
+	snap, err := l.sess.Snapshot(ctx)
+	if err != nil {
+		return false, err
+	}
+	c := SnapshotObservation(snap, cause)
+	working := map[string]bool{}
+	for _, o := range snap.Orders {
+		working[o.ClientOrderID] = true
+	}
+	r.mu.Lock()
+	known := append([]ref(nil), l.known...)
+	r.mu.Unlock()
+	for _, k := range known {
+		if working[k.clientOrderID] {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := l.sess.Lookup(cctx, k.instrument, k.clientOrderID)
+		cancel()
+		switch {
+		case err == nil:
+			working[k.clientOrderID] = true
+			c.Orders = append(c.Orders, fromState(st))
+		case errors.Is(err, provider.ErrNotFound):
+			// Not at the provider: an open intent never placed settles by its
+			// own lookup; a working order is the account's to judge.
+		default:
+			return false, err // never a partial reading
+		}
+	}
+	return r.exec(l.accountID, &c) == nil, nil
 }
 
 // SnapshotObservation is the observation of a complete snapshot.
@@ -359,31 +458,65 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 		return
 	}
 	if send {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		var st provider.OrderState
-		var err error
-		if in.Op == evacct.IntentPlace {
-			st, err = sess.Place(cctx, toOrder(in))
-		} else {
-			st, err = sess.Cancel(cctx, in.Order.Instrument, in.ProviderClientOrderID)
-		}
-		cancel()
-		var rej *provider.Rejected
-		switch {
-		case err == nil:
-			o := fromState(st)
-			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o})
-			return
-		case errors.As(err, &rej) && in.Op == evacct.IntentPlace:
-			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code})
-			return
-		case notSent(err) != "":
-			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)})
-			return
+		sent, done := r.sendOnce(ctx, l, sess, in, key)
+		if !sent || done {
+			return // deposed before sending (the new owner settles it by lookup), or settled
 		}
 		// Unknown (or a cancel refused or not found): what happened is read, never sent again.
 	}
 	for {
+		if !r.cfg.Owns(l.accountID) {
+			return
+		}
+		if r.lookupOnce(ctx, l, sess, in, key) {
+			return
+		}
+		if !sleep(ctx, r.cfg.Retry) {
+			return
+		}
+	}
+}
+
+// sendOnce sends the intent while this node owns the account (sent
+// false: it does not, nothing went out) and commits the outcome when the
+// answer settles it (done).
+func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, in evacct.OrderIntended, key string) (sent, done bool) {
+	l.gate.RLock()
+	defer l.gate.RUnlock()
+	if !r.cfg.Owns(l.accountID) {
+		return false, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	var st provider.OrderState
+	var err error
+	if in.Op == evacct.IntentPlace {
+		st, err = sess.Place(cctx, toOrder(in))
+	} else {
+		st, err = sess.Cancel(cctx, in.Order.Instrument, in.ProviderClientOrderID)
+	}
+	cancel()
+	var rej *provider.Rejected
+	switch {
+	case err == nil:
+		o := fromState(st)
+		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o})
+		return true, true
+	case errors.As(err, &rej) && in.Op == evacct.IntentPlace:
+		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code})
+		return true, true
+	case notSent(err) != "":
+		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)})
+		return true, true
+	}
+	return true, false
+}
+
+// lookupOnce reads the intent's order once and commits what settles it;
+// false when nothing settled yet.
+func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session, in evacct.OrderIntended, key string) bool {
+	l.gate.RLock()
+	defer l.gate.RUnlock()
+	{
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		st, err := sess.Lookup(cctx, in.Order.Instrument, in.ProviderClientOrderID)
 		cancel()
@@ -398,15 +531,13 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 				outcome = evacct.OutcomeNeverPlaced
 			}
 			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: outcome, Order: &o})
-			return
+			return true
 		case errors.Is(err, provider.ErrNotFound) && r.cfg.Now().Sub(in.At) > r.cfg.NeverPlacedAfter:
 			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNeverPlaced})
-			return
-		}
-		if !sleep(ctx, r.cfg.Retry) {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // notSent names why a request was not sent (nothing happened), or "".

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/egress"
@@ -23,14 +24,16 @@ import (
 //	ENGINE_BINANCE_WS_URL            its stream base
 //	ENGINE_BINANCE_SPOT_URL          the spot API base the key-permission read uses
 //	ENGINE_BINANCE_TESTNET           1: the exchange's testnet addresses for those left empty
+//	ENGINE_PROVIDER_RECONCILE_EVERY  the period of each linked account's reconciliation (default 60s)
 //	ENGINE_PROVIDER_ALLOW_PRIVATE    1: provider calls may reach private and loopback addresses (a local simulator); never in production
 type ProvidersConfig struct {
-	SealKeys     string
-	BinanceREST  string
-	BinanceWS    string
-	BinanceSpot  string
-	Testnet      bool
-	AllowPrivate bool
+	ReconcileEvery time.Duration
+	SealKeys       string
+	BinanceREST    string
+	BinanceWS      string
+	BinanceSpot    string
+	Testnet        bool
+	AllowPrivate   bool
 }
 
 // providerFlags declares the provider settings on fs.
@@ -41,6 +44,8 @@ func providerFlags(fs *flag.FlagSet, c *ProvidersConfig, env func(string, string
 	fs.StringVar(&c.BinanceWS, "binance-ws-url", env("ENGINE_BINANCE_WS_URL", ""), "Binance USDⓈ-M Futures stream base (ENGINE_BINANCE_WS_URL)")
 	fs.StringVar(&c.BinanceSpot, "binance-spot-url", env("ENGINE_BINANCE_SPOT_URL", ""), "Binance spot API base for the key-permission read (ENGINE_BINANCE_SPOT_URL)")
 	fs.BoolVar(&c.Testnet, "binance-testnet", truth(env("ENGINE_BINANCE_TESTNET", "")), "the exchange's testnet addresses for those left empty (ENGINE_BINANCE_TESTNET)")
+	every, _ := time.ParseDuration(env("ENGINE_PROVIDER_RECONCILE_EVERY", "60s"))
+	fs.DurationVar(&c.ReconcileEvery, "provider-reconcile-every", every, "the period of each linked provider account's reconciliation besides those at a start and after a stream gap (ENGINE_PROVIDER_RECONCILE_EVERY)")
 	fs.BoolVar(&c.AllowPrivate, "provider-allow-private", truth(env("ENGINE_PROVIDER_ALLOW_PRIVATE", "")), "let provider calls reach private and loopback addresses, for a local simulator; refused in production (ENGINE_PROVIDER_ALLOW_PRIVATE)")
 }
 
@@ -85,5 +90,5 @@ func openProviders(ctx context.Context, cfg Config, log *eventlog.Log) (*engine.
 		return nil, fmt.Errorf("ENGINE_BINANCE_*: %w", err)
 	}
 	return &engine.ProvidersConfig{Providers: map[string]provider.Provider{binance.Name: bn},
-		Brokers: map[string]string{binance.Name: "binance"}, Vault: vault}, nil
+		Brokers: map[string]string{binance.Name: "binance"}, Vault: vault, ReconcileEvery: cfg.Providers.ReconcileEvery}, nil
 }

@@ -1,0 +1,163 @@
+package providers_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/providers"
+	"github.com/svc/engine/events"
+)
+
+// fakeProv is a provider whose session counts what is sent and looked up.
+type fakeProv struct{ sess *fakeSess }
+
+func (p *fakeProv) Name() string                        { return "fake" }
+func (p *fakeProv) Capabilities() provider.Capabilities { return provider.Capabilities{} }
+func (p *fakeProv) Connect(context.Context, provider.Credentials) (provider.Session, error) {
+	return p.sess, nil
+}
+func (p *fakeProv) Instruments(context.Context) ([]provider.Instrument, error) { return nil, nil }
+func (p *fakeProv) Quotes(context.Context, []string) (<-chan provider.Quote, error) {
+	return nil, nil
+}
+
+type fakeSess struct {
+	places, lookups, snapshots atomic.Int32
+}
+
+func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
+	return provider.Settings{}, nil
+}
+func (s *fakeSess) Snapshot(context.Context) (provider.Snapshot, error) {
+	s.snapshots.Add(1)
+	return provider.Snapshot{}, nil
+}
+func (s *fakeSess) Place(_ context.Context, o provider.Order) (provider.OrderState, error) {
+	s.places.Add(1)
+	return provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: provider.StatusWorking, Quantity: o.Quantity}, nil
+}
+func (s *fakeSess) Cancel(context.Context, string, string) (provider.OrderState, error) {
+	return provider.OrderState{}, provider.ErrNotFound
+}
+func (s *fakeSess) Replace(context.Context, provider.Replace) (provider.OrderState, error) {
+	return provider.OrderState{}, provider.ErrUnsupported
+}
+func (s *fakeSess) Lookup(context.Context, string, string) (provider.OrderState, error) {
+	s.lookups.Add(1)
+	return provider.OrderState{}, provider.ErrNotFound
+}
+func (s *fakeSess) Executions(context.Context, string, provider.Cursor, int) ([]provider.Execution, provider.Cursor, error) {
+	return nil, "", nil
+}
+func (s *fakeSess) Events(context.Context) (<-chan provider.Event, error) { return nil, nil }
+func (s *fakeSess) Close() error                                          { return nil }
+
+// intended is a linked account's state with one place intent committed.
+func intended(t *testing.T) *account.State {
+	t.Helper()
+	s := account.New("a1")
+	at := time.Now()
+	for i, c := range []commands.Command{
+		&providercmd.Link{Provider: "fake", Broker: "fake", TenantID: "u1", AccountNumber: "F1", Label: "F", Currency: "USDT",
+			CredentialID: "c1", Sealed: []byte("x"), Snapshot: providercmd.Observe{Cause: account.CauseLink, Complete: true}},
+		&trading.PlaceOrder{ClientOrderID: "o-1", Instrument: "BTCUSDT", Side: "buy", OrderType: "market", Quantity: events.Int(1), TimeInForce: "gtc"},
+	} {
+		evs, err := account.Decide(s, commands.Envelope{ID: ulid.MustNew(ulid.Timestamp(at), nil), At: at.Add(time.Duration(i)), Cmd: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			s = account.Apply(s, e)
+		}
+	}
+	if len(s.OpenIntents()) != 1 {
+		t.Fatalf("intents %v", s.OpenIntents())
+	}
+	return s
+}
+
+// A node whose ownership of the account moved away sends nothing: the
+// intent committed before the move is neither sent nor looked up by it
+// (the new owner settles it by lookup); the owner sends it once.
+func TestDeposedOwnerDoesNotSend(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		owns      bool
+		wantPlace int32
+	}{{"the owner sends the intent once", true, 1}, {"a deposed owner sends nothing", false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := &fakeSess{}
+			var owns atomic.Bool
+			owns.Store(tc.owns)
+			var mu sync.Mutex
+			var settled []commands.Command
+			r := providers.New(providers.Config{
+				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+				Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+					return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+				},
+				Exec: func(_ context.Context, _ string, c commands.Command) error {
+					mu.Lock()
+					settled = append(settled, c)
+					mu.Unlock()
+					return nil
+				},
+				Owns:  func(string) bool { return owns.Load() },
+				Retry: 10 * time.Millisecond,
+			})
+			defer r.Close()
+			r.Track("a1", intended(t))
+			time.Sleep(300 * time.Millisecond)
+			if n := sess.places.Load(); n != tc.wantPlace {
+				t.Fatalf("%d placements, want %d", n, tc.wantPlace)
+			}
+			if !tc.owns && (sess.lookups.Load() != 0 || len(settled) != 0) {
+				t.Fatalf("the deposed owner looked up %d times and recorded %v", sess.lookups.Load(), settled)
+			}
+		})
+	}
+}
+
+// The reconciliation runs periodically at the configured period, besides
+// the one at a resume.
+func TestPeriodicReconciliation(t *testing.T) {
+	sess := &fakeSess{}
+	var recorded atomic.Int32
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec: func(_ context.Context, _ string, c commands.Command) error {
+			if o, ok := c.(*providercmd.Observe); ok && o.Complete {
+				recorded.Add(1)
+			}
+			return nil
+		},
+		ReconcileEvery:   50 * time.Millisecond,
+		NeverPlacedAfter: time.Hour,
+		Retry:            10 * time.Millisecond,
+	})
+	defer r.Close()
+	r.Resume("a1", intended(t))
+	deadline := time.Now().Add(3 * time.Second)
+	for recorded.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := recorded.Load(); n < 4 {
+		t.Fatalf("%d complete reconciliations recorded in 3 s at a 50 ms period", n)
+	}
+	if sess.places.Load() != 0 {
+		t.Fatalf("a resumed intent was sent again")
+	}
+}
