@@ -16,8 +16,12 @@ type Instrument struct {
 	MinQuantity events.Decimal `json:"minQuantity"`
 	Multiplier  events.Decimal `json:"multiplier"`
 	MaxQuantity events.Decimal `json:"maxQuantity"`
+	// MinNotional is the smallest price × quantity the provider takes; zero: none.
+	MinNotional events.Decimal `json:"minNotional"`
 	Simulated   bool           `json:"simulated"`
-	StartPrice  events.Decimal `json:"-"`
+	// Broker names the accounts that trade it when a provider lists it ("binance"); empty: the paper book's.
+	Broker     string         `json:"broker,omitempty"`
+	StartPrice events.Decimal `json:"-"`
 }
 
 // Catalog is the set of instruments the engine knows, by symbol.

@@ -22,6 +22,9 @@ type HealthReporter interface {
 // Served reports whether feed currently serves symbol: false when the feed
 // reports it stale or disconnected.
 func Served(feed Feed, symbol string) bool {
+	if m, ok := feed.(*Merged); ok {
+		feed = m.Source(symbol)
+	}
 	hr, ok := feed.(HealthReporter)
 	if !ok {
 		return true

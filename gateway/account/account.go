@@ -177,6 +177,10 @@ func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []symbolItem{}
 	for _, in := range h.d.Engine.Catalog().All() {
+		// A provider account lists its provider's perpetuals; a paper account the paper book's instruments.
+		if a.Kind == frames.KindProvider && in.Broker != a.Broker || a.Kind != frames.KindProvider && in.Broker != "" {
+			continue
+		}
 		it := symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Simulated: in.Simulated, Tradable: true}
 		if in.AssetClass == "futures" && !h.d.Engine.FuturesServed() {
 			it.Tradable, it.Reason = false, trading.FuturesNotServed

@@ -148,13 +148,21 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	a.Registry = prometheus.NewRegistry()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	catalog := market.NewCatalog(append(market.DefaultCrypto(), market.DefaultFutures()...))
-	a.Sim = market.NewSim(market.DefaultCrypto(), cfg.FeedSeed, a.Now)
-	if a.Market, err = openMarket(ctx, a, a.Sim); err != nil {
-		return nil, err
-	}
 	provs, err := openProviders(ctx, cfg, a.Log) // providers.go
 	if err != nil {
+		return nil, err
+	}
+	pfeed, err := openProviderFeed(ctx, cfg, provs) // providerfeed.go
+	if err != nil {
+		return nil, err
+	}
+	listed := append(market.DefaultCrypto(), market.DefaultFutures()...)
+	if pfeed != nil {
+		listed = append(listed, pfeed.Instruments()...)
+	}
+	catalog := market.NewCatalog(listed)
+	a.Sim = market.NewSim(market.DefaultCrypto(), cfg.FeedSeed, a.Now)
+	if a.Market, err = openMarket(ctx, a, a.Sim, pfeed); err != nil {
 		return nil, err
 	}
 	a.Engine, err = engine.New(engine.Config{Providers: provs, Log: a.Log, Feed: a.Market.Feed, Catalog: catalog, Now: a.Now, Metrics: engine.NewMetrics(a.Registry),

@@ -37,6 +37,8 @@ type Market struct {
 	Replay *replay.Feed // with ENGINE_MARKET_FEED=replay
 	// Exchange is the Coinbase Exchange adapter, with ENGINE_MARKET_FEED=coinbase.
 	Exchange *exchange.Coinbase
+	// Provider is the provider's public feed of its perpetuals, merged into Feed (ENGINE_PROVIDER_FEED).
+	Provider *market.ProviderFeed
 	Bars     *bars.Service
 	Futures  market.FuturesSource
 	News     *news.Service
@@ -64,8 +66,8 @@ func checkFeed(cfg Config) error {
 }
 
 // openMarket selects the feed, opens the bar streams and loads bar history.
-func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
-	m := &Market{Futures: market.NoFutures{}}
+func openMarket(ctx context.Context, a *App, sim *market.Sim, pfeed *market.ProviderFeed) (*Market, error) {
+	m := &Market{Futures: market.NoFutures{}, Provider: pfeed}
 	switch kind := a.Cfg.Market.Feed; kind {
 	case "", "simulated", "sim":
 		m.Feed = sim
@@ -106,6 +108,9 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim) (*Market, error) {
 		m.Feed = m.Exchange
 	default:
 		return nil, fmt.Errorf("ENGINE_MARKET_FEED %q is none of simulated, replay, coinbase", kind)
+	}
+	if pfeed != nil {
+		m.Feed = market.Merge(m.Feed, pfeed)
 	}
 	var err error
 	m.saver, err = bars.OpenJetStream(ctx, a.Log.JetStream(), a.marketNames(), bars.DefaultRetention)
@@ -156,6 +161,9 @@ func (m *Market) start(bg context.Context, manual bool) {
 	go m.News.Run(bg)
 	if m.Exchange != nil {
 		go m.Exchange.Run(bg)
+	}
+	if m.Provider != nil {
+		go m.Provider.Run(bg)
 	}
 	if !manual && m.Replay != nil {
 		go m.Replay.Run(bg)
