@@ -26,8 +26,12 @@ import (
 //	ENGINE_BINANCE_TESTNET           1: the exchange's testnet addresses for those left empty
 //	ENGINE_PROVIDER_RECONCILE_EVERY  the period of each linked account's reconciliation (default 60s)
 //	ENGINE_PROVIDER_ALLOW_PRIVATE    1: provider calls may reach private and loopback addresses (a local simulator); never in production
+//	ENGINE_PROVIDER_FEED             on, off or auto (default): the provider's public price feed for its perpetuals (providerfeed.go)
+//	ENGINE_BINANCE_SYMBOLS           the perpetuals that feed serves (default BTCUSDT,ETHUSDT,SOLUSDT)
 type ProvidersConfig struct {
 	ReconcileEvery time.Duration
+	Feed           string
+	Symbols        string
 	SealKeys       string
 	BinanceREST    string
 	BinanceWS      string
@@ -44,6 +48,8 @@ func providerFlags(fs *flag.FlagSet, c *ProvidersConfig, env func(string, string
 	fs.StringVar(&c.BinanceWS, "binance-ws-url", env("ENGINE_BINANCE_WS_URL", ""), "Binance USDⓈ-M Futures stream base (ENGINE_BINANCE_WS_URL)")
 	fs.StringVar(&c.BinanceSpot, "binance-spot-url", env("ENGINE_BINANCE_SPOT_URL", ""), "Binance spot API base for the key-permission read (ENGINE_BINANCE_SPOT_URL)")
 	fs.BoolVar(&c.Testnet, "binance-testnet", truth(env("ENGINE_BINANCE_TESTNET", "")), "the exchange's testnet addresses for those left empty (ENGINE_BINANCE_TESTNET)")
+	fs.StringVar(&c.Feed, "provider-feed", env("ENGINE_PROVIDER_FEED", "auto"), "the provider's public price feed: on, off, or auto (on when a Binance address or the testnet is set) (ENGINE_PROVIDER_FEED)")
+	fs.StringVar(&c.Symbols, "binance-symbols", env("ENGINE_BINANCE_SYMBOLS", "BTCUSDT,ETHUSDT,SOLUSDT"), "the Binance perpetuals the provider feed serves, comma-separated (ENGINE_BINANCE_SYMBOLS)")
 	every, _ := time.ParseDuration(env("ENGINE_PROVIDER_RECONCILE_EVERY", "60s"))
 	fs.DurationVar(&c.ReconcileEvery, "provider-reconcile-every", every, "the period of each linked provider account's reconciliation besides those at a start and after a stream gap (ENGINE_PROVIDER_RECONCILE_EVERY)")
 	fs.BoolVar(&c.AllowPrivate, "provider-allow-private", truth(env("ENGINE_PROVIDER_ALLOW_PRIVATE", "")), "let provider calls reach private and loopback addresses, for a local simulator; refused in production (ENGINE_PROVIDER_ALLOW_PRIVATE)")
@@ -53,6 +59,11 @@ func (c ProvidersConfig) validate(envName string) error {
 	var errs []error
 	if envName == "production" && c.AllowPrivate {
 		errs = append(errs, errors.New("ENGINE_PROVIDER_ALLOW_PRIVATE is for a local simulator and never set in production"))
+	}
+	switch c.Feed {
+	case "", "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("ENGINE_PROVIDER_FEED %q is none of on, off, auto", c.Feed))
 	}
 	if envName == "production" && c.SealKeys == "" {
 		errs = append(errs, errors.New("ENGINE_ENV=production needs ENGINE_SEAL_KEYS: provider credentials are sealed under it (make one with engine admin seal-key, see docs/secrets.md)"))
