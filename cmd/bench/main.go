@@ -63,6 +63,8 @@ type opts struct {
 	brDur        time.Duration
 	brIdle       time.Duration
 	brOrders     float64
+	provAccounts int
+	provEvents   int
 	cluster      clusterOpts
 	tmp          string
 	profile      string
@@ -96,7 +98,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -117,6 +119,8 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.brDur, "brackets-duration", 30*time.Second, "brackets: how long quotes stream")
 	fs.DurationVar(&o.brIdle, "brackets-idle", 30*time.Second, "brackets: the idle window of ordinary orders before the stream (as long as the stream by default: the p99 of each is the 12th-slowest of 1,200 orders)")
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
+	fs.IntVar(&o.provAccounts, "provider-accounts", 1000, "provider: linked Binance accounts with live streams on one engine (the first -workers place the orders)")
+	fs.IntVar(&o.provEvents, "provider-events", 200, "provider: fills placed at the exchange outside the engine, each timed to its SSE frame")
 	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
 	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
 	fs.IntVar(&o.cluster.rounds, "cluster-rounds", 3, "cluster: kill -9 rounds, each killing the next node and starting it again")
@@ -473,6 +477,19 @@ func bench(ctx context.Context, o opts) error {
 		n := res[0].Commits
 		main.add(row{fmt.Sprintf("cold start: replay of %d commits into the memory read models (commits/s)", n), spread(raw, "", f0), spread(proj, "", f0), spread(pr, "x", f2), ">= 0.5x", passIf(median(pr) >= 0.5)})
 		main.add(row{fmt.Sprintf("service start: %d commits into aggregates and memory read models, one pass (commits/s)", n), spread(raw, "", f0), spread(warm, "", f0), spread(wr, "x", f2), "-", "-"})
+	}
+
+	if o.phases["provider"] {
+		r, err := profiled(o, "provider", func() (providerResult, error) { return providerPhase(ctx, o) })
+		if err != nil {
+			return fmt.Errorf("provider: %w", err)
+		}
+		main.add(row{fmt.Sprintf("provider order, engine-added p50 / p99 (ms; answer minus the simulator's service time, %d clients)", o.workers),
+			"", fmt.Sprintf("%s / %s", ms(r.added.P50), ms(r.added.P99)), "", "<= 1 / <= 5 ms", passIf(r.added.P50 <= time.Millisecond && r.added.P99 <= 5*time.Millisecond)})
+		main.add(row{"provider order answer p50 / p99, orders/s", "", fmt.Sprintf("%s / %s, %.0f/s", ms(r.answer.P50), ms(r.answer.P99), r.answer.Rate), "", "", ""})
+		main.add(row{"provider event to SSE frame p50 / p99", "", fmt.Sprintf("%s / %s", ms(r.event.P50), ms(r.event.P99)), "", "p99 <= 10 ms", passIf(r.event.P99 <= 10*time.Millisecond)})
+		main.add(row{fmt.Sprintf("memory per linked account (%d linked, live streams)", r.linked), "", fmt.Sprintf("%.0f KiB heap, %.1f goroutines", r.heapPerAccount/1024, r.goroutinesPerAccount), "", "", ""})
+		main.add(row{fmt.Sprintf("simulator restart to all %d resubscribed and reconciled", r.linked), "", fmt.Sprintf("%s, %d answers 429/418", r.resync.Round(time.Millisecond), r.limited), "", "<= 30 s, no 429", passIf(r.resynced && r.resync <= 30*time.Second && r.limited == 0)})
 	}
 
 	if o.phases["restart"] {
