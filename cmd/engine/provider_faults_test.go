@@ -1,0 +1,205 @@
+package main_test
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/seal"
+	"github.com/svc/engine/sim/binance"
+)
+
+// simDoor serves a simulator on a fixed address that a test can take down
+// (connections refused: the exchange is unreachable) and bring back, or
+// make hang (requests are taken and never answered nor handled: the
+// exchange is reachable and silent).
+type simDoor struct {
+	t    *testing.T
+	sim  *binance.Sim
+	addr string
+
+	mu      sync.Mutex
+	srv     *http.Server
+	hang    atomic.Bool
+	release chan struct{}
+}
+
+func newSimDoor(t *testing.T, sim *binance.Sim) *simDoor {
+	d := &simDoor{t: t, sim: sim, addr: freePort(t), release: make(chan struct{})}
+	sim.SetBaseURL("http://" + d.addr)
+	d.up()
+	t.Cleanup(d.down)
+	return d
+}
+
+func (d *simDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d.hang.Load() {
+		d.mu.Lock()
+		release := d.release
+		d.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		panic(http.ErrAbortHandler) // the connection closes unanswered; the simulator never saw it
+	}
+	d.sim.ServeHTTP(w, r)
+}
+
+// up listens on the door's address again.
+func (d *simDoor) up() {
+	d.t.Helper()
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ {
+		if ln, err = net.Listen("tcp", d.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: d}
+	d.mu.Lock()
+	d.srv = srv
+	d.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.t.Log(err)
+		}
+	}()
+}
+
+// down closes the listener and every connection, the streams with them.
+func (d *simDoor) down() {
+	d.mu.Lock()
+	srv := d.srv
+	d.srv = nil
+	d.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+	d.sim.Restart() // the user streams (hijacked connections) drop too
+}
+
+// silent makes every request hang unanswered (on) or ends it (off: the
+// hung requests close unanswered).
+func (d *simDoor) silent(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hang.Store(on)
+	if !on {
+		close(d.release)
+		d.release = make(chan struct{})
+	}
+}
+
+// The exchange goes away twice while a trader places orders on a linked
+// Binance account, and comes back each time; every order ends at the
+// exchange exactly once.
+//
+//   - Unreachable (connections refused): nothing can have been sent, so the
+//     engine answers 503 provider_unavailable with Retry-After: 1; the
+//     retry with the same clientOrderId once the exchange is back places it.
+//   - Silent (the request is written and never answered): the order may
+//     rest there, so the engine answers 503 outcome_unknown without
+//     Retry-After; the exchange comes back without having taken it, the
+//     reactor's lookups find nothing and settle it as never placed after
+//     the exchange's receive window, and the retry with the same
+//     clientOrderId places it then, once.
+func TestProviderExchangeDown(t *testing.T) {
+	const k, s = "downKEY0001unreachable", "downSECRET0001unreachable"
+	sim := binance.New(binance.Options{})
+	t.Cleanup(func() { _ = sim.Close() })
+	if err := sim.AddAccount(binance.Account{APIKey: k, Secret: s}); err != nil {
+		t.Fatal(err)
+	}
+	door := newSimDoor(t, sim)
+	keys, err := seal.NewKeySetting("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, "ENGINE_BINANCE_REST_URL="+sim.URL(), "ENGINE_BINANCE_WS_URL="+sim.WSURL(),
+		"ENGINE_BINANCE_SPOT_URL="+sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS="+keys)
+	b, key := signedIn(t, p, dir, "trader@example.com")
+	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": k, "apiSecret": s})
+	if st != 201 {
+		t.Fatalf("link: %d %v\n%s", st, m, p.out)
+	}
+	acct := m["account"].(map[string]any)
+	accountID, q := acct["accountId"].(string), "?broker=binance&account="+acct["accountNumber"].(string)
+	order := func(id string) map[string]any {
+		return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
+			"quantity": "0.002", "limitPrice": "55000"}
+	}
+	count := func(id string) int { return sim.OrdersByClientID(k, provider.ClientOrderID(accountID, id)) }
+	// settle retries the order with the same clientOrderId, as a client
+	// does, until a definite answer, waiting Retry-After when given.
+	settle := func(id string) (int, map[string]any) {
+		t.Helper()
+		var last rawAnswer
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			last = rawCall(t, p.base, key, "/api/trading/order"+q, order(id))
+			if last.status != 503 {
+				return last.status, jsonOf(t, last.body)
+			}
+			wait := 200 * time.Millisecond
+			if s, err := strconv.Atoi(last.retryAfter); err == nil {
+				wait = time.Duration(s) * time.Second
+			}
+			time.Sleep(wait)
+		}
+		t.Fatalf("%s not settled in 30 s: %d %s", id, last.status, last.body)
+		return 0, nil
+	}
+
+	if st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("up-1")); st != 200 {
+		t.Fatalf("an order with the exchange up: %d %v", st, m)
+	}
+
+	// Unreachable: refused before anything was written.
+	door.down()
+	time.Sleep(300 * time.Millisecond) // the engine's pooled connections see the close
+	a := rawCall(t, p.base, key, "/api/trading/order"+q, order("down-1"))
+	if a.status != 503 || jsonOf(t, a.body)["code"] != "provider_unavailable" || a.retryAfter != "1" {
+		t.Fatalf("the exchange unreachable: %d %q %s", a.status, a.retryAfter, a.body)
+	}
+	if n := count("down-1"); n != 0 {
+		t.Fatalf("the exchange holds %d of down-1 while unreachable", n)
+	}
+	door.up()
+	if st, m := settle("down-1"); st != 200 {
+		t.Fatalf("down-1 once the exchange is back: %d %v", st, m)
+	}
+	if n := count("down-1"); n != 1 {
+		t.Fatalf("the exchange holds %d of down-1, want 1", n)
+	}
+
+	// Silent: the request is written and never answered.
+	door.silent(true)
+	a = rawCall(t, p.base, key, "/api/trading/order"+q, order("silent-1"))
+	if a.status != 503 || jsonOf(t, a.body)["code"] != "outcome_unknown" || a.retryAfter != "" {
+		t.Fatalf("the exchange silent: %d %q %s", a.status, a.retryAfter, a.body)
+	}
+	door.silent(false)
+	began := time.Now()
+	if st, m := settle("silent-1"); st != 200 {
+		t.Fatalf("silent-1 once the exchange answers: %d %v", st, m)
+	}
+	if n := count("silent-1"); n != 1 {
+		t.Fatalf("the exchange holds %d of silent-1, want 1", n)
+	}
+	if n := count("up-1"); n != 1 {
+		t.Fatalf("the exchange holds %d of up-1, want 1", n)
+	}
+	t.Logf("silent-1 settled and placed once %s after the exchange answered again", time.Since(began).Round(100*time.Millisecond))
+}
