@@ -573,6 +573,9 @@ func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.
 	if err := e.prepare(env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}
+	if err := e.liveGate(ctx, accountID, env.Cmd); err != nil { // live.go
+		return mailbox.Result{}, err
+	}
 	if err := e.guard(ctx, accountID, env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}

@@ -31,6 +31,9 @@ type ProvidersConfig struct {
 	Brokers map[string]string
 	// Vault seals the credentials; each link's data key is destroyed on unlinking.
 	Vault *seal.Vault
+	// LiveTrading is the live trading switch of a user who never set it
+	// (live.go): false in production, true in the sandbox.
+	LiveTrading bool
 	// ReconcileEvery is the period of each linked account's reconciliation
 	// besides those at a start and after a stream gap; 60 s when zero.
 	ReconcileEvery time.Duration

@@ -188,6 +188,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{}, evtenant.DemoReserved{},
+		evtenant.LiveTradingSet{},
 		evorg.Created{}, evorg.MemberInvited{}, evorg.MemberJoined{}, evorg.MemberRemoved{}, evorg.InvitationWithdrawn{},
 		evplan.Saved{}, evplan.Deleted{},
 		evfirm.WebhookRegistered{}, evfirm.WebhookRemoved{}, evfirm.RegistrationCreated{}, evfirm.RegistrationRefreshed{},

@@ -107,6 +107,9 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 		links := account.New(d)
 		post(open, "/api/account/providers", session(serve(links.LinkProvider)))
 		del(open, "/api/account/providers/{accountId}", session(serve(links.UnlinkProvider)))
+		// The user's live trading switch (orders on provider accounts): on with the password again.
+		get(open, "/api/account/live-trading", d.Auth.KeyOrSession(httpx.Trading)(serve(id.LiveTrading)))
+		post(open, "/api/account/live-trading", session(serve(id.SetLiveTrading)))
 		post(open, "/api/organizations", session(serve(id.CreateOrg)))
 		get(open, "/api/organizations", session(serve(id.ListOrgs)))
 		get(open, "/api/organizations/{id}/members", session(serve(id.Members)))

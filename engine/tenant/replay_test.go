@@ -64,6 +64,8 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 	do(&tenantcmd.RequestReset{Digest: digest("r"), Until: at.Add(time.Hour)})
 	do(&tenantcmd.ConfirmReset{Digest: digest("r"), PasswordHash: "$argon2id$two"})
 	do(&tenantcmd.GrantOperator{VenueID: "ven_1", Scopes: []string{"account:read"}})
+	do(&tenantcmd.SetLiveTrading{On: true})
+	do(&tenantcmd.SetLiveTrading{On: false})
 
 	for name := range evtenant.Registry() {
 		if !seen[name] {

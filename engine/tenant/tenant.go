@@ -33,6 +33,7 @@ type State struct {
 	Sessions     map[string]time.Time // live sessions: id -> absolute end
 	Operator     map[string][]string  // venue id -> scopes
 	Demos        []string             // demo accounts reserved, by account id
+	Live         Live                 // the live trading switch (live.go)
 }
 
 // Token is a single-use token by its digest.
@@ -81,6 +82,8 @@ func Apply(s *State, e events.Event) *State {
 		delete(s.Sessions, e.SessionID)
 	case evtenant.DemoReserved:
 		s.Demos = append(s.Demos, e.AccountID)
+	case evtenant.LiveTradingSet:
+		applyLive(s, e)
 	case evtenant.OperatorGranted:
 		if len(e.Scopes) == 0 {
 			delete(s.Operator, e.VenueID)
@@ -200,6 +203,8 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 				fmt.Sprintf("at most %d demo accounts per user", tenantcmd.MaxDemoAccounts), map[string]any{"limit": tenantcmd.MaxDemoAccounts})
 		}
 		return []events.Event{evtenant.DemoReserved{AccountID: c.AccountID, At: env.At}}, nil
+	case *tenantcmd.SetLiveTrading:
+		return decideLive(s, env, c)
 	case *tenantcmd.GrantOperator:
 		return []events.Event{evtenant.OperatorGranted{VenueID: c.VenueID, Scopes: c.Scopes, At: env.At}}, nil
 	}

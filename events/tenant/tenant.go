@@ -130,5 +130,6 @@ func Registry() events.Registry {
 		SessionEnded{}.Type():       events.Of[SessionEnded](),
 		OperatorGranted{}.Type():    events.Of[OperatorGranted](),
 		DemoReserved{}.Type():       events.Of[DemoReserved](),
+		LiveTradingSet{}.Type():     events.Of[LiveTradingSet](),
 	}
 }

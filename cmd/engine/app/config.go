@@ -51,6 +51,7 @@ type Config struct {
 	Market          MarketConfig
 	Firm            FirmConfig      // the firm area (firm.go)
 	Providers       ProvidersConfig // accounts at a provider (providers.go)
+	LiveTrading     string          // the live trading switch's default: on, off or empty (live.go)
 	Connect         ConnectConfig
 }
 
@@ -142,6 +143,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.MailFrom, "mail-from", env("ENGINE_MAIL_FROM", ""), "From address of the engine's mail (ENGINE_MAIL_FROM)")
 	fs.StringVar(&c.SessionKeys, "session-keys", env("ENGINE_SESSION_KEYS", ""), "comma-separated hex keys (32+ bytes) signing session cookies; the first signs, all verify; empty: derived from <data-dir>/secret.key (ENGINE_SESSION_KEYS)")
 	providerFlags(fs, &c.Providers, env)
+	fs.StringVar(&c.LiveTrading, "live-trading-default", env("ENGINE_LIVE_TRADING_DEFAULT", ""), "on or off: the live trading switch of a user who never set it; empty: off in production, on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)")
 	for _, f := range []struct {
 		p         *string
 		name, env string
@@ -239,6 +241,9 @@ func (c Config) validate() error {
 	}
 	if err := c.Providers.validate(c.Env); err != nil {
 		errs = append(errs, err)
+	}
+	if c.LiveTrading != "" && c.LiveTrading != "on" && c.LiveTrading != "off" {
+		errs = append(errs, fmt.Errorf("ENGINE_LIVE_TRADING_DEFAULT %q is none of on, off or empty", c.LiveTrading))
 	}
 	if c.StreamsPerKey < 1 || c.StreamsPerKey > 100000 {
 		errs = append(errs, fmt.Errorf("ENGINE_STREAMS_PER_KEY %d outside 1..100000", c.StreamsPerKey))

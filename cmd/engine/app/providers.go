@@ -101,5 +101,5 @@ func openProviders(ctx context.Context, cfg Config, log *eventlog.Log) (*engine.
 		return nil, fmt.Errorf("ENGINE_BINANCE_*: %w", err)
 	}
 	return &engine.ProvidersConfig{Providers: map[string]provider.Provider{binance.Name: bn},
-		Brokers: map[string]string{binance.Name: "binance"}, Vault: vault, ReconcileEvery: cfg.Providers.ReconcileEvery}, nil
+		Brokers: map[string]string{binance.Name: "binance"}, Vault: vault, ReconcileEvery: cfg.Providers.ReconcileEvery, LiveTrading: cfg.liveByDefault()}, nil
 }
