@@ -13,6 +13,7 @@ import (
 	connectcmd "github.com/svc/engine/commands/connect"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/gateway/httpx"
+	"github.com/svc/engine/gateway/idem"
 )
 
 // Bounds of a provider link in hosted Connect (the session route's own).
@@ -140,11 +141,18 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 // connected link stays connected. The answer is {link} as it stands, which
 // the page hands back to the app.
 func (h *Handlers) Cancel(w http.ResponseWriter, r *http.Request) error {
+	var b struct{}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return err
+	}
 	l, _, err := h.frame(r)
 	if err != nil {
 		return err
 	}
-	res, err := h.d.Engine.Link(r.Context(), l.ID, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.CloseLink{}))
+	// The close operation is keyed: the trader's cancel has one key (and digest) per link.
+	env := h.d.Engine.Envelope(hostedSystem, cancelKey, &connectcmd.CloseLink{})
+	env.Digest = idem.Digest(http.MethodPost, "/api/connect/hosted/cancel", "hosted:"+l.ID, nil)
+	res, err := h.d.Engine.Link(r.Context(), l.ID, env)
 	if err != nil {
 		return err
 	}
@@ -159,6 +167,9 @@ func (h *Handlers) Cancel(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"link": connectcmd.ViewLink(l, h.cfg.Now())})
 	return nil
 }
+
+// cancelKey is the Idempotency-Key of the trader's cancel on a link.
+const cancelKey = "hosted:cancel"
 
 // operator names who runs hosted Connect: the configured name, else the
 // host of the service's address.
