@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -202,4 +205,74 @@ func TestProviderExchangeDown(t *testing.T) {
 		t.Fatalf("the exchange holds %d of up-1, want 1", n)
 	}
 	t.Logf("silent-1 settled and placed once %s after the exchange answered again", time.Since(began).Round(100*time.Millisecond))
+}
+
+// A trader's own linked account has no venue, so no venue operator
+// reaches its reconciliation_hold: the engine's own operator releases it
+// with engine admin release-hold over the running engine's admin socket.
+// A position no visible order explains holds the account (423 on an
+// addition); the release is recorded and the next order is accepted, and
+// the following reconciliations, which see the observed position as the
+// log's, do not hold it again.
+func TestProviderOperatorReleasesHold(t *testing.T) {
+	const k, s = "holdKEY0001adminrelease", "holdSECRET0001adminrelease"
+	sim, p, key, q, accountID, dir := linkedSim(t, k, s, "ENGINE_PROVIDER_RECONCILE_EVERY=1s")
+	cutStream(t, sim, 2*time.Second)
+	if _, err := sim.PlaceOutside(k, map[string]string{"symbol": "BTCUSDT", "side": "BUY", "type": "MARKET", "quantity": "0.03"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var st int
+	var m map[string]any
+	place := func() (int, map[string]any) {
+		n++
+		return doJSON(t, p.base, key, "POST", "/api/trading/order"+q, map[string]any{"clientOrderId": fmt.Sprintf("probe-%d", n),
+			"instrument": "BTCUSDT", "side": "buy", "orderType": "limit", "quantity": "0.002", "limitPrice": "55000"})
+	}
+	waitUntil(t, 15*time.Second, func() bool { st, m = place(); return st == 423 }, func() any { return m })
+	if m["code"] != "reconciliation_hold" {
+		t.Fatalf("an addition under the hold: %d %v", st, m)
+	}
+
+	bin, env := build(t), []string{"ENGINE_DATA_DIR=" + dir}
+	out, code := run(t, bin, env, "admin", "release-hold", "-account", accountID, "-email", "Ops@Host.example")
+	if code != 0 {
+		t.Fatalf("release-hold: exit %d\n%s", code, out)
+	}
+	if r := releaseLine(t, out); r["accountId"] != accountID || r["released"] != true || r["by"] != "ops@host.example" {
+		t.Fatalf("release-hold printed %v", r)
+	}
+	if st, m := place(); st != 200 {
+		t.Fatalf("an addition after the release: %d %v", st, m)
+	}
+	time.Sleep(2500 * time.Millisecond) // two periodic reconciliations
+	if st, m := place(); st != 200 {
+		t.Fatalf("an addition after the next reconciliations: %d %v", st, m)
+	}
+	_, f := doJSON(t, p.base, key, "GET", "/api/account/snapshot"+q, nil)
+	if hs, _ := f["holds"].([]any); len(hs) != 0 {
+		t.Fatalf("holds after the release: %v", hs)
+	}
+	// Again: nothing held, answered released false; an unknown account is refused.
+	out, code = run(t, bin, env, "admin", "release-hold", "-account", accountID)
+	if r := releaseLine(t, out); code != 0 || r["released"] != false || r["by"] != "admin" {
+		t.Fatalf("a second release-hold: exit %d\n%s", code, out)
+	}
+	out, code = run(t, bin, env, "admin", "release-hold", "-account", "acc_no_such_account")
+	wantRefused(t, "release-hold of an unknown account", out, code, "not found")
+	out, code = run(t, bin, env, "admin", "release-hold")
+	wantRefused(t, "release-hold without an account", out, code, "-account is required")
+}
+
+// releaseLine is the JSON line engine admin release-hold printed.
+func releaseLine(t *testing.T, out string) map[string]any {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["action"] == "release-hold" {
+			return m
+		}
+	}
+	t.Fatalf("engine admin release-hold printed no action line:\n%s", out)
+	return nil
 }

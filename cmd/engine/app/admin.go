@@ -20,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
+	firmcmd "github.com/svc/engine/commands/firm"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	venuecmd "github.com/svc/engine/commands/venue"
 	"github.com/svc/engine/events"
@@ -64,7 +65,13 @@ func Admin(ctx context.Context, args []string, getenv func(string) string, out, 
 	for _, f := range spec.flags {
 		switch f {
 		case "email":
-			fs.StringVar(&req.Email, "email", "", "the user's email address (required)")
+			if action == "release-hold" {
+				fs.StringVar(&req.Email, "email", "", "the operator's email address, recorded as who released the hold (optional)")
+			} else {
+				fs.StringVar(&req.Email, "email", "", "the user's email address (required)")
+			}
+		case "account":
+			fs.StringVar(&req.Account, "account", "", "the account's id, its accountId (required)")
 		case "verified":
 			fs.BoolVar(&req.Verified, "verified", false, "mark the email verified")
 		case "password-stdin":
@@ -170,6 +177,8 @@ var adminActions = map[string]adminAction{
 		about: "Issues a trading key for a user (printed once)."},
 	"create-venue": {flags: []string{"email", "org", "name"}, synopsis: "-email OWNER -org ORG -name NAME", name: "the venue's name",
 		about: "Creates a venue of an organization the -email user owns."},
+	"release-hold": {flags: []string{"account", "email"}, synopsis: "-account ACCOUNT_ID [-email OPERATOR]",
+		about: "Releases an account's reconciliation hold; the door for accounts no venue operator reaches (a trader's own linked provider account)."},
 	"connect-public-key": {synopsis: "", about: "Prints production's Connect statement public key, for the sandbox's ENGINE_CONNECT_PRODUCTION_KEY."},
 }
 
@@ -202,6 +211,7 @@ type adminRequest struct {
 	Firm     string `json:"firm,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Org      string `json:"org,omitempty"`
+	Account  string `json:"account,omitempty"`
 }
 
 // check is the request's shape: the action known, its required fields
@@ -217,7 +227,9 @@ func (r adminRequest) check() error {
 		return nil
 	}
 	var errs []error
-	if err := need(r.Email, "email"); err != nil {
+	if r.Action == "release-hold" && r.Email == "" {
+		// optional: the hold is released by the host's operator
+	} else if err := need(r.Email, "email"); err != nil {
 		errs = append(errs, err)
 	} else if err := commands.Email("email", r.Email); err != nil {
 		errs = append(errs, fmt.Errorf("engine admin: %w", err))
@@ -233,8 +245,10 @@ func (r adminRequest) check() error {
 		errs = append(errs, need(r.Firm, "firm"))
 	case "create-venue":
 		errs = append(errs, need(r.Org, "org"))
+	case "release-hold":
+		errs = append(errs, need(r.Account, "account"))
 	}
-	for _, v := range []string{r.Venue, r.Scopes, r.Firm, r.Name, r.Org} {
+	for _, v := range []string{r.Venue, r.Scopes, r.Firm, r.Name, r.Org, r.Account} {
 		if len(v) > 256 {
 			errs = append(errs, fmt.Errorf("engine admin %s: a value of %d bytes (256 at most)", r.Action, len(v)))
 			break
@@ -332,6 +346,8 @@ func adminDo(ctx context.Context, d *api.Deps, req adminRequest) (map[string]any
 			}
 		}
 		result["venueId"], result["orgId"] = venueID, req.Org
+	case "release-hold":
+		return releaseHold(ctx, d, req)
 	case "issue-key":
 		secret := auth.NewKey("svc_sk_")
 		if err := exec(uid, &tenantcmd.IssueKey{KeyID: "key_" + ulid.Make().String(), Digest: auth.Digest(secret), Kind: "trading", Prefix: secret[:11], Name: req.Name}); err != nil {
@@ -346,4 +362,26 @@ func isBool(fs *flag.FlagSet, name string) bool {
 	f := fs.Lookup(name)
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// releaseHold lifts the account's reconciliation hold, as a venue operator's
+// DELETE .../reconciliation-hold does for a venue's accounts: the door of
+// the engine's own operator for an account no venue reaches (a trader's own
+// linked provider account). The release is recorded with who released it
+// (the -email given, else "admin"); it prints whether a hold was on.
+// Idempotent: an account not held is answered released false.
+func releaseHold(ctx context.Context, d *api.Deps, req adminRequest) (map[string]any, error) {
+	by := "admin"
+	if req.Email != "" {
+		by = tenantcmd.NormalEmail(req.Email)
+	}
+	res, err := d.Engine.Account(ctx, req.Account, d.Engine.Envelope(events.Principal{System: "admin"}, "", &firmcmd.ReleaseReconciliation{By: by}))
+	if err != nil {
+		return nil, fmt.Errorf("engine admin release-hold %s: %w", req.Account, err)
+	}
+	if err := d.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	return map[string]any{"action": req.Action, "accountId": req.Account, "by": by, "released": len(res.Events) > 0,
+		"reconciliationHold": false}, nil
 }
