@@ -10,8 +10,18 @@ import (
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/gateway/connect/statement"
 )
+
+// sealKeys is an ENGINE_SEAL_KEYS setting for the production engines here.
+var sealKeys = func() string {
+	k, err := seal.NewKeySetting("k1")
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 func admin(t *testing.T, dir string, args ...string) map[string]any {
 	t.Helper()
@@ -20,6 +30,8 @@ func admin(t *testing.T, dir string, args ...string) map[string]any {
 		switch k {
 		case "ENGINE_ENV":
 			return "production"
+		case "ENGINE_SEAL_KEYS": // production requires it
+			return sealKeys
 		case "ENGINE_DATA_DIR":
 			return dir
 		}
@@ -47,7 +59,7 @@ func TestAdminMakesProductionUsable(t *testing.T) {
 	k := admin(t, dir, "issue-key", "-email", "owner@firm.example", "-name", "first")
 	p := admin(t, dir, "issue-partner-key", "-firm", "Firm Ltd", "-email", "ops@firm.example")
 
-	e := apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env = "production" }})
+	e := apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env, c.Providers.SealKeys = "production", sealKeys }})
 	key := k["tradingKey"].(string)
 	if r := e.Do(apptest.Req{Method: "POST", Path: "/api/account/demo", Body: map[string]any{}, Key: key}); r.Status != 201 {
 		t.Fatalf("demo account with the admin's key: %d %s", r.Status, r.Body)
@@ -72,7 +84,7 @@ func TestAdminMakesProductionUsable(t *testing.T) {
 	}
 	e.Stop()
 	v := admin(t, dir, "create-venue", "-email", "owner@firm.example", "-org", org, "-name", "Firm Venue")
-	e = apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env = "production" }})
+	e = apptest.Start(t, apptest.Options{DataDir: dir, Configure: func(c *app.Config) { c.Env, c.Providers.SealKeys = "production", sealKeys }})
 	s = login(t, e, "owner@firm.example", password)
 	r := e.AsSession(s.cookie, apptest.Req{Method: "POST", Path: "/api/back-office/venues/" + v["venueId"].(string) + "/keys",
 		Headers: map[string]string{"Idempotency-Key": "k1"}, Body: map[string]any{"name": "ci", "scopes": []string{"provider:manage"}, "expiresAt": time.Now().AddDate(0, 1, 0).UTC().Format(time.RFC3339)}})
