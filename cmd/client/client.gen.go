@@ -532,101 +532,114 @@ func (e DeliveryOutcomeStatus) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
-	ErrorCodeAccountLimitReached       ErrorCode = "account_limit_reached"
-	ErrorCodeAccountNotOwned           ErrorCode = "account_not_owned"
-	ErrorCodeAccountUnresolved         ErrorCode = "account_unresolved"
-	ErrorCodeAlreadyMember             ErrorCode = "already_member"
-	ErrorCodeAmountPrecisionExceeded   ErrorCode = "amount_precision_exceeded"
-	ErrorCodeApiKeyRequired            ErrorCode = "api_key_required"
-	ErrorCodeAppDisconnected           ErrorCode = "app_disconnected"
-	ErrorCodeBalanceRefused            ErrorCode = "balance_refused"
-	ErrorCodeBodyTooLarge              ErrorCode = "body_too_large"
-	ErrorCodeConfigLimitReached        ErrorCode = "config_limit_reached"
-	ErrorCodeCredentialRevoked         ErrorCode = "credential_revoked"
-	ErrorCodeCurrencyNotIssuable       ErrorCode = "currency_not_issuable"
-	ErrorCodeEmailUnverified           ErrorCode = "email_unverified"
-	ErrorCodeEngineDraining            ErrorCode = "engine_draining"
-	ErrorCodeEngineOverloaded          ErrorCode = "engine_overloaded"
-	ErrorCodeEngineStarting            ErrorCode = "engine_starting"
-	ErrorCodeEnrollmentInFlight        ErrorCode = "enrollment_in_flight"
-	ErrorCodeEnrollmentNotFailed       ErrorCode = "enrollment_not_failed"
-	ErrorCodeEntitledSourceUnserved    ErrorCode = "entitled_source_unserved"
-	ErrorCodeEntryHalted               ErrorCode = "entry_halted"
-	ErrorCodeExitPlanConflict          ErrorCode = "exit_plan_conflict"
-	ErrorCodeFeedRequiresConnection    ErrorCode = "feed_requires_connection"
-	ErrorCodeFeedUnavailable           ErrorCode = "feed_unavailable"
-	ErrorCodeFinancingSuperseded       ErrorCode = "financing_superseded"
-	ErrorCodeFrameSessionRequired      ErrorCode = "frame_session_required"
-	ErrorCodeHoldsUnreadable           ErrorCode = "holds_unreadable"
-	ErrorCodeIdempotencyConflict       ErrorCode = "idempotency_conflict"
-	ErrorCodeIdempotencyKeyRequired    ErrorCode = "idempotency_key_required"
-	ErrorCodeImageUnavailable          ErrorCode = "image_unavailable"
-	ErrorCodeInstrumentNotPermitted    ErrorCode = "instrument_not_permitted"
-	ErrorCodeInternalError             ErrorCode = "internal_error"
-	ErrorCodeInvalidCredentials        ErrorCode = "invalid_credentials"
-	ErrorCodeInvalidCursor             ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidExpression         ErrorCode = "invalid_expression"
-	ErrorCodeInvalidKey                ErrorCode = "invalid_key"
-	ErrorCodeInvalidRequest            ErrorCode = "invalid_request"
-	ErrorCodeInvalidStatement          ErrorCode = "invalid_statement"
-	ErrorCodeInvalidSubscription       ErrorCode = "invalid_subscription"
-	ErrorCodeInvalidTimeframe          ErrorCode = "invalid_timeframe"
-	ErrorCodeInvalidToken              ErrorCode = "invalid_token"
-	ErrorCodeInvalidWindow             ErrorCode = "invalid_window"
-	ErrorCodeKeyLimitReached           ErrorCode = "key_limit_reached"
-	ErrorCodeLastOwner                 ErrorCode = "last_owner"
-	ErrorCodeLinkClosed                ErrorCode = "link_closed"
-	ErrorCodeLinkConnected             ErrorCode = "link_connected"
-	ErrorCodeLinkExpired               ErrorCode = "link_expired"
-	ErrorCodeLockNotOwned              ErrorCode = "lock_not_owned"
-	ErrorCodeLogUnavailable            ErrorCode = "log_unavailable"
-	ErrorCodeLossLimitUnenforced       ErrorCode = "loss_limit_unenforced"
-	ErrorCodeMarginPolicySuperseded    ErrorCode = "margin_policy_superseded"
-	ErrorCodeMarketDataUnavailable     ErrorCode = "market_data_unavailable"
-	ErrorCodeMemberLimitReached        ErrorCode = "member_limit_reached"
-	ErrorCodeMethodNotAllowed          ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound                  ErrorCode = "not_found"
-	ErrorCodeOrderQuantityAboveLimit   ErrorCode = "order_quantity_above_limit"
-	ErrorCodeOrganizationLimitReached  ErrorCode = "organization_limit_reached"
-	ErrorCodeOriginNotAllowed          ErrorCode = "origin_not_allowed"
-	ErrorCodeOutcomeUnknown            ErrorCode = "outcome_unknown"
-	ErrorCodeOwnerUnavailable          ErrorCode = "owner_unavailable"
-	ErrorCodeOwnershipUnavailable      ErrorCode = "ownership_unavailable"
-	ErrorCodePaymentRequired           ErrorCode = "payment_required"
-	ErrorCodePermissionDenied          ErrorCode = "permission_denied"
-	ErrorCodePlanLimitReached          ErrorCode = "plan_limit_reached"
-	ErrorCodePositionNotClosable       ErrorCode = "position_not_closable"
-	ErrorCodeRateLimited               ErrorCode = "rate_limited"
-	ErrorCodeReadModelsBehind          ErrorCode = "read_models_behind"
-	ErrorCodeReconciliationHold        ErrorCode = "reconciliation_hold"
-	ErrorCodeRegistrationExpired       ErrorCode = "registration_expired"
-	ErrorCodeRegistrationLinked        ErrorCode = "registration_linked"
-	ErrorCodeRegistrationRevoked       ErrorCode = "registration_revoked"
-	ErrorCodeRiskLocked                ErrorCode = "risk_locked"
-	ErrorCodeRiskPolicyIdReserved      ErrorCode = "risk_policy_id_reserved"
-	ErrorCodeRiskPolicyOwnerConflict   ErrorCode = "risk_policy_owner_conflict"
-	ErrorCodeRiskPolicyPostingMismatch ErrorCode = "risk_policy_posting_mismatch"
-	ErrorCodeRiskPolicyUnchanged       ErrorCode = "risk_policy_unchanged"
-	ErrorCodeRiskPolicyUnsourced       ErrorCode = "risk_policy_unsourced"
-	ErrorCodeRiskPolicyVersionConflict ErrorCode = "risk_policy_version_conflict"
-	ErrorCodeRoundTurnIsBoth           ErrorCode = "round_turn_is_both"
-	ErrorCodeSessionRequired           ErrorCode = "session_required"
-	ErrorCodeSettingsLocked            ErrorCode = "settings_locked"
-	ErrorCodeStageVersionUnrecorded    ErrorCode = "stage_version_unrecorded"
-	ErrorCodeStoreUnavailable          ErrorCode = "store_unavailable"
-	ErrorCodeSubscriptionLimit         ErrorCode = "subscription_limit"
-	ErrorCodeTooManyStreams            ErrorCode = "too_many_streams"
-	ErrorCodeTooManySubscriptions      ErrorCode = "too_many_subscriptions"
-	ErrorCodeTooManySymbols            ErrorCode = "too_many_symbols"
-	ErrorCodeUnknownSymbol             ErrorCode = "unknown_symbol"
-	ErrorCodeUnsupportedMediaType      ErrorCode = "unsupported_media_type"
-	ErrorCodeUnsupportedValue          ErrorCode = "unsupported_value"
-	ErrorCodeVenueLimitReached         ErrorCode = "venue_limit_reached"
-	ErrorCodeVenueRouteMissing         ErrorCode = "venue_route_missing"
-	ErrorCodeVersionConflict           ErrorCode = "version_conflict"
-	ErrorCodeWebhookExists             ErrorCode = "webhook_exists"
-	ErrorCodeWebhookLimitReached       ErrorCode = "webhook_limit_reached"
-	ErrorCodeWriteRecorded             ErrorCode = "write_recorded"
+	ErrorCodeAccountLimitReached        ErrorCode = "account_limit_reached"
+	ErrorCodeAccountNotOwned            ErrorCode = "account_not_owned"
+	ErrorCodeAccountUnresolved          ErrorCode = "account_unresolved"
+	ErrorCodeAlreadyMember              ErrorCode = "already_member"
+	ErrorCodeAmountPrecisionExceeded    ErrorCode = "amount_precision_exceeded"
+	ErrorCodeApiKeyRequired             ErrorCode = "api_key_required"
+	ErrorCodeAppDisconnected            ErrorCode = "app_disconnected"
+	ErrorCodeBalanceRefused             ErrorCode = "balance_refused"
+	ErrorCodeBodyTooLarge               ErrorCode = "body_too_large"
+	ErrorCodeConfigLimitReached         ErrorCode = "config_limit_reached"
+	ErrorCodeCredentialRevoked          ErrorCode = "credential_revoked"
+	ErrorCodeCurrencyNotIssuable        ErrorCode = "currency_not_issuable"
+	ErrorCodeEmailUnverified            ErrorCode = "email_unverified"
+	ErrorCodeEngineDraining             ErrorCode = "engine_draining"
+	ErrorCodeEngineOverloaded           ErrorCode = "engine_overloaded"
+	ErrorCodeEngineStarting             ErrorCode = "engine_starting"
+	ErrorCodeEnrollmentInFlight         ErrorCode = "enrollment_in_flight"
+	ErrorCodeEnrollmentNotFailed        ErrorCode = "enrollment_not_failed"
+	ErrorCodeEntitledSourceUnserved     ErrorCode = "entitled_source_unserved"
+	ErrorCodeEntryHalted                ErrorCode = "entry_halted"
+	ErrorCodeExitPlanConflict           ErrorCode = "exit_plan_conflict"
+	ErrorCodeFeatureDisabled            ErrorCode = "feature_disabled"
+	ErrorCodeFeedRequiresConnection     ErrorCode = "feed_requires_connection"
+	ErrorCodeFeedUnavailable            ErrorCode = "feed_unavailable"
+	ErrorCodeFinancingSuperseded        ErrorCode = "financing_superseded"
+	ErrorCodeFrameSessionRequired       ErrorCode = "frame_session_required"
+	ErrorCodeHedgePositionMode          ErrorCode = "hedge_position_mode"
+	ErrorCodeHoldsUnreadable            ErrorCode = "holds_unreadable"
+	ErrorCodeIdempotencyConflict        ErrorCode = "idempotency_conflict"
+	ErrorCodeIdempotencyKeyRequired     ErrorCode = "idempotency_key_required"
+	ErrorCodeImageUnavailable           ErrorCode = "image_unavailable"
+	ErrorCodeInstrumentNotPermitted     ErrorCode = "instrument_not_permitted"
+	ErrorCodeInternalError              ErrorCode = "internal_error"
+	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
+	ErrorCodeInvalidCursor              ErrorCode = "invalid_cursor"
+	ErrorCodeInvalidExpression          ErrorCode = "invalid_expression"
+	ErrorCodeInvalidKey                 ErrorCode = "invalid_key"
+	ErrorCodeInvalidRequest             ErrorCode = "invalid_request"
+	ErrorCodeInvalidStatement           ErrorCode = "invalid_statement"
+	ErrorCodeInvalidSubscription        ErrorCode = "invalid_subscription"
+	ErrorCodeInvalidTimeframe           ErrorCode = "invalid_timeframe"
+	ErrorCodeInvalidToken               ErrorCode = "invalid_token"
+	ErrorCodeInvalidWindow              ErrorCode = "invalid_window"
+	ErrorCodeKeyLimitReached            ErrorCode = "key_limit_reached"
+	ErrorCodeLastOwner                  ErrorCode = "last_owner"
+	ErrorCodeLinkClosed                 ErrorCode = "link_closed"
+	ErrorCodeLinkConnected              ErrorCode = "link_connected"
+	ErrorCodeLinkExpired                ErrorCode = "link_expired"
+	ErrorCodeLiveTradingUnreadable      ErrorCode = "live_trading_unreadable"
+	ErrorCodeLockNotOwned               ErrorCode = "lock_not_owned"
+	ErrorCodeLogUnavailable             ErrorCode = "log_unavailable"
+	ErrorCodeLossLimitUnenforced        ErrorCode = "loss_limit_unenforced"
+	ErrorCodeMarginPolicySuperseded     ErrorCode = "margin_policy_superseded"
+	ErrorCodeMarketDataUnavailable      ErrorCode = "market_data_unavailable"
+	ErrorCodeMemberLimitReached         ErrorCode = "member_limit_reached"
+	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
+	ErrorCodeMultiAssetsMode            ErrorCode = "multi_assets_mode"
+	ErrorCodeNotFound                   ErrorCode = "not_found"
+	ErrorCodeOrderQuantityAboveLimit    ErrorCode = "order_quantity_above_limit"
+	ErrorCodeOrderRejected              ErrorCode = "order_rejected"
+	ErrorCodeOrganizationLimitReached   ErrorCode = "organization_limit_reached"
+	ErrorCodeOriginNotAllowed           ErrorCode = "origin_not_allowed"
+	ErrorCodeOutcomeUnknown             ErrorCode = "outcome_unknown"
+	ErrorCodeOwnerUnavailable           ErrorCode = "owner_unavailable"
+	ErrorCodeOwnershipUnavailable       ErrorCode = "ownership_unavailable"
+	ErrorCodePaymentRequired            ErrorCode = "payment_required"
+	ErrorCodePermissionDenied           ErrorCode = "permission_denied"
+	ErrorCodePlanLimitReached           ErrorCode = "plan_limit_reached"
+	ErrorCodePortfolioMargin            ErrorCode = "portfolio_margin"
+	ErrorCodePositionNotClosable        ErrorCode = "position_not_closable"
+	ErrorCodeProviderCredentialsRefused ErrorCode = "provider_credentials_refused"
+	ErrorCodeProviderKeyRefused         ErrorCode = "provider_key_refused"
+	ErrorCodeProviderNotSupported       ErrorCode = "provider_not_supported"
+	ErrorCodeProviderRateLimited        ErrorCode = "provider_rate_limited"
+	ErrorCodeProviderReadFailed         ErrorCode = "provider_read_failed"
+	ErrorCodeProviderUnavailable        ErrorCode = "provider_unavailable"
+	ErrorCodeRateLimited                ErrorCode = "rate_limited"
+	ErrorCodeReadModelsBehind           ErrorCode = "read_models_behind"
+	ErrorCodeReconciliationHold         ErrorCode = "reconciliation_hold"
+	ErrorCodeRegistrationExpired        ErrorCode = "registration_expired"
+	ErrorCodeRegistrationLinked         ErrorCode = "registration_linked"
+	ErrorCodeRegistrationRevoked        ErrorCode = "registration_revoked"
+	ErrorCodeRiskLocked                 ErrorCode = "risk_locked"
+	ErrorCodeRiskPolicyIdReserved       ErrorCode = "risk_policy_id_reserved"
+	ErrorCodeRiskPolicyOwnerConflict    ErrorCode = "risk_policy_owner_conflict"
+	ErrorCodeRiskPolicyPostingMismatch  ErrorCode = "risk_policy_posting_mismatch"
+	ErrorCodeRiskPolicyUnchanged        ErrorCode = "risk_policy_unchanged"
+	ErrorCodeRiskPolicyUnsourced        ErrorCode = "risk_policy_unsourced"
+	ErrorCodeRiskPolicyVersionConflict  ErrorCode = "risk_policy_version_conflict"
+	ErrorCodeRoundTurnIsBoth            ErrorCode = "round_turn_is_both"
+	ErrorCodeSessionRequired            ErrorCode = "session_required"
+	ErrorCodeSettingsLocked             ErrorCode = "settings_locked"
+	ErrorCodeStageVersionUnrecorded     ErrorCode = "stage_version_unrecorded"
+	ErrorCodeStoreUnavailable           ErrorCode = "store_unavailable"
+	ErrorCodeSubscriptionLimit          ErrorCode = "subscription_limit"
+	ErrorCodeTimeInForceUnsupported     ErrorCode = "time_in_force_unsupported"
+	ErrorCodeTooManyStreams             ErrorCode = "too_many_streams"
+	ErrorCodeTooManySubscriptions       ErrorCode = "too_many_subscriptions"
+	ErrorCodeTooManySymbols             ErrorCode = "too_many_symbols"
+	ErrorCodeUnknownSymbol              ErrorCode = "unknown_symbol"
+	ErrorCodeUnsupportedMediaType       ErrorCode = "unsupported_media_type"
+	ErrorCodeUnsupportedValue           ErrorCode = "unsupported_value"
+	ErrorCodeVenueLimitReached          ErrorCode = "venue_limit_reached"
+	ErrorCodeVenueRouteMissing          ErrorCode = "venue_route_missing"
+	ErrorCodeVersionConflict            ErrorCode = "version_conflict"
+	ErrorCodeWebhookExists              ErrorCode = "webhook_exists"
+	ErrorCodeWebhookLimitReached        ErrorCode = "webhook_limit_reached"
+	ErrorCodeWriteRecorded              ErrorCode = "write_recorded"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
@@ -674,6 +687,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeExitPlanConflict:
 		return true
+	case ErrorCodeFeatureDisabled:
+		return true
 	case ErrorCodeFeedRequiresConnection:
 		return true
 	case ErrorCodeFeedUnavailable:
@@ -681,6 +696,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeFinancingSuperseded:
 		return true
 	case ErrorCodeFrameSessionRequired:
+		return true
+	case ErrorCodeHedgePositionMode:
 		return true
 	case ErrorCodeHoldsUnreadable:
 		return true
@@ -724,6 +741,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeLinkExpired:
 		return true
+	case ErrorCodeLiveTradingUnreadable:
+		return true
 	case ErrorCodeLockNotOwned:
 		return true
 	case ErrorCodeLogUnavailable:
@@ -738,9 +757,13 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeMethodNotAllowed:
 		return true
+	case ErrorCodeMultiAssetsMode:
+		return true
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeOrderQuantityAboveLimit:
+		return true
+	case ErrorCodeOrderRejected:
 		return true
 	case ErrorCodeOrganizationLimitReached:
 		return true
@@ -758,7 +781,21 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodePlanLimitReached:
 		return true
+	case ErrorCodePortfolioMargin:
+		return true
 	case ErrorCodePositionNotClosable:
+		return true
+	case ErrorCodeProviderCredentialsRefused:
+		return true
+	case ErrorCodeProviderKeyRefused:
+		return true
+	case ErrorCodeProviderNotSupported:
+		return true
+	case ErrorCodeProviderRateLimited:
+		return true
+	case ErrorCodeProviderReadFailed:
+		return true
+	case ErrorCodeProviderUnavailable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -797,6 +834,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeStoreUnavailable:
 		return true
 	case ErrorCodeSubscriptionLimit:
+		return true
+	case ErrorCodeTimeInForceUnsupported:
 		return true
 	case ErrorCodeTooManyStreams:
 		return true
@@ -974,6 +1013,24 @@ func (e InvitationRole) Valid() bool {
 	case InvitationRoleOwner:
 		return true
 	case InvitationRoleReader:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LiveTradingAnswerLiveTradingSource.
+const (
+	LiveTradingAnswerLiveTradingSourceDefault LiveTradingAnswerLiveTradingSource = "default"
+	LiveTradingAnswerLiveTradingSourceUser    LiveTradingAnswerLiveTradingSource = "user"
+)
+
+// Valid indicates whether the value is a known member of the LiveTradingAnswerLiveTradingSource enum.
+func (e LiveTradingAnswerLiveTradingSource) Valid() bool {
+	switch e {
+	case LiveTradingAnswerLiveTradingSourceDefault:
+		return true
+	case LiveTradingAnswerLiveTradingSourceUser:
 		return true
 	default:
 		return false
@@ -2564,6 +2621,29 @@ type Invitation struct {
 // InvitationRole defines model for Invitation.Role.
 type InvitationRole string
 
+// LiveTradingAnswer defines model for LiveTradingAnswer.
+type LiveTradingAnswer struct {
+	LiveTrading struct {
+		// ChangedAt when the user last set it
+		ChangedAt *time.Time `json:"changedAt,omitempty"`
+		Enabled   bool       `json:"enabled"`
+
+		// Source default: the engine default holds; user: the user set it
+		Source LiveTradingAnswerLiveTradingSource `json:"source"`
+	} `json:"liveTrading"`
+}
+
+// LiveTradingAnswerLiveTradingSource default: the engine default holds; user: the user set it
+type LiveTradingAnswerLiveTradingSource string
+
+// LiveTradingBody defines model for LiveTradingBody.
+type LiveTradingBody struct {
+	Enabled bool `json:"enabled"`
+
+	// Password the account password; required to switch on
+	Password *string `json:"password,omitempty"`
+}
+
 // ManagedExit defines model for ManagedExit.
 type ManagedExit struct {
 	// BestPrice trailing: the best price trailed so far
@@ -2799,6 +2879,16 @@ type Provider struct {
 
 // ProviderState defines model for Provider.State.
 type ProviderState string
+
+// ProviderLinkBody defines model for ProviderLinkBody.
+type ProviderLinkBody struct {
+	ApiKey    string  `json:"apiKey"`
+	ApiSecret *string `json:"apiSecret,omitempty"`
+	Label     *string `json:"label,omitempty"`
+
+	// Provider a provider the engine links, such as binance-futures
+	Provider string `json:"provider"`
+}
 
 // ProviderManifest Strict: unknown properties are refused. Rules: execution needs accounts,
 // generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
@@ -3452,6 +3542,12 @@ type GetPnlHistoryParams struct {
 	Account *Account `form:"account,omitempty" json:"account,omitempty"`
 }
 
+// LinkProviderAccountParams defines parameters for LinkProviderAccount.
+type LinkProviderAccountParams struct {
+	// IdempotencyKey a retry with the same key answers the same account
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // GetAccountSnapshotParams defines parameters for GetAccountSnapshot.
 type GetAccountSnapshotParams struct {
 	// Broker Broker selector; omitted means the default (paper); present but unknown is 400.
@@ -3739,6 +3835,9 @@ type ConnectDashboardLoginJSONBody struct {
 	Password string `json:"password"`
 }
 
+// HostedConnectCancelJSONBody defines parameters for HostedConnectCancel.
+type HostedConnectCancelJSONBody = map[string]interface{}
+
 // HostedConnectChooseJSONBody defines parameters for HostedConnectChoose.
 type HostedConnectChooseJSONBody struct {
 	AccountId  *string `json:"accountId,omitempty"`
@@ -3748,6 +3847,16 @@ type HostedConnectChooseJSONBody struct {
 // HostedConnectDisconnectJSONBody defines parameters for HostedConnectDisconnect.
 type HostedConnectDisconnectJSONBody struct {
 	AccountId string `json:"accountId"`
+}
+
+// HostedConnectLinkProviderJSONBody defines parameters for HostedConnectLinkProvider.
+type HostedConnectLinkProviderJSONBody struct {
+	ApiKey    string  `json:"apiKey"`
+	ApiSecret *string `json:"apiSecret,omitempty"`
+	Label     *string `json:"label,omitempty"`
+
+	// Provider One of the session's providers (binance-futures)
+	Provider string `json:"provider"`
 }
 
 // ListConnectLinksParams defines parameters for ListConnectLinks.
@@ -4412,6 +4521,12 @@ type OpenDemoAccountJSONRequestBody OpenDemoAccountJSONBody
 // PreviewExitPlanJSONRequestBody defines body for PreviewExitPlan for application/json ContentType.
 type PreviewExitPlanJSONRequestBody PreviewExitPlanJSONBody
 
+// SetLiveTradingJSONRequestBody defines body for SetLiveTrading for application/json ContentType.
+type SetLiveTradingJSONRequestBody = LiveTradingBody
+
+// LinkProviderAccountJSONRequestBody defines body for LinkProviderAccount for application/json ContentType.
+type LinkProviderAccountJSONRequestBody = ProviderLinkBody
+
 // LogInJSONRequestBody defines body for LogIn for application/json ContentType.
 type LogInJSONRequestBody = Credentials
 
@@ -4487,11 +4602,17 @@ type ConnectExchangeJSONRequestBody ConnectExchangeJSONBody
 // ConnectDashboardLoginJSONRequestBody defines body for ConnectDashboardLogin for application/json ContentType.
 type ConnectDashboardLoginJSONRequestBody ConnectDashboardLoginJSONBody
 
+// HostedConnectCancelJSONRequestBody defines body for HostedConnectCancel for application/json ContentType.
+type HostedConnectCancelJSONRequestBody = HostedConnectCancelJSONBody
+
 // HostedConnectChooseJSONRequestBody defines body for HostedConnectChoose for application/json ContentType.
 type HostedConnectChooseJSONRequestBody HostedConnectChooseJSONBody
 
 // HostedConnectDisconnectJSONRequestBody defines body for HostedConnectDisconnect for application/json ContentType.
 type HostedConnectDisconnectJSONRequestBody HostedConnectDisconnectJSONBody
+
+// HostedConnectLinkProviderJSONRequestBody defines body for HostedConnectLinkProvider for application/json ContentType.
+type HostedConnectLinkProviderJSONRequestBody HostedConnectLinkProviderJSONBody
 
 // CreateConnectLinkJSONRequestBody defines body for CreateConnectLink for application/json ContentType.
 type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
@@ -4916,6 +5037,48 @@ type ClientInterface interface {
 	// Corresponds with GET /api/account/list (the `ListAccounts` operationId).
 	ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLiveTrading The caller's live trading switch (orders on provider accounts)
+	//
+	// Off by default in production and on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)
+	// until the user sets it (source user). While it is off, the order and reverse
+	// routes answer 403 feature_disabled (params.feature live_trading) for every order
+	// on a provider account, reducing ones included; cancel, replace, close, flatten
+	// and exits stay available. Paper accounts never read it. 503
+	// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+	//
+	// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
+	GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLiveTradingWithBody Switch live trading on (with the account's password again) or off
+	//
+	// A signed-in session only. Switching on needs the password: without it 400
+	// invalid_request (params.field password), with a wrong one 401
+	// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+	// Retry-After after too many). Switching off needs the session alone. Setting it
+	// to what it is records nothing and answers the same. 400 invalid_request
+	// (params.field enabled) without enabled; 503 live_trading_unreadable
+	// (Retry-After: 1) when the switch cannot be read back.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+	SetLiveTradingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLiveTrading Switch live trading on (with the account's password again) or off
+	//
+	// A signed-in session only. Switching on needs the password: without it 400
+	// invalid_request (params.field password), with a wrong one 401
+	// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+	// Retry-After after too many). Switching off needs the session alone. Setting it
+	// to what it is records nothing and answers the same. 400 invalid_request
+	// (params.field enabled) without enabled; 503 live_trading_unreadable
+	// (Retry-After: 1) when the switch cannot be read back.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+	SetLiveTrading(ctx context.Context, body SetLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListManagedExits The breakeven and trailing rules the engine manages for the account's brackets
 	//
 	// Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
@@ -4932,6 +5095,59 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/account/pnl-history (the `GetPnlHistory` operationId).
 	GetPnlHistory(ctx context.Context, params *GetPnlHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	//
+	// A signed-in session only. The engine checks the key at the provider (account
+	// readable, futures trading allowed, no withdrawal permission), reads the account
+	// whole, seals the secret under the link's own data key and opens the account
+	// (broker binance, clock observation). Neither the key nor the secret is ever
+	// answered, logged or put in params. The Idempotency-Key names the account: a
+	// retry links none more.
+	//
+	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+	// 422 provider_not_supported (params.provider, params.providers),
+	// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+	// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+	// failed partway; nothing was linked); 503 provider_unavailable and
+	// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+	// engine_draining (Retry-After: 1); 401 without a session.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+	LinkProviderAccountWithBody(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	//
+	// A signed-in session only. The engine checks the key at the provider (account
+	// readable, futures trading allowed, no withdrawal permission), reads the account
+	// whole, seals the secret under the link's own data key and opens the account
+	// (broker binance, clock observation). Neither the key nor the secret is ever
+	// answered, logged or put in params. The Idempotency-Key names the account: a
+	// retry links none more.
+	//
+	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+	// 422 provider_not_supported (params.provider, params.providers),
+	// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+	// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+	// failed partway; nothing was linked); 503 provider_unavailable and
+	// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+	// engine_draining (Retry-After: 1); 401 without a session.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+	LinkProviderAccount(ctx context.Context, params *LinkProviderAccountParams, body LinkProviderAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnlinkProviderAccount Unlink one of the caller's provider accounts; its sealed credential can never be opened again
+	//
+	// A signed-in session only. Nothing is sent for the account again and the link's
+	// data key is destroyed. Unlinking twice answers 204 again. 404 not_found for an
+	// id that is not one of the caller's provider accounts.
+	//
+	// Corresponds with DELETE /api/account/providers/{accountId} (the `UnlinkProviderAccount` operationId).
+	UnlinkProviderAccount(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAccountSnapshot One account frame
 	//
@@ -5761,6 +5977,28 @@ type ClientInterface interface {
 	// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
 	ConnectStatement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HostedConnectCancelWithBody The trader cancels hosted Connect - the link's close operation
+	//
+	// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+	// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+	// link stays connected. Answers the link as it stands, which the page posts to the app.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+	HostedConnectCancelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectCancel The trader cancels hosted Connect - the link's close operation
+	//
+	// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+	// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+	// link stays connected. Answers the link as it stands, which the page posts to the app.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+	HostedConnectCancel(ctx context.Context, body HostedConnectCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HostedConnectChooseWithBody The trader connects an account they connected to the app before, or opens the app's white-label paper
 	//
 	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
@@ -5815,11 +6053,48 @@ type ClientInterface interface {
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret, and connects it
+	//
+	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+	// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+	// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+	// `provider_read_failed`), seals the credential and opens the account (`clock:
+	// observation`). The link becomes connected with `result` `{status: connected,
+	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+	// same key linked again by the same trader reaches the same account. The secret travels
+	// only in this request's body; it is never answered, logged or placed in the page.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+	HostedConnectLinkProviderWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret, and connects it
+	//
+	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+	// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+	// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+	// `provider_read_failed`), seals the credential and opens the account (`clock:
+	// observation`). The link becomes connected with `result` `{status: connected,
+	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+	// same key linked again by the same trader reaches the same account. The secret travels
+	// only in this request's body; it is never answered, logged or placed in the page.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+	HostedConnectLinkProvider(ctx context.Context, body HostedConnectLinkProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectSession What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
 	//
 	// `accounts` are the trader's accounts connected to the app before (each can be chosen
 	// again); `connected` the ids of those the app acts on for the trader now (the returning
-	// view offers to disconnect each).
+	// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
+	// in plain words what the app may do on an account the trader connects; `providers` are
+	// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
+	// the app's logo when it is an https URL, else empty.
 	//
 	// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 	HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7202,6 +7477,14 @@ type ClientInterface interface {
 	// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
 	// page that says so (410 or 409), a bad token 404.
 	//
+	// The page is an account picker: it says who runs it (the service's host), names the app
+	// (its logo only from an https URL the app registered; everything escaped), says what the
+	// app may do on a connected account, and offers the trader's accounts connected to the app
+	// before, a key form per provider the engine links (Binance USDⓈ-M Futures: an API key
+	// allowing reading and futures trading, never withdrawals), the app's white-label paper and
+	// a cancel. It shows its own sentence for each error code, never the API's. When the link
+	// ends it posts `{type: 'svc.connect', linkId, state, result}` to the embedding window.
+	//
 	// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
 	HostedConnectPage(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -7392,6 +7675,78 @@ func (c *Client) ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
+// GetLiveTrading The caller's live trading switch (orders on provider accounts)
+//
+// Off by default in production and on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)
+// until the user sets it (source user). While it is off, the order and reverse
+// routes answer 403 feature_disabled (params.feature live_trading) for every order
+// on a provider account, reducing ones included; cancel, replace, close, flatten
+// and exits stay available. Paper accounts never read it. 503
+// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+//
+// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
+func (c *Client) GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLiveTradingRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLiveTradingWithBody Switch live trading on (with the account's password again) or off
+//
+// A signed-in session only. Switching on needs the password: without it 400
+// invalid_request (params.field password), with a wrong one 401
+// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+// Retry-After after too many). Switching off needs the session alone. Setting it
+// to what it is records nothing and answers the same. 400 invalid_request
+// (params.field enabled) without enabled; 503 live_trading_unreadable
+// (Retry-After: 1) when the switch cannot be read back.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+func (c *Client) SetLiveTradingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLiveTradingRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLiveTrading Switch live trading on (with the account's password again) or off
+//
+// A signed-in session only. Switching on needs the password: without it 400
+// invalid_request (params.field password), with a wrong one 401
+// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+// Retry-After after too many). Switching off needs the session alone. Setting it
+// to what it is records nothing and answers the same. 400 invalid_request
+// (params.field enabled) without enabled; 503 live_trading_unreadable
+// (Retry-After: 1) when the switch cannot be read back.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+func (c *Client) SetLiveTrading(ctx context.Context, body SetLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLiveTradingRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListManagedExits The breakeven and trailing rules the engine manages for the account's brackets
 //
 // Corresponds with GET /api/account/managed-exits (the `ListManagedExits` operationId).
@@ -7429,6 +7784,89 @@ func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEd
 // Corresponds with GET /api/account/pnl-history (the `GetPnlHistory` operationId).
 func (c *Client) GetPnlHistory(ctx context.Context, params *GetPnlHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPnlHistoryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+//
+// A signed-in session only. The engine checks the key at the provider (account
+// readable, futures trading allowed, no withdrawal permission), reads the account
+// whole, seals the secret under the link's own data key and opens the account
+// (broker binance, clock observation). Neither the key nor the secret is ever
+// answered, logged or put in params. The Idempotency-Key names the account: a
+// retry links none more.
+//
+// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+// 422 provider_not_supported (params.provider, params.providers),
+// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+// failed partway; nothing was linked); 503 provider_unavailable and
+// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+// engine_draining (Retry-After: 1); 401 without a session.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+func (c *Client) LinkProviderAccountWithBody(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLinkProviderAccountRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+//
+// A signed-in session only. The engine checks the key at the provider (account
+// readable, futures trading allowed, no withdrawal permission), reads the account
+// whole, seals the secret under the link's own data key and opens the account
+// (broker binance, clock observation). Neither the key nor the secret is ever
+// answered, logged or put in params. The Idempotency-Key names the account: a
+// retry links none more.
+//
+// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+// 422 provider_not_supported (params.provider, params.providers),
+// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+// failed partway; nothing was linked); 503 provider_unavailable and
+// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+// engine_draining (Retry-After: 1); 401 without a session.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+func (c *Client) LinkProviderAccount(ctx context.Context, params *LinkProviderAccountParams, body LinkProviderAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLinkProviderAccountRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnlinkProviderAccount Unlink one of the caller's provider accounts; its sealed credential can never be opened again
+//
+// A signed-in session only. Nothing is sent for the account again and the link's
+// data key is destroyed. Unlinking twice answers 204 again. 404 not_found for an
+// id that is not one of the caller's provider accounts.
+//
+// Corresponds with DELETE /api/account/providers/{accountId} (the `UnlinkProviderAccount` operationId).
+func (c *Client) UnlinkProviderAccount(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlinkProviderAccountRequest(c.Server, accountId)
 	if err != nil {
 		return nil, err
 	}
@@ -9087,6 +9525,48 @@ func (c *Client) ConnectStatement(ctx context.Context, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
+// HostedConnectCancelWithBody The trader cancels hosted Connect - the link's close operation
+//
+// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+// link stays connected. Answers the link as it stands, which the page posts to the app.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+func (c *Client) HostedConnectCancelWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectCancelRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectCancel The trader cancels hosted Connect - the link's close operation
+//
+// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+// link stays connected. Answers the link as it stands, which the page posts to the app.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+func (c *Client) HostedConnectCancel(ctx context.Context, body HostedConnectCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectCancelRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // HostedConnectChooseWithBody The trader connects an account they connected to the app before, or opens the app's white-label paper
 //
 // Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
@@ -9181,11 +9661,68 @@ func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnect
 	return c.Client.Do(req)
 }
 
-// HostedConnectSession What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret, and connects it
+//
+// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+// `provider_read_failed`), seals the credential and opens the account (`clock:
+// observation`). The link becomes connected with `result` `{status: connected,
+// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+// same key linked again by the same trader reaches the same account. The secret travels
+// only in this request's body; it is never answered, logged or placed in the page.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+func (c *Client) HostedConnectLinkProviderWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectLinkProviderRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret, and connects it
+//
+// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+// `provider_read_failed`), seals the credential and opens the account (`clock:
+// observation`). The link becomes connected with `result` `{status: connected,
+// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+// same key linked again by the same trader reaches the same account. The secret travels
+// only in this request's body; it is never answered, logged or placed in the page.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+func (c *Client) HostedConnectLinkProvider(ctx context.Context, body HostedConnectLinkProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectLinkProviderRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectSession What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
 //
 // `accounts` are the trader's accounts connected to the app before (each can be chosen
 // again); `connected` the ids of those the app acts on for the trader now (the returning
-// view offers to disconnect each).
+// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
+// in plain words what the app may do on an account the trader connects; `providers` are
+// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
+// the app's logo when it is an https URL, else empty.
 //
 // Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 func (c *Client) HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11968,6 +12505,14 @@ func (c *Client) PutVenueConfig(ctx context.Context, venueId VenueId, kind Confi
 // frame session bound to the link (30 minutes). A closed, expired or connected link gets a
 // page that says so (410 or 409), a bad token 404.
 //
+// The page is an account picker: it says who runs it (the service's host), names the app
+// (its logo only from an https URL the app registered; everything escaped), says what the
+// app may do on a connected account, and offers the trader's accounts connected to the app
+// before, a key form per provider the engine links (Binance USDⓈ-M Futures: an API key
+// allowing reading and futures trading, never withdrawals), the app's white-label paper and
+// a cancel. It shows its own sentence for each error code, never the API's. When the link
+// ends it posts `{type: 'svc.connect', linkId, state, result}` to the embedding window.
+//
 // Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
 func (c *Client) HostedConnectPage(ctx context.Context, linkId string, params *HostedConnectPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHostedConnectPageRequest(c.Server, linkId, params)
@@ -12500,6 +13045,73 @@ func NewListAccountsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetLiveTradingRequest constructs an http.Request for the GetLiveTrading method
+func NewGetLiveTradingRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/live-trading")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetLiveTradingRequest calls the generic SetLiveTrading builder with application/json body
+func NewSetLiveTradingRequest(server string, body SetLiveTradingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetLiveTradingRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetLiveTradingRequestWithBody constructs an http.Request for the SetLiveTrading method, with any body, and a specified content type
+func NewSetLiveTradingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/live-trading")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListManagedExitsRequest constructs an http.Request for the ListManagedExits method
 func NewListManagedExitsRequest(server string, params *ListManagedExitsParams) (*http.Request, error) {
 	var err error
@@ -12727,6 +13339,95 @@ func NewGetPnlHistoryRequest(server string, params *GetPnlHistoryParams) (*http.
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewLinkProviderAccountRequest calls the generic LinkProviderAccount builder with application/json body
+func NewLinkProviderAccountRequest(server string, params *LinkProviderAccountParams, body LinkProviderAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewLinkProviderAccountRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewLinkProviderAccountRequestWithBody constructs an http.Request for the LinkProviderAccount method, with any body, and a specified content type
+func NewLinkProviderAccountRequestWithBody(server string, params *LinkProviderAccountParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/providers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUnlinkProviderAccountRequest constructs an http.Request for the UnlinkProviderAccount method
+func NewUnlinkProviderAccountRequest(server string, accountId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/account/providers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -15581,6 +16282,46 @@ func NewConnectStatementRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewHostedConnectCancelRequest calls the generic HostedConnectCancel builder with application/json body
+func NewHostedConnectCancelRequest(server string, body HostedConnectCancelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostedConnectCancelRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostedConnectCancelRequestWithBody constructs an http.Request for the HostedConnectCancel method, with any body, and a specified content type
+func NewHostedConnectCancelRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/cancel")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewHostedConnectChooseRequest calls the generic HostedConnectChoose builder with application/json body
 func NewHostedConnectChooseRequest(server string, body HostedConnectChooseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -15642,6 +16383,46 @@ func NewHostedConnectDisconnectRequestWithBody(server string, contentType string
 	}
 
 	operationPath := fmt.Sprintf("/api/connect/hosted/disconnect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostedConnectLinkProviderRequest calls the generic HostedConnectLinkProvider builder with application/json body
+func NewHostedConnectLinkProviderRequest(server string, body HostedConnectLinkProviderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostedConnectLinkProviderRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostedConnectLinkProviderRequestWithBody constructs an http.Request for the HostedConnectLinkProvider method, with any body, and a specified content type
+func NewHostedConnectLinkProviderRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/providers")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -21440,6 +22221,50 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/account/list (the `ListAccounts` operationId).
 	ListAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAccountsResponse, error)
 
+	// GetLiveTradingWithResponse The caller's live trading switch (orders on provider accounts)
+	//
+	// Off by default in production and on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)
+	// until the user sets it (source user). While it is off, the order and reverse
+	// routes answer 403 feature_disabled (params.feature live_trading) for every order
+	// on a provider account, reducing ones included; cancel, replace, close, flatten
+	// and exits stay available. Paper accounts never read it. 503
+	// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
+	GetLiveTradingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLiveTradingResponse, error)
+
+	// SetLiveTradingWithBodyWithResponse Switch live trading on (with the account's password again) or off
+	//
+	// A signed-in session only. Switching on needs the password: without it 400
+	// invalid_request (params.field password), with a wrong one 401
+	// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+	// Retry-After after too many). Switching off needs the session alone. Setting it
+	// to what it is records nothing and answers the same. 400 invalid_request
+	// (params.field enabled) without enabled; 503 live_trading_unreadable
+	// (Retry-After: 1) when the switch cannot be read back.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+	SetLiveTradingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLiveTradingResponse, error)
+
+	// SetLiveTradingWithResponse Switch live trading on (with the account's password again) or off
+	//
+	// A signed-in session only. Switching on needs the password: without it 400
+	// invalid_request (params.field password), with a wrong one 401
+	// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+	// Retry-After after too many). Switching off needs the session alone. Setting it
+	// to what it is records nothing and answers the same. 400 invalid_request
+	// (params.field enabled) without enabled; 503 live_trading_unreadable
+	// (Retry-After: 1) when the switch cannot be read back.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+	SetLiveTradingWithResponse(ctx context.Context, body SetLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLiveTradingResponse, error)
+
 	// ListManagedExitsWithResponse The breakeven and trailing rules the engine manages for the account's brackets
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -21462,6 +22287,61 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/account/pnl-history (the `GetPnlHistory` operationId).
 	GetPnlHistoryWithResponse(ctx context.Context, params *GetPnlHistoryParams, reqEditors ...RequestEditorFn) (*GetPnlHistoryResponse, error)
+
+	// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	//
+	// A signed-in session only. The engine checks the key at the provider (account
+	// readable, futures trading allowed, no withdrawal permission), reads the account
+	// whole, seals the secret under the link's own data key and opens the account
+	// (broker binance, clock observation). Neither the key nor the secret is ever
+	// answered, logged or put in params. The Idempotency-Key names the account: a
+	// retry links none more.
+	//
+	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+	// 422 provider_not_supported (params.provider, params.providers),
+	// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+	// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+	// failed partway; nothing was linked); 503 provider_unavailable and
+	// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+	// engine_draining (Retry-After: 1); 401 without a session.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+	LinkProviderAccountWithBodyWithResponse(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LinkProviderAccountResponse, error)
+
+	// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	//
+	// A signed-in session only. The engine checks the key at the provider (account
+	// readable, futures trading allowed, no withdrawal permission), reads the account
+	// whole, seals the secret under the link's own data key and opens the account
+	// (broker binance, clock observation). Neither the key nor the secret is ever
+	// answered, logged or put in params. The Idempotency-Key names the account: a
+	// retry links none more.
+	//
+	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+	// 422 provider_not_supported (params.provider, params.providers),
+	// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+	// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+	// failed partway; nothing was linked); 503 provider_unavailable and
+	// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+	// engine_draining (Retry-After: 1); 401 without a session.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+	LinkProviderAccountWithResponse(ctx context.Context, params *LinkProviderAccountParams, body LinkProviderAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*LinkProviderAccountResponse, error)
+
+	// UnlinkProviderAccountWithResponse Unlink one of the caller's provider accounts; its sealed credential can never be opened again
+	//
+	// A signed-in session only. Nothing is sent for the account again and the link's
+	// data key is destroyed. Unlinking twice answers 204 again. 404 not_found for an
+	// id that is not one of the caller's provider accounts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/account/providers/{accountId} (the `UnlinkProviderAccount` operationId).
+	UnlinkProviderAccountWithResponse(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*UnlinkProviderAccountResponse, error)
 
 	// GetAccountSnapshotWithResponse One account frame
 	//
@@ -22355,6 +23235,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/connect/dashboard/statement (the `ConnectStatement` operationId).
 	ConnectStatementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConnectStatementResponse, error)
 
+	// HostedConnectCancelWithBodyWithResponse The trader cancels hosted Connect - the link's close operation
+	//
+	// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+	// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+	// link stays connected. Answers the link as it stands, which the page posts to the app.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+	HostedConnectCancelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectCancelResponse, error)
+
+	// HostedConnectCancelWithResponse The trader cancels hosted Connect - the link's close operation
+	//
+	// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+	// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+	// link stays connected. Answers the link as it stands, which the page posts to the app.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+	HostedConnectCancelWithResponse(ctx context.Context, body HostedConnectCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectCancelResponse, error)
+
 	// HostedConnectChooseWithBodyWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
 	//
 	// Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
@@ -22409,11 +23311,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnectWithResponse(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error)
 
-	// HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+	// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+	//
+	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+	// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+	// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+	// `provider_read_failed`), seals the credential and opens the account (`clock:
+	// observation`). The link becomes connected with `result` `{status: connected,
+	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+	// same key linked again by the same trader reaches the same account. The secret travels
+	// only in this request's body; it is never answered, logged or placed in the page.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+	HostedConnectLinkProviderWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectLinkProviderResponse, error)
+
+	// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+	//
+	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+	// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+	// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+	// `provider_read_failed`), seals the credential and opens the account (`clock:
+	// observation`). The link becomes connected with `result` `{status: connected,
+	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+	// same key linked again by the same trader reaches the same account. The secret travels
+	// only in this request's body; it is never answered, logged or placed in the page.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+	HostedConnectLinkProviderWithResponse(ctx context.Context, body HostedConnectLinkProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectLinkProviderResponse, error)
+
+	// HostedConnectSessionWithResponse What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
 	//
 	// `accounts` are the trader's accounts connected to the app before (each can be chosen
 	// again); `connected` the ids of those the app acts on for the trader now (the returning
-	// view offers to disconnect each).
+	// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
+	// in plain words what the app may do on an account the trader connects; `providers` are
+	// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
+	// the app's logo when it is an https URL, else empty.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23912,6 +24851,14 @@ type ClientWithResponsesInterface interface {
 	// frame session bound to the link (30 minutes). A closed, expired or connected link gets a
 	// page that says so (410 or 409), a bad token 404.
 	//
+	// The page is an account picker: it says who runs it (the service's host), names the app
+	// (its logo only from an https URL the app registered; everything escaped), says what the
+	// app may do on a connected account, and offers the trader's accounts connected to the app
+	// before, a key form per provider the engine links (Binance USDⓈ-M Futures: an API key
+	// allowing reading and futures trading, never withdrawals), the app's white-label paper and
+	// a cancel. It shows its own sentence for each error code, never the API's. When the link
+	// ends it posts `{type: 'svc.connect', linkId, state, result}` to the embedding window.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
@@ -24437,6 +25384,118 @@ func (r ListAccountsResponse) ContentType() string {
 	return ""
 }
 
+// GetLiveTradingResponseDefaultHeaders the declared response headers of an HTTP default response for GetLiveTrading
+type GetLiveTradingResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetLiveTradingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LiveTradingAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetLiveTradingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLiveTradingResponse) GetJSON200() *LiveTradingAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetLiveTradingResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLiveTradingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLiveTradingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLiveTradingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLiveTradingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetLiveTradingResponseDefaultHeaders the declared response headers of an HTTP default response for SetLiveTrading
+type SetLiveTradingResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type SetLiveTradingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LiveTradingAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SetLiveTradingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetLiveTradingResponse) GetJSON200() *LiveTradingAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetLiveTradingResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetLiveTradingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetLiveTradingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetLiveTradingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetLiveTradingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListManagedExitsResponseDefaultHeaders the declared response headers of an HTTP default response for ListManagedExits
 type ListManagedExitsResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -24635,6 +25694,115 @@ func (r GetPnlHistoryResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetPnlHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LinkProviderAccountResponseDefaultHeaders the declared response headers of an HTTP default response for LinkProviderAccount
+type LinkProviderAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type LinkProviderAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Account AccountItem `json:"account"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *LinkProviderAccountResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r LinkProviderAccountResponse) GetJSON201() *struct {
+	Account AccountItem `json:"account"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r LinkProviderAccountResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r LinkProviderAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LinkProviderAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LinkProviderAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LinkProviderAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UnlinkProviderAccountResponseDefaultHeaders the declared response headers of an HTTP default response for UnlinkProviderAccount
+type UnlinkProviderAccountResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type UnlinkProviderAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UnlinkProviderAccountResponseDefaultHeaders
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UnlinkProviderAccountResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UnlinkProviderAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnlinkProviderAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnlinkProviderAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnlinkProviderAccountResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -28464,6 +29632,85 @@ func (r ConnectStatementResponse) ContentType() string {
 	return ""
 }
 
+// HostedConnectCancelResponse200Headers the declared response headers of an HTTP 200 response for HostedConnectCancel
+type HostedConnectCancelResponse200Headers struct {
+	CacheControl *string
+}
+
+// HostedConnectCancelResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectCancel
+type HostedConnectCancelResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectCancelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *HostedConnectCancelResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectCancelResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectCancelResponse) GetJSON200() *struct {
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectCancelResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectCancelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectCancelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectCancelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectCancelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HostedConnectChooseResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectChoose
 type HostedConnectChooseResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -28605,6 +29852,85 @@ func (r HostedConnectDisconnectResponse) ContentType() string {
 	return ""
 }
 
+// HostedConnectLinkProviderResponse200Headers the declared response headers of an HTTP 200 response for HostedConnectLinkProvider
+type HostedConnectLinkProviderResponse200Headers struct {
+	CacheControl *string
+}
+
+// HostedConnectLinkProviderResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectLinkProvider
+type HostedConnectLinkProviderResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectLinkProviderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+		// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+		// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+		// disconnected the app from (hosted Connect) reads `closed`, with `result`
+		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+		// (403 `app_disconnected`) until a later link connects it again.
+		Link ConnectLink `json:"link"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *HostedConnectLinkProviderResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectLinkProviderResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectLinkProviderResponse) GetJSON200() *struct {
+	// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+	// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+	// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+	// disconnected the app from (hosted Connect) reads `closed`, with `result`
+	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+	// (403 `app_disconnected`) until a later link connects it again.
+	Link ConnectLink `json:"link"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectLinkProviderResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectLinkProviderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectLinkProviderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectLinkProviderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectLinkProviderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HostedConnectSessionResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectSession
 type HostedConnectSessionResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -28630,7 +29956,17 @@ type HostedConnectSessionResponse struct {
 		// disconnected the app from (hosted Connect) reads `closed`, with `result`
 		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 		// (403 `app_disconnected`) until a later link connects it again.
-		Link       ConnectLink `json:"link"`
+		Link      ConnectLink `json:"link"`
+		Operator  string      `json:"operator"`
+		Providers []struct {
+			// KeyNote What key to create at the provider
+			KeyNote string `json:"keyNote"`
+
+			// Name The provider, as the request names it (binance-futures)
+			Name  string `json:"name"`
+			Title string `json:"title"`
+		} `json:"providers"`
+		Scopes     []string `json:"scopes"`
 		WhiteLabel struct {
 			Currency        string  `json:"currency"`
 			Enabled         bool    `json:"enabled"`
@@ -28661,7 +29997,17 @@ func (r HostedConnectSessionResponse) GetJSON200() *struct {
 	// disconnected the app from (hosted Connect) reads `closed`, with `result`
 	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 	// (403 `app_disconnected`) until a later link connects it again.
-	Link       ConnectLink `json:"link"`
+	Link      ConnectLink `json:"link"`
+	Operator  string      `json:"operator"`
+	Providers []struct {
+		// KeyNote What key to create at the provider
+		KeyNote string `json:"keyNote"`
+
+		// Name The provider, as the request names it (binance-futures)
+		Name  string `json:"name"`
+		Title string `json:"title"`
+	} `json:"providers"`
+	Scopes     []string `json:"scopes"`
 	WhiteLabel struct {
 		Currency        string  `json:"currency"`
 		Enabled         bool    `json:"enabled"`
@@ -35952,6 +37298,68 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, reqE
 	return ParseListAccountsResponse(rsp)
 }
 
+// GetLiveTradingWithResponse The caller's live trading switch (orders on provider accounts)
+//
+// Off by default in production and on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)
+// until the user sets it (source user). While it is off, the order and reverse
+// routes answer 403 feature_disabled (params.feature live_trading) for every order
+// on a provider account, reducing ones included; cancel, replace, close, flatten
+// and exits stay available. Paper accounts never read it. 503
+// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
+func (c *ClientWithResponses) GetLiveTradingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLiveTradingResponse, error) {
+	rsp, err := c.GetLiveTrading(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLiveTradingResponse(rsp)
+}
+
+// SetLiveTradingWithBodyWithResponse Switch live trading on (with the account's password again) or off
+//
+// A signed-in session only. Switching on needs the password: without it 400
+// invalid_request (params.field password), with a wrong one 401
+// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+// Retry-After after too many). Switching off needs the session alone. Setting it
+// to what it is records nothing and answers the same. 400 invalid_request
+// (params.field enabled) without enabled; 503 live_trading_unreadable
+// (Retry-After: 1) when the switch cannot be read back.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+func (c *ClientWithResponses) SetLiveTradingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLiveTradingResponse, error) {
+	rsp, err := c.SetLiveTradingWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLiveTradingResponse(rsp)
+}
+
+// SetLiveTradingWithResponse Switch live trading on (with the account's password again) or off
+//
+// A signed-in session only. Switching on needs the password: without it 400
+// invalid_request (params.field password), with a wrong one 401
+// invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+// Retry-After after too many). Switching off needs the session alone. Setting it
+// to what it is records nothing and answers the same. 400 invalid_request
+// (params.field enabled) without enabled; 503 live_trading_unreadable
+// (Retry-After: 1) when the switch cannot be read back.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/account/live-trading (the `SetLiveTrading` operationId).
+func (c *ClientWithResponses) SetLiveTradingWithResponse(ctx context.Context, body SetLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLiveTradingResponse, error) {
+	rsp, err := c.SetLiveTrading(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLiveTradingResponse(rsp)
+}
+
 // ListManagedExitsWithResponse The breakeven and trailing rules the engine manages for the account's brackets
 //
 // Returns a wrapper object for the known response body format(s).
@@ -35991,6 +37399,79 @@ func (c *ClientWithResponses) GetPnlHistoryWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseGetPnlHistoryResponse(rsp)
+}
+
+// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+//
+// A signed-in session only. The engine checks the key at the provider (account
+// readable, futures trading allowed, no withdrawal permission), reads the account
+// whole, seals the secret under the link's own data key and opens the account
+// (broker binance, clock observation). Neither the key nor the secret is ever
+// answered, logged or put in params. The Idempotency-Key names the account: a
+// retry links none more.
+//
+// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+// 422 provider_not_supported (params.provider, params.providers),
+// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+// failed partway; nothing was linked); 503 provider_unavailable and
+// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+// engine_draining (Retry-After: 1); 401 without a session.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+func (c *ClientWithResponses) LinkProviderAccountWithBodyWithResponse(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LinkProviderAccountResponse, error) {
+	rsp, err := c.LinkProviderAccountWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLinkProviderAccountResponse(rsp)
+}
+
+// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+//
+// A signed-in session only. The engine checks the key at the provider (account
+// readable, futures trading allowed, no withdrawal permission), reads the account
+// whole, seals the secret under the link's own data key and opens the account
+// (broker binance, clock observation). Neither the key nor the secret is ever
+// answered, logged or put in params. The Idempotency-Key names the account: a
+// retry links none more.
+//
+// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+// 422 provider_not_supported (params.provider, params.providers),
+// provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+// cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+// failed partway; nothing was linked); 503 provider_unavailable and
+// provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+// engine_draining (Retry-After: 1); 401 without a session.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
+func (c *ClientWithResponses) LinkProviderAccountWithResponse(ctx context.Context, params *LinkProviderAccountParams, body LinkProviderAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*LinkProviderAccountResponse, error) {
+	rsp, err := c.LinkProviderAccount(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLinkProviderAccountResponse(rsp)
+}
+
+// UnlinkProviderAccountWithResponse Unlink one of the caller's provider accounts; its sealed credential can never be opened again
+//
+// A signed-in session only. Nothing is sent for the account again and the link's
+// data key is destroyed. Unlinking twice answers 204 again. 404 not_found for an
+// id that is not one of the caller's provider accounts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/account/providers/{accountId} (the `UnlinkProviderAccount` operationId).
+func (c *ClientWithResponses) UnlinkProviderAccountWithResponse(ctx context.Context, accountId string, reqEditors ...RequestEditorFn) (*UnlinkProviderAccountResponse, error) {
+	rsp, err := c.UnlinkProviderAccount(ctx, accountId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlinkProviderAccountResponse(rsp)
 }
 
 // GetAccountSnapshotWithResponse One account frame
@@ -37377,6 +38858,40 @@ func (c *ClientWithResponses) ConnectStatementWithResponse(ctx context.Context, 
 	return ParseConnectStatementResponse(rsp)
 }
 
+// HostedConnectCancelWithBodyWithResponse The trader cancels hosted Connect - the link's close operation
+//
+// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+// link stays connected. Answers the link as it stands, which the page posts to the app.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+func (c *ClientWithResponses) HostedConnectCancelWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectCancelResponse, error) {
+	rsp, err := c.HostedConnectCancelWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectCancelResponse(rsp)
+}
+
+// HostedConnectCancelWithResponse The trader cancels hosted Connect - the link's close operation
+//
+// The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+// `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+// link stays connected. Answers the link as it stands, which the page posts to the app.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/cancel (the `HostedConnectCancel` operationId).
+func (c *ClientWithResponses) HostedConnectCancelWithResponse(ctx context.Context, body HostedConnectCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectCancelResponse, error) {
+	rsp, err := c.HostedConnectCancel(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectCancelResponse(rsp)
+}
+
 // HostedConnectChooseWithBodyWithResponse The trader connects an account they connected to the app before, or opens the app's white-label paper
 //
 // Exactly one of `accountId` and `whiteLabel: true`. The white-label paper account is one
@@ -37455,11 +38970,60 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Co
 	return ParseHostedConnectDisconnectResponse(rsp)
 }
 
-// HostedConnectSessionWithResponse What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+//
+// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+// `provider_read_failed`), seals the credential and opens the account (`clock:
+// observation`). The link becomes connected with `result` `{status: connected,
+// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+// same key linked again by the same trader reaches the same account. The secret travels
+// only in this request's body; it is never answered, logged or placed in the page.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+func (c *ClientWithResponses) HostedConnectLinkProviderWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectLinkProviderResponse, error) {
+	rsp, err := c.HostedConnectLinkProviderWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectLinkProviderResponse(rsp)
+}
+
+// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+//
+// The same link as POST /api/account/providers, for the app's trader: the engine checks the
+// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+// take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+// not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+// `provider_read_failed`), seals the credential and opens the account (`clock:
+// observation`). The link becomes connected with `result` `{status: connected,
+// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+// same key linked again by the same trader reaches the same account. The secret travels
+// only in this request's body; it is never answered, logged or placed in the page.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
+func (c *ClientWithResponses) HostedConnectLinkProviderWithResponse(ctx context.Context, body HostedConnectLinkProviderJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectLinkProviderResponse, error) {
+	rsp, err := c.HostedConnectLinkProvider(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectLinkProviderResponse(rsp)
+}
+
+// HostedConnectSessionWithResponse What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
 //
 // `accounts` are the trader's accounts connected to the app before (each can be chosen
 // again); `connected` the ids of those the app acts on for the trader now (the returning
-// view offers to disconnect each).
+// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
+// in plain words what the app may do on an account the trader connects; `providers` are
+// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
+// the app's logo when it is an https URL, else empty.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -39798,6 +41362,14 @@ func (c *ClientWithResponses) PutVenueConfigWithResponse(ctx context.Context, ve
 // frame session bound to the link (30 minutes). A closed, expired or connected link gets a
 // page that says so (410 or 409), a bad token 404.
 //
+// The page is an account picker: it says who runs it (the service's host), names the app
+// (its logo only from an https URL the app registered; everything escaped), says what the
+// app may do on a connected account, and offers the trader's accounts connected to the app
+// before, a key form per provider the engine links (Binance USDⓈ-M Futures: an API key
+// allowing reading and futures trading, never withdrawals), the app's white-label paper and
+// a cancel. It shows its own sentence for each error code, never the API's. When the link
+// ends it posts `{type: 'svc.connect', linkId, state, result}` to the embedding window.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /connect/hosted/{linkId} (the `HostedConnectPage` operationId).
@@ -40309,6 +41881,112 @@ func ParseListAccountsResponse(rsp *http.Response) (*ListAccountsResponse, error
 	return response, nil
 }
 
+// ParseGetLiveTradingResponse parses an HTTP response from a GetLiveTradingWithResponse call
+func ParseGetLiveTradingResponse(rsp *http.Response) (*GetLiveTradingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLiveTradingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LiveTradingAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetLiveTradingResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetLiveTradingResponse parses an HTTP response from a SetLiveTradingWithResponse call
+func ParseSetLiveTradingResponse(rsp *http.Response) (*SetLiveTradingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetLiveTradingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LiveTradingAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers SetLiveTradingResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListManagedExitsResponse parses an HTTP response from a ListManagedExitsWithResponse call
 func ParseListManagedExitsResponse(rsp *http.Response) (*ListManagedExitsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -40466,6 +42144,110 @@ func ParseGetPnlHistoryResponse(rsp *http.Response) (*GetPnlHistoryResponse, err
 	switch {
 	case true:
 		var headers GetPnlHistoryResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLinkProviderAccountResponse parses an HTTP response from a LinkProviderAccountWithResponse call
+func ParseLinkProviderAccountResponse(rsp *http.Response) (*LinkProviderAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LinkProviderAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Account AccountItem `json:"account"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers LinkProviderAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUnlinkProviderAccountResponse parses an HTTP response from a UnlinkProviderAccountWithResponse call
+func ParseUnlinkProviderAccountResponse(rsp *http.Response) (*UnlinkProviderAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnlinkProviderAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UnlinkProviderAccountResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -44352,6 +46134,77 @@ func ParseConnectStatementResponse(rsp *http.Response) (*ConnectStatementRespons
 	return response, nil
 }
 
+// ParseHostedConnectCancelResponse parses an HTTP response from a HostedConnectCancelWithResponse call
+func ParseHostedConnectCancelResponse(rsp *http.Response) (*HostedConnectCancelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectCancelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers HostedConnectCancelResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers HostedConnectCancelResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseHostedConnectChooseResponse parses an HTTP response from a HostedConnectChooseWithResponse call
 func ParseHostedConnectChooseResponse(rsp *http.Response) (*HostedConnectChooseResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -44479,6 +46332,77 @@ func ParseHostedConnectDisconnectResponse(rsp *http.Response) (*HostedConnectDis
 	return response, nil
 }
 
+// ParseHostedConnectLinkProviderResponse parses an HTTP response from a HostedConnectLinkProviderWithResponse call
+func ParseHostedConnectLinkProviderResponse(rsp *http.Response) (*HostedConnectLinkProviderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectLinkProviderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Link One of a Connect app's links as its backend reads it; exactly these properties. A link
+			// whose token expired before a connection reads as `failed` from `expiresAt` on, with
+			// `result` `{status: failed, reason: expired}`. A connected link whose account the trader
+			// disconnected the app from (hosted Connect) reads `closed`, with `result`
+			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
+			// (403 `app_disconnected`) until a later link connects it again.
+			Link ConnectLink `json:"link"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers HostedConnectLinkProviderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers HostedConnectLinkProviderResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseHostedConnectSessionResponse parses an HTTP response from a HostedConnectSessionWithResponse call
 func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessionResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -44509,7 +46433,17 @@ func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessio
 			// disconnected the app from (hosted Connect) reads `closed`, with `result`
 			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 			// (403 `app_disconnected`) until a later link connects it again.
-			Link       ConnectLink `json:"link"`
+			Link      ConnectLink `json:"link"`
+			Operator  string      `json:"operator"`
+			Providers []struct {
+				// KeyNote What key to create at the provider
+				KeyNote string `json:"keyNote"`
+
+				// Name The provider, as the request names it (binance-futures)
+				Name  string `json:"name"`
+				Title string `json:"title"`
+			} `json:"providers"`
+			Scopes     []string `json:"scopes"`
 			WhiteLabel struct {
 				Currency        string  `json:"currency"`
 				Enabled         bool    `json:"enabled"`

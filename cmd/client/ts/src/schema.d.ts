@@ -2738,6 +2738,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/account/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+         * @description A signed-in session only. The engine checks the key at the provider (account
+         *     readable, futures trading allowed, no withdrawal permission), reads the account
+         *     whole, seals the secret under the link's own data key and opens the account
+         *     (broker binance, clock observation). Neither the key nor the secret is ever
+         *     answered, logged or put in params. The Idempotency-Key names the account: a
+         *     retry links none more.
+         *
+         *     Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
+         *     422 provider_not_supported (params.provider, params.providers),
+         *     provider_credentials_refused, provider_key_refused (params.reason can_withdraw,
+         *     cannot_trade, no_futures or unreadable); 502 provider_read_failed (the snapshot
+         *     failed partway; nothing was linked); 503 provider_unavailable and
+         *     provider_rate_limited (nothing was linked), account_not_owned, engine_overloaded,
+         *     engine_draining (Retry-After: 1); 401 without a session.
+         */
+        post: operations["linkProviderAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/account/providers/{accountId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unlink one of the caller's provider accounts; its sealed credential can never be opened again
+         * @description A signed-in session only. Nothing is sent for the account again and the link's
+         *     data key is destroyed. Unlinking twice answers 204 again. 404 not_found for an
+         *     id that is not one of the caller's provider accounts.
+         */
+        delete: operations["unlinkProviderAccount"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/account/live-trading": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's live trading switch (orders on provider accounts)
+         * @description Off by default in production and on in the sandbox (ENGINE_LIVE_TRADING_DEFAULT)
+         *     until the user sets it (source user). While it is off, the order and reverse
+         *     routes answer 403 feature_disabled (params.feature live_trading) for every order
+         *     on a provider account, reducing ones included; cancel, replace, close, flatten
+         *     and exits stay available. Paper accounts never read it. 503
+         *     live_trading_unreadable (Retry-After: 1) when it cannot be read.
+         */
+        get: operations["getLiveTrading"];
+        put?: never;
+        /**
+         * Switch live trading on (with the account's password again) or off
+         * @description A signed-in session only. Switching on needs the password: without it 400
+         *     invalid_request (params.field password), with a wrong one 401
+         *     invalid_credentials (it counts as a failed sign-in; 429 rate_limited with
+         *     Retry-After after too many). Switching off needs the session alone. Setting it
+         *     to what it is records nothing and answers the same. 400 invalid_request
+         *     (params.field enabled) without enabled; 503 live_trading_unreadable
+         *     (Retry-After: 1) when the switch cannot be read back.
+         */
+        post: operations["setLiveTrading"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/connect/dashboard/login": {
         parameters: {
             query?: never;
@@ -3067,6 +3157,14 @@ export interface paths {
          *     `Cache-Control: no-store`. Opening it mounts the link (created -> mounted) and opens a
          *     frame session bound to the link (30 minutes). A closed, expired or connected link gets a
          *     page that says so (410 or 409), a bad token 404.
+         *
+         *     The page is an account picker: it says who runs it (the service's host), names the app
+         *     (its logo only from an https URL the app registered; everything escaped), says what the
+         *     app may do on a connected account, and offers the trader's accounts connected to the app
+         *     before, a key form per provider the engine links (Binance USDⓈ-M Futures: an API key
+         *     allowing reading and futures trading, never withdrawals), the app's white-label paper and
+         *     a cancel. It shows its own sentence for each error code, never the API's. When the link
+         *     ends it posts `{type: 'svc.connect', linkId, state, result}` to the embedding window.
          */
         get: operations["hostedConnectPage"];
         put?: never;
@@ -3085,10 +3183,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What hosted Connect shows the trader - the link, the app, their connected accounts, the white-label paper
+         * What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
          * @description `accounts` are the trader's accounts connected to the app before (each can be chosen
          *     again); `connected` the ids of those the app acts on for the trader now (the returning
-         *     view offers to disconnect each).
+         *     view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
+         *     in plain words what the app may do on an account the trader connects; `providers` are
+         *     the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
+         *     the app's logo when it is an https URL, else empty.
          */
         get: operations["hostedConnectSession"];
         put?: never;
@@ -3142,6 +3243,56 @@ export interface paths {
          *     link). 404 `not_found`: no account of the trader connected to this app has that id.
          */
         post: operations["hostedConnectDisconnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The trader links their account at a provider with their own API key and secret, and connects it
+         * @description The same link as POST /api/account/providers, for the app's trader: the engine checks the
+         *     key at the provider (422 `provider_credentials_refused` for a key and secret it does not
+         *     take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
+         *     not trade futures; 503 `provider_unavailable`, `provider_rate_limited`; 502
+         *     `provider_read_failed`), seals the credential and opens the account (`clock:
+         *     observation`). The link becomes connected with `result` `{status: connected,
+         *     accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
+         *     same key linked again by the same trader reaches the same account. The secret travels
+         *     only in this request's body; it is never answered, logged or placed in the page.
+         */
+        post: operations["hostedConnectLinkProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The trader cancels hosted Connect - the link's close operation
+         * @description The same close as DELETE /api/connect/links/{linkId}: a created or mounted link becomes
+         *     `closed` with `result` `{status: closed}` and the frame session on it ends; a connected
+         *     link stays connected. Answers the link as it stands, which the page posts to the app.
+         */
+        post: operations["hostedConnectCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3274,6 +3425,33 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ProviderLinkBody: {
+            /** @description a provider the engine links, such as binance-futures */
+            provider: string;
+            apiKey: string;
+            apiSecret: string;
+            label?: string;
+        };
+        LiveTradingBody: {
+            enabled: boolean;
+            /** @description the account password; required to switch on */
+            password?: string;
+        };
+        LiveTradingAnswer: {
+            liveTrading: {
+                enabled: boolean;
+                /**
+                 * @description default: the engine default holds; user: the user set it
+                 * @enum {string}
+                 */
+                source: "default" | "user";
+                /**
+                 * Format: date-time
+                 * @description when the user last set it
+                 */
+                changedAt?: string;
+            };
+        };
         /** @description A challenge program, exactly the spec's fields. Percentages are percent (10 is 10%). */
         ChallengeProgram: {
             /** Format: uuid */
@@ -3787,7 +3965,7 @@ export interface components {
          *     is its table, and this enum is generated from it.
          * @enum {string}
          */
-        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "not_found" | "order_quantity_above_limit" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "position_not_closable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -8287,6 +8465,103 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    linkProviderAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description a retry with the same key answers the same account */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderLinkBody"];
+            };
+        };
+        responses: {
+            /** @description The linked account (clock observation) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: components["schemas"]["AccountItem"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    unlinkProviderAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Unlinked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getLiveTrading: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The switch */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveTradingAnswer"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    setLiveTrading: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LiveTradingBody"];
+            };
+        };
+        responses: {
+            /** @description The switch as set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveTradingAnswer"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
     connectDashboardLogin: {
         parameters: {
             query?: never;
@@ -8887,6 +9162,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        operator: string;
+                        scopes: string[];
+                        providers: {
+                            /** @description The provider, as the request names it (binance-futures) */
+                            name: string;
+                            title: string;
+                            /** @description What key to create at the provider */
+                            keyNote: string;
+                        }[];
                         link: components["schemas"]["ConnectLink"];
                         app: {
                             id: string;
@@ -8963,6 +9247,68 @@ export interface operations {
                     "application/json": {
                         accountId: string;
                         connected: string[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectLinkProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description One of the session's providers (binance-futures) */
+                    provider: string;
+                    apiKey: string;
+                    apiSecret: string;
+                    label?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The link, connected */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The link as it stands */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        link: components["schemas"]["ConnectLink"];
                     };
                 };
             };
