@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/svc/engine/engine/seal"
 )
 
 // adminLine is the JSON line engine admin printed for its action.
@@ -51,7 +53,11 @@ func TestAdminHelp(t *testing.T) {
 func TestAdminOnARunningEngine(t *testing.T) {
 	bin := build(t)
 	dir := t.TempDir()
-	env := []string{"ENGINE_ENV=production", "ENGINE_MARKET_FEED=simulated"}
+	keys, err := seal.NewKeySetting("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"ENGINE_ENV=production", "ENGINE_MARKET_FEED=simulated", "ENGINE_SEAL_KEYS=" + keys}
 	p := start(t, bin, dir, freePort(t), env...)
 	env = append(env, "ENGINE_DATA_DIR="+dir)
 
