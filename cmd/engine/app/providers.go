@@ -66,7 +66,7 @@ func (c ProvidersConfig) validate(envName string) error {
 		errs = append(errs, fmt.Errorf("ENGINE_PROVIDER_FEED %q is none of on, off, auto", c.Feed))
 	}
 	if envName == "production" && c.SealKeys == "" {
-		errs = append(errs, errors.New("ENGINE_ENV=production needs ENGINE_SEAL_KEYS: provider credentials are sealed under it (make one with engine admin seal-key, see docs/secrets.md)"))
+		errs = append(errs, errors.New("ENGINE_ENV=production needs ENGINE_SEAL_KEYS: provider credentials are sealed under it (an entry is an id and 32 random bytes in base64: k1:$(openssl rand -base64 32); see docs/secrets.md)"))
 	}
 	return errors.Join(errs...)
 }
@@ -91,6 +91,19 @@ func openProviders(ctx context.Context, cfg Config, log *eventlog.Log) (*engine.
 		Replicas: log.Durability().Replicas, Keys: keys})
 	if err != nil {
 		return nil, fmt.Errorf("provider credentials vault: %w", err)
+	}
+	if pc.SealKeys != "" {
+		// A start re-wraps every data key not under the first KEK of the
+		// setting: rotating a KEK is putting the new one first and starting
+		// (docs/secrets.md). A data key under a KEK the setting lacks is
+		// left as it is and named; its account cannot trade until it is back.
+		n, err := vault.Rotate(ctx)
+		switch {
+		case err != nil:
+			slog.Error("providers: re-wrapping data keys under the current KEK did not finish; put the KEK it names back in ENGINE_SEAL_KEYS and start again", "rewrapped", n, "err", err)
+		case n > 0:
+			slog.Info("providers: data keys re-wrapped under the current KEK; the old KEK may now be removed from ENGINE_SEAL_KEYS", "rewrapped", n)
+		}
 	}
 	if pc.AllowPrivate {
 		slog.Warn("providers: ENGINE_PROVIDER_ALLOW_PRIVATE is set: provider calls may reach private and loopback addresses")
