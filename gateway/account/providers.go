@@ -18,43 +18,16 @@ import (
 	"github.com/svc/engine/projections/frames"
 )
 
-// Bounds of a link request.
-const (
-	maxProviderName = 32
-	maxAPIKey       = 256
-	maxAPISecret    = 256
-	maxLabel        = 64
-)
-
-// linkBody is a link request. The secret is decoded into a Secret that
-// never prints; neither it nor the key is ever answered or logged.
-type linkBody struct {
-	Provider  string        `json:"provider"`
-	APIKey    string        `json:"apiKey"`
-	APISecret engine.Secret `json:"apiSecret"`
-	Label     string        `json:"label"`
-}
-
 // LinkProvider links an account the trader holds at a provider
 // (POST /api/account/providers, a signed-in session): the engine checks the
 // key at the provider, seals it and opens the account (clock observation).
 // An Idempotency-Key names the account, so a retry links none more.
 func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
-	var b linkBody
-	if err := httpx.Decode(r, &b, 8<<10); err != nil {
+	b, err := api.DecodeProviderLink(r)
+	if err != nil {
 		return err
 	}
 	defer b.APISecret.Wipe()
-	switch {
-	case b.Provider == "" || len(b.Provider) > maxProviderName:
-		return commands.InvalidField("provider", nil, "provider names one of the engine's providers, such as binance-futures")
-	case b.APIKey == "" || len(b.APIKey) > maxAPIKey || strings.ContainsAny(b.APIKey, " \t\r\n"):
-		return commands.InvalidField("apiKey", nil, "apiKey is 1 to %d characters without spaces", maxAPIKey)
-	case b.APISecret.IsZero() || b.APISecret.Len() > maxAPISecret:
-		return commands.InvalidField("apiSecret", nil, "apiSecret is 1 to %d characters", maxAPISecret)
-	case len(b.Label) > maxLabel:
-		return commands.InvalidField("label", nil, "label is at most %d characters", maxLabel)
-	}
 	p, _ := httpx.PrincipalOf(r)
 	kd := sha256.Sum256([]byte("provider-key\x00" + b.APIKey))
 	id, _, err := api.IdempotentID(r, "", p.TenantID, map[string]string{"provider": b.Provider, "label": b.Label, "key": hex.EncodeToString(kd[:])})

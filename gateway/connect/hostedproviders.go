@@ -12,16 +12,9 @@ import (
 	"github.com/svc/engine/commands"
 	connectcmd "github.com/svc/engine/commands/connect"
 	"github.com/svc/engine/engine"
+	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/gateway/idem"
-)
-
-// Bounds of a provider link in hosted Connect (the session route's own).
-const (
-	maxProviderName = 32
-	maxAPIKey       = 256
-	maxAPISecret    = 256
-	maxLabel        = 64
 )
 
 // providerInfo is how hosted Connect presents a provider the engine links.
@@ -83,16 +76,6 @@ var errorWords = map[commands.Code]string{
 // errorOther is the page's sentence for a failure without words of its own.
 const errorOther = "Something went wrong. Nothing was changed. Try again in a moment."
 
-// providerBody is a trader's provider account in hosted Connect. The
-// secret is decoded into a Secret that never prints; neither it nor the
-// key is answered, logged or placed in the page.
-type providerBody struct {
-	Provider  string        `json:"provider"`
-	APIKey    string        `json:"apiKey"`
-	APISecret engine.Secret `json:"apiSecret"`
-	Label     string        `json:"label"`
-}
-
 // LinkProvider links the trader's account at a provider and connects the
 // link to it (POST /api/connect/hosted/providers, the frame session): the
 // engine checks the key at the provider and opens the account (clock
@@ -102,21 +85,11 @@ type providerBody struct {
 // button does. The same key linked again by the same trader reaches the
 // same account.
 func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
-	var b providerBody
-	if err := httpx.Decode(r, &b, 8<<10); err != nil {
+	b, err := api.DecodeProviderLink(r)
+	if err != nil {
 		return err
 	}
 	defer b.APISecret.Wipe()
-	switch {
-	case b.Provider == "" || len(b.Provider) > maxProviderName:
-		return commands.InvalidField("provider", nil, "provider names one of the engine's providers, such as binance-futures")
-	case b.APIKey == "" || len(b.APIKey) > maxAPIKey || strings.ContainsAny(b.APIKey, " \t\r\n"):
-		return commands.InvalidField("apiKey", nil, "apiKey is 1 to %d characters without spaces", maxAPIKey)
-	case b.APISecret.IsZero() || b.APISecret.Len() > maxAPISecret:
-		return commands.InvalidField("apiSecret", nil, "apiSecret is 1 to %d characters", maxAPISecret)
-	case len(b.Label) > maxLabel:
-		return commands.InvalidField("label", nil, "label is at most %d characters", maxLabel)
-	}
 	l, a, err := h.frame(r)
 	if err != nil {
 		return err
