@@ -26,7 +26,9 @@ import (
 
 // Touch is the price an order of side trades at on a quote: the ask for a
 // buy, the bid for a sell.
-func Touch(side order.Side, bid, ask events.Decimal) events.Decimal { return order.Touch(side, bid, ask) }
+func Touch(side order.Side, bid, ask events.Decimal) events.Decimal {
+	return order.Touch(side, bid, ask)
+}
 
 // StopCrossed reports whether touch is at or through stop for an order of
 // side: a buy's at or above it, a sell's at or below it. Given the highest

@@ -7,7 +7,7 @@ import (
 	"github.com/svc/engine/events"
 )
 
-func d(s string) events.Decimal { return events.MustDecimal(s) }
+func d(s string) events.Decimal  { return events.MustDecimal(s) }
 func p(s string) *events.Decimal { v := d(s); return &v }
 
 // The rules at a quote of bid 99, ask 101, for each type and side.
