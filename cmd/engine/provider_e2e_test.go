@@ -13,7 +13,6 @@ import (
 
 	"github.com/svc/engine/engine/mail"
 	"github.com/svc/engine/engine/provider"
-	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -67,24 +66,10 @@ func jsonOf(t *testing.T, body []byte) map[string]any {
 // order (exactly one at the exchange), and nothing the engine wrote or
 // printed holds the key or the secret.
 func TestProviderAccountThroughTheBinary(t *testing.T) {
-	sim := binance.New(binance.Options{})
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	for _, a := range []binance.Account{{APIKey: simKey, Secret: simSecret},
-		{APIKey: "e2eWithdrawingKey0002", Secret: "e2eWithdrawingSecret0002", CanWithdraw: true}} {
-		if err := sim.AddAccount(a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keys, err := seal.NewKeySetting("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret},
+		binance.Account{APIKey: "e2eWithdrawingKey0002", Secret: "e2eWithdrawingSecret0002", CanWithdraw: true})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	p := start(t, bin, dir, addr, "ENGINE_BINANCE_REST_URL="+sim.URL(), "ENGINE_BINANCE_WS_URL="+sim.WSURL(),
-		"ENGINE_BINANCE_SPOT_URL="+sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS="+keys, "ENGINE_LOG_LEVEL=info")
+	p := start(t, bin, dir, addr, providerEnv(t, sim, "ENGINE_LOG_LEVEL=info")...)
 	b, key := signedIn(t, p, dir, "trader@example.com")
 	var answers bytes.Buffer // every answer the engine gave, searched for the secret at the end
 	do := func(method, path string, body any) (int, map[string]any) {

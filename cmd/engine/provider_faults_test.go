@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/provider"
-	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -125,13 +124,8 @@ func TestProviderExchangeDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	door := newSimDoor(t, sim)
-	keys, err := seal.NewKeySetting("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	p := start(t, bin, dir, addr, "ENGINE_BINANCE_REST_URL="+sim.URL(), "ENGINE_BINANCE_WS_URL="+sim.WSURL(),
-		"ENGINE_BINANCE_SPOT_URL="+sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS="+keys)
+	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
 	b, key := signedIn(t, p, dir, "trader@example.com")
 	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": k, "apiSecret": s})
 	if st != 201 {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -18,21 +17,9 @@ import (
 // provider's perpetuals (a paper account's are not), and the frame's mark and
 // unrealized PnL of the linked account's position follow the simulator's price.
 func TestProviderMarketDataThroughTheBinary(t *testing.T) {
-	sim := binance.New(binance.Options{})
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	if err := sim.AddAccount(binance.Account{APIKey: simKey, Secret: simSecret}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := seal.NewKeySetting("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	p := start(t, bin, dir, addr, "ENGINE_BINANCE_REST_URL="+sim.URL(), "ENGINE_BINANCE_WS_URL="+sim.WSURL(),
-		"ENGINE_BINANCE_SPOT_URL="+sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS="+keys)
+	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
 	b, key := signedIn(t, p, dir, "feed@example.com")
 	get := func(path string) (int, map[string]any) {
 		t.Helper()

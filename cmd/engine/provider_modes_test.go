@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -20,22 +19,10 @@ import (
 // refused with hedge_position_mode and its params; switched off, the order
 // goes through; multi-assets mode likewise with multi_assets_mode.
 func TestProviderLiveSwitchAndModesThroughTheBinary(t *testing.T) {
-	sim := binance.New(binance.Options{})
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	if err := sim.AddAccount(binance.Account{APIKey: simKey, Secret: simSecret}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := seal.NewKeySetting("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	p := start(t, bin, dir, addr, "ENGINE_BINANCE_REST_URL="+sim.URL(), "ENGINE_BINANCE_WS_URL="+sim.WSURL(),
-		"ENGINE_BINANCE_SPOT_URL="+sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS="+keys,
-		"ENGINE_LIVE_TRADING_DEFAULT=off", "ENGINE_PROVIDER_RECONCILE_EVERY=1s")
+	p := start(t, bin, dir, addr, providerEnv(t, sim,
+		"ENGINE_LIVE_TRADING_DEFAULT=off", "ENGINE_PROVIDER_RECONCILE_EVERY=1s")...)
 	b, key := signedIn(t, p, dir, "switch@example.com")
 	do := func(method, path string, body any) (int, map[string]any) {
 		t.Helper()

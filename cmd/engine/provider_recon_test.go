@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc/engine/engine/seal"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -15,22 +14,9 @@ import (
 // answers the binary, the trader's key, the account's query and its id.
 func linkedSim(t *testing.T, apiKey, secret string, extra ...string) (*binance.Sim, *proc, string, string, string, string) {
 	t.Helper()
-	sim := binance.New(binance.Options{})
-	if err := sim.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	if err := sim.AddAccount(binance.Account{APIKey: apiKey, Secret: secret}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := seal.NewKeySetting("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := startSim(t, binance.Account{APIKey: apiKey, Secret: secret})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	env := append([]string{"ENGINE_BINANCE_REST_URL=" + sim.URL(), "ENGINE_BINANCE_WS_URL=" + sim.WSURL(),
-		"ENGINE_BINANCE_SPOT_URL=" + sim.URL(), "ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS=" + keys}, extra...)
-	p := start(t, bin, dir, addr, env...)
+	p := start(t, bin, dir, addr, providerEnv(t, sim, extra...)...)
 	b, key := signedIn(t, p, dir, "trader@example.com")
 	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": apiKey, "apiSecret": secret})
 	if st != 201 {
