@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -267,7 +268,7 @@ func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands
 		if errors.As(err, &r) && r.Code == commands.CodeIdempotencyConflict {
 			if id, ok := r.Params["brokerOrderId"].(string); ok {
 				switch env.Cmd.(type) {
-				case *trading.PlaceOrder, *trading.ClosePosition: // the order the earlier request placed
+				case *trading.PlaceOrder, *trading.ClosePosition, *trading.Reverse: // the order the earlier request placed
 					var rev uint64
 					_ = e.accounts.Inspect(ctx, accountID, func(_ *account.State, v uint64) { rev = v })
 					return mailbox.Result{Seq: rev, Events: []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace, Order: evacct.Order{BrokerOrderID: id}}}}, nil
@@ -281,10 +282,19 @@ func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands
 		}
 		return res, err
 	}
+	var first error // a flatten records several intents: each is awaited, the first refusal answered
 	for _, ev := range res.Events {
 		if in, ok := ev.(evacct.OrderIntended); ok {
-			return e.awaitOne(ctx, accountID, in, res)
+			r, err := e.awaitOne(ctx, accountID, in, res)
+			if err != nil {
+				first = cmp.Or(first, err)
+				continue
+			}
+			res = r
 		}
+	}
+	if first != nil {
+		return mailbox.Result{}, first
 	}
 	return res, nil
 }
@@ -296,6 +306,8 @@ func (e *Engine) openIntentOf(ctx context.Context, accountID string, cmd command
 	case *trading.PlaceOrder:
 		coid = c.ClientOrderID
 	case *trading.ClosePosition:
+		coid = c.ClientOrderID
+	case *trading.Reverse:
 		coid = c.ClientOrderID
 	}
 	var out evacct.OrderIntended

@@ -71,7 +71,7 @@ func applyProvider(s *State, e events.Event) {
 		}
 	case evacct.IntentSettled:
 		if p := s.Provider; p != nil {
-			for _, op := range []string{evacct.IntentPlace, evacct.IntentCancel} {
+			for _, op := range []string{evacct.IntentPlace, evacct.IntentCancel, evacct.IntentReplace} {
 				k := providercmd.IntentKey(op, e.ProviderClientOrderID)
 				in, ok := p.Intents[k]
 				if !ok {
@@ -157,7 +157,16 @@ func decideProvider(s *State, env commands.Envelope) (evs []events.Event, ok boo
 		return evs, true, err
 	case *trading.FillWorking, *trading.Rebase, *trading.ExpireDayOrders:
 		return nil, true, nil // the provider fills and expires its orders; the paper book never does
-	case *trading.ReplaceOrder, *trading.Flatten, *trading.Reverse, *trading.Protect, *trading.WithdrawBracket, *trading.ChangeBracket:
+	case *trading.ReplaceOrder:
+		evs, err = decideProviderReplace(s, env, c)
+		return evs, true, err
+	case *trading.Flatten:
+		evs, err = decideProviderFlatten(s, env, c)
+		return evs, true, err
+	case *trading.Reverse:
+		evs, err = decideProviderReverse(s, env, c)
+		return evs, true, err
+	case *trading.Protect, *trading.WithdrawBracket, *trading.ChangeBracket:
 		return nil, true, commands.Invalid("this route does not trade provider accounts yet; cancel and place again, or close")
 	}
 	return nil, false, nil
@@ -329,6 +338,11 @@ func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]eve
 	} else if c.Outcome == evacct.OutcomeAccepted && in.Op == evacct.IntentCancel {
 		if _, ok := o.state().Working[in.Order.BrokerOrderID]; ok {
 			o.add(evacct.OrderCanceled{BrokerOrderID: in.Order.BrokerOrderID, Reason: "requested", At: env.At})
+		}
+	} else if c.Outcome == evacct.OutcomeAccepted && in.Op == evacct.IntentReplace {
+		if _, ok := o.state().Working[in.Order.BrokerOrderID]; ok {
+			o.add(evacct.OrderReplaced{BrokerOrderID: in.Order.BrokerOrderID, Quantity: in.Order.Quantity, LimitPrice: in.Order.LimitPrice,
+				StopPrice: in.Order.StopPrice, At: env.At})
 		}
 	}
 	return o.out, nil

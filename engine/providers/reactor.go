@@ -489,9 +489,12 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	var st provider.OrderState
 	var err error
-	if in.Op == evacct.IntentPlace {
+	switch in.Op {
+	case evacct.IntentPlace:
 		st, err = sess.Place(cctx, toOrder(in))
-	} else {
+	case evacct.IntentReplace:
+		st, err = sess.Replace(cctx, toReplace(in))
+	default:
 		st, err = sess.Cancel(cctx, in.Order.Instrument, in.ProviderClientOrderID)
 	}
 	cancel()
@@ -501,7 +504,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		o := fromState(st)
 		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o})
 		return true, true
-	case errors.As(err, &rej) && in.Op == evacct.IntentPlace:
+	case errors.As(err, &rej) && in.Op != evacct.IntentCancel: // a cancel refused is read: the order may have ended
 		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code})
 		return true, true
 	case notSent(err) != "":
@@ -522,12 +525,13 @@ func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session
 		cancel()
 		switch {
 		case err == nil:
-			if in.Op == evacct.IntentCancel && !st.Status.Final() && r.cfg.Now().Sub(in.At) < r.cfg.NeverPlacedAfter {
-				break // the cancel may still be carried out: look again
+			undone := (in.Op == evacct.IntentCancel && !st.Status.Final()) || (in.Op == evacct.IntentReplace && !replaced(in, st))
+			if undone && r.cfg.Now().Sub(in.At) < r.cfg.NeverPlacedAfter {
+				break // the cancel or replace may still be carried out: look again
 			}
 			o := fromState(st)
 			outcome := evacct.OutcomeAccepted
-			if in.Op == evacct.IntentCancel && !st.Status.Final() {
+			if undone {
 				outcome = evacct.OutcomeNeverPlaced
 			}
 			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: outcome, Order: &o})
@@ -562,6 +566,29 @@ func toOrder(in evacct.OrderIntended) provider.Order {
 		po.TIF = provider.TIF(o.TimeInForce)
 	}
 	return po
+}
+
+// toReplace is the provider's change of a replace intent's order: its
+// quantity and limit price as they are to be.
+func toReplace(in evacct.OrderIntended) provider.Replace {
+	r := provider.Replace{Instrument: in.Order.Instrument, ClientOrderID: in.ProviderClientOrderID, Side: provider.Side(in.Order.Side),
+		Quantity: in.Order.Quantity}
+	if in.Order.LimitPrice != nil {
+		r.LimitPrice = *in.Order.LimitPrice
+	}
+	return r
+}
+
+// replaced reports whether the provider's order shows the replace intent
+// carried out (its quantity and limit price as intended), or ended.
+func replaced(in evacct.OrderIntended, st provider.OrderState) bool {
+	if st.Status.Final() {
+		return true
+	}
+	if st.Quantity.Cmp(in.Order.Quantity) != 0 {
+		return false
+	}
+	return in.Order.LimitPrice == nil || (st.LimitPrice != nil && st.LimitPrice.Cmp(*in.Order.LimitPrice) == 0)
 }
 
 func fromState(st provider.OrderState) providercmd.Order {

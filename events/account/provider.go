@@ -48,10 +48,14 @@ type ProviderUnlinked struct {
 const (
 	IntentPlace  = "place"
 	IntentCancel = "cancel"
+	// IntentReplace changes a resting order in place at the provider
+	// (Order: the order as it is to be after the change).
+	IntentReplace = "replace"
 )
 
 // OrderIntended records an order the engine is about to send to the
-// provider under ProviderClientOrderID (for a cancel: the order to cancel).
+// provider under ProviderClientOrderID (for a cancel: the order to cancel;
+// for a replace: the order as changed).
 // Nothing was sent before it was committed.
 type OrderIntended struct {
 	Op                    string    `json:"op"`

@@ -192,6 +192,18 @@ func (h *Handlers) Flatten(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			orders = append(orders, o)
+		case evacct.OrderIntended: // a provider account's: answered once every outcome is recorded
+			o, err := projections.GetOrder(r.Context(), h.d.Store, a.AccountID, e.Order.BrokerOrderID)
+			switch {
+			case err != nil && e.Op == evacct.IntentCancel:
+				continue // not in the read model: nothing it shows was canceled
+			case err != nil:
+				return err
+			case e.Op == evacct.IntentPlace:
+				orders = append(orders, o)
+			case e.Op == evacct.IntentCancel && o.State == "canceled":
+				canceled = append(canceled, e.Order.BrokerOrderID)
+			}
 		}
 	}
 	ps, err := projections.ListInto[projections.Position](r.Context(), h.d.Store, projections.CollPosition, projections.Query{Prefix: a.AccountID + "/"})

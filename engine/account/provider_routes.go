@@ -1,0 +1,146 @@
+package account
+
+import (
+	"fmt"
+
+	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/domain/order"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+)
+
+// The routes of a provider account beyond the order, cancel and close:
+// replace, flatten and reverse. Each records intents only (the provider
+// reactor sends each once, by its client order id); their outcomes come
+// back as settlements and observations, like an order's.
+
+// linkedRefusal refuses a new order on an account no longer linked.
+func linkedRefusal(p *Provider) error {
+	if p.Linked {
+		return nil
+	}
+	return commands.Refuse(commands.CodeNotFound, "the account is no longer linked to its provider", nil)
+}
+
+// placeIntent is the intent to place o under the engine's clientOrderId.
+func placeIntent(s *State, env commands.Envelope, o evacct.Order) evacct.OrderIntended {
+	return evacct.OrderIntended{Op: evacct.IntentPlace, ProviderClientOrderID: provider.ClientOrderID(s.ID, o.ClientOrderID), Order: o, At: env.At}
+}
+
+// decideProviderReplace changes a resting limit order in place at the
+// provider (the one kind it modifies natively): the intent is the order as
+// changed; the book changes when the provider's answer is recorded.
+func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOrder) ([]events.Event, error) {
+	p := s.Provider
+	w, ok := s.Working[c.BrokerOrderID]
+	if !ok {
+		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that brokerOrderId", nil)
+	}
+	if err := linkedRefusal(p); err != nil {
+		return nil, err
+	}
+	if w.OrderType != string(order.Limit) || w.LimitPrice == nil {
+		return nil, commands.InvalidField("brokerOrderId", nil,
+			"the provider changes only limit orders in place; cancel this %s order and place it again", w.OrderType)
+	}
+	if c.StopPrice != nil {
+		return nil, commands.Invalid("stopPrice cannot be set on a %s order", w.OrderType)
+	}
+	pcoid := providerID(s, w.BrokerOrderID)
+	for _, op := range []string{evacct.IntentReplace, evacct.IntentCancel} {
+		if _, open := p.Intents[providercmd.IntentKey(op, pcoid)]; open {
+			return nil, OutcomeUnknown()
+		}
+	}
+	if hs := Holds(s, env.At); len(hs) > 0 {
+		return nil, lockedRefusal(hs) // replace refuses every order while held, as on paper
+	}
+	nw := w.Order
+	if c.Quantity != nil {
+		if c.Quantity.Cmp(w.Filled) <= 0 {
+			return nil, commands.Invalid("quantity must be above the %s already filled", w.Filled)
+		}
+		nw.Quantity = *c.Quantity
+	}
+	if c.LimitPrice != nil {
+		lp := *c.LimitPrice
+		nw.LimitPrice = &lp
+	}
+	return []events.Event{evacct.OrderIntended{Op: evacct.IntentReplace, ProviderClientOrderID: pcoid, Order: nw, At: env.At}}, nil
+}
+
+// decideProviderFlatten cancels every working order and closes every
+// position: a cancel intent for each order without one open, a reduce-only
+// market close for each position, its clientOrderId derived from the
+// command id (the first carries the command's clientOrderId when set), so
+// each goes out once. A provider account closes at the provider's price:
+// no position stays unclosed for lack of a quote.
+func decideProviderFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]events.Event, error) {
+	p := s.Provider
+	if c.ClientOrderID != "" {
+		if err := placedAgain(s, c.ClientOrderID); err != nil {
+			return nil, err
+		}
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = "flatten"
+	}
+	var out []events.Event
+	for _, id := range sortedKeys(s.Working) {
+		pcoid := providerID(s, id)
+		if _, open := p.Intents[providercmd.IntentKey(evacct.IntentCancel, pcoid)]; open || pcoid == "" {
+			continue
+		}
+		out = append(out, evacct.OrderIntended{Op: evacct.IntentCancel, ProviderClientOrderID: pcoid, Order: s.Working[id].Order, At: env.At})
+	}
+	if len(s.Positions) > 0 {
+		if err := linkedRefusal(p); err != nil {
+			return nil, err
+		}
+	}
+	key := c.ClientOrderID
+	for i, inst := range sortedKeys(s.Positions) {
+		pos := s.Positions[inst]
+		coid := fmt.Sprintf("%s-%s", reason, env.DerivedID("c", i))
+		if key != "" {
+			coid, key = key, ""
+		}
+		o := evacct.Order{BrokerOrderID: env.DerivedID("c", i), ClientOrderID: coid, Instrument: inst, Side: sideToClose(pos),
+			OrderType: string(order.Market), Quantity: pos.Quantity.Abs(), TimeInForce: "gtc", ReduceOnly: true, CreatedAt: env.At}
+		out = append(out, placeIntent(s, env, o))
+	}
+	return out, nil
+}
+
+// decideProviderReverse turns a position around as on paper: one market
+// order for twice its size, the other way, under the request's
+// clientOrderId. On a one-way (net) account the provider closes the
+// position and opens the opposite one with that single order, so the
+// turn is one intent that succeeds or fails whole.
+func decideProviderReverse(s *State, env commands.Envelope, c *trading.Reverse) ([]events.Event, error) {
+	p := s.Provider
+	if err := placedAgain(s, c.ClientOrderID); err != nil {
+		return nil, err
+	}
+	if err := linkedRefusal(p); err != nil {
+		return nil, err
+	}
+	if err := modeRefusal(p, c.Instrument); err != nil {
+		return nil, err
+	}
+	if hs := Holds(s, env.At); len(hs) > 0 {
+		return nil, lockedRefusal(hs) // reverse refuses every order while held
+	}
+	pos, ok := s.Positions[c.Instrument]
+	if !ok {
+		return nil, notClosable(c.Instrument)
+	}
+	qty := pos.Quantity.Abs()
+	o := evacct.Order{BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument, Side: sideToClose(pos),
+		OrderType: string(order.Market), Quantity: qty.Add(qty), TimeInForce: "gtc", CreatedAt: env.At}
+	return []events.Event{placeIntent(s, env, o)}, nil
+}
