@@ -49,6 +49,11 @@ func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOr
 	if c.StopPrice != nil {
 		return nil, commands.Invalid("stopPrice cannot be set on a %s order", w.OrderType)
 	}
+	if sp, ok := c.Market.Specs[w.Instrument]; ok {
+		if err := sp.CheckOrder(c.Quantity, c.LimitPrice, nil); err != nil {
+			return nil, err
+		}
+	}
 	pcoid := providerID(s, w.BrokerOrderID)
 	for _, op := range []string{evacct.IntentReplace, evacct.IntentCancel} {
 		if _, open := p.Intents[providercmd.IntentKey(op, pcoid)]; open {
@@ -76,7 +81,8 @@ func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOr
 // position: a cancel intent for each order without one open, a reduce-only
 // market close for each position, its clientOrderId derived from the
 // command id (the first carries the command's clientOrderId when set), so
-// each goes out once. A provider account closes at the provider's price:
+// each goes out once; a close still open (a flatten or close before it)
+// counts against its position, so a quick second flatten closes nothing twice. A provider account closes at the provider's price:
 // no position stays unclosed for lack of a quote.
 func decideProviderFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]events.Event, error) {
 	p := s.Provider
@@ -102,15 +108,25 @@ func decideProviderFlatten(s *State, env commands.Envelope, c *trading.Flatten) 
 			return nil, err
 		}
 	}
+	closing := map[string]events.Decimal{} // by instrument: what open reduce-only intents close already
+	for _, in := range p.Intents {
+		if in.Op == evacct.IntentPlace && in.Order.ReduceOnly {
+			closing[in.Order.Instrument] = closing[in.Order.Instrument].Add(in.Order.Quantity)
+		}
+	}
 	key := c.ClientOrderID
 	for i, inst := range sortedKeys(s.Positions) {
 		pos := s.Positions[inst]
+		qty := pos.Quantity.Abs().Sub(closing[inst])
+		if qty.Sign() <= 0 {
+			continue // a close under way covers it: not sent twice
+		}
 		coid := fmt.Sprintf("%s-%s", reason, env.DerivedID("c", i))
 		if key != "" {
 			coid, key = key, ""
 		}
 		o := evacct.Order{BrokerOrderID: env.DerivedID("c", i), ClientOrderID: coid, Instrument: inst, Side: sideToClose(pos),
-			OrderType: string(order.Market), Quantity: pos.Quantity.Abs(), TimeInForce: "gtc", ReduceOnly: true, CreatedAt: env.At}
+			OrderType: string(order.Market), Quantity: qty, TimeInForce: "gtc", ReduceOnly: true, CreatedAt: env.At}
 		out = append(out, placeIntent(s, env, o))
 	}
 	return out, nil
