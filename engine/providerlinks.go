@@ -340,9 +340,12 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 			}
 			name = s.Provider.Name
 			_, open = s.Provider.Intents[key]
-			if in.Op == evacct.IntentPlace {
+			switch {
+			case in.Op == evacct.IntentPlace:
 				settled, known = s.Provider.Placed[in.Order.ClientOrderID]
-			} else {
+			case in.Op == evacct.IntentReplace && !open:
+				settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
+			default:
 				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
 			}
 		})
@@ -360,6 +363,9 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		return mailbox.Result{}, account.OrderRejected(name)
 	case in.Op == evacct.IntentCancel:
 		return res, nil // the cancel was not carried out: the answer shows the order as it stands
+	case in.Op == evacct.IntentReplace:
+		return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
+			"the change did not reach the provider; the order rests unchanged: send the replace again", map[string]any{"provider": name})
 	}
 	return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
 		"the order did not reach the provider; nothing was placed: send it again with the same clientOrderId", map[string]any{"provider": name})

@@ -66,6 +66,23 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	if n := sim.RequestCount("PUT /fapi/v1/order"); n != 1 {
 		t.Fatalf("the exchange had %d modify requests, want 1", n)
 	}
+	// The exchange changes the order and the answer is lost: the lookup
+	// settles it, the change is never sent again.
+	if err := sim.AddFault(binance.Fault{Route: "PUT /fapi/v1/order", Times: 1, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, m = do("POST", "/api/trading/replace"+q, map[string]any{"brokerOrderId": oid, "limitPrice": "50400"})
+	if o := orderOf(m); st != 200 || o["brokerOrderId"] != oid || o["quantity"] != "0.02" || o["limitPrice"] != "50400" {
+		t.Fatalf("a replace whose answer was lost: %d %v\n%s", st, m, p.out)
+	}
+	if n := sim.RequestCount("PUT /fapi/v1/order"); n != 2 {
+		t.Fatalf("the exchange had %d modify requests, want 2", n)
+	}
+	// A replace that changes nothing answers the order as it rests; nothing is sent.
+	if st, m := do("POST", "/api/trading/replace"+q, map[string]any{"brokerOrderId": oid, "limitPrice": "50400"}); st != 200 ||
+		orderOf(m)["limitPrice"] != "50400" || sim.RequestCount("PUT /fapi/v1/order") != 2 {
+		t.Fatalf("an empty replace: %d %v", st, m)
+	}
 	if n := sent("l-1"); n != 1 {
 		t.Fatalf("the exchange took %d orders of l-1, want the one changed in place", n)
 	}

@@ -32,6 +32,9 @@ type Provider struct {
 	// settled (accepted or rejected); a never-sent one is forgotten, so the
 	// id can be used again.
 	Placed map[string]evacct.IntentSettled
+	// Replaced is, by the provider's client order id, how the order's
+	// last replace intent settled (the answer to a replace reads it).
+	Replaced map[string]evacct.IntentSettled
 	// Orders maps the provider's client order id of every order the book
 	// holds or held to its brokerOrderId.
 	Orders   map[string]string
@@ -80,6 +83,12 @@ func applyProvider(s *State, e events.Event) {
 				delete(p.Intents, k)
 				if op == evacct.IntentPlace && (e.Outcome == evacct.OutcomeAccepted || e.Outcome == evacct.OutcomeRejected) {
 					p.Placed[in.Order.ClientOrderID] = e
+				}
+				if op == evacct.IntentReplace {
+					if p.Replaced == nil {
+						p.Replaced = map[string]evacct.IntentSettled{}
+					}
+					p.Replaced[e.ProviderClientOrderID] = e
 				}
 				break
 			}
@@ -392,6 +401,7 @@ func view(s *State) *State {
 		p.Intents[k] = v
 	}
 	p.Placed = map[string]evacct.IntentSettled{} // not read by the observer
+	p.Replaced = map[string]evacct.IntentSettled{}
 	p.Orders = make(map[string]string, len(s.Provider.Orders))
 	for k, v := range s.Provider.Orders {
 		p.Orders[k] = v

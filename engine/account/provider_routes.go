@@ -74,6 +74,9 @@ func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOr
 		lp := *c.LimitPrice
 		nw.LimitPrice = &lp
 	}
+	if nw.Quantity.Cmp(w.Quantity) == 0 && nw.LimitPrice.Cmp(*w.LimitPrice) == 0 {
+		return nil, nil // nothing changes: the answer is the order as it rests (the provider refuses an empty change)
+	}
 	return []events.Event{evacct.OrderIntended{Op: evacct.IntentReplace, ProviderClientOrderID: pcoid, Order: nw, At: env.At}}, nil
 }
 

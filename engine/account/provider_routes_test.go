@@ -77,6 +77,12 @@ func TestProviderReplace(t *testing.T) {
 	if _, err := account.Decide(s3, env(54, &trading.ReplaceOrder{BrokerOrderID: id, LimitPrice: ptr("50600")})); err != nil {
 		t.Fatalf("a replace after the rejection: %v", err)
 	}
+	if st := s3.Provider.Replaced[pcoid("l1")]; st.Outcome != evacct.OutcomeRejected || s2.Provider.Replaced[pcoid("l1")].Outcome != evacct.OutcomeAccepted {
+		t.Fatalf("the replace's settlement as the answer reads it: %+v, %+v", st, s2.Provider.Replaced)
+	}
+	if evs, err := account.Decide(s3, env(55, &trading.ReplaceOrder{BrokerOrderID: id, Quantity: ptr("0.01"), LimitPrice: ptr("50000")})); err != nil || len(evs) != 0 {
+		t.Fatalf("a replace that changes nothing: %v %v", evs, err)
+	}
 }
 
 func TestProviderRouteRefusals(t *testing.T) {
