@@ -13,7 +13,7 @@ import (
 // (the simulator) the replace, reverse and flatten routes take the paper
 // requests and answer the paper shapes. A resting limit is changed in place
 // at the exchange (one modify, the same order); a long is reversed by one
-// order of twice its size, sent once; flatten cancels the working order and
+// order of twice its size, sent once (its retry answers that order); flatten cancels the working order and
 // closes the position at the exchange, each sent once, and its clientOrderId
 // is used once.
 func TestProviderRoutesThroughTheBinary(t *testing.T) {
@@ -104,6 +104,11 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 			ps[0].(map[string]any)["side"] == "short"
 	},
 		func() any { return positions() })
+	reversed := orderOf(m)["brokerOrderId"]
+	if st, again := do("POST", "/api/trading/reverse"+q, map[string]any{"instrument": "BTCUSDT", "clientOrderId": "r-1"}); st != 200 ||
+		orderOf(again)["brokerOrderId"] != reversed {
+		t.Fatalf("the reverse again with r-1 (the order it placed): %d %v", st, again)
+	}
 	if n := sent("r-1"); n != 1 {
 		t.Fatalf("the exchange took %d orders of r-1, want 1", n)
 	}

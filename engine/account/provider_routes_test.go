@@ -3,12 +3,18 @@ package account_test
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/svc/engine/commands"
 	providercmd "github.com/svc/engine/commands/provider"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/enginetest"
+	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
+	evidem "github.com/svc/engine/events/idem"
 )
 
 // resting is the provider's report of the limit l1 resting.
@@ -150,4 +156,50 @@ func TestProviderFlatten(t *testing.T) {
 	if again, err := account.Decide(s, env(71, &trading.Flatten{})); err != nil || len(again) != 0 {
 		t.Fatalf("a flatten while its cancel and close are open: %v %v", again, err)
 	}
+}
+
+// Replace, reverse and flatten on a provider account, settled, replay to
+// the state they left live.
+func TestProviderRoutesReplay(t *testing.T) {
+	r := enginetest.NewReplay(t, enginetest.Core[*account.State]{
+		New:      func() *account.State { return account.New("a1") },
+		Decide:   account.Decide,
+		Apply:    account.Apply,
+		Registry: events.Merge(account.Registry(), evidem.Registry()),
+	})
+	n := 0
+	do := func(cmd commands.Command) []events.Event {
+		t.Helper()
+		n++
+		id := ulid.MustParse("01J00000000000000000000000")
+		id[15] = byte(n)
+		return r.Do(commands.Envelope{ID: id, At: t0.Add(time.Duration(n) * time.Second), Cmd: cmd})
+	}
+	do(link(evacct.ProviderSettings{}))
+	for _, c := range longAndLimit {
+		do(c)
+	}
+	id := r.Live().ClientOrderIDs["l1"]
+	do(&trading.ReplaceOrder{BrokerOrderID: id, Quantity: ptr("0.02"), LimitPrice: ptr("50500")})
+	do(&providercmd.Settle{Key: replaceKey(), Outcome: evacct.OutcomeAccepted, Order: resting("0.02", "50500")})
+	rev := do(&trading.Reverse{Instrument: "BTCUSDT", ClientOrderID: "r1"})[0].(evacct.OrderIntended)
+	sold := filled("r1", "0.02", "50100")
+	sold.Side, sold.Quantity = "sell", dec("0.02")
+	do(&providercmd.Settle{Key: providercmd.IntentKey(evacct.IntentPlace, rev.ProviderClientOrderID), Outcome: evacct.OutcomeAccepted, Order: sold})
+	if p := r.Live().Positions["BTCUSDT"]; p.Quantity.Cmp(dec("-0.01")) != 0 {
+		t.Fatalf("after the reverse %+v", p)
+	}
+	for _, e := range do(&trading.Flatten{ClientOrderID: "f1"}) {
+		in := e.(evacct.OrderIntended)
+		o := &providercmd.Order{ProviderClientOrderID: in.ProviderClientOrderID, Instrument: "BTCUSDT", Side: in.Order.Side,
+			OrderType: in.Order.OrderType, Status: "canceled", Quantity: in.Order.Quantity, Filled: dec("0"), LimitPrice: in.Order.LimitPrice}
+		if in.Op == evacct.IntentPlace {
+			o.Status, o.Filled, o.AvgPrice = "filled", in.Order.Quantity, ptr("50200")
+		}
+		do(&providercmd.Settle{Key: providercmd.IntentKey(in.Op, in.ProviderClientOrderID), Outcome: evacct.OutcomeAccepted, Order: o})
+	}
+	if s := r.Live(); len(s.Positions) != 0 || len(s.Working) != 0 || len(s.OpenIntents()) != 0 {
+		t.Fatalf("after the flatten: positions %v working %d intents %v", s.Positions, len(s.Working), s.OpenIntents())
+	}
+	r.Check()
 }
