@@ -42,7 +42,7 @@ func TestACatalogueEntryReachesEveryOutput(t *testing.T) {
 		}
 		if p == codegen.Source {
 			b = bytes.Replace(b, []byte("[\n"), []byte(`[
-  {"code": "hedge_position_mode", "status": [422], "retrySafe": false, "params": ["instrument"], "description": "The provider account holds positions in hedge mode."},
+  {"code": "hedge_ratio_exceeded", "status": [422], "retrySafe": false, "params": ["instrument"], "description": "The order would take the account past its hedge ratio."},
 `), 1)
 		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
@@ -56,14 +56,14 @@ func TestACatalogueEntryReachesEveryOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(out[codegen.GoFile], []byte(`CodeHedgePositionMode Code = "hedge_position_mode"`)) {
+	if !bytes.Contains(out[codegen.GoFile], []byte(`CodeHedgeRatioExceeded Code = "hedge_ratio_exceeded"`)) {
 		t.Errorf("codes_gen.go has no constant of the new code:\n%s", out[codegen.GoFile])
 	}
-	if !bytes.Contains(out[codegen.DocFile], []byte("| `hedge_position_mode` | 422 | no | `instrument` |")) {
+	if !bytes.Contains(out[codegen.DocFile], []byte("| `hedge_ratio_exceeded` | 422 | no | `instrument` |")) {
 		t.Errorf("docs/codes.md has no row of the new code")
 	}
 	old, _ := os.ReadFile(filepath.Join(root, codegen.Spec))
-	if want := strings.Replace(string(old), "        - holds_unreadable\n", "        - hedge_position_mode\n        - holds_unreadable\n", 1); string(out[codegen.Spec]) != want {
+	if want := strings.Replace(string(old), "        - holds_unreadable\n", "        - hedge_ratio_exceeded\n        - holds_unreadable\n", 1); string(out[codegen.Spec]) != want {
 		t.Errorf("openapi.yaml changed otherwise than by the new enum item")
 	}
 }
