@@ -70,8 +70,7 @@ func BenchmarkPlace(b *testing.B) {
 		viaAdapter += t1.Sub(t0)
 		byHand += time.Since(t1)
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(viaAdapter.Nanoseconds())/n, "place-ns/op")
-	b.ReportMetric(float64(byHand.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64((viaAdapter-byHand).Nanoseconds())/n, "adapter-ns/op")
+	n := time.Duration(b.N)
+	b.Logf("per order: through the adapter %s, signed by hand %s, the adapter's share %s",
+		viaAdapter/n, byHand/n, (viaAdapter-byHand)/n)
 }

@@ -58,13 +58,14 @@ type budget struct {
 
 func newBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
-	perMin := func(n int) rate.Limit { return rate.Limit(float64(n) / 60) }
+	// n events per window as a rate (withDefaults makes every n positive).
+	per := func(n int, window time.Duration) rate.Limit { return rate.Every(window / time.Duration(n)) }
 	return &budget{
 		limits: l,
 		// Bursts of a tenth of the minute's budget; the exchange's own
 		// count (the headers) is the final word.
-		weight: rate.NewLimiter(perMin(l.WeightPerMinute), max(l.WeightPerMinute/10, 50)),
-		orders: rate.NewLimiter(min(perMin(l.OrdersPerMinute), rate.Limit(float64(l.OrdersPer10s)/10)), max(l.OrdersPer10s/3, 10)),
+		weight: rate.NewLimiter(per(l.WeightPerMinute, time.Minute), max(l.WeightPerMinute/10, 50)),
+		orders: rate.NewLimiter(min(per(l.OrdersPerMinute, time.Minute), per(l.OrdersPer10s, 10*time.Second)), max(l.OrdersPer10s/3, 10)),
 		now:    now,
 	}
 }
