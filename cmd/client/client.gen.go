@@ -7273,6 +7273,21 @@ type ClientInterface interface {
 	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 	// fills. The answer adds `bracket` and `warnings`.
 	//
+	// On a provider account (`clock: observation`, linked through POST
+	// /api/account/providers) the order is recorded as an intent before it is
+	// sent and answered with the provider's outcome: the order as the provider
+	// took it (a market order may still read as accepted; its fill follows on the
+	// stream), 422 `order_rejected` for the provider's own rejection (no provider
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+	// not trade, 403 `feature_disabled` while the user's live trading switch is
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+	// time: the order may rest at the provider; retry with the same
+	// `clientOrderId`, which never places a second order and answers the order
+	// once its outcome is recorded.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -7291,6 +7306,21 @@ type ClientInterface interface {
 	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
 	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 	// fills. The answer adds `bracket` and `warnings`.
+	//
+	// On a provider account (`clock: observation`, linked through POST
+	// /api/account/providers) the order is recorded as an intent before it is
+	// sent and answered with the provider's outcome: the order as the provider
+	// took it (a market order may still read as accepted; its fill follows on the
+	// stream), 422 `order_rejected` for the provider's own rejection (no provider
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+	// not trade, 403 `feature_disabled` while the user's live trading switch is
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+	// time: the order may rest at the provider; retry with the same
+	// `clientOrderId`, which never places a second order and answers the order
+	// once its outcome is recorded.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -12061,6 +12091,21 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 // fills. The answer adds `bracket` and `warnings`.
 //
+// On a provider account (`clock: observation`, linked through POST
+// /api/account/providers) the order is recorded as an intent before it is
+// sent and answered with the provider's outcome: the order as the provider
+// took it (a market order may still read as accepted; its fill follows on the
+// stream), 422 `order_rejected` for the provider's own rejection (no provider
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+// not trade, 403 `feature_disabled` while the user's live trading switch is
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+// time: the order may rest at the provider; retry with the same
+// `clientOrderId`, which never places a second order and answers the order
+// once its outcome is recorded.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -12089,6 +12134,21 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // market entry's legs arm at once, priced from its fill (refused past 20 ticks
 // of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 // fills. The answer adds `bracket` and `warnings`.
+//
+// On a provider account (`clock: observation`, linked through POST
+// /api/account/providers) the order is recorded as an intent before it is
+// sent and answered with the provider's outcome: the order as the provider
+// took it (a market order may still read as accepted; its fill follows on the
+// stream), 422 `order_rejected` for the provider's own rejection (no provider
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+// not trade, 403 `feature_disabled` while the user's live trading switch is
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+// time: the order may rest at the provider; retry with the same
+// `clientOrderId`, which never places a second order and answers the order
+// once its outcome is recorded.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -24631,6 +24691,21 @@ type ClientWithResponsesInterface interface {
 	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 	// fills. The answer adds `bracket` and `warnings`.
 	//
+	// On a provider account (`clock: observation`, linked through POST
+	// /api/account/providers) the order is recorded as an intent before it is
+	// sent and answered with the provider's outcome: the order as the provider
+	// took it (a market order may still read as accepted; its fill follows on the
+	// stream), 422 `order_rejected` for the provider's own rejection (no provider
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+	// not trade, 403 `feature_disabled` while the user's live trading switch is
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+	// time: the order may rest at the provider; retry with the same
+	// `clientOrderId`, which never places a second order and answers the order
+	// once its outcome is recorded.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -24649,6 +24724,21 @@ type ClientWithResponsesInterface interface {
 	// market entry's legs arm at once, priced from its fill (refused past 20 ticks
 	// of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 	// fills. The answer adds `bracket` and `warnings`.
+	//
+	// On a provider account (`clock: observation`, linked through POST
+	// /api/account/providers) the order is recorded as an intent before it is
+	// sent and answered with the provider's outcome: the order as the provider
+	// took it (a market order may still read as accepted; its fill follows on the
+	// stream), 422 `order_rejected` for the provider's own rejection (no provider
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+	// not trade, 403 `feature_disabled` while the user's live trading switch is
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+	// time: the order may rest at the provider; retry with the same
+	// `clientOrderId`, which never places a second order and answers the order
+	// once its outcome is recorded.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -40998,6 +41088,21 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 // fills. The answer adds `bracket` and `warnings`.
 //
+// On a provider account (`clock: observation`, linked through POST
+// /api/account/providers) the order is recorded as an intent before it is
+// sent and answered with the provider's outcome: the order as the provider
+// took it (a market order may still read as accepted; its fill follows on the
+// stream), 422 `order_rejected` for the provider's own rejection (no provider
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+// not trade, 403 `feature_disabled` while the user's live trading switch is
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+// time: the order may rest at the provider; retry with the same
+// `clientOrderId`, which never places a second order and answers the order
+// once its outcome is recorded.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -41022,6 +41127,21 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // market entry's legs arm at once, priced from its fill (refused past 20 ticks
 // of drift from the previewed entry); a limit entry's rest `pre_armed` until it
 // fills. The answer adds `bracket` and `warnings`.
+//
+// On a provider account (`clock: observation`, linked through POST
+// /api/account/providers) the order is recorded as an intent before it is
+// sent and answered with the provider's outcome: the order as the provider
+// took it (a market order may still read as accepted; its fill follows on the
+// stream), 422 `order_rejected` for the provider's own rejection (no provider
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+// not trade, 403 `feature_disabled` while the user's live trading switch is
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
+// time: the order may rest at the provider; retry with the same
+// `clientOrderId`, which never places a second order and answers the order
+// once its outcome is recorded.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

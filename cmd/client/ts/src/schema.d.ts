@@ -136,6 +136,21 @@ export interface paths {
          *     market entry's legs arm at once, priced from its fill (refused past 20 ticks
          *     of drift from the previewed entry); a limit entry's rest `pre_armed` until it
          *     fills. The answer adds `bracket` and `warnings`.
+         *
+         *     On a provider account (`clock: observation`, linked through POST
+         *     /api/account/providers) the order is recorded as an intent before it is
+         *     sent and answered with the provider's outcome: the order as the provider
+         *     took it (a market order may still read as accepted; its fill follows on the
+         *     stream), 422 `order_rejected` for the provider's own rejection (no provider
+         *     text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
+         *     not served there and the default is `gtc`), 422 `hedge_position_mode`,
+         *     `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
+         *     not trade, 403 `feature_disabled` while the user's live trading switch is
+         *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+         *     503 `outcome_unknown` without `Retry-After` when the answer did not come in
+         *     time: the order may rest at the provider; retry with the same
+         *     `clientOrderId`, which never places a second order and answers the order
+         *     once its outcome is recorded.
          */
         post: operations["placeOrder"];
         delete?: never;
