@@ -37,10 +37,11 @@ func TestGatherBoundsTheBatch(t *testing.T) {
 	}
 
 	// Appends that arrive while the batch waits join it.
-	g = &grouper{queue: queued(0), ctx: ctx}
+	arriving := queued(0)
+	g = &grouper{queue: arriving, ctx: ctx}
 	go func() {
 		for range gatherTo {
-			g.queue <- groupReq{}
+			arriving <- groupReq{}
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
