@@ -62,6 +62,11 @@ type Order struct {
 	// ClosePosition makes a stop or take_profit close the whole position
 	// when it triggers, whatever its size then (no Quantity).
 	ClosePosition bool
+	// MarkTrigger makes a stop or take_profit trigger on the mark price
+	// rather than the last trade (Binance's workingType MARK_PRICE): a
+	// wick of the last price alone never fires it. The engine sets it on
+	// an exit plan's legs.
+	MarkTrigger bool
 }
 
 // Replace changes a working order. Quantity and LimitPrice are the new

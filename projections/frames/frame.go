@@ -85,18 +85,35 @@ func ClockOf(a projections.Account) string {
 	return "engine"
 }
 
-// ProviderCapabilities are a provider account's: the provider's order
-// types and times in force (no session day), reduce-only, and no exit plan
-// the engine serves there yet.
+// ProviderCapabilities are a provider account's when its provider declares
+// no more: the provider's order types and times in force (no session day),
+// reduce-only, and no exit plan.
 func ProviderCapabilities() Capabilities {
 	return Capabilities{OrderTypes: []string{"market", "limit", "stop", "stop_limit"}, TIFs: []string{"gtc", "ioc", "fok"},
 		ReduceOnly: true, ExitPlanSupport: []string{}}
 }
 
+// providerCapabilities are the capabilities of each provider's accounts, by
+// the broker they are listed under, as the provider's own capability flags
+// give them (engine/provider.Capabilities, through
+// engine/provider.ExitPlanSupport for exitPlanSupport; the adapter's tests
+// hold the two equal). Binance USDⓈ-M: the engine places a bracket's stop
+// and targets as the exchange's reduce-only stop and take-profit orders and
+// keeps their one-cancels-other itself; it moves no stop there, so neither
+// breakeven nor a trailing stop.
+func providerCapabilities(broker string) Capabilities {
+	c := ProviderCapabilities()
+	switch broker {
+	case "binance":
+		c.ExitPlanSupport = []string{evplan.StopLoss, evplan.TakeProfit, evplan.MultipleTargets, evplan.RunnerLeg}
+	}
+	return c
+}
+
 // CapabilitiesOf is what the account's book supports.
 func CapabilitiesOf(a projections.Account) Capabilities {
 	if a.Kind == KindProvider {
-		return ProviderCapabilities()
+		return providerCapabilities(a.Broker)
 	}
 	return PaperCapabilities()
 }

@@ -38,6 +38,11 @@ import (
 // Name is the provider's name.
 const Name = "binance-futures"
 
+// Broker is the broker the engine lists this provider's accounts under
+// (/api/account/list), and the one the account frame's capabilities are
+// kept for (projections/frames).
+const Broker = "binance"
+
 // The exchange's addresses.
 const (
 	ProdRestURL    = "https://fapi.binance.com"

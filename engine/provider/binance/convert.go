@@ -44,6 +44,7 @@ type request struct {
 	stopPrice     string
 	reduceOnly    bool
 	closePosition bool
+	workingType   futures.WorkingType // "" when not sent (the exchange's default, the last price)
 	clientOrderID string
 }
 
@@ -91,6 +92,14 @@ func toRequest(o provider.Order) (request, error) {
 	}
 	if o.StopPrice != nil {
 		r.stopPrice = o.StopPrice.String()
+	}
+	if o.MarkTrigger {
+		// The exchange's workingType: a trigger order fires on the mark
+		// price instead of the contract's last price.
+		if !needStop {
+			return r, &provider.Unsupported{Field: "markTrigger", Value: string(o.Type)}
+		}
+		r.workingType = futures.WorkingTypeMarkPrice
 	}
 	if o.ClosePosition {
 		// The exchange closes the whole position; it takes neither a

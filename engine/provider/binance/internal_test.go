@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/events"
+	"github.com/svc/engine/projections"
+	"github.com/svc/engine/projections/frames"
 )
 
 func TestMapCode(t *testing.T) {
@@ -119,6 +122,11 @@ func TestToRequest(t *testing.T) {
 			request{side: "SELL", typ: "TAKE_PROFIT_MARKET", stopPrice: "65000", closePosition: true}, ""},
 		{"exit stop reduce-only", provider.Order{Side: provider.Buy, Type: provider.Stop, Quantity: q, StopPrice: px("61000"), ReduceOnly: true},
 			request{side: "BUY", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "61000", reduceOnly: true}, ""},
+		{"exit stop on the mark price", provider.Order{Side: provider.Sell, Type: provider.Stop, Quantity: q, StopPrice: px("59000"), ReduceOnly: true, MarkTrigger: true},
+			request{side: "SELL", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
+		{"exit take profit on the mark price", provider.Order{Side: provider.Sell, Type: provider.TakeProfit, Quantity: q, StopPrice: px("65000"), ReduceOnly: true, MarkTrigger: true},
+			request{side: "SELL", typ: "TAKE_PROFIT_MARKET", quantity: "0.01", stopPrice: "65000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
+		{"a mark trigger on a limit", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, Quantity: q, LimitPrice: px("1"), MarkTrigger: true}, request{}, "markTrigger"},
 		{"closePosition on a limit", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, LimitPrice: px("1"), ClosePosition: true}, request{}, "closePosition"},
 		{"limit without price", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.GTC, Quantity: q}, request{}, "limitPrice"},
 		{"stop without trigger", provider.Order{Side: provider.Buy, Type: provider.Stop, Quantity: q}, request{}, "stopPrice"},
@@ -267,6 +275,41 @@ func TestDecodeUser(t *testing.T) {
 		`{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"BUY","X":"NEW","q":"1e999"}}`} {
 		if evs, _ := decodeUser([]byte(bad)); len(evs) != 0 {
 			t.Fatalf("%s gave %v", bad, evs)
+		}
+	}
+}
+
+// The exchange's capabilities give the exit plans the engine serves on its
+// accounts: a stop loss, take profits, several of them and a runner (OCO kept
+// by the engine: the exchange has none), never breakeven or a trailing stop;
+// and the account frame says the same of a Binance account.
+func TestExitPlanSupport(t *testing.T) {
+	c := capabilities()
+	want := []string{"stop_loss", "take_profit", "multiple_targets", "runner_leg"}
+	if got := provider.ExitPlanSupport(c); !slices.Equal(got, want) {
+		t.Fatalf("ExitPlanSupport = %v, want %v", got, want)
+	}
+	if c.NativeOco || !c.ReduceOnly {
+		t.Fatalf("capabilities: nativeOco %v reduceOnly %v", c.NativeOco, c.ReduceOnly)
+	}
+	f := frames.CapabilitiesOf(projections.Account{Kind: frames.KindProvider, Broker: Broker})
+	if !slices.Equal(f.ExitPlanSupport, want) || !slices.Equal(f.OrderTypes, c.OrderTypes) || !slices.Equal(f.TIFs, c.TimeInForce) ||
+		f.ReduceOnly != c.ReduceOnly {
+		t.Fatalf("the frame of a Binance account says %+v; the exchange's capabilities %+v", f, c)
+	}
+	for _, tt := range []struct {
+		name string
+		c    provider.Capabilities
+		want []string
+	}{
+		{"no reduce-only: nothing", provider.Capabilities{Execution: true, OrderTypes: []string{"market", "limit", "stop"}}, []string{}},
+		{"no execution: nothing", provider.Capabilities{ReduceOnly: true, OrderTypes: []string{"stop"}}, []string{}},
+		{"stops only", provider.Capabilities{Execution: true, ReduceOnly: true, OrderTypes: []string{"market", "stop"}}, []string{"stop_loss", "runner_leg"}},
+		{"limits only", provider.Capabilities{Execution: true, ReduceOnly: true, OrderTypes: []string{"market", "limit"}},
+			[]string{"take_profit", "multiple_targets"}},
+	} {
+		if got := provider.ExitPlanSupport(tt.c); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

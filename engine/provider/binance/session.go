@@ -259,6 +259,9 @@ func (s *session) Place(ctx context.Context, o provider.Order) (provider.OrderSt
 	if r.closePosition {
 		svc.ClosePosition(true)
 	}
+	if r.workingType != "" {
+		svc.WorkingType(r.workingType)
+	}
 	cctx, cancel := s.p.call(ctx)
 	defer cancel()
 	res, err := svc.Do(cctx)
