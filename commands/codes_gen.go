@@ -46,7 +46,7 @@ const (
 	CodeEntryHalted Code = "entry_halted"
 	// CodeExitPlanConflict: The exit plan changed since it was read; read the plan again.
 	CodeExitPlanConflict Code = "exit_plan_conflict"
-	// CodeFeatureDisabled: The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); the user switches it on, unless the venue holds it off.
+	// CodeFeatureDisabled: The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); params.heldBy says who holds it off: user (the user switches it on) or venue (the venue the account belongs to holds it off; only the venue releases it).
 	CodeFeatureDisabled Code = "feature_disabled"
 	// CodeFeedRequiresConnection: The futures symbol has no source until a futures feed is connected; resending cannot help until then.
 	CodeFeedRequiresConnection Code = "feed_requires_connection"
@@ -100,7 +100,7 @@ const (
 	CodeLinkConnected Code = "link_connected"
 	// CodeLinkExpired: The link expired.
 	CodeLinkExpired Code = "link_expired"
-	// CodeLiveTradingUnreadable: The user's live trading switch could not be read; nothing was sent to the provider.
+	// CodeLiveTradingUnreadable: The user's live trading switch, or a venue's hold on it, could not be read; nothing was sent to the provider.
 	CodeLiveTradingUnreadable Code = "live_trading_unreadable"
 	// CodeLockNotOwned: The lock is held by someone else.
 	CodeLockNotOwned Code = "lock_not_owned"
@@ -245,7 +245,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeEntitledSourceUnserved:     {Code: CodeEntitledSourceUnserved, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The venue names a market data source this engine does not serve."},
 	CodeEntryHalted:                {Code: CodeEntryHalted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId", "instrument"}, Description: "The venue's group halted new entries in the instrument."},
 	CodeExitPlanConflict:           {Code: CodeExitPlanConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"entry", "maxTicks", "previewedEntry", "reason", "revision"}, Description: "The exit plan changed since it was read; read the plan again."},
-	CodeFeatureDisabled:            {Code: CodeFeatureDisabled, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"feature"}, Description: "The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); the user switches it on, unless the venue holds it off."},
+	CodeFeatureDisabled:            {Code: CodeFeatureDisabled, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"feature", "heldBy"}, Description: "The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); params.heldBy says who holds it off: user (the user switches it on) or venue (the venue the account belongs to holds it off; only the venue releases it)."},
 	CodeFeedRequiresConnection:     {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The futures symbol has no source until a futures feed is connected; resending cannot help until then."},
 	CodeFeedUnavailable:            {Code: CodeFeedUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The price feed for the instrument is down or stale."},
 	CodeFinancingSuperseded:        {Code: CodeFinancingSuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A financing field was given that the venue's newer setting replaces."},
@@ -272,7 +272,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeLinkClosed:                 {Code: CodeLinkClosed, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link was closed."},
 	CodeLinkConnected:              {Code: CodeLinkConnected, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link is already connected."},
 	CodeLinkExpired:                {Code: CodeLinkExpired, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link expired."},
-	CodeLiveTradingUnreadable:      {Code: CodeLiveTradingUnreadable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The user's live trading switch could not be read; nothing was sent to the provider."},
+	CodeLiveTradingUnreadable:      {Code: CodeLiveTradingUnreadable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The user's live trading switch, or a venue's hold on it, could not be read; nothing was sent to the provider."},
 	CodeLockNotOwned:               {Code: CodeLockNotOwned, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The lock is held by someone else."},
 	CodeLogUnavailable:             {Code: CodeLogUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The commit log is not connected; nothing was recorded."},
 	CodeLossLimitUnenforced:        {Code: CodeLossLimitUnenforced, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A loss limit was set where the engine does not enforce it; params.field names it."},
