@@ -141,8 +141,8 @@ func (s *Sim) margin(a *account) margin {
 			continue
 		}
 		mk := s.markets[k.symbol]
-		m.upnl = add(m.upnl, mul(p.amt, sub(mk.price, p.entry)))
-		notional := abs(mul(p.amt, mk.price))
+		m.upnl = add(m.upnl, mul(p.amt, sub(mk.mark, p.entry)))
+		notional := abs(mul(p.amt, mk.mark))
 		m.posIM = add(m.posIM, quo(notional, fromInt(int64(a.leverage[k.symbol]))))
 		m.maint = add(m.maint, mul(notional, mustDec("0.004")))
 	}
@@ -175,7 +175,7 @@ func (m margin) available() *apd.Decimal {
 }
 
 func (s *Sim) positionUPnL(k posKey, p *position) *apd.Decimal {
-	return mul(p.amt, sub(s.markets[k.symbol].price, p.entry))
+	return mul(p.amt, sub(s.markets[k.symbol].mark, p.entry))
 }
 
 func (s *Sim) sortedPositions(a *account, symbol string, all bool) []posKey {
@@ -251,7 +251,7 @@ func (s *Sim) accountV2(c *call) (any, error) {
 	for _, k := range s.sortedPositions(a, "", true) {
 		p := a.position(k.symbol, k.side)
 		mk := s.markets[k.symbol]
-		notional := mul(p.amt, mk.price)
+		notional := mul(p.amt, mk.mark)
 		im := quo(abs(notional), fromInt(int64(a.leverage[k.symbol])))
 		poss = append(poss, map[string]any{
 			"symbol": k.symbol, "initialMargin": fixed(im, 8), "maintMargin": fixed(mul(abs(notional), mustDec("0.004")), 8),
@@ -274,7 +274,7 @@ func (s *Sim) accountV3(c *call) (any, error) {
 	for _, k := range s.sortedPositions(a, "", false) {
 		p := a.pos[k]
 		mk := s.markets[k.symbol]
-		notional := mul(p.amt, mk.price)
+		notional := mul(p.amt, mk.mark)
 		im := quo(abs(notional), fromInt(int64(a.leverage[k.symbol])))
 		poss = append(poss, map[string]any{
 			"symbol": k.symbol, "positionSide": k.side, "positionAmt": mk.qty(p.amt),
@@ -304,10 +304,10 @@ func (s *Sim) balances(c *call) (any, error) {
 func (s *Sim) positionRow(a *account, k posKey) map[string]any {
 	p := a.position(k.symbol, k.side)
 	mk := s.markets[k.symbol]
-	notional := mul(p.amt, mk.price)
+	notional := mul(p.amt, mk.mark)
 	return map[string]any{
 		"symbol": k.symbol, "positionSide": k.side, "positionAmt": mk.qty(p.amt), "entryPrice": fixed(p.entry, 8),
-		"breakEvenPrice": fixed(p.entry, 8), "markPrice": fixed(mk.price, 8),
+		"breakEvenPrice": fixed(p.entry, 8), "markPrice": fixed(mk.mark, 8),
 		"unRealizedProfit": fixed(s.positionUPnL(k, p), 8), "liquidationPrice": "0", "isolatedMargin": "0.00000000",
 		"notional": fixed(notional, 8), "isolatedWallet": "0", "updateTime": p.update,
 	}
@@ -342,10 +342,10 @@ func (s *Sim) positionRiskV3(c *call) (any, error) {
 		for _, k := range s.sortedPositions(c.acct, m.spec.Name, false) {
 			row := s.positionRow(c.acct, k)
 			p := c.acct.pos[k]
-			im := quo(abs(mul(p.amt, m.price)), fromInt(int64(c.acct.leverage[k.symbol])))
+			im := quo(abs(mul(p.amt, m.mark)), fromInt(int64(c.acct.leverage[k.symbol])))
 			row["marginAsset"] = "USDT"
 			row["initialMargin"] = fixed(im, 8)
-			row["maintMargin"] = fixed(mul(abs(mul(p.amt, m.price)), mustDec("0.004")), 8)
+			row["maintMargin"] = fixed(mul(abs(mul(p.amt, m.mark)), mustDec("0.004")), 8)
 			row["positionInitialMargin"] = fixed(im, 8)
 			row["openOrderInitialMargin"] = "0"
 			row["adl"] = 0

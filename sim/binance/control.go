@@ -18,6 +18,7 @@ import (
 //	POST   /_sim/accounts/{key}/leverage      {"symbol": "BTCUSDT", "leverage": 10}
 //	POST   /_sim/accounts/{key}/orders        {"symbol": ..., "side": ..., ...} PlaceOutside
 //	POST   /_sim/price                        {"symbol": "BTCUSDT", "price": "61000"}
+//	POST   /_sim/markprice                    {"symbol": "BTCUSDT", "price": "61000"}   SetMarkPrice
 //	POST   /_sim/faults                       {"route": "POST /fapi/v1/order", "times": 1, "drop": true, "latency": "300ms", "status": 503, "throttle": "10s", "ban": "1m"}
 //	DELETE /_sim/faults                                                     ClearFaults
 //	POST   /_sim/streams/faults               {"duplicate": true, "reorder": true, "reorderHold": "200ms"}
@@ -72,6 +73,13 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return map[string]any{"symbol": b.Symbol, "price": b.Price}, s.SetPrice(b.Symbol, b.Price)
+	}))
+	mux.HandleFunc("POST /_sim/markprice", s.ctl(func(r *http.Request) (any, error) {
+		var b struct{ Symbol, Price string }
+		if err := decode(r, &b); err != nil {
+			return nil, err
+		}
+		return map[string]any{"symbol": b.Symbol, "markPrice": b.Price}, s.SetMarkPrice(b.Symbol, b.Price)
 	}))
 	mux.HandleFunc("POST /_sim/faults", s.ctl(func(r *http.Request) (any, error) {
 		var b struct {

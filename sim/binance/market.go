@@ -42,7 +42,8 @@ type market struct {
 	spec                Symbol
 	tick, step, minQty  *apd.Decimal
 	maxQty, minNotional *apd.Decimal
-	price               *apd.Decimal
+	price               *apd.Decimal // the last trade's price (the contract price)
+	mark                *apd.Decimal // the mark price: SetPrice moves both, SetMarkPrice the mark alone
 	updateID            int64
 	candles             []candle // 1m candles, oldest first, at most maxCandles
 }
@@ -58,7 +59,7 @@ const maxCandles = 1500
 
 func newMarket(s Symbol, now time.Time) *market {
 	m := &market{spec: s, tick: mustDec(s.TickSize), step: mustDec(s.StepSize), minQty: mustDec(s.MinQty),
-		maxQty: mustDec(s.MaxQty), minNotional: mustDec(s.MinNotional), price: mustDec(s.Price)}
+		maxQty: mustDec(s.MaxQty), minNotional: mustDec(s.MinNotional), price: mustDec(s.Price), mark: mustDec(s.Price)}
 	m.observe(m.price, now)
 	return m
 }
@@ -215,8 +216,8 @@ func (s *Sim) premiumIndex(c *call) (any, error) {
 	out := make([]any, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, map[string]any{
-			"symbol": m.spec.Name, "markPrice": fixed(m.price, 8), "indexPrice": fixed(m.price, 8),
-			"estimatedSettlePrice": fixed(m.price, 8), "lastFundingRate": "0.00010000", "interestRate": "0.00010000",
+			"symbol": m.spec.Name, "markPrice": fixed(m.mark, 8), "indexPrice": fixed(m.mark, 8),
+			"estimatedSettlePrice": fixed(m.mark, 8), "lastFundingRate": "0.00010000", "interestRate": "0.00010000",
 			"nextFundingTime": nextFunding(c.now), "time": c.now.UnixMilli(),
 		})
 	}

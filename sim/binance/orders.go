@@ -185,15 +185,21 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 			return nil, nil, err
 		}
 	}
+	// workingType chooses the price a conditional order triggers on: the
+	// last trade (CONTRACT_PRICE, the default) or the mark (MARK_PRICE).
 	workingType := p.Get("workingType")
-	if workingType == "" {
+	switch workingType {
+	case "":
 		workingType = "CONTRACT_PRICE"
+	case "CONTRACT_PRICE", "MARK_PRICE":
+	default:
+		return nil, nil, errInvalidValue("workingType")
 	}
 	o := &order{cid: cid, symbol: name, side: side, posSide: posSide, typ: typ, origType: typ, tif: tif,
 		qty: qty, price: price, stop: stop, executed: zero(), cumQuote: zero(), reduceOnly: reduceOnly,
 		closePos: closePos, priceProtect: p.Get("priceProtect") == "true", workingType: workingType,
 		status: "NEW", time: now.UnixMilli(), update: now.UnixMilli()}
-	if o.conditional() && s.triggers(o, m.price) {
+	if o.conditional() && s.triggers(o, m.triggerPrice(o)) {
 		return nil, nil, errWouldTrigger
 	}
 	if !closePos && s.closable(a, o).IsZero() && (reduceOnly || closing(o)) {
@@ -327,6 +333,15 @@ func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
 	return quo(mul(q, ref), fromInt(int64(a.leverage[o.symbol])))
 }
 
+// triggerPrice is the price a conditional order watches: the mark for workingType MARK_PRICE, the
+// last trade's price otherwise.
+func (m *market) triggerPrice(o *order) *apd.Decimal {
+	if o.workingType == "MARK_PRICE" {
+		return m.mark
+	}
+	return m.price
+}
+
 // triggers says whether a conditional order's stop price is reached at price.
 func (s *Sim) triggers(o *order, price *apd.Decimal) bool {
 	up := price.Cmp(o.stop) >= 0
@@ -449,9 +464,35 @@ func (s *Sim) SetPrice(symbol, price string) error {
 		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
 	}
 	now := time.Now()
-	m.price = px
+	m.price, m.mark = px, px
 	m.updateID++
 	m.observe(px, now)
+	s.react(symbol, m, now)
+	return nil
+}
+
+// SetMarkPrice drives a symbol's mark price alone, the last trade's price staying where it is (a
+// wick of the index, a funding move): conditional orders with workingType MARK_PRICE that it
+// reaches trigger and fill at the last price; the mark price stream publishes it.
+func (s *Sim) SetMarkPrice(symbol, price string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.markets[symbol]
+	if !ok {
+		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
+	}
+	px, ok := parseDec(price)
+	if !ok || px.Sign() <= 0 {
+		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
+	}
+	m.mark = px
+	s.react(symbol, m, time.Now())
+	return nil
+}
+
+// react lets every account's resting orders of the symbol meet its prices, then publishes them,
+// with s.mu held.
+func (s *Sim) react(symbol string, m *market, now time.Time) {
 	keys := make([]string, 0, len(s.accounts))
 	for k := range s.accounts {
 		keys = append(keys, k)
@@ -464,13 +505,12 @@ func (s *Sim) SetPrice(symbol, price string) error {
 		}
 	}
 	s.publishMarket(m, now)
-	return nil
 }
 
 // match lets one resting order react to its market's price.
 func (s *Sim) match(a *account, o *order, m *market, now time.Time) {
 	if o.conditional() && !o.triggered {
-		if !s.triggers(o, m.price) {
+		if !s.triggers(o, m.triggerPrice(o)) {
 			return
 		}
 		o.triggered = true

@@ -305,8 +305,8 @@ func (s *Sim) publishMarket(m *market, now time.Time) {
 	ms := now.UnixMilli()
 	px := m.px(m.price)
 	events := map[string]map[string]any{
-		sym + "@markprice": {"e": "markPriceUpdate", "E": ms, "s": m.spec.Name, "p": fixed(m.price, 8),
-			"i": fixed(m.price, 8), "P": fixed(m.price, 8), "r": "0.00010000", "T": nextFunding(now)},
+		sym + "@markprice": {"e": "markPriceUpdate", "E": ms, "s": m.spec.Name, "p": fixed(m.mark, 8),
+			"i": fixed(m.mark, 8), "P": fixed(m.mark, 8), "r": "0.00010000", "T": nextFunding(now)},
 		sym + "@bookticker": {"e": "bookTicker", "u": m.updateID, "E": ms, "T": ms, "s": m.spec.Name,
 			"b": px, "B": "10.000", "a": px, "A": "10.000"},
 	}
