@@ -1,0 +1,211 @@
+package tradovate
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
+)
+
+// Limits are the API's request budgets, per login (and one per provider
+// for the token requests, which come before any login). The zero value
+// takes the published limits: 1000 requests a second, 5000 a minute and
+// 5000 an hour on the general endpoints, 10 token requests a minute.
+type Limits struct {
+	PerSecond, PerMinute, PerHour int
+	LoginsPerMinute               int
+	// LockOut is how long a 429 (or a penalty demanding a captcha) stops
+	// every call of the login when the answer gives no Retry-After: the
+	// documentation says an hour.
+	LockOut time.Duration
+	// MaxPenaltyWait is the longest p-time a read waits out before it sends
+	// again with the ticket; a longer one is *provider.RateLimited at once.
+	// Writes never wait: they answer *provider.RateLimited. 10 s when zero.
+	MaxPenaltyWait time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.PerSecond <= 0 {
+		l.PerSecond = 1000
+	}
+	if l.PerMinute <= 0 {
+		l.PerMinute = 5000
+	}
+	if l.PerHour <= 0 {
+		l.PerHour = 5000
+	}
+	if l.LoginsPerMinute <= 0 {
+		l.LoginsPerMinute = 10
+	}
+	if l.LockOut <= 0 {
+		l.LockOut = time.Hour
+	}
+	if l.MaxPenaltyWait <= 0 {
+		l.MaxPenaltyWait = 10 * time.Second
+	}
+	return l
+}
+
+// budget is one login's share of the API: token buckets for each window,
+// the lock-out after a 429, the back-off after a 423, and the penalty
+// tickets (p-ticket, p-time) per endpoint: an endpoint under penalty gets
+// nothing until its p-time has passed, and its next request carries the
+// ticket. A budget is shared by every session of its login and by nothing
+// else, so one trader's burst never spends another's. Safe for concurrent use.
+type budget struct {
+	limits  Limits
+	windows []*rate.Limiter
+	now     func() time.Time
+
+	mu          sync.Mutex
+	lockedUntil time.Time // 429 or a captcha: nothing is sent before it
+	backoff     time.Time // 423: nothing is sent before it
+	pens        map[string]pen
+}
+
+// pen is an endpoint's penalty: its ticket and the end of its wait.
+type pen struct {
+	ticket string
+	until  time.Time
+}
+
+// per is n events per window as a token rate.
+func per(n int, window time.Duration) rate.Limit { return rate.Every(window / time.Duration(n)) }
+
+func newBudget(l Limits, now func() time.Time) *budget {
+	l = l.withDefaults()
+	return &budget{limits: l, now: now, pens: map[string]pen{},
+		windows: []*rate.Limiter{
+			rate.NewLimiter(per(l.PerSecond, time.Second), max(l.PerSecond/10, 10)),
+			rate.NewLimiter(per(l.PerMinute, time.Minute), max(l.PerMinute/10, 10)),
+			rate.NewLimiter(per(l.PerHour, time.Hour), max(l.PerHour/10, 10)),
+		}}
+}
+
+// newLoginBudget is the budget of the token requests.
+func newLoginBudget(l Limits, now func() time.Time) *budget {
+	l = l.withDefaults()
+	return &budget{limits: l, now: now, pens: map[string]pen{},
+		windows: []*rate.Limiter{rate.NewLimiter(per(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
+}
+
+// admit waits for the budget to allow one request to endpoint and returns
+// the penalty ticket the request must carry ("" for none). It refuses at
+// once, sending nothing, while the login is locked out or backing off;
+// an endpoint under penalty is waited out when wait is set and its p-time
+// ends within MaxPenaltyWait, else refused.
+func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string, error) {
+	b.mu.Lock()
+	now := b.now()
+	locked, backoff, p := b.lockedUntil, b.backoff, b.pens[endpoint]
+	b.mu.Unlock()
+	if now.Before(locked) {
+		return "", &provider.Banned{Until: locked}
+	}
+	if now.Before(backoff) {
+		return "", &provider.RateLimited{RetryAfter: backoff.Sub(now)}
+	}
+	if d := p.until.Sub(now); d > 0 {
+		if !wait || d > b.limits.MaxPenaltyWait {
+			return "", &provider.RateLimited{RetryAfter: d}
+		}
+		if !sleep(ctx, nil, d) {
+			return "", &provider.RateLimited{RetryAfter: d}
+		}
+	}
+	for _, w := range b.windows {
+		if err := w.Wait(ctx); err != nil {
+			return "", &provider.RateLimited{RetryAfter: time.Second}
+		}
+	}
+	return p.ticket, nil
+}
+
+// observe reads an answer's status and headers: 429 locks the login out
+// (Retry-After, else LockOut), 423 (the warning before a 429) backs off
+// (Retry-After, else a minute). It returns their typed error, else nil.
+func (b *budget) observe(status int, h http.Header) error {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch status {
+	case http.StatusTooManyRequests:
+		b.lockedUntil = maxTime(b.lockedUntil, now.Add(retryAfter(h, b.limits.LockOut)))
+		return &provider.Banned{Until: b.lockedUntil}
+	case http.StatusLocked:
+		ra := retryAfter(h, time.Minute)
+		b.backoff = maxTime(b.backoff, now.Add(ra))
+		return &provider.RateLimited{RetryAfter: ra}
+	}
+	return nil
+}
+
+// penalize records a penalty answer of endpoint: a captcha locks the login
+// out (it cannot be answered from a server); a ticket holds the endpoint
+// for its p-time. It returns the typed error.
+func (b *budget) penalize(endpoint string, p penalty) error {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.Captcha {
+		b.lockedUntil = maxTime(b.lockedUntil, now.Add(b.limits.LockOut))
+		return &provider.Banned{Until: b.lockedUntil}
+	}
+	d := seconds(p.Time)
+	b.pens[endpoint] = pen{ticket: p.Ticket, until: now.Add(d)}
+	return &provider.RateLimited{RetryAfter: d}
+}
+
+// served records that endpoint answered without a penalty: its ticket,
+// if any, was taken.
+func (b *budget) served(endpoint string) {
+	b.mu.Lock()
+	delete(b.pens, endpoint)
+	b.mu.Unlock()
+}
+
+// seconds is a p-time (seconds, possibly fractional) as a duration; at
+// least one second, at most a day.
+func seconds(n num) time.Duration {
+	ms, err := n.dec().Mul(events.Int(1000)).Int64()
+	if err != nil || ms < 1000 {
+		return time.Second
+	}
+	return min(time.Duration(ms)*time.Millisecond, 24*time.Hour)
+}
+
+// retryAfter reads Retry-After in seconds, or def.
+func retryAfter(h http.Header, def time.Duration) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	return def
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// sleep waits d or until ctx ends or closed closes; false when one did.
+func sleep(ctx context.Context, closed <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-closed:
+		return false
+	case <-t.C:
+		return true
+	}
+}
