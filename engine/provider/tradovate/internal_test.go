@@ -516,7 +516,7 @@ func TestContractFromEntities(t *testing.T) {
 	var m contractMaturity
 	var p product
 	for raw, v := range map[string]any{
-		`{"id":3001,"name":"ZNH6","contractMaturityId":40001,"timestamp":"2025-01-01T00:00:00Z"}`: &k,
+		`{"id":3001,"name":"ZNH6","contractMaturityId":40001,"timestamp":"2025-01-01T00:00:00Z"}`:                  &k,
 		`{"id":40001,"productId":1001,"expirationMonth":3,"expirationDate":"2026-03-20T17:01:00Z","isFront":true}`: &m,
 		`{"id":1001,"name":"ZN","currencyId":1,"productType":"Futures","description":"10 Year Treasury Note","exchangeId":10,
 			"contractGroupId":1,"status":"ReadyToTrade","months":"HMUZ","valuePerPoint":1000,"priceFormatType":"Fractional",
