@@ -571,7 +571,8 @@ func TestSubscriptionRefusals(t *testing.T) {
 	}{
 		{200, `{}`, nil},
 		{200, ``, nil},
-		{200, `{"mode":"RealTime"}`, nil},
+		{200, `{"mode":"RealTime","subscriptionId":3}`, nil},
+		{200, `{"mode":"Delayed","subscriptionId":4}`, provider.ErrNotEntitled},
 		{200, `{"errorText":"No market data subscription"}`, provider.ErrNotEntitled},
 		{403, `"Access is denied"`, provider.ErrNotEntitled},
 		{401, ``, provider.ErrNotEntitled},

@@ -18,8 +18,9 @@ import (
 // data: *provider.NotEntitled (demo_login) without dialing. A subscription
 // the API refuses is *provider.NotEntitled (no_subscription): the
 // documentation does not give the refusal's shape, so any answer but 200,
-// and a 200 whose data carries an errorText, is taken as one, except 404
-// (the symbol is unknown: *provider.Unsupported). The channel closes when
+// and a 200 whose data carries an errorText or a mode other than RealTime
+// (a delayed feed is not the trader's subscription), is taken as one,
+// except 404 (the symbol is unknown: *provider.Unsupported). The channel closes when
 // ctx ends or the session closes; after a cut it dials and subscribes
 // again, and the first quote of each symbol then has Stale set. A
 // subscription refused on a later dial ends the stream.
@@ -135,8 +136,10 @@ func subscribeError(b *budget, symbol string, r reply) error {
 		}
 		var e struct {
 			ErrorText string `json:"errorText"`
+			Mode      string `json:"mode"`
 		}
-		if t := strings.TrimSpace(string(r.data)); strings.HasPrefix(t, "{") && json.Unmarshal(r.data, &e) == nil && e.ErrorText != "" {
+		if t := strings.TrimSpace(string(r.data)); strings.HasPrefix(t, "{") && json.Unmarshal(r.data, &e) == nil &&
+			(e.ErrorText != "" || e.Mode != "" && e.Mode != "RealTime") {
 			return &provider.NotEntitled{Reason: provider.EntitlementNoSubscription}
 		}
 		return nil
