@@ -100,6 +100,8 @@ const (
 	CodeLinkConnected Code = "link_connected"
 	// CodeLinkExpired: The link expired.
 	CodeLinkExpired Code = "link_expired"
+	// CodeLiveHoldLimitReached: The venue holds live trading off for the most traders it may, one by one; release one first, or hold the whole venue.
+	CodeLiveHoldLimitReached Code = "live_hold_limit_reached"
 	// CodeLiveTradingUnreadable: The user's live trading switch, or a venue's hold on it, could not be read; nothing was sent to the provider.
 	CodeLiveTradingUnreadable Code = "live_trading_unreadable"
 	// CodeLockNotOwned: The lock is held by someone else.
@@ -272,6 +274,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeLinkClosed:                 {Code: CodeLinkClosed, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link was closed."},
 	CodeLinkConnected:              {Code: CodeLinkConnected, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link is already connected."},
 	CodeLinkExpired:                {Code: CodeLinkExpired, Status: []int{410}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The link expired."},
+	CodeLiveHoldLimitReached:       {Code: CodeLiveHoldLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The venue holds live trading off for the most traders it may, one by one; release one first, or hold the whole venue."},
 	CodeLiveTradingUnreadable:      {Code: CodeLiveTradingUnreadable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The user's live trading switch, or a venue's hold on it, could not be read; nothing was sent to the provider."},
 	CodeLockNotOwned:               {Code: CodeLockNotOwned, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The lock is held by someone else."},
 	CodeLogUnavailable:             {Code: CodeLogUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "The commit log is not connected; nothing was recorded."},

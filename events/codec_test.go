@@ -178,7 +178,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evvenue.Registry(), evidem.Registry())
 	all := []events.Event{
 		evvenue.Created{}, evvenue.KeyIssued{}, evvenue.KeyRevoked{}, evvenue.ProviderRegistered{}, evvenue.ConfigSet{},
-		evvenue.PolicyStated{}, evvenue.PolicyPublished{}, evidem.KeyUsed{},
+		evvenue.PolicyStated{}, evvenue.PolicyPublished{}, evvenue.LiveHeld{}, evvenue.LiveReleased{}, evidem.KeyUsed{},
 		evacct.Opened{}, evacct.OrderPlaced{}, evacct.OrderFilled{}, evacct.OrderCanceled{}, evacct.OrderReplaced{},
 		evacct.StopTriggered{}, evacct.BalanceChanged{}, evacct.AccountReset{}, evacct.FirmHalted{}, evacct.FirmResumed{},
 		evacct.ReconciliationHeld{}, evacct.ReconciliationReleased{}, evacct.RiskSettingsChanged{}, evacct.RiskLocked{},

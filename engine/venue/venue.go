@@ -1,5 +1,6 @@
-// Package venue is the aggregate of one venue: its organization, its keys
-// and its provider versions, with the record of the Idempotency-Keys its
+// Package venue is the aggregate of one venue: its organization, its keys,
+// its provider versions, its configuration, its risk policies and its holds
+// on live trading, with the record of the Idempotency-Keys its
 // writes answered (engine/idem).
 package venue
 
@@ -31,6 +32,7 @@ type State struct {
 	Providers    map[string]evvenue.Provider
 	Config       map[string]map[string]*Item // kind -> id -> item (config.go)
 	Policies     map[string]*Policy          // risk policies by id (policy.go)
+	Live         Live                        // holds on live trading (livehold.go)
 	Idem         idem.Record
 }
 
@@ -61,6 +63,8 @@ func Apply(s *State, e events.Event) *State {
 		applyConfig(s, e)
 	case evvenue.PolicyStated, evvenue.PolicyPublished:
 		applyPolicy(s, e)
+	case evvenue.LiveHeld, evvenue.LiveReleased:
+		applyLive(&s.Live, e)
 	default:
 		s.Idem.Apply(e)
 	}
@@ -147,6 +151,10 @@ func Decide(s *State, env commands.Envelope) ([]events.Event, error) {
 		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decideStatePolicy(s, env, c) })
 	case *venuecmd.PublishPolicy:
 		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decidePublish(s, env, c) })
+	case *venuecmd.HoldLive:
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decideHold(s, env, c) })
+	case *venuecmd.ReleaseLive:
+		return idem.Write(s.Idem, env, func() ([]events.Event, commands.Outcome, any, error) { return decideRelease(s, env, c) })
 	}
 	return nil, fmt.Errorf("venue: no decision for %T", env.Cmd)
 }

@@ -168,6 +168,12 @@ func TestVenueReplayRebuildsTheSameState(t *testing.T) {
 	do(keyed("k8", "d8", &venuecmd.StatePolicy{PolicyID: "house", Version: "1",
 		Body: []byte(`{"authority":"v1","posting":{"currency":"USD","decimals":2},"dailyLossLimit":{"value":"500","sourced":true}}`)}))
 	do(keyed("k9", "d9", &venuecmd.PublishPolicy{PolicyID: "house", Version: "1"}))
+	do(keyed("k10", "d10", &venuecmd.IssueKey{KeyID: "vk_2", Digest: "dg-vk_2", Prefix: "svc_vk_sandbox_abcd", Env: "sandbox", Name: "ops",
+		Scopes: []string{venuecmd.ScopeAccountManage}, ExpiresAt: t0.Add(time.Hour), Now: t0, By: owner}))
+	do(keyed("k11", "d11", &venuecmd.HoldLive{Reason: "incident", By: venuecmd.Actor{KeyID: "vk_2"}}))
+	do(keyed("k12", "d12", &venuecmd.HoldLive{Trader: "a@example.com", Reason: "kyc", By: venuecmd.Actor{Owner: &owner, Email: "o@example.com"}}))
+	do(keyed("k13", "d13", &venuecmd.HoldLive{Reason: "incident: exchange down", By: venuecmd.Actor{KeyID: "vk_2"}}))
+	do(keyed("k14", "d14", &venuecmd.ReleaseLive{By: venuecmd.Actor{KeyID: "vk_2"}}))
 	if ts := venue.Terms(r.Live(), 7); ts["v1/g1"] == nil || ts["v1/g1"].Route != "" || !ts["v1/g1"].Permitted["BTC-PERP"].IsZero() && ts["v1/g1"].Permitted["BTC-PERP"].String() != "5" {
 		t.Fatalf("terms %+v", ts["v1/g1"])
 	}

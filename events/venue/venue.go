@@ -75,7 +75,7 @@ func (ProviderRegistered) Type() string { return "venue.provider_registered.v1" 
 // Registry lists the venue event types. The idempotency record's
 // (events/idem) is registered once, by the engine, for every aggregate.
 func Registry() events.Registry {
-	return events.Registry{
+	return events.Merge(events.Registry{
 		Created{}.Type():            events.Of[Created](),
 		KeyIssued{}.Type():          events.Of[KeyIssued](),
 		KeyRevoked{}.Type():         events.Of[KeyRevoked](),
@@ -83,7 +83,7 @@ func Registry() events.Registry {
 		ConfigSet{}.Type():          events.Of[ConfigSet](),
 		PolicyStated{}.Type():       events.Of[PolicyStated](),
 		PolicyPublished{}.Type():    events.Of[PolicyPublished](),
-	}
+	}, liveRegistry())
 }
 
 // ConfigSet records one configuration item of the venue created, changed or
