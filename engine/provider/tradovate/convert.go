@@ -112,12 +112,16 @@ func fromTIF(t string) provider.TIF {
 }
 
 // fromStatus maps ordStatus. Working, the pending states and Suspended
-// rest (partially filled once something filled); Unknown is taken as
+// rest (partially filled once something filled, filled once everything
+// did: the stream sends the last fill before the status); Unknown is taken as
 // resting, so the engine reads it again rather than ending it; Completed
 // is filled when everything filled, else canceled.
 func fromStatus(s string, filled, qty events.Decimal) (provider.Status, bool) {
 	switch s {
 	case "Working", "PendingNew", "PendingReplace", "PendingCancel", "Suspended", "Unknown", "":
+		if qty.Sign() > 0 && filled.Cmp(qty) >= 0 { // its last fill came before its status
+			return provider.StatusFilled, true
+		}
 		if filled.Sign() > 0 {
 			return provider.StatusPartiallyFilled, true
 		}

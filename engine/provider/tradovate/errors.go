@@ -132,6 +132,9 @@ func mapError(o op, err error) error {
 		una *provider.Unavailable
 		au  *provider.Unauthorized
 		nf  *provider.NotFound
+		ne  *provider.NotEntitled
+		un  *provider.Unsupported
+		kr  *provider.KeyRefused
 	)
 	switch {
 	case errors.As(err, &rl):
@@ -148,6 +151,12 @@ func mapError(o op, err error) error {
 		return au
 	case errors.As(err, &nf):
 		return nf
+	case errors.As(err, &ne):
+		return ne
+	case errors.As(err, &un):
+		return un
+	case errors.As(err, &kr):
+		return kr
 	case errors.Is(err, errExpired):
 		return &provider.Unauthorized{Code: http.StatusUnauthorized}
 	}
