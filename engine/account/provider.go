@@ -39,6 +39,10 @@ type Provider struct {
 	// holds or held to its brokerOrderId.
 	Orders   map[string]string
 	Balances map[string]evacct.BalanceObserved
+	// Stuck are the orders, by brokerOrderId, whose last cancel did not go
+	// through (never sent, or the provider kept the order): the exit pass
+	// does not cancel them again by itself (provider_exits.go).
+	Stuck map[string]bool
 }
 
 // OpenIntents lists the account's unsettled intents, in key order.
@@ -71,10 +75,13 @@ func applyProvider(s *State, e events.Event) {
 	case evacct.OrderIntended:
 		if s.Provider != nil {
 			s.Provider.Intents[providercmd.IntentKey(e.Op, e.ProviderClientOrderID)] = e
+			if e.Op == evacct.IntentCancel {
+				delete(s.Provider.Stuck, e.Order.BrokerOrderID)
+			}
 		}
 	case evacct.IntentSettled:
 		if p := s.Provider; p != nil {
-			for _, op := range []string{evacct.IntentPlace, evacct.IntentCancel, evacct.IntentReplace} {
+			for _, op := range []string{evacct.IntentPlace, evacct.IntentCancel, evacct.IntentReplace, IntentExit} {
 				k := providercmd.IntentKey(op, e.ProviderClientOrderID)
 				in, ok := p.Intents[k]
 				if !ok {
@@ -89,6 +96,12 @@ func applyProvider(s *State, e events.Event) {
 						p.Replaced = map[string]evacct.IntentSettled{}
 					}
 					p.Replaced[e.ProviderClientOrderID] = e
+				}
+				if op == evacct.IntentCancel && e.Outcome != evacct.OutcomeAccepted {
+					if p.Stuck == nil {
+						p.Stuck = map[string]bool{}
+					}
+					p.Stuck[in.Order.BrokerOrderID] = true
 				}
 				break
 			}
@@ -123,7 +136,7 @@ func applyProviderOrder(s *State, o evacct.Order) {
 	}
 	pcoid := o.ClientOrderID
 	if !strings.HasPrefix(o.BrokerOrderID, adoptedPrefix) {
-		pcoid = provider.ClientOrderID(s.ID, o.ClientOrderID)
+		pcoid = providerCOID(s.ID, o)
 	}
 	s.Provider.Orders[pcoid] = o.BrokerOrderID
 }
@@ -134,8 +147,17 @@ const adoptedPrefix = "p-"
 // decideProvider decides the commands of a provider account and the
 // trading commands on one; ok is false for a command it leaves to the
 // paper book's decisions (a paper account, or a command that is the same
-// on both: risk settings, holds).
-func decideProvider(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
+// on both: risk settings, holds). Every decision it makes ends with the
+// exit pass (provider_exits.go).
+func decideProvider(s *State, env commands.Envelope) ([]events.Event, bool, error) {
+	evs, ok, err := decideProviderCommand(s, env)
+	if !ok || err != nil || s.Provider == nil {
+		return evs, ok, err
+	}
+	return providerExits(s, env, evs), true, nil
+}
+
+func decideProviderCommand(s *State, env commands.Envelope) (evs []events.Event, ok bool, err error) {
 	if c, is := env.Cmd.(*providercmd.Link); is {
 		evs, err = decideLink(s, env, c)
 		return evs, true, err
@@ -175,8 +197,15 @@ func decideProvider(s *State, env commands.Envelope) (evs []events.Event, ok boo
 	case *trading.Reverse:
 		evs, err = decideProviderReverse(s, env, c)
 		return evs, true, err
-	case *trading.Protect, *trading.WithdrawBracket, *trading.ChangeBracket:
-		return nil, true, commands.Invalid("this route does not trade provider accounts yet; cancel and place again, or close")
+	case *trading.Protect:
+		evs, err = decideProviderProtect(s, env, c)
+		return evs, true, err
+	case *trading.WithdrawBracket:
+		evs, err = decideProviderWithdraw(s, env, c)
+		return evs, true, err
+	case *trading.ChangeBracket:
+		evs, err = decideProviderChange(s, env, c)
+		return evs, true, err
 	}
 	return nil, false, nil
 }
@@ -264,9 +293,6 @@ func decideProviderPlace(s *State, env commands.Envelope, c *trading.PlaceOrder)
 		return nil, commands.Refuse(commands.CodeTimeInForceUnsupported, "the provider has no time in force "+c.TimeInForce,
 			map[string]any{"tif": c.TimeInForce, "tifs": ProviderTIFs})
 	}
-	if c.Bracket != nil || c.ExitPlan != nil {
-		return nil, commands.InvalidField("exitPlan", nil, "exit plans on provider accounts are not served yet")
-	}
 	if err := modeRefusal(p, c.Instrument); err != nil {
 		return nil, err
 	}
@@ -276,8 +302,16 @@ func decideProviderPlace(s *State, env commands.Envelope, c *trading.PlaceOrder)
 	o := evacct.Order{BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument, Side: c.Side,
 		OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice, StopPrice: c.StopPrice,
 		TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At}
-	return []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace,
-		ProviderClientOrderID: provider.ClientOrderID(s.ID, c.ClientOrderID), Order: o, At: env.At}}, nil
+	var out []events.Event
+	if c.Bracket != nil { // the entry and its bracket are one commit; its legs go out once it fills
+		set, err := providerEntry(env, c, &o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, set)
+	}
+	return append(out, evacct.OrderIntended{Op: evacct.IntentPlace,
+		ProviderClientOrderID: provider.ClientOrderID(s.ID, c.ClientOrderID), Order: o, At: env.At}), nil
 }
 
 func decideProviderCancel(s *State, env commands.Envelope, c *trading.CancelOrder) ([]events.Event, error) {
@@ -339,7 +373,7 @@ func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]eve
 	}
 	o := &observer{s: s, env: env}
 	o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: c.Outcome, Code: c.Code, Reason: c.Reason, At: env.At})
-	if c.Outcome == evacct.OutcomeAccepted && in.Op == evacct.IntentPlace {
+	if c.Outcome == evacct.OutcomeAccepted && (in.Op == evacct.IntentPlace || in.Op == IntentExit) {
 		o.add(evacct.OrderPlaced{Order: in.Order})
 	}
 	if c.Order != nil {
@@ -409,6 +443,10 @@ func view(s *State) *State {
 	p.Balances = make(map[string]evacct.BalanceObserved, len(s.Provider.Balances))
 	for k, v := range s.Provider.Balances {
 		p.Balances[k] = v
+	}
+	p.Stuck = make(map[string]bool, len(s.Provider.Stuck))
+	for k, v := range s.Provider.Stuck {
+		p.Stuck[k] = v
 	}
 	c.Provider = &p
 	return c
@@ -503,7 +541,11 @@ func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.E
 func (o *observer) order(ob providercmd.Order) {
 	st := o.state()
 	p := st.Provider
-	if in, ok := p.Intents[providercmd.IntentKey(evacct.IntentPlace, ob.ProviderClientOrderID)]; ok {
+	in, ok := p.Intents[providercmd.IntentKey(evacct.IntentPlace, ob.ProviderClientOrderID)]
+	if !ok {
+		in, ok = p.Intents[providercmd.IntentKey(IntentExit, ob.ProviderClientOrderID)]
+	}
+	if ok {
 		o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: evacct.OutcomeAccepted, At: o.env.At})
 		o.add(evacct.OrderPlaced{Order: in.Order})
 		st = o.state()
@@ -562,6 +604,23 @@ func (o *observer) order(ob providercmd.Order) {
 			reason = ob.Status
 		}
 		o.add(evacct.OrderCanceled{BrokerOrderID: id, Reason: reason, At: o.env.At})
+	} else if legOrder(w.Order) {
+		// A leg rests at the provider as a trigger (a target as a take
+		// profit): its level is its trigger, whatever type the provider
+		// reports it by (a triggered one reads as a market order).
+		lv := ob.LimitPrice
+		if lv == nil {
+			lv = ob.StopPrice
+		}
+		if w.Quantity.Cmp(ob.Quantity) != 0 || !samePrice(level(w.Order), lv) {
+			r := evacct.OrderReplaced{BrokerOrderID: id, Quantity: ob.Quantity, At: o.env.At}
+			if w.LimitPrice != nil {
+				r.LimitPrice = lv
+			} else {
+				r.StopPrice = lv
+			}
+			o.add(r)
+		}
 	} else if w.Quantity.Cmp(ob.Quantity) != 0 || !samePrice(w.LimitPrice, ob.LimitPrice) || !samePrice(w.StopPrice, ob.StopPrice) {
 		o.add(evacct.OrderReplaced{BrokerOrderID: id, Quantity: ob.Quantity, LimitPrice: ob.LimitPrice, StopPrice: ob.StopPrice, At: o.env.At})
 	}

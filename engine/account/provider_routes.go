@@ -42,6 +42,12 @@ func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOr
 	if err := linkedRefusal(p); err != nil {
 		return nil, err
 	}
+	if _, active := s.Brackets[w.BracketID]; active && legOrder(w.Order) {
+		return nil, commands.InvalidField("brokerOrderId", nil, "the order is a leg of bracket %s: move its level with PATCH /api/trading/exits/%s", w.BracketID, w.BracketID)
+	}
+	if b := activeEntry(s, w.BrokerOrderID); b != nil {
+		return nil, commands.InvalidField("brokerOrderId", nil, "the order is the entry of bracket %s: withdraw the bracket first, or cancel and place it again", b.ID)
+	}
 	if w.OrderType != string(order.Limit) || w.LimitPrice == nil {
 		return nil, commands.InvalidField("brokerOrderId", nil,
 			"the provider changes only limit orders in place; cancel this %s order and place it again", w.OrderType)
@@ -86,7 +92,8 @@ func decideProviderReplace(s *State, env commands.Envelope, c *trading.ReplaceOr
 // command id (the first carries the command's clientOrderId when set), so
 // each goes out once; a close still open (a flatten or close before it)
 // counts against its position, so a quick second flatten closes nothing twice. A provider account closes at the provider's price:
-// no position stays unclosed for lack of a quote.
+// no position stays unclosed for lack of a quote. Every bracket ends (the
+// exit pass records each end once its orders are canceled).
 func decideProviderFlatten(s *State, env commands.Envelope, c *trading.Flatten) ([]events.Event, error) {
 	p := s.Provider
 	if c.ClientOrderID != "" {
@@ -99,6 +106,9 @@ func decideProviderFlatten(s *State, env commands.Envelope, c *trading.Flatten) 
 		reason = "flatten"
 	}
 	var out []events.Event
+	for _, id := range sortedKeys(s.Brackets) { // ended by the exit pass once their orders are canceled
+		out = append(out, evacct.BracketEnd{BracketID: id, Reason: "flatten", At: env.At})
+	}
 	for _, id := range sortedKeys(s.Working) {
 		pcoid := providerID(s, id)
 		if _, open := p.Intents[providercmd.IntentKey(evacct.IntentCancel, pcoid)]; open || pcoid == "" {
