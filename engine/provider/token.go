@@ -138,3 +138,28 @@ type Contract struct {
 type ContractSession interface {
 	Contracts(ctx context.Context, symbols []string) ([]Contract, error)
 }
+
+// Bar is one bar of a chart: its start and its prices and volume.
+type Bar struct {
+	Start                  time.Time
+	Open, High, Low, Close events.Decimal
+	Volume                 events.Decimal
+}
+
+// BarRequest asks for the bars of one symbol: Minutes long (or one a
+// trading day when Daily), at most Count of them, the last one starting at
+// or before To (zero: now).
+type BarRequest struct {
+	Symbol  string
+	Minutes int
+	Daily   bool
+	Count   int
+	To      time.Time
+}
+
+// ChartSession is a Session whose login reads charts from its own market
+// data, licensed to that trader alone: Bars answers oldest first, or
+// *NotEntitled as QuoteSession does.
+type ChartSession interface {
+	Bars(ctx context.Context, r BarRequest) ([]Bar, error)
+}

@@ -40,7 +40,8 @@
 // Market data is licensed per trader: the provider's public Quotes and
 // Instruments answer *provider.NotEntitled and *provider.Unsupported; a
 // session of a live login streams quotes of the products its market-data
-// subscription covers (QuoteSession), and a demo login carries none.
+// subscription covers (QuoteSession) and reads their charts
+// (ChartSession), and a demo login carries none.
 //
 // Outbound calls go through Options.HTTP, by default the egress guard's
 // transport: public addresses only unless Options.AllowPrivate.

@@ -93,24 +93,9 @@ func (s *session) Quotes(ctx context.Context, symbols []string) (<-chan provider
 
 // openMD dials the market-data socket and subscribes to every contract.
 func (s *session) openMD(ctx context.Context, names map[eid]string) (*socket, error) {
-	tok := s.l.token()
-	md := tok.MarketData
-	if md == "" {
-		md = tok.Access
-	}
-	sock, err := s.p.openSocket(ctx, s.l.b, s.p.opts.MDURL, md)
-	if errors.Is(err, errExpired) {
-		if rerr := s.l.renew(ctx, tok.Access); rerr != nil {
-			return nil, rerr
-		}
-		tok = s.l.token()
-		if md = tok.MarketData; md == "" {
-			md = tok.Access
-		}
-		sock, err = s.p.openSocket(ctx, s.l.b, s.p.opts.MDURL, md)
-	}
+	sock, err := s.dialMD(ctx)
 	if err != nil {
-		return nil, mapError(opRead, err)
+		return nil, err
 	}
 	cctx, cancel := s.p.call(ctx)
 	defer cancel()
@@ -123,6 +108,29 @@ func (s *session) openMD(ctx context.Context, names map[eid]string) (*socket, er
 			sock.close()
 			return nil, mapError(opRead, err)
 		}
+	}
+	return sock, nil
+}
+
+// dialMD dials the market-data socket with the login's market-data token
+// (its access token when it has none); a token not taken is renewed once.
+func (s *session) dialMD(ctx context.Context) (*socket, error) {
+	mdToken := func(t provider.Token) string {
+		if t.MarketData != "" {
+			return t.MarketData
+		}
+		return t.Access
+	}
+	tok := s.l.token()
+	sock, err := s.p.openSocket(ctx, s.l.b, s.p.opts.MDURL, mdToken(tok))
+	if errors.Is(err, errExpired) {
+		if rerr := s.l.renew(ctx, tok.Access); rerr != nil {
+			return nil, rerr
+		}
+		sock, err = s.p.openSocket(ctx, s.l.b, s.p.opts.MDURL, mdToken(s.l.token()))
+	}
+	if err != nil {
+		return nil, mapError(opRead, err)
 	}
 	return sock, nil
 }
