@@ -193,7 +193,7 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 	l.settings = p.Settings
 	l.known = l.known[:0]
 	for _, in := range intents {
-		if in.Op == evacct.IntentPlace {
+		if in.Op == evacct.IntentPlace || in.Op == account.IntentExit {
 			l.known = append(l.known, ref{in.Order.Instrument, in.ProviderClientOrderID})
 		}
 	}
@@ -490,7 +490,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	var st provider.OrderState
 	var err error
 	switch in.Op {
-	case evacct.IntentPlace:
+	case evacct.IntentPlace, account.IntentExit:
 		st, err = sess.Place(cctx, toOrder(in))
 	case evacct.IntentReplace:
 		st, err = sess.Replace(cctx, toReplace(in))
@@ -562,9 +562,26 @@ func toOrder(in evacct.OrderIntended) provider.Order {
 	o := in.Order
 	po := provider.Order{ClientOrderID: in.ProviderClientOrderID, Instrument: o.Instrument, Side: provider.Side(o.Side),
 		Type: provider.OrderType(o.OrderType), Quantity: o.Quantity, LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, ReduceOnly: o.ReduceOnly}
+	if in.Op == account.IntentExit {
+		return exitOrder(po)
+	}
 	if po.Type == provider.Limit || po.Type == provider.StopLimit {
 		po.TIF = provider.TIF(o.TimeInForce)
 	}
+	return po
+}
+
+// exitOrder is a bracket leg as the provider takes it: its own reduce-only
+// trigger order, fired by the mark price (a wick of the last trade alone
+// never closes the position). A stop leg is a stop-market order at its
+// level; a target, which the book shows as a reduce-only limit at its
+// level, is a take-profit trigger there: it rests off the order book and
+// closes at market once the mark reaches it.
+func exitOrder(po provider.Order) provider.Order {
+	if po.Type == provider.Limit {
+		po.Type, po.StopPrice, po.LimitPrice = provider.TakeProfit, po.LimitPrice, nil
+	}
+	po.ReduceOnly, po.MarkTrigger, po.TIF = true, true, ""
 	return po
 }
 

@@ -537,3 +537,54 @@ func TestQuotes(t *testing.T) {
 		}
 	}
 }
+
+// An exit plan's legs as the engine sends them: a reduce-only stop and a
+// reduce-only take profit, both on the mark price. They rest with the
+// exchange (in its snapshot, with their trigger levels); a mark through the
+// take profit fills it on the stream while the stop stays; an exit that
+// would trigger at once is the exchange's rejection.
+func TestExitLegsRestAndTriggerOnTheMark(t *testing.T) {
+	e := newEnv(t, binancesim.Options{}, binance.Limits{})
+	ctx := context.Background()
+	s := e.link(t, binancesim.Account{APIKey: "k1"})
+	evs, err := s.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Place(ctx, market("m-1", provider.Buy, "0.01")); err != nil {
+		t.Fatal(err)
+	}
+	exit := func(id string, typ provider.OrderType, level string) provider.Order {
+		return provider.Order{ClientOrderID: provider.ClientOrderID("acc", id), Instrument: "BTCUSDT", Side: provider.Sell, Type: typ,
+			Quantity: d("0.01"), StopPrice: pd(level), ReduceOnly: true, MarkTrigger: true}
+	}
+	sl, tp := exit("sl", provider.Stop, "59000"), exit("tp", provider.TakeProfit, "61000")
+	for _, o := range []provider.Order{sl, tp} {
+		st, err := s.Place(ctx, o)
+		if err != nil || st.Status != provider.StatusWorking || st.Type != o.Type || !st.ReduceOnly || st.StopPrice.Cmp(*o.StopPrice) != 0 ||
+			st.LimitPrice != nil {
+			t.Fatalf("Place %s = %+v, %v", o.Type, st, err)
+		}
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil || len(snap.Orders) != 2 {
+		t.Fatalf("Snapshot orders = %+v, %v", snap.Orders, err)
+	}
+	var rej *provider.Rejected
+	if _, err := s.Place(ctx, exit("sl-2", provider.Stop, "60500")); !errors.As(err, &rej) || rej.Code != -2021 {
+		t.Fatalf("a stop above the mark: %v", err)
+	}
+	if err := e.sim.SetMarkPrice("BTCUSDT", "61000"); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, evs, func(ev provider.Event) bool {
+		u, ok := ev.(*provider.OrderUpdate)
+		return ok && u.Order.ClientOrderID == tp.ClientOrderID && u.Order.Status == provider.StatusFilled && u.Execution != nil
+	})
+	if st, err := s.Lookup(ctx, "BTCUSDT", sl.ClientOrderID); err != nil || st.Status != provider.StatusWorking || st.Type != provider.Stop {
+		t.Fatalf("the stop after the take profit filled: %+v, %v", st, err)
+	}
+	if n := e.sim.OrdersByClientID("k1", tp.ClientOrderID); n != 1 {
+		t.Fatalf("the exchange took %d take profits", n)
+	}
+}
