@@ -287,3 +287,34 @@ func (s *Sim) OrdersByClientID(apiKey, clientID string) int {
 	defer s.mu.Unlock()
 	return s.accepted[apiKey][clientID]
 }
+
+// OpenOrder is one working order of an account as the exchange holds it.
+type OpenOrder struct {
+	ClientOrderID string
+	Symbol        string
+	Side          string // BUY, SELL
+	Type          string // the type it was placed with: LIMIT, STOP_MARKET, TAKE_PROFIT_MARKET ...
+	Quantity      string
+	Price         string // "0" when it has none
+	StopPrice     string // "0" when it has none
+	ReduceOnly    bool
+	WorkingType   string // CONTRACT_PRICE or MARK_PRICE
+}
+
+// OpenOrders lists the working orders of the account with apiKey, of symbol ("" for every symbol),
+// oldest first: what a test reads to know what rests at the exchange.
+func (s *Sim) OpenOrders(apiKey, symbol string) []OpenOrder {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.accounts[apiKey]
+	if !ok {
+		return nil
+	}
+	var out []OpenOrder
+	for _, o := range a.openOrders(symbol) {
+		m := s.markets[o.symbol]
+		out = append(out, OpenOrder{ClientOrderID: o.cid, Symbol: o.symbol, Side: o.side, Type: o.origType, Quantity: m.qty(o.qty),
+			Price: m.px(o.price), StopPrice: m.px(o.stop), ReduceOnly: o.reduceOnly || o.closePos, WorkingType: o.workingType})
+	}
+	return out
+}

@@ -410,6 +410,10 @@ func TestExitOrdersTriggerOnTheirWorkingPrice(t *testing.T) {
 	if o := status("sl-c"); o.Status != futures.OrderStatusTypeNew || o.WorkingType != futures.WorkingTypeContractPrice {
 		t.Fatalf("a contract-price stop under a mark of 58000: %+v", o)
 	}
+	if open := sim.OpenOrders(testKey, "BTCUSDT"); len(open) != 2 || open[0].ClientOrderID != "tp-m" || open[0].Type != "TAKE_PROFIT_MARKET" ||
+		open[0].WorkingType != "MARK_PRICE" || !open[0].ReduceOnly || open[0].StopPrice != "62000.00" || open[1].Type != "STOP_MARKET" {
+		t.Fatalf("open orders %+v", open)
+	}
 	if err := sim.SetMarkPrice("BTCUSDT", "62100"); err != nil {
 		t.Fatal(err)
 	}
