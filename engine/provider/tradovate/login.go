@@ -231,7 +231,7 @@ func (l *login) renewLoop(stop <-chan struct{}) {
 	retry := time.Second
 	for {
 		wait := l.renewAt().Sub(l.p.opts.Now())
-		if !sleep(context.Background(), stop, max(wait, 10*time.Millisecond)) {
+		if !sleep(context.Background(), stop, max(wait, 500*time.Millisecond)) { // a token of no life left is not renewed in a loop
 			return
 		}
 		tok := l.token()
