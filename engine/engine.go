@@ -103,6 +103,7 @@ type Engine struct {
 	plans     *mailbox.Group[*plan.State]               // saved exit plans (plans.go)
 	venues    *mailbox.Group[*venue.State]              // venues, their keys and provider versions (venues.go)
 	terms     atomic.Pointer[map[string]*trading.Terms] // every venue group's terms (setTerms)
+	holds     liveHolds                                 // the venues' holds on live trading (live.go)
 	termsMu   sync.Mutex
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
 	connect   connects                    // Connect apps, links and statements (connects.go)
@@ -362,6 +363,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 	for id, s := range venues.state {
 		e.venues.Seed(id, s, venues.rev[id])
 		e.setTerms(id, venue.Terms(s, venues.rev[id]))
+		e.noteHolds(id, s) // live.go
 	}
 	for id, s := range accts.state {
 		e.accounts.Seed(id, s, accts.rev[id])

@@ -2,12 +2,20 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/connect"
+	"github.com/svc/engine/engine/firm"
 	"github.com/svc/engine/engine/tenant"
+	"github.com/svc/engine/engine/venue"
 )
 
 // The live trading switch: per user, it lets orders reach the user's
@@ -18,9 +26,25 @@ import (
 // cancel, replace, close, flatten and exits stay available, so a trader
 // can always leave what rests or stands at the provider. Paper accounts
 // never read it.
+//
+// A venue can hold it off for its traders (engine/venue's holds), whatever
+// their own switch says: the provider accounts linked through a Connect
+// app of the venue's organization, and those of a trader whose
+// pre-registration by the venue (its firm's) was linked, for that
+// registration's provider. A hold of the whole venue holds them all; a
+// trader's hold, named by the registration's email, holds that trader's.
+// The refusal names who holds it (params.heldBy user or venue), never the
+// venue's reason. A switch or a hold that cannot be read fails closed:
+// 503 live_trading_unreadable.
 
 // FeatureLiveTrading names the switch in feature_disabled's params.
 const FeatureLiveTrading = "live_trading"
+
+// Who holds live trading off, as feature_disabled's params.heldBy says.
+const (
+	HeldByUser  = "user"
+	HeldByVenue = "venue"
+)
 
 // LiveTradingView is a user's live trading switch as its read answers it.
 type LiveTradingView struct {
@@ -52,8 +76,157 @@ func liveUnreadable() error {
 	return commands.Refuse(commands.CodeLiveTradingUnreadable, "the live trading switch could not be read; nothing was sent: retry", nil)
 }
 
-// liveGate refuses an order or a reverse on a provider account while its
-// user's live trading switch is off; a switch it cannot read fails closed.
+// VenueHold is a venue's hold on live trading as it stands on one account.
+type VenueHold struct {
+	AccountID string
+	VenueID   string
+	VenueName string
+	Scope     string    // venue (the whole venue's hold) or trader (the trader's own)
+	Since     time.Time // when the hold began
+}
+
+// Scopes of a VenueHold.
+const (
+	HoldScopeVenue  = "venue"
+	HoldScopeTrader = "trader"
+)
+
+// liveHolds are the holds of every venue that holds anything, by venue id:
+// a copy taken after each of its commits (noteHolds), read without locks.
+type liveHolds struct {
+	mu sync.Mutex // serialises writers
+	m  atomic.Pointer[map[string]*venue.Holds]
+}
+
+// noteHolds records the venue's holds after a commit (in its mailbox
+// goroutine) or at a start.
+func (e *Engine) noteHolds(venueID string, s *venue.State) {
+	h := venue.HoldsOf(s)
+	e.holds.mu.Lock()
+	defer e.holds.mu.Unlock()
+	cur := e.holds.m.Load()
+	if cur == nil && h == nil {
+		return
+	}
+	next := map[string]*venue.Holds{}
+	if cur != nil {
+		if _, had := (*cur)[venueID]; !had && h == nil {
+			return
+		}
+		next = maps.Clone(*cur)
+	}
+	if h == nil {
+		delete(next, venueID)
+	} else {
+		next[venueID] = h
+	}
+	e.holds.m.Store(&next)
+}
+
+// liveFacts are what the gate reads of a provider account.
+type liveFacts struct {
+	accountID, tenant, provider, appID string
+	linked                             bool
+}
+
+func (e *Engine) liveFactsOf(ctx context.Context, accountID string) (liveFacts, error) {
+	f := liveFacts{accountID: accountID}
+	err := e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
+		f.tenant, f.appID, f.linked = s.TenantID, s.AppID, s.Provider != nil
+		if s.Provider != nil {
+			f.provider = s.Provider.Name
+		}
+	})
+	return f, err
+}
+
+// venueHold is the hold of a venue on the account, or nil. With holds
+// standing anywhere it reads the account's Connect app and the firms of the
+// venues that hold; an error is a hold it could not read.
+func (e *Engine) venueHold(ctx context.Context, f liveFacts) (*VenueHold, error) {
+	cur := e.holds.m.Load()
+	if cur == nil || len(*cur) == 0 {
+		return nil, nil
+	}
+	var appOrg string
+	if f.appID != "" {
+		if err := e.connect.apps.Inspect(ctx, f.appID, func(a *connect.App, _ uint64) { appOrg = a.Created.OrgID }); err != nil {
+			return nil, err
+		}
+	}
+	hs := *cur
+	for _, id := range slices.Sorted(maps.Keys(hs)) {
+		h := hs[id]
+		held := func(scope string, since time.Time) *VenueHold {
+			return &VenueHold{AccountID: f.accountID, VenueID: h.VenueID, VenueName: h.Name, Scope: scope, Since: since}
+		}
+		if h.All != nil && appOrg != "" && appOrg == h.OrgID {
+			return held(HoldScopeVenue, h.All.Since), nil
+		}
+		emails, err := e.registeredAt(ctx, h.Firm, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(emails) == 0 {
+			continue
+		}
+		if h.All != nil {
+			return held(HoldScopeVenue, h.All.Since), nil
+		}
+		for _, em := range emails {
+			if t, ok := h.Traders[em]; ok {
+				return held(HoldScopeTrader, t.Since), nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// registeredAt lists the emails (lower-cased, sorted) of the firm's
+// pre-registrations the account's user linked for the account's provider.
+func (e *Engine) registeredAt(ctx context.Context, firmID string, f liveFacts) ([]string, error) {
+	var out []string
+	err := e.firms.Inspect(ctx, firmID, func(s *firm.State, _ uint64) {
+		for _, r := range s.Registrations {
+			if r.LinkedAt != nil && r.TraderID == f.tenant && strings.EqualFold(r.Provider, f.provider) {
+				out = append(out, strings.ToLower(r.Email))
+			}
+		}
+	})
+	slices.Sort(out)
+	return slices.Compact(out), err
+}
+
+// LiveHolds are the venues' holds on those of accounts that are linked
+// provider accounts, in the order given; an account or a hold that cannot
+// be read is 503 live_trading_unreadable.
+func (e *Engine) LiveHolds(ctx context.Context, accountIDs []string) ([]VenueHold, error) {
+	out := []VenueHold{}
+	for _, id := range accountIDs {
+		if !e.isProvider(id) {
+			continue
+		}
+		f, err := e.liveFactsOf(ctx, id)
+		if err != nil {
+			return nil, liveUnreadable()
+		}
+		if !f.linked {
+			continue
+		}
+		h, err := e.venueHold(ctx, f)
+		if err != nil {
+			return nil, liveUnreadable()
+		}
+		if h != nil {
+			out = append(out, *h)
+		}
+	}
+	return out, nil
+}
+
+// liveGate refuses an order or a reverse on a provider account while a
+// venue holds live trading off for it or its user's switch is off; a hold
+// or a switch it cannot read fails closed.
 func (e *Engine) liveGate(ctx context.Context, accountID string, cmd commands.Command) error {
 	switch cmd.(type) {
 	case *trading.PlaceOrder, *trading.Reverse:
@@ -63,24 +236,38 @@ func (e *Engine) liveGate(ctx context.Context, accountID string, cmd commands.Co
 	if !e.isProvider(accountID) {
 		return nil
 	}
-	var userID string
-	var linked bool
-	if err := e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
-		userID, linked = s.TenantID, s.Provider != nil
-	}); err != nil {
+	f, err := e.liveFactsOf(ctx, accountID)
+	if err != nil {
 		return liveUnreadable()
 	}
-	if !linked {
+	if !f.linked {
 		return nil // unlinked: the account refuses the order itself
 	}
-	v, err := e.LiveTrading(ctx, userID)
+	h, err := e.venueHold(ctx, f)
+	if err != nil {
+		return liveUnreadable()
+	}
+	if h != nil {
+		return commands.Refuse(commands.CodeFeatureDisabled,
+			"the venue "+h.VenueName+" holds live trading off for this account: nothing was sent to the provider; only the venue releases it",
+			map[string]any{"feature": FeatureLiveTrading, "heldBy": HeldByVenue})
+	}
+	v, err := e.LiveTrading(ctx, f.tenant)
 	if err != nil {
 		return err
 	}
 	if !v.On {
 		return commands.Refuse(commands.CodeFeatureDisabled,
 			"live trading is off for this user: nothing was sent to the provider; switch it on (POST /api/account/live-trading with the password)",
-			map[string]any{"feature": FeatureLiveTrading})
+			map[string]any{"feature": FeatureLiveTrading, "heldBy": HeldByUser})
 	}
 	return nil
+}
+
+// VenueLive reads the venue's holds on live trading from its aggregate, as
+// its read answers them (venue.LiveView; trader: only that trader's).
+func (e *Engine) VenueLive(ctx context.Context, venueID, trader string) (map[string]any, error) {
+	var v map[string]any
+	err := e.venues.Inspect(ctx, venueID, func(s *venue.State, _ uint64) { v = venue.LiveView(venueID, s.Live, trader) })
+	return v, err
 }

@@ -20,6 +20,7 @@ func newVenues(cfg Config, e *Engine) *mailbox.Group[*venue.State] {
 		Apply:   venue.Apply,
 		After: func(id string, s *venue.State, c events.Committed) {
 			e.setTerms(id, venue.Terms(s, c.Seq))
+			e.noteHolds(id, s) // live.go
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 }

@@ -33,6 +33,7 @@ type State struct {
 	Kind            string
 	Email           string
 	VenueID         string // an account a venue issued into GroupID (venueterms.go)
+	AppID           string // the Connect app it was opened or linked through (hosted Connect)
 	GroupID         string
 	StageVersion    string
 	StartingBalance events.Decimal
@@ -79,7 +80,7 @@ func Apply(s *State, e events.Event) *State {
 		s.Open = true
 		s.TenantID, s.Broker, s.AccountNumber, s.Label = e.TenantID, e.Broker, e.AccountNumber, e.Label
 		s.Currency, s.Kind, s.Email = e.Currency, e.Kind, e.Email
-		s.VenueID, s.GroupID, s.StageVersion = e.VenueID, e.GroupID, e.StageVersion
+		s.VenueID, s.GroupID, s.StageVersion, s.AppID = e.VenueID, e.GroupID, e.StageVersion, e.AppID
 		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
 	case evacct.OrderPlaced:
 		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID

@@ -59,6 +59,7 @@ func derive(c events.Committed, accounts map[string]acctInfo) []hook {
 			}
 		}
 	}
+	out = append(out, liveHoldHooks(c, id)...) // livehold.go
 	return append(out, enrollmentHooks(c, id)...)
 }
 

@@ -315,14 +315,15 @@ func (r *Reactor) Start(ctx context.Context) error {
 	return nil
 }
 
-// wants reports whether a commit on subject can matter to webhooks: firm and
+// wants reports whether a commit on subject can matter to webhooks: firm, venue and
 // delivery-ledger commits always; an account's only while its firm has an
 // endpoint (or before its opening was seen). Other subjects are never decoded.
 // Router goroutine only.
 func (r *Reactor) wants(subject string) bool {
 	switch {
 	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook),
-		events.IsKind(subject, evch.KindEnrollment): // an enrollment's lifecycle (challenge.go)
+		events.IsKind(subject, evch.KindEnrollment), // an enrollment's lifecycle (challenge.go)
+		events.IsKind(subject, events.KindVenue):    // a venue's holds on live trading (livehold.go)
 		return true
 	case events.IsKind(subject, events.KindAccount):
 		a, known := r.accounts[events.ID(subject, events.KindAccount)]

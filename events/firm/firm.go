@@ -36,12 +36,16 @@ const (
 	TypeEnrollmentPassed     = "enrollment.passed"
 	TypeEnrollmentFailed     = "enrollment.failed"
 	TypeEnrollmentCompleted  = "enrollment.completed"
+	// A hold of the firm's venue on live trading for its traders, and its release.
+	TypeLiveTradingHeld     = "live_trading.held"
+	TypeLiveTradingReleased = "live_trading.released"
 )
 
 // WebhookTypes lists the webhook event types, in the spec's order.
 var WebhookTypes = []string{TypeRegistrationLinked, TypeRegistrationRevoked, TypeAccountReset,
 	TypeBalanceRecorded, TypeRiskLocked, TypeRiskUnlocked,
-	TypeEnrollmentRegistered, TypeEnrollmentInProgress, TypeEnrollmentPassed, TypeEnrollmentFailed, TypeEnrollmentCompleted}
+	TypeEnrollmentRegistered, TypeEnrollmentInProgress, TypeEnrollmentPassed, TypeEnrollmentFailed, TypeEnrollmentCompleted,
+	TypeLiveTradingHeld, TypeLiveTradingReleased}
 
 // WebhookRegistered records an endpoint. Its signing secret is not recorded:
 // it is derived from the engine's secret key and the endpoint id.
