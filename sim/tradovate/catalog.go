@@ -64,8 +64,13 @@ func (p Product) validate() error {
 	}
 	for _, f := range []struct{ name, v string }{{"tickSize", p.TickSize}, {"valuePerPoint", p.ValuePerPoint},
 		{"price", p.Price}, {"initialMargin", p.InitialMargin}, {"maintenanceMargin", p.MaintenanceMargin}} {
-		if d, ok := parseDec(f.v); !ok || d.Negative || (f.name != "initialMargin" && f.name != "maintenanceMargin" && d.IsZero()) {
-			errs = append(errs, fmt.Errorf("product %s: %s %q is not a positive decimal", p.Name, f.name, f.v))
+		margin := f.name == "initialMargin" || f.name == "maintenanceMargin"
+		if d, ok := parseDec(f.v); !ok || d.Negative || (!margin && d.IsZero()) {
+			what := "a positive decimal"
+			if margin {
+				what = "a non-negative decimal"
+			}
+			errs = append(errs, fmt.Errorf("product %s: %s %q is not %s", p.Name, f.name, f.v, what))
 		}
 	}
 	if t, ok := parseDec(p.TickSize); ok && !t.IsZero() {
