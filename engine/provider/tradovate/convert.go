@@ -47,6 +47,9 @@ func toPlace(o provider.Order, acct account) (placeOrder, error) {
 	if o.ClosePosition {
 		return r, &provider.Unsupported{Field: "closePosition", Value: string(o.Type)}
 	}
+	if o.MarkTrigger { // a stop triggers on the last trade: futures have no mark price to trigger on
+		return r, &provider.Unsupported{Field: "markTrigger", Value: string(o.Type)}
+	}
 	if o.TIF != "" {
 		if r.TimeInForce, ok = tifs[o.TIF]; !ok {
 			return r, &provider.Unsupported{Field: "timeInForce", Value: string(o.TIF)}

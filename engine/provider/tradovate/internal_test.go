@@ -346,6 +346,7 @@ func TestOrdersAsSent(t *testing.T) {
 		{name: "post-only", edit: func(o *provider.Order) { o.Type, o.TIF, o.LimitPrice = provider.Limit, provider.PostOnly, ptr("1") }, field: "timeInForce"},
 		{name: "take profit", edit: func(o *provider.Order) { o.Type, o.StopPrice = provider.TakeProfit, ptr("1") }, field: "orderType"},
 		{name: "close position", edit: func(o *provider.Order) { o.Type, o.StopPrice, o.ClosePosition = provider.Stop, ptr("1"), true }, field: "closePosition"},
+		{name: "mark-price trigger", edit: func(o *provider.Order) { o.Type, o.StopPrice, o.MarkTrigger = provider.Stop, ptr("1"), true }, field: "markTrigger"},
 		{name: "part of a contract", edit: func(o *provider.Order) { o.Type, o.Quantity = provider.Market, dec("1.5") }, field: "quantity"},
 		{name: "limit without price", edit: func(o *provider.Order) { o.Type = provider.Limit }, field: "limitPrice"},
 	} {
