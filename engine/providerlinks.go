@@ -258,23 +258,16 @@ func (e *Engine) providerDefaults(accountID string, cmd commands.Command) {
 // the provider took it (the intent's events with the settled revision, so
 // the answer reads the order from the read model at that revision), the
 // provider's rejection, or outcome_unknown (no Retry-After: the order may
-// rest there). A retry of an accepted clientOrderId answers that order.
+// rest there). A retry of a clientOrderId whose intent is still open waits
+// for it once more; one the account accepted before is 409
+// idempotency_conflict naming the order (params.brokerOrderId), as on paper:
+// the earlier order stands and repeating keeps answering 409.
 func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands.Envelope, res mailbox.Result, err error) (mailbox.Result, error) {
 	if e.prov == nil || !e.isProvider(accountID) {
 		return res, err
 	}
 	var r *commands.Refusal
 	if err != nil {
-		if errors.As(err, &r) && r.Code == commands.CodeIdempotencyConflict {
-			if id, ok := r.Params["brokerOrderId"].(string); ok {
-				switch env.Cmd.(type) {
-				case *trading.PlaceOrder, *trading.ClosePosition, *trading.Reverse: // the order the earlier request placed
-					var rev uint64
-					_ = e.accounts.Inspect(ctx, accountID, func(_ *account.State, v uint64) { rev = v })
-					return mailbox.Result{Seq: rev, Events: []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace, Order: evacct.Order{BrokerOrderID: id}}}}, nil
-				}
-			}
-		}
 		if errors.As(err, &r) && r.Code == commands.CodeOutcomeUnknown {
 			if in, ok := e.openIntentOf(ctx, accountID, env.Cmd); ok { // still open: wait once more for it
 				return e.awaitOne(ctx, accountID, in, mailbox.Result{Events: []events.Event{in}})

@@ -184,7 +184,9 @@ func TestProviderAccountThroughTheBinary(t *testing.T) {
 		t.Fatalf("the exchange took %d orders of u-0, want exactly 1", n)
 	}
 	// The exchange answers after the engine's bound: outcome_unknown with
-	// no Retry-After, then the retry answers the order the exchange took.
+	// no Retry-After. A retry while the outcome is still open waits for it
+	// and answers the order (200); once the account took it, a repeat is
+	// 409 idempotency_conflict naming that order, as on paper.
 	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, Latency: 7 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -194,16 +196,24 @@ func TestProviderAccountThroughTheBinary(t *testing.T) {
 		t.Fatalf("a late answer: %d %q %s", resp.status, resp.retryAfter, resp.body)
 	}
 	var second map[string]any
+	var placedID any
 	waitUntil(t, 15*time.Second, func() bool {
+		var st int
 		st, second = do("POST", "/api/trading/order"+q, order)
-		return st == 200
+		switch {
+		case st == 200:
+			placedID = second["order"].(map[string]any)["brokerOrderId"]
+		case st == 409 && second["code"] == "idempotency_conflict":
+			placedID = second["params"].(map[string]any)["brokerOrderId"]
+		}
+		return placedID != nil
 	}, func() any { return second })
 	if n := sim.OrdersByClientID(simKey, provider.ClientOrderID(accountID, "u-1")); n != 1 {
 		t.Fatalf("the exchange took %d orders of u-1, want exactly 1", n)
 	}
-	if st, again := do("POST", "/api/trading/order"+q, order); st != 200 ||
-		again["order"].(map[string]any)["brokerOrderId"] != second["order"].(map[string]any)["brokerOrderId"] {
-		t.Fatalf("a third try: %d %v", st, again)
+	if st, again := do("POST", "/api/trading/order"+q, order); st != 409 || again["code"] != "idempotency_conflict" ||
+		again["params"].(map[string]any)["brokerOrderId"] != placedID {
+		t.Fatalf("a third try: want 409 idempotency_conflict naming %v, got %d %v", placedID, st, again)
 	}
 
 	// Unlink, stop, and search everything the engine wrote or printed.

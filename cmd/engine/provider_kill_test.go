@@ -14,12 +14,21 @@ import (
 )
 
 // killOrder is one clientOrderId the kill loop's client sent and the
-// definite answer it got: 200, a 4xx refusal, or none yet (0).
+// definite answer it got: 200, a 4xx refusal, or none yet (0). A retry of
+// an id the engine accepted before is answered 409 idempotency_conflict
+// naming the order: placed, as a 200 is.
 type killOrder struct {
-	id     string
-	status int
-	code   string
-	tries  int
+	id      string
+	status  int
+	code    string
+	tries   int
+	orderID string // the brokerOrderId the answer names
+}
+
+// placed reports whether the answer says the order stands: 200 with it, or
+// 409 idempotency_conflict naming it.
+func (o killOrder) placed() bool {
+	return o.status == 200 || (o.status == 409 && o.code == "idempotency_conflict")
 }
 
 // The binary is killed with SIGKILL three times, and restarted on the same
@@ -74,6 +83,11 @@ func TestProviderKillLoopExactlyOnce(t *testing.T) {
 				code, _ := m["code"].(string)
 				if err == nil && (st == 200 || (st >= 400 && st < 500)) {
 					o.status, o.code = st, code
+					if ord, ok := m["order"].(map[string]any); ok {
+						o.orderID, _ = ord["brokerOrderId"].(string)
+					} else if params, ok := m["params"].(map[string]any); ok {
+						o.orderID, _ = params["brokerOrderId"].(string)
+					}
 					break
 				}
 				kind := "connection"
@@ -100,7 +114,7 @@ func TestProviderKillLoopExactlyOnce(t *testing.T) {
 		defer mu.Unlock()
 		n := 0
 		for _, o := range orders {
-			if o.status == 200 {
+			if o.placed() {
 				n++
 			}
 		}
@@ -134,6 +148,7 @@ func TestProviderKillLoopExactlyOnce(t *testing.T) {
 	var page struct {
 		Orders []struct {
 			ClientOrderID string `json:"clientOrderId"`
+			BrokerOrderID string `json:"brokerOrderId"`
 		} `json:"orders"`
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {
@@ -142,32 +157,38 @@ func TestProviderKillLoopExactlyOnce(t *testing.T) {
 	if len(page.Orders) >= 500 {
 		t.Fatalf("too many orders for one page")
 	}
-	listed := map[string]int{}
+	listed, listedID := map[string]int{}, map[string]string{}
 	for _, o := range page.Orders {
 		listed[o.ClientOrderID]++
+		listedID[o.ClientOrderID] = o.BrokerOrderID
 	}
 
-	var ok, refused, atExchange, retried int
+	var ok, repeated, refused, atExchange, retried int
 	for _, o := range orders {
 		n := sim.OrdersByClientID(k, provider.ClientOrderID(accountID, o.id))
 		atExchange += n
 		switch {
 		case n > 1:
 			t.Errorf("%s: the exchange holds %d orders of it", o.id, n)
-		case o.status == 200 && n != 1:
-			t.Errorf("%s was answered 200 and the exchange holds %d of it", o.id, n)
-		case o.status == 200 && listed[o.id] != 1:
-			t.Errorf("%s was answered 200 and the account's orders list it %d times", o.id, listed[o.id])
-		case o.status != 200 && o.status != 0 && n != 0:
+		case o.placed() && n != 1:
+			t.Errorf("%s was answered %d and the exchange holds %d of it", o.id, o.status, n)
+		case o.placed() && listed[o.id] != 1:
+			t.Errorf("%s was answered %d and the account's orders list it %d times", o.id, o.status, listed[o.id])
+		case o.placed() && o.orderID != listedID[o.id]:
+			t.Errorf("%s was answered %d naming order %q; the account's orders list it as %q", o.id, o.status, o.orderID, listedID[o.id])
+		case !o.placed() && o.status != 0 && n != 0:
 			t.Errorf("%s was refused (%d %s) and the exchange holds %d of it", o.id, o.status, o.code, n)
 		}
 		if o.tries > 1 {
 			retried++
 		}
-		switch o.status {
-		case 200:
+		switch {
+		case o.placed():
 			ok++
-		case 0:
+			if o.status == 409 {
+				repeated++
+			}
+		case o.status == 0:
 		default:
 			refused++
 			t.Logf("%s refused: %d %s", o.id, o.status, o.code)
@@ -178,6 +199,6 @@ func TestProviderKillLoopExactlyOnce(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d kills in %s: %d ids, %d requests, %d ids retried, %d answered 200 (each once at the exchange and in the orders read), %d refused, %d orders at the exchange; retried answers %v",
-		kills, elapsed.Round(100*time.Millisecond), len(orders), attempts.Load(), retried, ok, refused, atExchange, retries)
+	t.Logf("%d kills in %s: %d ids, %d requests, %d ids retried, %d placed (%d of them answered 409 to a retry; each once at the exchange and in the orders read), %d refused, %d orders at the exchange; retried answers %v",
+		kills, elapsed.Round(100*time.Millisecond), len(orders), attempts.Load(), retried, ok, repeated, refused, atExchange, retries)
 }

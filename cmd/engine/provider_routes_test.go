@@ -105,9 +105,9 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	},
 		func() any { return positions() })
 	reversed := orderOf(m)["brokerOrderId"]
-	if st, again := do("POST", "/api/trading/reverse"+q, map[string]any{"instrument": "BTCUSDT", "clientOrderId": "r-1"}); st != 200 ||
-		orderOf(again)["brokerOrderId"] != reversed {
-		t.Fatalf("the reverse again with r-1 (the order it placed): %d %v", st, again)
+	if st, again := do("POST", "/api/trading/reverse"+q, map[string]any{"instrument": "BTCUSDT", "clientOrderId": "r-1"}); st != 409 ||
+		again["code"] != "idempotency_conflict" || again["params"].(map[string]any)["brokerOrderId"] != reversed {
+		t.Fatalf("the reverse again with r-1: want 409 idempotency_conflict naming the order it placed, got %d %v", st, again)
 	}
 	if n := sent("r-1"); n != 1 {
 		t.Fatalf("the exchange took %d orders of r-1, want 1", n)
