@@ -1,6 +1,8 @@
 package exitplans
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -67,6 +69,63 @@ func answer(w http.ResponseWriter, bracketID string, evs []events.Event) {
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
+// answerProvider is the withdrawal answer on a provider account, read once
+// the provider answered every order the change sent (the engine awaits
+// them; the read models show their outcome): the bracket as it stands (it
+// ends only once none of its orders rests), refused order_rejected when a
+// leg it placed does not rest (the provider refused it, or it could not be
+// sent: that part of the position is unprotected, a changed leg stays where
+// it rested), stuck the orders it asked to cancel that still rest, and the
+// entry a bracket waits on (entryID), which rests on unchanged.
+func (h *Handlers) answerProvider(ctx context.Context, w http.ResponseWriter, accountID, bracketID, entryID string, evs []events.Event) error {
+	var refused any
+	stuck := 0
+	for _, e := range evs {
+		switch e := e.(type) {
+		case evacct.BracketSet:
+			bracketID = e.Bracket.ID
+			if entryID == "" {
+				entryID = e.Bracket.EntryOrderID
+			}
+		case evacct.OrderIntended:
+			o, err := projections.GetOrder(ctx, h.d.Store, accountID, e.Order.BrokerOrderID)
+			switch {
+			case err != nil && !errors.Is(err, projections.ErrNotFound):
+				return err
+			case e.Op == evacct.IntentCancel && err == nil && (o.State == "working" || o.State == "partially_filled"):
+				stuck++
+			case e.Op != evacct.IntentCancel && e.Order.BracketID != "" && e.Order.ReduceOnly && err != nil: // a leg's placement
+				refused = commands.CodeOrderRejected
+			}
+		}
+	}
+	state := evacct.BracketEnded
+	if b, err := projections.GetInto[evacct.Bracket](ctx, h.d.Store, projections.CollBracket, accountID+"/"+bracketID); err == nil {
+		state = b.State
+	} else if !errors.Is(err, projections.ErrNotFound) {
+		return err
+	}
+	out := map[string]any{"bracket": map[string]any{"id": bracketID, "state": state}, "refused": refused, "stuck": stuck}
+	if entryID != "" {
+		out["entryOrderId"] = entryID
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// waitsOn is the entry a provider account's bracket waits on, as read
+// before a change or withdrawal ("" for none).
+func (h *Handlers) waitsOn(ctx context.Context, a projections.Account, bracketID string) string {
+	if a.Kind != frames.KindProvider {
+		return ""
+	}
+	b, err := projections.GetInto[evacct.Bracket](ctx, h.d.Store, projections.CollBracket, a.AccountID+"/"+bracketID)
+	if err != nil {
+		return ""
+	}
+	return b.EntryOrderID
+}
+
 // Protect puts a bracket from a saved plan on a position (body instrument)
 // or a resting entry (body entryOrderId): POST /api/trading/exits.
 func (h *Handlers) Protect(w http.ResponseWriter, r *http.Request) error {
@@ -87,6 +146,9 @@ func (h *Handlers) Protect(w http.ResponseWriter, r *http.Request) error {
 	res, err := h.d.Exec(r, a.AccountID, c.ClientOrderID, &c)
 	if err != nil {
 		return err
+	}
+	if a.Kind == frames.KindProvider {
+		return h.answerProvider(r.Context(), w, a.AccountID, "", "", res.Events)
 	}
 	answer(w, "", res.Events)
 	return nil
@@ -110,9 +172,13 @@ func (h *Handlers) Withdraw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	entry := h.waitsOn(r.Context(), a, id)
 	res, err := h.d.Exec(r, a.AccountID, "", &tradecmd.WithdrawBracket{BracketID: id})
 	if err != nil {
 		return err
+	}
+	if a.Kind == frames.KindProvider {
+		return h.answerProvider(r.Context(), w, a.AccountID, id, entry, res.Events)
 	}
 	answer(w, id, res.Events)
 	return nil
@@ -133,9 +199,13 @@ func (h *Handlers) Change(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c.BracketID = id
+	entry := h.waitsOn(r.Context(), a, id)
 	res, err := h.d.Exec(r, a.AccountID, "", &c)
 	if err != nil {
 		return err
+	}
+	if a.Kind == frames.KindProvider {
+		return h.answerProvider(r.Context(), w, a.AccountID, id, entry, res.Events)
 	}
 	answer(w, id, res.Events)
 	return nil

@@ -1,0 +1,205 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/sim/binance"
+)
+
+// TestProviderExitsThroughTheBinary: exit plans and brackets on a linked
+// Binance futures account (the simulator), through one engine binary.
+// The frame says what the exchange serves; a bracketed market entry fills
+// and both legs rest at the exchange as its own reduce-only stop and take
+// profit on the mark, each sent once; the price through the target fills
+// it and the engine cancels the stop (the exchange holds nothing after),
+// the bracket ends and the position is flat. A protection whose stop the
+// exchange rejects (the price is already through it) answers refused with
+// the target resting; a change moves the target at the exchange; the
+// withdrawal cancels what rests and ends the bracket, the position staying.
+func TestProviderExitsThroughTheBinary(t *testing.T) {
+	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
+	if err := sim.SetPrice("BTCUSDT", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
+	b, key := signedIn(t, p, dir, "exits@example.com")
+	do := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		st, raw, err := call(p.base, key, method, path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return st, m
+	}
+	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": simKey, "apiSecret": simSecret})
+	if st != 201 {
+		t.Fatalf("link: %d %v\n%s", st, m, p.out)
+	}
+	acct := m["account"].(map[string]any)
+	accountID := acct["accountId"].(string)
+	q := "?broker=binance&account=" + acct["accountNumber"].(string)
+	snapshot := func() map[string]any {
+		t.Helper()
+		_, f := do("GET", "/api/account/snapshot"+q, nil)
+		return f
+	}
+	brackets := func() []any {
+		t.Helper()
+		_, r := do("GET", "/api/account/brackets"+q, nil)
+		items, _ := r["items"].([]any)
+		return items
+	}
+	legOf := func(b any, kind string) map[string]any {
+		for _, l := range b.(map[string]any)["legs"].([]any) {
+			if l := l.(map[string]any); l["kind"] == kind {
+				return l
+			}
+		}
+		return nil
+	}
+	open := func() []string { // what rests at the exchange: type@trigger
+		var out []string
+		for _, o := range sim.OpenOrders(simKey, "BTCUSDT") {
+			out = append(out, fmt.Sprintf("%s@%s", o.Type, o.StopPrice))
+		}
+		slices.Sort(out)
+		return out
+	}
+	sentOnce := func(b any) {
+		t.Helper()
+		for _, l := range b.(map[string]any)["legs"].([]any) {
+			id := l.(map[string]any)["id"].(string)
+			if n := sim.OrdersByClientID(simKey, provider.ClientOrderID(accountID, id)); n != 1 {
+				t.Fatalf("the exchange took %d orders of leg %s, want 1", n, id)
+			}
+		}
+	}
+
+	// The exchange's feed reaches the engine (a market entry's preview prices at its touch).
+	waitUntil(t, 10*time.Second, func() bool {
+		if err := sim.SetPrice("BTCUSDT", "60000"); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := do("GET", "/api/market/quotes?instruments=BTCUSDT", nil)
+		return st == 200
+	}, func() any { _, m := do("GET", "/api/market/quotes?instruments=BTCUSDT", nil); return m })
+
+	// The frame says what the exchange serves: no breakeven, no trailing stop.
+	caps := snapshot()["capabilities"].(map[string]any)
+	if got := fmt.Sprint(caps["exitPlanSupport"]); got != "[stop_loss take_profit multiple_targets runner_leg]" {
+		t.Fatalf("exitPlanSupport %s", got)
+	}
+	plan := func(spec map[string]any) (string, string) {
+		t.Helper()
+		st, m := do("POST", "/api/exit-plans", spec)
+		if st != 201 {
+			t.Fatalf("plan: %d %v", st, m)
+		}
+		pl := m["plan"].(map[string]any)
+		return pl["id"].(string), pl["revision"].(string)
+	}
+	// A stop 100 ticks (10 USDT) away, one target 200 ticks away.
+	id, rev := plan(map[string]any{"name": "one", "stop": map[string]any{"ticks": 100},
+		"targets": []any{map[string]any{"distance": map[string]any{"ticks": 200}, "share": "1"}}})
+	trailID, trailRev := plan(map[string]any{"name": "trail", "stop": map[string]any{"ticks": 100},
+		"trailing": map[string]any{"activation": map[string]any{"ticks": 50}, "distance": map[string]any{"ticks": 50}}})
+	bracketed := func(coid, planID, planRev string) (int, map[string]any) {
+		t.Helper()
+		st, pv := do("POST", "/api/account/exit-plans/preview"+q, map[string]any{"planId": planID, "planRevision": planRev, "instrument": "BTCUSDT",
+			"side": "buy", "quantity": "0.01", "orderType": "market", "clientOrderId": coid})
+		if st != 200 {
+			t.Fatalf("preview: %d %v", st, pv)
+		}
+		return do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": coid, "instrument": "BTCUSDT", "side": "buy",
+			"orderType": "market", "quantity": "0.01", "exitPlan": map[string]any{"planId": planID, "planRevision": planRev,
+				"previewToken": pv["preview"].(map[string]any)["token"]}})
+	}
+	if st, m := bracketed("bx-trail", trailID, trailRev); st != 422 || m["code"] != "invalid_request" {
+		t.Fatalf("a trailing plan on a provider account: %d %v", st, m)
+	}
+	if n := sim.OrdersByClientID(simKey, provider.ClientOrderID(accountID, "bx-trail")); n != 0 {
+		t.Fatalf("the refused entry reached the exchange %d times", n)
+	}
+
+	// A bracketed market entry: both legs rest at the exchange once it fills.
+	st, m = bracketed("bx-1", id, rev)
+	if st != 200 || m["bracket"].(map[string]any)["state"] != "active" || m["order"].(map[string]any)["clientOrderId"] != "bx-1" {
+		t.Fatalf("bracketed entry: %d %v\n%s", st, m, p.out)
+	}
+	waitUntil(t, 5*time.Second, func() bool {
+		bs := brackets()
+		return len(bs) == 1 && legOf(bs[0], "stop")["state"] == "working" && slices.Equal(open(), []string{"STOP_MARKET@59990.00", "TAKE_PROFIT_MARKET@60020.00"})
+	}, func() any { return fmt.Sprint(brackets(), open()) })
+	for _, o := range sim.OpenOrders(simKey, "BTCUSDT") {
+		if !o.ReduceOnly || o.WorkingType != "MARK_PRICE" || o.Side != "SELL" || o.Quantity != "0.010" {
+			t.Fatalf("a leg at the exchange: %+v", o)
+		}
+	}
+	sentOnce(brackets()[0])
+	waitUntil(t, 5*time.Second, func() bool { // the legs in the frame's orders once the exchange's answers are recorded
+		f := snapshot()
+		return len(f["orders"].([]any)) == 2 && len(f["brackets"].([]any)) == 1
+	}, func() any { return snapshot() })
+
+	// The price through the target: it fills; the engine cancels the stop; the bracket ends.
+	if err := sim.SetPrice("BTCUSDT", "60021"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, func() bool {
+		f := snapshot()
+		return len(open()) == 0 && len(f["brackets"].([]any)) == 0 && len(f["positions"].([]any)) == 0 && len(f["orders"].([]any)) == 0
+	}, func() any { return fmt.Sprint(snapshot(), open()) })
+	if n := sim.RequestCount("DELETE /fapi/v1/order"); n != 1 {
+		t.Fatalf("the exchange had %d cancels, want the stop's", n)
+	}
+
+	// A position whose stop the price has gone through already: the
+	// protection's stop is the exchange's rejection, its target rests.
+	if st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "m-2", "instrument": "BTCUSDT", "side": "buy",
+		"orderType": "market", "quantity": "0.01"}); st != 200 {
+		t.Fatalf("market: %d %v", st, m)
+	}
+	waitUntil(t, 5*time.Second, func() bool { return len(snapshot()["positions"].([]any)) == 1 }, func() any { return snapshot() })
+	if err := sim.SetPrice("BTCUSDT", "60005"); err != nil { // the stop at 60011 (the entry 60021 less 10) would trigger at once
+		t.Fatal(err)
+	}
+	st, m = do("POST", "/api/trading/exits"+q, map[string]any{"clientOrderId": "pr-1", "instrument": "BTCUSDT", "planId": id, "planRevision": rev})
+	if st != 200 || m["refused"] != "order_rejected" || m["stuck"].(float64) != 0 || m["bracket"].(map[string]any)["state"] != "active" {
+		t.Fatalf("a protection with a stop through the price: %d %v\n%s", st, m, p.out)
+	}
+	bid := m["bracket"].(map[string]any)["id"].(string)
+	bs := brackets()
+	if len(bs) != 1 || legOf(bs[0], "stop")["state"] != "canceled" || legOf(bs[0], "target")["state"] != "working" ||
+		!slices.Equal(open(), []string{"TAKE_PROFIT_MARKET@60041.00"}) {
+		t.Fatalf("after the refusal: %v, at the exchange %v", bs, open())
+	}
+
+	// A change moves the target at the exchange: the new one rests, the old one goes.
+	target := legOf(bs[0], "target")["id"].(string)
+	st, m = do("PATCH", "/api/trading/exits/"+bid+q, map[string]any{"legs": []any{map[string]any{"id": target, "price": "60050"}}})
+	if st != 200 || m["refused"] != nil || m["bracket"].(map[string]any)["state"] != "active" {
+		t.Fatalf("change: %d %v", st, m)
+	}
+	waitUntil(t, 5*time.Second, func() bool { return slices.Equal(open(), []string{"TAKE_PROFIT_MARKET@60050.00"}) }, func() any { return open() })
+
+	// The withdrawal cancels what rests and ends the bracket; the position stays.
+	st, m = do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil)
+	if st != 200 || m["bracket"].(map[string]any)["state"] != "ended" || m["stuck"].(float64) != 0 || m["refused"] != nil {
+		t.Fatalf("withdraw: %d %v", st, m)
+	}
+	if f := snapshot(); len(open()) != 0 || len(f["brackets"].([]any)) != 0 || len(f["positions"].([]any)) != 1 {
+		t.Fatalf("after the withdrawal: %v, at the exchange %v", f, open())
+	}
+	if st, m := do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil); st != 404 {
+		t.Fatalf("a withdrawal of an ended bracket: %d %v", st, m)
+	}
+}
