@@ -580,6 +580,7 @@ const (
 	ErrorCodeLinkClosed                 ErrorCode = "link_closed"
 	ErrorCodeLinkConnected              ErrorCode = "link_connected"
 	ErrorCodeLinkExpired                ErrorCode = "link_expired"
+	ErrorCodeLiveHoldLimitReached       ErrorCode = "live_hold_limit_reached"
 	ErrorCodeLiveTradingUnreadable      ErrorCode = "live_trading_unreadable"
 	ErrorCodeLockNotOwned               ErrorCode = "lock_not_owned"
 	ErrorCodeLogUnavailable             ErrorCode = "log_unavailable"
@@ -740,6 +741,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeLinkConnected:
 		return true
 	case ErrorCodeLinkExpired:
+		return true
+	case ErrorCodeLiveHoldLimitReached:
 		return true
 	case ErrorCodeLiveTradingUnreadable:
 		return true
@@ -2116,7 +2119,7 @@ type BracketAnswer struct {
 	// EntryOrderId The id a resting entry rests as afterwards, where the change re-rested it
 	EntryOrderId *string `json:"entryOrderId,omitempty"`
 
-	// Refused The provider's reason where it refused a pair; the paper book refuses none
+	// Refused The provider's reason where it refused a pair (order_rejected: a leg it placed does not rest at the provider); the paper book refuses none
 	Refused *string `json:"refused"`
 
 	// Stuck Orders the change meant to cancel that still rest; the bracket keeps them
@@ -7169,6 +7172,13 @@ type ClientInterface interface {
 	// `clientOrderId` is the key: used once on the account (409 after). Refused
 	// with 423 while the account is held: it places orders.
 	//
+	// On a provider account the legs of a position's bracket are placed at the
+	// provider in the same step and the answer waits for the provider's answers:
+	// `refused` is `order_rejected` when a leg does not rest (refused by the
+	// provider, or not sent), that part of the position shows unprotected and the
+	// other legs rest. A resting entry rests on unchanged at the provider
+	// (`entryOrderId` names it); the legs go out once it fills.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -7185,6 +7195,13 @@ type ClientInterface interface {
 	// `clientOrderId` is the key: used once on the account (409 after). Refused
 	// with 423 while the account is held: it places orders.
 	//
+	// On a provider account the legs of a position's bracket are placed at the
+	// provider in the same step and the answer waits for the provider's answers:
+	// `refused` is `order_rejected` when a leg does not rest (refused by the
+	// provider, or not sent), that part of the position shows unprotected and the
+	// other legs rest. A resting entry rests on unchanged at the provider
+	// (`entryOrderId` names it); the legs go out once it fills.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -7198,6 +7215,12 @@ type ClientInterface interface {
 	// (a hold that refuses new entries refuses that, 423). The paper book's cancels
 	// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
 	//
+	// On a provider account the answer waits for the provider's answers to the
+	// cancels: the bracket ends once none of its orders rests; an order that would
+	// not cancel still rests, counts in `stuck`, and the bracket stays `active`
+	// with it (withdraw again to ask once more). A resting entry the bracket waits
+	// on rests on unchanged at the provider (`entryOrderId` names it).
+	//
 	// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
 	WithdrawBracket(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -7207,6 +7230,11 @@ type ClientInterface interface {
 	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 	// with 423 while the account is held.
+	//
+	// On a provider account a working leg is placed again at its new level and the
+	// order it rested as is canceled once the new one rests; a level the provider
+	// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+	// a bracket waits on rests on unchanged (`entryOrderId` names it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7219,6 +7247,11 @@ type ClientInterface interface {
 	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 	// with 423 while the account is held.
+	//
+	// On a provider account a working leg is placed again at its new level and the
+	// order it rested as is canceled once the new one rests; a level the provider
+	// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+	// a bracket waits on rests on unchanged (`entryOrderId` names it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7288,6 +7321,20 @@ type ClientInterface interface {
 	// `clientOrderId`, which never places a second order and answers the order
 	// once its outcome is recorded.
 	//
+	// An `exitPlan` on a provider account: the entry and its bracket are recorded
+	// in one commit and the entry is sent as above; once it fills, each leg is
+	// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+	// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+	// price), each under its own client order id, sent once. A market entry's
+	// levels move with its fill price (on the tick). The one-cancels-other is the
+	// engine's: a target's fill resizes the stop, the stop's fill or a position
+	// closed otherwise cancels the other legs at the provider, and the bracket
+	// ends once none of its orders rests there. A leg the provider refuses shows
+	// `canceled` in the bracket (that part of the position is unprotected; the
+	// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+	// what a provider account serves: a plan that needs more (Binance: breakeven,
+	// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -7321,6 +7368,20 @@ type ClientInterface interface {
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order and answers the order
 	// once its outcome is recorded.
+	//
+	// An `exitPlan` on a provider account: the entry and its bracket are recorded
+	// in one commit and the entry is sent as above; once it fills, each leg is
+	// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+	// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+	// price), each under its own client order id, sent once. A market entry's
+	// levels move with its fill price (on the tick). The one-cancels-other is the
+	// engine's: a target's fill resizes the stop, the stop's fill or a position
+	// closed otherwise cancels the other legs at the provider, and the bracket
+	// ends once none of its orders rests there. A leg the provider refuses shows
+	// `canceled` in the bracket (that part of the position is unprotected; the
+	// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+	// what a provider account serves: a plan that needs more (Binance: breakeven,
+	// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -11917,6 +11978,13 @@ func (c *Client) ClosePosition(ctx context.Context, params *ClosePositionParams,
 // `clientOrderId` is the key: used once on the account (409 after). Refused
 // with 423 while the account is held: it places orders.
 //
+// On a provider account the legs of a position's bracket are placed at the
+// provider in the same step and the answer waits for the provider's answers:
+// `refused` is `order_rejected` when a leg does not rest (refused by the
+// provider, or not sent), that part of the position shows unprotected and the
+// other legs rest. A resting entry rests on unchanged at the provider
+// (`entryOrderId` names it); the legs go out once it fills.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -11943,6 +12011,13 @@ func (c *Client) ProtectWithPlanWithBody(ctx context.Context, params *ProtectWit
 // `clientOrderId` is the key: used once on the account (409 after). Refused
 // with 423 while the account is held: it places orders.
 //
+// On a provider account the legs of a position's bracket are placed at the
+// provider in the same step and the answer waits for the provider's answers:
+// `refused` is `order_rejected` when a leg does not rest (refused by the
+// provider, or not sent), that part of the position shows unprotected and the
+// other legs rest. A resting entry rests on unchanged at the provider
+// (`entryOrderId` names it); the legs go out once it fills.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -11966,6 +12041,12 @@ func (c *Client) ProtectWithPlan(ctx context.Context, params *ProtectWithPlanPar
 // (a hold that refuses new entries refuses that, 423). The paper book's cancels
 // never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
 //
+// On a provider account the answer waits for the provider's answers to the
+// cancels: the bracket ends once none of its orders rests; an order that would
+// not cancel still rests, counts in `stuck`, and the bracket stays `active`
+// with it (withdraw again to ask once more). A resting entry the bracket waits
+// on rests on unchanged at the provider (`entryOrderId` names it).
+//
 // Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
 func (c *Client) WithdrawBracket(ctx context.Context, id string, params *WithdrawBracketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWithdrawBracketRequest(c.Server, id, params)
@@ -11985,6 +12066,11 @@ func (c *Client) WithdrawBracket(ctx context.Context, id string, params *Withdra
 // rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 // resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 // with 423 while the account is held.
+//
+// On a provider account a working leg is placed again at its new level and the
+// order it rested as is canceled once the new one rests; a level the provider
+// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+// a bracket waits on rests on unchanged (`entryOrderId` names it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -12007,6 +12093,11 @@ func (c *Client) ChangeBracketWithBody(ctx context.Context, id string, params *C
 // rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 // resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 // with 423 while the account is held.
+//
+// On a provider account a working leg is placed again at its new level and the
+// order it rested as is canceled once the new one rests; a level the provider
+// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+// a bracket waits on rests on unchanged (`entryOrderId` names it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12106,6 +12197,20 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // `clientOrderId`, which never places a second order and answers the order
 // once its outcome is recorded.
 //
+// An `exitPlan` on a provider account: the entry and its bracket are recorded
+// in one commit and the entry is sent as above; once it fills, each leg is
+// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+// price), each under its own client order id, sent once. A market entry's
+// levels move with its fill price (on the tick). The one-cancels-other is the
+// engine's: a target's fill resizes the stop, the stop's fill or a position
+// closed otherwise cancels the other legs at the provider, and the bracket
+// ends once none of its orders rests there. A leg the provider refuses shows
+// `canceled` in the bracket (that part of the position is unprotected; the
+// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+// what a provider account serves: a plan that needs more (Binance: breakeven,
+// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -12149,6 +12254,20 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order and answers the order
 // once its outcome is recorded.
+//
+// An `exitPlan` on a provider account: the entry and its bracket are recorded
+// in one commit and the entry is sent as above; once it fills, each leg is
+// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+// price), each under its own client order id, sent once. A market entry's
+// levels move with its fill price (on the tick). The one-cancels-other is the
+// engine's: a target's fill resizes the stop, the stop's fill or a position
+// closed otherwise cancels the other legs at the provider, and the bracket
+// ends once none of its orders rests there. A leg the provider refuses shows
+// `canceled` in the bracket (that part of the position is unprotected; the
+// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+// what a provider account serves: a plan that needs more (Binance: breakeven,
+// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -24585,6 +24704,13 @@ type ClientWithResponsesInterface interface {
 	// `clientOrderId` is the key: used once on the account (409 after). Refused
 	// with 423 while the account is held: it places orders.
 	//
+	// On a provider account the legs of a position's bracket are placed at the
+	// provider in the same step and the answer waits for the provider's answers:
+	// `refused` is `order_rejected` when a leg does not rest (refused by the
+	// provider, or not sent), that part of the position shows unprotected and the
+	// other legs rest. A resting entry rests on unchanged at the provider
+	// (`entryOrderId` names it); the legs go out once it fills.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -24601,6 +24727,13 @@ type ClientWithResponsesInterface interface {
 	// `clientOrderId` is the key: used once on the account (409 after). Refused
 	// with 423 while the account is held: it places orders.
 	//
+	// On a provider account the legs of a position's bracket are placed at the
+	// provider in the same step and the answer waits for the provider's answers:
+	// `refused` is `order_rejected` when a leg does not rest (refused by the
+	// provider, or not sent), that part of the position shows unprotected and the
+	// other legs rest. A resting entry rests on unchanged at the provider
+	// (`entryOrderId` names it); the legs go out once it fills.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -24614,6 +24747,12 @@ type ClientWithResponsesInterface interface {
 	// (a hold that refuses new entries refuses that, 423). The paper book's cancels
 	// never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
 	//
+	// On a provider account the answer waits for the provider's answers to the
+	// cancels: the bracket ends once none of its orders rests; an order that would
+	// not cancel still rests, counts in `stuck`, and the bracket stays `active`
+	// with it (withdraw again to ask once more). A resting entry the bracket waits
+	// on rests on unchanged at the provider (`entryOrderId` names it).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
@@ -24626,6 +24765,11 @@ type ClientWithResponsesInterface interface {
 	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 	// with 423 while the account is held.
 	//
+	// On a provider account a working leg is placed again at its new level and the
+	// order it rested as is canceled once the new one rests; a level the provider
+	// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+	// a bracket waits on rests on unchanged (`entryOrderId` names it).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
@@ -24637,6 +24781,11 @@ type ClientWithResponsesInterface interface {
 	// rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 	// resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 	// with 423 while the account is held.
+	//
+	// On a provider account a working leg is placed again at its new level and the
+	// order it rested as is canceled once the new one rests; a level the provider
+	// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+	// a bracket waits on rests on unchanged (`entryOrderId` names it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24706,6 +24855,20 @@ type ClientWithResponsesInterface interface {
 	// `clientOrderId`, which never places a second order and answers the order
 	// once its outcome is recorded.
 	//
+	// An `exitPlan` on a provider account: the entry and its bracket are recorded
+	// in one commit and the entry is sent as above; once it fills, each leg is
+	// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+	// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+	// price), each under its own client order id, sent once. A market entry's
+	// levels move with its fill price (on the tick). The one-cancels-other is the
+	// engine's: a target's fill resizes the stop, the stop's fill or a position
+	// closed otherwise cancels the other legs at the provider, and the bracket
+	// ends once none of its orders rests there. A leg the provider refuses shows
+	// `canceled` in the bracket (that part of the position is unprotected; the
+	// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+	// what a provider account serves: a plan that needs more (Binance: breakeven,
+	// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -24739,6 +24902,20 @@ type ClientWithResponsesInterface interface {
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order and answers the order
 	// once its outcome is recorded.
+	//
+	// An `exitPlan` on a provider account: the entry and its bracket are recorded
+	// in one commit and the entry is sent as above; once it fills, each leg is
+	// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+	// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+	// price), each under its own client order id, sent once. A market entry's
+	// levels move with its fill price (on the tick). The one-cancels-other is the
+	// engine's: a target's fill resizes the stop, the stop's fill or a position
+	// closed otherwise cancels the other legs at the provider, and the bracket
+	// ends once none of its orders rests there. A leg the provider refuses shows
+	// `canceled` in the bracket (that part of the position is unprotected; the
+	// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+	// what a provider account serves: a plan that needs more (Binance: breakeven,
+	// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -40940,6 +41117,13 @@ func (c *ClientWithResponses) ClosePositionWithResponse(ctx context.Context, par
 // `clientOrderId` is the key: used once on the account (409 after). Refused
 // with 423 while the account is held: it places orders.
 //
+// On a provider account the legs of a position's bracket are placed at the
+// provider in the same step and the answer waits for the provider's answers:
+// `refused` is `order_rejected` when a leg does not rest (refused by the
+// provider, or not sent), that part of the position shows unprotected and the
+// other legs rest. A resting entry rests on unchanged at the provider
+// (`entryOrderId` names it); the legs go out once it fills.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -40962,6 +41146,13 @@ func (c *ClientWithResponses) ProtectWithPlanWithBodyWithResponse(ctx context.Co
 // `clientOrderId` is the key: used once on the account (409 after). Refused
 // with 423 while the account is held: it places orders.
 //
+// On a provider account the legs of a position's bracket are placed at the
+// provider in the same step and the answer waits for the provider's answers:
+// `refused` is `order_rejected` when a leg does not rest (refused by the
+// provider, or not sent), that part of the position shows unprotected and the
+// other legs rest. A resting entry rests on unchanged at the provider
+// (`entryOrderId` names it); the legs go out once it fills.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/trading/exits (the `ProtectWithPlan` operationId).
@@ -40981,6 +41172,12 @@ func (c *ClientWithResponses) ProtectWithPlanWithResponse(ctx context.Context, p
 // (a hold that refuses new entries refuses that, 423). The paper book's cancels
 // never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
 //
+// On a provider account the answer waits for the provider's answers to the
+// cancels: the bracket ends once none of its orders rests; an order that would
+// not cancel still rests, counts in `stuck`, and the bracket stays `active`
+// with it (withdraw again to ask once more). A resting entry the bracket waits
+// on rests on unchanged at the provider (`entryOrderId` names it).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/trading/exits/{id} (the `WithdrawBracket` operationId).
@@ -40999,6 +41196,11 @@ func (c *ClientWithResponses) WithdrawBracketWithResponse(ctx context.Context, i
 // resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 // with 423 while the account is held.
 //
+// On a provider account a working leg is placed again at its new level and the
+// order it rested as is canceled once the new one rests; a level the provider
+// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+// a bracket waits on rests on unchanged (`entryOrderId` names it).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/trading/exits/{id} (the `ChangeBracket` operationId).
@@ -41016,6 +41218,11 @@ func (c *ClientWithResponses) ChangeBracketWithBodyWithResponse(ctx context.Cont
 // rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
 // resting entry has the entry rest again as a new order (`entryOrderId`). Refused
 // with 423 while the account is held.
+//
+// On a provider account a working leg is placed again at its new level and the
+// order it rested as is canceled once the new one rests; a level the provider
+// refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+// a bracket waits on rests on unchanged (`entryOrderId` names it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -41103,6 +41310,20 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // `clientOrderId`, which never places a second order and answers the order
 // once its outcome is recorded.
 //
+// An `exitPlan` on a provider account: the entry and its bracket are recorded
+// in one commit and the entry is sent as above; once it fills, each leg is
+// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+// price), each under its own client order id, sent once. A market entry's
+// levels move with its fill price (on the tick). The one-cancels-other is the
+// engine's: a target's fill resizes the stop, the stop's fill or a position
+// closed otherwise cancels the other legs at the provider, and the bracket
+// ends once none of its orders rests there. A leg the provider refuses shows
+// `canceled` in the bracket (that part of the position is unprotected; the
+// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+// what a provider account serves: a plan that needs more (Binance: breakeven,
+// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/trading/order (the `PlaceOrder` operationId).
@@ -41142,6 +41363,20 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order and answers the order
 // once its outcome is recorded.
+//
+// An `exitPlan` on a provider account: the entry and its bracket are recorded
+// in one commit and the entry is sent as above; once it fills, each leg is
+// placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+// the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+// price), each under its own client order id, sent once. A market entry's
+// levels move with its fill price (on the tick). The one-cancels-other is the
+// engine's: a target's fill resizes the stop, the stop's fill or a position
+// closed otherwise cancels the other legs at the provider, and the bracket
+// ends once none of its orders rests there. A leg the provider refuses shows
+// `canceled` in the bracket (that part of the position is unprotected; the
+// other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+// what a provider account serves: a plan that needs more (Binance: breakeven,
+// a trailing stop) is 422 `invalid_request` naming `exitPlan`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

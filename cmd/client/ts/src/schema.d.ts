@@ -151,6 +151,20 @@ export interface paths {
          *     time: the order may rest at the provider; retry with the same
          *     `clientOrderId`, which never places a second order and answers the order
          *     once its outcome is recorded.
+         *
+         *     An `exitPlan` on a provider account: the entry and its bracket are recorded
+         *     in one commit and the entry is sent as above; once it fills, each leg is
+         *     placed as the provider's own reduce-only order (Binance: `STOP_MARKET` for
+         *     the stop, `TAKE_PROFIT_MARKET` for a target, both triggered by the mark
+         *     price), each under its own client order id, sent once. A market entry's
+         *     levels move with its fill price (on the tick). The one-cancels-other is the
+         *     engine's: a target's fill resizes the stop, the stop's fill or a position
+         *     closed otherwise cancels the other legs at the provider, and the bracket
+         *     ends once none of its orders rests there. A leg the provider refuses shows
+         *     `canceled` in the bracket (that part of the position is unprotected; the
+         *     other legs rest). The account frame's `capabilities.exitPlanSupport` lists
+         *     what a provider account serves: a plan that needs more (Binance: breakeven,
+         *     a trailing stop) is 422 `invalid_request` naming `exitPlan`.
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -178,6 +192,13 @@ export interface paths {
          *     rests again as a new order carrying it (`entryOrderId` in the answer).
          *     `clientOrderId` is the key: used once on the account (409 after). Refused
          *     with 423 while the account is held: it places orders.
+         *
+         *     On a provider account the legs of a position's bracket are placed at the
+         *     provider in the same step and the answer waits for the provider's answers:
+         *     `refused` is `order_rejected` when a leg does not rest (refused by the
+         *     provider, or not sent), that part of the position shows unprotected and the
+         *     other legs rest. A resting entry rests on unchanged at the provider
+         *     (`entryOrderId` names it); the legs go out once it fills.
          */
         post: operations["protectWithPlan"];
         delete?: never;
@@ -211,6 +232,12 @@ export interface paths {
          *     itself without the bracket in the same step, and `entryOrderId` names its new id
          *     (a hold that refuses new entries refuses that, 423). The paper book's cancels
          *     never stick: `stuck` is 0 and `refused` null. A bracket that has ended is 404.
+         *
+         *     On a provider account the answer waits for the provider's answers to the
+         *     cancels: the bracket ends once none of its orders rests; an order that would
+         *     not cancel still rests, counts in `stuck`, and the bracket stays `active`
+         *     with it (withdraw again to ask once more). A resting entry the bracket waits
+         *     on rests on unchanged at the provider (`entryOrderId` names it).
          */
         delete: operations["withdrawBracket"];
         options?: never;
@@ -221,6 +248,11 @@ export interface paths {
          *     rests is replaced at it, a `pre_armed` leg is repriced. A bracket waiting on a
          *     resting entry has the entry rest again as a new order (`entryOrderId`). Refused
          *     with 423 while the account is held.
+         *
+         *     On a provider account a working leg is placed again at its new level and the
+         *     order it rested as is canceled once the new one rests; a level the provider
+         *     refuses leaves the leg where it rests (`refused` `order_rejected`). The entry
+         *     a bracket waits on rests on unchanged (`entryOrderId` names it).
          */
         patch: operations["changeBracket"];
         trace?: never;
@@ -3712,7 +3744,7 @@ export interface components {
                 /** @enum {string} */
                 state: "active" | "ended";
             };
-            /** @description The provider's reason where it refused a pair; the paper book refuses none */
+            /** @description The provider's reason where it refused a pair (order_rejected: a leg it placed does not rest at the provider); the paper book refuses none */
             refused: string | null;
             /** @description Orders the change meant to cancel that still rest; the bracket keeps them */
             stuck: number;
@@ -3980,7 +4012,7 @@ export interface components {
          *     is its table, and this enum is generated from it.
          * @enum {string}
          */
-        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_hold_limit_reached" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
