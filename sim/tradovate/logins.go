@@ -161,6 +161,16 @@ func (s *Sim) AddLogin(l Login) (userID int64, accounts map[string]int64, err er
 	if len(specs) == 0 {
 		specs = []AccountSpec{{}}
 	}
+	named := map[string]bool{}
+	for _, spec := range specs {
+		if spec.Name == "" {
+			continue
+		}
+		if named[spec.Name] || s.accountNamed(spec.Name) != nil {
+			return 0, nil, fmt.Errorf("login: account name %q exists", spec.Name)
+		}
+		named[spec.Name] = true
+	}
 	accounts = map[string]int64{}
 	for _, spec := range specs {
 		id := s.nextID(kindAccount)
@@ -171,11 +181,6 @@ func (s *Sim) AddLogin(l Login) (userID int64, accounts map[string]int64, err er
 				prefix = "LIVE"
 			}
 			name = fmt.Sprintf("%s%d", prefix, id)
-		}
-		for _, other := range s.accounts {
-			if other.name == name {
-				return 0, nil, fmt.Errorf("login: account name %q exists", name)
-			}
 		}
 		bal := spec.Balance
 		if bal == "" {

@@ -106,7 +106,6 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		_, _ = dctx.Quantize(avg, quo(total, fromInt(open)), -9)
 		p.ent.NetPrice = dnum(avg)
 	}
-	p.ent.Timestamp = ts(now)
 	if created {
 		s.emit(u, "position", "Created", p.ent)
 	} else {

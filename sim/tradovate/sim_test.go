@@ -409,6 +409,14 @@ func TestAddLoginRefusesMarketDataOnDemo(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "demo login carries no market data") {
 		t.Fatalf("err = %v", err)
 	}
+	_, _, err = e.sim.AddLogin(tradovate.Login{Name: "dup", Password: "x", Kind: "live",
+		Accounts: []tradovate.AccountSpec{{Name: "NEW1"}, {Name: demoAcct}}})
+	if err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("duplicate account name: %v", err)
+	}
+	if ans := e.ok("", "auth/accesstokenrequest", map[string]any{"name": "dup", "password": "x"}); ans["accessToken"] != nil {
+		t.Fatal("a refused login was half created")
+	}
 	if s := (tradovate.Login{Name: "n", Password: "secret-pw", Kind: "live"}).String(); strings.Contains(s, "secret-pw") {
 		t.Fatalf("String shows the password: %s", s)
 	}
