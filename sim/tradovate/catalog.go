@@ -338,3 +338,51 @@ func (s *Sim) FrontContract(productName string) string {
 	}
 	return ""
 }
+
+// rollContract answers contract/rollcontract: for a product name the month to trade now; for a
+// contract name the next (forward) or previous month, or the same month when ifExpired is set and it
+// has not expired. The docs define only "the best upcoming maturity"; these are the simulator's rules.
+func (s *Sim) rollContract(body []byte, now time.Time) answer {
+	var p struct {
+		Name      string `json:"name"`
+		Forward   *bool  `json:"forward"`
+		IfExpired bool   `json:"ifExpired"`
+	}
+	if a := decodeBody(body, &p); a != nil {
+		return *a
+	}
+	if p.Name == "" {
+		return badRequest("No usable value for name")
+	}
+	if p.Forward == nil {
+		return badRequest("No usable value for forward")
+	}
+	name := strings.ToUpper(p.Name)
+	if pr, isProduct := s.products[name]; isProduct {
+		if c := pr.best(now); c != nil {
+			return ok(map[string]any{"contract": c.entity()})
+		}
+		return ok(map[string]any{"errorText": "No contract to roll to"})
+	}
+	c := s.contracts[name]
+	if c == nil {
+		return ok(map[string]any{"errorText": "Unknown contract " + p.Name})
+	}
+	if p.IfExpired && !c.expired(now) {
+		return ok(map[string]any{"contract": c.entity()})
+	}
+	list := c.prod.contracts
+	for i, x := range list {
+		if x != c {
+			continue
+		}
+		j := i + 1
+		if !*p.Forward {
+			j = i - 1
+		}
+		if j >= 0 && j < len(list) {
+			return ok(map[string]any{"contract": list[j].entity()})
+		}
+	}
+	return ok(map[string]any{"errorText": "No contract to roll to"})
+}
