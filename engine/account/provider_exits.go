@@ -421,6 +421,27 @@ func (x *exits) before(e events.Event) {
 		if !resting(b) {
 			x.end(b, "legs_canceled")
 		}
+	case evacct.OrderReplaced:
+		// The provider reports the order a leg rests as at other terms (a
+		// change made at the provider): the leg takes them, so the pass
+		// does not place it again over the trader's change.
+		w, ok := x.v.Working[e.BrokerOrderID]
+		if !ok || !legOrder(w.Order) || x.ending[w.BracketID] != "" || x.bracket(w.BracketID) == nil {
+			return
+		}
+		b := x.bracket(w.BracketID)
+		i := legIndex(b, w.ClientOrderID)
+		if i < 0 || b.Legs[i].State != evacct.LegWorking || !x.current(b.Legs[i], live{o: w.Order, resting: true, rest: w.Quantity.Sub(w.Filled)}) {
+			return
+		}
+		b = x.get(w.BracketID)
+		lg := &b.Legs[i]
+		lg.Quantity = e.Quantity.Sub(w.Filled).Add(lg.Filled)
+		if lv := e.LimitPrice; lv != nil {
+			lg.Price = lv
+		} else if e.StopPrice != nil {
+			lg.Price = e.StopPrice
+		}
 	case evacct.IntentSettled:
 		if e.Outcome == evacct.OutcomeAccepted {
 			return
@@ -708,8 +729,8 @@ func (x *exits) reconcile() {
 				}
 			}
 			if match < 0 {
-				if len(ls) >= 2 {
-					continue // one new order at a time: the one being placed settles first
+				if slices.ContainsFunc(ls, func(l live) bool { return !l.resting }) {
+					continue // one placement of a leg at a time: the one under way settles first
 				}
 				l := x.place(b, lg, rest)
 				ls = append(ls, l)

@@ -421,6 +421,48 @@ func TestProviderExits(t *testing.T) {
 		}
 	})
 
+	t.Run("a change while the last one is being placed waits for it, then places the newest level and cancels the rest", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		p.settleAll(legs, evacct.OutcomeAccepted)
+		b := p.bracket()
+		stop := legOf(b, evacct.LegStop, 0)
+		first := intents(p.do(&trading.ChangeBracket{BracketID: b.ID, Legs: []trading.LegPrice{{ID: stop.ID, Price: dec("59950")}}, Market: pmkt(true)}), account.IntentExit)
+		if evs := p.do(&trading.ChangeBracket{BracketID: b.ID, Legs: []trading.LegPrice{{ID: stop.ID, Price: dec("59960")}}, Market: pmkt(true)}); len(intents(evs, account.IntentExit)) != 0 {
+			t.Fatalf("a second placement while the first is under way: %v", evs)
+		}
+		p.settleAll(first, evacct.OutcomeAccepted)
+		second := intents(p.evs, account.IntentExit)
+		if len(second) != 1 || !is(second[0].Order.StopPrice, "59960") || len(intents(p.evs, evacct.IntentCancel)) != 0 {
+			t.Fatalf("after the first settled: %v", p.evs)
+		}
+		p.settleAll(second, evacct.OutcomeAccepted)
+		cancels := intents(p.evs, evacct.IntentCancel)
+		if len(cancels) != 2 {
+			t.Fatalf("the newest rests: %v", p.evs)
+		}
+		p.settleAll(cancels, evacct.OutcomeAccepted)
+		if got := p.resting(); !slices.Equal(got, []string{"limit@60020 0.01", "stop@59960 0.01"}) {
+			t.Fatalf("resting %v", got)
+		}
+	})
+
+	t.Run("a leg the trader moved at the provider takes the new level; nothing is placed over it", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		p.settleAll(legs, evacct.OutcomeAccepted)
+		var stop evacct.OrderIntended
+		for _, in := range legs {
+			if in.Order.StopPrice != nil {
+				stop = in
+			}
+		}
+		moved := atProvider(stop, "working", "0")
+		moved.StopPrice = ptr("59900")
+		evs := p.do(&providercmd.Observe{Cause: "stream", Orders: []providercmd.Order{*moved}})
+		if len(intents(evs, account.IntentExit)) != 0 || len(intents(evs, evacct.IntentCancel)) != 0 || !is(legOf(p.bracket(), evacct.LegStop, 0).Price, "59900") {
+			t.Fatalf("%v", evs)
+		}
+	})
+
 	t.Run("a withdrawal cancels the legs; a cancel that does not go through leaves the bracket live with its order", func(t *testing.T) {
 		p, legs := entered(t, oneTarget(), "0.01", "60000")
 		p.settleAll(legs, evacct.OutcomeAccepted)
