@@ -48,7 +48,7 @@ const (
 	CodeExitPlanConflict Code = "exit_plan_conflict"
 	// CodeFeatureDisabled: The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); params.heldBy says who holds it off: user (the user switches it on) or venue (the venue the account belongs to holds it off; only the venue releases it).
 	CodeFeatureDisabled Code = "feature_disabled"
-	// CodeFeedRequiresConnection: The futures symbol has no source until a futures feed is connected; resending cannot help until then.
+	// CodeFeedRequiresConnection: The futures symbol has no source until the trader's own futures feed serves it; resending cannot help until then. params.reason says why: login_required (no futures login of the trader's is linked), demo_login (a demo login carries no market data) or no_subscription (the login's market data subscription does not cover the product).
 	CodeFeedRequiresConnection Code = "feed_requires_connection"
 	// CodeFeedUnavailable: The price feed for the instrument is down or stale.
 	CodeFeedUnavailable Code = "feed_unavailable"
@@ -156,6 +156,8 @@ const (
 	CodeProviderRateLimited Code = "provider_rate_limited"
 	// CodeProviderReadFailed: A provider read failed partway through an account snapshot; no partial snapshot is served. Read again.
 	CodeProviderReadFailed Code = "provider_read_failed"
+	// CodeProviderRelinkRequired: The provider no longer takes the tokens of the login this account was linked through (they expired, or were revoked, before the engine could renew them): nothing was sent. Link the login again with its password (POST /api/account/providers); the same account resumes.
+	CodeProviderRelinkRequired Code = "provider_relink_required"
 	// CodeProviderUnavailable: The provider could not be reached, or failed, before anything was sent or done; nothing was recorded.
 	CodeProviderUnavailable Code = "provider_unavailable"
 	// CodeRateLimited: Too many requests; wait for Retry-After.
@@ -170,6 +172,8 @@ const (
 	CodeRegistrationLinked Code = "registration_linked"
 	// CodeRegistrationRevoked: The registration was revoked.
 	CodeRegistrationRevoked Code = "registration_revoked"
+	// CodeRegistrationUnconfirmed: The registration names a provider login (and account, where named) that no account you linked confirms: link that login at the provider (POST /api/account/providers with its login name and password), which links the registration.
+	CodeRegistrationUnconfirmed Code = "registration_unconfirmed"
 	// CodeRiskLocked: A risk lock refuses orders that add exposure; params.holds lists the holds.
 	CodeRiskLocked Code = "risk_locked"
 	// CodeRiskPolicyIDReserved: The risk policy id is reserved.
@@ -248,7 +252,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeEntryHalted:                {Code: CodeEntryHalted, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"groupId", "instrument"}, Description: "The venue's group halted new entries in the instrument."},
 	CodeExitPlanConflict:           {Code: CodeExitPlanConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"entry", "maxTicks", "previewedEntry", "reason", "revision"}, Description: "The exit plan changed since it was read; read the plan again."},
 	CodeFeatureDisabled:            {Code: CodeFeatureDisabled, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"feature", "heldBy"}, Description: "The feature is switched off for this user, such as live trading on a provider account (params.feature is live_trading); params.heldBy says who holds it off: user (the user switches it on) or venue (the venue the account belongs to holds it off; only the venue releases it)."},
-	CodeFeedRequiresConnection:     {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The futures symbol has no source until a futures feed is connected; resending cannot help until then."},
+	CodeFeedRequiresConnection:     {Code: CodeFeedRequiresConnection, Status: []int{503}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"instrument", "reason"}, Description: "The futures symbol has no source until the trader's own futures feed serves it; resending cannot help until then. params.reason says why: login_required (no futures login of the trader's is linked), demo_login (a demo login carries no market data) or no_subscription (the login's market data subscription does not cover the product)."},
 	CodeFeedUnavailable:            {Code: CodeFeedUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 5, RetryAfterOnRoute: false, Params: []string{"instrument"}, Description: "The price feed for the instrument is down or stale."},
 	CodeFinancingSuperseded:        {Code: CodeFinancingSuperseded, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "A financing field was given that the venue's newer setting replaces."},
 	CodeFrameSessionRequired:       {Code: CodeFrameSessionRequired, Status: []int{401}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The embedded frame needs its frame session."},
@@ -302,6 +306,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeProviderNotSupported:       {Code: CodeProviderNotSupported, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "providers"}, Description: "The engine links no provider of that name; params.providers lists those it does."},
 	CodeProviderRateLimited:        {Code: CodeProviderRateLimited, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry after the wait."},
 	CodeProviderReadFailed:         {Code: CodeProviderReadFailed, Status: []int{502}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "A provider read failed partway through an account snapshot; no partial snapshot is served. Read again."},
+	CodeProviderRelinkRequired:     {Code: CodeProviderRelinkRequired, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider no longer takes the tokens of the login this account was linked through (they expired, or were revoked, before the engine could renew them): nothing was sent. Link the login again with its password (POST /api/account/providers); the same account resumes."},
 	CodeProviderUnavailable:        {Code: CodeProviderUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider could not be reached, or failed, before anything was sent or done; nothing was recorded."},
 	CodeRateLimited:                {Code: CodeRateLimited, Status: []int{429}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "Too many requests; wait for Retry-After."},
 	CodeReadModelsBehind:           {Code: CodeReadModelsBehind, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: nil, Description: "A read waits for the read models to show a write they owe it."},
@@ -309,6 +314,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeRegistrationExpired:        {Code: CodeRegistrationExpired, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration expired."},
 	CodeRegistrationLinked:         {Code: CodeRegistrationLinked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration is already linked."},
 	CodeRegistrationRevoked:        {Code: CodeRegistrationRevoked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration was revoked."},
+	CodeRegistrationUnconfirmed:    {Code: CodeRegistrationUnconfirmed, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The registration names a provider login (and account, where named) that no account you linked confirms: link that login at the provider (POST /api/account/providers with its login name and password), which links the registration."},
 	CodeRiskLocked:                 {Code: CodeRiskLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "A risk lock refuses orders that add exposure; params.holds lists the holds."},
 	CodeRiskPolicyIDReserved:       {Code: CodeRiskPolicyIDReserved, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy id is reserved."},
 	CodeRiskPolicyOwnerConflict:    {Code: CodeRiskPolicyOwnerConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy belongs to another owner."},
