@@ -184,7 +184,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evacct.ReconciliationHeld{}, evacct.ReconciliationReleased{}, evacct.RiskSettingsChanged{}, evacct.RiskLocked{},
 		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{}, evacct.BracketSet{}, evacct.BracketEnd{}, evacct.RiskPolicyBound{},
 		evacct.ProviderLinked{}, evacct.ProviderUnlinked{}, evacct.OrderIntended{}, evacct.IntentSettled{}, evacct.BalanceObserved{},
-		evacct.PositionObserved{}, evacct.SettingsObserved{}, evacct.Reconciled{},
+		evacct.PositionObserved{}, evacct.SettingsObserved{}, evacct.Reconciled{}, evacct.ProviderTokenRenewed{}, evacct.ProviderLoginLost{},
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{}, evtenant.DemoReserved{},

@@ -32,6 +32,15 @@ type Link struct {
 	CredentialID  string
 	Sealed        []byte
 	Snapshot      Observe
+	// A login's account (token.go): the login name, the provider's id and
+	// name of the account, the environment; Sealed holds the tokens.
+	Login       string
+	Account     string
+	AccountName string
+	Environment string
+	// TimeInForce are the times in force the provider takes (its
+	// capabilities); empty: gtc, ioc and fok.
+	TimeInForce []string
 }
 
 // Validate checks the shape.

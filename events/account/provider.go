@@ -30,12 +30,45 @@ type ProviderSettings struct {
 // the credential sealed under the link's own data key (engine/seal): the
 // log never holds the key or secret in the clear, and unlinking destroys
 // the data key. CredentialID is a digest naming the credential (budgets).
+//
+// A login's account (a provider signed in to with a login name and
+// password, such as a futures broker's) seals the login's tokens instead,
+// never the password, and names the login and the account in it: Login is
+// the login name, Account the provider's id of the account (what a session
+// is resumed on), AccountName its name or number there, Environment live or
+// demo. TimeInForce lists the times in force the provider takes (its
+// capabilities); empty on links recorded before it was kept: gtc, ioc, fok.
 type ProviderLinked struct {
 	Provider     string           `json:"provider"`
 	CredentialID string           `json:"credentialId"`
 	Sealed       []byte           `json:"sealed"`
 	Settings     ProviderSettings `json:"settings"`
+	Login        string           `json:"login,omitempty"`
+	Account      string           `json:"account,omitempty"`
+	AccountName  string           `json:"accountName,omitempty"`
+	Environment  string           `json:"environment,omitempty"`
+	TimeInForce  []string         `json:"timeInForce,omitempty"`
 	At           time.Time        `json:"at"`
+}
+
+// ProviderTokenRenewed records a login's newer tokens, sealed under the
+// link's data key as ProviderLinked's are: the provider renewed them
+// (Cause renewal) or the trader signed in again (Cause relink). A start
+// resumes the session from the last one. ExpiresAt is when its access
+// token expires unless renewed again (not secret).
+type ProviderTokenRenewed struct {
+	Sealed    []byte    `json:"sealed"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Cause     string    `json:"cause"`
+	At        time.Time `json:"at"`
+}
+
+// ProviderLoginLost records that the provider no longer takes the login's
+// tokens (they expired, or were revoked, before they could be renewed):
+// nothing can be sent for the account until the trader signs in again
+// (ProviderTokenRenewed, Cause relink).
+type ProviderLoginLost struct {
+	At time.Time `json:"at"`
 }
 
 // ProviderUnlinked records the end of the link: no order is sent for the
@@ -121,24 +154,28 @@ type Reconciled struct {
 	At        time.Time `json:"at"`
 }
 
-func (ProviderLinked) Type() string   { return "account.provider_linked.v1" }
-func (ProviderUnlinked) Type() string { return "account.provider_unlinked.v1" }
-func (OrderIntended) Type() string    { return "order.intended.v1" }
-func (IntentSettled) Type() string    { return "order.intent_settled.v1" }
-func (BalanceObserved) Type() string  { return "account.balance_observed.v1" }
-func (PositionObserved) Type() string { return "account.position_observed.v1" }
-func (SettingsObserved) Type() string { return "account.settings_observed.v1" }
-func (Reconciled) Type() string       { return "account.reconciled.v1" }
+func (ProviderLinked) Type() string       { return "account.provider_linked.v1" }
+func (ProviderUnlinked) Type() string     { return "account.provider_unlinked.v1" }
+func (OrderIntended) Type() string        { return "order.intended.v1" }
+func (IntentSettled) Type() string        { return "order.intent_settled.v1" }
+func (BalanceObserved) Type() string      { return "account.balance_observed.v1" }
+func (PositionObserved) Type() string     { return "account.position_observed.v1" }
+func (SettingsObserved) Type() string     { return "account.settings_observed.v1" }
+func (Reconciled) Type() string           { return "account.reconciled.v1" }
+func (ProviderTokenRenewed) Type() string { return "account.provider_token_renewed.v1" }
+func (ProviderLoginLost) Type() string    { return "account.provider_login_lost.v1" }
 
 func providerRegistry() events.Registry {
 	return events.Registry{
-		ProviderLinked{}.Type():   events.Of[ProviderLinked](),
-		ProviderUnlinked{}.Type(): events.Of[ProviderUnlinked](),
-		OrderIntended{}.Type():    events.Of[OrderIntended](),
-		IntentSettled{}.Type():    events.Of[IntentSettled](),
-		BalanceObserved{}.Type():  events.Of[BalanceObserved](),
-		PositionObserved{}.Type(): events.Of[PositionObserved](),
-		SettingsObserved{}.Type(): events.Of[SettingsObserved](),
-		Reconciled{}.Type():       events.Of[Reconciled](),
+		ProviderLinked{}.Type():       events.Of[ProviderLinked](),
+		ProviderUnlinked{}.Type():     events.Of[ProviderUnlinked](),
+		OrderIntended{}.Type():        events.Of[OrderIntended](),
+		IntentSettled{}.Type():        events.Of[IntentSettled](),
+		BalanceObserved{}.Type():      events.Of[BalanceObserved](),
+		PositionObserved{}.Type():     events.Of[PositionObserved](),
+		SettingsObserved{}.Type():     events.Of[SettingsObserved](),
+		Reconciled{}.Type():           events.Of[Reconciled](),
+		ProviderTokenRenewed{}.Type(): events.Of[ProviderTokenRenewed](),
+		ProviderLoginLost{}.Type():    events.Of[ProviderLoginLost](),
 	}
 }

@@ -353,58 +353,115 @@ func (z *PositionObserved) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ProviderLinked) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 5
-	// string "provider"
-	o = append(o, 0x85, 0xa8, 0x70, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72)
-	o = msgp.AppendString(o, z.Provider)
-	// string "credentialId"
-	o = append(o, 0xac, 0x63, 0x72, 0x65, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x61, 0x6c, 0x49, 0x64)
-	o = msgp.AppendString(o, z.CredentialID)
-	// string "sealed"
-	o = append(o, 0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBytes(o, z.Sealed)
-	// string "settings"
-	o = append(o, 0xa8, 0x73, 0x65, 0x74, 0x74, 0x69, 0x6e, 0x67, 0x73)
 	// check for omitted fields
-	zb0002Len := uint32(3)
-	var zb0002Mask uint8 /* 3 bits */
-	_ = zb0002Mask
-	if z.Settings.HedgeMode == false {
-		zb0002Len--
-		zb0002Mask |= 0x1
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.Login == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	if z.Settings.MultiAssets == false {
-		zb0002Len--
-		zb0002Mask |= 0x2
+	if z.Account == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	if z.Settings.PortfolioMargin == false {
-		zb0002Len--
-		zb0002Mask |= 0x4
+	if z.AccountName == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
-	// variable map header, size zb0002Len
-	o = append(o, 0x80|uint8(zb0002Len))
+	if z.Environment == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.TimeInForce == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
 
 	// skip if no fields are to be emitted
-	if zb0002Len != 0 {
-		if (zb0002Mask & 0x1) == 0 { // if not omitted
-			// string "hedgeMode"
-			o = append(o, 0xa9, 0x68, 0x65, 0x64, 0x67, 0x65, 0x4d, 0x6f, 0x64, 0x65)
-			o = msgp.AppendBool(o, z.Settings.HedgeMode)
+	if zb0001Len != 0 {
+		// string "provider"
+		o = append(o, 0xa8, 0x70, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72)
+		o = msgp.AppendString(o, z.Provider)
+		// string "credentialId"
+		o = append(o, 0xac, 0x63, 0x72, 0x65, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x61, 0x6c, 0x49, 0x64)
+		o = msgp.AppendString(o, z.CredentialID)
+		// string "sealed"
+		o = append(o, 0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+		o = msgp.AppendBytes(o, z.Sealed)
+		// string "settings"
+		o = append(o, 0xa8, 0x73, 0x65, 0x74, 0x74, 0x69, 0x6e, 0x67, 0x73)
+		// check for omitted fields
+		zb0002Len := uint32(3)
+		var zb0002Mask uint8 /* 3 bits */
+		_ = zb0002Mask
+		if z.Settings.HedgeMode == false {
+			zb0002Len--
+			zb0002Mask |= 0x1
 		}
-		if (zb0002Mask & 0x2) == 0 { // if not omitted
-			// string "multiAssets"
-			o = append(o, 0xab, 0x6d, 0x75, 0x6c, 0x74, 0x69, 0x41, 0x73, 0x73, 0x65, 0x74, 0x73)
-			o = msgp.AppendBool(o, z.Settings.MultiAssets)
+		if z.Settings.MultiAssets == false {
+			zb0002Len--
+			zb0002Mask |= 0x2
 		}
-		if (zb0002Mask & 0x4) == 0 { // if not omitted
-			// string "portfolioMargin"
-			o = append(o, 0xaf, 0x70, 0x6f, 0x72, 0x74, 0x66, 0x6f, 0x6c, 0x69, 0x6f, 0x4d, 0x61, 0x72, 0x67, 0x69, 0x6e)
-			o = msgp.AppendBool(o, z.Settings.PortfolioMargin)
+		if z.Settings.PortfolioMargin == false {
+			zb0002Len--
+			zb0002Mask |= 0x4
 		}
+		// variable map header, size zb0002Len
+		o = append(o, 0x80|uint8(zb0002Len))
+
+		// skip if no fields are to be emitted
+		if zb0002Len != 0 {
+			if (zb0002Mask & 0x1) == 0 { // if not omitted
+				// string "hedgeMode"
+				o = append(o, 0xa9, 0x68, 0x65, 0x64, 0x67, 0x65, 0x4d, 0x6f, 0x64, 0x65)
+				o = msgp.AppendBool(o, z.Settings.HedgeMode)
+			}
+			if (zb0002Mask & 0x2) == 0 { // if not omitted
+				// string "multiAssets"
+				o = append(o, 0xab, 0x6d, 0x75, 0x6c, 0x74, 0x69, 0x41, 0x73, 0x73, 0x65, 0x74, 0x73)
+				o = msgp.AppendBool(o, z.Settings.MultiAssets)
+			}
+			if (zb0002Mask & 0x4) == 0 { // if not omitted
+				// string "portfolioMargin"
+				o = append(o, 0xaf, 0x70, 0x6f, 0x72, 0x74, 0x66, 0x6f, 0x6c, 0x69, 0x6f, 0x4d, 0x61, 0x72, 0x67, 0x69, 0x6e)
+				o = msgp.AppendBool(o, z.Settings.PortfolioMargin)
+			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "login"
+			o = append(o, 0xa5, 0x6c, 0x6f, 0x67, 0x69, 0x6e)
+			o = msgp.AppendString(o, z.Login)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "account"
+			o = append(o, 0xa7, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74)
+			o = msgp.AppendString(o, z.Account)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "accountName"
+			o = append(o, 0xab, 0x61, 0x63, 0x63, 0x6f, 0x75, 0x6e, 0x74, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.AccountName)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "environment"
+			o = append(o, 0xab, 0x65, 0x6e, 0x76, 0x69, 0x72, 0x6f, 0x6e, 0x6d, 0x65, 0x6e, 0x74)
+			o = msgp.AppendString(o, z.Environment)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "timeInForce"
+			o = append(o, 0xab, 0x74, 0x69, 0x6d, 0x65, 0x49, 0x6e, 0x46, 0x6f, 0x72, 0x63, 0x65)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.TimeInForce)))
+			for za0001 := range z.TimeInForce {
+				o = msgp.AppendString(o, z.TimeInForce[za0001])
+			}
+		}
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
 	}
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTimeExt(o, z.At)
 	return
 }
 
@@ -485,6 +542,49 @@ func (z *ProviderLinked) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+		case "login":
+			z.Login, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Login")
+				return
+			}
+		case "account":
+			z.Account, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Account")
+				return
+			}
+		case "accountName":
+			z.AccountName, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccountName")
+				return
+			}
+		case "environment":
+			z.Environment, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Environment")
+				return
+			}
+		case "timeInForce":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TimeInForce")
+				return
+			}
+			if cap(z.TimeInForce) >= int(zb0003) {
+				z.TimeInForce = (z.TimeInForce)[:zb0003]
+			} else {
+				z.TimeInForce = make([]string, zb0003)
+			}
+			for za0001 := range z.TimeInForce {
+				z.TimeInForce[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "TimeInForce", za0001)
+					return
+				}
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -505,7 +605,63 @@ func (z *ProviderLinked) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *ProviderLinked) Msgsize() (s int) {
-	s = 1 + 9 + msgp.StringPrefixSize + len(z.Provider) + 13 + msgp.StringPrefixSize + len(z.CredentialID) + 7 + msgp.BytesPrefixSize + len(z.Sealed) + 9 + 1 + 10 + msgp.BoolSize + 12 + msgp.BoolSize + 16 + msgp.BoolSize + 3 + msgp.TimeSize
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.Provider) + 13 + msgp.StringPrefixSize + len(z.CredentialID) + 7 + msgp.BytesPrefixSize + len(z.Sealed) + 9 + 1 + 10 + msgp.BoolSize + 12 + msgp.BoolSize + 16 + msgp.BoolSize + 6 + msgp.StringPrefixSize + len(z.Login) + 8 + msgp.StringPrefixSize + len(z.Account) + 12 + msgp.StringPrefixSize + len(z.AccountName) + 12 + msgp.StringPrefixSize + len(z.Environment) + 12 + msgp.ArrayHeaderSize
+	for za0001 := range z.TimeInForce {
+		s += msgp.StringPrefixSize + len(z.TimeInForce[za0001])
+	}
+	s += 3 + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z ProviderLoginLost) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "at"
+	o = append(o, 0x81, 0xa2, 0x61, 0x74)
+	o = msgp.AppendTimeExt(o, z.At)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ProviderLoginLost) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "at":
+			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z ProviderLoginLost) Msgsize() (s int) {
+	s = 1 + 3 + msgp.TimeSize
 	return
 }
 
@@ -603,6 +759,85 @@ func (z *ProviderSettings) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z ProviderSettings) Msgsize() (s int) {
 	s = 1 + 10 + msgp.BoolSize + 12 + msgp.BoolSize + 16 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ProviderTokenRenewed) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "sealed"
+	o = append(o, 0x84, 0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+	o = msgp.AppendBytes(o, z.Sealed)
+	// string "expiresAt"
+	o = append(o, 0xa9, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x41, 0x74)
+	o = msgp.AppendTimeExt(o, z.ExpiresAt)
+	// string "cause"
+	o = append(o, 0xa5, 0x63, 0x61, 0x75, 0x73, 0x65)
+	o = msgp.AppendString(o, z.Cause)
+	// string "at"
+	o = append(o, 0xa2, 0x61, 0x74)
+	o = msgp.AppendTimeExt(o, z.At)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ProviderTokenRenewed) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "sealed":
+			z.Sealed, bts, err = msgp.ReadBytesBytes(bts, z.Sealed)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		case "expiresAt":
+			z.ExpiresAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExpiresAt")
+				return
+			}
+		case "cause":
+			z.Cause, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Cause")
+				return
+			}
+		case "at":
+			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ProviderTokenRenewed) Msgsize() (s int) {
+	s = 1 + 7 + msgp.BytesPrefixSize + len(z.Sealed) + 10 + msgp.TimeSize + 6 + msgp.StringPrefixSize + len(z.Cause) + 3 + msgp.TimeSize
 	return
 }
 
