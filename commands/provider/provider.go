@@ -38,6 +38,7 @@ type Link struct {
 	Account     string
 	AccountName string
 	Environment string
+	ExpiresAt   time.Time // when the sealed access token expires
 	// TimeInForce are the times in force the provider takes (its
 	// capabilities); empty: gtc, ioc and fok.
 	TimeInForce []string

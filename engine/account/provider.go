@@ -43,6 +43,8 @@ type Provider struct {
 	// through (never sent, or the provider kept the order): the exit pass
 	// does not cancel them again by itself (provider_exits.go).
 	Stuck map[string]bool
+	// Login is the link of an account linked through a login (provider_token.go).
+	Login
 }
 
 // OpenIntents lists the account's unsettled intents, in key order.
@@ -57,8 +59,8 @@ func (s *State) OpenIntents() []evacct.OrderIntended {
 	return out
 }
 
-// ProviderTIFs are the times in force a provider account takes: a 24/7
-// exchange has no session day.
+// ProviderTIFs are the times in force a provider account takes when its
+// link names none (Provider.TIFs): a 24/7 exchange has no session day.
 var ProviderTIFs = []string{"gtc", "ioc", "fok"}
 
 // applyProvider folds the provider events (Apply's default case).
@@ -67,7 +69,7 @@ func applyProvider(s *State, e events.Event) {
 	case evacct.ProviderLinked:
 		s.Provider = &Provider{Name: e.Provider, CredentialID: e.CredentialID, Sealed: e.Sealed, Linked: true,
 			Settings: e.Settings, Intents: map[string]evacct.OrderIntended{}, Placed: map[string]evacct.IntentSettled{},
-			Orders: map[string]string{}, Balances: map[string]evacct.BalanceObserved{}}
+			Orders: map[string]string{}, Balances: map[string]evacct.BalanceObserved{}, Login: loginOf(e)}
 	case evacct.ProviderUnlinked:
 		if s.Provider != nil {
 			s.Provider.Linked, s.Provider.Sealed = false, nil
@@ -123,6 +125,8 @@ func applyProvider(s *State, e events.Event) {
 		if s.Provider != nil {
 			s.Provider.Settings = e.Settings
 		}
+	default:
+		applyProviderToken(s, e) // provider_token.go
 	}
 }
 
@@ -164,6 +168,9 @@ func decideProviderCommand(s *State, env commands.Envelope) (evs []events.Event,
 	}
 	if s.Provider == nil {
 		return nil, false, nil
+	}
+	if evs, ok, err := decideProviderToken(s, env); ok { // provider_token.go
+		return evs, true, err
 	}
 	p := s.Provider
 	switch c := env.Cmd.(type) {
@@ -213,14 +220,15 @@ func decideProviderCommand(s *State, env commands.Envelope) (evs []events.Event,
 func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.Event, error) {
 	if s.Open {
 		if s.Provider != nil && s.Provider.Linked && s.Provider.CredentialID == c.CredentialID && s.TenantID == c.TenantID {
-			return nil, nil // the same link again changes nothing
+			return relink(s, env, c), nil // the same link again changes nothing but a login's newer tokens
 		}
 		return nil, commands.Refuse(commands.CodeIdempotencyConflict, "this account is linked already", nil)
 	}
 	evs := []events.Event{
 		evacct.Opened{AccountID: s.ID, TenantID: c.TenantID, Broker: c.Broker, AccountNumber: c.AccountNumber, Label: c.Label,
 			Currency: c.Currency, StartingBalance: events.Int(0), Kind: KindProvider, Email: c.Email, AppID: c.AppID, Trader: c.Trader, At: env.At},
-		evacct.ProviderLinked{Provider: c.Provider, CredentialID: c.CredentialID, Sealed: c.Sealed, At: env.At},
+		evacct.ProviderLinked{Provider: c.Provider, CredentialID: c.CredentialID, Sealed: c.Sealed, Login: c.Login, Account: c.Account,
+			AccountName: c.AccountName, Environment: c.Environment, TimeInForce: c.TimeInForce, At: env.At},
 	}
 	// The first reconciliation: the snapshot read at linking, folded on
 	// the state the two events above leave.
@@ -289,9 +297,9 @@ func decideProviderPlace(s *State, env commands.Envelope, c *trading.PlaceOrder)
 	if !p.Linked {
 		return nil, commands.Refuse(commands.CodeNotFound, "the account is no longer linked to its provider", nil)
 	}
-	if !slices.Contains(ProviderTIFs, c.TimeInForce) && c.OrderType != "market" {
+	if tifs := p.TIFs(); !slices.Contains(tifs, c.TimeInForce) && c.OrderType != "market" {
 		return nil, commands.Refuse(commands.CodeTimeInForceUnsupported, "the provider has no time in force "+c.TimeInForce,
-			map[string]any{"tif": c.TimeInForce, "tifs": ProviderTIFs})
+			map[string]any{"tif": c.TimeInForce, "tifs": tifs})
 	}
 	if err := modeRefusal(p, c.Instrument); err != nil {
 		return nil, err
