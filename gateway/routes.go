@@ -263,6 +263,10 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 		on(d.r, http.MethodGet, d.base+"/risk-policies/{policyId}", d.admit(configReaders...)(read(v.GetPolicy)))
 		on(d.r, http.MethodPost, d.base+"/accounts", d.admit(accountManage)(keyed(v.IssueAccount)))
 		on(d.r, http.MethodGet, d.base+"/accounts", d.admit(accountRead...)(read(v.ListAccounts)))
+		// Holds on live trading for the venue's traders (gateway/venue/livehold.go).
+		on(d.r, http.MethodGet, d.base+"/live-trading", d.admit(accountRead...)(read(v.GetLive)))
+		on(d.r, http.MethodPost, d.base+"/live-trading/hold", d.admit(accountManage)(keyed(v.HoldLive)))
+		on(d.r, http.MethodPost, d.base+"/live-trading/release", d.admit(accountManage)(keyed(v.ReleaseLive)))
 	}
 
 	// The twins of the legacy partner routes (halt and resume, balance

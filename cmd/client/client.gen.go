@@ -134,6 +134,39 @@ func (e AccountItemPositionModel) Valid() bool {
 	}
 }
 
+// Defines values for AccountLiveHoldHeldBy.
+const (
+	AccountLiveHoldHeldByVenue AccountLiveHoldHeldBy = "venue"
+)
+
+// Valid indicates whether the value is a known member of the AccountLiveHoldHeldBy enum.
+func (e AccountLiveHoldHeldBy) Valid() bool {
+	switch e {
+	case AccountLiveHoldHeldByVenue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AccountLiveHoldScope.
+const (
+	AccountLiveHoldScopeTrader AccountLiveHoldScope = "trader"
+	AccountLiveHoldScopeVenue  AccountLiveHoldScope = "venue"
+)
+
+// Valid indicates whether the value is a known member of the AccountLiveHoldScope enum.
+func (e AccountLiveHoldScope) Valid() bool {
+	switch e {
+	case AccountLiveHoldScopeTrader:
+		return true
+	case AccountLiveHoldScopeVenue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiKeyKind.
 const (
 	ApiKeyKindTrading ApiKeyKind = "trading"
@@ -608,6 +641,7 @@ const (
 	ErrorCodeProviderNotSupported       ErrorCode = "provider_not_supported"
 	ErrorCodeProviderRateLimited        ErrorCode = "provider_rate_limited"
 	ErrorCodeProviderReadFailed         ErrorCode = "provider_read_failed"
+	ErrorCodeProviderRelinkRequired     ErrorCode = "provider_relink_required"
 	ErrorCodeProviderUnavailable        ErrorCode = "provider_unavailable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeReadModelsBehind           ErrorCode = "read_models_behind"
@@ -615,6 +649,7 @@ const (
 	ErrorCodeRegistrationExpired        ErrorCode = "registration_expired"
 	ErrorCodeRegistrationLinked         ErrorCode = "registration_linked"
 	ErrorCodeRegistrationRevoked        ErrorCode = "registration_revoked"
+	ErrorCodeRegistrationUnconfirmed    ErrorCode = "registration_unconfirmed"
 	ErrorCodeRiskLocked                 ErrorCode = "risk_locked"
 	ErrorCodeRiskPolicyIdReserved       ErrorCode = "risk_policy_id_reserved"
 	ErrorCodeRiskPolicyOwnerConflict    ErrorCode = "risk_policy_owner_conflict"
@@ -798,6 +833,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeProviderReadFailed:
 		return true
+	case ErrorCodeProviderRelinkRequired:
+		return true
 	case ErrorCodeProviderUnavailable:
 		return true
 	case ErrorCodeRateLimited:
@@ -811,6 +848,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRegistrationLinked:
 		return true
 	case ErrorCodeRegistrationRevoked:
+		return true
+	case ErrorCodeRegistrationUnconfirmed:
 		return true
 	case ErrorCodeRiskLocked:
 		return true
@@ -1439,6 +1478,24 @@ func (e RiskPolicyVersionPostingCurrency) Valid() bool {
 	}
 }
 
+// Defines values for VenueActorKind.
+const (
+	VenueActorKindKey   VenueActorKind = "key"
+	VenueActorKindOwner VenueActorKind = "owner"
+)
+
+// Valid indicates whether the value is a known member of the VenueActorKind enum.
+func (e VenueActorKind) Valid() bool {
+	switch e {
+	case VenueActorKindKey:
+		return true
+	case VenueActorKindOwner:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VenueBalanceOpOp.
 const (
 	VenueBalanceOpOpAdjustment VenueBalanceOpOp = "adjustment"
@@ -1547,6 +1604,8 @@ const (
 	WebhookRegistrationEventTypesEnrollmentInProgress WebhookRegistrationEventTypes = "enrollment.in_progress"
 	WebhookRegistrationEventTypesEnrollmentPassed     WebhookRegistrationEventTypes = "enrollment.passed"
 	WebhookRegistrationEventTypesEnrollmentRegistered WebhookRegistrationEventTypes = "enrollment.registered"
+	WebhookRegistrationEventTypesLiveTradingHeld      WebhookRegistrationEventTypes = "live_trading.held"
+	WebhookRegistrationEventTypesLiveTradingReleased  WebhookRegistrationEventTypes = "live_trading.released"
 	WebhookRegistrationEventTypesRegistrationLinked   WebhookRegistrationEventTypes = "registration.linked"
 	WebhookRegistrationEventTypesRegistrationRevoked  WebhookRegistrationEventTypes = "registration.revoked"
 	WebhookRegistrationEventTypesRiskLocked           WebhookRegistrationEventTypes = "risk.locked"
@@ -1569,6 +1628,10 @@ func (e WebhookRegistrationEventTypes) Valid() bool {
 	case WebhookRegistrationEventTypesEnrollmentPassed:
 		return true
 	case WebhookRegistrationEventTypesEnrollmentRegistered:
+		return true
+	case WebhookRegistrationEventTypesLiveTradingHeld:
+		return true
+	case WebhookRegistrationEventTypesLiveTradingReleased:
 		return true
 	case WebhookRegistrationEventTypesRegistrationLinked:
 		return true
@@ -1907,6 +1970,8 @@ const (
 	RegisterWebhookJSONBodyEventTypesEnrollmentInProgress RegisterWebhookJSONBodyEventTypes = "enrollment.in_progress"
 	RegisterWebhookJSONBodyEventTypesEnrollmentPassed     RegisterWebhookJSONBodyEventTypes = "enrollment.passed"
 	RegisterWebhookJSONBodyEventTypesEnrollmentRegistered RegisterWebhookJSONBodyEventTypes = "enrollment.registered"
+	RegisterWebhookJSONBodyEventTypesLiveTradingHeld      RegisterWebhookJSONBodyEventTypes = "live_trading.held"
+	RegisterWebhookJSONBodyEventTypesLiveTradingReleased  RegisterWebhookJSONBodyEventTypes = "live_trading.released"
 	RegisterWebhookJSONBodyEventTypesRegistrationLinked   RegisterWebhookJSONBodyEventTypes = "registration.linked"
 	RegisterWebhookJSONBodyEventTypesRegistrationRevoked  RegisterWebhookJSONBodyEventTypes = "registration.revoked"
 	RegisterWebhookJSONBodyEventTypesRiskLocked           RegisterWebhookJSONBodyEventTypes = "risk.locked"
@@ -1929,6 +1994,10 @@ func (e RegisterWebhookJSONBodyEventTypes) Valid() bool {
 	case RegisterWebhookJSONBodyEventTypesEnrollmentPassed:
 		return true
 	case RegisterWebhookJSONBodyEventTypesEnrollmentRegistered:
+		return true
+	case RegisterWebhookJSONBodyEventTypesLiveTradingHeld:
+		return true
+	case RegisterWebhookJSONBodyEventTypesLiveTradingReleased:
 		return true
 	case RegisterWebhookJSONBodyEventTypesRegistrationLinked:
 		return true
@@ -2028,6 +2097,26 @@ type AccountItemClock string
 
 // AccountItemPositionModel defines model for AccountItem.PositionModel.
 type AccountItemPositionModel string
+
+// AccountLiveHold defines model for AccountLiveHold.
+type AccountLiveHold struct {
+	AccountId string                `json:"accountId"`
+	HeldBy    AccountLiveHoldHeldBy `json:"heldBy"`
+
+	// Scope venue: the venue holds all its traders; trader: this trader
+	Scope AccountLiveHoldScope `json:"scope"`
+	Since time.Time            `json:"since"`
+	Venue struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"venue"`
+}
+
+// AccountLiveHoldHeldBy defines model for AccountLiveHold.HeldBy.
+type AccountLiveHoldHeldBy string
+
+// AccountLiveHoldScope venue: the venue holds all its traders; trader: this trader
+type AccountLiveHoldScope string
 
 // AccountNumberBody defines model for AccountNumberBody.
 type AccountNumberBody struct {
@@ -2631,6 +2720,11 @@ type LiveTradingAnswer struct {
 		ChangedAt *time.Time `json:"changedAt,omitempty"`
 		Enabled   bool       `json:"enabled"`
 
+		// Holds The venues' holds on the user's provider accounts, one per held account: while
+		// one stands its account's orders are refused (403 feature_disabled, params.heldBy
+		// venue) whatever enabled says; only the venue releases it.
+		Holds *[]AccountLiveHold `json:"holds,omitempty"`
+
 		// Source default: the engine default holds; user: the user set it
 		Source LiveTradingAnswerLiveTradingSource `json:"source"`
 	} `json:"liveTrading"`
@@ -3166,6 +3260,21 @@ type VenueAccount struct {
 	StartingBalance Decimal   `json:"startingBalance"`
 }
 
+// VenueActor defines model for VenueActor.
+type VenueActor struct {
+	// Id the owner's user id, or the key's id
+	Id string `json:"id"`
+
+	// Kind an owner signed in to the back office, or a venue key
+	Kind VenueActorKind `json:"kind"`
+
+	// Name the owner's email, or the key's name
+	Name *string `json:"name,omitempty"`
+}
+
+// VenueActorKind an owner signed in to the back office, or a venue key
+type VenueActorKind string
+
 // VenueBalanceOp A balance operation through the venue door; its reference is the Idempotency-Key
 type VenueBalanceOp struct {
 	AccountNumber string `json:"accountNumber"`
@@ -3244,8 +3353,59 @@ type VenueKey struct {
 // VenueKeyEnvironment defines model for VenueKey.Environment.
 type VenueKeyEnvironment string
 
+// VenueLiveHold defines model for VenueLiveHold.
+type VenueLiveHold struct {
+	HeldBy VenueActor `json:"heldBy"`
+	Reason string     `json:"reason"`
+
+	// Since when the hold began
+	Since time.Time `json:"since"`
+
+	// UpdatedAt when its reason was last stated
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// VenueLiveHoldBody defines model for VenueLiveHoldBody.
+type VenueLiveHoldBody struct {
+	// Reason the venue's own note: shown on the venue's routes and webhooks, never to the trader
+	Reason string `json:"reason"`
+
+	// Trader the email the venue registered the trader by; omitted: the whole venue
+	Trader *string `json:"trader,omitempty"`
+}
+
+// VenueLiveReleaseBody defines model for VenueLiveReleaseBody.
+type VenueLiveReleaseBody struct {
+	// Trader the trader whose hold ends; omitted: the whole venue's
+	Trader *string `json:"trader,omitempty"`
+}
+
+// VenueLiveTrading defines model for VenueLiveTrading.
+type VenueLiveTrading struct {
+	// Held the whole venue is held
+	Held bool           `json:"held"`
+	Hold *VenueLiveHold `json:"hold"`
+
+	// TraderLimit the most traders held one by one
+	TraderLimit int `json:"traderLimit"`
+
+	// TradersHeld traders held one by one
+	TradersHeld int    `json:"tradersHeld"`
+	VenueId     string `json:"venueId"`
+}
+
 // VenueScope defines model for VenueScope.
 type VenueScope string
+
+// VenueTraderHold defines model for VenueTraderHold.
+type VenueTraderHold struct {
+	// Held the trader is held one by one (the whole venue's hold holds them too)
+	Held bool           `json:"held"`
+	Hold *VenueLiveHold `json:"hold"`
+
+	// Trader the email the venue registered the trader by, lower-cased
+	Trader string `json:"trader"`
+}
 
 // VerifyBody defines model for VerifyBody.
 type VerifyBody struct {
@@ -3402,6 +3562,18 @@ type VenueConfigAnswer struct {
 
 // VenueError defines model for VenueError.
 type VenueError = ErrorResponse
+
+// VenueLiveAnswer defines model for VenueLiveAnswer.
+type VenueLiveAnswer struct {
+	LiveTrading VenueLiveTrading  `json:"liveTrading"`
+	Traders     []VenueTraderHold `json:"traders"`
+}
+
+// VenueLiveWriteAnswer defines model for VenueLiveWriteAnswer.
+type VenueLiveWriteAnswer struct {
+	LiveTrading VenueLiveTrading `json:"liveTrading"`
+	Trader      *VenueTraderHold `json:"trader,omitempty"`
+}
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -3675,6 +3847,24 @@ type IssueVenueKeyParams struct {
 
 // RevokeVenueKeyParams defines parameters for RevokeVenueKey.
 type RevokeVenueKeyParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// GetVenueLiveTradingBackOfficeParams defines parameters for GetVenueLiveTradingBackOffice.
+type GetVenueLiveTradingBackOfficeParams struct {
+	// Trader one trader's hold: the email the venue registered them by
+	Trader *string `form:"trader,omitempty" json:"trader,omitempty"`
+}
+
+// HoldVenueLiveTradingBackOfficeParams defines parameters for HoldVenueLiveTradingBackOffice.
+type HoldVenueLiveTradingBackOfficeParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ReleaseVenueLiveTradingBackOfficeParams defines parameters for ReleaseVenueLiveTradingBackOffice.
+type ReleaseVenueLiveTradingBackOfficeParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -4464,6 +4654,24 @@ type IssueVenueAccountParams struct {
 // IssueVenueAccountJSONBodyCurrency defines parameters for IssueVenueAccount.
 type IssueVenueAccountJSONBodyCurrency string
 
+// GetVenueLiveTradingParams defines parameters for GetVenueLiveTrading.
+type GetVenueLiveTradingParams struct {
+	// Trader one trader's hold: the email the venue registered them by
+	Trader *string `form:"trader,omitempty" json:"trader,omitempty"`
+}
+
+// HoldVenueLiveTradingParams defines parameters for HoldVenueLiveTrading.
+type HoldVenueLiveTradingParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ReleaseVenueLiveTradingParams defines parameters for ReleaseVenueLiveTrading.
+type ReleaseVenueLiveTradingParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // RegisterProviderVenueParams defines parameters for RegisterProviderVenue.
 type RegisterProviderVenueParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
@@ -4568,6 +4776,12 @@ type ApplyVenueBalanceOpBackOfficeJSONRequestBody = VenueBalanceOp
 
 // IssueVenueKeyJSONRequestBody defines body for IssueVenueKey for application/json ContentType.
 type IssueVenueKeyJSONRequestBody IssueVenueKeyJSONBody
+
+// HoldVenueLiveTradingBackOfficeJSONRequestBody defines body for HoldVenueLiveTradingBackOffice for application/json ContentType.
+type HoldVenueLiveTradingBackOfficeJSONRequestBody = VenueLiveHoldBody
+
+// ReleaseVenueLiveTradingBackOfficeJSONRequestBody defines body for ReleaseVenueLiveTradingBackOffice for application/json ContentType.
+type ReleaseVenueLiveTradingBackOfficeJSONRequestBody = VenueLiveReleaseBody
 
 // RegisterProviderBackOfficeJSONRequestBody defines body for RegisterProviderBackOffice for application/json ContentType.
 type RegisterProviderBackOfficeJSONRequestBody = ProviderRegistration
@@ -4727,6 +4941,12 @@ type ReversePositionJSONRequestBody ReversePositionJSONBody
 
 // IssueVenueAccountJSONRequestBody defines body for IssueVenueAccount for application/json ContentType.
 type IssueVenueAccountJSONRequestBody IssueVenueAccountJSONBody
+
+// HoldVenueLiveTradingJSONRequestBody defines body for HoldVenueLiveTrading for application/json ContentType.
+type HoldVenueLiveTradingJSONRequestBody = VenueLiveHoldBody
+
+// ReleaseVenueLiveTradingJSONRequestBody defines body for ReleaseVenueLiveTrading for application/json ContentType.
+type ReleaseVenueLiveTradingJSONRequestBody = VenueLiveReleaseBody
 
 // RegisterProviderVenueJSONRequestBody defines body for RegisterProviderVenue for application/json ContentType.
 type RegisterProviderVenueJSONRequestBody = ProviderRegistration
@@ -5048,6 +5268,12 @@ type ClientInterface interface {
 	// on a provider account, reducing ones included; cancel, replace, close, flatten
 	// and exits stay available. Paper accounts never read it. 503
 	// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+	// A venue can hold live trading off for its traders: `holds` lists each provider
+	// account of the user a venue holds (the venue, whether it holds all its traders or
+	// this one, since when). A held account's orders are refused with 403
+	// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
+	// does not lift the hold; while `enabled` is off they are refused with params.heldBy
+	// user.
 	//
 	// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
 	GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5573,6 +5799,89 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
 	RevokeVenueKey(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVenueLiveTradingBackOffice The venue's holds on live trading for its traders (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session. The whole venue's hold (`hold`, null when none) and every trader held
+	// one by one, by the email the venue registered them by, in email order; with `trader`
+	// only that trader's, held or not. Read from the venue's own record: a hold or a release
+	// answered is read back at once. A `trader` that is not a plain email is 400
+	// `invalid_request` (`field` trader).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/live-trading (the `GetVenueLiveTradingBackOffice` operationId).
+	GetVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HoldVenueLiveTradingBackOfficeWithBody Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+	HoldVenueLiveTradingBackOfficeWithBody(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HoldVenueLiveTradingBackOffice Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+	HoldVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, body HoldVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseVenueLiveTradingBackOfficeWithBody Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+	ReleaseVenueLiveTradingBackOfficeWithBody(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseVenueLiveTradingBackOffice Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+	ReleaseVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, body ReleaseVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProvidersBackOffice The venue's provider versions
 	//
@@ -7456,6 +7765,89 @@ type ClientInterface interface {
 	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
 	IssueVenueAccount(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetVenueLiveTrading The venue's holds on live trading for its traders
+	//
+	// Venue key with `account:read` or `account:manage`. The whole venue's hold (`hold`, null when none) and every trader held
+	// one by one, by the email the venue registered them by, in email order; with `trader`
+	// only that trader's, held or not. Read from the venue's own record: a hold or a release
+	// answered is read back at once. A `trader` that is not a plain email is 400
+	// `invalid_request` (`field` trader).
+	//
+	// Corresponds with GET /api/venues/{venueId}/live-trading (the `GetVenueLiveTrading` operationId).
+	GetVenueLiveTrading(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HoldVenueLiveTradingWithBody Hold live trading off for the venue's traders, or for one
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+	HoldVenueLiveTradingWithBody(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HoldVenueLiveTrading Hold live trading off for the venue's traders, or for one
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+	HoldVenueLiveTrading(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, body HoldVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseVenueLiveTradingWithBody Release the venue's hold on live trading, or one trader's
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+	ReleaseVenueLiveTradingWithBody(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseVenueLiveTrading Release the venue's hold on live trading, or one trader's
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+	ReleaseVenueLiveTrading(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, body ReleaseVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProviders The venue's provider versions
 	//
 	// Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
@@ -7774,6 +8166,12 @@ func (c *Client) ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn
 // on a provider account, reducing ones included; cancel, replace, close, flatten
 // and exits stay available. Paper accounts never read it. 503
 // live_trading_unreadable (Retry-After: 1) when it cannot be read.
+// A venue can hold live trading off for its traders: `holds` lists each provider
+// account of the user a venue holds (the venue, whether it holds all its traders or
+// this one, since when). A held account's orders are refused with 403
+// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
+// does not lift the hold; while `enabled` is off they are refused with params.heldBy
+// user.
 //
 // Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
 func (c *Client) GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8740,6 +9138,139 @@ func (c *Client) IssueVenueKey(ctx context.Context, venueId VenueId, params *Iss
 // Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
 func (c *Client) RevokeVenueKey(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeVenueKeyRequest(c.Server, venueId, keyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVenueLiveTradingBackOffice The venue's holds on live trading for its traders (the back-office twin of the venue-key route)
+//
+// A verified owner's session. The whole venue's hold (`hold`, null when none) and every trader held
+// one by one, by the email the venue registered them by, in email order; with `trader`
+// only that trader's, held or not. Read from the venue's own record: a hold or a release
+// answered is read back at once. A `trader` that is not a plain email is 400
+// `invalid_request` (`field` trader).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/live-trading (the `GetVenueLiveTradingBackOffice` operationId).
+func (c *Client) GetVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingBackOfficeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueLiveTradingBackOfficeRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HoldVenueLiveTradingBackOfficeWithBody Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+func (c *Client) HoldVenueLiveTradingBackOfficeWithBody(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHoldVenueLiveTradingBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HoldVenueLiveTradingBackOffice Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+func (c *Client) HoldVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, body HoldVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHoldVenueLiveTradingBackOfficeRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseVenueLiveTradingBackOfficeWithBody Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+func (c *Client) ReleaseVenueLiveTradingBackOfficeWithBody(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseVenueLiveTradingBackOfficeRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseVenueLiveTradingBackOffice Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+func (c *Client) ReleaseVenueLiveTradingBackOffice(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, body ReleaseVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseVenueLiveTradingBackOfficeRequest(c.Server, venueId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12432,6 +12963,139 @@ func (c *Client) IssueVenueAccount(ctx context.Context, venueId VenueId, params 
 	return c.Client.Do(req)
 }
 
+// GetVenueLiveTrading The venue's holds on live trading for its traders
+//
+// Venue key with `account:read` or `account:manage`. The whole venue's hold (`hold`, null when none) and every trader held
+// one by one, by the email the venue registered them by, in email order; with `trader`
+// only that trader's, held or not. Read from the venue's own record: a hold or a release
+// answered is read back at once. A `trader` that is not a plain email is 400
+// `invalid_request` (`field` trader).
+//
+// Corresponds with GET /api/venues/{venueId}/live-trading (the `GetVenueLiveTrading` operationId).
+func (c *Client) GetVenueLiveTrading(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVenueLiveTradingRequest(c.Server, venueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HoldVenueLiveTradingWithBody Hold live trading off for the venue's traders, or for one
+//
+// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+func (c *Client) HoldVenueLiveTradingWithBody(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHoldVenueLiveTradingRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HoldVenueLiveTrading Hold live trading off for the venue's traders, or for one
+//
+// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+func (c *Client) HoldVenueLiveTrading(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, body HoldVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHoldVenueLiveTradingRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseVenueLiveTradingWithBody Release the venue's hold on live trading, or one trader's
+//
+// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+func (c *Client) ReleaseVenueLiveTradingWithBody(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseVenueLiveTradingRequestWithBody(c.Server, venueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseVenueLiveTrading Release the venue's hold on live trading, or one trader's
+//
+// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+func (c *Client) ReleaseVenueLiveTrading(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, body ReleaseVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseVenueLiveTradingRequest(c.Server, venueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListProviders The venue's provider versions
 //
 // Corresponds with GET /api/venues/{venueId}/providers (the `ListProviders` operationId).
@@ -14720,6 +15384,187 @@ func NewRevokeVenueKeyRequest(server string, venueId VenueId, keyId string, para
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetVenueLiveTradingBackOfficeRequest constructs an http.Request for the GetVenueLiveTradingBackOffice method
+func NewGetVenueLiveTradingBackOfficeRequest(server string, venueId VenueId, params *GetVenueLiveTradingBackOfficeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/live-trading", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Trader != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trader", *params.Trader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHoldVenueLiveTradingBackOfficeRequest calls the generic HoldVenueLiveTradingBackOffice builder with application/json body
+func NewHoldVenueLiveTradingBackOfficeRequest(server string, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, body HoldVenueLiveTradingBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHoldVenueLiveTradingBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewHoldVenueLiveTradingBackOfficeRequestWithBody constructs an http.Request for the HoldVenueLiveTradingBackOffice method, with any body, and a specified content type
+func NewHoldVenueLiveTradingBackOfficeRequestWithBody(server string, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/live-trading/hold", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewReleaseVenueLiveTradingBackOfficeRequest calls the generic ReleaseVenueLiveTradingBackOffice builder with application/json body
+func NewReleaseVenueLiveTradingBackOfficeRequest(server string, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, body ReleaseVenueLiveTradingBackOfficeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReleaseVenueLiveTradingBackOfficeRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewReleaseVenueLiveTradingBackOfficeRequestWithBody constructs an http.Request for the ReleaseVenueLiveTradingBackOffice method, with any body, and a specified content type
+func NewReleaseVenueLiveTradingBackOfficeRequestWithBody(server string, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/back-office/venues/%s/live-trading/release", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -21410,6 +22255,187 @@ func NewIssueVenueAccountRequestWithBody(server string, venueId VenueId, params 
 	return req, nil
 }
 
+// NewGetVenueLiveTradingRequest constructs an http.Request for the GetVenueLiveTrading method
+func NewGetVenueLiveTradingRequest(server string, venueId VenueId, params *GetVenueLiveTradingParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/live-trading", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Trader != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trader", *params.Trader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHoldVenueLiveTradingRequest calls the generic HoldVenueLiveTrading builder with application/json body
+func NewHoldVenueLiveTradingRequest(server string, venueId VenueId, params *HoldVenueLiveTradingParams, body HoldVenueLiveTradingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHoldVenueLiveTradingRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewHoldVenueLiveTradingRequestWithBody constructs an http.Request for the HoldVenueLiveTrading method, with any body, and a specified content type
+func NewHoldVenueLiveTradingRequestWithBody(server string, venueId VenueId, params *HoldVenueLiveTradingParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/live-trading/hold", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewReleaseVenueLiveTradingRequest calls the generic ReleaseVenueLiveTrading builder with application/json body
+func NewReleaseVenueLiveTradingRequest(server string, venueId VenueId, params *ReleaseVenueLiveTradingParams, body ReleaseVenueLiveTradingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReleaseVenueLiveTradingRequestWithBody(server, venueId, params, "application/json", bodyReader)
+}
+
+// NewReleaseVenueLiveTradingRequestWithBody constructs an http.Request for the ReleaseVenueLiveTrading method, with any body, and a specified content type
+func NewReleaseVenueLiveTradingRequestWithBody(server string, venueId VenueId, params *ReleaseVenueLiveTradingParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "venueId", venueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/venues/%s/live-trading/release", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListProvidersRequest constructs an http.Request for the ListProviders method
 func NewListProvidersRequest(server string, venueId VenueId) (*http.Request, error) {
 	var err error
@@ -22408,6 +23434,12 @@ type ClientWithResponsesInterface interface {
 	// on a provider account, reducing ones included; cancel, replace, close, flatten
 	// and exits stay available. Paper accounts never read it. 503
 	// live_trading_unreadable (Retry-After: 1) when it cannot be read.
+	// A venue can hold live trading off for its traders: `holds` lists each provider
+	// account of the user a venue holds (the venue, whether it holds all its traders or
+	// this one, since when). A held account's orders are refused with 403
+	// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
+	// does not lift the hold; while `enabled` is off they are refused with params.heldBy
+	// user.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -22963,6 +23995,91 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/back-office/venues/{venueId}/keys/{keyId} (the `RevokeVenueKey` operationId).
 	RevokeVenueKeyWithResponse(ctx context.Context, venueId VenueId, keyId string, params *RevokeVenueKeyParams, reqEditors ...RequestEditorFn) (*RevokeVenueKeyResponse, error)
+
+	// GetVenueLiveTradingBackOfficeWithResponse The venue's holds on live trading for its traders (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session. The whole venue's hold (`hold`, null when none) and every trader held
+	// one by one, by the email the venue registered them by, in email order; with `trader`
+	// only that trader's, held or not. Read from the venue's own record: a hold or a release
+	// answered is read back at once. A `trader` that is not a plain email is 400
+	// `invalid_request` (`field` trader).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/back-office/venues/{venueId}/live-trading (the `GetVenueLiveTradingBackOffice` operationId).
+	GetVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingBackOfficeParams, reqEditors ...RequestEditorFn) (*GetVenueLiveTradingBackOfficeResponse, error)
+
+	// HoldVenueLiveTradingBackOfficeWithBodyWithResponse Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+	HoldVenueLiveTradingBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingBackOfficeResponse, error)
+
+	// HoldVenueLiveTradingBackOfficeWithResponse Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+	HoldVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, body HoldVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingBackOfficeResponse, error)
+
+	// ReleaseVenueLiveTradingBackOfficeWithBodyWithResponse Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+	ReleaseVenueLiveTradingBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingBackOfficeResponse, error)
+
+	// ReleaseVenueLiveTradingBackOfficeWithResponse Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+	//
+	// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+	ReleaseVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, body ReleaseVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingBackOfficeResponse, error)
 
 	// ListProvidersBackOfficeWithResponse The venue's provider versions
 	//
@@ -24993,6 +26110,91 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/venues/{venueId}/accounts (the `IssueVenueAccount` operationId).
 	IssueVenueAccountWithResponse(ctx context.Context, venueId VenueId, params *IssueVenueAccountParams, body IssueVenueAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*IssueVenueAccountResponse, error)
+
+	// GetVenueLiveTradingWithResponse The venue's holds on live trading for its traders
+	//
+	// Venue key with `account:read` or `account:manage`. The whole venue's hold (`hold`, null when none) and every trader held
+	// one by one, by the email the venue registered them by, in email order; with `trader`
+	// only that trader's, held or not. Read from the venue's own record: a hold or a release
+	// answered is read back at once. A `trader` that is not a plain email is 400
+	// `invalid_request` (`field` trader).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/venues/{venueId}/live-trading (the `GetVenueLiveTrading` operationId).
+	GetVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingParams, reqEditors ...RequestEditorFn) (*GetVenueLiveTradingResponse, error)
+
+	// HoldVenueLiveTradingWithBodyWithResponse Hold live trading off for the venue's traders, or for one
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+	HoldVenueLiveTradingWithBodyWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingResponse, error)
+
+	// HoldVenueLiveTradingWithResponse Hold live trading off for the venue's traders, or for one
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+	// the venue registered under that email (compared lower-cased). The venue's traders are
+	// the provider accounts linked through a Connect app of the venue's organization, and
+	// those of a trader whose pre-registration by the venue was linked, for that
+	// registration's provider; a trader hold names the registration's email. While held, the
+	// order and reverse routes refuse every order on those accounts, reducing ones included,
+	// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+	// the trader's own switch says; cancel, replace, close, flatten and exits stay
+	// available. Paper accounts are never held. The same hold with the same reason records
+	// nothing and answers the same; another reason is recorded (the hold keeps its start).
+	// At most `traderLimit` traders held one by one: another is 409
+	// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+	// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+	// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+	// Idempotency-Key with the same request answers the first answer again
+	// (`Idempotent-Replayed: true`); with another request it is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+	HoldVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, body HoldVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingResponse, error)
+
+	// ReleaseVenueLiveTradingWithBodyWithResponse Release the venue's hold on live trading, or one trader's
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+	ReleaseVenueLiveTradingWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingResponse, error)
+
+	// ReleaseVenueLiveTradingWithResponse Release the venue's hold on live trading, or one trader's
+	//
+	// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+	// by one stay held); with it that trader's. Releasing what is not held records nothing
+	// and answers the same. Orders go through again from the next one, as the traders' own
+	// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+	ReleaseVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, body ReleaseVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingResponse, error)
 
 	// ListProvidersWithResponse The venue's provider versions
 	//
@@ -27719,6 +28921,181 @@ func (r RevokeVenueKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeVenueKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVenueLiveTradingBackOfficeResponse200Headers the declared response headers of an HTTP 200 response for GetVenueLiveTradingBackOffice
+type GetVenueLiveTradingBackOfficeResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetVenueLiveTradingBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueLiveTradingBackOffice
+type GetVenueLiveTradingBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueLiveTradingBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVenueLiveTradingBackOfficeResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueLiveTradingBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueLiveTradingBackOfficeResponse) GetJSON200() *VenueLiveAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueLiveTradingBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueLiveTradingBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueLiveTradingBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueLiveTradingBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueLiveTradingBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HoldVenueLiveTradingBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for HoldVenueLiveTradingBackOffice
+type HoldVenueLiveTradingBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HoldVenueLiveTradingBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveWriteAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HoldVenueLiveTradingBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HoldVenueLiveTradingBackOfficeResponse) GetJSON200() *VenueLiveWriteAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HoldVenueLiveTradingBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HoldVenueLiveTradingBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HoldVenueLiveTradingBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HoldVenueLiveTradingBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HoldVenueLiveTradingBackOfficeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseVenueLiveTradingBackOfficeResponseDefaultHeaders the declared response headers of an HTTP default response for ReleaseVenueLiveTradingBackOffice
+type ReleaseVenueLiveTradingBackOfficeResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ReleaseVenueLiveTradingBackOfficeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveWriteAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReleaseVenueLiveTradingBackOfficeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleaseVenueLiveTradingBackOfficeResponse) GetJSON200() *VenueLiveWriteAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReleaseVenueLiveTradingBackOfficeResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseVenueLiveTradingBackOfficeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseVenueLiveTradingBackOfficeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseVenueLiveTradingBackOfficeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseVenueLiveTradingBackOfficeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -36519,6 +37896,181 @@ func (r IssueVenueAccountResponse) ContentType() string {
 	return ""
 }
 
+// GetVenueLiveTradingResponse200Headers the declared response headers of an HTTP 200 response for GetVenueLiveTrading
+type GetVenueLiveTradingResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetVenueLiveTradingResponseDefaultHeaders the declared response headers of an HTTP default response for GetVenueLiveTrading
+type GetVenueLiveTradingResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetVenueLiveTradingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVenueLiveTradingResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetVenueLiveTradingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVenueLiveTradingResponse) GetJSON200() *VenueLiveAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetVenueLiveTradingResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVenueLiveTradingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVenueLiveTradingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVenueLiveTradingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVenueLiveTradingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HoldVenueLiveTradingResponseDefaultHeaders the declared response headers of an HTTP default response for HoldVenueLiveTrading
+type HoldVenueLiveTradingResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HoldVenueLiveTradingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveWriteAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HoldVenueLiveTradingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HoldVenueLiveTradingResponse) GetJSON200() *VenueLiveWriteAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HoldVenueLiveTradingResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HoldVenueLiveTradingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HoldVenueLiveTradingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HoldVenueLiveTradingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HoldVenueLiveTradingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseVenueLiveTradingResponseDefaultHeaders the declared response headers of an HTTP default response for ReleaseVenueLiveTrading
+type ReleaseVenueLiveTradingResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ReleaseVenueLiveTradingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VenueLiveWriteAnswer
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *VenueError
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReleaseVenueLiveTradingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleaseVenueLiveTradingResponse) GetJSON200() *VenueLiveWriteAnswer {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReleaseVenueLiveTradingResponse) GetJSONDefault() *VenueError {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseVenueLiveTradingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseVenueLiveTradingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseVenueLiveTradingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseVenueLiveTradingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProvidersResponseDefaultHeaders the declared response headers of an HTTP default response for ListProviders
 type ListProvidersResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -37573,6 +39125,12 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, reqE
 // on a provider account, reducing ones included; cancel, replace, close, flatten
 // and exits stay available. Paper accounts never read it. 503
 // live_trading_unreadable (Retry-After: 1) when it cannot be read.
+// A venue can hold live trading off for its traders: `holds` lists each provider
+// account of the user a venue holds (the venue, whether it holds all its traders or
+// this one, since when). A held account's orders are refused with 403
+// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
+// does not lift the hold; while `enabled` is off they are refused with params.heldBy
+// user.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -38397,6 +39955,121 @@ func (c *ClientWithResponses) RevokeVenueKeyWithResponse(ctx context.Context, ve
 		return nil, err
 	}
 	return ParseRevokeVenueKeyResponse(rsp)
+}
+
+// GetVenueLiveTradingBackOfficeWithResponse The venue's holds on live trading for its traders (the back-office twin of the venue-key route)
+//
+// A verified owner's session. The whole venue's hold (`hold`, null when none) and every trader held
+// one by one, by the email the venue registered them by, in email order; with `trader`
+// only that trader's, held or not. Read from the venue's own record: a hold or a release
+// answered is read back at once. A `trader` that is not a plain email is 400
+// `invalid_request` (`field` trader).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/back-office/venues/{venueId}/live-trading (the `GetVenueLiveTradingBackOffice` operationId).
+func (c *ClientWithResponses) GetVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingBackOfficeParams, reqEditors ...RequestEditorFn) (*GetVenueLiveTradingBackOfficeResponse, error) {
+	rsp, err := c.GetVenueLiveTradingBackOffice(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueLiveTradingBackOfficeResponse(rsp)
+}
+
+// HoldVenueLiveTradingBackOfficeWithBodyWithResponse Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+func (c *ClientWithResponses) HoldVenueLiveTradingBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingBackOfficeResponse, error) {
+	rsp, err := c.HoldVenueLiveTradingBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHoldVenueLiveTradingBackOfficeResponse(rsp)
+}
+
+// HoldVenueLiveTradingBackOfficeWithResponse Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTradingBackOffice` operationId).
+func (c *ClientWithResponses) HoldVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingBackOfficeParams, body HoldVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingBackOfficeResponse, error) {
+	rsp, err := c.HoldVenueLiveTradingBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHoldVenueLiveTradingBackOfficeResponse(rsp)
+}
+
+// ReleaseVenueLiveTradingBackOfficeWithBodyWithResponse Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+func (c *ClientWithResponses) ReleaseVenueLiveTradingBackOfficeWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingBackOfficeResponse, error) {
+	rsp, err := c.ReleaseVenueLiveTradingBackOfficeWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseVenueLiveTradingBackOfficeResponse(rsp)
+}
+
+// ReleaseVenueLiveTradingBackOfficeWithResponse Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+//
+// A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/back-office/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTradingBackOffice` operationId).
+func (c *ClientWithResponses) ReleaseVenueLiveTradingBackOfficeWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingBackOfficeParams, body ReleaseVenueLiveTradingBackOfficeJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingBackOfficeResponse, error) {
+	rsp, err := c.ReleaseVenueLiveTradingBackOffice(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseVenueLiveTradingBackOfficeResponse(rsp)
 }
 
 // ListProvidersBackOfficeWithResponse The venue's provider versions
@@ -41509,6 +43182,121 @@ func (c *ClientWithResponses) IssueVenueAccountWithResponse(ctx context.Context,
 	return ParseIssueVenueAccountResponse(rsp)
 }
 
+// GetVenueLiveTradingWithResponse The venue's holds on live trading for its traders
+//
+// Venue key with `account:read` or `account:manage`. The whole venue's hold (`hold`, null when none) and every trader held
+// one by one, by the email the venue registered them by, in email order; with `trader`
+// only that trader's, held or not. Read from the venue's own record: a hold or a release
+// answered is read back at once. A `trader` that is not a plain email is 400
+// `invalid_request` (`field` trader).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/venues/{venueId}/live-trading (the `GetVenueLiveTrading` operationId).
+func (c *ClientWithResponses) GetVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *GetVenueLiveTradingParams, reqEditors ...RequestEditorFn) (*GetVenueLiveTradingResponse, error) {
+	rsp, err := c.GetVenueLiveTrading(ctx, venueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVenueLiveTradingResponse(rsp)
+}
+
+// HoldVenueLiveTradingWithBodyWithResponse Hold live trading off for the venue's traders, or for one
+//
+// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+func (c *ClientWithResponses) HoldVenueLiveTradingWithBodyWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingResponse, error) {
+	rsp, err := c.HoldVenueLiveTradingWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHoldVenueLiveTradingResponse(rsp)
+}
+
+// HoldVenueLiveTradingWithResponse Hold live trading off for the venue's traders, or for one
+//
+// Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+// the venue registered under that email (compared lower-cased). The venue's traders are
+// the provider accounts linked through a Connect app of the venue's organization, and
+// those of a trader whose pre-registration by the venue was linked, for that
+// registration's provider; a trader hold names the registration's email. While held, the
+// order and reverse routes refuse every order on those accounts, reducing ones included,
+// with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+// the trader's own switch says; cancel, replace, close, flatten and exits stay
+// available. Paper accounts are never held. The same hold with the same reason records
+// nothing and answers the same; another reason is recorded (the hold keeps its start).
+// At most `traderLimit` traders held one by one: another is 409
+// `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+// is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+// email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+// Idempotency-Key with the same request answers the first answer again
+// (`Idempotent-Replayed: true`); with another request it is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/hold (the `HoldVenueLiveTrading` operationId).
+func (c *ClientWithResponses) HoldVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *HoldVenueLiveTradingParams, body HoldVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*HoldVenueLiveTradingResponse, error) {
+	rsp, err := c.HoldVenueLiveTrading(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHoldVenueLiveTradingResponse(rsp)
+}
+
+// ReleaseVenueLiveTradingWithBodyWithResponse Release the venue's hold on live trading, or one trader's
+//
+// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+func (c *ClientWithResponses) ReleaseVenueLiveTradingWithBodyWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingResponse, error) {
+	rsp, err := c.ReleaseVenueLiveTradingWithBody(ctx, venueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseVenueLiveTradingResponse(rsp)
+}
+
+// ReleaseVenueLiveTradingWithResponse Release the venue's hold on live trading, or one trader's
+//
+// Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+// by one stay held); with it that trader's. Releasing what is not held records nothing
+// and answers the same. Orders go through again from the next one, as the traders' own
+// switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/venues/{venueId}/live-trading/release (the `ReleaseVenueLiveTrading` operationId).
+func (c *ClientWithResponses) ReleaseVenueLiveTradingWithResponse(ctx context.Context, venueId VenueId, params *ReleaseVenueLiveTradingParams, body ReleaseVenueLiveTradingJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseVenueLiveTradingResponse, error) {
+	rsp, err := c.ReleaseVenueLiveTrading(ctx, venueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseVenueLiveTradingResponse(rsp)
+}
+
 // ListProvidersWithResponse The venue's provider versions
 //
 // Returns a wrapper object for the known response body format(s).
@@ -44368,6 +46156,175 @@ func ParseRevokeVenueKeyResponse(rsp *http.Response) (*RevokeVenueKeyResponse, e
 	switch {
 	case true:
 		var headers RevokeVenueKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueLiveTradingBackOfficeResponse parses an HTTP response from a GetVenueLiveTradingBackOfficeWithResponse call
+func ParseGetVenueLiveTradingBackOfficeResponse(rsp *http.Response) (*GetVenueLiveTradingBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueLiveTradingBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVenueLiveTradingBackOfficeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetVenueLiveTradingBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHoldVenueLiveTradingBackOfficeResponse parses an HTTP response from a HoldVenueLiveTradingBackOfficeWithResponse call
+func ParseHoldVenueLiveTradingBackOfficeResponse(rsp *http.Response) (*HoldVenueLiveTradingBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HoldVenueLiveTradingBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveWriteAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HoldVenueLiveTradingBackOfficeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseVenueLiveTradingBackOfficeResponse parses an HTTP response from a ReleaseVenueLiveTradingBackOfficeWithResponse call
+func ParseReleaseVenueLiveTradingBackOfficeResponse(rsp *http.Response) (*ReleaseVenueLiveTradingBackOfficeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseVenueLiveTradingBackOfficeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveWriteAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ReleaseVenueLiveTradingBackOfficeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -53209,6 +55166,175 @@ func ParseIssueVenueAccountResponse(rsp *http.Response) (*IssueVenueAccountRespo
 	switch {
 	case true:
 		var headers IssueVenueAccountResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVenueLiveTradingResponse parses an HTTP response from a GetVenueLiveTradingWithResponse call
+func ParseGetVenueLiveTradingResponse(rsp *http.Response) (*GetVenueLiveTradingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVenueLiveTradingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVenueLiveTradingResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetVenueLiveTradingResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHoldVenueLiveTradingResponse parses an HTTP response from a HoldVenueLiveTradingWithResponse call
+func ParseHoldVenueLiveTradingResponse(rsp *http.Response) (*HoldVenueLiveTradingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HoldVenueLiveTradingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveWriteAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HoldVenueLiveTradingResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseVenueLiveTradingResponse parses an HTTP response from a ReleaseVenueLiveTradingWithResponse call
+func ParseReleaseVenueLiveTradingResponse(rsp *http.Response) (*ReleaseVenueLiveTradingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseVenueLiveTradingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VenueLiveWriteAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest VenueError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ReleaseVenueLiveTradingResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

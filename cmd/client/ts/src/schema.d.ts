@@ -924,6 +924,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/venues/{venueId}/live-trading": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The venue's holds on live trading for its traders
+         * @description Venue key with `account:read` or `account:manage`. The whole venue's hold (`hold`, null when none) and every trader held
+         *     one by one, by the email the venue registered them by, in email order; with `trader`
+         *     only that trader's, held or not. Read from the venue's own record: a hold or a release
+         *     answered is read back at once. A `trader` that is not a plain email is 400
+         *     `invalid_request` (`field` trader).
+         */
+        get: operations["getVenueLiveTrading"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/live-trading/hold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold live trading off for the venue's traders, or for one
+         * @description Venue key with `account:manage`. Without `trader` the whole venue is held; with it the trader
+         *     the venue registered under that email (compared lower-cased). The venue's traders are
+         *     the provider accounts linked through a Connect app of the venue's organization, and
+         *     those of a trader whose pre-registration by the venue was linked, for that
+         *     registration's provider; a trader hold names the registration's email. While held, the
+         *     order and reverse routes refuse every order on those accounts, reducing ones included,
+         *     with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+         *     the trader's own switch says; cancel, replace, close, flatten and exits stay
+         *     available. Paper accounts are never held. The same hold with the same reason records
+         *     nothing and answers the same; another reason is recorded (the hold keeps its start).
+         *     At most `traderLimit` traders held one by one: another is 409
+         *     `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+         *     is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+         *     email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+         *     Idempotency-Key with the same request answers the first answer again
+         *     (`Idempotent-Replayed: true`); with another request it is 409.
+         */
+        post: operations["holdVenueLiveTrading"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/venues/{venueId}/live-trading/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release the venue's hold on live trading, or one trader's
+         * @description Venue key with `account:manage`. Without `trader` the whole venue's hold ends (traders held one
+         *     by one stay held); with it that trader's. Releasing what is not held records nothing
+         *     and answers the same. Orders go through again from the next one, as the traders' own
+         *     switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+         */
+        post: operations["releaseVenueLiveTrading"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/live-trading": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The venue's holds on live trading for its traders (the back-office twin of the venue-key route)
+         * @description A verified owner's session. The whole venue's hold (`hold`, null when none) and every trader held
+         *     one by one, by the email the venue registered them by, in email order; with `trader`
+         *     only that trader's, held or not. Read from the venue's own record: a hold or a release
+         *     answered is read back at once. A `trader` that is not a plain email is 400
+         *     `invalid_request` (`field` trader).
+         */
+        get: operations["getVenueLiveTradingBackOffice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/live-trading/hold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold live trading off for the venue's traders, or for one (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue is held; with it the trader
+         *     the venue registered under that email (compared lower-cased). The venue's traders are
+         *     the provider accounts linked through a Connect app of the venue's organization, and
+         *     those of a trader whose pre-registration by the venue was linked, for that
+         *     registration's provider; a trader hold names the registration's email. While held, the
+         *     order and reverse routes refuse every order on those accounts, reducing ones included,
+         *     with 403 `feature_disabled` (params `feature` live_trading, `heldBy` venue), whatever
+         *     the trader's own switch says; cancel, replace, close, flatten and exits stay
+         *     available. Paper accounts are never held. The same hold with the same reason records
+         *     nothing and answers the same; another reason is recorded (the hold keeps its start).
+         *     At most `traderLimit` traders held one by one: another is 409
+         *     `live_hold_limit_reached` (params `limit`). A reason of 1 to 256 printable characters
+         *     is required (400 `invalid_request`, `field` reason); a `trader` that is not a plain
+         *     email is 400 (`field` trader). Firm webhooks: `live_trading.held`. The same
+         *     Idempotency-Key with the same request answers the first answer again
+         *     (`Idempotent-Replayed: true`); with another request it is 409.
+         */
+        post: operations["holdVenueLiveTradingBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/back-office/venues/{venueId}/live-trading/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release the venue's hold on live trading, or one trader's (the back-office twin of the venue-key route)
+         * @description A verified owner's session (a trusted Origin on writes). Without `trader` the whole venue's hold ends (traders held one
+         *     by one stay held); with it that trader's. Releasing what is not held records nothing
+         *     and answers the same. Orders go through again from the next one, as the traders' own
+         *     switches allow. Firm webhooks: `live_trading.released`. Keyed as the hold is.
+         */
+        post: operations["releaseVenueLiveTradingBackOffice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/back-office/venues/{venueId}/{kind}": {
         parameters: {
             query?: never;
@@ -2855,6 +3031,12 @@ export interface paths {
          *     on a provider account, reducing ones included; cancel, replace, close, flatten
          *     and exits stay available. Paper accounts never read it. 503
          *     live_trading_unreadable (Retry-After: 1) when it cannot be read.
+         *     A venue can hold live trading off for its traders: `holds` lists each provider
+         *     account of the user a venue holds (the venue, whether it holds all its traders or
+         *     this one, since when). A held account's orders are refused with 403
+         *     feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
+         *     does not lift the hold; while `enabled` is off they are refused with params.heldBy
+         *     user.
          */
         get: operations["getLiveTrading"];
         put?: never;
@@ -3497,7 +3679,29 @@ export interface components {
                  * @description when the user last set it
                  */
                 changedAt?: string;
+                /**
+                 * @description The venues' holds on the user's provider accounts, one per held account: while
+                 *     one stands its account's orders are refused (403 feature_disabled, params.heldBy
+                 *     venue) whatever enabled says; only the venue releases it.
+                 */
+                holds?: components["schemas"]["AccountLiveHold"][];
             };
+        };
+        AccountLiveHold: {
+            accountId: string;
+            /** @enum {string} */
+            heldBy: "venue";
+            venue: {
+                id: string;
+                name: string;
+            };
+            /**
+             * @description venue: the venue holds all its traders; trader: this trader
+             * @enum {string}
+             */
+            scope: "venue" | "trader";
+            /** Format: date-time */
+            since: string;
         };
         /** @description A challenge program, exactly the spec's fields. Percentages are percent (10 is 10%). */
         ChallengeProgram: {
@@ -3962,6 +4166,58 @@ export interface components {
          *     with params groupId and instrument.
          */
         VenueConfigSpec: Record<string, unknown>;
+        VenueLiveHoldBody: {
+            /** @description the venue's own note: shown on the venue's routes and webhooks, never to the trader */
+            reason: string;
+            /** @description the email the venue registered the trader by; omitted: the whole venue */
+            trader?: string;
+        };
+        VenueLiveReleaseBody: {
+            /** @description the trader whose hold ends; omitted: the whole venue's */
+            trader?: string;
+        };
+        VenueLiveTrading: {
+            venueId: string;
+            /** @description the whole venue is held */
+            held: boolean;
+            hold: components["schemas"]["VenueLiveHold"] | null;
+            /** @description traders held one by one */
+            tradersHeld: number;
+            /** @description the most traders held one by one */
+            traderLimit: number;
+        };
+        VenueTraderHold: {
+            /** @description the email the venue registered the trader by, lower-cased */
+            trader: string;
+            /** @description the trader is held one by one (the whole venue's hold holds them too) */
+            held: boolean;
+            hold: components["schemas"]["VenueLiveHold"] | null;
+        };
+        VenueLiveHold: {
+            reason: string;
+            heldBy: components["schemas"]["VenueActor"];
+            /**
+             * Format: date-time
+             * @description when the hold began
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description when its reason was last stated
+             */
+            updatedAt: string;
+        };
+        VenueActor: {
+            /**
+             * @description an owner signed in to the back office, or a venue key
+             * @enum {string}
+             */
+            kind: "owner" | "key";
+            /** @description the owner's user id, or the key's id */
+            id: string;
+            /** @description the owner's email, or the key's name */
+            name?: string;
+        };
         VenueAccount: {
             accountId: string;
             accountNumber: string;
@@ -4012,7 +4268,7 @@ export interface components {
          *     is its table, and this enum is generated from it.
          * @enum {string}
          */
-        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_hold_limit_reached" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_hold_limit_reached" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_relink_required" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "registration_unconfirmed" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -4338,7 +4594,7 @@ export interface components {
         };
         WebhookRegistration: {
             url: string;
-            eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed")[];
+            eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed" | "live_trading.held" | "live_trading.released")[];
         };
         WebhookTest: {
             webhookId: string;
@@ -4499,6 +4755,31 @@ export interface components {
             content: {
                 "application/json": {
                     item: components["schemas"]["VenueConfigItem"];
+                };
+            };
+        };
+        /** @description The venue's holds on live trading */
+        VenueLiveAnswer: {
+            headers: {
+                "Cache-Control"?: "no-store";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    liveTrading: components["schemas"]["VenueLiveTrading"];
+                    traders: components["schemas"]["VenueTraderHold"][];
+                };
+            };
+        };
+        /** @description The venue's holds as the write leaves them; with `trader` in the request, that trader's too */
+        VenueLiveWriteAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    liveTrading: components["schemas"]["VenueLiveTrading"];
+                    trader?: components["schemas"]["VenueTraderHold"];
                 };
             };
         };
@@ -6080,6 +6361,130 @@ export interface operations {
             default: components["responses"]["VenueError"];
         };
     };
+    getVenueLiveTrading: {
+        parameters: {
+            query?: {
+                /** @description one trader's hold: the email the venue registered them by */
+                trader?: string;
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueLiveAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    holdVenueLiveTrading: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueLiveHoldBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueLiveWriteAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    releaseVenueLiveTrading: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["VenueLiveReleaseBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueLiveWriteAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    getVenueLiveTradingBackOffice: {
+        parameters: {
+            query?: {
+                /** @description one trader's hold: the email the venue registered them by */
+                trader?: string;
+            };
+            header?: never;
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["VenueLiveAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    holdVenueLiveTradingBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenueLiveHoldBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueLiveWriteAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
+    releaseVenueLiveTradingBackOffice: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                venueId: components["parameters"]["VenueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["VenueLiveReleaseBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["VenueLiveWriteAnswer"];
+            default: components["responses"]["VenueError"];
+        };
+    };
     listVenueConfigBackOffice: {
         parameters: {
             query?: never;
@@ -7218,7 +7623,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed")[];
+                    eventTypes?: ("registration.linked" | "registration.revoked" | "account.reset" | "balance.recorded" | "risk.locked" | "risk.unlocked" | "enrollment.registered" | "enrollment.in_progress" | "enrollment.passed" | "enrollment.failed" | "enrollment.completed" | "live_trading.held" | "live_trading.released")[];
                 };
             };
         };
