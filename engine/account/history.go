@@ -50,8 +50,10 @@ func (s *State) SnapshotParts() (head any, lists []parts.List) {
 	}
 	h := *s
 	h.ClientOrderIDs, h.References, h.Idem = nil, nil, nil
-	h.Risk.Fills = nil
 	fills := s.Risk.Fills
+	if len(fills) > 0 {
+		h.Risk.Fills = nil // in the list; an empty one stays in the head, apart from nil
+	}
 	return &h, []parts.List{
 		{Name: listOrders, Items: hs.Orders[:len(hs.Orders):len(hs.Orders)]},
 		{Name: listRefs, Items: hs.Refs[:len(hs.Refs):len(hs.Refs)]},
@@ -78,7 +80,10 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 			if l.Base != s.Risk.FillsFrom {
 				return fmt.Errorf("account %s: snapshot fills from %d, its head's from %d", s.ID, l.Base, s.Risk.FillsFrom)
 			}
-			s.Risk.Fills, err = joined[Realized](l)
+			var fills []Realized
+			if fills, err = joined[Realized](l); len(fills) > 0 {
+				s.Risk.Fills = fills
+			}
 		default:
 			err = fmt.Errorf("no list named %q", l.Name)
 		}
