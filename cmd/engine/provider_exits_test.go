@@ -22,6 +22,8 @@ import (
 // exchange rejects (the price is already through it) answers refused with
 // the target resting; a change moves the target at the exchange; the
 // withdrawal cancels what rests and ends the bracket, the position staying.
+// A resting entry's legs go out when it fills, and a leg whose answer the
+// exchange drops is settled by lookup, never sent twice.
 func TestProviderExitsThroughTheBinary(t *testing.T) {
 	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
 	if err := sim.SetPrice("BTCUSDT", "60000"); err != nil {
@@ -201,5 +203,35 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	}
 	if st, m := do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil); st != 404 {
 		t.Fatalf("a withdrawal of an ended bracket: %d %v", st, m)
+	}
+
+	// A resting entry's legs go out when it fills; the exchange's answer to
+	// one is lost: the lookup settles it, the leg is never sent twice.
+	st, pv := do("POST", "/api/account/exit-plans/preview"+q, map[string]any{"planId": id, "planRevision": rev, "instrument": "BTCUSDT",
+		"side": "buy", "quantity": "0.01", "orderType": "limit", "limitPrice": "59900", "clientOrderId": "bx-2"})
+	if st != 200 {
+		t.Fatalf("preview: %d %v", st, pv)
+	}
+	st, m = do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "bx-2", "instrument": "BTCUSDT", "side": "buy",
+		"orderType": "limit", "limitPrice": "59900", "timeInForce": "gtc", "quantity": "0.01", "exitPlan": map[string]any{"planId": id,
+			"planRevision": rev, "previewToken": pv["preview"].(map[string]any)["token"]}})
+	if st != 200 || m["order"].(map[string]any)["state"] != "working" || len(open()) != 1 {
+		t.Fatalf("a bracketed limit entry: %d %v, at the exchange %v", st, m, open())
+	}
+	lookups := sim.RequestCount("GET /fapi/v1/order")
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPrice("BTCUSDT", "59900"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, func() bool {
+		bs := brackets()
+		return len(bs) == 1 && legOf(bs[0], "stop")["state"] == "working" && len(snapshot()["orders"].([]any)) == 2 &&
+			slices.Equal(open(), []string{"STOP_MARKET@59890.00", "TAKE_PROFIT_MARKET@59920.00"})
+	}, func() any { return fmt.Sprint(brackets(), open()) })
+	sentOnce(brackets()[0])
+	if sim.RequestCount("GET /fapi/v1/order") == lookups {
+		t.Fatal("no lookup settled the leg whose answer was dropped")
 	}
 }

@@ -50,7 +50,9 @@ import (
 //     shows unprotected; the other legs rest);
 //   - a cancel the provider would not carry out leaves its order resting
 //     (Provider.Stuck): the bracket keeps it, is not ended while it rests,
-//     and the pass does not cancel it again by itself (a withdrawal does).
+//     and the pass does not cancel it again by itself (a withdrawal does);
+//   - a leg's order the provider reports at other terms (moved there) gives
+//     the leg those terms; one placement of a leg is under way at a time.
 //
 // A bracket ends (BracketEnd) only once none of its orders rests or is
 // being placed. Breakeven and trailing stops are not served: the engine
