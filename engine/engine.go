@@ -534,8 +534,8 @@ func (e *Engine) futuresUnserved(instrument string) error {
 	return nil
 }
 
-// prepare validates cmd and attaches the market context where the command needs it.
-func (e *Engine) prepare(cmd commands.Command) error {
+// prepare validates cmd on the account and attaches the market context where the command needs it.
+func (e *Engine) prepare(accountID string, cmd commands.Command) error {
 	if err := cmd.Validate(); err != nil {
 		return err
 	}
@@ -548,7 +548,11 @@ func (e *Engine) prepare(cmd commands.Command) error {
 	case *trading.Reverse:
 		instrument = c.Instrument
 	}
-	if instrument != "" {
+	if instrument != "" && e.isProvider(accountID) {
+		if err := e.providerInstrument(accountID, cmd); err != nil { // the provider serves its instruments (providerfutures.go)
+			return err
+		}
+	} else if instrument != "" {
 		if err := e.futuresUnserved(instrument); err != nil {
 			return err
 		}
@@ -572,7 +576,7 @@ func (e *Engine) Account(ctx context.Context, accountID string, env commands.Env
 // decideHere decides an account's command on this node.
 func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
 	e.providerDefaults(accountID, env.Cmd)
-	if err := e.prepare(env.Cmd); err != nil {
+	if err := e.prepare(accountID, env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}
 	if err := e.liveGate(ctx, accountID, env.Cmd); err != nil { // live.go
@@ -588,7 +592,7 @@ func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.
 
 // Advise decides cmd on the account without committing: the refusal it would meet, or nil.
 func (e *Engine) Advise(ctx context.Context, accountID string, env commands.Envelope) error {
-	if err := e.prepare(env.Cmd); err != nil {
+	if err := e.prepare(accountID, env.Cmd); err != nil {
 		return err
 	}
 	_, err := e.accounts.DryRun(ctx, accountID, env)

@@ -41,10 +41,18 @@ type ProvidersConfig struct {
 	// OutcomeWait bounds how long an order's answer waits for the
 	// provider's outcome before it is outcome_unknown; 5 s when zero.
 	OutcomeWait time.Duration
+	// Logins are the providers signed in to with a login name and password
+	// (loginlinks.go), by name; each is in Providers too, in its default
+	// environment.
+	Logins map[string]LoginProvider
 }
 
-// provAccounts are the ids of the provider accounts this engine has seen.
-type provAccounts struct{ m sync.Map }
+// provAccounts are the ids of the provider accounts this engine has seen,
+// and the logins of those linked through one (loginlinks.go).
+type provAccounts struct {
+	m      sync.Map
+	logins loginIndex
+}
 
 func (e *Engine) initProviders() {
 	pc := e.cfg.Providers
@@ -60,6 +68,7 @@ func (e *Engine) initProviders() {
 		Open:           e.openCredential,
 		Owns:           e.owns, // a deposed owner never sends
 		ReconcileEvery: pc.ReconcileEvery,
+		Logins:         e.loginsConfig(), // loginlinks.go
 		Exec: func(ctx context.Context, accountID string, cmd commands.Command) error {
 			_, err := e.accounts.Execute(ctx, accountID, e.Envelope(events.Principal{System: "provider"}, "", cmd))
 			return err
@@ -73,6 +82,7 @@ func (e *Engine) trackProvider(id string, s *account.State, resumed bool) {
 		return
 	}
 	e.provAccts.m.Store(id, true)
+	e.provAccts.logins.track(id, s)
 	if e.prov == nil || !e.owns(id) {
 		return
 	}

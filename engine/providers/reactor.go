@@ -49,6 +49,8 @@ type Config struct {
 	// only while it does (a deposed owner never sends; the new owner settles
 	// the intent by lookup). Nil: always.
 	Owns func(accountID string) bool
+	// Logins serves the accounts linked through a login (tokens.go).
+	Logins LoginConfig
 }
 
 // Reactor is the provider reactor. Safe for concurrent use.
@@ -61,6 +63,7 @@ type Reactor struct {
 	links   map[string]*link            // by account id
 	waiters map[string][]chan struct{}  // by account id + "/" + intent key
 	pending map[string]provider.Session // sessions opened by a link, before its commit
+	logins  loginState                  // the logins lost (tokens.go)
 }
 
 // link is one linked account's session and what is under way on it.
@@ -69,6 +72,7 @@ type link struct {
 	name      string
 	sealed    []byte
 	sess      provider.Session // nil until connected
+	login     *loginLink       // an account linked through a login (tokens.go); nil for a key
 	ready     chan struct{}    // closed once sess is set (or the link ends)
 	busy      map[string]bool  // intent keys being sent or looked up
 	stop      context.CancelFunc
@@ -173,6 +177,10 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 			delete(r.waiters, k)
 		}
 	}
+	goOn, resumed := r.trackLogin(accountID, p, resumed) // tokens.go
+	if !goOn {
+		return
+	}
 	l := r.links[accountID]
 	if !p.Linked {
 		if l != nil {
@@ -184,7 +192,7 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 	if l == nil {
 		ctx, stop := context.WithCancel(r.ctx)
 		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, stop: stop,
-			settings: p.Settings}
+			settings: p.Settings, login: newLoginLink(p)}
 		r.links[accountID] = l
 		sess := r.pending[accountID]
 		delete(r.pending, accountID)
@@ -306,6 +314,11 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 		slog.Error("providers: an account is linked to a provider this engine does not serve", "account", l.accountID, "provider", l.name)
 		return
 	}
+	if sess == nil && l.login != nil {
+		if sess = r.resumeLogin(ctx, l, prov); sess == nil {
+			return // ended, or the login is lost: the account is marked and its session stopped
+		}
+	}
 	for sess == nil {
 		c, err := r.cfg.Open(ctx, l.accountID, l.sealed)
 		if err == nil {
@@ -382,7 +395,7 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 func (r *Reactor) reconcile(ctx context.Context, l *link, cause string) {
 	for {
 		ok, err := r.reconcileOnce(ctx, l, cause)
-		if ok {
+		if ok || r.loginRefused(l, err) {
 			return
 		}
 		if err != nil {
@@ -509,6 +522,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		return true, true
 	case notSent(err) != "":
 		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)})
+		r.loginRefused(l, err)
 		return true, true
 	}
 	return true, false
@@ -523,6 +537,7 @@ func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		st, err := sess.Lookup(cctx, in.Order.Instrument, in.ProviderClientOrderID)
 		cancel()
+		r.loginRefused(l, err)
 		switch {
 		case err == nil:
 			undone := (in.Op == evacct.IntentCancel && !st.Status.Final()) || (in.Op == evacct.IntentReplace && !replaced(in, st))

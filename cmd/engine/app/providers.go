@@ -13,6 +13,7 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/binance"
+	"github.com/svc/engine/engine/provider/tradovate"
 	"github.com/svc/engine/engine/seal"
 )
 
@@ -28,6 +29,7 @@ import (
 //	ENGINE_PROVIDER_ALLOW_PRIVATE    1: provider calls may reach private and loopback addresses (a local simulator); never in production
 //	ENGINE_PROVIDER_FEED             on, off or auto (default): the provider's public price feed for its perpetuals (providerfeed.go)
 //	ENGINE_BINANCE_SYMBOLS           the perpetuals that feed serves (default BTCUSDT,ETHUSDT,SOLUSDT)
+//	ENGINE_TRADOVATE_*               the futures provider, a trader's own Tradovate login (tradovate.go)
 type ProvidersConfig struct {
 	ReconcileEvery time.Duration
 	Feed           string
@@ -38,6 +40,7 @@ type ProvidersConfig struct {
 	BinanceSpot    string
 	Testnet        bool
 	AllowPrivate   bool
+	Tradovate      TradovateConfig
 }
 
 // providerFlags declares the provider settings on fs.
@@ -52,6 +55,7 @@ func providerFlags(fs *flag.FlagSet, c *ProvidersConfig, env func(string, string
 	fs.StringVar(&c.Symbols, "binance-symbols", env("ENGINE_BINANCE_SYMBOLS", "BTCUSDT,ETHUSDT,SOLUSDT"), "the Binance perpetuals the provider feed serves, comma-separated (ENGINE_BINANCE_SYMBOLS)")
 	every, _ := time.ParseDuration(env("ENGINE_PROVIDER_RECONCILE_EVERY", "60s"))
 	fs.DurationVar(&c.ReconcileEvery, "provider-reconcile-every", every, "the period of each linked provider account's reconciliation besides those at a start and after a stream gap (ENGINE_PROVIDER_RECONCILE_EVERY)")
+	tradovateFlags(fs, &c.Tradovate, env)
 	fs.BoolVar(&c.AllowPrivate, "provider-allow-private", truth(env("ENGINE_PROVIDER_ALLOW_PRIVATE", "")), "let provider calls reach private and loopback addresses, for a local simulator; refused in production (ENGINE_PROVIDER_ALLOW_PRIVATE)")
 }
 
@@ -64,6 +68,9 @@ func (c ProvidersConfig) validate(envName string) error {
 	case "", "auto", "on", "off":
 	default:
 		errs = append(errs, fmt.Errorf("ENGINE_PROVIDER_FEED %q is none of on, off, auto", c.Feed))
+	}
+	if err := c.Tradovate.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if envName == "production" && c.SealKeys == "" {
 		errs = append(errs, errors.New("ENGINE_ENV=production needs ENGINE_SEAL_KEYS: provider credentials are sealed under it (an entry is an id and 32 random bytes in base64: k1:$(openssl rand -base64 32); see docs/secrets.md)"))
@@ -113,6 +120,11 @@ func openProviders(ctx context.Context, cfg Config, log *eventlog.Log) (*engine.
 	if err != nil {
 		return nil, fmt.Errorf("ENGINE_BINANCE_*: %w", err)
 	}
-	return &engine.ProvidersConfig{Providers: map[string]provider.Provider{binance.Name: bn},
-		Brokers: map[string]string{binance.Name: "binance"}, Vault: vault, ReconcileEvery: cfg.Providers.ReconcileEvery, LiveTrading: cfg.liveByDefault()}, nil
+	tv, tvLogins, err := openTradovate(pc.Tradovate, pc.AllowPrivate) // tradovate.go
+	if err != nil {
+		return nil, err
+	}
+	return &engine.ProvidersConfig{Providers: map[string]provider.Provider{binance.Name: bn, tradovate.Name: tv},
+		Brokers: map[string]string{binance.Name: "binance", tradovate.Name: "tradovate"}, Vault: vault, ReconcileEvery: cfg.Providers.ReconcileEvery,
+		LiveTrading: cfg.liveByDefault(), Logins: map[string]engine.LoginProvider{tradovate.Name: tvLogins}}, nil
 }
