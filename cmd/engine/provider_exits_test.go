@@ -23,7 +23,8 @@ import (
 // the target resting; a change moves the target at the exchange; the
 // withdrawal cancels what rests and ends the bracket, the position staying.
 // A resting entry's legs go out when it fills, and a leg whose answer the
-// exchange drops is settled by lookup, never sent twice.
+// exchange drops is settled by lookup, never sent twice. A withdrawal whose
+// cancels the exchange does not take leaves the bracket active (stuck).
 func TestProviderExitsThroughTheBinary(t *testing.T) {
 	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
 	if err := sim.SetPrice("BTCUSDT", "60000"); err != nil {
@@ -233,5 +234,24 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	sentOnce(brackets()[0])
 	if sim.RequestCount("GET /fapi/v1/order") == lookups {
 		t.Fatal("no lookup settled the leg whose answer was dropped")
+	}
+
+	// The exchange throttles the key: the withdrawal's cancels are not
+	// sent, the orders still rest, the bracket stays active with them
+	// (stuck); withdrawn again once the throttle is over, it ends.
+	bid = brackets()[0].(map[string]any)["id"].(string)
+	if err := sim.AddFault(binance.Fault{Route: "DELETE /fapi/v1/order", Times: 1, Throttle: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	st, m = do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil)
+	if st != 200 || m["bracket"].(map[string]any)["state"] != "active" || m["stuck"].(float64) != 2 || len(open()) != 2 || len(brackets()) != 1 {
+		t.Fatalf("a withdrawal whose cancels were not sent: %d %v, at the exchange %v", st, m, open())
+	}
+	waitUntil(t, 5*time.Second, func() bool { // withdrawn again until the exchange's Retry-After is over
+		st, m = do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil)
+		return st == 200 && m["bracket"].(map[string]any)["state"] == "ended"
+	}, func() any { return m })
+	if f := snapshot(); len(open()) != 0 || len(f["brackets"].([]any)) != 0 || m["stuck"].(float64) != 0 {
+		t.Fatalf("withdrawn again: %v, at the exchange %v", m, open())
 	}
 }
