@@ -238,7 +238,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	}
 	if cfg.Env == "sandbox" {
 		phase(PhaseDemo)
-		if err := bootstrap(ctx, a.Deps, cfg); err != nil {
+		if err := retrySafely(ctx, time.Minute, func() error { return bootstrap(ctx, a.Deps, cfg) }); err != nil {
 			return nil, fmt.Errorf("demo tenant: %w", err)
 		}
 	}

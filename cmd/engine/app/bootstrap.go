@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/svc/engine/commands"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
@@ -72,6 +74,31 @@ func writeCredentials(path string, c credentials) error {
 }
 
 func demoAccountID(i int) string { return fmt.Sprintf("acct_%s_%04d", DemoTenant, i) }
+
+// retrySafely runs f until it returns nil, an error that is not a refusal
+// the catalogue calls safe to retry (commands.RetrySafe: nothing was
+// recorded, such as no node owning the account while a cluster's nodes
+// join), or until ctx ends or bound passes; then it returns the last error.
+// bootstrap's commands are idempotent by their ids, so a retry of one that
+// landed changes nothing.
+func retrySafely(ctx context.Context, bound time.Duration, f func() error) error {
+	deadline := time.Now().Add(bound)
+	wait := 50 * time.Millisecond
+	for {
+		err := f()
+		var r *commands.Refusal
+		if err == nil || !errors.As(err, &r) || !commands.RetrySafe(r.Code) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		slog.Warn("start: a step was refused for now; retrying", "code", r.Code, "in", wait)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
 
 // bootstrap makes the sandbox's demo tenant on first start: a user, a Trading
 // API key and ENGINE_DEMO_ACCOUNTS paper accounts, and writes their credentials.
