@@ -1,43 +1,43 @@
 package market
 
 import (
-	"context"
 	"errors"
 	"strings"
 )
 
-// ErrFeedRequiresConnection is the answer of a FuturesSource for a trader who
-// has no futures connection of their own. Routes render it as 503
+// ErrFeedRequiresConnection is what every refusal of futures prices to a
+// trader wraps (FeedRefused). Routes render it as 503
 // feed_requires_connection.
 var ErrFeedRequiresConnection = errors.New("market: futures prices stream only from the trader's own futures source")
 
-// FuturesSource hands out futures prices per trader. Futures prices are
-// licensed per trader: each trader's feed comes from that trader's own login
-// on a futures system, under their own market-data subscription. A real
-// source implements this interface; the routes never change.
-type FuturesSource interface {
-	// Open returns trader's futures feed, or ErrFeedRequiresConnection when the
-	// trader has none. trader is the tenant (or the trader acted for) of the request.
-	Open(ctx context.Context, trader string) (FuturesFeed, error)
-}
+// The reasons a trader's futures prices are refused (FeedRefused.Reason,
+// params.reason of feed_requires_connection).
+const (
+	ReasonLoginRequired  = "login_required"  // the trader has linked no futures login
+	ReasonDemoLogin      = "demo_login"      // the trader's futures login is a demo login: it carries no market data
+	ReasonNoSubscription = "no_subscription" // the login's market data subscription does not cover the product
+)
 
-// FuturesFeed is one trader's licensed futures connection.
-type FuturesFeed interface {
-	Feed
-	// Contracts lists the contracts the connection serves (symbol search and symbol info).
-	Contracts() []Instrument
-	// History returns up to countBack bars of symbol at tf ending before to (Unix
-	// seconds; 0: now), oldest first.
-	History(ctx context.Context, symbol string, tf Timeframe, countBack int, to int64) ([]Bar, error)
-}
+// FeedRefused refuses futures prices to a trader, with its Reason (one of
+// the Reason constants). Futures prices are licensed per trader: they come
+// only from the trader's own login on a futures system, under that login's
+// own market data subscription.
+type FeedRefused struct{ Reason string }
 
-// NoFutures is the FuturesSource of a deployment with no futures connection
-// configured (the sandbox): every Open answers ErrFeedRequiresConnection.
-type NoFutures struct{}
+func (e *FeedRefused) Error() string { return ErrFeedRequiresConnection.Error() + ": " + e.Reason }
+func (e *FeedRefused) Unwrap() error { return ErrFeedRequiresConnection }
 
-// Open always refuses.
-func (NoFutures) Open(context.Context, string) (FuturesFeed, error) {
-	return nil, ErrFeedRequiresConnection
+// RefusalReason is the reason of a FeedRefused in err's chain;
+// ReasonLoginRequired for any other error wrapping ErrFeedRequiresConnection.
+func RefusalReason(err error) (string, bool) {
+	var fr *FeedRefused
+	if errors.As(err, &fr) {
+		return fr.Reason, true
+	}
+	if errors.Is(err, ErrFeedRequiresConnection) {
+		return ReasonLoginRequired, true
+	}
+	return "", false
 }
 
 // Fraction is how a product quoted in fractions of a point is written:

@@ -64,7 +64,7 @@ func BenchmarkHistorySpread5000(b *testing.B) {
 			svc.Store.Put(sym, market.Minute, bar)
 		}
 	}
-	h := &Handlers{m: &Market{Catalog: benchCatalog(4), Bars: svc, Futures: market.NoFutures{}, Now: time.Now}}
+	h := &Handlers{m: &Market{Catalog: benchCatalog(4), Bars: svc, Now: time.Now}}
 	path := "/api/market/history?tf=1m&countBack=5000&instrument=" + url.QueryEscape("(S0-PERP - S1-PERP) * 2 + S2-PERP / S3-PERP")
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -5,6 +5,8 @@
 package market
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/engine/market/bars"
 	"github.com/svc/engine/engine/market/spread"
+	"github.com/svc/engine/engine/market/userfeed"
+	"github.com/svc/engine/events"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 )
@@ -38,8 +42,10 @@ type Market struct {
 	Products []market.Product // the futures product catalog
 	Feed     market.Feed      // the crypto feed
 	Bars     *bars.Service
-	Futures  market.FuturesSource // nil: market.NoFutures
-	Now      func() time.Time
+	// Futures serves each trader's futures prices from their own futures
+	// login; nil: no futures (every futures request is refused).
+	Futures *userfeed.Source
+	Now     func() time.Time
 	// Done ends every stream when closed (the server drains).
 	Done <-chan struct{}
 }
@@ -47,9 +53,6 @@ type Market struct {
 // New makes the market-data handlers; the route table is gateway/routes.go,
 // and each route admits its callers itself (Admit).
 func New(d *api.Deps, m *Market) *Handlers {
-	if m.Futures == nil {
-		m.Futures = market.NoFutures{}
-	}
 	if m.Now == nil {
 		m.Now = time.Now
 	}
@@ -74,6 +77,14 @@ type unitOut struct {
 }
 
 func (h *Handlers) Config(w http.ResponseWriter, r *http.Request) error {
+	served, reason := h.futuresServed(r)
+	classes := []string{"crypto"}
+	fut := map[string]any{"served": served, "code": commands.CodeFeedRequiresConnection}
+	if served {
+		classes = append(classes, "futures")
+	} else {
+		fut["reason"] = reason
+	}
 	units := make([]unitOut, 0, len(market.Units))
 	for _, u := range market.Units {
 		units = append(units, unitOut{Unit: u.Code, Name: u.Name, Seconds: u.Seconds, Max: u.Max})
@@ -89,35 +100,78 @@ func (h *Handlers) Config(w http.ResponseWriter, r *http.Request) error {
 			"bars": MaxBars, "defaultCountBack": DefaultCountBack, "symbols": MaxSymbols, "quotes": MaxQuotes,
 			"subscriptions": MaxSubs, "spreadLegs": spread.MaxLegs, "expressionLength": spread.MaxLength,
 		},
-		"assetClasses": h.assetClasses(r),
-		"futures":      map[string]any{"served": h.futures(r) != nil, "code": commands.CodeFeedRequiresConnection},
+		"assetClasses": classes,
+		"futures":      fut,
 		"source":       h.m.Feed.Name(),
 	})
 	return nil
 }
 
-func (h *Handlers) assetClasses(r *http.Request) []string {
-	out := []string{"crypto"}
-	if h.futures(r) != nil {
-		out = append(out, "futures")
-	}
-	return out
-}
-
-// futures opens the caller's futures source; nil without one.
-func (h *Handlers) futures(r *http.Request) market.FuturesFeed {
-	p, _ := httpx.PrincipalOf(r)
-	f, err := h.m.Futures.Open(r.Context(), p.TenantID)
+// futuresServed says whether the caller's own futures feed serves: its
+// login is linked and not refused outright (a product may still be outside
+// its subscription), else the reason.
+func (h *Handlers) futuresServed(r *http.Request) (bool, string) {
+	f, err := h.futures(r)
 	if err != nil {
-		return nil
+		reason, _ := market.RefusalReason(err)
+		return false, cmp.Or(reason, market.ReasonLoginRequired)
 	}
-	return f
+	if !f.Live() {
+		return false, market.ReasonDemoLogin
+	}
+	return true, ""
 }
 
-func feedRequiresConnection(instrument string) error {
+// trader is the user whose own futures feed serves the request: the user
+// of a session or of a user's Trading API key, acting for no one else.
+// Futures prices are licensed per trader: no other caller has one.
+func trader(r *http.Request) string {
+	p, _ := httpx.PrincipalOf(r)
+	if (p.Kind != "trading" && p.Kind != "session") || p.OnBehalfOf != "" {
+		return ""
+	}
+	return p.TenantID
+}
+
+// futures opens the caller's own futures feed, or the refusal.
+func (h *Handlers) futures(r *http.Request) (*userfeed.Feed, error) {
+	if h.m.Futures == nil {
+		return nil, &market.FeedRefused{Reason: market.ReasonLoginRequired}
+	}
+	return h.m.Futures.Open(r.Context(), trader(r))
+}
+
+// futuresError answers a failure of the caller's futures feed for
+// instrument: a refusal is 503 feed_requires_connection with its reason,
+// an unknown contract 404, a timeframe the provider's charts do not serve
+// 400, anything else (the provider down, no quote in time) 503
+// feed_unavailable.
+func futuresError(instrument string, err error) error {
+	if reason, ok := market.RefusalReason(err); ok {
+		return feedRequiresConnection(instrument, reason)
+	}
+	switch {
+	case errors.Is(err, userfeed.ErrUnknownSymbol):
+		return unknownSymbol(instrument)
+	case errors.Is(err, userfeed.ErrTimeframe):
+		return badRequest(commands.CodeInvalidTimeframe, "futures bars start at one minute: use m, h, d or w", map[string]any{"instrument": instrument})
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return feedUnavailable(instrument)
+}
+
+func feedRequiresConnection(instrument, reason string) error {
+	msg := trading.FuturesNotServed
+	switch reason {
+	case market.ReasonDemoLogin:
+		msg = "your futures login is a demo login, which carries no market data: link your login on the production futures system"
+	case market.ReasonNoSubscription:
+		msg = "your futures login's market data subscription does not cover this product"
+	}
 	return &httpx.Error{Status: http.StatusServiceUnavailable, Code: commands.CodeFeedRequiresConnection,
-		Msg:    trading.FuturesNotServed + " (" + instrument + ")",
-		Params: map[string]any{"instrument": instrument}}
+		Msg:    msg + " (" + instrument + ")",
+		Params: map[string]any{"instrument": instrument, "reason": reason}}
 }
 
 func feedUnavailable(instrument string) error {
@@ -165,10 +219,12 @@ func (h *Handlers) resolver(name string) (string, bool) {
 
 // expression resolves an instrument or spread expression. A lone unknown
 // word is 404 unknown_symbol; a faulty expression is 400 naming the position;
-// any futures leg without the caller's futures source is 503.
-func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
+// a futures leg is served only from the caller's own futures feed, entitled
+// to its product (else 503 feed_requires_connection with the reason): the
+// feed is answered with the expression, nil when no leg is futures.
+func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, *userfeed.Feed, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, badRequest(commands.CodeInvalidRequest, "instrument is required", nil)
+		return nil, nil, badRequest(commands.CodeInvalidRequest, "instrument is required", nil)
 	}
 	e, err := spread.Parse(s, h.resolver)
 	if err != nil {
@@ -176,20 +232,33 @@ func (h *Handlers) expression(r *http.Request, s string) (*spread.Expr, error) {
 		if errors.As(err, &pe) {
 			word := strings.TrimSpace(s)
 			if pe.Pos == strings.Index(s, word)+1 && strings.HasPrefix(pe.Msg, "unknown instrument") && !strings.ContainsAny(word, " +*^()") {
-				return nil, unknownSymbol(word)
+				return nil, nil, unknownSymbol(word)
 			}
-			return nil, badRequest(commands.CodeInvalidExpression, err.Error(), map[string]any{"position": pe.Pos, "instrument": s})
+			return nil, nil, badRequest(commands.CodeInvalidExpression, err.Error(), map[string]any{"position": pe.Pos, "instrument": s})
 		}
-		return nil, err
+		return nil, nil, err
 	}
+	var feed *userfeed.Feed
 	for _, leg := range e.Legs {
-		if _, ok := h.isFutures(leg); ok {
-			if h.futures(r) == nil || !e.Single() {
-				return nil, feedRequiresConnection(leg)
+		if _, ok := h.isFutures(leg); !ok {
+			continue
+		}
+		if feed == nil {
+			if feed, err = h.futures(r); err != nil {
+				return nil, nil, futuresError(leg, err)
 			}
 		}
+		if err := feed.Entitled(r.Context(), leg); err != nil {
+			return nil, nil, futuresError(leg, err)
+		}
 	}
-	return e, nil
+	return e, feed, nil
+}
+
+// futuresLeg reports whether a leg of an expression is a futures symbol.
+func (h *Handlers) futuresLeg(leg string) bool {
+	_, ok := h.isFutures(leg)
+	return ok
 }
 
 func timeframe(r *http.Request) (market.Timeframe, error) {
@@ -248,10 +317,10 @@ func (h *Handlers) Search(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, outOf(in))
 		}
 	}
-	if ff := h.futures(r); ff != nil { // futures only from the caller's own source
-		for _, in := range ff.Contracts() {
-			if match(in) && len(out) < int(limit) {
-				out = append(out, outOf(in))
+	if len(out) < int(limit) {
+		if f, err := h.futures(r); err == nil { // futures only from the caller's own feed, the products it is entitled to
+			for _, c := range f.Search(r.Context(), q, int(limit)-len(out)) {
+				out = append(out, outOf(c.Instrument()))
 			}
 		}
 	}
@@ -264,15 +333,15 @@ func (h *Handlers) SymbolInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := h.expression(r, s)
+	e, feed, err := h.expression(r, s)
 	if err != nil {
 		return err
 	}
 	cal := map[string]any{"timezone": "Etc/UTC", "session": "24x7", "holidays": []any{}}
 	if e.Single() {
 		in, ok := h.crypto(e.Legs[0])
-		if !ok { // a futures symbol from the caller's own source
-			return feedRequiresConnection(e.Legs[0])
+		if !ok { // a futures symbol from the caller's own feed
+			return h.futuresInfo(w, r, feed, e.Legs[0])
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{
 			"symbol": in.Symbol, "name": in.Name, "exchange": in.Exchange, "type": in.Type, "assetClass": in.AssetClass,
@@ -285,8 +354,15 @@ func (h *Handlers) SymbolInfo(w http.ResponseWriter, r *http.Request) error {
 	}
 	decimals := 0
 	for _, leg := range e.Legs {
-		in, _ := h.crypto(leg)
-		decimals = max(decimals, in.TickSize.Decimals())
+		tick := events.Int(1)
+		if in, ok := h.crypto(leg); ok {
+			tick = in.TickSize
+		} else if c, err := feed.Contract(r.Context(), leg); err == nil {
+			tick = c.TickSize
+		} else {
+			return futuresError(leg, err)
+		}
+		decimals = max(decimals, tick.Decimals())
 	}
 	if strings.ContainsAny(e.Canonical, "/^") {
 		decimals = max(decimals, 6)
@@ -301,6 +377,34 @@ func (h *Handlers) SymbolInfo(w http.ResponseWriter, r *http.Request) error {
 		"timezone": "Etc/UTC", "session": "24x7", "sessionCalendar": cal,
 		"priceFormat": priceFormat(tick), "legs": e.Legs,
 	})
+	return nil
+}
+
+// futuresInfo answers symbol-info for a futures symbol from the caller's
+// own feed: the contract month it stands for now (contract, its root and
+// expiration), the product's tick, value per point and, for a product
+// quoted in thirty-seconds, the catalog's priceFraction. Futures trade on
+// CME Globex hours (America/Chicago, 17:00 to 16:00).
+func (h *Handlers) futuresInfo(w http.ResponseWriter, r *http.Request, feed *userfeed.Feed, symbol string) error {
+	c, err := feed.Contract(r.Context(), symbol)
+	if err != nil {
+		return futuresError(symbol, err)
+	}
+	const zone, session = "America/Chicago", "1700-1600"
+	out := map[string]any{
+		"symbol": symbol, "name": c.Name(), "exchange": c.Product.Exchange, "type": "future", "assetClass": "futures",
+		"simulated": false, "source": feed.Name(), "currency": cmp.Or(c.Currency, c.Product.Currency),
+		"timezone": zone, "session": session, "sessionCalendar": map[string]any{"timezone": zone, "session": session, "holidays": []any{}},
+		"priceFormat": priceFormat(c.TickSize.String()), "legs": []string{symbol},
+		"lotStep": "1", "minQuantity": "1", "contract": c.Symbol, "root": c.Root, "multiplier": c.ValuePerPoint.String(),
+	}
+	if !c.Expiration.IsZero() {
+		out["expiration"] = c.Expiration.UTC().Format(time.RFC3339)
+	}
+	if f := c.Fraction(); f != nil {
+		out["priceFraction"] = f
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -327,6 +431,13 @@ type quoteOut struct {
 	Last   string `json:"last"`
 	Mid    string `json:"mid"`
 	Time   string `json:"time"`
+	// Contract is the month a futures root or continuous symbol stands for now.
+	Contract string `json:"contract,omitempty"`
+}
+
+func quoteOf(q market.Quote) quoteOut {
+	return quoteOut{Symbol: q.Instrument, Bid: q.Bid.String(), Ask: q.Ask.String(), Last: q.Last.String(), Mid: q.Mid().String(),
+		Time: q.At.UTC().Format(time.RFC3339Nano)}
 }
 
 // query reads a query parameter by its name or by the older name it
@@ -367,13 +478,29 @@ func (h *Handlers) Quotes(w http.ResponseWriter, r *http.Request) error {
 		return badRequest(commands.CodeTooManySymbols, fmt.Sprintf("at most %d symbols per request", MaxQuotes), map[string]any{"limit": MaxQuotes})
 	}
 	out := make([]quoteOut, 0, len(names))
+	var feed *userfeed.Feed
 	for _, n := range names {
 		in, ok := h.crypto(n)
 		if !ok {
-			if f, isF := h.isFutures(n); isF {
-				return feedRequiresConnection(f)
+			f, isF := h.isFutures(n)
+			if !isF {
+				return unknownSymbol(n)
 			}
-			return unknownSymbol(n)
+			if feed == nil {
+				if feed, err = h.futures(r); err != nil {
+					return futuresError(f, err)
+				}
+			}
+			q, c, err := feed.QuoteOf(r.Context(), f)
+			if err != nil {
+				return futuresError(f, err)
+			}
+			qo := quoteOf(q)
+			if c.Symbol != q.Instrument {
+				qo.Contract = c.Symbol
+			}
+			out = append(out, qo)
+			continue
 		}
 		if !market.Served(h.m.Feed, in.Symbol) {
 			return feedUnavailable(in.Symbol)
@@ -382,8 +509,7 @@ func (h *Handlers) Quotes(w http.ResponseWriter, r *http.Request) error {
 		if !ok {
 			return feedUnavailable(in.Symbol)
 		}
-		out = append(out, quoteOut{Symbol: in.Symbol, Bid: q.Bid.String(), Ask: q.Ask.String(), Last: q.Last.String(), Mid: q.Mid().String(),
-			Time: q.At.UTC().Format(time.RFC3339Nano)})
+		out = append(out, quoteOf(q))
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"quotes": out})
 	return nil
@@ -401,7 +527,7 @@ func (h *Handlers) History(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := h.expression(r, instrument)
+	e, feed, err := h.expression(r, instrument)
 	if err != nil {
 		return err
 	}
@@ -414,13 +540,14 @@ func (h *Handlers) History(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var list []market.Bar
-	if _, fut := h.isFutures(e.Legs[0]); fut && e.Single() {
-		ff := h.futures(r)
-		if ff == nil {
-			return feedRequiresConnection(e.Legs[0])
+	if feed != nil && e.Single() {
+		if list, err = feed.History(r.Context(), e.Legs[0], tf, int(count), to); err != nil {
+			return futuresError(e.Legs[0], err)
 		}
-		if list, err = ff.History(r.Context(), e.Legs[0], tf, int(count), to); err != nil {
-			return feedUnavailable(e.Legs[0])
+	} else if feed != nil {
+		legs := userfeed.Legs{IsFutures: h.futuresLeg, Bars: h.m.Bars.Store}
+		if list, err = feed.SpreadHistory(r.Context(), e, tf, int(count), to, legs); err != nil {
+			return futuresError(instrument, err)
 		}
 	} else if e.Single() {
 		list = h.m.Bars.Store.History(e.Legs[0], tf, int(count), to)
@@ -470,13 +597,17 @@ func (h *Handlers) subscribe(r *http.Request, instrument, tfRaw string, sink bar
 	if err != nil {
 		return nil, badRequest(commands.CodeInvalidTimeframe, err.Error(), map[string]any{"tf": tfRaw})
 	}
-	e, err := h.expression(r, instrument)
+	e, feed, err := h.expression(r, instrument)
 	if err != nil {
 		return nil, err
 	}
-	if _, fut := h.isFutures(e.Legs[0]); fut {
-		// a connected futures source streams its own quotes; bars from it are not aggregated here yet
-		return nil, feedRequiresConnection(e.Legs[0])
+	if feed != nil { // the caller's own bars, from their own quotes
+		legs := userfeed.Legs{IsFutures: h.futuresLeg, Feed: h.m.Feed, Bars: h.m.Bars.Store}
+		cancel, err := feed.SubscribeBars(r.Context(), e, tf, sink, subNo, legs)
+		if err != nil {
+			return nil, futuresError(instrument, err)
+		}
+		return cancel, nil
 	}
 	return h.m.Bars.Live.SubscribeSink(e, tf, sink, subNo), nil
 }

@@ -13,12 +13,15 @@ import (
 	"github.com/svc/engine/engine/market/exchange"
 	"github.com/svc/engine/engine/market/news"
 	"github.com/svc/engine/engine/market/replay"
+	"github.com/svc/engine/engine/market/userfeed"
+	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/events"
 )
 
 // Market is the market-data side of a running service: the crypto feed the
 // engine and the routes read, the bars aggregated from it (persisted in
-// their own JetStream streams), and the futures source.
+// their own JetStream streams), and the futures prices each trader gets
+// from their own futures login (Futures).
 //
 // Settings come from the environment:
 //
@@ -40,10 +43,12 @@ type Market struct {
 	// Provider is the provider's public feed of its perpetuals, merged into Feed (ENGINE_PROVIDER_FEED).
 	Provider *market.ProviderFeed
 	Bars     *bars.Service
-	Futures  market.FuturesSource
-	News     *news.Service
-	saver    *bars.JetStream
-	stop     context.CancelFunc
+	// Futures serves each trader's futures prices from the futures login
+	// that trader linked (engine/market/userfeed), never another's.
+	Futures *userfeed.Source
+	News    *news.Service
+	saver   *bars.JetStream
+	stop    context.CancelFunc
 }
 
 // checkFeed refuses a production engine whose prices nobody chose: with
@@ -67,7 +72,7 @@ func checkFeed(cfg Config) error {
 
 // openMarket selects the feed, opens the bar streams and loads bar history.
 func openMarket(ctx context.Context, a *App, sim *market.Sim, pfeed *market.ProviderFeed) (*Market, error) {
-	m := &Market{Futures: market.NoFutures{}, Provider: pfeed}
+	m := &Market{Provider: pfeed}
 	switch kind := a.Cfg.Market.Feed; kind {
 	case "", "simulated", "sim":
 		m.Feed = sim
@@ -149,6 +154,10 @@ func openMarket(ctx context.Context, a *App, sim *market.Sim, pfeed *market.Prov
 	}
 	// Thumbnails reach only the public internet, by the webhooks' rules.
 	m.News.Images = news.NewPublicImages(a.Cfg.Firm.WebhookAllowPrivate)
+	// Futures prices come from each trader's own futures login, which the engine keeps.
+	if m.Futures, err = userfeed.New(userfeed.Config{Logins: engineLogins{a}, Products: market.Products(), Now: a.Now}); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -170,8 +179,12 @@ func (m *Market) start(bg context.Context, manual bool) {
 	}
 }
 
-// Close saves the open bars and waits for the saver.
+// Close closes the traders' futures feeds, saves the open bars and waits
+// for the saver.
 func (m *Market) Close() {
+	if m.Futures != nil {
+		m.Futures.Close()
+	}
 	if m.Bars != nil {
 		m.Bars.Store.FlushOpen()
 	}
@@ -186,4 +199,22 @@ func (a *App) marketNames() market.Names {
 	n := a.Cfg.Deployment.Market()
 	n.Replicas = a.Cfg.Replicas
 	return n
+}
+
+// engineLogins are the futures logins the traders linked, as the engine
+// keeps them; none before the engine exists.
+type engineLogins struct{ a *App }
+
+func (l engineLogins) FuturesLogin(ctx context.Context, userID string) (provider.Token, bool, error) {
+	if l.a.Engine == nil {
+		return provider.Token{}, false, nil
+	}
+	return l.a.Engine.FuturesLogin(ctx, userID)
+}
+
+func (l engineLogins) FuturesData() (provider.TokenProvider, bool) {
+	if l.a.Engine == nil {
+		return nil, false
+	}
+	return l.a.Engine.FuturesData()
 }
