@@ -44,6 +44,7 @@ type Feed struct {
 	listings map[string]*listing // by root
 	refused  map[string]refusal  // by root
 	used     time.Time
+	checked  time.Time // when the login was last read (Source.Open)
 }
 
 // refusal is a product's remembered refusal.
@@ -64,14 +65,27 @@ func newFeed(s *Source, user string, prov provider.TokenProvider, tok provider.T
 // Name labels the feed.
 func (f *Feed) Name() string { return Name }
 
-// renew keeps the freshest token for the next session the feed opens.
-func (f *Feed) renew(tok provider.Token) {
+// renew keeps the freshest token for the next session the feed opens;
+// the login was read at now.
+func (f *Feed) renew(tok provider.Token, now time.Time) {
 	f.mu.Lock()
 	if tok.ExpiresAt.After(f.tok.ExpiresAt) {
 		f.tok = tok
 	}
-	f.used = f.src.cfg.Now()
+	f.used, f.checked = now, now
 	f.mu.Unlock()
+}
+
+func (f *Feed) touch(now time.Time) {
+	f.mu.Lock()
+	f.used = now
+	f.mu.Unlock()
+}
+
+func (f *Feed) checkedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checked
 }
 
 func (f *Feed) isDead() bool {

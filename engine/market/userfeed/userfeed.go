@@ -66,6 +66,10 @@ type Config struct {
 	// Wait bounds how long a read waits for a new stream's first quote;
 	// 5 s when zero.
 	Wait time.Duration
+	// LoginCheck is how long a user's login, once read, is taken as it was
+	// before Open reads it again (an unlinked login stops serving within
+	// it); 1 s when zero, negative: every Open reads it.
+	LoginCheck time.Duration
 }
 
 // Validate reports every problem at once.
@@ -109,6 +113,9 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Wait <= 0 {
 		cfg.Wait = 5 * time.Second
 	}
+	if cfg.LoginCheck == 0 {
+		cfg.LoginCheck = time.Second
+	}
 	s := &Source{cfg: cfg, products: map[string]market.Product{}, feeds: map[string]*Feed{}, stop: make(chan struct{})}
 	for _, p := range cfg.Products {
 		s.products[p.Root] = p
@@ -123,13 +130,22 @@ func (s *Source) Products() []market.Product { return s.cfg.Products }
 
 // Open returns the user's own feed, or a *market.FeedRefused
 // (login_required) when the user has linked no futures login or the
-// engine serves no futures provider. The login is read anew on every
-// Open: a feed whose login was unlinked or replaced is closed.
+// engine serves no futures provider. The login is read anew when the
+// feed's was read more than Config.LoginCheck ago: a feed whose login was
+// unlinked or replaced is closed.
 func (s *Source) Open(ctx context.Context, userID string) (*Feed, error) {
 	refused := &market.FeedRefused{Reason: market.ReasonLoginRequired}
 	if userID == "" {
 		return nil, refused
 	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	if f := s.feeds[userID]; f != nil && s.cfg.LoginCheck > 0 && now.Sub(f.checkedAt()) < s.cfg.LoginCheck && !f.isDead() {
+		s.mu.Unlock()
+		f.touch(now)
+		return f, nil
+	}
+	s.mu.Unlock()
 	prov, ok := s.cfg.Logins.FuturesData()
 	if !ok {
 		s.drop(userID, nil)
@@ -150,7 +166,7 @@ func (s *Source) Open(ctx context.Context, userID string) (*Feed, error) {
 	}
 	f := s.feeds[userID]
 	var old *Feed
-	if f != nil && (f.login != tok.ID() || f.prov != prov || f.isDead()) {
+	if f != nil && (f.login != tok.ID() || f.isDead()) {
 		old, f = f, nil
 		delete(s.feeds, userID)
 	}
@@ -158,7 +174,7 @@ func (s *Source) Open(ctx context.Context, userID string) (*Feed, error) {
 		f = newFeed(s, userID, prov, tok)
 		s.feeds[userID] = f
 	}
-	f.renew(tok)
+	f.renew(tok, now)
 	s.mu.Unlock()
 	if old != nil {
 		old.close()

@@ -210,7 +210,8 @@ func TestQuotesOnlyFromTheTradersOwnSubscription(t *testing.T) {
 // and a second trader entitled to the same product has a stream of their
 // own at the provider.
 func TestOneTradersFeedNeverServesAnother(t *testing.T) {
-	e := newEnv(t, newSim(t), false, userfeed.Config{})
+	clk := &clock{now: time.Now()}
+	e := newEnv(t, newSim(t), false, userfeed.Config{Now: clk.Now})
 	traders(t, e)
 	e.link(t, "erin", tradovatesim.Login{Name: "erin-live", Kind: "live", MarketData: []string{"ES"}})
 	ctx := context.Background()
@@ -233,8 +234,13 @@ func TestOneTradersFeedNeverServesAnother(t *testing.T) {
 	if a, b := e.sim.MDSubscriptions("alice-live"), e.sim.MDSubscriptions("erin-live"); a != 1 || b != 1 {
 		t.Fatalf("subscriptions at the provider: alice %d, erin %d", a, b)
 	}
-	// unlinking stops the feed at once, and closes its streams at the provider
+	// unlinking stops the feed within a second, and closes its streams at the provider
+	asked := e.logins.asks.Load()
+	if _, err := e.src.Quote(ctx, "alice", "ES"); err != nil || e.logins.asks.Load() != asked {
+		t.Fatalf("the login read again within a second (%v)", err)
+	}
 	e.logins.unlink("alice")
+	clk.set(clk.Now().Add(time.Second))
 	if _, err := e.src.Quote(ctx, "alice", "ES"); reason(err) != market.ReasonLoginRequired {
 		t.Fatalf("after unlinking: %v", err)
 	}
