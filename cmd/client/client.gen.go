@@ -7627,8 +7627,10 @@ type ClientInterface interface {
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
-	// `clientOrderId`, which never places a second order and answers the order
-	// once its outcome is recorded.
+	// `clientOrderId`, which never places a second order: while the outcome is
+	// still open the retry waits for it and answers the order; once the account
+	// took the order, a repeat is 409 `idempotency_conflict` naming it
+	// (`params.brokerOrderId`), as on paper.
 	//
 	// An `exitPlan` on a provider account: the entry and its bracket are recorded
 	// in one commit and the entry is sent as above; once it fills, each leg is
@@ -7675,8 +7677,10 @@ type ClientInterface interface {
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
-	// `clientOrderId`, which never places a second order and answers the order
-	// once its outcome is recorded.
+	// `clientOrderId`, which never places a second order: while the outcome is
+	// still open the retry waits for it and answers the order; once the account
+	// took the order, a repeat is 409 `idempotency_conflict` naming it
+	// (`params.brokerOrderId`), as on paper.
 	//
 	// An `exitPlan` on a provider account: the entry and its bracket are recorded
 	// in one commit and the entry is sent as above; once it fills, each leg is
@@ -12725,8 +12729,10 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
-// `clientOrderId`, which never places a second order and answers the order
-// once its outcome is recorded.
+// `clientOrderId`, which never places a second order: while the outcome is
+// still open the retry waits for it and answers the order; once the account
+// took the order, a repeat is 409 `idempotency_conflict` naming it
+// (`params.brokerOrderId`), as on paper.
 //
 // An `exitPlan` on a provider account: the entry and its bracket are recorded
 // in one commit and the entry is sent as above; once it fills, each leg is
@@ -12783,8 +12789,10 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
-// `clientOrderId`, which never places a second order and answers the order
-// once its outcome is recorded.
+// `clientOrderId`, which never places a second order: while the outcome is
+// still open the retry waits for it and answers the order; once the account
+// took the order, a repeat is 409 `idempotency_conflict` naming it
+// (`params.brokerOrderId`), as on paper.
 //
 // An `exitPlan` on a provider account: the entry and its bracket are recorded
 // in one commit and the entry is sent as above; once it fills, each leg is
@@ -25969,8 +25977,10 @@ type ClientWithResponsesInterface interface {
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
-	// `clientOrderId`, which never places a second order and answers the order
-	// once its outcome is recorded.
+	// `clientOrderId`, which never places a second order: while the outcome is
+	// still open the retry waits for it and answers the order; once the account
+	// took the order, a repeat is 409 `idempotency_conflict` naming it
+	// (`params.brokerOrderId`), as on paper.
 	//
 	// An `exitPlan` on a provider account: the entry and its bracket are recorded
 	// in one commit and the entry is sent as above; once it fills, each leg is
@@ -26017,8 +26027,10 @@ type ClientWithResponsesInterface interface {
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
-	// `clientOrderId`, which never places a second order and answers the order
-	// once its outcome is recorded.
+	// `clientOrderId`, which never places a second order: while the outcome is
+	// still open the retry waits for it and answers the order; once the account
+	// took the order, a repeat is 409 `idempotency_conflict` naming it
+	// (`params.brokerOrderId`), as on paper.
 	//
 	// An `exitPlan` on a provider account: the entry and its bracket are recorded
 	// in one commit and the entry is sent as above; once it fills, each leg is
@@ -42980,8 +42992,10 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
-// `clientOrderId`, which never places a second order and answers the order
-// once its outcome is recorded.
+// `clientOrderId`, which never places a second order: while the outcome is
+// still open the retry waits for it and answers the order; once the account
+// took the order, a repeat is 409 `idempotency_conflict` naming it
+// (`params.brokerOrderId`), as on paper.
 //
 // An `exitPlan` on a provider account: the entry and its bracket are recorded
 // in one commit and the entry is sent as above; once it fills, each leg is
@@ -43034,8 +43048,10 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
-// `clientOrderId`, which never places a second order and answers the order
-// once its outcome is recorded.
+// `clientOrderId`, which never places a second order: while the outcome is
+// still open the retry waits for it and answers the order; once the account
+// took the order, a repeat is 409 `idempotency_conflict` naming it
+// (`params.brokerOrderId`), as on paper.
 //
 // An `exitPlan` on a provider account: the entry and its bracket are recorded
 // in one commit and the entry is sent as above; once it fills, each leg is

@@ -149,8 +149,10 @@ export interface paths {
          *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
          *     503 `outcome_unknown` without `Retry-After` when the answer did not come in
          *     time: the order may rest at the provider; retry with the same
-         *     `clientOrderId`, which never places a second order and answers the order
-         *     once its outcome is recorded.
+         *     `clientOrderId`, which never places a second order: while the outcome is
+         *     still open the retry waits for it and answers the order; once the account
+         *     took the order, a repeat is 409 `idempotency_conflict` naming it
+         *     (`params.brokerOrderId`), as on paper.
          *
          *     An `exitPlan` on a provider account: the entry and its bracket are recorded
          *     in one commit and the entry is sent as above; once it fills, each leg is
