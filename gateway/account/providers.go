@@ -27,7 +27,14 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer b.APISecret.Wipe()
+	defer b.Wipe()
+	isLogin := h.d.Engine.IsLoginProvider(b.Provider)
+	if err := api.CheckProviderForm(b, isLogin); err != nil {
+		return err
+	}
+	if isLogin {
+		return h.linkLogin(w, r, b) // providerlogins.go
+	}
 	p, _ := httpx.PrincipalOf(r)
 	kd := sha256.Sum256([]byte("provider-key\x00" + b.APIKey))
 	id, _, err := api.IdempotentID(r, "", p.TenantID, map[string]string{"provider": b.Provider, "label": b.Label, "key": hex.EncodeToString(kd[:])})

@@ -388,9 +388,14 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
 <div id="accounts"></div>
 {{range .Providers}}<form class="provider" data-provider="{{.Name}}" autocomplete="off">
 <h2>Link your {{.Title}} account</h2><p class="note">{{.KeyNote}}</p>
-<label>API key<input name="apiKey" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="256"></label>
+{{if .Login}}<label>Login name<input name="login" autocomplete="username" spellcheck="false" autocapitalize="off" required maxlength="64"></label>
+<label>Password<input name="password" type="password" autocomplete="current-password" required maxlength="256"></label>
+<label>Environment<select name="environment"><option value="live">Live</option><option value="demo">Demo</option></select></label>
+<label>Account number (optional: only this account)<input name="accountNumber" autocomplete="off" spellcheck="false" autocapitalize="off" maxlength="64"></label>
+<button type="submit">Sign in to {{.Title}}</button></form>
+{{else}}<label>API key<input name="apiKey" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="256"></label>
 <label>Secret key<input name="apiSecret" type="password" autocomplete="new-password" required maxlength="256"></label>
-<button type="submit">Link {{.Title}} account</button></form>
+<button type="submit">Link {{.Title}} account</button></form>{{end}}
 {{end}}<div id="paper"></div>
 <button type="button" class="cancel" id="cancel">Cancel and go back to {{.App}}</button>
 </div></div>
@@ -426,6 +431,19 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
   Array.prototype.forEach.call(document.querySelectorAll('form.provider'), function (f) {
     f.onsubmit = function (ev) {
       ev.preventDefault();
+      if (f.elements.login) {
+        var name = f.elements.login.value.trim(), password = f.elements.password.value;
+        var number = f.elements.accountNumber.value.trim(), body;
+        f.elements.password.value = '';
+        var loginFailed = function (e) { show(words['login:' + e.code] || words[e.code] || words[''], 'err'); status.dataset.code = e.code || ''; };
+        if (!name || !password) { loginFailed({code: 'invalid_request'}); return; }
+        body = {provider: f.dataset.provider, login: name, password: password, environment: f.elements.environment.value};
+        if (number) { body.accountNumber = number; }
+        show('Signing in to the provider…');
+        call('POST', '/api/connect/hosted/providers', body).then(done, loginFailed);
+        password = ''; body.password = '';
+        return;
+      }
       var key = f.elements.apiKey.value.trim(), secret = f.elements.apiSecret.value;
       f.elements.apiSecret.value = '';
       if (!key || !secret) { failed({code: 'invalid_request'}); return; }

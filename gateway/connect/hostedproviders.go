@@ -23,6 +23,10 @@ type providerInfo struct {
 	Title string `json:"title"` // what the trader knows it as
 	// KeyNote tells the trader what key to create there.
 	KeyNote string `json:"keyNote"`
+	// Login: the trader signs in with the provider's login name and
+	// password (its form has login, password and environment) instead of
+	// pasting a key.
+	Login bool `json:"login,omitempty"`
 }
 
 // providerInfos are the words for the built-in providers; a provider
@@ -32,6 +36,10 @@ var providerInfos = map[string]providerInfo{
 		KeyNote: "Create an API key for this app in your Binance account (API Management): allow Reading and Futures trading, " +
 			"and leave Withdrawals off. A key that can withdraw is refused. Your secret is sent once over this page's secure " +
 			"connection, sealed by the service, and never shown to the app."},
+	"tradovate": {Title: "Tradovate", Login: true,
+		KeyNote: "Sign in with your Tradovate login name and password. Your password is sent once over this page's secure " +
+			"connection to sign in to Tradovate and is never stored: the service keeps only Tradovate's sign-in tokens, sealed, " +
+			"and never shows them to the app. Each account of the login is linked, or only the account number you name."},
 }
 
 // providers are the providers the engine links, as hosted Connect shows them.
@@ -43,6 +51,7 @@ func (h *Handlers) providers() []providerInfo {
 			p = providerInfo{Title: n}
 		}
 		p.Name = n
+		p.Login = p.Login || h.d.Engine.IsLoginProvider(n)
 		out = append(out, p)
 	}
 	return out
@@ -73,6 +82,17 @@ var errorWords = map[commands.Code]string{
 	commands.CodeInvalidRequest:             "Fill in both the API key and the secret, then try again.",
 }
 
+// loginErrorWords are the sentences of a login form (a provider signed in
+// to with a login name and password) where they differ from errorWords.
+var loginErrorWords = map[commands.Code]string{
+	commands.CodeProviderCredentialsRefused: "The provider did not accept this login name and password. Check both, then try again.",
+	commands.CodeProviderKeyRefused:         "This login has no account that can trade futures here.",
+	commands.CodeProviderUnavailable:        "The provider could not be reached. Nothing was linked. Try again in a moment.",
+	commands.CodeProviderRateLimited:        "The provider is limiting sign-ins for this login right now. Nothing was linked. Try again later.",
+	commands.CodeProviderReadFailed:         "Your account at the provider could not be read completely. Nothing was linked. Try again.",
+	commands.CodeInvalidRequest:             "Fill in your login name and password (and an account number only if you want just that account), then try again.",
+}
+
 // errorOther is the page's sentence for a failure without words of its own.
 const errorOther = "Something went wrong. Nothing was changed. Try again in a moment."
 
@@ -89,10 +109,31 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer b.APISecret.Wipe()
+	defer b.Wipe()
+	isLogin := h.d.Engine.IsLoginProvider(b.Provider)
+	if err := api.CheckProviderForm(b, isLogin); err != nil {
+		return err
+	}
 	l, a, err := h.frame(r)
 	if err != nil {
 		return err
+	}
+	if isLogin {
+		// A login's accounts are named by the app, its trader and the login:
+		// the same login linked again reaches the same accounts. The link
+		// connects the first (the named one, with accountNumber).
+		linked, err := h.d.Engine.LinkLogin(r.Context(), engine.LoginLinkRequest{Provider: b.Provider, Login: b.Login, Password: b.Password,
+			Environment: b.Environment, AccountNumber: b.AccountNumber, Label: b.Label, TenantID: a.TenantID, AppID: a.AppID, Trader: l.Trader,
+			Scope: strings.Join([]string{"hosted", a.AppID, l.Trader}, "\x00"), Principal: hostedSystem})
+		if err != nil {
+			return err
+		}
+		for _, res := range linked.Results {
+			if err := h.d.Settle(r.Context(), res); err != nil {
+				return err
+			}
+		}
+		return h.connect(w, r, l.ID, linked.AccountIDs[0])
 	}
 	sum := sha256.Sum256([]byte(strings.Join([]string{"hosted-provider", a.AppID, l.Trader, b.Provider, b.APIKey}, "\x00")))
 	accountID := "acct_" + ulid.ULID(sum[:16]).String()
@@ -171,6 +212,9 @@ var pageWords = func() string {
 	m := map[string]string{"": errorOther}
 	for c, s := range errorWords {
 		m[string(c)] = s
+	}
+	for c, s := range loginErrorWords {
+		m["login:"+string(c)] = s
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

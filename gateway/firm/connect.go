@@ -194,6 +194,9 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 	} else if err != nil {
 		return err
 	}
+	if err := h.confirmedLogin(r, tenant, id); err != nil {
+		return err
+	}
 	if err := h.firmExec(r, tenant, &firmcmd.LinkRegistration{ID: id, Email: u.Email, Verified: u.EmailVerified, TraderID: tenantOf(r)}); err != nil {
 		return err
 	}
@@ -205,6 +208,26 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// confirmedLogin refuses to link a pending registration for a provider
+// signed in to with a login (a futures broker) unless the caller linked a
+// login there that the provider confirmed and that the registration names
+// (its login name and account, where named): 409 registration_unconfirmed.
+// A registration for another provider, or none, is linked as before.
+func (h *Handlers) confirmedLogin(r *http.Request, tenant, id string) error {
+	reg, err := h.registration(r.Context(), tenant, id)
+	if err != nil || reg.Status != "pending" || reg.Provider == nil || !h.d.Engine.IsLoginProvider(*reg.Provider) {
+		return err // the firm's aggregate answers a registration no longer pending
+	}
+	for _, c := range h.d.Engine.ConfirmedLogins(tenantOf(r), *reg.Provider) {
+		if c.Matches(deref(reg.LoginName), deref(reg.AccountNumber)) {
+			return nil
+		}
+	}
+	return commands.Refuse(commands.CodeRegistrationUnconfirmed,
+		"the provider has not confirmed this registration's login: link that login with its password (POST /api/account/providers), which links the registration",
+		map[string]any{"provider": *reg.Provider})
+}
+
 // LinkProviderRegistrations links, for the trader p (its tenant, as
 // TraderRegistrations reads it) who has just linked an account at a provider, each of their registrations for that provider that
 // still waits: the ones TraderRegistrations shows them as ready to link
@@ -214,6 +237,30 @@ func (h *Handlers) LinkRegistration(w http.ResponseWriter, r *http.Request) erro
 // none; a registration the firm's aggregate refuses (linked by another
 // trader meanwhile, revoked) is left as it stands.
 func LinkProviderRegistrations(ctx context.Context, d *api.Deps, p events.Principal, provider string) error {
+	return linkRegistrations(ctx, d, p, provider, func(firmproj.Registration) bool { return true })
+}
+
+// LinkLoginRegistrations links, for the trader p who has just linked the
+// accounts of a login the provider confirmed (c), each of their
+// registrations for that provider that still waits and names that login:
+// its login name when it names one, and one of the login's linked
+// accounts when it names an account number. Others stay pending.
+func LinkLoginRegistrations(ctx context.Context, d *api.Deps, p events.Principal, c engine.ConfirmedLogin) error {
+	return linkRegistrations(ctx, d, p, c.Provider, func(reg firmproj.Registration) bool {
+		return c.Matches(deref(reg.LoginName), deref(reg.AccountNumber))
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// linkRegistrations links the trader's pending registrations for the
+// provider that match.
+func linkRegistrations(ctx context.Context, d *api.Deps, p events.Principal, provider string, match func(firmproj.Registration) bool) error {
 	trader := p.TenantID
 	u, err := projections.GetInto[projections.User](ctx, d.Store, projections.CollUser, trader)
 	if errors.Is(err, projections.ErrNotFound) || (err == nil && !u.EmailVerified) {
@@ -235,7 +282,7 @@ func LinkProviderRegistrations(ctx context.Context, d *api.Deps, p events.Princi
 		if err != nil {
 			return err
 		}
-		if reg.StatusAt(now).Status != "pending" || reg.Provider == nil || !strings.EqualFold(*reg.Provider, provider) {
+		if reg.StatusAt(now).Status != "pending" || reg.Provider == nil || !strings.EqualFold(*reg.Provider, provider) || !match(reg) {
 			continue
 		}
 		env := d.Engine.Envelope(p, "", &firmcmd.LinkRegistration{ID: id, Email: u.Email, Verified: true, TraderID: trader})

@@ -103,13 +103,19 @@ func TestConnectPreRegistrations(t *testing.T) {
 	if n := len(r.Map(t)["registrations"].([]any)); n != 1 {
 		t.Fatalf("%d ready to link", n)
 	}
-	r = f.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/connect/registrations/" + reg["id"].(string) + "/link"})
+	// A registration naming a Tradovate login is linked only once the provider
+	// confirms that login (connect_login_test.go); one naming no provider login
+	// is linked by the trader.
+	wantCode(t, f.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/connect/registrations/" + reg["id"].(string) + "/link"}),
+		http.StatusConflict, "registration_unconfirmed")
+	plain := create(map[string]any{"email": "demo@example.com", "accountNumber": "ACC-2"})
+	r = f.AsSession(trader, apptest.Req{Method: http.MethodPost, Path: "/api/connect/registrations/" + plain["id"].(string) + "/link"})
 	want(t, r, http.StatusOK)
 	linked := r.Map(t)["registration"].(map[string]any)
 	if linked["status"] != "linked" || linked["linkedAt"] == nil {
 		t.Fatalf("linked %v", linked)
 	}
-	wantCode(t, f.partner(http.MethodDelete, "/api/partner/connect/accounts/"+reg["id"].(string), nil), http.StatusConflict, "registration_linked")
+	wantCode(t, f.partner(http.MethodDelete, "/api/partner/connect/accounts/"+plain["id"].(string), nil), http.StatusConflict, "registration_linked")
 
 	// Another one is revoked by the firm; a trader with another email cannot link it.
 	other := create(map[string]any{"email": "someone@example.com"})
