@@ -100,12 +100,17 @@ func ProviderCapabilities() Capabilities {
 // hold the two equal). Binance USDⓈ-M: the engine places a bracket's stop
 // and targets as the exchange's reduce-only stop and take-profit orders and
 // keeps their one-cancels-other itself; it moves no stop there, so neither
-// breakeven nor a trailing stop.
+// breakeven nor a trailing stop. Tradovate's below.
 func providerCapabilities(broker string) Capabilities {
 	c := ProviderCapabilities()
 	switch broker {
 	case "binance":
 		c.ExitPlanSupport = []string{evplan.StopLoss, evplan.TakeProfit, evplan.MultipleTargets, evplan.RunnerLeg}
+	case "tradovate":
+		// Tradovate (futures): a session day and good-till-canceled, no
+		// native reduce-only flag (the adapter checks a reducing order
+		// against the position before sending it), so no exit plan.
+		c.TIFs, c.ReduceOnly = []string{"day", "gtc", "ioc", "fok"}, false
 	}
 	return c
 }
