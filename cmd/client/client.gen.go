@@ -1136,6 +1136,24 @@ func (e ManagedExitState) Valid() bool {
 	}
 }
 
+// Defines values for MarketConfigFuturesReason.
+const (
+	MarketConfigFuturesReasonDemoLogin     MarketConfigFuturesReason = "demo_login"
+	MarketConfigFuturesReasonLoginRequired MarketConfigFuturesReason = "login_required"
+)
+
+// Valid indicates whether the value is a known member of the MarketConfigFuturesReason enum.
+func (e MarketConfigFuturesReason) Valid() bool {
+	switch e {
+	case MarketConfigFuturesReasonDemoLogin:
+		return true
+	case MarketConfigFuturesReasonLoginRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OrderOrderType.
 const (
 	OrderOrderTypeLimit     OrderOrderType = "limit"
@@ -1472,6 +1490,45 @@ func (e RiskPolicyVersionPostingCurrency) Valid() bool {
 	case RiskPolicyVersionPostingCurrencyUSDC:
 		return true
 	case RiskPolicyVersionPostingCurrencyUSDT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SymbolInfoPriceFractionDenominator.
+const (
+	SymbolInfoPriceFractionDenominatorN128 SymbolInfoPriceFractionDenominator = 128
+	SymbolInfoPriceFractionDenominatorN32  SymbolInfoPriceFractionDenominator = 32
+	SymbolInfoPriceFractionDenominatorN64  SymbolInfoPriceFractionDenominator = 64
+)
+
+// Valid indicates whether the value is a known member of the SymbolInfoPriceFractionDenominator enum.
+func (e SymbolInfoPriceFractionDenominator) Valid() bool {
+	switch e {
+	case SymbolInfoPriceFractionDenominatorN128:
+		return true
+	case SymbolInfoPriceFractionDenominatorN32:
+		return true
+	case SymbolInfoPriceFractionDenominatorN64:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SymbolInfoPriceFractionSubFraction.
+const (
+	SymbolInfoPriceFractionSubFractionN2 SymbolInfoPriceFractionSubFraction = 2
+	SymbolInfoPriceFractionSubFractionN4 SymbolInfoPriceFractionSubFraction = 4
+)
+
+// Valid indicates whether the value is a known member of the SymbolInfoPriceFractionSubFraction enum.
+func (e SymbolInfoPriceFractionSubFraction) Valid() bool {
+	switch e {
+	case SymbolInfoPriceFractionSubFractionN2:
+		return true
+	case SymbolInfoPriceFractionSubFractionN4:
 		return true
 	default:
 		return false
@@ -2783,8 +2840,13 @@ type MarketConfig struct {
 		// the statuses each is answered with, whether the same request may be
 		// sent again with the same key and after how many seconds; docs/codes.md
 		// is its table, and this enum is generated from it.
-		Code   *ErrorCode `json:"code,omitempty"`
-		Served bool       `json:"served"`
+		Code *ErrorCode `json:"code,omitempty"`
+
+		// Reason Why not, when not served
+		Reason *MarketConfigFuturesReason `json:"reason,omitempty"`
+
+		// Served Whether the caller's own live futures login serves futures prices (each product still needs its subscription)
+		Served bool `json:"served"`
 	} `json:"futures"`
 	Limits struct {
 		Bars             int  `json:"bars"`
@@ -2812,14 +2874,20 @@ type MarketConfig struct {
 	} `json:"timeframes"`
 }
 
+// MarketConfigFuturesReason Why not, when not served
+type MarketConfigFuturesReason string
+
 // MarketQuote defines model for MarketQuote.
 type MarketQuote struct {
-	Ask    Decimal   `json:"ask"`
-	Bid    Decimal   `json:"bid"`
-	Last   Decimal   `json:"last"`
-	Mid    Decimal   `json:"mid"`
-	Symbol string    `json:"symbol"`
-	Time   time.Time `json:"time"`
+	Ask Decimal `json:"ask"`
+	Bid Decimal `json:"bid"`
+
+	// Contract A futures root or continuous symbol: the provider's month it stands for now
+	Contract *string   `json:"contract,omitempty"`
+	Last     Decimal   `json:"last"`
+	Mid      Decimal   `json:"mid"`
+	Symbol   string    `json:"symbol"`
+	Time     time.Time `json:"time"`
 }
 
 // MarketSymbol defines model for MarketSymbol.
@@ -3170,16 +3238,25 @@ type Status struct {
 
 // SymbolInfo defines model for SymbolInfo.
 type SymbolInfo struct {
-	AssetClass string   `json:"assetClass"`
-	Currency   string   `json:"currency"`
-	Exchange   string   `json:"exchange"`
-	Legs       []string `json:"legs"`
+	AssetClass string `json:"assetClass"`
+
+	// Contract Futures: the provider's month the symbol stands for now (ESZ6)
+	Contract *string `json:"contract,omitempty"`
+	Currency string  `json:"currency"`
+	Exchange string  `json:"exchange"`
+
+	// Expiration Futures: the month's expiration, when the provider gives one
+	Expiration *time.Time `json:"expiration,omitempty"`
+	Legs       []string   `json:"legs"`
 
 	// LotStep Single instruments only: an order quantity is a multiple of it (422 invalid_request, params.field quantity, params.lotStep)
 	LotStep *Decimal `json:"lotStep,omitempty"`
 
 	// MinQuantity Single instruments only: the smallest order quantity (422 invalid_request, params.minQuantity)
 	MinQuantity *Decimal `json:"minQuantity,omitempty"`
+
+	// Multiplier Futures: currency per point of price per contract
+	Multiplier  *Decimal `json:"multiplier,omitempty"`
 	Name        string   `json:"name"`
 	PriceFormat struct {
 		Decimals   int     `json:"decimals"`
@@ -3187,7 +3264,16 @@ type SymbolInfo struct {
 		Pricescale int     `json:"pricescale"`
 		TickSize   Decimal `json:"tickSize"`
 	} `json:"priceFormat"`
-	Session         string `json:"session"`
+
+	// PriceFraction Futures quoted in thirty-seconds: the catalog's priceFraction
+	PriceFraction *struct {
+		Denominator SymbolInfoPriceFractionDenominator  `json:"denominator"`
+		SubFraction *SymbolInfoPriceFractionSubFraction `json:"subFraction,omitempty"`
+	} `json:"priceFraction,omitempty"`
+
+	// Root Futures: the product root
+	Root            *string `json:"root,omitempty"`
+	Session         string  `json:"session"`
 	SessionCalendar struct {
 		Holidays []struct {
 			Date       openapi_types.Date `json:"date"`
@@ -3205,6 +3291,12 @@ type SymbolInfo struct {
 	// Type perpetual, future or spread
 	Type string `json:"type"`
 }
+
+// SymbolInfoPriceFractionDenominator defines model for SymbolInfo.PriceFraction.Denominator.
+type SymbolInfoPriceFractionDenominator int
+
+// SymbolInfoPriceFractionSubFraction defines model for SymbolInfo.PriceFraction.SubFraction.
+type SymbolInfoPriceFractionSubFraction int
 
 // Usage defines model for Usage.
 type Usage struct {
@@ -6646,20 +6738,24 @@ type ClientInterface interface {
 	// expression (`+ - * / ^`, parentheses, numeric literals, at most four
 	// legs) evaluated over the buckets every leg has; spread bars carry
 	// volume 0. A string that exactly matches a catalog symbol is that symbol.
+	// Futures bars (and futures legs of a spread) come from the caller's own
+	// futures login's charts, from one minute up (a seconds `tf` is 400
+	// `invalid_timeframe`); a leg it does not serve is 503
+	// `feed_requires_connection` with `params.reason`.
 	//
 	// Corresponds with GET /api/market/history (the `GetBarHistory` operationId).
 	GetBarHistory(ctx context.Context, params *GetBarHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetQuotes Newest quotes
 	//
-	// At most 50 symbols. An unknown symbol is 404, a futures symbol without a futures source 503 `feed_requires_connection`, a feed that is down or stale 503 `feed_unavailable` with Retry-After.
+	// At most 50 symbols. An unknown symbol is 404, a futures symbol the caller's own futures login does not serve 503 `feed_requires_connection` with `params.reason`, a feed that is down or stale (no quote from the login within seconds) 503 `feed_unavailable` with Retry-After. A futures root or continuous symbol carries the month it stands for now (`contract`).
 	//
 	// Corresponds with GET /api/market/quotes (the `GetQuotes` operationId).
 	GetQuotes(ctx context.Context, params *GetQuotesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchSymbols Symbol search
 	//
-	// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures source, so without one none are.
+	// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures login, the months of the products its market data subscription covers; without one none are.
 	//
 	// Corresponds with GET /api/market/search (the `SearchSymbols` operationId).
 	SearchSymbols(ctx context.Context, params *SearchSymbolsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6670,7 +6766,8 @@ type ClientInterface interface {
 	// tf as asked): the current bar on connect and on every change; when a bar
 	// closes its final state is sent before the next bar. A slow client skips
 	// intermediate updates, never a close. Heartbeat comment every 15 s.
-	// Refusals before the stream opens are HTTP errors.
+	// Refusals before the stream opens are HTTP errors. Futures bars are the
+	// caller's own, made from their own futures login's quotes.
 	//
 	// Corresponds with GET /api/market/stream (the `StreamBars` operationId).
 	StreamBars(ctx context.Context, params *StreamBarsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6680,7 +6777,7 @@ type ClientInterface interface {
 	// `subs` is a comma-separated list of `INSTRUMENT~tf`. Events `bar` as on
 	// /api/market/stream, each carrying its subscription's `instrument` and
 	// `tf`. A refused subscription (bad timeframe or expression, unknown
-	// symbol, futures without a futures source, the 25th and later) becomes
+	// symbol, futures the caller's own futures login does not serve, the 25th and later) becomes
 	// an `error` event `{"sub", "instrument", "tf", "error", "code", "params"}`
 	// while the rest stream. More than 100 tokens is 400.
 	//
@@ -6689,7 +6786,7 @@ type ClientInterface interface {
 
 	// GetSymbolInfo One symbol or spread expression
 	//
-	// 404 `unknown_symbol` for an unknown symbol; 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` for futures without the caller's futures source.
+	// 404 `unknown_symbol` for an unknown symbol (a futures month the provider does not list); 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` with `params.reason` for a futures symbol (or a spread leg) the caller's own futures login does not serve. A futures symbol answers the month it stands for now (`contract`, `root`, `expiration`), its value per point (`multiplier`), CME Globex hours (America/Chicago) and, for a product quoted in thirty-seconds, the catalog's `priceFraction`.
 	//
 	// Corresponds with GET /api/market/symbol-info (the `GetSymbolInfo` operationId).
 	GetSymbolInfo(ctx context.Context, params *GetSymbolInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -10858,6 +10955,10 @@ func (c *Client) GetMarketConfig(ctx context.Context, reqEditors ...RequestEdito
 // expression (`+ - * / ^`, parentheses, numeric literals, at most four
 // legs) evaluated over the buckets every leg has; spread bars carry
 // volume 0. A string that exactly matches a catalog symbol is that symbol.
+// Futures bars (and futures legs of a spread) come from the caller's own
+// futures login's charts, from one minute up (a seconds `tf` is 400
+// `invalid_timeframe`); a leg it does not serve is 503
+// `feed_requires_connection` with `params.reason`.
 //
 // Corresponds with GET /api/market/history (the `GetBarHistory` operationId).
 func (c *Client) GetBarHistory(ctx context.Context, params *GetBarHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10874,7 +10975,7 @@ func (c *Client) GetBarHistory(ctx context.Context, params *GetBarHistoryParams,
 
 // GetQuotes Newest quotes
 //
-// At most 50 symbols. An unknown symbol is 404, a futures symbol without a futures source 503 `feed_requires_connection`, a feed that is down or stale 503 `feed_unavailable` with Retry-After.
+// At most 50 symbols. An unknown symbol is 404, a futures symbol the caller's own futures login does not serve 503 `feed_requires_connection` with `params.reason`, a feed that is down or stale (no quote from the login within seconds) 503 `feed_unavailable` with Retry-After. A futures root or continuous symbol carries the month it stands for now (`contract`).
 //
 // Corresponds with GET /api/market/quotes (the `GetQuotes` operationId).
 func (c *Client) GetQuotes(ctx context.Context, params *GetQuotesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10891,7 +10992,7 @@ func (c *Client) GetQuotes(ctx context.Context, params *GetQuotesParams, reqEdit
 
 // SearchSymbols Symbol search
 //
-// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures source, so without one none are.
+// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures login, the months of the products its market data subscription covers; without one none are.
 //
 // Corresponds with GET /api/market/search (the `SearchSymbols` operationId).
 func (c *Client) SearchSymbols(ctx context.Context, params *SearchSymbolsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10912,7 +11013,8 @@ func (c *Client) SearchSymbols(ctx context.Context, params *SearchSymbolsParams,
 // tf as asked): the current bar on connect and on every change; when a bar
 // closes its final state is sent before the next bar. A slow client skips
 // intermediate updates, never a close. Heartbeat comment every 15 s.
-// Refusals before the stream opens are HTTP errors.
+// Refusals before the stream opens are HTTP errors. Futures bars are the
+// caller's own, made from their own futures login's quotes.
 //
 // Corresponds with GET /api/market/stream (the `StreamBars` operationId).
 func (c *Client) StreamBars(ctx context.Context, params *StreamBarsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10932,7 +11034,7 @@ func (c *Client) StreamBars(ctx context.Context, params *StreamBarsParams, reqEd
 // `subs` is a comma-separated list of `INSTRUMENT~tf`. Events `bar` as on
 // /api/market/stream, each carrying its subscription's `instrument` and
 // `tf`. A refused subscription (bad timeframe or expression, unknown
-// symbol, futures without a futures source, the 25th and later) becomes
+// symbol, futures the caller's own futures login does not serve, the 25th and later) becomes
 // an `error` event `{"sub", "instrument", "tf", "error", "code", "params"}`
 // while the rest stream. More than 100 tokens is 400.
 //
@@ -10951,7 +11053,7 @@ func (c *Client) StreamBarSubscriptions(ctx context.Context, params *StreamBarSu
 
 // GetSymbolInfo One symbol or spread expression
 //
-// 404 `unknown_symbol` for an unknown symbol; 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` for futures without the caller's futures source.
+// 404 `unknown_symbol` for an unknown symbol (a futures month the provider does not list); 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` with `params.reason` for a futures symbol (or a spread leg) the caller's own futures login does not serve. A futures symbol answers the month it stands for now (`contract`, `root`, `expiration`), its value per point (`multiplier`), CME Globex hours (America/Chicago) and, for a product quoted in thirty-seconds, the catalog's `priceFraction`.
 //
 // Corresponds with GET /api/market/symbol-info (the `GetSymbolInfo` operationId).
 func (c *Client) GetSymbolInfo(ctx context.Context, params *GetSymbolInfoParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24922,6 +25024,10 @@ type ClientWithResponsesInterface interface {
 	// expression (`+ - * / ^`, parentheses, numeric literals, at most four
 	// legs) evaluated over the buckets every leg has; spread bars carry
 	// volume 0. A string that exactly matches a catalog symbol is that symbol.
+	// Futures bars (and futures legs of a spread) come from the caller's own
+	// futures login's charts, from one minute up (a seconds `tf` is 400
+	// `invalid_timeframe`); a leg it does not serve is 503
+	// `feed_requires_connection` with `params.reason`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24930,7 +25036,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetQuotesWithResponse Newest quotes
 	//
-	// At most 50 symbols. An unknown symbol is 404, a futures symbol without a futures source 503 `feed_requires_connection`, a feed that is down or stale 503 `feed_unavailable` with Retry-After.
+	// At most 50 symbols. An unknown symbol is 404, a futures symbol the caller's own futures login does not serve 503 `feed_requires_connection` with `params.reason`, a feed that is down or stale (no quote from the login within seconds) 503 `feed_unavailable` with Retry-After. A futures root or continuous symbol carries the month it stands for now (`contract`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24939,7 +25045,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchSymbolsWithResponse Symbol search
 	//
-	// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures source, so without one none are.
+	// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures login, the months of the products its market data subscription covers; without one none are.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24952,7 +25058,8 @@ type ClientWithResponsesInterface interface {
 	// tf as asked): the current bar on connect and on every change; when a bar
 	// closes its final state is sent before the next bar. A slow client skips
 	// intermediate updates, never a close. Heartbeat comment every 15 s.
-	// Refusals before the stream opens are HTTP errors.
+	// Refusals before the stream opens are HTTP errors. Futures bars are the
+	// caller's own, made from their own futures login's quotes.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24964,7 +25071,7 @@ type ClientWithResponsesInterface interface {
 	// `subs` is a comma-separated list of `INSTRUMENT~tf`. Events `bar` as on
 	// /api/market/stream, each carrying its subscription's `instrument` and
 	// `tf`. A refused subscription (bad timeframe or expression, unknown
-	// symbol, futures without a futures source, the 25th and later) becomes
+	// symbol, futures the caller's own futures login does not serve, the 25th and later) becomes
 	// an `error` event `{"sub", "instrument", "tf", "error", "code", "params"}`
 	// while the rest stream. More than 100 tokens is 400.
 	//
@@ -24975,7 +25082,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetSymbolInfoWithResponse One symbol or spread expression
 	//
-	// 404 `unknown_symbol` for an unknown symbol; 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` for futures without the caller's futures source.
+	// 404 `unknown_symbol` for an unknown symbol (a futures month the provider does not list); 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` with `params.reason` for a futures symbol (or a spread leg) the caller's own futures login does not serve. A futures symbol answers the month it stands for now (`contract`, `root`, `expiration`), its value per point (`multiplier`), CME Globex hours (America/Chicago) and, for a product quoted in thirty-seconds, the catalog's `priceFraction`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -41403,6 +41510,10 @@ func (c *ClientWithResponses) GetMarketConfigWithResponse(ctx context.Context, r
 // expression (`+ - * / ^`, parentheses, numeric literals, at most four
 // legs) evaluated over the buckets every leg has; spread bars carry
 // volume 0. A string that exactly matches a catalog symbol is that symbol.
+// Futures bars (and futures legs of a spread) come from the caller's own
+// futures login's charts, from one minute up (a seconds `tf` is 400
+// `invalid_timeframe`); a leg it does not serve is 503
+// `feed_requires_connection` with `params.reason`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41417,7 +41528,7 @@ func (c *ClientWithResponses) GetBarHistoryWithResponse(ctx context.Context, par
 
 // GetQuotesWithResponse Newest quotes
 //
-// At most 50 symbols. An unknown symbol is 404, a futures symbol without a futures source 503 `feed_requires_connection`, a feed that is down or stale 503 `feed_unavailable` with Retry-After.
+// At most 50 symbols. An unknown symbol is 404, a futures symbol the caller's own futures login does not serve 503 `feed_requires_connection` with `params.reason`, a feed that is down or stale (no quote from the login within seconds) 503 `feed_unavailable` with Retry-After. A futures root or continuous symbol carries the month it stands for now (`contract`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41432,7 +41543,7 @@ func (c *ClientWithResponses) GetQuotesWithResponse(ctx context.Context, params 
 
 // SearchSymbolsWithResponse Symbol search
 //
-// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures source, so without one none are.
+// Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures login, the months of the products its market data subscription covers; without one none are.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41451,7 +41562,8 @@ func (c *ClientWithResponses) SearchSymbolsWithResponse(ctx context.Context, par
 // tf as asked): the current bar on connect and on every change; when a bar
 // closes its final state is sent before the next bar. A slow client skips
 // intermediate updates, never a close. Heartbeat comment every 15 s.
-// Refusals before the stream opens are HTTP errors.
+// Refusals before the stream opens are HTTP errors. Futures bars are the
+// caller's own, made from their own futures login's quotes.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41469,7 +41581,7 @@ func (c *ClientWithResponses) StreamBarsWithResponse(ctx context.Context, params
 // `subs` is a comma-separated list of `INSTRUMENT~tf`. Events `bar` as on
 // /api/market/stream, each carrying its subscription's `instrument` and
 // `tf`. A refused subscription (bad timeframe or expression, unknown
-// symbol, futures without a futures source, the 25th and later) becomes
+// symbol, futures the caller's own futures login does not serve, the 25th and later) becomes
 // an `error` event `{"sub", "instrument", "tf", "error", "code", "params"}`
 // while the rest stream. More than 100 tokens is 400.
 //
@@ -41486,7 +41598,7 @@ func (c *ClientWithResponses) StreamBarSubscriptionsWithResponse(ctx context.Con
 
 // GetSymbolInfoWithResponse One symbol or spread expression
 //
-// 404 `unknown_symbol` for an unknown symbol; 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` for futures without the caller's futures source.
+// 404 `unknown_symbol` for an unknown symbol (a futures month the provider does not list); 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` with `params.reason` for a futures symbol (or a spread leg) the caller's own futures login does not serve. A futures symbol answers the month it stands for now (`contract`, `root`, `expiration`), its value per point (`multiplier`), CME Globex hours (America/Chicago) and, for a product quoted in thirty-seconds, the catalog's `priceFraction`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -2338,7 +2338,7 @@ export interface paths {
         };
         /**
          * Symbol search
-         * @description Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures source, so without one none are.
+         * @description Case-insensitive match on symbol and name. Futures are listed only from the caller's own futures login, the months of the products its market data subscription covers; without one none are.
          */
         get: operations["searchSymbols"];
         put?: never;
@@ -2358,7 +2358,7 @@ export interface paths {
         };
         /**
          * One symbol or spread expression
-         * @description 404 `unknown_symbol` for an unknown symbol; 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` for futures without the caller's futures source.
+         * @description 404 `unknown_symbol` for an unknown symbol (a futures month the provider does not list); 400 `invalid_expression` (with `params.position`) for a faulty expression; 503 `feed_requires_connection` with `params.reason` for a futures symbol (or a spread leg) the caller's own futures login does not serve. A futures symbol answers the month it stands for now (`contract`, `root`, `expiration`), its value per point (`multiplier`), CME Globex hours (America/Chicago) and, for a product quoted in thirty-seconds, the catalog's `priceFraction`.
          */
         get: operations["getSymbolInfo"];
         put?: never;
@@ -2378,7 +2378,7 @@ export interface paths {
         };
         /**
          * Newest quotes
-         * @description At most 50 symbols. An unknown symbol is 404, a futures symbol without a futures source 503 `feed_requires_connection`, a feed that is down or stale 503 `feed_unavailable` with Retry-After.
+         * @description At most 50 symbols. An unknown symbol is 404, a futures symbol the caller's own futures login does not serve 503 `feed_requires_connection` with `params.reason`, a feed that is down or stale (no quote from the login within seconds) 503 `feed_unavailable` with Retry-After. A futures root or continuous symbol carries the month it stands for now (`contract`).
          */
         get: operations["getQuotes"];
         put?: never;
@@ -2421,6 +2421,10 @@ export interface paths {
          *     expression (`+ - * / ^`, parentheses, numeric literals, at most four
          *     legs) evaluated over the buckets every leg has; spread bars carry
          *     volume 0. A string that exactly matches a catalog symbol is that symbol.
+         *     Futures bars (and futures legs of a spread) come from the caller's own
+         *     futures login's charts, from one minute up (a seconds `tf` is 400
+         *     `invalid_timeframe`); a leg it does not serve is 503
+         *     `feed_requires_connection` with `params.reason`.
          */
         get: operations["getBarHistory"];
         put?: never;
@@ -2444,7 +2448,8 @@ export interface paths {
          *     tf as asked): the current bar on connect and on every change; when a bar
          *     closes its final state is sent before the next bar. A slow client skips
          *     intermediate updates, never a close. Heartbeat comment every 15 s.
-         *     Refusals before the stream opens are HTTP errors.
+         *     Refusals before the stream opens are HTTP errors. Futures bars are the
+         *     caller's own, made from their own futures login's quotes.
          */
         get: operations["streamBars"];
         put?: never;
@@ -2467,7 +2472,7 @@ export interface paths {
          * @description `subs` is a comma-separated list of `INSTRUMENT~tf`. Events `bar` as on
          *     /api/market/stream, each carrying its subscription's `instrument` and
          *     `tf`. A refused subscription (bad timeframe or expression, unknown
-         *     symbol, futures without a futures source, the 25th and later) becomes
+         *     symbol, futures the caller's own futures login does not serve, the 25th and later) becomes
          *     an `error` event `{"sub", "instrument", "tf", "error", "code", "params"}`
          *     while the rest stream. More than 100 tokens is 400.
          */
@@ -4496,8 +4501,14 @@ export interface components {
             };
             assetClasses: string[];
             futures: {
+                /** @description Whether the caller's own live futures login serves futures prices (each product still needs its subscription) */
                 served: boolean;
                 code?: components["schemas"]["ErrorCode"];
+                /**
+                 * @description Why not, when not served
+                 * @enum {string}
+                 */
+                reason?: "login_required" | "demo_login";
             };
             /** @description simulated, replay or coinbase */
             source: string;
@@ -4543,6 +4554,24 @@ export interface components {
             /** @description Single instruments only: the smallest order quantity (422 invalid_request, params.minQuantity) */
             minQuantity?: components["schemas"]["Decimal"];
             legs: string[];
+            /** @description Futures: the provider's month the symbol stands for now (ESZ6) */
+            contract?: string;
+            /** @description Futures: the product root */
+            root?: string;
+            /**
+             * Format: date-time
+             * @description Futures: the month's expiration, when the provider gives one
+             */
+            expiration?: string;
+            /** @description Futures: currency per point of price per contract */
+            multiplier?: components["schemas"]["Decimal"];
+            /** @description Futures quoted in thirty-seconds: the catalog's priceFraction */
+            priceFraction?: {
+                /** @enum {integer} */
+                denominator: 32 | 64 | 128;
+                /** @enum {integer} */
+                subFraction?: 2 | 4;
+            };
         };
         MarketQuote: {
             symbol: string;
@@ -4552,6 +4581,8 @@ export interface components {
             mid: components["schemas"]["Decimal"];
             /** Format: date-time */
             time: string;
+            /** @description A futures root or continuous symbol: the provider's month it stands for now */
+            contract?: string;
         };
         Bar: {
             /** @description Opening second of the bucket, Unix, UTC */
