@@ -57,8 +57,10 @@ func TestProviderAccountTakeover(t *testing.T) {
 	d.waitOwned(t, []int{0, 1})
 
 	// A trader signs up and in through n1 and links the account through
-	// its owner: a link names its account from the request, and only the
-	// owner links it (another node answers 503 account_not_owned).
+	// its owner: the node a link reaches names its account (a fresh id, or
+	// one derived from its Idempotency-Key) and links it only if it owns
+	// that id; otherwise it answers 503 account_not_owned and the link is
+	// tried again through the next node.
 	s := &session{base: d.engines[0].URL()}
 	key := s.signUp(t, d.dirs[0], "takeover@example.com")
 	accountID, number := s.link(t, d)
