@@ -66,6 +66,7 @@ func jsonOf(t *testing.T, body []byte) map[string]any {
 // order (exactly one at the exchange), and nothing the engine wrote or
 // printed holds the key or the secret.
 func TestProviderAccountThroughTheBinary(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret},
 		binance.Account{APIKey: "e2eWithdrawingKey0002", Secret: "e2eWithdrawingSecret0002", CanWithdraw: true})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)

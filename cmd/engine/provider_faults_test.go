@@ -117,6 +117,7 @@ func (d *simDoor) silent(on bool) {
 //     the exchange's receive window, and the retry with the same
 //     clientOrderId places it then, once.
 func TestProviderExchangeDown(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	const k, s = "downKEY0001unreachable", "downSECRET0001unreachable"
 	sim := binance.New(binance.Options{})
 	t.Cleanup(func() { _ = sim.Close() })
@@ -209,6 +210,7 @@ func TestProviderExchangeDown(t *testing.T) {
 // the following reconciliations, which see the observed position as the
 // log's, do not hold it again.
 func TestProviderOperatorReleasesHold(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	const k, s = "holdKEY0001adminrelease", "holdSECRET0001adminrelease"
 	sim, p, key, q, accountID, dir := linkedSim(t, k, s, "ENGINE_PROVIDER_RECONCILE_EVERY=1s")
 	cutStream(t, sim, 2*time.Second)

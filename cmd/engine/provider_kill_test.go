@@ -39,6 +39,7 @@ func (o killOrder) placed() bool {
 // definite answer. Every id answered 200 is at the exchange exactly once
 // and in the account's orders; no id is there twice.
 func TestProviderKillLoopExactlyOnce(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	const k, s = "killKEY0001exactlyonce", "killSECRET0001exactlyonce"
 	sim, p0, key, q, accountID, dir := linkedSim(t, k, s)
 	addr, env := strings.TrimPrefix(p0.base, "http://"), p0.cmd.Env

@@ -19,6 +19,7 @@ import (
 // refused with hedge_position_mode and its params; switched off, the order
 // goes through; multi-assets mode likewise with multi_assets_mode.
 func TestProviderLiveSwitchAndModesThroughTheBinary(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr, providerEnv(t, sim,

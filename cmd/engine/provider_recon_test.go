@@ -53,6 +53,7 @@ func cutStream(t *testing.T, sim *binance.Sim, d time.Duration) {
 // reconciliation after the gap adopts the order placed elsewhere and
 // records the fill; nothing holds the account.
 func TestProviderStreamCutReconciles(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	const k, s = "reconKEY0001streamcut", "reconSECRET0001streamcut"
 	sim, p, key, q, _, _ := linkedSim(t, k, s, "ENGINE_PROVIDER_RECONCILE_EVERY=1h")
 	st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "l-1", "instrument": "BTCUSDT",
@@ -91,6 +92,7 @@ func TestProviderStreamCutReconciles(t *testing.T) {
 // the frame's holds; an addition is 423 reconciliation_hold, a cancel
 // still goes out.
 func TestProviderContradictionHolds(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	const k, s = "reconKEY0002contradict", "reconSECRET0002contradict"
 	sim, p, key, q, _, _ := linkedSim(t, k, s, "ENGINE_PROVIDER_RECONCILE_EVERY=1s")
 	st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "l-1", "instrument": "BTCUSDT",
