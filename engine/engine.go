@@ -109,6 +109,7 @@ type Engine struct {
 	connect   connects                    // Connect apps, links and statements (connects.go)
 	ch        *challenges                 // challenges (challenges.go)
 	paper     *paper.Reactor
+	pf        paperFutures       // the paper book's futures, each trader's from their own feed (paperfutures.go)
 	prov      *providers.Reactor // accounts at a provider (providerlinks.go); nil: none
 	provAccts provAccounts
 	risk      *risk.Reactor // risk controls (riskwire.go)
@@ -421,6 +422,7 @@ func (e *Engine) Close() {
 		e.stopFeed()
 		e.stopFeed = nil
 	}
+	e.pf.close() // no trader's futures quotes either
 	if left := e.paper.Drain(paper.DrainTimeout); left > 0 {
 		slog.Warn("paper: stopping with wakes of the paper book still queued; the next quotes after the start decide them",
 			"wakes", left, "waited", paper.DrainTimeout)
@@ -535,7 +537,7 @@ func (e *Engine) futuresUnserved(instrument string) error {
 }
 
 // prepare validates cmd on the account and attaches the market context where the command needs it.
-func (e *Engine) prepare(accountID string, cmd commands.Command) error {
+func (e *Engine) prepare(ctx context.Context, accountID string, cmd commands.Command) error {
 	if err := cmd.Validate(); err != nil {
 		return err
 	}
@@ -552,13 +554,20 @@ func (e *Engine) prepare(accountID string, cmd commands.Command) error {
 		if err := e.providerInstrument(accountID, cmd); err != nil { // the provider serves its instruments (providerfutures.go)
 			return err
 		}
-	} else if instrument != "" {
+	} else if instrument != "" && !e.userFuturesOn(accountID) {
 		if err := e.futuresUnserved(instrument); err != nil {
 			return err
 		}
 	}
 	if p, ok := cmd.(trading.Priced); ok {
 		*p.MarketOf() = e.market()
+		if e.userFuturesOn(accountID) { // paper futures at the owner's own prices (paperfutures.go)
+			quotes, err := e.userFuturesQuotes(ctx, accountID, instrument)
+			if err != nil {
+				return err
+			}
+			e.withUserFutures(p.MarketOf(), quotes)
+		}
 	}
 	e.prepareRisk(cmd)
 	return nil
@@ -576,7 +585,7 @@ func (e *Engine) Account(ctx context.Context, accountID string, env commands.Env
 // decideHere decides an account's command on this node.
 func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.Envelope) (mailbox.Result, error) {
 	e.providerDefaults(accountID, env.Cmd)
-	if err := e.prepare(accountID, env.Cmd); err != nil {
+	if err := e.prepare(ctx, accountID, env.Cmd); err != nil {
 		return mailbox.Result{}, err
 	}
 	if err := e.liveGate(ctx, accountID, env.Cmd); err != nil { // live.go
@@ -592,7 +601,7 @@ func (e *Engine) decideHere(ctx context.Context, accountID string, env commands.
 
 // Advise decides cmd on the account without committing: the refusal it would meet, or nil.
 func (e *Engine) Advise(ctx context.Context, accountID string, env commands.Envelope) error {
-	if err := e.prepare(accountID, env.Cmd); err != nil {
+	if err := e.prepare(ctx, accountID, env.Cmd); err != nil {
 		return err
 	}
 	_, err := e.accounts.DryRun(ctx, accountID, env)
@@ -641,8 +650,12 @@ func (e *Engine) expireDayOrders(ctx context.Context, every time.Duration) {
 func (e *Engine) wake(accountID, instrument string, t paper.Touch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	marks := t.Marks
+	if inst, ok := unscope(instrument); ok { // a trader's own futures book: no shared marks (paperfutures.go)
+		instrument, marks = inst, nil
+	}
 	fw := &trading.FillWorking{Quote: trading.Quote{Instrument: instrument, Bid: t.Bid, Ask: t.Ask, At: e.cfg.Now().UTC(),
-		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest, Marks: t.Marks},
+		HighBid: &t.HighBid, LowAsk: &t.LowAsk, Path: t.Path, PathFrom: t.PathFrom, PathBest: t.PathBest, Marks: marks},
 		TradedThrough: t.TradedThrough, Touched: t.Touched}
 	if t := e.terms.Load(); t != nil {
 		fw.Terms = *t

@@ -198,7 +198,7 @@ func (e *Engine) react(id string, s *account.State) {
 	if !e.owns(id) {
 		return
 	}
-	e.paper.Track(id, triggers(s))
+	e.paper.Track(id, e.paperTriggers(s))
 	e.rebase(id, s)
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
@@ -219,7 +219,7 @@ func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Ti
 	if !e.owns(id) {
 		return
 	}
-	e.paper.Take(id, triggers(s), since)
+	e.paper.Take(id, e.paperTriggers(s), since)
 	e.rebase(id, s)
 	e.risk.Take(id, s, rev, since)
 	e.trackProvider(id, s, true) // resume the provider session: open intents settled by lookup, then a reconciliation

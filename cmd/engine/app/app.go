@@ -171,6 +171,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Engine.UseUserFutures(a.Market.Futures) // paper futures at each trader's own futures prices
 	a.Projector = projections.NewProjector(a.Store, engine.Registry(), projections.Core, firmproj.Fold, chproj.Fold)
 	a.Projector.UseRecent(a.Log.Recent())
 	phase(PhaseReplay)
