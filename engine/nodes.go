@@ -19,6 +19,7 @@ import (
 	"github.com/svc/engine/commands"
 	challengecmd "github.com/svc/engine/commands/challenge"
 	firmcmd "github.com/svc/engine/commands/firm"
+	providercmd "github.com/svc/engine/commands/provider"
 	riskcmd "github.com/svc/engine/commands/risk"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/commands/trading"
@@ -328,6 +329,9 @@ func accountCommands() []commands.Command {
 		&firmcmd.BalanceOp{}, &firmcmd.HaltAccount{}, &firmcmd.ResumeAccount{}, &firmcmd.HoldForReconciliation{},
 		&firmcmd.ReleaseReconciliation{}, &firmcmd.ResetAccount{},
 		&challengecmd.OpenEvaluation{}, &challengecmd.EvaluateStage{}, &challengecmd.RestartEvaluation{},
+		// A provider link checked and sealed on another node, and an unlink:
+		// only the sealed credential crosses (the owner opens its own session).
+		&providercmd.Link{}, &providercmd.Unlink{},
 	}
 }
 

@@ -163,9 +163,6 @@ func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, err
 		return Result{}, commands.Refuse(commands.CodeProviderNotSupported, "this engine links no provider of that name",
 			map[string]any{"provider": req.Provider, "providers": e.ProviderNames()})
 	}
-	if !e.owns(req.AccountID) {
-		return Result{}, errNotOwned(req.AccountID)
-	}
 	creds := provider.Credentials{APIKey: req.APIKey, Secret: req.Secret.Reveal()}
 	sess, err := prov.Connect(ctx, creds)
 	if err != nil {
@@ -208,8 +205,17 @@ func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, err
 	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
 		AccountNumber: strings.ToUpper(broker[:1]) + "F" + req.AccountID[len(req.AccountID)-12:], Label: label, Currency: currency,
 		CredentialID: creds.ID(), Sealed: b, Snapshot: providers.SnapshotObservation(snap, "link")}
+	env := e.Envelope(req.Principal, "", link)
+	if !e.owns(req.AccountID) {
+		// Another node owns the account: the link is committed there, and
+		// only the sealed credential and the snapshot travel; the owner's
+		// reactor opens a session of its own from the sealed copy. The
+		// session opened here for the check ends.
+		_ = sess.Close()
+		return e.forward(ctx, req.AccountID, env)
+	}
 	e.prov.Hand(req.AccountID, sess)
-	res, err := e.accounts.Execute(ctx, req.AccountID, e.Envelope(req.Principal, "", link))
+	res, err := e.accounts.Execute(ctx, req.AccountID, env)
 	if err != nil || len(res.Events) == 0 {
 		e.prov.Drop(req.AccountID) // a link that recorded nothing (the same link again) keeps no second session
 	}
