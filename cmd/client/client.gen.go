@@ -1346,6 +1346,24 @@ func (e ProviderState) Valid() bool {
 	}
 }
 
+// Defines values for ProviderLoginLinkEnvironment.
+const (
+	ProviderLoginLinkEnvironmentDemo ProviderLoginLinkEnvironment = "demo"
+	ProviderLoginLinkEnvironmentLive ProviderLoginLinkEnvironment = "live"
+)
+
+// Valid indicates whether the value is a known member of the ProviderLoginLinkEnvironment enum.
+func (e ProviderLoginLinkEnvironment) Valid() bool {
+	switch e {
+	case ProviderLoginLinkEnvironmentDemo:
+		return true
+	case ProviderLoginLinkEnvironmentLive:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProviderManifestCapabilitiesOrderTypes.
 const (
 	ProviderManifestCapabilitiesOrderTypesLimit     ProviderManifestCapabilitiesOrderTypes = "limit"
@@ -3045,15 +3063,48 @@ type Provider struct {
 // ProviderState defines model for Provider.State.
 type ProviderState string
 
-// ProviderLinkBody defines model for ProviderLinkBody.
-type ProviderLinkBody struct {
+// ProviderKeyLink defines model for ProviderKeyLink.
+type ProviderKeyLink struct {
 	ApiKey    string  `json:"apiKey"`
 	ApiSecret *string `json:"apiSecret,omitempty"`
 	Label     *string `json:"label,omitempty"`
 
-	// Provider a provider the engine links, such as binance-futures
+	// Provider a provider the engine links with a key, such as binance-futures
 	Provider string `json:"provider"`
 }
+
+// ProviderLinkBody One of two forms, never both: an API key and secret (apiKey, apiSecret) for an
+// exchange such as binance-futures, or a login (login, password, optionally environment
+// and accountNumber) for a provider signed in to with its login name and password, such
+// as tradovate. The password is used once to sign in and is never stored, logged or
+// answered; only the provider's tokens are kept, sealed.
+type ProviderLinkBody struct {
+	union json.RawMessage
+}
+
+// ProviderLoginLink defines model for ProviderLoginLink.
+type ProviderLoginLink struct {
+	// AccountNumber Link only this account of the login (its name or number at the provider); absent: every account the login may trade
+	AccountNumber *string `json:"accountNumber,omitempty"`
+
+	// Environment The provider's system the login belongs to; absent: the engine's default (ENGINE_TRADOVATE_ENV's first)
+	Environment *ProviderLoginLinkEnvironment `json:"environment,omitempty"`
+
+	// Label The label of each account linked; absent: the broker and the account name
+	Label *string `json:"label,omitempty"`
+
+	// Login The login name at the provider
+	Login string `json:"login"`
+
+	// Password Used once to sign in; never stored, logged or answered
+	Password *string `json:"password,omitempty"`
+
+	// Provider a provider the engine links with a login, such as tradovate
+	Provider string `json:"provider"`
+}
+
+// ProviderLoginLinkEnvironment The provider's system the login belongs to; absent: the engine's default (ENGINE_TRADOVATE_ENV's first)
+type ProviderLoginLinkEnvironment string
 
 // ProviderManifest Strict: unknown properties are refused. Rules: execution needs accounts,
 // generationFencing, completeOrderBook, executionHistory, replayRetentionSeconds of at
@@ -4134,16 +4185,6 @@ type HostedConnectDisconnectJSONBody struct {
 	AccountId string `json:"accountId"`
 }
 
-// HostedConnectLinkProviderJSONBody defines parameters for HostedConnectLinkProvider.
-type HostedConnectLinkProviderJSONBody struct {
-	ApiKey    string  `json:"apiKey"`
-	ApiSecret *string `json:"apiSecret,omitempty"`
-	Label     *string `json:"label,omitempty"`
-
-	// Provider One of the session's providers (binance-futures)
-	Provider string `json:"provider"`
-}
-
 // ListConnectLinksParams defines parameters for ListConnectLinks.
 type ListConnectLinksParams struct {
 	Trader *string                      `form:"trader,omitempty" json:"trader,omitempty"`
@@ -4921,7 +4962,7 @@ type HostedConnectChooseJSONRequestBody HostedConnectChooseJSONBody
 type HostedConnectDisconnectJSONRequestBody HostedConnectDisconnectJSONBody
 
 // HostedConnectLinkProviderJSONRequestBody defines body for HostedConnectLinkProvider for application/json ContentType.
-type HostedConnectLinkProviderJSONRequestBody HostedConnectLinkProviderJSONBody
+type HostedConnectLinkProviderJSONRequestBody = ProviderLinkBody
 
 // CreateConnectLinkJSONRequestBody defines body for CreateConnectLink for application/json ContentType.
 type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
@@ -5228,6 +5269,68 @@ func (t *DecimalIn) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsProviderKeyLink returns the union data inside the ProviderLinkBody as a ProviderKeyLink
+func (t ProviderLinkBody) AsProviderKeyLink() (ProviderKeyLink, error) {
+	var body ProviderKeyLink
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProviderKeyLink overwrites any union data inside the ProviderLinkBody as the provided ProviderKeyLink
+func (t *ProviderLinkBody) FromProviderKeyLink(v ProviderKeyLink) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProviderKeyLink performs a merge with any union data inside the ProviderLinkBody, using the provided ProviderKeyLink
+func (t *ProviderLinkBody) MergeProviderKeyLink(v ProviderKeyLink) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsProviderLoginLink returns the union data inside the ProviderLinkBody as a ProviderLoginLink
+func (t ProviderLinkBody) AsProviderLoginLink() (ProviderLoginLink, error) {
+	var body ProviderLoginLink
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProviderLoginLink overwrites any union data inside the ProviderLinkBody as the provided ProviderLoginLink
+func (t *ProviderLinkBody) FromProviderLoginLink(v ProviderLoginLink) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProviderLoginLink performs a merge with any union data inside the ProviderLinkBody, using the provided ProviderLoginLink
+func (t *ProviderLinkBody) MergeProviderLoginLink(v ProviderLoginLink) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ProviderLinkBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ProviderLinkBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -5417,7 +5520,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/account/pnl-history (the `GetPnlHistory` operationId).
 	GetPnlHistory(ctx context.Context, params *GetPnlHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 	//
 	// A signed-in session only. The engine checks the key at the provider (account
 	// readable, futures trading allowed, no withdrawal permission), reads the account
@@ -5425,6 +5528,20 @@ type ClientInterface interface {
 	// (broker binance, clock observation). Neither the key nor the secret is ever
 	// answered, logged or put in params. The Idempotency-Key names the account: a
 	// retry links none more.
+	//
+	// A provider signed in to with a login (tradovate) takes `login` and `password`
+	// instead: the engine signs in once, wipes the password and keeps only the login's
+	// tokens, sealed under each account's own data key and renewed as they near their
+	// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+	// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+	// first). The same login linked again by the same user reaches the same accounts and
+	// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+	// provider_relink_required (the provider no longer took its tokens) resumes. The
+	// trader's pre-registrations for the provider whose login name (and account number,
+	// where named) the provider confirmed become linked (registration.linked).
+	// Refusals as above, params.field login, password, environment or accountNumber; a
+	// key for a login's provider (or a login for a key's) is 422 invalid_request;
+	// provider_key_refused (cannot_trade) for a login with no account it may trade.
 	//
 	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 	// 422 provider_not_supported (params.provider, params.providers),
@@ -5439,7 +5556,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
 	LinkProviderAccountWithBody(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 	//
 	// A signed-in session only. The engine checks the key at the provider (account
 	// readable, futures trading allowed, no withdrawal permission), reads the account
@@ -5447,6 +5564,20 @@ type ClientInterface interface {
 	// (broker binance, clock observation). Neither the key nor the secret is ever
 	// answered, logged or put in params. The Idempotency-Key names the account: a
 	// retry links none more.
+	//
+	// A provider signed in to with a login (tradovate) takes `login` and `password`
+	// instead: the engine signs in once, wipes the password and keeps only the login's
+	// tokens, sealed under each account's own data key and renewed as they near their
+	// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+	// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+	// first). The same login linked again by the same user reaches the same accounts and
+	// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+	// provider_relink_required (the provider no longer took its tokens) resumes. The
+	// trader's pre-registrations for the provider whose login name (and account number,
+	// where named) the provider confirmed become linked (registration.linked).
+	// Refusals as above, params.field login, password, environment or accountNumber; a
+	// key for a login's provider (or a login for a key's) is 422 invalid_request;
+	// provider_key_refused (cannot_trade) for a login with no account it may trade.
 	//
 	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 	// 422 provider_not_supported (params.provider, params.providers),
@@ -6457,7 +6588,7 @@ type ClientInterface interface {
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret, and connects it
+	// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
 	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
 	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -6468,13 +6599,18 @@ type ClientInterface interface {
 	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 	// same key linked again by the same trader reaches the same account. The secret travels
 	// only in this request's body; it is never answered, logged or placed in the page.
+	// A provider whose session entry has `login` (tradovate) takes the trader's login name
+	// and password instead (the body of POST /api/account/providers' login form): the
+	// password is used once to sign in and never kept; the login's accounts are linked
+	// (or only `accountNumber`) and the link connects the first. The same login linked
+	// again by the same trader reaches the same accounts and renews their tokens.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
 	HostedConnectLinkProviderWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret, and connects it
+	// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
 	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
 	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -6485,6 +6621,11 @@ type ClientInterface interface {
 	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 	// same key linked again by the same trader reaches the same account. The secret travels
 	// only in this request's body; it is never answered, logged or placed in the page.
+	// A provider whose session entry has `login` (tradovate) takes the trader's login name
+	// and password instead (the body of POST /api/account/providers' login form): the
+	// password is used once to sign in and never kept; the login's accounts are linked
+	// (or only `accountNumber`) and the link connects the first. The same login linked
+	// again by the same trader reaches the same accounts and renews their tokens.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6569,6 +6710,11 @@ type ClientInterface interface {
 	// LinkTraderRegistration Link a registration as the signed-in trader whose verified email matches
 	//
 	// Sets `linkedAt` and emits `registration.linked`. Idempotent for the same trader. Needs a trusted Origin.
+	// A registration for a provider signed in to with a login (tradovate) is linked only once the
+	// provider confirmed that login: the trader linked it (POST /api/account/providers with its
+	// login name and password, which links such registrations itself) and it is the login the
+	// registration names (its login name, and the account number where named); else 409
+	// registration_unconfirmed (params.provider).
 	//
 	// Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 	LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7717,8 +7863,11 @@ type ClientInterface interface {
 	// sent and answered with the provider's outcome: the order as the provider
 	// took it (a market order may still read as accepted; its fill follows on the
 	// stream), 422 `order_rejected` for the provider's own rejection (no provider
-	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+	// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+	// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+	// when the provider no longer takes the tokens of the login the account was
+	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -7767,8 +7916,11 @@ type ClientInterface interface {
 	// sent and answered with the provider's outcome: the order as the provider
 	// took it (a market order may still read as accepted; its fill follows on the
 	// stream), 422 `order_rejected` for the provider's own rejection (no provider
-	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+	// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+	// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+	// when the provider no longer takes the tokens of the login the account was
+	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -8384,7 +8536,7 @@ func (c *Client) GetPnlHistory(ctx context.Context, params *GetPnlHistoryParams,
 	return c.Client.Do(req)
 }
 
-// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+// LinkProviderAccountWithBody Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 //
 // A signed-in session only. The engine checks the key at the provider (account
 // readable, futures trading allowed, no withdrawal permission), reads the account
@@ -8392,6 +8544,20 @@ func (c *Client) GetPnlHistory(ctx context.Context, params *GetPnlHistoryParams,
 // (broker binance, clock observation). Neither the key nor the secret is ever
 // answered, logged or put in params. The Idempotency-Key names the account: a
 // retry links none more.
+//
+// A provider signed in to with a login (tradovate) takes `login` and `password`
+// instead: the engine signs in once, wipes the password and keeps only the login's
+// tokens, sealed under each account's own data key and renewed as they near their
+// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+// first). The same login linked again by the same user reaches the same accounts and
+// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+// provider_relink_required (the provider no longer took its tokens) resumes. The
+// trader's pre-registrations for the provider whose login name (and account number,
+// where named) the provider confirmed become linked (registration.linked).
+// Refusals as above, params.field login, password, environment or accountNumber; a
+// key for a login's provider (or a login for a key's) is 422 invalid_request;
+// provider_key_refused (cannot_trade) for a login with no account it may trade.
 //
 // Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 // 422 provider_not_supported (params.provider, params.providers),
@@ -8416,7 +8582,7 @@ func (c *Client) LinkProviderAccountWithBody(ctx context.Context, params *LinkPr
 	return c.Client.Do(req)
 }
 
-// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+// LinkProviderAccount Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 //
 // A signed-in session only. The engine checks the key at the provider (account
 // readable, futures trading allowed, no withdrawal permission), reads the account
@@ -8424,6 +8590,20 @@ func (c *Client) LinkProviderAccountWithBody(ctx context.Context, params *LinkPr
 // (broker binance, clock observation). Neither the key nor the secret is ever
 // answered, logged or put in params. The Idempotency-Key names the account: a
 // retry links none more.
+//
+// A provider signed in to with a login (tradovate) takes `login` and `password`
+// instead: the engine signs in once, wipes the password and keeps only the login's
+// tokens, sealed under each account's own data key and renewed as they near their
+// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+// first). The same login linked again by the same user reaches the same accounts and
+// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+// provider_relink_required (the provider no longer took its tokens) resumes. The
+// trader's pre-registrations for the provider whose login name (and account number,
+// where named) the provider confirmed become linked (registration.linked).
+// Refusals as above, params.field login, password, environment or accountNumber; a
+// key for a login's provider (or a login for a key's) is 422 invalid_request;
+// provider_key_refused (cannot_trade) for a login with no account it may trade.
 //
 // Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 // 422 provider_not_supported (params.provider, params.providers),
@@ -10384,7 +10564,7 @@ func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnect
 	return c.Client.Do(req)
 }
 
-// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret, and connects it
+// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret (or login), and connects it
 //
 // The same link as POST /api/account/providers, for the app's trader: the engine checks the
 // key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -10395,6 +10575,11 @@ func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnect
 // accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 // same key linked again by the same trader reaches the same account. The secret travels
 // only in this request's body; it is never answered, logged or placed in the page.
+// A provider whose session entry has `login` (tradovate) takes the trader's login name
+// and password instead (the body of POST /api/account/providers' login form): the
+// password is used once to sign in and never kept; the login's accounts are linked
+// (or only `accountNumber`) and the link connects the first. The same login linked
+// again by the same trader reaches the same accounts and renews their tokens.
 //
 // Takes any type of body and a specified content type.
 //
@@ -10411,7 +10596,7 @@ func (c *Client) HostedConnectLinkProviderWithBody(ctx context.Context, contentT
 	return c.Client.Do(req)
 }
 
-// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret, and connects it
+// HostedConnectLinkProvider The trader links their account at a provider with their own API key and secret (or login), and connects it
 //
 // The same link as POST /api/account/providers, for the app's trader: the engine checks the
 // key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -10422,6 +10607,11 @@ func (c *Client) HostedConnectLinkProviderWithBody(ctx context.Context, contentT
 // accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 // same key linked again by the same trader reaches the same account. The secret travels
 // only in this request's body; it is never answered, logged or placed in the page.
+// A provider whose session entry has `login` (tradovate) takes the trader's login name
+// and password instead (the body of POST /api/account/providers' login form): the
+// password is used once to sign in and never kept; the login's accounts are linked
+// (or only `accountNumber`) and the link connects the first. The same login linked
+// again by the same trader reaches the same accounts and renews their tokens.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10596,6 +10786,11 @@ func (c *Client) ListTraderRegistrations(ctx context.Context, reqEditors ...Requ
 // LinkTraderRegistration Link a registration as the signed-in trader whose verified email matches
 //
 // Sets `linkedAt` and emits `registration.linked`. Idempotent for the same trader. Needs a trusted Origin.
+// A registration for a provider signed in to with a login (tradovate) is linked only once the
+// provider confirmed that login: the trader linked it (POST /api/account/providers with its
+// login name and password, which links such registrations itself) and it is the login the
+// registration names (its login name, and the account number where named); else 409
+// registration_unconfirmed (params.provider).
 //
 // Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 func (c *Client) LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12824,8 +13019,11 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // sent and answered with the provider's outcome: the order as the provider
 // took it (a market order may still read as accepted; its fill follows on the
 // stream), 422 `order_rejected` for the provider's own rejection (no provider
-// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+// when the provider no longer takes the tokens of the login the account was
+// linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -12884,8 +13082,11 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // sent and answered with the provider's outcome: the order as the provider
 // took it (a market order may still read as accepted; its fill follows on the
 // stream), 422 `order_rejected` for the provider's own rejection (no provider
-// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+// when the provider no longer takes the tokens of the login the account was
+// linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -23609,7 +23810,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/account/pnl-history (the `GetPnlHistory` operationId).
 	GetPnlHistoryWithResponse(ctx context.Context, params *GetPnlHistoryParams, reqEditors ...RequestEditorFn) (*GetPnlHistoryResponse, error)
 
-	// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 	//
 	// A signed-in session only. The engine checks the key at the provider (account
 	// readable, futures trading allowed, no withdrawal permission), reads the account
@@ -23617,6 +23818,20 @@ type ClientWithResponsesInterface interface {
 	// (broker binance, clock observation). Neither the key nor the secret is ever
 	// answered, logged or put in params. The Idempotency-Key names the account: a
 	// retry links none more.
+	//
+	// A provider signed in to with a login (tradovate) takes `login` and `password`
+	// instead: the engine signs in once, wipes the password and keeps only the login's
+	// tokens, sealed under each account's own data key and renewed as they near their
+	// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+	// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+	// first). The same login linked again by the same user reaches the same accounts and
+	// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+	// provider_relink_required (the provider no longer took its tokens) resumes. The
+	// trader's pre-registrations for the provider whose login name (and account number,
+	// where named) the provider confirmed become linked (registration.linked).
+	// Refusals as above, params.field login, password, environment or accountNumber; a
+	// key for a login's provider (or a login for a key's) is 422 invalid_request;
+	// provider_key_refused (cannot_trade) for a login with no account it may trade.
 	//
 	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 	// 422 provider_not_supported (params.provider, params.providers),
@@ -23631,7 +23846,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/account/providers (the `LinkProviderAccount` operationId).
 	LinkProviderAccountWithBodyWithResponse(ctx context.Context, params *LinkProviderAccountParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LinkProviderAccountResponse, error)
 
-	// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+	// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 	//
 	// A signed-in session only. The engine checks the key at the provider (account
 	// readable, futures trading allowed, no withdrawal permission), reads the account
@@ -23639,6 +23854,20 @@ type ClientWithResponsesInterface interface {
 	// (broker binance, clock observation). Neither the key nor the secret is ever
 	// answered, logged or put in params. The Idempotency-Key names the account: a
 	// retry links none more.
+	//
+	// A provider signed in to with a login (tradovate) takes `login` and `password`
+	// instead: the engine signs in once, wipes the password and keeps only the login's
+	// tokens, sealed under each account's own data key and renewed as they near their
+	// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+	// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+	// first). The same login linked again by the same user reaches the same accounts and
+	// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+	// provider_relink_required (the provider no longer took its tokens) resumes. The
+	// trader's pre-registrations for the provider whose login name (and account number,
+	// where named) the provider confirmed become linked (registration.linked).
+	// Refusals as above, params.field login, password, environment or accountNumber; a
+	// key for a login's provider (or a login for a key's) is 422 invalid_request;
+	// provider_key_refused (cannot_trade) for a login with no account it may trade.
 	//
 	// Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 	// 422 provider_not_supported (params.provider, params.providers),
@@ -24717,7 +24946,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnectWithResponse(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error)
 
-	// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+	// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
 	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
 	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -24728,13 +24957,18 @@ type ClientWithResponsesInterface interface {
 	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 	// same key linked again by the same trader reaches the same account. The secret travels
 	// only in this request's body; it is never answered, logged or placed in the page.
+	// A provider whose session entry has `login` (tradovate) takes the trader's login name
+	// and password instead (the body of POST /api/account/providers' login form): the
+	// password is used once to sign in and never kept; the login's accounts are linked
+	// (or only `accountNumber`) and the link connects the first. The same login linked
+	// again by the same trader reaches the same accounts and renews their tokens.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
 	HostedConnectLinkProviderWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectLinkProviderResponse, error)
 
-	// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+	// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
 	// The same link as POST /api/account/providers, for the app's trader: the engine checks the
 	// key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -24745,6 +24979,11 @@ type ClientWithResponsesInterface interface {
 	// accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 	// same key linked again by the same trader reaches the same account. The secret travels
 	// only in this request's body; it is never answered, logged or placed in the page.
+	// A provider whose session entry has `login` (tradovate) takes the trader's login name
+	// and password instead (the body of POST /api/account/providers' login form): the
+	// password is used once to sign in and never kept; the login's accounts are linked
+	// (or only `accountNumber`) and the link connects the first. The same login linked
+	// again by the same trader reaches the same accounts and renews their tokens.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24837,6 +25076,11 @@ type ClientWithResponsesInterface interface {
 	// LinkTraderRegistrationWithResponse Link a registration as the signed-in trader whose verified email matches
 	//
 	// Sets `linkedAt` and emits `registration.linked`. Idempotent for the same trader. Needs a trusted Origin.
+	// A registration for a provider signed in to with a login (tradovate) is linked only once the
+	// provider confirmed that login: the trader linked it (POST /api/account/providers with its
+	// login name and password, which links such registrations itself) and it is the login the
+	// registration names (its login name, and the account number where named); else 409
+	// registration_unconfirmed (params.provider).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -26077,8 +26321,11 @@ type ClientWithResponsesInterface interface {
 	// sent and answered with the provider's outcome: the order as the provider
 	// took it (a market order may still read as accepted; its fill follows on the
 	// stream), 422 `order_rejected` for the provider's own rejection (no provider
-	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+	// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+	// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+	// when the provider no longer takes the tokens of the login the account was
+	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -26127,8 +26374,11 @@ type ClientWithResponsesInterface interface {
 	// sent and answered with the provider's outcome: the order as the provider
 	// took it (a market order may still read as accepted; its fill follows on the
 	// stream), 422 `order_rejected` for the provider's own rejection (no provider
-	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-	// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+	// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+	// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+	// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+	// when the provider no longer takes the tokens of the login the account was
+	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
 	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -27300,6 +27550,9 @@ type LinkProviderAccountResponse struct {
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *struct {
 		Account AccountItem `json:"account"`
+
+		// Accounts A login's link: each account linked
+		Accounts *[]AccountItem `json:"accounts,omitempty"`
 	}
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
@@ -27310,6 +27563,9 @@ type LinkProviderAccountResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r LinkProviderAccountResponse) GetJSON201() *struct {
 	Account AccountItem `json:"account"`
+
+	// Accounts A login's link: each account linked
+	Accounts *[]AccountItem `json:"accounts,omitempty"`
 } {
 	return r.JSON201
 }
@@ -31725,7 +31981,10 @@ type HostedConnectSessionResponse struct {
 			// KeyNote What key to create at the provider
 			KeyNote string `json:"keyNote"`
 
-			// Name The provider, as the request names it (binance-futures)
+			// Login The trader signs in with the login name and password (login form) instead of pasting a key
+			Login *bool `json:"login,omitempty"`
+
+			// Name The provider, as the request names it (binance-futures, tradovate)
 			Name  string `json:"name"`
 			Title string `json:"title"`
 		} `json:"providers"`
@@ -31766,7 +32025,10 @@ func (r HostedConnectSessionResponse) GetJSON200() *struct {
 		// KeyNote What key to create at the provider
 		KeyNote string `json:"keyNote"`
 
-		// Name The provider, as the request names it (binance-futures)
+		// Login The trader signs in with the login name and password (login form) instead of pasting a key
+		Login *bool `json:"login,omitempty"`
+
+		// Name The provider, as the request names it (binance-futures, tradovate)
 		Name  string `json:"name"`
 		Title string `json:"title"`
 	} `json:"providers"`
@@ -39345,7 +39607,7 @@ func (c *ClientWithResponses) GetPnlHistoryWithResponse(ctx context.Context, par
 	return ParseGetPnlHistoryResponse(rsp)
 }
 
-// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+// LinkProviderAccountWithBodyWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 //
 // A signed-in session only. The engine checks the key at the provider (account
 // readable, futures trading allowed, no withdrawal permission), reads the account
@@ -39353,6 +39615,20 @@ func (c *ClientWithResponses) GetPnlHistoryWithResponse(ctx context.Context, par
 // (broker binance, clock observation). Neither the key nor the secret is ever
 // answered, logged or put in params. The Idempotency-Key names the account: a
 // retry links none more.
+//
+// A provider signed in to with a login (tradovate) takes `login` and `password`
+// instead: the engine signs in once, wipes the password and keeps only the login's
+// tokens, sealed under each account's own data key and renewed as they near their
+// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+// first). The same login linked again by the same user reaches the same accounts and
+// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+// provider_relink_required (the provider no longer took its tokens) resumes. The
+// trader's pre-registrations for the provider whose login name (and account number,
+// where named) the provider confirmed become linked (registration.linked).
+// Refusals as above, params.field login, password, environment or accountNumber; a
+// key for a login's provider (or a login for a key's) is 422 invalid_request;
+// provider_key_refused (cannot_trade) for a login with no account it may trade.
 //
 // Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 // 422 provider_not_supported (params.provider, params.providers),
@@ -39373,7 +39649,7 @@ func (c *ClientWithResponses) LinkProviderAccountWithBodyWithResponse(ctx contex
 	return ParseLinkProviderAccountResponse(rsp)
 }
 
-// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+// LinkProviderAccountWithResponse Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
 //
 // A signed-in session only. The engine checks the key at the provider (account
 // readable, futures trading allowed, no withdrawal permission), reads the account
@@ -39381,6 +39657,20 @@ func (c *ClientWithResponses) LinkProviderAccountWithBodyWithResponse(ctx contex
 // (broker binance, clock observation). Neither the key nor the secret is ever
 // answered, logged or put in params. The Idempotency-Key names the account: a
 // retry links none more.
+//
+// A provider signed in to with a login (tradovate) takes `login` and `password`
+// instead: the engine signs in once, wipes the password and keeps only the login's
+// tokens, sealed under each account's own data key and renewed as they near their
+// expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+// (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+// first). The same login linked again by the same user reaches the same accounts and
+// renews their tokens, Idempotency-Key or not: it is how an account answering 409
+// provider_relink_required (the provider no longer took its tokens) resumes. The
+// trader's pre-registrations for the provider whose login name (and account number,
+// where named) the provider confirmed become linked (registration.linked).
+// Refusals as above, params.field login, password, environment or accountNumber; a
+// key for a login's provider (or a login for a key's) is 422 invalid_request;
+// provider_key_refused (cannot_trade) for a login with no account it may trade.
 //
 // Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
 // 422 provider_not_supported (params.provider, params.providers),
@@ -41029,7 +41319,7 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Co
 	return ParseHostedConnectDisconnectResponse(rsp)
 }
 
-// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
 //
 // The same link as POST /api/account/providers, for the app's trader: the engine checks the
 // key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -41040,6 +41330,11 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Co
 // accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 // same key linked again by the same trader reaches the same account. The secret travels
 // only in this request's body; it is never answered, logged or placed in the page.
+// A provider whose session entry has `login` (tradovate) takes the trader's login name
+// and password instead (the body of POST /api/account/providers' login form): the
+// password is used once to sign in and never kept; the login's accounts are linked
+// (or only `accountNumber`) and the link connects the first. The same login linked
+// again by the same trader reaches the same accounts and renews their tokens.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -41052,7 +41347,7 @@ func (c *ClientWithResponses) HostedConnectLinkProviderWithBodyWithResponse(ctx 
 	return ParseHostedConnectLinkProviderResponse(rsp)
 }
 
-// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret, and connects it
+// HostedConnectLinkProviderWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
 //
 // The same link as POST /api/account/providers, for the app's trader: the engine checks the
 // key at the provider (422 `provider_credentials_refused` for a key and secret it does not
@@ -41063,6 +41358,11 @@ func (c *ClientWithResponses) HostedConnectLinkProviderWithBodyWithResponse(ctx 
 // accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
 // same key linked again by the same trader reaches the same account. The secret travels
 // only in this request's body; it is never answered, logged or placed in the page.
+// A provider whose session entry has `login` (tradovate) takes the trader's login name
+// and password instead (the body of POST /api/account/providers' login form): the
+// password is used once to sign in and never kept; the login's accounts are linked
+// (or only `accountNumber`) and the link connects the first. The same login linked
+// again by the same trader reaches the same accounts and renews their tokens.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -41209,6 +41509,11 @@ func (c *ClientWithResponses) ListTraderRegistrationsWithResponse(ctx context.Co
 // LinkTraderRegistrationWithResponse Link a registration as the signed-in trader whose verified email matches
 //
 // Sets `linkedAt` and emits `registration.linked`. Idempotent for the same trader. Needs a trusted Origin.
+// A registration for a provider signed in to with a login (tradovate) is linked only once the
+// provider confirmed that login: the trader linked it (POST /api/account/providers with its
+// login name and password, which links such registrations itself) and it is the login the
+// registration names (its login name, and the account number where named); else 409
+// registration_unconfirmed (params.provider).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -43097,8 +43402,11 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // sent and answered with the provider's outcome: the order as the provider
 // took it (a market order may still read as accepted; its fill follows on the
 // stream), 422 `order_rejected` for the provider's own rejection (no provider
-// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+// when the provider no longer takes the tokens of the login the account was
+// linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -43153,8 +43461,11 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // sent and answered with the provider's outcome: the order as the provider
 // took it (a market order may still read as accepted; its fill follows on the
 // stream), 422 `order_rejected` for the provider's own rejection (no provider
-// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-// not served there and the default is `gtc`), 422 `hedge_position_mode`,
+// text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+// provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+// `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+// when the provider no longer takes the tokens of the login the account was
+// linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
 // off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -44452,6 +44763,9 @@ func ParseLinkProviderAccountResponse(rsp *http.Response) (*LinkProviderAccountR
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest struct {
 			Account AccountItem `json:"account"`
+
+			// Accounts A login's link: each account linked
+			Accounts *[]AccountItem `json:"accounts,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -48879,7 +49193,10 @@ func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessio
 				// KeyNote What key to create at the provider
 				KeyNote string `json:"keyNote"`
 
-				// Name The provider, as the request names it (binance-futures)
+				// Login The trader signs in with the login name and password (login form) instead of pasting a key
+				Login *bool `json:"login,omitempty"`
+
+				// Name The provider, as the request names it (binance-futures, tradovate)
 				Name  string `json:"name"`
 				Title string `json:"title"`
 			} `json:"providers"`

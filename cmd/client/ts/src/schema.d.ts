@@ -142,8 +142,11 @@ export interface paths {
          *     sent and answered with the provider's outcome: the order as the provider
          *     took it (a market order may still read as accepted; its fill follows on the
          *     stream), 422 `order_rejected` for the provider's own rejection (no provider
-         *     text in `params`), 422 `time_in_force_unsupported` (`params.tifs`; `day` is
-         *     not served there and the default is `gtc`), 422 `hedge_position_mode`,
+         *     text in `params`), 422 `time_in_force_unsupported` (`params.tifs`: the
+         *     provider's times in force, the frame's `capabilities.tifs`; Binance serves no
+         *     `day`, Tradovate does; the default is `gtc`), 409 `provider_relink_required`
+         *     when the provider no longer takes the tokens of the login the account was
+         *     linked through (sign in to it again), 422 `hedge_position_mode`,
          *     `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
          *     not trade, 403 `feature_disabled` while the user's live trading switch is
          *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
@@ -2233,6 +2236,11 @@ export interface paths {
         /**
          * Link a registration as the signed-in trader whose verified email matches
          * @description Sets `linkedAt` and emits `registration.linked`. Idempotent for the same trader. Needs a trusted Origin.
+         *     A registration for a provider signed in to with a login (tradovate) is linked only once the
+         *     provider confirmed that login: the trader linked it (POST /api/account/providers with its
+         *     login name and password, which links such registrations itself) and it is the login the
+         *     registration names (its login name, and the account number where named); else 409
+         *     registration_unconfirmed (params.provider).
          */
         post: operations["linkTraderRegistration"];
         delete?: never;
@@ -2978,13 +2986,27 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Link an account the trader holds at a provider (Binance USDⓈ-M Futures) with its own API key
+         * Link an account the trader holds at a provider (Binance USDⓈ-M Futures with its own API key, Tradovate with its own login)
          * @description A signed-in session only. The engine checks the key at the provider (account
          *     readable, futures trading allowed, no withdrawal permission), reads the account
          *     whole, seals the secret under the link's own data key and opens the account
          *     (broker binance, clock observation). Neither the key nor the secret is ever
          *     answered, logged or put in params. The Idempotency-Key names the account: a
          *     retry links none more.
+         *
+         *     A provider signed in to with a login (tradovate) takes `login` and `password`
+         *     instead: the engine signs in once, wipes the password and keeps only the login's
+         *     tokens, sealed under each account's own data key and renewed as they near their
+         *     expiry. Each account of the login it may trade (or only `accountNumber`) is opened
+         *     (broker tradovate, clock observation) and answered in `accounts` (`account` is the
+         *     first). The same login linked again by the same user reaches the same accounts and
+         *     renews their tokens, Idempotency-Key or not: it is how an account answering 409
+         *     provider_relink_required (the provider no longer took its tokens) resumes. The
+         *     trader's pre-registrations for the provider whose login name (and account number,
+         *     where named) the provider confirmed become linked (registration.linked).
+         *     Refusals as above, params.field login, password, environment or accountNumber; a
+         *     key for a login's provider (or a login for a key's) is 422 invalid_request;
+         *     provider_key_refused (cannot_trade) for a login with no account it may trade.
          *
          *     Refusals: 400 invalid_request (params.field provider, apiKey, apiSecret or label);
          *     422 provider_not_supported (params.provider, params.providers),
@@ -3495,7 +3517,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * The trader links their account at a provider with their own API key and secret, and connects it
+         * The trader links their account at a provider with their own API key and secret (or login), and connects it
          * @description The same link as POST /api/account/providers, for the app's trader: the engine checks the
          *     key at the provider (422 `provider_credentials_refused` for a key and secret it does not
          *     take; 422 `provider_key_refused` with `params.reason` for a key that can withdraw or may
@@ -3505,6 +3527,11 @@ export interface paths {
          *     accountId}`, the id GET /api/account/list gives the app key acting for that trader. The
          *     same key linked again by the same trader reaches the same account. The secret travels
          *     only in this request's body; it is never answered, logged or placed in the page.
+         *     A provider whose session entry has `login` (tradovate) takes the trader's login name
+         *     and password instead (the body of POST /api/account/providers' login form): the
+         *     password is used once to sign in and never kept; the login's accounts are linked
+         *     (or only `accountNumber`) and the link connects the first. The same login linked
+         *     again by the same trader reaches the same accounts and renews their tokens.
          */
         post: operations["hostedConnectLinkProvider"];
         delete?: never;
@@ -3661,11 +3688,36 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        ProviderLinkBody: {
-            /** @description a provider the engine links, such as binance-futures */
+        /**
+         * @description One of two forms, never both: an API key and secret (apiKey, apiSecret) for an
+         *     exchange such as binance-futures, or a login (login, password, optionally environment
+         *     and accountNumber) for a provider signed in to with its login name and password, such
+         *     as tradovate. The password is used once to sign in and is never stored, logged or
+         *     answered; only the provider's tokens are kept, sealed.
+         */
+        ProviderLinkBody: components["schemas"]["ProviderKeyLink"] | components["schemas"]["ProviderLoginLink"];
+        ProviderKeyLink: {
+            /** @description a provider the engine links with a key, such as binance-futures */
             provider: string;
             apiKey: string;
             apiSecret: string;
+            label?: string;
+        };
+        ProviderLoginLink: {
+            /** @description a provider the engine links with a login, such as tradovate */
+            provider: string;
+            /** @description The login name at the provider */
+            login: string;
+            /** @description Used once to sign in; never stored, logged or answered */
+            password: string;
+            /**
+             * @description The provider's system the login belongs to; absent: the engine's default (ENGINE_TRADOVATE_ENV's first)
+             * @enum {string}
+             */
+            environment?: "live" | "demo";
+            /** @description Link only this account of the login (its name or number at the provider); absent: every account the login may trade */
+            accountNumber?: string;
+            /** @description The label of each account linked; absent: the broker and the account name */
             label?: string;
         };
         LiveTradingBody: {
@@ -8966,7 +9018,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The linked account (clock observation) */
+            /** @description The linked account (clock observation); for a login, every account linked from it */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -8974,6 +9026,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         account: components["schemas"]["AccountItem"];
+                        /** @description A login's link: each account linked */
+                        accounts?: components["schemas"]["AccountItem"][];
                     };
                 };
             };
@@ -9650,11 +9704,13 @@ export interface operations {
                         operator: string;
                         scopes: string[];
                         providers: {
-                            /** @description The provider, as the request names it (binance-futures) */
+                            /** @description The provider, as the request names it (binance-futures, tradovate) */
                             name: string;
                             title: string;
                             /** @description What key to create at the provider */
                             keyNote: string;
+                            /** @description The trader signs in with the login name and password (login form) instead of pasting a key */
+                            login?: boolean;
                         }[];
                         link: components["schemas"]["ConnectLink"];
                         app: {
@@ -9747,13 +9803,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description One of the session's providers (binance-futures) */
-                    provider: string;
-                    apiKey: string;
-                    apiSecret: string;
-                    label?: string;
-                };
+                "application/json": components["schemas"]["ProviderLinkBody"];
             };
         };
         responses: {

@@ -1,0 +1,482 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/tradovate"
+	"github.com/svc/engine/engine/seal"
+	tradovatesim "github.com/svc/engine/sim/tradovate"
+)
+
+// tvPassword is the simulator logins' password: it must never appear in
+// anything the engine writes, prints or answers.
+const tvPassword = "tvPASSWORDqq42nnNeverInTheLogOrAnswer7"
+
+// startTradovate starts a Tradovate simulator on 127.0.0.1 holding the
+// logins (each with tvPassword); it closes with the test.
+func startTradovate(t *testing.T, o tradovatesim.Options, logins ...tradovatesim.Login) *tradovatesim.Sim {
+	t.Helper()
+	sim, err := tradovatesim.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	for _, l := range logins {
+		l.Password = tvPassword
+		if _, _, err := sim.AddLogin(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sim
+}
+
+// tradovateEnv is the engine's settings for linking demo logins at sim:
+// its demo environment's addresses, private addresses allowed and a
+// sealing key of the test's own, then extra.
+func tradovateEnv(t *testing.T, sim *tradovatesim.Sim, extra ...string) []string {
+	t.Helper()
+	keys, err := seal.NewKeySetting("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"ENGINE_TRADOVATE_ENV=demo", "ENGINE_TRADOVATE_DEMO_REST_URL=" + sim.URL(), "ENGINE_TRADOVATE_DEMO_WS_URL=" + sim.WSURL(),
+		"ENGINE_TRADOVATE_DEMO_MD_URL=" + sim.MDURL(), "ENGINE_TRADOVATE_CID=8", "ENGINE_TRADOVATE_SEC=app-secret-never-logged",
+		"ENGINE_PROVIDER_ALLOW_PRIVATE=1", "ENGINE_SEAL_KEYS=" + keys}, extra...)
+}
+
+// recorder keeps every answer the engine gave, to search for the password.
+type recorder struct{ bytes.Buffer }
+
+func (r *recorder) keep(m map[string]any) {
+	j, _ := json.Marshal(m)
+	r.Write(j)
+}
+
+// noPassword fails the test when the password is in the engine's output,
+// its answers, or any file under its data directory (the log, the read
+// models, the vault).
+func noPassword(t *testing.T, p *proc, answers *recorder, dir string) {
+	t.Helper()
+	if strings.Contains(p.out.String(), tvPassword) || bytes.Contains(answers.Bytes(), []byte(tvPassword)) {
+		t.Fatalf("the engine's output or answers hold the password")
+	}
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		if bytes.Contains(data, []byte(tvPassword)) {
+			t.Errorf("%s holds the password", path)
+		}
+		return nil
+	})
+}
+
+// A trader links their Tradovate login (the simulator's demo login holding
+// two accounts) with its login name and password, and trades it through the
+// engine's HTTP API: a wrong password links nothing; the right one links
+// both accounts, listed with clock observation; a market order fills and
+// the frame shows it (clock observation, the provider's times in force);
+// a limit in 32nds rests at its exact price and its cancel answers once the
+// provider took it, while one off the product's fraction grid is refused
+// before anything is sent; the tokens are renewed mid-session (the
+// simulator's tokens live 6 s) and trading goes on; the close flattens; an
+// answer lost after the provider accepted settles with one order there.
+// Nothing the engine wrote, printed or answered holds the password.
+func TestTradovateAccountThroughTheBinary(t *testing.T) {
+	sim := startTradovate(t, tradovatesim.Options{TokenLifetime: 6 * time.Second},
+		tradovatesim.Login{Name: "tv-trader", Kind: "demo", Accounts: []tradovatesim.AccountSpec{{Name: "DEMO1001"}, {Name: "DEMO1002"}}})
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, tradovateEnv(t, sim, "ENGINE_LOG_LEVEL=info")...)
+	b, key := signedIn(t, p, dir, "futures@example.com")
+	answers := &recorder{}
+	do := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		st, raw, err := call(p.base, key, method, path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers.Write(raw)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return st, m
+	}
+	link := func(body map[string]any) (int, map[string]any) {
+		st, m := b.do("POST", "/api/account/providers", body)
+		answers.keep(m)
+		return st, m
+	}
+
+	if st, m := link(map[string]any{"provider": "tradovate", "login": "tv-trader", "password": "not-the-password"}); st != 422 ||
+		m["code"] != "provider_credentials_refused" {
+		t.Fatalf("a wrong password: %d %v", st, m)
+	}
+	if st, m := link(map[string]any{"provider": "tradovate", "apiKey": "k", "apiSecret": "s"}); st != 422 || m["code"] != "invalid_request" {
+		t.Fatalf("a key for a login's provider: %d %v", st, m)
+	}
+	st, m := link(map[string]any{"provider": "tradovate", "login": "tv-trader", "password": tvPassword, "environment": "demo"})
+	if st != 201 {
+		t.Fatalf("link: %d %v\n%s", st, m, p.out)
+	}
+	linked := m["accounts"].([]any)
+	if len(linked) != 2 {
+		t.Fatalf("linked %v, want the login's two accounts", linked)
+	}
+	ids := map[string]string{} // account id -> account number
+	for _, a := range linked {
+		a := a.(map[string]any)
+		if a["clock"] != "observation" || a["broker"] != "tradovate" || !strings.HasPrefix(a["label"].(string), "Tradovate DEMO100") {
+			t.Fatalf("linked account %v", a)
+		}
+		ids[a["accountId"].(string)] = a["accountNumber"].(string)
+	}
+	acct := m["account"].(map[string]any)
+	accountID := acct["accountId"].(string)
+	simAccount := strings.TrimPrefix(acct["label"].(string), "Tradovate ")
+	q := "?broker=tradovate&account=" + acct["accountNumber"].(string)
+
+	_, m = do("GET", "/api/account/list", nil)
+	listed := 0
+	for _, a := range m["accounts"].([]any) {
+		if a := a.(map[string]any); ids[a["accountId"].(string)] != "" && a["clock"] == "observation" {
+			listed++
+		}
+	}
+	if listed != 2 {
+		t.Fatalf("list: %v", m)
+	}
+
+	// A market order fills at the provider; the frame shows the position.
+	es, zn := sim.FrontContract("ES"), sim.FrontContract("ZN")
+	order := func(body map[string]any) (int, map[string]any) {
+		t.Helper()
+		return do("POST", "/api/trading/order"+q, body)
+	}
+	if st, m := order(map[string]any{"clientOrderId": "m-1", "instrument": es, "side": "buy", "orderType": "market", "quantity": "1"}); st != 200 {
+		t.Fatalf("market order: %d %v\n%s", st, m, p.out)
+	}
+	frame := func() map[string]any {
+		_, f := do("GET", "/api/account/snapshot"+q, nil)
+		return f
+	}
+	position := func(qty string) func() bool {
+		return func() bool {
+			f := frame()
+			ps, _ := f["positions"].([]any)
+			if qty == "" {
+				return len(ps) == 0
+			}
+			return f["clock"] == "observation" && len(ps) == 1 && ps[0].(map[string]any)["quantity"] == qty
+		}
+	}
+	waitUntil(t, 5*time.Second, position("1"), func() any { return frame() })
+	caps := frame()["capabilities"].(map[string]any)
+	tv, err := tradovate.New(tradovate.Options{Demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := tv.Capabilities(); !slices.Equal(toStrings(caps["tifs"]), want.TimeInForce) || caps["reduceOnly"] != want.ReduceOnly {
+		t.Fatalf("capabilities %v, the provider's %+v", caps, want)
+	}
+	if sse := streamFrame(t, p.base, key, "/api/account/stream"+q); sse["clock"] != "observation" || len(sse["positions"].([]any)) != 1 {
+		t.Fatalf("stream frame %v", sse)
+	}
+
+	// Prices in 32nds: ZN is quoted in halves of thirty-seconds (its
+	// catalog row's priceFraction 32/2), so 109.515625 (109'16.5) is on its
+	// grid and rests exactly as written; 109.51 is not and is refused
+	// before anything is sent. A day order is the provider's own.
+	if st, m := order(map[string]any{"clientOrderId": "z-0", "instrument": zn, "side": "buy", "orderType": "limit", "quantity": "1",
+		"limitPrice": "109.51", "timeInForce": "day"}); st != 422 || m["code"] != "invalid_request" || m["params"].(map[string]any)["field"] != "limitPrice" {
+		t.Fatalf("a price off the grid: %d %v", st, m)
+	}
+	st, m = order(map[string]any{"clientOrderId": "z-1", "instrument": zn, "side": "buy", "orderType": "limit", "quantity": "1",
+		"limitPrice": "109.515625", "timeInForce": "day"})
+	if st != 200 || m["order"].(map[string]any)["state"] != "working" || m["order"].(map[string]any)["limitPrice"] != "109.515625" {
+		t.Fatalf("a limit in 32nds: %d %v", st, m)
+	}
+	oid := m["order"].(map[string]any)["brokerOrderId"].(string)
+	if st, m := do("POST", "/api/trading/cancel"+q, map[string]any{"brokerOrderId": oid}); st != 200 || m["order"].(map[string]any)["state"] != "canceled" {
+		t.Fatalf("cancel: %d %v", st, m)
+	}
+	if n := sim.OrdersByClOrdID(simAccount, provider.ClientOrderID(accountID, "z-1")); n != 1 {
+		t.Fatalf("the provider took %d orders of z-1", n)
+	}
+	if n := sim.OrdersByClOrdID(simAccount, provider.ClientOrderID(accountID, "z-0")); n != 0 {
+		t.Fatalf("the provider took %d orders of the refused z-0", n)
+	}
+
+	// The tokens live 6 s: the session renews them (each renewal sealed and
+	// recorded on the account) and trading goes on well past the first
+	// token's life.
+	waitUntil(t, 10*time.Second, func() bool { return sim.RequestCount("auth/renewaccesstoken") >= 3 }, func() any { return sim.Requests() })
+	if st, m := order(map[string]any{"clientOrderId": "m-2", "instrument": es, "side": "buy", "orderType": "market", "quantity": "1"}); st != 200 {
+		t.Fatalf("a market order after renewals: %d %v\n%s", st, m, p.out)
+	}
+	waitUntil(t, 5*time.Second, position("2"), func() any { return frame() })
+
+	// The close flattens.
+	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "x-1"}); st != 200 {
+		t.Fatalf("close: %d %v", st, m)
+	}
+	waitUntil(t, 5*time.Second, position(""), func() any { return frame() })
+
+	// The provider takes the order and the answer is lost: settled by the
+	// stream or a lookup, never by sending again.
+	if err := sim.AddFault(tradovatesim.Fault{Endpoint: "order/placeorder", Times: 1, Drop: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, m := order(map[string]any{"clientOrderId": "u-0", "instrument": es, "side": "buy", "orderType": "market", "quantity": "1"}); st != 200 ||
+		m["order"].(map[string]any)["clientOrderId"] != "u-0" {
+		t.Fatalf("a dropped answer: %d %v", st, m)
+	}
+	waitUntil(t, 5*time.Second, position("1"), func() any { return frame() })
+	if n := sim.OrdersByClOrdID(simAccount, provider.ClientOrderID(accountID, "u-0")); n != 1 {
+		t.Fatalf("the provider took %d orders of u-0, want exactly 1", n)
+	}
+
+	// Unlink both, stop, and search everything the engine wrote or printed.
+	for id := range ids {
+		if st, m := b.do("DELETE", "/api/account/providers/"+id, nil); st != 204 {
+			t.Fatalf("unlink: %d %v", st, m)
+		}
+	}
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	noPassword(t, p, answers, dir)
+}
+
+// linkedTradovate starts the binary with a simulator holding one demo
+// login of one account, signs a trader in and links the login: the sim,
+// the process, the trader's browser and key, the account's query, its id,
+// its name at the provider, and the data directory.
+func linkedTradovate(t *testing.T, o tradovatesim.Options) (*tradovatesim.Sim, *proc, *browser, string, string, string, string, string) {
+	t.Helper()
+	sim := startTradovate(t, o, tradovatesim.Login{Name: "tv-kill", Kind: "demo", Accounts: []tradovatesim.AccountSpec{{Name: "DEMO2001"}}})
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, tradovateEnv(t, sim)...)
+	b, key := signedIn(t, p, dir, "futures@example.com")
+	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword})
+	if st != 201 {
+		t.Fatalf("link: %d %v\n%s", st, m, p.out)
+	}
+	a := m["account"].(map[string]any)
+	return sim, p, b, key, "?broker=tradovate&account=" + a["accountNumber"].(string), a["accountId"].(string), "DEMO2001", dir
+}
+
+// restart kills the binary with SIGKILL and starts it again on the same
+// data directory and address.
+func restart(t *testing.T, p *proc, dir string) *proc {
+	t.Helper()
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	return start(t, build(t), dir, strings.TrimPrefix(p.base, "http://"), p.cmd.Env...)
+}
+
+// A login's tokens across restarts: the simulator's tokens live 4 s and
+// the session renews them; killed after the first token expired, the
+// engine resumes from the freshest it recorded and trades on. Killed again
+// and started after the provider expired every token (it refuses their
+// renewal), the account says it needs the trader to sign in again (409
+// provider_relink_required, nothing sent) instead of failing silently;
+// signing in to the login again reaches the same account, which trades.
+func TestTradovateTokensAcrossRestarts(t *testing.T) {
+	sim, p, b, key, q, accountID, _, dir := linkedTradovate(t, tradovatesim.Options{TokenLifetime: 4 * time.Second})
+	es := sim.FrontContract("ES")
+	do := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		st, raw, err := call(p.base, key, method, path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return st, m
+	}
+	market := func(id string) (int, map[string]any) {
+		return do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": id, "instrument": es, "side": "buy", "orderType": "market", "quantity": "1"})
+	}
+	if st, m := market("r-1"); st != 200 {
+		t.Fatalf("order: %d %v\n%s", st, m, p.out)
+	}
+	linkedAt := time.Now()
+	waitUntil(t, 10*time.Second, func() bool {
+		return sim.RequestCount("auth/renewaccesstoken") >= 2 && time.Since(linkedAt) > 4500*time.Millisecond
+	},
+		func() any { return sim.Requests() })
+
+	p = restart(t, p, dir) // the token the link sealed has expired by now
+	if st, m := market("r-2"); st != 200 {
+		t.Fatalf("an order after a restart past the first token's life: %d %v\n%s", st, m, p.out)
+	}
+
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	sim.ExpireTokens()
+	p = restart(t, p, dir)
+	// A close with no position records nothing: it probes the account.
+	var last map[string]any
+	waitUntil(t, 10*time.Second, func() bool {
+		var st int
+		st, last = do("POST", "/api/trading/close"+q, map[string]any{"instrument": sim.FrontContract("ZN"), "clientOrderId": "probe"})
+		return st == 409 && last["code"] == "provider_relink_required"
+	}, func() any { return fmt.Sprint(last, p.out.String()) })
+	orders := sim.RequestCount("order/placeorder")
+	if st, m := market("r-3"); st != 409 || m["code"] != "provider_relink_required" || m["params"].(map[string]any)["provider"] != "tradovate" {
+		t.Fatalf("an order on a lost login: %d %v", st, m)
+	}
+	if n := sim.RequestCount("order/placeorder"); n != orders {
+		t.Fatalf("an order on a lost login reached the provider")
+	}
+
+	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword})
+	if st != 201 || m["account"].(map[string]any)["accountId"] != accountID {
+		t.Fatalf("signing in again: %d %v, want account %s", st, m, accountID)
+	}
+	waitUntil(t, 10*time.Second, func() bool { st, last = market("r-3"); return st == 200 }, func() any { return last })
+	waitUntil(t, 5*time.Second, func() bool {
+		_, f := do("GET", "/api/account/snapshot"+q, nil)
+		ps, _ := f["positions"].([]any)
+		return len(ps) == 1 && ps[0].(map[string]any)["quantity"] == "3"
+	}, func() any { _, f := do("GET", "/api/account/snapshot"+q, nil); return f })
+}
+
+// The binary is killed with SIGKILL twice, and restarted on the same data
+// directory each time, while a client places orders on a linked Tradovate
+// account (tokens renewed meanwhile), each with its own clientOrderId, and
+// retries an id after any error with the same clientOrderId until it gets
+// a definite answer. Every id answered is at the provider exactly once
+// (the simulator counts orders by clOrdId) and in the account's orders.
+func TestTradovateKillLoopExactlyOnce(t *testing.T) {
+	sim, p0, _, key, q, accountID, simAccount, dir := linkedTradovate(t, tradovatesim.Options{TokenLifetime: 3 * time.Second})
+	var cur atomic.Pointer[proc]
+	cur.Store(p0)
+	// Every order waits 400 ms at the provider before it is handled, and is
+	// handled even when the engine is gone by then.
+	if err := sim.AddFault(tradovatesim.Fault{Endpoint: "order/placeorder", Latency: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	es := sim.FrontContract("ES")
+	var (
+		stop   atomic.Bool
+		mu     sync.Mutex
+		orders []killOrder
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; !stop.Load(); i++ {
+			o := killOrder{id: fmt.Sprintf("k-%d", i)}
+			mu.Lock()
+			orders = append(orders, o)
+			n := len(orders) - 1
+			mu.Unlock()
+			body := map[string]any{"clientOrderId": o.id, "instrument": es, "side": "buy", "orderType": "limit", "quantity": "1", "limitPrice": "4000"}
+			for {
+				o.tries++
+				st, raw, err := call(cur.Load().base, key, "POST", "/api/trading/order"+q, body)
+				var m map[string]any
+				_ = json.Unmarshal(raw, &m)
+				if err == nil && (st == 200 || (st >= 400 && st < 500)) {
+					o.status = st
+					o.code, _ = m["code"].(string)
+					if ord, ok := m["order"].(map[string]any); ok {
+						o.orderID, _ = ord["brokerOrderId"].(string)
+					} else if params, ok := m["params"].(map[string]any); ok {
+						o.orderID, _ = params["brokerOrderId"].(string)
+					}
+					break
+				}
+				if stop.Load() && err != nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			mu.Lock()
+			orders[n] = o
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	answered := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range orders {
+			if o.placed() {
+				n++
+			}
+		}
+		return n
+	}
+	const kills = 2
+	for kill := 0; kill < kills; kill++ {
+		before := answered()
+		waitUntil(t, 15*time.Second, func() bool { return answered() >= before+3 }, func() any { return cur.Load().out.String() })
+		time.Sleep(time.Duration(150+kill*170) * time.Millisecond)
+		cur.Store(restart(t, cur.Load(), dir))
+	}
+	before := answered()
+	waitUntil(t, 15*time.Second, func() bool { return answered() >= before+3 }, func() any { return cur.Load().out.String() })
+	stop.Store(true)
+	<-done
+
+	st, raw, err := call(cur.Load().base, key, "GET", "/api/account/orders"+q+"&state=all&limit=500", nil)
+	if err != nil || st != 200 {
+		t.Fatalf("orders: %d %s %v", st, raw, err)
+	}
+	var page struct {
+		Orders []struct {
+			ClientOrderID string `json:"clientOrderId"`
+			BrokerOrderID string `json:"brokerOrderId"`
+		} `json:"orders"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		t.Fatal(err)
+	}
+	listed, listedID := map[string]int{}, map[string]string{}
+	for _, o := range page.Orders {
+		listed[o.ClientOrderID]++
+		listedID[o.ClientOrderID] = o.BrokerOrderID
+	}
+	ok, atProvider, retried := 0, 0, 0
+	for _, o := range orders {
+		n := sim.OrdersByClOrdID(simAccount, provider.ClientOrderID(accountID, o.id))
+		atProvider += n
+		switch {
+		case n > 1:
+			t.Errorf("%s: the provider holds %d orders of it", o.id, n)
+		case o.placed() && n != 1:
+			t.Errorf("%s was answered %d and the provider holds %d of it", o.id, o.status, n)
+		case o.placed() && (listed[o.id] != 1 || o.orderID != listedID[o.id]):
+			t.Errorf("%s was answered %d naming %q; the account's orders list it %d times as %q", o.id, o.status, o.orderID, listed[o.id], listedID[o.id])
+		case !o.placed() && o.status != 0 && n != 0:
+			t.Errorf("%s was refused (%d %s) and the provider holds %d of it", o.id, o.status, o.code, n)
+		}
+		if o.placed() {
+			ok++
+		}
+		if o.tries > 1 {
+			retried++
+		}
+	}
+	if ok < (kills+1)*3 {
+		t.Fatalf("only %d orders answered across %d kills", ok, kills)
+	}
+	t.Logf("%d kills: %d ids, %d retried, %d placed, %d orders at the provider, %d token renewals", kills, len(orders), retried, ok, atProvider,
+		sim.RequestCount("auth/renewaccesstoken"))
+}
