@@ -186,6 +186,9 @@ func (e *Engine) venueHold(ctx context.Context, f liveFacts) (*VenueHold, error)
 // pre-registrations the account's user linked for the account's provider.
 func (e *Engine) registeredAt(ctx context.Context, firmID string, f liveFacts) ([]string, error) {
 	var out []string
+	if firmID == "" {
+		return nil, nil // a venue without a firm registered no one
+	}
 	err := e.firms.Inspect(ctx, firmID, func(s *firm.State, _ uint64) {
 		for _, r := range s.Registrations {
 			if r.LinkedAt != nil && r.TraderID == f.tenant && strings.EqualFold(r.Provider, f.provider) {
