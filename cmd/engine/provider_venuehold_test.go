@@ -57,6 +57,7 @@ func venueCall(t *testing.T, base, key, idem, method, path string, body any) (in
 // venue releases it and the trader trades again; the simulator saw no
 // order while the hold stood.
 func TestVenueHoldThroughTheBinary(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
 	sim := startSim(t, binance.Account{APIKey: holdKey, Secret: holdSecret})
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	env := providerEnv(t, sim, "ENGINE_LIVE_TRADING_DEFAULT=off")
