@@ -166,11 +166,7 @@ func (e *Engine) LinkLogin(ctx context.Context, req LoginLinkRequest) (LoginLink
 	}
 	out := LoginLinked{Confirmed: ConfirmedLogin{Provider: req.Provider, Login: tok.Login, Environment: env}}
 	for _, a := range chosen {
-		id, err := e.loginAccountID(ctx, req, tok, a)
-		if err != nil {
-			return out, err
-		}
-		res, err := e.linkLoginAccount(ctx, req, tp, tok, a, id)
+		id, res, err := e.linkLoginAccount(ctx, req, tp, tok, a)
 		if err != nil {
 			return out, err
 		}
@@ -195,50 +191,33 @@ func loginRefusal(err error, providerName string) error {
 const maxLoginRelinks = 32
 
 // loginAccountID names the engine's account of the login's account a for
-// the request's scope: the same scope, login and account give the same id
-// until it is unlinked; then the next generation's.
-func (e *Engine) loginAccountID(ctx context.Context, req LoginLinkRequest, tok provider.Token, a provider.LoginAccount) (string, error) {
-	for gen := 0; gen < maxLoginRelinks; gen++ {
-		sum := sha256.Sum256([]byte(strings.Join([]string{"provider-login", req.Scope, req.Provider, tok.Environment, tok.UserID, a.ID,
-			fmt.Sprint(gen)}, "\x00")))
-		id := "acct_" + ulid.ULID(sum[:16]).String()
-		if !e.owns(id) {
-			return "", errNotOwned(id)
-		}
-		unlinked := false
-		if err := e.accounts.Inspect(ctx, id, func(s *account.State, _ uint64) {
-			unlinked = s.Open && (s.Provider == nil || !s.Provider.Linked)
-		}); err != nil {
-			return "", err
-		}
-		if !unlinked {
-			return id, nil
-		}
-	}
-	return "", commands.Refuse(commands.CodeIdempotencyConflict, "this login's account was linked and unlinked too often here", nil)
+// the request's scope in generation gen: the same scope, login and account
+// give the same id until it is unlinked; then the next generation's.
+func loginAccountID(req LoginLinkRequest, tok provider.Token, a provider.LoginAccount, gen int) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{"provider-login", req.Scope, req.Provider, tok.Environment, tok.UserID, a.ID,
+		fmt.Sprint(gen)}, "\x00")))
+	return "acct_" + ulid.ULID(sum[:16]).String()
 }
 
 // linkLoginAccount reads the account whole on a session of its own (the
-// reactor opens the account's session after the commit, with the renewals
-// recorded), seals the tokens for it and commits the link.
+// reactor that owns the account opens its session after the commit, with
+// the renewals recorded), seals the tokens for it and commits the link on
+// the account's owner: the first generation of its id that is not an
+// account unlinked before (which refuses the link as linked already).
 func (e *Engine) linkLoginAccount(ctx context.Context, req LoginLinkRequest, tp provider.TokenProvider, tok provider.Token,
-	a provider.LoginAccount, accountID string) (Result, error) {
+	a provider.LoginAccount) (string, Result, error) {
 	sess, err := tp.Resume(ctx, tok, a.ID, nil)
 	if err != nil {
-		return Result{}, loginRefusal(err, req.Provider)
+		return "", Result{}, loginRefusal(err, req.Provider)
 	}
 	snap, err := sess.Snapshot(ctx)
 	_ = sess.Close()
 	if err != nil {
 		if errors.Is(err, provider.ErrUnavailable) || errors.Is(err, provider.ErrRateLimited) || errors.Is(err, provider.ErrBanned) {
-			return Result{}, ProviderRefusal(err, req.Provider, "")
+			return "", Result{}, ProviderRefusal(err, req.Provider, "")
 		}
-		return Result{}, commands.Refuse(commands.CodeProviderReadFailed, "reading the provider account failed partway; nothing was linked: try again",
+		return "", Result{}, commands.Refuse(commands.CodeProviderReadFailed, "reading the provider account failed partway; nothing was linked: try again",
 			map[string]any{"provider": req.Provider})
-	}
-	sealed, err := e.sealToken(ctx, accountID, tok)
-	if err != nil {
-		return Result{}, err
 	}
 	broker := e.cfg.Providers.Brokers[req.Provider]
 	if broker == "" {
@@ -255,12 +234,31 @@ func (e *Engine) linkLoginAccount(ctx context.Context, req LoginLinkRequest, tp 
 	if len(snap.Balances) > 0 && snap.Balances[0].Asset != "" {
 		currency = snap.Balances[0].Asset
 	}
-	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
-		AccountNumber: strings.ToUpper(broker[:1]) + "F" + accountID[len(accountID)-12:], Label: label, Currency: currency,
-		CredentialID: tok.ID(), Sealed: sealed, Snapshot: providers.SnapshotObservation(snap, account.CauseLink),
-		Login: tok.Login, Account: a.ID, AccountName: a.Name, Environment: tok.Environment, ExpiresAt: tok.ExpiresAt,
-		TimeInForce: tp.Capabilities().TimeInForce}
-	return e.accounts.Execute(ctx, accountID, e.Envelope(req.Principal, "", link))
+	for gen := 0; gen < maxLoginRelinks; gen++ {
+		id := loginAccountID(req, tok, a, gen)
+		sealed, err := e.sealToken(ctx, id, tok)
+		if err != nil {
+			return "", Result{}, err
+		}
+		link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
+			AccountNumber: strings.ToUpper(broker[:1]) + "F" + id[len(id)-12:], Label: label, Currency: currency,
+			CredentialID: tok.ID(), Sealed: sealed, Snapshot: providers.SnapshotObservation(snap, account.CauseLink),
+			Login: tok.Login, Account: a.ID, AccountName: a.Name, Environment: tok.Environment, ExpiresAt: tok.ExpiresAt,
+			TimeInForce: tp.Capabilities().TimeInForce}
+		env := e.Envelope(req.Principal, "", link)
+		var res Result
+		if e.owns(id) {
+			res, err = e.accounts.Execute(ctx, id, env)
+		} else {
+			res, err = e.forward(ctx, id, env) // its owner commits it; its reactor opens the session
+		}
+		var r *commands.Refusal
+		if errors.As(err, &r) && r.Code == commands.CodeIdempotencyConflict {
+			continue // an account of this login unlinked before: the next generation
+		}
+		return id, res, err
+	}
+	return "", Result{}, commands.Refuse(commands.CodeIdempotencyConflict, "this login's account was linked and unlinked too often here", nil)
 }
 
 // sealedToken is what an account's sealed tokens hold: provider.Token's

@@ -353,6 +353,21 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 		ps, _ := f["positions"].([]any)
 		return len(ps) == 1 && ps[0].(map[string]any)["quantity"] == "3"
 	}, func() any { _, f := do("GET", "/api/account/snapshot"+q, nil); return f })
+
+	// Unlinked, its sealed tokens can never be opened again; the login
+	// linked once more opens another account, which reads the provider's
+	// account as it stands.
+	if st, m := b.do("DELETE", "/api/account/providers/"+accountID, nil); st != 204 {
+		t.Fatalf("unlink: %d %v", st, m)
+	}
+	st, m = b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword})
+	if st != 201 || m["account"].(map[string]any)["accountId"] == accountID {
+		t.Fatalf("linking again after unlinking: %d %v, want an account other than %s", st, m, accountID)
+	}
+	q = "?broker=tradovate&account=" + m["account"].(map[string]any)["accountNumber"].(string)
+	if _, f := do("GET", "/api/account/snapshot"+q, nil); len(f["positions"].([]any)) != 1 {
+		t.Fatalf("the account linked again: %v", f)
+	}
 }
 
 // The binary is killed with SIGKILL twice, and restarted on the same data
