@@ -374,6 +374,10 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 			}
 		case evacct.PositionObserved:
 			err = observePosition(tx, id, e)
+		case evacct.ProviderLoginLost: // a login's account: the trader signs in again
+			a.LoginLost = true
+		case evacct.ProviderTokenRenewed:
+			a.LoginLost = false
 		case evacct.BracketSet:
 			var known bool
 			if known, err = tx.Get(CollBracket, id+"/"+e.Bracket.ID, new(evacct.Bracket)); err == nil {

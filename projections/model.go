@@ -176,8 +176,9 @@ type Account struct {
 	Brackets        int            `json:"brackets"`    // active brackets: the frame reads them only when there are some
 	VenueID         string         `json:"venueId,omitempty"`
 	GroupID         string         `json:"groupId,omitempty"`
-	AppID           string         `json:"appId,omitempty"`  // a Connect app's white-label paper
-	Trader          string         `json:"trader,omitempty"` // the app's own id of its trader
+	AppID           string         `json:"appId,omitempty"`     // a Connect app's white-label paper
+	Trader          string         `json:"trader,omitempty"`    // the app's own id of its trader
+	LoginLost       bool           `json:"loginLost,omitempty"` // the provider no longer takes the login's tokens: sign in again
 	Revision        uint64         `json:"revision"`
 	CreatedAt       time.Time      `json:"createdAt"`
 	UpdatedAt       time.Time      `json:"updatedAt"`

@@ -119,6 +119,21 @@ func (e AccountItemClock) Valid() bool {
 	}
 }
 
+// Defines values for AccountItemLinkState.
+const (
+	AccountItemLinkStateRelinkRequired AccountItemLinkState = "relink_required"
+)
+
+// Valid indicates whether the value is a known member of the AccountItemLinkState enum.
+func (e AccountItemLinkState) Valid() bool {
+	switch e {
+	case AccountItemLinkStateRelinkRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AccountItemPositionModel.
 const (
 	AccountItemPositionModelNet AccountItemPositionModel = "net"
@@ -2158,17 +2173,23 @@ type AccountFramePositionsSide string
 // AccountItem defines model for AccountItem.
 type AccountItem struct {
 	// AccountId Opaque token; never parse it
-	AccountId     string                   `json:"accountId"`
-	AccountNumber string                   `json:"accountNumber"`
-	Broker        string                   `json:"broker"`
-	Clock         AccountItemClock         `json:"clock"`
-	Currency      string                   `json:"currency"`
-	Label         string                   `json:"label"`
+	AccountId     string           `json:"accountId"`
+	AccountNumber string           `json:"accountNumber"`
+	Broker        string           `json:"broker"`
+	Clock         AccountItemClock `json:"clock"`
+	Currency      string           `json:"currency"`
+	Label         string           `json:"label"`
+
+	// LinkState Present only on a provider account whose login the provider no longer takes (its tokens expired or were revoked before the engine could renew them): its orders answer 409 provider_relink_required until the trader links the login again (POST /api/account/providers)
+	LinkState     *AccountItemLinkState    `json:"linkState,omitempty"`
 	PositionModel AccountItemPositionModel `json:"positionModel"`
 }
 
 // AccountItemClock defines model for AccountItem.Clock.
 type AccountItemClock string
+
+// AccountItemLinkState Present only on a provider account whose login the provider no longer takes (its tokens expired or were revoked before the engine could renew them): its orders answer 409 provider_relink_required until the trader links the login again (POST /api/account/providers)
+type AccountItemLinkState string
 
 // AccountItemPositionModel defines model for AccountItem.PositionModel.
 type AccountItemPositionModel string

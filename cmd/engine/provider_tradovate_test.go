@@ -335,6 +335,18 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 		st, last = do("POST", "/api/trading/close"+q, map[string]any{"instrument": sim.FrontContract("ZN"), "clientOrderId": "probe"})
 		return st == 409 && last["code"] == "provider_relink_required"
 	}, func() any { return fmt.Sprint(last, p.out.String()) })
+	linkState := func() any {
+		_, m := do("GET", "/api/account/list", nil)
+		for _, a := range m["accounts"].([]any) {
+			if a := a.(map[string]any); a["accountId"] == accountID {
+				return a["linkState"]
+			}
+		}
+		return "not listed"
+	}
+	if s := linkState(); s != "relink_required" {
+		t.Fatalf("the account list says linkState %v of the lost login's account", s)
+	}
 	orders := sim.RequestCount("order/placeorder")
 	if st, m := market("r-3"); st != 409 || m["code"] != "provider_relink_required" || m["params"].(map[string]any)["provider"] != "tradovate" {
 		t.Fatalf("an order on a lost login: %d %v", st, m)
@@ -346,6 +358,9 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword})
 	if st != 201 || m["account"].(map[string]any)["accountId"] != accountID {
 		t.Fatalf("signing in again: %d %v, want account %s", st, m, accountID)
+	}
+	if s := linkState(); s != nil {
+		t.Fatalf("signed in again, the account list says linkState %v", s)
 	}
 	waitUntil(t, 10*time.Second, func() bool { st, last = market("r-3"); return st == 200 }, func() any { return last })
 	waitUntil(t, 5*time.Second, func() bool {

@@ -20,9 +20,18 @@ type Handlers struct{ d *api.Deps }
 
 // ItemOf renders an account of the engine's paper book.
 func ItemOf(a projections.Account) Item {
-	return Item{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber, Label: a.Label,
+	it := Item{AccountID: a.AccountID, Broker: a.Broker, AccountNumber: a.AccountNumber, Label: a.Label,
 		Currency: a.Currency, Clock: frames.ClockOf(a), PositionModel: "net"}
+	if a.LoginLost {
+		it.LinkState = LinkRelinkRequired
+	}
+	return it
 }
+
+// LinkRelinkRequired is the LinkState of a provider account whose login
+// the provider no longer takes: its orders answer 409
+// provider_relink_required until the trader links the login again.
+const LinkRelinkRequired = "relink_required"
 
 // Item is an account as the account list (and the demo account's answer) renders it.
 type Item struct {
@@ -33,6 +42,7 @@ type Item struct {
 	Currency      string `json:"currency"`
 	Clock         string `json:"clock"`
 	PositionModel string `json:"positionModel"`
+	LinkState     string `json:"linkState,omitempty"` // LinkRelinkRequired, or absent
 }
 
 func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {

@@ -4406,6 +4406,11 @@ export interface components {
             clock: "engine" | "observation";
             /** @enum {string} */
             positionModel: "net";
+            /**
+             * @description Present only on a provider account whose login the provider no longer takes (its tokens expired or were revoked before the engine could renew them): its orders answer 409 provider_relink_required until the trader links the login again (POST /api/account/providers)
+             * @enum {string}
+             */
+            linkState?: "relink_required";
         };
         AccountFrame: {
             accountId: string;
