@@ -59,7 +59,9 @@ type account struct {
 	dual, multi                  bool
 	leverage                     map[string]int
 	pos                          map[posKey]*position
-	orders                       []*order // every order, in placement order
+	orders                       []*order     // every order, in placement order
+	algos                        []*algoOrder // every conditional order, in placement order
+	placed                       int64        // orders and algo orders placed: their seq
 	trades                       []*fill
 	listenKey                    string
 	held                         []byte // a user event held back by the reorder fault

@@ -53,6 +53,7 @@ const (
 	codeQtyGreaterThanMax  = -4005
 	codePriceNotTick       = -4014
 	codeInvalidClOrdID     = -4015
+	codeAlgoOnly           = -4120
 	codeQtyNotStep         = -4023
 	codeInvalidLeverage    = -4028
 	codeNoNeedPositionSide = -4059
@@ -99,6 +100,7 @@ var (
 	errPosSide       = refuse(http.StatusBadRequest, codePositionSideMatch, "Order's position side does not match user's setting.")
 	errClOrdID       = refuse(http.StatusBadRequest, codeInvalidClOrdID, "Client order id is not valid.")
 	errDupClOrdID    = refuse(http.StatusBadRequest, codeDuplicateClOrdID, "ClientOrderId is duplicated.")
+	errAlgoOnly      = refuse(http.StatusBadRequest, codeAlgoOnly, "Order type not supported for this endpoint. Please use the Algo Order API endpoints instead.")
 	errListenKey     = refuse(http.StatusBadRequest, codeInvalidListenKey, "This listenKey does not exist.")
 	errGTX           = refuse(http.StatusBadRequest, codeGTXRejected, "Due to the order could not be executed as maker, the Post Only order will be rejected. The order will not be recorded in the order history")
 	errFOK           = refuse(http.StatusBadRequest, codeFOKRejected, "Due to the order could not be filled immediately, the FOK order has been rejected. The order will not be recorded in the order history")

@@ -1,6 +1,8 @@
 package binance
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,32 +15,26 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
-// order is one order of an account. typ is its current type (a triggered STOP_MARKET becomes
-// MARKET, a triggered STOP becomes LIMIT); origType is the type it was placed with.
+// order is one order of the matching engine: a MARKET or LIMIT order an account placed, or the
+// one a triggered conditional order (algo, algo.go) placed for it. origType is the type it was
+// placed with (the same as typ: conditional types never reach this route).
 type order struct {
 	id                    int64
+	seq                   int64 // the account's placement sequence, shared with its algo orders
 	cid                   string
 	symbol, side, posSide string
 	typ, origType, tif    string
-	qty, price, stop      *apd.Decimal // price and stop are zero when not given
+	qty, price            *apd.Decimal // price is zero when not given
 	executed, cumQuote    *apd.Decimal
 	reduceOnly, closePos  bool
 	priceProtect          bool
 	workingType           string
 	status                string
-	triggered             bool
+	algo                  *algoOrder // the conditional order that placed it, if any
 	time, update          int64
 }
 
 func (o *order) open() bool { return o.status == "NEW" || o.status == "PARTIALLY_FILLED" }
-
-func (o *order) conditional() bool {
-	switch o.origType {
-	case "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET":
-		return true
-	}
-	return false
-}
 
 func (o *order) avg() *apd.Decimal { return quo(o.cumQuote, o.executed) }
 
@@ -57,8 +53,12 @@ type fill struct {
 
 var clientOrderIDPattern = regexp.MustCompile(`^[\.A-Z\:/a-z0-9_-]{1,36}$`)
 
-var orderTypes = map[string]bool{"LIMIT": true, "MARKET": true, "STOP": true, "STOP_MARKET": true,
-	"TAKE_PROFIT": true, "TAKE_PROFIT_MARKET": true}
+var orderTypes = map[string]bool{"LIMIT": true, "MARKET": true}
+
+// conditionalTypes are the order types the exchange takes only through its algo service since
+// 2025-12-09: POST /fapi/v1/order and /fapi/v1/batchOrders answer them -4120.
+var conditionalTypes = map[string]bool{"STOP": true, "STOP_MARKET": true, "TAKE_PROFIT": true,
+	"TAKE_PROFIT_MARKET": true, "TRAILING_STOP_MARKET": true}
 
 func (s *Sim) placeOrder(c *call) (any, error) {
 	o, ack, err := s.place(c.acct, c.params, c.now)
@@ -94,6 +94,9 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 	if typ == "" {
 		return nil, nil, errMandatory("type")
 	}
+	if conditionalTypes[typ] {
+		return nil, nil, errAlgoOnly
+	}
 	if !orderTypes[typ] {
 		return nil, nil, refuse(http.StatusBadRequest, codeInvalidOrderType, "Invalid orderType.")
 	}
@@ -119,17 +122,14 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 			return nil, nil, err
 		}
 	}
-	closePos := false
 	if v := p.Get("closePosition"); v != "" {
-		var err error
-		if closePos, err = parseBool(v, "closePosition"); err != nil {
+		closePos, err := parseBool(v, "closePosition")
+		if err != nil {
 			return nil, nil, err
 		}
-		if closePos && typ != "STOP_MARKET" && typ != "TAKE_PROFIT_MARKET" {
+		if closePos {
+			// Close-all is a conditional order's (STOP_MARKET, TAKE_PROFIT_MARKET).
 			return nil, nil, errNotRequired("closePosition")
-		}
-		if closePos && p.Get("reduceOnly") != "" {
-			return nil, nil, errNotRequired("reduceOnly")
 		}
 	}
 	cid := p.Get("newClientOrderId")
@@ -145,18 +145,11 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 		}
 	}
 
-	qty := zero()
-	if closePos {
-		if p.Get("quantity") != "" {
-			return nil, nil, errNotRequired("quantity")
-		}
-	} else {
-		var err error
-		if qty, err = checkQty(m, p.Get("quantity")); err != nil {
-			return nil, nil, err
-		}
+	qty, err := checkQty(m, p.Get("quantity"))
+	if err != nil {
+		return nil, nil, err
 	}
-	limitLike := typ == "LIMIT" || typ == "STOP" || typ == "TAKE_PROFIT"
+	limitLike := typ == "LIMIT"
 	tif := p.Get("timeInForce")
 	if limitLike {
 		switch tif {
@@ -171,44 +164,28 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 	}
 	price := zero()
 	if limitLike {
-		var err error
 		if price, err = checkPrice(m, p.Get("price"), "price"); err != nil {
 			return nil, nil, err
 		}
 	} else if p.Get("price") != "" {
 		return nil, nil, errNotRequired("price")
 	}
-	stop := zero()
-	if typ != "LIMIT" && typ != "MARKET" {
-		var err error
-		if stop, err = checkPrice(m, p.Get("stopPrice"), "stopPrice"); err != nil {
-			return nil, nil, err
-		}
-	}
-	// workingType chooses the price a conditional order triggers on: the
-	// last trade (CONTRACT_PRICE, the default) or the mark (MARK_PRICE).
-	workingType := p.Get("workingType")
-	switch workingType {
-	case "":
-		workingType = "CONTRACT_PRICE"
-	case "CONTRACT_PRICE", "MARK_PRICE":
-	default:
-		return nil, nil, errInvalidValue("workingType")
+	workingType, err := parseWorkingType(p)
+	if err != nil {
+		return nil, nil, err
 	}
 	o := &order{cid: cid, symbol: name, side: side, posSide: posSide, typ: typ, origType: typ, tif: tif,
-		qty: qty, price: price, stop: stop, executed: zero(), cumQuote: zero(), reduceOnly: reduceOnly,
-		closePos: closePos, priceProtect: p.Get("priceProtect") == "true", workingType: workingType,
+		qty: qty, price: price, executed: zero(), cumQuote: zero(), reduceOnly: reduceOnly,
+		priceProtect: p.Get("priceProtect") == "true", workingType: workingType,
 		status: "NEW", time: now.UnixMilli(), update: now.UnixMilli()}
-	if o.conditional() && s.triggers(o, m.triggerPrice(o)) {
-		return nil, nil, errWouldTrigger
-	}
-	if !closePos && s.closable(a, o).IsZero() && (reduceOnly || closing(o)) {
+	shut := s.closable(a, name, posSide, side)
+	if shut.IsZero() && (reduceOnly || closing(posSide, side)) {
 		return nil, nil, errReduceOnly
 	}
-	if closing(o) && qty.Cmp(s.closable(a, o)) > 0 {
+	if closing(posSide, side) && qty.Cmp(shut) > 0 {
 		return nil, nil, errReduceOnly
 	}
-	if !closePos && !reduceOnly && !closing(o) {
+	if !reduceOnly && !closing(posSide, side) {
 		ref := price
 		if ref.IsZero() {
 			ref = m.price
@@ -228,24 +205,57 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 		return nil, nil, errFOK
 	}
 
-	s.orderSeq++
-	o.id = s.orderSeq
-	a.orders = append(a.orders, o)
+	s.accept(a, cid)
+	s.register(a, o)
+	ack := s.orderJSON(o, false)
+	s.start(a, o, m, now)
+	return o, ack, nil
+}
+
+// parseWorkingType reads workingType: the price a conditional order triggers on, the last trade
+// (CONTRACT_PRICE, the default) or the mark (MARK_PRICE). The order route takes and echoes it.
+func parseWorkingType(p url.Values) (string, error) {
+	switch wt := p.Get("workingType"); wt {
+	case "":
+		return "CONTRACT_PRICE", nil
+	case "CONTRACT_PRICE", "MARK_PRICE":
+		return wt, nil
+	}
+	return "", errInvalidValue("workingType")
+}
+
+// accept counts an order or algo order the account placed under a client id (OrdersByClientID).
+func (s *Sim) accept(a *account, cid string) {
 	if s.accepted[a.key] == nil {
 		s.accepted[a.key] = map[string]int{}
 	}
 	s.accepted[a.key][cid]++
-	ack := s.orderJSON(o, false)
+}
+
+// register gives an accepted order its id and its place among the account's orders.
+func (s *Sim) register(a *account, o *order) {
+	s.orderSeq++
+	o.id = s.orderSeq
+	a.placed++
+	o.seq = a.placed
+	a.orders = append(a.orders, o)
+}
+
+// start puts a registered order into the matching engine: NEW on the user stream, then a market
+// order fills, a crossing limit fills as taker, a non-crossing IOC or FOK limit expires, the rest
+// rests.
+func (s *Sim) start(a *account, o *order, m *market, now time.Time) {
 	s.emitOrder(a, o, "NEW", nil, now)
 	switch {
-	case typ == "MARKET":
+	case o.typ == "MARKET":
 		s.fill(a, o, m.price, false, now)
-	case typ == "LIMIT" && s.crosses(o, m.price):
+	case s.crosses(o, m.price) && o.tif == "GTX":
+		s.finish(a, o, "EXPIRED", now) // post-only would take: only a triggered one gets here
+	case s.crosses(o, m.price):
 		s.fill(a, o, m.price, false, now)
-	case typ == "LIMIT" && tif == "IOC":
+	case o.tif == "IOC" || o.tif == "FOK":
 		s.finish(a, o, "EXPIRED", now)
 	}
-	return o, ack, nil
 }
 
 func checkQty(m *market, v string) (*apd.Decimal, error) {
@@ -295,18 +305,18 @@ func checkPrice(m *market, v, name string) (*apd.Decimal, error) {
 }
 
 // closing says whether an order in hedge mode closes its position side (SELL LONG, BUY SHORT).
-func closing(o *order) bool {
-	return o.posSide == "LONG" && o.side == "SELL" || o.posSide == "SHORT" && o.side == "BUY"
+func closing(posSide, side string) bool {
+	return posSide == "LONG" && side == "SELL" || posSide == "SHORT" && side == "BUY"
 }
 
-// closable is how much of the position an order may close: for reduce-only, close-position and
-// hedge-closing orders, the opposing position size; zero when none.
-func (s *Sim) closable(a *account, o *order) *apd.Decimal {
-	p, ok := a.pos[posKey{o.symbol, o.posSide}]
+// closable is how much of the position an order of side may close: for reduce-only,
+// close-position and hedge-closing orders, the opposing position size; zero when none.
+func (s *Sim) closable(a *account, symbol, posSide, side string) *apd.Decimal {
+	p, ok := a.pos[posKey{symbol, posSide}]
 	if !ok || p.amt.IsZero() {
 		return zero()
 	}
-	if (o.side == "BUY") == p.amt.Negative {
+	if (side == "BUY") == p.amt.Negative {
 		return abs(p.amt)
 	}
 	return zero()
@@ -315,7 +325,7 @@ func (s *Sim) closable(a *account, o *order) *apd.Decimal {
 // orderMargin is the initial margin an open order holds: the part of it that would open a position,
 // at its limit price (the mark for market orders) over the symbol's leverage.
 func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
-	if o.reduceOnly || o.closePos || closing(o) {
+	if o.reduceOnly || o.closePos || closing(o.posSide, o.side) {
 		return zero()
 	}
 	m := s.markets[o.symbol]
@@ -325,39 +335,12 @@ func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
 	}
 	q := o.remaining()
 	if !a.dual {
-		q = sub(q, s.closable(a, o))
+		q = sub(q, s.closable(a, o.symbol, o.posSide, o.side))
 		if q.Negative {
 			return zero()
 		}
 	}
 	return quo(mul(q, ref), fromInt(int64(a.leverage[o.symbol])))
-}
-
-// triggerPrice is the price a conditional order watches: the mark for workingType MARK_PRICE, the
-// last trade's price otherwise.
-func (m *market) triggerPrice(o *order) *apd.Decimal {
-	if o.workingType == "MARK_PRICE" {
-		return m.mark
-	}
-	return m.price
-}
-
-// triggers says whether a conditional order's stop price is reached at price.
-func (s *Sim) triggers(o *order, price *apd.Decimal) bool {
-	up := price.Cmp(o.stop) >= 0
-	down := price.Cmp(o.stop) <= 0
-	switch o.origType {
-	case "STOP", "STOP_MARKET":
-		if o.side == "BUY" {
-			return up
-		}
-		return down
-	default:
-		if o.side == "BUY" {
-			return down
-		}
-		return up
-	}
 }
 
 // crosses says whether a limit order is marketable at price.
@@ -373,12 +356,13 @@ func (s *Sim) crosses(o *order, price *apd.Decimal) bool {
 func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.Time) {
 	m := s.markets[o.symbol]
 	q := o.remaining()
+	shut := s.closable(a, o.symbol, o.posSide, o.side)
 	if o.closePos {
 		// A close-position order has no quantity: it takes the whole position when it fills.
-		q = s.closable(a, o)
+		q = shut
 		o.qty = add(o.executed, q)
-	} else if o.reduceOnly || closing(o) {
-		q = minDec(q, s.closable(a, o))
+	} else if o.reduceOnly || closing(o.posSide, o.side) {
+		q = minDec(q, shut)
 	}
 	if q.IsZero() {
 		s.finish(a, o, "EXPIRED", now)
@@ -413,9 +397,14 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 	m.trade(q, quote, now)
 	s.emitOrder(a, o, "TRADE", f, now)
 	s.emitAccount(a, o.symbol, realized, fee, now)
+	if p.amt.IsZero() {
+		s.expireAlgos(a, o.symbol, o.posSide, now)
+	}
 	if o.status == "PARTIALLY_FILLED" {
 		s.finish(a, o, "EXPIRED", now)
+		return
 	}
+	s.algoDone(a, o, now)
 }
 
 // applyFill moves a position by a signed quantity at px and returns the PnL it realizes.
@@ -448,10 +437,11 @@ func (s *Sim) finish(a *account, o *order, status string, now time.Time) {
 	o.status = status
 	o.update = now.UnixMilli()
 	s.emitOrder(a, o, status, nil, now)
+	s.algoDone(a, o, now)
 }
 
 // SetPrice drives a symbol's mark and last price: resting orders that the price reaches fill,
-// stops trigger, and the market streams publish the price.
+// conditional (algo) orders trigger, and the market streams publish the price.
 func (s *Sim) SetPrice(symbol, price string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -472,8 +462,8 @@ func (s *Sim) SetPrice(symbol, price string) error {
 }
 
 // SetMarkPrice drives a symbol's mark price alone, the last trade's price staying where it is (a
-// wick of the index, a funding move): conditional orders with workingType MARK_PRICE that it
-// reaches trigger and fill at the last price; the mark price stream publishes it.
+// wick of the index, a funding move): conditional (algo) orders with workingType MARK_PRICE that
+// it reaches trigger and fill at the last price; the mark price stream publishes it.
 func (s *Sim) SetMarkPrice(symbol, price string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -490,8 +480,8 @@ func (s *Sim) SetMarkPrice(symbol, price string) error {
 	return nil
 }
 
-// react lets every account's resting orders of the symbol meet its prices, then publishes them,
-// with s.mu held.
+// react lets every account's resting orders of the symbol meet its prices, then its conditional
+// orders, then publishes the prices, with s.mu held.
 func (s *Sim) react(symbol string, m *market, now time.Time) {
 	keys := make([]string, 0, len(s.accounts))
 	for k := range s.accounts {
@@ -501,35 +491,17 @@ func (s *Sim) react(symbol string, m *market, now time.Time) {
 	for _, k := range keys {
 		a := s.accounts[k]
 		for _, o := range a.openOrders(symbol) {
-			s.match(a, o, m, now)
+			if o.open() && o.typ == "LIMIT" && s.crosses(o, m.price) {
+				s.fill(a, o, o.price, true, now)
+			}
+		}
+		for _, g := range a.openAlgos(symbol) {
+			if g.status == algoNew && g.reached(m) {
+				s.trigger(a, g, m, now)
+			}
 		}
 	}
 	s.publishMarket(m, now)
-}
-
-// match lets one resting order react to its market's price.
-func (s *Sim) match(a *account, o *order, m *market, now time.Time) {
-	if o.conditional() && !o.triggered {
-		if !s.triggers(o, m.triggerPrice(o)) {
-			return
-		}
-		o.triggered = true
-		if o.origType == "STOP_MARKET" || o.origType == "TAKE_PROFIT_MARKET" {
-			o.typ = "MARKET"
-			s.fill(a, o, m.price, false, now)
-			return
-		}
-		o.typ = "LIMIT"
-		if s.crosses(o, m.price) {
-			s.fill(a, o, m.price, false, now)
-			return
-		}
-		s.emitOrder(a, o, "NEW", nil, now)
-		return
-	}
-	if o.typ == "LIMIT" && s.crosses(o, m.price) {
-		s.fill(a, o, o.price, true, now)
-	}
 }
 
 // findOrder finds an account's order by orderId or, failing that, by the latest use of a client
@@ -742,7 +714,7 @@ func (s *Sim) orderJSON(o *order, withTime bool) map[string]any {
 		"price": m.px(o.price), "avgPrice": m.px(o.avg()), "origQty": m.qty(o.qty),
 		"executedQty": m.qty(o.executed), "cumQty": m.qty(o.executed), "cumQuote": fixed(o.cumQuote, 8),
 		"timeInForce": o.tif, "type": o.typ, "reduceOnly": o.reduceOnly || o.closePos, "closePosition": o.closePos,
-		"side": o.side, "positionSide": o.posSide, "stopPrice": m.px(o.stop), "workingType": o.workingType,
+		"side": o.side, "positionSide": o.posSide, "stopPrice": m.px(zero()), "workingType": o.workingType,
 		"priceProtect": o.priceProtect, "origType": o.origType, "priceMatch": "NONE",
 		"selfTradePreventionMode": "EXPIRE_MAKER", "goodTillDate": 0, "updateTime": o.update,
 	}
@@ -754,8 +726,10 @@ func (s *Sim) orderJSON(o *order, withTime bool) map[string]any {
 
 // PlaceOutside places an order on an account as if the trader did it elsewhere (the web page, a
 // phone): params are the exchange's order parameters ("symbol", "side", "type", "quantity", ...);
-// without newClientOrderId it gets one of the exchange's own ("web_..."). The user stream tells of
-// it as of any order. It returns the order id.
+// without newClientOrderId it gets one of the exchange's own ("web_..."). A conditional type
+// (STOP_MARKET, ...) goes to the algo service as the exchange's own pages send it: with
+// "triggerPrice", under "clientAlgoId" or one of the exchange's own ("web_..."). The user stream
+// tells of it as of any order. It returns the order id, or a conditional order's algoId.
 func (s *Sim) PlaceOutside(apiKey string, params map[string]string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -767,13 +741,65 @@ func (s *Sim) PlaceOutside(apiKey string, params map[string]string) (int64, erro
 	for k, v := range params {
 		p.Set(k, v)
 	}
+	p.Set("symbol", strings.ToUpper(p.Get("symbol")))
+	if conditionalTypes[p.Get("type")] {
+		if p.Get("clientAlgoId") == "" {
+			p.Set("clientAlgoId", "web_"+randomHex(8))
+		}
+		if p.Get("algoType") == "" {
+			p.Set("algoType", "CONDITIONAL")
+		}
+		g, err := s.placeAlgo(a, p, time.Now())
+		if err != nil {
+			return 0, err
+		}
+		return g.id, nil
+	}
 	if p.Get("newClientOrderId") == "" {
 		p.Set("newClientOrderId", "web_"+randomHex(8))
 	}
-	p.Set("symbol", strings.ToUpper(p.Get("symbol")))
 	o, _, err := s.place(a, p, time.Now())
 	if err != nil {
 		return 0, err
 	}
 	return o.id, nil
+}
+
+// batchOrders places up to five orders of the batchOrders parameter (a JSON list of order
+// parameter objects) one after another; each answers as the order route would, a refusal as its
+// {"code","msg"} in its place. Conditional types are refused -4120 like on the order route.
+func (s *Sim) batchOrders(c *call) (any, error) {
+	raw := c.params.Get("batchOrders")
+	if raw == "" {
+		return nil, errMandatory("batchOrders")
+	}
+	d := json.NewDecoder(strings.NewReader(raw))
+	d.UseNumber()
+	var list []map[string]any
+	if err := d.Decode(&list); err != nil {
+		return nil, errIllegal("batchOrders")
+	}
+	if len(list) == 0 || len(list) > 5 {
+		return nil, errInvalidValue("batchOrders")
+	}
+	out := make([]any, 0, len(list))
+	for _, item := range list {
+		p := url.Values{}
+		for k, v := range item {
+			p.Set(k, fmt.Sprint(v))
+		}
+		o, ack, err := s.place(c.acct, p, c.now)
+		var ae *APIError
+		switch {
+		case errors.As(err, &ae):
+			out = append(out, map[string]any{"code": ae.Code, "msg": ae.Msg})
+		case err != nil:
+			return nil, err
+		case p.Get("newOrderRespType") == "RESULT":
+			out = append(out, s.orderJSON(o, false))
+		default:
+			out = append(out, ack)
+		}
+	}
+	return out, nil
 }

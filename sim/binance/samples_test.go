@@ -124,8 +124,11 @@ func raw(t *testing.T, sim *binance.Sim, method, path string, p url.Values) []by
 // TestGetPremiumIndex; ticker_service_test.go TestListBookTickers; exchange_info_service_test.go
 // TestExchangeInfo; position_service_test.go TestGetPositionMode, TestGetMultiAssetMode;
 // trade_service_test.go TestAccountTradeList; user_stream_service_test.go TestStartUserStream;
-// websocket_service_test.go TestWsUserDataServeOrderTradeUpdate, TestWsUserDataServeAccountUpdate,
-// TestWsUserDataServeAccountConfigUpdate, TestWsUserDataServeStreamExpired, testMarkPriceServe,
+// algo_order_service_test.go TestCreateAlgoOrderService, TestGetAlgoOrderService,
+// TestGetOpenAlgoOrdersService, TestGetAllAlgoOrdersService, TestCancelAlgoOrderService,
+// TestCancelAllAlgoOpenOrdersService; websocket_service_test.go TestWsUserDataServeOrderTradeUpdate,
+// TestWsUserDataServeAccountUpdate, TestWsUserDataServeAccountConfigUpdate,
+// TestWsUserDataServeAlgoUpdate, TestWsUserDataServeStreamExpired, testMarkPriceServe,
 // TestBookTickerServe, TestKlineServe.
 func TestAnswersMatchLibrarySamples(t *testing.T) {
 	sim, c := newSim(t, binance.Options{ListenKeyTTL: 2 * time.Second})
@@ -188,13 +191,28 @@ func TestAnswersMatchLibrarySamples(t *testing.T) {
 		ListenKey string `json:"listenKey"`
 	}{}, nil)
 
+	algo := url.Values{"algoType": {"CONDITIONAL"}, "symbol": {"BTCUSDT"}, "side": {"SELL"}, "type": {"TAKE_PROFIT"},
+		"timeInForce": {"GTC"}, "quantity": {"0.010"}, "price": {"75000"}, "triggerPrice": {"75000"}, "clientAlgoId": {"sample-algo-1"}}
+	check("algo_order_service_test.go", "TestCreateAlgoOrderService", raw(t, sim, http.MethodPost, "/fapi/v1/algoOrder", algo),
+		futures.CreateAlgoOrderResp{}, nil)
+	check("algo_order_service_test.go", "TestGetAlgoOrderService", raw(t, sim, http.MethodGet, "/fapi/v1/algoOrder",
+		url.Values{"clientAlgoId": {"sample-algo-1"}}), futures.GetAlgoOrderResp{}, nil)
+	check("algo_order_service_test.go", "TestGetOpenAlgoOrdersService", raw(t, sim, http.MethodGet, "/fapi/v1/openAlgoOrders", nil),
+		[]futures.GetAlgoOrderResp{}, nil)
+	check("algo_order_service_test.go", "TestGetAllAlgoOrdersService", raw(t, sim, http.MethodGet, "/fapi/v1/allAlgoOrders",
+		url.Values{"symbol": {"BTCUSDT"}}), []futures.GetAlgoOrderResp{}, nil)
+	check("algo_order_service_test.go", "TestCancelAlgoOrderService", raw(t, sim, http.MethodDelete, "/fapi/v1/algoOrder",
+		url.Values{"clientAlgoId": {"sample-algo-1"}}), futures.CancelAlgoOrderResp{}, nil)
+	check("algo_order_service_test.go", "TestCancelAllAlgoOpenOrdersService", raw(t, sim, http.MethodDelete, "/fapi/v1/algoOpenOrders",
+		url.Values{"symbol": {"BTCUSDT"}}), futures.CancelAllAlgoOpenOrdersResp{}, nil)
+
 	if err := sim.SetLeverage(testKey, "BTCUSDT", 25); err != nil {
 		t.Fatal(err)
 	}
 	events := map[string][]byte{}
 	readCtx, cancel := context.WithTimeout(ctx, 6*time.Second)
 	defer cancel()
-	for len(events) < 4 { // ORDER_TRADE_UPDATE, ACCOUNT_UPDATE, ACCOUNT_CONFIG_UPDATE, then expiry
+	for len(events) < 5 { // ORDER_TRADE_UPDATE, ACCOUNT_UPDATE, ALGO_UPDATE, ACCOUNT_CONFIG_UPDATE, then expiry
 		_, msg, err := ws.Read(readCtx)
 		if err != nil {
 			t.Fatalf("user stream: %v (have %d kinds)", err, len(events))
@@ -214,6 +232,7 @@ func TestAnswersMatchLibrarySamples(t *testing.T) {
 	check("websocket_service_test.go", "TestWsUserDataServeOrderTradeUpdate", events["ORDER_TRADE_UPDATE"], futures.WsUserDataEvent{}, map[string]bool{"AP": true, "cr": true})
 	check("websocket_service_test.go", "TestWsUserDataServeAccountUpdate", events["ACCOUNT_UPDATE"], futures.WsUserDataEvent{}, nil)
 	check("websocket_service_test.go", "TestWsUserDataServeAccountConfigUpdate", events["ACCOUNT_CONFIG_UPDATE"], futures.WsUserDataEvent{}, nil)
+	check("websocket_service_test.go", "TestWsUserDataServeAlgoUpdate", events["ALGO_UPDATE"], futures.WsUserDataEvent{}, nil)
 	check("websocket_service_test.go", "TestWsUserDataServeStreamExpired", events["listenKeyExpired"], futures.WsUserDataEvent{}, nil)
 
 	if err := sim.SetPrice("BTCUSDT", "60500"); err != nil {

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,7 @@ type Sim struct {
 	order    []string // symbol names in listing order
 	accounts map[string]*account
 	orderSeq int64
+	algoSeq  int64
 	tradeSeq int64
 	keys     map[string]*listenKey
 	conns    map[*wsConn]struct{}
@@ -114,7 +116,7 @@ func New(opts Options) *Sim {
 	s := &Sim{opts: opts, takerFee: mustDec(opts.TakerFee), makerFee: mustDec(opts.MakerFee),
 		markets: map[string]*market{}, accounts: map[string]*account{}, keys: map[string]*listenKey{},
 		conns: map[*wsConn]struct{}{}, limits: map[string]*limiter{}, requests: map[string]int{},
-		accepted: map[string]map[string]int{}, stop: make(chan struct{}), orderSeq: 8380000000, tradeSeq: 590000000}
+		accepted: map[string]map[string]int{}, stop: make(chan struct{}), orderSeq: 8380000000, algoSeq: 1000000021000000, tradeSeq: 590000000}
 	now := time.Now()
 	for _, sym := range opts.Symbols {
 		s.markets[sym.Name] = newMarket(sym, now)
@@ -281,28 +283,32 @@ func (s *Sim) Requests() map[string]int {
 }
 
 // OrdersByClientID is how many orders the account of apiKey had accepted with newClientOrderId
-// clientID: an exactly-once client expects 1.
+// clientID, conditional (algo) orders counted by their clientAlgoId: an exactly-once client
+// expects 1.
 func (s *Sim) OrdersByClientID(apiKey, clientID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.accepted[apiKey][clientID]
 }
 
-// OpenOrder is one working order of an account as the exchange holds it.
+// OpenOrder is one working order of an account as the exchange holds it: an order resting on the
+// book, or an untriggered conditional order of the algo service.
 type OpenOrder struct {
-	ClientOrderID string
+	ClientOrderID string // a conditional order's clientAlgoId
 	Symbol        string
 	Side          string // BUY, SELL
 	Type          string // the type it was placed with: LIMIT, STOP_MARKET, TAKE_PROFIT_MARKET ...
 	Quantity      string
 	Price         string // "0" when it has none
-	StopPrice     string // "0" when it has none
+	StopPrice     string // a conditional order's trigger price; "0" when it has none
 	ReduceOnly    bool
 	WorkingType   string // CONTRACT_PRICE or MARK_PRICE
+	Algo          bool   // a conditional order of the algo service
 }
 
 // OpenOrders lists the working orders of the account with apiKey, of symbol ("" for every symbol),
-// oldest first: what a test reads to know what rests at the exchange.
+// resting orders and untriggered conditional orders together, oldest first: what a test reads to
+// know what rests at the exchange.
 func (s *Sim) OpenOrders(apiKey, symbol string) []OpenOrder {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -310,11 +316,30 @@ func (s *Sim) OpenOrders(apiKey, symbol string) []OpenOrder {
 	if !ok {
 		return nil
 	}
-	var out []OpenOrder
+	type placed struct {
+		seq int64
+		o   OpenOrder
+	}
+	var all []placed
 	for _, o := range a.openOrders(symbol) {
 		m := s.markets[o.symbol]
-		out = append(out, OpenOrder{ClientOrderID: o.cid, Symbol: o.symbol, Side: o.side, Type: o.origType, Quantity: m.qty(o.qty),
-			Price: m.px(o.price), StopPrice: m.px(o.stop), ReduceOnly: o.reduceOnly || o.closePos, WorkingType: o.workingType})
+		all = append(all, placed{o.seq, OpenOrder{ClientOrderID: o.cid, Symbol: o.symbol, Side: o.side, Type: o.origType,
+			Quantity: m.qty(o.qty), Price: m.px(o.price), StopPrice: m.px(zero()), ReduceOnly: o.reduceOnly || o.closePos,
+			WorkingType: o.workingType}})
+	}
+	for _, g := range a.openAlgos(symbol) {
+		m := s.markets[g.symbol]
+		all = append(all, placed{g.seq, OpenOrder{ClientOrderID: g.cid, Symbol: g.symbol, Side: g.side, Type: g.typ,
+			Quantity: m.qty(g.qty), Price: m.px(g.price), StopPrice: m.px(g.trigger), ReduceOnly: g.reduceOnly || g.closePos,
+			WorkingType: g.workingType, Algo: true}})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	out := make([]OpenOrder, 0, len(all))
+	for _, p := range all {
+		out = append(out, p.o)
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -315,8 +315,8 @@ func TestOrderRefusals(t *testing.T) {
 		{"margin insufficient", limit("p-4", "5", "50000"), -2019},
 		{"position side in one-way mode", limit("p-5", "0.002", "50000").PositionSide(futures.PositionSideTypeLong), -4061},
 		{"unknown symbol", limit("p-6", "0.002", "50000").Symbol("DOGEUSDT"), -1121},
-		{"stop that would trigger", c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeSell).
-			Type(futures.OrderTypeStopMarket).Quantity("0.002").StopPrice("61000"), -2021},
+		{"a conditional type on the order route", c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeSell).
+			Type("STOP_MARKET").Quantity("0.002").StopPrice("59000"), -4120},
 	}
 	for _, tc := range cases {
 		_, err := tc.svc.Do(ctx)
@@ -326,18 +326,9 @@ func TestOrderRefusals(t *testing.T) {
 	}
 }
 
-func TestStopTriggersAndModify(t *testing.T) {
+func TestModifyLimitOrder(t *testing.T) {
 	sim, c := newSim(t, binance.Options{})
 	ctx := context.Background()
-	if _, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeBuy).
-		Type(futures.OrderTypeMarket).Quantity("0.004").Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeSell).
-		Type(futures.OrderTypeStopMarket).StopPrice("59000").ClosePosition(true).NewClientOrderID("sl-1").Do(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	lim, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeBuy).
 		Type(futures.OrderTypeLimit).TimeInForce(futures.TimeInForceTypeGTC).Quantity("0.002").
 		Price("55000").NewClientOrderID("mod-1").Do(ctx)
@@ -349,89 +340,11 @@ func TestStopTriggersAndModify(t *testing.T) {
 	if err != nil || mod.OriginalQuantity != "0.003" || mod.Price != "56000.00" {
 		t.Fatalf("modify = %+v, %v", mod, err)
 	}
-	if err := sim.SetPrice("BTCUSDT", "58900"); err != nil {
-		t.Fatal(err)
-	}
-	o, err := c.NewGetOrderService().Symbol("BTCUSDT").OrderID(stop.OrderID).Do(ctx)
-	if err != nil || o.Status != futures.OrderStatusTypeFilled || o.Type != futures.OrderTypeMarket ||
-		o.OrigType != futures.OrderTypeStopMarket || o.ExecutedQuantity != "0.004" {
-		t.Fatalf("stop = %+v, %v", o, err)
-	}
-	pos, err := c.NewGetPositionRiskService().Symbol("BTCUSDT").Do(ctx)
-	if err != nil || pos[0].PositionAmt != "0.000" {
-		t.Fatalf("position = %+v, %v", pos, err)
-	}
 	if err := sim.SetPrice("BTCUSDT", "56000"); err != nil {
 		t.Fatal(err)
 	}
-	o, err = c.NewGetOrderService().Symbol("BTCUSDT").OrigClientOrderID("mod-1").Do(ctx)
+	o, err := c.NewGetOrderService().Symbol("BTCUSDT").OrigClientOrderID("mod-1").Do(ctx)
 	if err != nil || o.Status != futures.OrderStatusTypeFilled || o.ExecutedQuantity != "0.003" {
 		t.Fatalf("modified limit = %+v, %v", o, err)
-	}
-}
-
-// Exit orders as the engine places them: reduce-only STOP_MARKET and
-// TAKE_PROFIT_MARKET with a workingType. One on the mark triggers when the
-// mark reaches it though the last price has not (and fills at the last
-// price); one on the contract price ignores the mark. A reduce-only exit
-// that triggers after the position closed expires with nothing filled, and
-// one placed with no position to reduce is refused.
-func TestExitOrdersTriggerOnTheirWorkingPrice(t *testing.T) {
-	sim, c := newSim(t, binance.Options{})
-	ctx := context.Background()
-	if _, err := c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeBuy).
-		Type(futures.OrderTypeMarket).Quantity("0.004").Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	exit := func(cid string, typ futures.OrderType, stop string, wt futures.WorkingType) *futures.CreateOrderService {
-		return c.NewCreateOrderService().Symbol("BTCUSDT").Side(futures.SideTypeSell).Type(typ).Quantity("0.004").
-			StopPrice(stop).ReduceOnly(true).WorkingType(wt).NewClientOrderID(cid)
-	}
-	if _, err := exit("bad-wt", futures.OrderTypeStopMarket, "59000", "INDEX_PRICE").Do(ctx); apiCode(t, err) != -1130 {
-		t.Fatalf("an unknown workingType: %v", err)
-	}
-	if _, err := exit("tp-m", futures.OrderTypeTakeProfitMarket, "62000", futures.WorkingTypeMarkPrice).Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exit("sl-c", futures.OrderTypeStopMarket, "59000", futures.WorkingTypeContractPrice).Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	status := func(cid string) *futures.Order {
-		t.Helper()
-		o, err := c.NewGetOrderService().Symbol("BTCUSDT").OrigClientOrderID(cid).Do(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	if err := sim.SetMarkPrice("BTCUSDT", "58000"); err != nil {
-		t.Fatal(err)
-	}
-	if o := status("sl-c"); o.Status != futures.OrderStatusTypeNew || o.WorkingType != futures.WorkingTypeContractPrice {
-		t.Fatalf("a contract-price stop under a mark of 58000: %+v", o)
-	}
-	if open := sim.OpenOrders(testKey, "BTCUSDT"); len(open) != 2 || open[0].ClientOrderID != "tp-m" || open[0].Type != "TAKE_PROFIT_MARKET" ||
-		open[0].WorkingType != "MARK_PRICE" || !open[0].ReduceOnly || open[0].StopPrice != "62000.00" || open[1].Type != "STOP_MARKET" {
-		t.Fatalf("open orders %+v", open)
-	}
-	if err := sim.SetMarkPrice("BTCUSDT", "62100"); err != nil {
-		t.Fatal(err)
-	}
-	if o := status("tp-m"); o.Status != futures.OrderStatusTypeFilled || o.AvgPrice != "60000.00" || o.ExecutedQuantity != "0.004" ||
-		!o.ReduceOnly || o.OrigType != futures.OrderTypeTakeProfitMarket {
-		t.Fatalf("a mark-price take profit with the mark at 62100: %+v", o)
-	}
-	if err := sim.SetPrice("BTCUSDT", "58900"); err != nil {
-		t.Fatal(err)
-	}
-	if o := status("sl-c"); o.Status != futures.OrderStatusTypeExpired || o.ExecutedQuantity != "0.000" {
-		t.Fatalf("a reduce-only stop triggered with no position: %+v", o)
-	}
-	pos, err := c.NewGetPositionRiskService().Symbol("BTCUSDT").Do(ctx)
-	if err != nil || pos[0].PositionAmt != "0.000" {
-		t.Fatalf("position = %+v, %v", pos, err)
-	}
-	if _, err := exit("sl-2", futures.OrderTypeStopMarket, "50000", futures.WorkingTypeMarkPrice).Do(ctx); apiCode(t, err) != -2022 {
-		t.Fatalf("a reduce-only exit with no position: %v", err)
 	}
 }

@@ -139,7 +139,7 @@ func (s *Sim) emitOrder(a *account, o *order, x string, f *fill, now time.Time) 
 	ms := now.UnixMilli()
 	body := map[string]any{
 		"s": o.symbol, "c": o.cid, "S": o.side, "o": o.typ, "f": o.tif, "q": m.qty(o.qty), "p": m.px(o.price),
-		"ap": m.px(o.avg()), "sp": m.px(o.stop), "x": x, "X": o.status, "i": o.id, "l": "0", "z": m.qty(o.executed),
+		"ap": m.px(o.avg()), "sp": m.px(zero()), "x": x, "X": o.status, "i": o.id, "l": "0", "z": m.qty(o.executed),
 		"L": "0", "T": ms, "t": 0, "b": "0", "a": "0", "m": false, "R": o.reduceOnly || o.closePos,
 		"wt": o.workingType, "ot": o.origType, "ps": o.posSide, "cp": o.closePos, "rp": "0", "pP": o.priceProtect,
 		"si": 0, "ss": 0, "V": "EXPIRE_MAKER", "pm": "NONE", "gtd": 0,
