@@ -540,9 +540,10 @@ func TestQuotes(t *testing.T) {
 
 // An exit plan's legs as the engine sends them: a reduce-only stop and a
 // reduce-only take profit, both on the mark price. They rest with the
-// exchange (in its snapshot, with their trigger levels); a mark through the
-// take profit fills it on the stream while the stop stays; an exit that
-// would trigger at once is the exchange's rejection.
+// exchange's algo service (in its snapshot, with their trigger levels); a
+// mark through the take profit fills it on the stream, and the stop, its
+// position gone, expires at the exchange; an exit that would trigger at
+// once is the exchange's rejection.
 func TestExitLegsRestAndTriggerOnTheMark(t *testing.T) {
 	e := newEnv(t, binancesim.Options{}, binance.Limits{})
 	ctx := context.Background()
@@ -581,7 +582,7 @@ func TestExitLegsRestAndTriggerOnTheMark(t *testing.T) {
 		u, ok := ev.(*provider.OrderUpdate)
 		return ok && u.Order.ClientOrderID == tp.ClientOrderID && u.Order.Status == provider.StatusFilled && u.Execution != nil
 	})
-	if st, err := s.Lookup(ctx, "BTCUSDT", sl.ClientOrderID); err != nil || st.Status != provider.StatusWorking || st.Type != provider.Stop {
+	if st, err := s.Lookup(ctx, "BTCUSDT", sl.ClientOrderID); err != nil || st.Status != provider.StatusExpired || st.Type != provider.Stop {
 		t.Fatalf("the stop after the take profit filled: %+v, %v", st, err)
 	}
 	if n := e.sim.OrdersByClientID("k1", tp.ClientOrderID); n != 1 {

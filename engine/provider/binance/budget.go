@@ -169,8 +169,15 @@ func maxTime(a, b time.Time) time.Time {
 // as an order. Unlisted calls weigh 1.
 func weightOf(method, path string, q string) (int, bool) {
 	switch path {
-	case "/fapi/v1/order":
+	case "/fapi/v1/order", "/fapi/v1/algoOrder":
 		return 1, method == http.MethodPost || method == http.MethodPut
+	case "/fapi/v1/openAlgoOrders":
+		if strings.Contains(q, "symbol=") {
+			return 1, false
+		}
+		return 40, false
+	case "/fapi/v1/allAlgoOrders":
+		return 5, false
 	case "/fapi/v1/openOrders":
 		if strings.Contains(q, "symbol=") {
 			return 1, false

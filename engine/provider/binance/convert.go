@@ -13,7 +13,10 @@ import (
 
 // The engine's order types and times in force as the exchange spells them.
 // Binance USDⓈ-M has no session day: `day` is not offered (its GTD needs a
-// time). Post-only is GTX.
+// time). Post-only is GTX. Market and limit orders go to the order route
+// (orderTypes); the conditional ones to the algo service (algoTypes), the
+// only place the exchange takes them since 2025-12-09 (its order route
+// answers -4120 for them).
 var (
 	tifs = map[provider.TIF]futures.TimeInForceType{
 		provider.GTC:      futures.TimeInForceTypeGTC,
@@ -22,22 +25,27 @@ var (
 		provider.PostOnly: futures.TimeInForceTypeGTX,
 	}
 	orderTypes = map[provider.OrderType]futures.OrderType{
-		provider.Market:     futures.OrderTypeMarket,
-		provider.Limit:      futures.OrderTypeLimit,
-		provider.Stop:       futures.OrderTypeStopMarket,
-		provider.StopLimit:  futures.OrderTypeStop,
-		provider.TakeProfit: futures.OrderTypeTakeProfitMarket,
+		provider.Market: futures.OrderTypeMarket,
+		provider.Limit:  futures.OrderTypeLimit,
+	}
+	algoTypes = map[provider.OrderType]futures.AlgoOrderType{
+		provider.Stop:       futures.AlgoOrderTypeStopMarket,
+		provider.StopLimit:  futures.AlgoOrderTypeStop,
+		provider.TakeProfit: futures.AlgoOrderTypeTakeProfitMarket,
 	}
 )
 
 // errMalformed is an answer of the exchange the adapter cannot read.
 var errMalformed = errors.New("binance: malformed answer")
 
-// request is an order in the exchange's terms, ready for CreateOrderService.
+// request is an order in the exchange's terms, ready for CreateOrderService
+// or, a conditional one (algo set), for CreateAlgoOrderService, whose
+// triggerPrice is stopPrice and whose clientAlgoId is clientOrderID.
 type request struct {
 	symbol        string
 	side          futures.SideType
-	typ           futures.OrderType
+	typ           futures.OrderType       // a market or limit order's
+	algo          futures.AlgoOrderType   // a conditional order's
 	tif           futures.TimeInForceType // "" when not sent
 	quantity      string                  // "" when not sent (closePosition)
 	price         string
@@ -60,11 +68,13 @@ func toRequest(o provider.Order) (request, error) {
 	default:
 		return r, &provider.Unsupported{Field: "side", Value: string(o.Side)}
 	}
-	t, ok := orderTypes[o.Type]
-	if !ok {
+	if t, ok := orderTypes[o.Type]; ok {
+		r.typ = t
+	} else if t, ok := algoTypes[o.Type]; ok {
+		r.algo = t
+	} else {
 		return r, &provider.Unsupported{Field: "orderType", Value: string(o.Type)}
 	}
-	r.typ = t
 	switch o.Type {
 	case provider.Limit, provider.StopLimit:
 		tif, ok := tifs[o.TIF]
@@ -176,19 +186,21 @@ func fromSide(s futures.SideType) (provider.Side, error) {
 	return "", fmt.Errorf("%w: side", errMalformed)
 }
 
-func fromType(t futures.OrderType) provider.OrderType {
-	switch t {
-	case futures.OrderTypeMarket:
+// fromType reads an order type of the exchange, of its order route or of
+// its algo service (the names are the same).
+func fromType[T ~string](t T) provider.OrderType {
+	switch string(t) {
+	case string(futures.OrderTypeMarket):
 		return provider.Market
-	case futures.OrderTypeLimit:
+	case string(futures.OrderTypeLimit):
 		return provider.Limit
-	case futures.OrderTypeStopMarket:
+	case string(futures.AlgoOrderTypeStopMarket):
 		return provider.Stop
-	case futures.OrderTypeStop:
+	case string(futures.AlgoOrderTypeStop):
 		return provider.StopLimit
-	case futures.OrderTypeTakeProfitMarket:
+	case string(futures.AlgoOrderTypeTakeProfitMarket):
 		return provider.TakeProfit
-	case futures.OrderTypeTakeProfit:
+	case string(futures.AlgoOrderTypeTakeProfit):
 		return provider.TakeProfitLimit
 	}
 	return provider.Other

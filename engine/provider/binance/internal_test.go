@@ -3,6 +3,7 @@ package binance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -114,18 +115,18 @@ func TestToRequest(t *testing.T) {
 			request{side: "BUY", typ: "LIMIT", tif: "GTX", quantity: "0.01", price: "1"}, ""},
 		{"limit day is not offered", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.Day, Quantity: q, LimitPrice: px("1")},
 			request{}, "timeInForce"},
-		{"stop is STOP_MARKET", provider.Order{Side: provider.Sell, Type: provider.Stop, Quantity: q, StopPrice: px("59000"), ReduceOnly: true},
-			request{side: "SELL", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true}, ""},
-		{"stop_limit is STOP", provider.Order{Side: provider.Sell, Type: provider.StopLimit, TIF: provider.GTC, Quantity: q, StopPrice: px("59000"), LimitPrice: px("58900")},
-			request{side: "SELL", typ: "STOP", tif: "GTC", quantity: "0.01", stopPrice: "59000", price: "58900"}, ""},
+		{"stop is the algo service's STOP_MARKET", provider.Order{Side: provider.Sell, Type: provider.Stop, Quantity: q, StopPrice: px("59000"), ReduceOnly: true},
+			request{side: "SELL", algo: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true}, ""},
+		{"stop_limit is the algo service's STOP", provider.Order{Side: provider.Sell, Type: provider.StopLimit, TIF: provider.GTC, Quantity: q, StopPrice: px("59000"), LimitPrice: px("58900")},
+			request{side: "SELL", algo: "STOP", tif: "GTC", quantity: "0.01", stopPrice: "59000", price: "58900"}, ""},
 		{"exit take profit closes the position", provider.Order{Side: provider.Sell, Type: provider.TakeProfit, StopPrice: px("65000"), ClosePosition: true, ReduceOnly: true},
-			request{side: "SELL", typ: "TAKE_PROFIT_MARKET", stopPrice: "65000", closePosition: true}, ""},
+			request{side: "SELL", algo: "TAKE_PROFIT_MARKET", stopPrice: "65000", closePosition: true}, ""},
 		{"exit stop reduce-only", provider.Order{Side: provider.Buy, Type: provider.Stop, Quantity: q, StopPrice: px("61000"), ReduceOnly: true},
-			request{side: "BUY", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "61000", reduceOnly: true}, ""},
+			request{side: "BUY", algo: "STOP_MARKET", quantity: "0.01", stopPrice: "61000", reduceOnly: true}, ""},
 		{"exit stop on the mark price", provider.Order{Side: provider.Sell, Type: provider.Stop, Quantity: q, StopPrice: px("59000"), ReduceOnly: true, MarkTrigger: true},
-			request{side: "SELL", typ: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
+			request{side: "SELL", algo: "STOP_MARKET", quantity: "0.01", stopPrice: "59000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
 		{"exit take profit on the mark price", provider.Order{Side: provider.Sell, Type: provider.TakeProfit, Quantity: q, StopPrice: px("65000"), ReduceOnly: true, MarkTrigger: true},
-			request{side: "SELL", typ: "TAKE_PROFIT_MARKET", quantity: "0.01", stopPrice: "65000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
+			request{side: "SELL", algo: "TAKE_PROFIT_MARKET", quantity: "0.01", stopPrice: "65000", reduceOnly: true, workingType: "MARK_PRICE"}, ""},
 		{"a mark trigger on a limit", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, Quantity: q, LimitPrice: px("1"), MarkTrigger: true}, request{}, "markTrigger"},
 		{"closePosition on a limit", provider.Order{Side: provider.Sell, Type: provider.Limit, TIF: provider.GTC, LimitPrice: px("1"), ClosePosition: true}, request{}, "closePosition"},
 		{"limit without price", provider.Order{Side: provider.Buy, Type: provider.Limit, TIF: provider.GTC, Quantity: q}, request{}, "limitPrice"},
@@ -157,14 +158,21 @@ func TestToRequest(t *testing.T) {
 		}
 	}
 	for _, typ := range c.OrderTypes {
-		if _, ok := orderTypes[provider.OrderType(typ)]; !ok {
-			t.Errorf("capability orderType %s is not mapped", typ)
+		_, plain := orderTypes[provider.OrderType(typ)]
+		_, algo := algoTypes[provider.OrderType(typ)]
+		if plain == algo {
+			t.Errorf("capability orderType %s is mapped to the order route %v and to the algo service %v", typ, plain, algo)
 		}
 	}
 }
 
 func TestStatusesAndTypesRoundTrip(t *testing.T) {
 	for eng, ex := range orderTypes {
+		if fromType(ex) != eng {
+			t.Errorf("%s → %s → %s", eng, ex, fromType(ex))
+		}
+	}
+	for eng, ex := range algoTypes {
 		if fromType(ex) != eng {
 			t.Errorf("%s → %s → %s", eng, ex, fromType(ex))
 		}
@@ -244,8 +252,13 @@ func TestBudgetPausesAtTheExchangeCount(t *testing.T) {
 }
 
 func TestDecodeUser(t *testing.T) {
+	s := &session{algos: newAlgoBook()}
+	decode := func(msg string) ([]provider.Event, bool) {
+		f := decodeUser([]byte(msg))
+		return s.resolve(context.Background(), f), f.expired
+	}
 	order := `{"e":"ORDER_TRADE_UPDATE","E":1568879465651,"T":1568879465650,"o":{"s":"BTCUSDT","c":"sv2ynsdt32ahopchkbeb4yi4jdtcoi3zmy2d","S":"SELL","o":"LIMIT","f":"GTC","q":"0.001","p":"9910","ap":"9910","sp":"0","x":"TRADE","X":"FILLED","i":8886774,"l":"0.001","z":"0.001","L":"9910","N":"USDT","n":"0.00396","T":1568879465651,"t":42,"b":"0","a":"9.91","m":true,"R":false,"wt":"CONTRACT_PRICE","ot":"LIMIT","ps":"BOTH","cp":false,"rp":"0.5","pP":false,"si":0,"ss":0}}`
-	evs, expired := decodeUser([]byte(order))
+	evs, expired := decode(order)
 	if expired || len(evs) != 1 {
 		t.Fatalf("%v %v", evs, expired)
 	}
@@ -255,27 +268,96 @@ func TestDecodeUser(t *testing.T) {
 		t.Fatalf("%+v %+v", u.Order, u.Execution)
 	}
 	acct := `{"e":"ACCOUNT_UPDATE","E":1564745798939,"T":1564745798938,"a":{"m":"ORDER","B":[{"a":"USDT","wb":"122624.12345678","cw":"100.12345678","bc":"50.12345678"}],"P":[{"s":"BTCUSDT","pa":"-0.5","ep":"9000","cr":"200","up":"-1.2","mt":"cross","iw":"0","ps":"BOTH"}]}}`
-	evs, _ = decodeUser([]byte(acct))
+	evs, _ = decode(acct)
 	a := evs[0].(*provider.AccountUpdate)
 	if a.Reason != "ORDER" || a.Balances[0].Wallet.Cmp(events.MustDecimal("122624.12345678")) != 0 || a.Positions[0].Quantity.Cmp(events.MustDecimal("-0.5")) != 0 {
 		t.Fatalf("%+v", a)
 	}
 	cfg := `{"e":"ACCOUNT_CONFIG_UPDATE","E":1611646737479,"T":1611646737476,"ai":{"j":true}}`
-	evs, _ = decodeUser([]byte(cfg))
+	evs, _ = decode(cfg)
 	if c := evs[0].(*provider.ConfigUpdate); c.MultiAssets == nil || !*c.MultiAssets {
 		t.Fatalf("%+v", c)
 	}
-	if evs, _ := decodeUser([]byte(`{"e":"ACCOUNT_CONFIG_UPDATE","E":1,"T":1,"ac":{"s":"BTCUSDT","l":25}}`)); len(evs) != 0 {
+	if evs, _ := decode(`{"e":"ACCOUNT_CONFIG_UPDATE","E":1,"T":1,"ac":{"s":"BTCUSDT","l":25}}`); len(evs) != 0 {
 		t.Fatalf("a leverage change: %v", evs)
 	}
-	if _, expired := decodeUser([]byte(`{"e":"listenKeyExpired","E":1576653824250}`)); !expired {
+	if _, expired := decode(`{"e":"listenKeyExpired","E":1576653824250}`); !expired {
 		t.Fatal("listenKeyExpired not seen")
 	}
 	for _, bad := range []string{`{`, `{"e":"SOMETHING"}`, `{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"UP","X":"NEW"}}`,
-		`{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"BUY","X":"NEW","q":"1e999"}}`} {
-		if evs, _ := decodeUser([]byte(bad)); len(evs) != 0 {
+		`{"e":"ORDER_TRADE_UPDATE","E":1,"o":{"s":"X","S":"BUY","X":"NEW","q":"1e999"}}`,
+		`{"e":"ALGO_UPDATE","E":1,"o":{"caid":"x","aid":1,"o":"STOP_MARKET","s":"BTCUSDT","S":"SELL","q":"1","X":"SOMETHING"}}`,
+		`{"e":"ALGO_UPDATE","E":1,"o":{"caid":"x","aid":1,"o":"STOP_MARKET","s":"BTCUSDT","S":"SELL","q":"1","X":"TRIGGERED","ai":"x1"}}`} {
+		if evs, _ := decode(bad); len(evs) != 0 {
 			t.Fatalf("%s gave %v", bad, evs)
 		}
+	}
+}
+
+// A conditional order's ALGO_UPDATEs and the ORDER_TRADE_UPDATEs of the
+// order it placed read as one order of the engine's client order id, in
+// whatever order and however often they arrive: it works until its placed
+// order fills, its trade is its execution, and an old report never moves
+// it back.
+func TestAlgoUpdatesAreTheConditionalOrders(t *testing.T) {
+	cid := provider.ClientOrderID("acc", "sl-1")
+	algo := func(status, ai, aq, ap string) string {
+		return fmt.Sprintf(`{"e":"ALGO_UPDATE","T":1750515742297,"E":1750515742303,"o":{"caid":%q,"aid":2148719,"at":"CONDITIONAL","o":"STOP_MARKET","s":"BTCUSDT","S":"SELL","ps":"BOTH","f":"GTC","q":"0.010","X":%q,"ai":%q,"ap":%q,"aq":%q,"act":"MARKET","tp":"59000.00","p":"0.00","V":"EXPIRE_MAKER","wt":"MARK_PRICE","pm":"NONE","cp":false,"pP":false,"R":true,"tt":0,"gtd":0,"rm":""}}`,
+			cid, status, ai, ap, aq)
+	}
+	placed := func(x, status, z, l string, trade int) string {
+		return fmt.Sprintf(`{"e":"ORDER_TRADE_UPDATE","E":1750515742310,"T":1750515742310,"o":{"s":"BTCUSDT","c":"sim0a1b2c3d4e5f60718293","S":"SELL","o":"MARKET","f":"GTC","q":"0.010","p":"0","ap":"58990.00","sp":"0","x":%q,"X":%q,"i":8380000042,"l":%q,"z":%q,"L":"58990.00","N":"USDT","n":"0.23596000","T":1750515742310,"t":%d,"b":"0","a":"0","m":false,"R":true,"wt":"CONTRACT_PRICE","ot":"MARKET","ps":"BOTH","cp":false,"rp":"-1.5","pP":false,"si":0,"ss":0}}`,
+			x, status, l, z, trade)
+	}
+	frames := map[string]string{
+		"new":        algo("NEW", "", "0.000", "0.00"),
+		"triggering": algo("TRIGGERING", "", "0.000", "0.00"),
+		"triggered":  algo("TRIGGERED", "8380000042", "0.000", "0.00"),
+		"placed":     placed("NEW", "NEW", "0.000", "0.000", 0),
+		"trade":      placed("TRADE", "FILLED", "0.010", "0.010", 590000007),
+		"finished":   algo("FINISHED", "8380000042", "0.010", "58990.00"),
+	}
+	tests := []struct {
+		name  string
+		order []string
+	}{
+		{"as sent", []string{"new", "triggering", "triggered", "placed", "trade", "finished"}},
+		{"reordered", []string{"triggering", "new", "triggered", "finished", "trade", "placed"}},
+		{"duplicated", []string{"new", "new", "triggering", "triggered", "triggered", "placed", "trade", "trade", "placed", "finished", "triggering"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &session{algos: newAlgoBook()}
+			var filled *provider.OrderUpdate
+			var last provider.OrderState
+			for _, name := range tt.order {
+				evs := s.resolve(context.Background(), decodeUser([]byte(frames[name])))
+				if len(evs) != 1 {
+					t.Fatalf("%s gave %v", name, evs)
+				}
+				u := evs[0].(*provider.OrderUpdate)
+				if u.Order.ClientOrderID != cid || u.Order.ProviderOrderID != "algo-2148719" || u.Order.Type != provider.Stop ||
+					u.Order.StopPrice == nil || u.Order.StopPrice.Cmp(events.MustDecimal("59000")) != 0 || !u.Order.ReduceOnly ||
+					u.Order.Quantity.Cmp(events.MustDecimal("0.01")) != 0 {
+					t.Fatalf("%s: %+v", name, u.Order)
+				}
+				if u.Order.FilledQuantity.Cmp(last.FilledQuantity) < 0 || last.Status.Final() && !u.Order.Status.Final() {
+					t.Fatalf("%s moved the order back: %+v after %+v", name, u.Order, last)
+				}
+				last = u.Order
+				if u.Execution != nil {
+					filled = u
+				}
+			}
+			if last.Status != provider.StatusFilled || last.FilledQuantity.Cmp(events.MustDecimal("0.01")) != 0 ||
+				last.AveragePrice == nil || last.AveragePrice.Cmp(events.MustDecimal("58990")) != 0 {
+				t.Fatalf("the order at the end: %+v", last)
+			}
+			if filled == nil || filled.Execution.ClientOrderID != cid || filled.Execution.ProviderOrderID != "algo-2148719" ||
+				filled.Execution.ID != "590000007" || filled.Execution.Fee.Cmp(events.MustDecimal("0.23596")) != 0 {
+				t.Fatalf("the trade: %+v", filled)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -27,6 +28,7 @@ type session struct {
 	c      *futures.Client
 	b      *budget
 	pm     atomic.Bool // the key reported portfolio margin: /fapi refuses it
+	algos  *algoBook   // the account's conditional orders (algo.go)
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -53,7 +55,8 @@ func (p *Provider) Connect(ctx context.Context, c provider.Credentials) (provide
 		return nil, &provider.Unauthorized{}
 	}
 	b := p.budget(c)
-	s := &session{p: p, key: c.APIKey, secret: append([]byte(nil), c.Secret...), b: b, closed: make(chan struct{})}
+	s := &session{p: p, key: c.APIKey, secret: append([]byte(nil), c.Secret...), b: b, algos: newAlgoBook(),
+		closed: make(chan struct{})}
 	s.c = p.client(c.APIKey, string(c.Secret), b)
 	if p.opts.SpotURL != "" {
 		perm, err := s.permissions(ctx)
@@ -165,7 +168,13 @@ func (s *session) portfolio() error {
 }
 
 // Snapshot implements provider.Session: settings, balances, positions and
-// every open order, each read whole; any failure fails the snapshot.
+// every working order, each read whole; any failure fails the snapshot. The
+// working orders are the open orders of the order route and the
+// untriggered conditional orders of the algo service; an open order a
+// triggered conditional order placed (a stop-limit's limit order) is that
+// conditional order. Open orders under ids the engine did not derive and
+// no link yet have the symbol's algo orders read, to learn which of them
+// conditional orders placed.
 func (s *session) Snapshot(ctx context.Context) (provider.Snapshot, error) {
 	if err := s.portfolio(); err != nil {
 		return provider.Snapshot{}, err
@@ -219,18 +228,51 @@ func (s *session) Snapshot(ctx context.Context) (provider.Snapshot, error) {
 	if err != nil {
 		return provider.Snapshot{}, mapError(opRead, err)
 	}
+	open := make([]provider.OrderState, 0, len(orders))
+	learn := map[string]bool{}
 	for _, o := range orders {
 		st, err := fromOrder(o)
 		if err != nil {
 			return provider.Snapshot{}, provider.NewUnavailable(0, 0, err)
 		}
+		if _, linked := s.algos.placedBy(o.OrderID); !linked && !provider.Derived(st.ClientOrderID) && !s.algos.isRegular(o.OrderID) {
+			learn[o.Symbol] = true
+		}
+		open = append(open, st)
+	}
+	conditional, err := s.openAlgos(ctx)
+	if err != nil {
+		return provider.Snapshot{}, err
+	}
+	for symbol := range learn {
+		if err := s.learnAlgos(ctx, symbol); err != nil {
+			return provider.Snapshot{}, err
+		}
+	}
+	seen := map[string]bool{}
+	for _, st := range conditional {
+		seen[st.ClientOrderID] = true
+		snap.Orders = append(snap.Orders, st)
+	}
+	for _, st := range open {
+		id := providerOrderID(st)
+		if algo, ok := s.algos.observeActual(id, st); ok {
+			if !seen[algo.ClientOrderID] {
+				seen[algo.ClientOrderID] = true
+				snap.Orders = append(snap.Orders, algo)
+			}
+			continue
+		}
+		s.algos.markRegular(id)
 		snap.Orders = append(snap.Orders, st)
 	}
 	return snap, nil
 }
 
-// Place implements provider.Session. It asks for the full answer (RESULT),
-// so a market order answers filled.
+// Place implements provider.Session. A market or limit order goes to the
+// order route, asking for the full answer (RESULT), so a market order
+// answers filled; a conditional order (stop, stop_limit, take_profit) goes
+// to the algo service (algoservice.go) under clientAlgoId o.ClientOrderID.
 func (s *session) Place(ctx context.Context, o provider.Order) (provider.OrderState, error) {
 	if err := s.portfolio(); err != nil {
 		return provider.OrderState{}, err
@@ -238,6 +280,9 @@ func (s *session) Place(ctx context.Context, o provider.Order) (provider.OrderSt
 	r, err := toRequest(o)
 	if err != nil {
 		return provider.OrderState{}, err
+	}
+	if r.algo != "" {
+		return s.placeAlgo(ctx, r, o)
 	}
 	svc := s.c.NewCreateOrderService().Symbol(r.symbol).Side(r.side).Type(r.typ).
 		NewClientOrderID(r.clientOrderID).NewOrderResponseType(futures.NewOrderRespTypeRESULT)
@@ -272,20 +317,29 @@ func (s *session) Place(ctx context.Context, o provider.Order) (provider.OrderSt
 	if err != nil {
 		return provider.OrderState{}, provider.NewUnknown(string(opPlace), http.StatusOK, 0, err)
 	}
+	s.algos.markRegular(res.OrderID)
 	return st, nil
 }
 
 // Cancel implements provider.Session; it returns once the exchange
-// accepted the cancel.
+// accepted the cancel. A conditional order is canceled at the algo service
+// (or, triggered, the order it placed while that rests); an id the session
+// has not met as one is tried on the order route first.
 func (s *session) Cancel(ctx context.Context, instrument, clientOrderID string) (provider.OrderState, error) {
 	if err := s.portfolio(); err != nil {
 		return provider.OrderState{}, err
+	}
+	if s.algos.known(clientOrderID) {
+		return s.cancelAlgo(ctx, instrument, clientOrderID)
 	}
 	cctx, cancel := s.p.call(ctx)
 	defer cancel()
 	res, err := s.c.NewCancelOrderService().Symbol(instrument).OrigClientOrderID(clientOrderID).Do(cctx)
 	if err != nil {
-		return provider.OrderState{}, mapError(opCancel, err)
+		if err := mapError(opCancel, err); !errors.Is(err, provider.ErrNotFound) {
+			return provider.OrderState{}, err
+		}
+		return s.cancelAlgo(ctx, instrument, clientOrderID)
 	}
 	st, err := fromCancel(res)
 	if err != nil {
@@ -295,7 +349,8 @@ func (s *session) Cancel(ctx context.Context, instrument, clientOrderID string) 
 }
 
 // Replace implements provider.Session with the exchange's order modify
-// (limit orders: price and quantity).
+// (limit orders: price and quantity). Of a conditional order only the
+// limit order a triggered stop-limit placed can be changed so.
 func (s *session) Replace(ctx context.Context, r provider.Replace) (provider.OrderState, error) {
 	if err := s.portfolio(); err != nil {
 		return provider.OrderState{}, err
@@ -311,12 +366,18 @@ func (s *session) Replace(ctx context.Context, r provider.Replace) (provider.Ord
 	if r.Quantity.Sign() <= 0 || r.LimitPrice.Sign() <= 0 {
 		return provider.OrderState{}, &provider.Unsupported{Field: "quantity", Value: r.Quantity.String()}
 	}
+	if s.algos.known(r.ClientOrderID) {
+		return s.replaceAlgo(ctx, r, side)
+	}
 	cctx, cancel := s.p.call(ctx)
 	defer cancel()
 	res, err := s.c.NewModifyOrderService().Symbol(r.Instrument).OrigClientOrderID(r.ClientOrderID).Side(side).
 		Quantity(r.Quantity.String()).Price(r.LimitPrice.String()).Do(cctx)
 	if err != nil {
-		return provider.OrderState{}, mapError(opReplace, err)
+		if err := mapError(opReplace, err); !errors.Is(err, provider.ErrNotFound) {
+			return provider.OrderState{}, err
+		}
+		return s.replaceAlgo(ctx, r, side)
 	}
 	st, err := fromModify(res)
 	if err != nil {
@@ -326,28 +387,46 @@ func (s *session) Replace(ctx context.Context, r provider.Replace) (provider.Ord
 }
 
 // Lookup implements provider.Session: GET /fapi/v1/order by the client
-// order id. It never sends an order.
+// order id, or for a conditional order GET /fapi/v1/algoOrder by its
+// clientAlgoId (and, once it triggered, the order it placed). An id the
+// session has not met as a conditional order's is read on the order route
+// first, then at the algo service. It never sends an order.
 func (s *session) Lookup(ctx context.Context, instrument, clientOrderID string) (provider.OrderState, error) {
 	if err := s.portfolio(); err != nil {
 		return provider.OrderState{}, err
+	}
+	if s.algos.known(clientOrderID) {
+		st, _, err := s.lookupAlgo(ctx, clientOrderID)
+		return st, err
 	}
 	cctx, cancel := s.p.call(ctx)
 	defer cancel()
 	res, err := s.c.NewGetOrderService().Symbol(instrument).OrigClientOrderID(clientOrderID).Do(cctx)
 	if err != nil {
-		return provider.OrderState{}, mapError(opRead, err)
+		if err := mapError(opRead, err); !errors.Is(err, provider.ErrNotFound) {
+			return provider.OrderState{}, err
+		}
+		st, _, err := s.lookupAlgo(ctx, clientOrderID)
+		return st, err
 	}
 	st, err := fromOrder(res)
 	if err != nil {
 		return provider.OrderState{}, provider.NewUnavailable(http.StatusOK, 0, err)
+	}
+	if algo, ok := s.placedOrder(ctx, res.OrderID, st); ok {
+		return algo, nil
 	}
 	return st, nil
 }
 
 // Executions implements provider.Session with GET /fapi/v1/userTrades;
 // the cursor is the next trade id to read (fromId). The adapter signs this
-// read itself: go-binance v2.8.7's ListAccountTradeService sends the
-// parameter as "fromID", which the exchange does not read.
+// read itself: go-binance's ListAccountTradeService (v2.8.9) sends the
+// parameter as "fromID", which the exchange does not read. A trade of an
+// order a conditional order placed is that conditional order's (its
+// ClientOrderID and ProviderOrderID); trades of orders the session cannot
+// place have the symbol's algo orders read once to learn which placed
+// them.
 func (s *session) Executions(ctx context.Context, instrument string, since provider.Cursor, limit int) ([]provider.Execution, provider.Cursor, error) {
 	if err := s.portfolio(); err != nil {
 		return nil, since, err
@@ -368,12 +447,27 @@ func (s *session) Executions(ctx context.Context, instrument string, since provi
 	if err := s.signedGet(ctx, s.p.opts.RestURL, "/fapi/v1/userTrades", q, &trades); err != nil {
 		return nil, since, err
 	}
+	var unplaced []int64
+	for _, t := range trades {
+		if _, linked := s.algos.placedBy(t.OrderID); !linked && !s.algos.isRegular(t.OrderID) {
+			unplaced = append(unplaced, t.OrderID)
+		}
+	}
+	if len(unplaced) > 0 {
+		if err := s.learnAlgos(ctx, instrument); err != nil {
+			return nil, since, err
+		}
+		s.algos.markRegular(unplaced...)
+	}
 	out := make([]provider.Execution, 0, len(trades))
 	next := since
 	for _, t := range trades {
 		e, err := fromTrade(t)
 		if err != nil {
 			return nil, since, provider.NewUnavailable(http.StatusOK, 0, err)
+		}
+		if cid, id, ok := s.algos.ids(t.OrderID); ok {
+			e.ClientOrderID, e.ProviderOrderID = cid, id
 		}
 		out = append(out, e)
 		next = provider.Cursor(strconv.FormatInt(t.ID+1, 10))

@@ -58,6 +58,10 @@ func sleep(ctx context.Context, closed <-chan struct{}, d time.Duration) bool {
 // a *provider.Gap once live again. Events arrive as the exchange sends
 // them: duplicates and reordering included; OrderState.FilledQuantity and
 // UpdatedAt order an order's updates, Execution.ID names a trade once.
+// A conditional order speaks through ALGO_UPDATE, and once triggered
+// through the ORDER_TRADE_UPDATEs of the order it placed; both are
+// delivered as *provider.OrderUpdate of the conditional order (algo.go),
+// the placed order's trades as its executions.
 func (s *session) Events(ctx context.Context) (<-chan provider.Event, error) {
 	if err := s.portfolio(); err != nil {
 		return nil, err
@@ -152,13 +156,13 @@ func (s *session) readUser(ctx context.Context, conn *websocket.Conn, key string
 		if err != nil {
 			return "disconnected"
 		}
-		evs, expired := decodeUser(msg)
-		for _, e := range evs {
+		f := decodeUser(msg)
+		for _, e := range s.resolve(ctx, f) {
 			if !send(ctx, out, e) {
 				return "disconnected"
 			}
 		}
-		if expired {
+		if f.expired {
 			return "expired"
 		}
 	}
@@ -172,36 +176,81 @@ type configFrame struct {
 	} `json:"ai"`
 }
 
+// userFrame is one user-stream frame, read: events that stand alone, or an
+// order's or an algo order's update for the session to resolve.
+type userFrame struct {
+	events  []provider.Event
+	order   *provider.OrderUpdate // ORDER_TRADE_UPDATE, as the order says of itself
+	orderID int64
+	algo    *algoReport // ALGO_UPDATE
+	at      time.Time
+	expired bool // listenKeyExpired
+}
+
 // decodeUser reads one user-stream frame with the library's types. A frame
 // it cannot read, or of an event the engine does not use, gives nothing.
-func decodeUser(msg []byte) (evs []provider.Event, expired bool) {
+func decodeUser(msg []byte) userFrame {
 	var e futures.WsUserDataEvent
 	if err := json.Unmarshal(msg, &e); err != nil {
-		return nil, false
+		return userFrame{}
 	}
 	switch e.Event {
 	case futures.UserDataEventTypeListenKeyExpired:
-		return nil, true
+		return userFrame{expired: true}
 	case futures.UserDataEventTypeOrderTradeUpdate:
 		u, err := fromUpdate(&e.OrderTradeUpdate, e.Time)
 		if err != nil {
-			return nil, false
+			return userFrame{}
 		}
-		return []provider.Event{u}, false
+		return userFrame{order: u, orderID: e.OrderTradeUpdate.ID}
+	case futures.UserDataEventTypeAlgoUpdate:
+		rep, err := fromAlgoUpdate(&e.AlgoUpdate, e.Time)
+		if err != nil {
+			return userFrame{}
+		}
+		return userFrame{algo: &rep, at: millis(e.Time)}
 	case futures.UserDataEventTypeAccountUpdate:
 		u, err := fromAccountUpdate(&e.AccountUpdate, e.Time)
 		if err != nil {
-			return nil, false
+			return userFrame{}
 		}
-		return []provider.Event{u}, false
+		return userFrame{events: []provider.Event{u}}
 	case futures.UserDataEventTypeAccountConfigUpdate:
 		var c configFrame
 		if json.Unmarshal(msg, &c) == nil && c.AI != nil {
 			on := c.AI.J
-			return []provider.Event{&provider.ConfigUpdate{MultiAssets: &on, At: millis(e.Time)}}, false
+			return userFrame{events: []provider.Event{&provider.ConfigUpdate{MultiAssets: &on, At: millis(e.Time)}}}
 		}
 	}
-	return nil, false
+	return userFrame{}
+}
+
+// resolve turns a frame into the session's events: an algo order's update
+// is its order's, and an order a conditional order placed speaks as that
+// conditional order (its trade as the conditional order's execution).
+func (s *session) resolve(ctx context.Context, f userFrame) []provider.Event {
+	switch {
+	case f.algo != nil:
+		st, _ := s.algos.observe(*f.algo)
+		return []provider.Event{&provider.OrderUpdate{Order: st, At: f.at}}
+	case f.order != nil:
+		u := f.order
+		st, placed := s.placedOrder(ctx, f.orderID, u.Order)
+		if !placed {
+			if provider.Derived(u.Order.ClientOrderID) {
+				s.algos.markRegular(f.orderID)
+			}
+			return []provider.Event{u}
+		}
+		out := &provider.OrderUpdate{Order: st, At: u.At}
+		if u.Execution != nil {
+			x := *u.Execution
+			x.ClientOrderID, x.ProviderOrderID = st.ClientOrderID, st.ProviderOrderID
+			out.Execution = &x
+		}
+		return []provider.Event{out}
+	}
+	return f.events
 }
 
 func fromAccountUpdate(a *futures.WsAccountUpdate, at int64) (*provider.AccountUpdate, error) {
