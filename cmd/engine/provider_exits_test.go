@@ -161,7 +161,7 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 		f := snapshot()
 		return len(open()) == 0 && len(f["brackets"].([]any)) == 0 && len(f["positions"].([]any)) == 0 && len(f["orders"].([]any)) == 0
 	}, func() any { return fmt.Sprint(snapshot(), open()) })
-	if n := sim.RequestCount("DELETE /fapi/v1/order"); n != 1 {
+	if n := sim.RequestCount("DELETE /fapi/v1/algoOrder"); n != 1 {
 		t.Fatalf("the exchange had %d cancels, want the stop's", n)
 	}
 
@@ -219,8 +219,8 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	if st != 200 || m["order"].(map[string]any)["state"] != "working" || len(open()) != 1 {
 		t.Fatalf("a bracketed limit entry: %d %v, at the exchange %v", st, m, open())
 	}
-	lookups := sim.RequestCount("GET /fapi/v1/order")
-	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, Drop: true}); err != nil {
+	lookups := sim.RequestCount("GET /fapi/v1/algoOrder")
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/algoOrder", Times: 1, Drop: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sim.SetPrice("BTCUSDT", "59900"); err != nil {
@@ -232,7 +232,7 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 			slices.Equal(open(), []string{"STOP_MARKET@59890.00", "TAKE_PROFIT_MARKET@59920.00"})
 	}, func() any { return fmt.Sprint(brackets(), open()) })
 	sentOnce(brackets()[0])
-	if sim.RequestCount("GET /fapi/v1/order") == lookups {
+	if sim.RequestCount("GET /fapi/v1/algoOrder") == lookups {
 		t.Fatal("no lookup settled the leg whose answer was dropped")
 	}
 
@@ -240,7 +240,7 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	// sent, the orders still rest, the bracket stays active with them
 	// (stuck); withdrawn again once the throttle is over, it ends.
 	bid = brackets()[0].(map[string]any)["id"].(string)
-	if err := sim.AddFault(binance.Fault{Route: "DELETE /fapi/v1/order", Times: 1, Throttle: time.Second}); err != nil {
+	if err := sim.AddFault(binance.Fault{Route: "DELETE /fapi/v1/algoOrder", Times: 1, Throttle: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	st, m = do(http.MethodDelete, "/api/trading/exits/"+bid+q, nil)
