@@ -80,6 +80,9 @@ func decideProviderToken(s *State, env commands.Envelope) ([]events.Event, bool,
 		}
 		return []events.Event{evacct.ProviderLoginLost{At: env.At}}, true, nil
 	}
+	if err := loginExits(p, env.Cmd); err != nil {
+		return nil, true, err
+	}
 	if !p.LoginLost || !p.Linked {
 		return nil, false, nil
 	}
@@ -103,6 +106,30 @@ func decideProviderToken(s *State, env commands.Envelope) ([]events.Event, bool,
 		}
 	}
 	return nil, true, RelinkRequired(p.Name)
+}
+
+// loginExits refuses an exit plan on a login's account: its provider (a
+// futures broker) has no native reduce-only order, so a leg left resting
+// after its sibling closed the position could open a new one; the frame's
+// capabilities.exitPlanSupport is empty there (provider.ExitPlanSupport).
+func loginExits(p *Provider, cmd commands.Command) error {
+	if !p.ByLogin() {
+		return nil
+	}
+	field := ""
+	switch c := cmd.(type) {
+	case *trading.PlaceOrder:
+		if c.Bracket != nil {
+			field = "exitPlan"
+		}
+	case *trading.Protect:
+		field = "planId"
+	}
+	if field == "" {
+		return nil
+	}
+	return commands.InvalidField(field, map[string]any{"provider": p.Name},
+		"this provider account serves no exit plan (capabilities.exitPlanSupport is empty): its provider has no reduce-only orders")
 }
 
 // RelinkRequired is the refusal of a command on an account whose login the

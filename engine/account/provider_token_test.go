@@ -85,6 +85,13 @@ func TestLoginTokenDecisions(t *testing.T) {
 		{name: "the same link again records nothing", when: loginLink("tok-1")},
 		{name: "an order after signing in again is an intent", given: []commands.Command{lose("tok-1"), loginLink("tok-3")},
 			when: futuresBuy("c1", "gtc"), want: []string{"order.intended.v1"}},
+		{name: "an exit plan is refused: the provider has no reduce-only orders", when: func() commands.Command {
+			c := futuresBuy("c1", "gtc")
+			c.Bracket = &trading.BracketPlan{}
+			return c
+		}(), wantCode: commands.CodeInvalidRequest},
+		{name: "a bracket on a position is refused likewise", when: &trading.Protect{ClientOrderID: "p1", EntryOrderID: "x"},
+			wantCode: commands.CodeInvalidRequest},
 		{name: "renewals after unlinking record nothing", given: []commands.Command{&providercmd.Unlink{}}, when: renew("tok-2")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

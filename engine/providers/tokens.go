@@ -110,9 +110,11 @@ func (r *Reactor) trackLogin(accountID string, p *account.Provider, resumed bool
 }
 
 // resumeLogin opens the link's session on its sealed tokens, trying again
-// after a passing failure; nil when ctx ends or the provider no longer
-// takes the tokens (the account is marked).
+// after a passing failure (after 4 Retry, doubling to 30 s: each try reads
+// the login's accounts at the provider); nil when ctx ends or the provider
+// no longer takes the tokens (the account is marked).
 func (r *Reactor) resumeLogin(ctx context.Context, l *link, prov provider.Provider) provider.Session {
+	wait := 4 * r.cfg.Retry
 	for {
 		sess, err := r.resumeOnce(ctx, l, prov)
 		if err == nil {
@@ -121,10 +123,11 @@ func (r *Reactor) resumeLogin(ctx context.Context, l *link, prov provider.Provid
 		if r.loginRefused(l, err) || ctx.Err() != nil {
 			return nil
 		}
-		slog.Warn("providers: resuming a linked login's account failed; trying again", "account", l.accountID, "err", err)
-		if !sleep(ctx, 4*r.cfg.Retry) {
+		slog.Warn("providers: resuming a linked login's account failed; trying again", "account", l.accountID, "err", err, "in", wait)
+		if !sleep(ctx, wait) {
 			return nil
 		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 
