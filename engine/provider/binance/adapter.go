@@ -13,6 +13,11 @@
 // (GET /fapi/v1/userTrades), whose fromId the library's
 // ListAccountTradeService sends misspelt as "fromID".
 //
+// Conditional orders (stop, stop_limit, take_profit) go through the
+// exchange's algo service, the only place it takes them since 2025-12-09
+// (algo.go, algoservice.go): a triggered one's placed order is reported as
+// the conditional order itself.
+//
 // Every request goes through its credential's budget (budget.go): a queue
 // per credential, the exchange's weight and order counts from the answer
 // headers, a back-off on 429 and a stop on 418 until the ban ends.

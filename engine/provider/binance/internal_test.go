@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -33,6 +34,8 @@ func TestMapCode(t *testing.T) {
 		{opPlace, -1111, provider.ErrRejected}, // precision
 		{opPlace, -2022, provider.ErrRejected}, // reduce-only rejected
 		{opPlace, -2013, provider.ErrRejected}, // "no such order" on a placement is the exchange refusing it
+		{opPlace, -4120, provider.ErrRejected}, // a conditional type on the order route: the algo service's
+		{opPlace, -4116, provider.ErrRejected}, // a clientAlgoId (or client order id) in use
 		{opCancel, -2011, provider.ErrNotFound},
 		{opRead, -2013, provider.ErrNotFound},
 		{opPlace, -2014, provider.ErrUnauthorized},
@@ -290,6 +293,18 @@ func TestDecodeUser(t *testing.T) {
 		`{"e":"ALGO_UPDATE","E":1,"o":{"caid":"x","aid":1,"o":"STOP_MARKET","s":"BTCUSDT","S":"SELL","q":"1","X":"TRIGGERED","ai":"x1"}}`} {
 		if evs, _ := decode(bad); len(evs) != 0 {
 			t.Fatalf("%s gave %v", bad, evs)
+		}
+	}
+}
+
+// The engine's derived client order ids are clientAlgoIds the algo service
+// takes: ^[\.A-Z\:/a-z0-9_-]{1,36}$.
+func TestDerivedIDsAreClientAlgoIDs(t *testing.T) {
+	pattern := regexp.MustCompile(`^[\.A-Z\:/a-z0-9_-]{1,36}$`)
+	for _, pair := range [][2]string{{"acc", "c-1"}, {"", ""}, {"01J0ACCOUNT", strings.Repeat("ü", 64)}, {"a", "b\x00c"}} {
+		id := provider.ClientOrderID(pair[0], pair[1])
+		if !pattern.MatchString(id) || !provider.Derived(id) {
+			t.Errorf("%q from %q: not a clientAlgoId", id, pair)
 		}
 	}
 }
