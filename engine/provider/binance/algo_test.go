@@ -155,7 +155,14 @@ func TestTriggeredStopFillsAsTheStop(t *testing.T) {
 			if err := e.sim.SetMarkPrice("BTCUSDT", "58900"); err != nil {
 				t.Fatal(err)
 			}
+			// Nothing speaks of the placed order under the exchange's own id.
+			foreign := func(ev provider.Event) {
+				if u, ok := ev.(*provider.OrderUpdate); ok && !provider.Derived(u.Order.ClientOrderID) {
+					t.Errorf("an order under the exchange's id: %+v", u.Order)
+				}
+			}
 			u := waitEvent(t, evs, func(ev provider.Event) bool {
+				foreign(ev)
 				u, ok := ev.(*provider.OrderUpdate)
 				return ok && u.Execution != nil && u.Execution.ClientOrderID == sl.ClientOrderID
 			}).(*provider.OrderUpdate)
@@ -166,6 +173,7 @@ func TestTriggeredStopFillsAsTheStop(t *testing.T) {
 				t.Fatalf("the stop's fill: %+v %+v", u.Order, x)
 			}
 			waitEvent(t, evs, func(ev provider.Event) bool {
+				foreign(ev)
 				u, ok := ev.(*provider.OrderUpdate)
 				return ok && u.Order.ClientOrderID == sl.ClientOrderID && u.Order.Status == provider.StatusFilled &&
 					u.Order.FilledQuantity.Cmp(d("0.01")) == 0 && u.Order.StopPrice.Cmp(d("59000")) == 0
