@@ -369,6 +369,24 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 		return len(ps) == 1 && ps[0].(map[string]any)["quantity"] == "3"
 	}, func() any { _, f := do("GET", "/api/account/snapshot"+q, nil); return f })
 
+	// The provider expires every token mid-session (and refuses their
+	// renewal): the next order is not sent (503 provider_unavailable, the
+	// provider's 401 on the order) and the account says it needs the trader
+	// to sign in again; signing in again, it trades.
+	sim.ExpireTokens()
+	orders = sim.OrdersByClOrdID("DEMO2001", provider.ClientOrderID(accountID, "r-4"))
+	waitUntil(t, 10*time.Second, func() bool {
+		st, last = market("r-4")
+		return st == 409 && last["code"] == "provider_relink_required"
+	}, func() any { return last })
+	if s := linkState(); s != "relink_required" || sim.OrdersByClOrdID("DEMO2001", provider.ClientOrderID(accountID, "r-4")) != orders {
+		t.Fatalf("after the tokens expired mid-session: linkState %v, r-4 at the provider %d times", s, sim.OrdersByClOrdID("DEMO2001", provider.ClientOrderID(accountID, "r-4")))
+	}
+	if st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword}); st != 201 {
+		t.Fatalf("signing in again: %d %v", st, m)
+	}
+	waitUntil(t, 10*time.Second, func() bool { st, last = market("r-4"); return st == 200 }, func() any { return last })
+
 	// Unlinked, its sealed tokens can never be opened again; the login
 	// linked once more opens another account, which reads the provider's
 	// account as it stands.
