@@ -41,6 +41,7 @@ var gatewayMayImport = []mayImport{
 	{Path: "cmd/engine/app/apptest", TestsOnly: true, Why: "the black-box harness: a started app, requests, WaitFor"},
 	{Path: "engine/enginetest", TestsOnly: true, Why: "WaitFor, the module's one wait helper"},
 	{Path: "sim/binance", TestsOnly: true, Why: "the exchange simulator black-box tests link provider accounts against"},
+	{Path: "sim/tradovate", TestsOnly: true, Why: "the futures provider's simulator black-box tests link a trader's login against"},
 	{Path: "engine/mail", TestsOnly: true, Why: "reads the mail the engine wrote to its mail folder, as the user's inbox would, to follow a reset link"},
 }
 
