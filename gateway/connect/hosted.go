@@ -390,7 +390,7 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
 <h2>Link your {{.Title}} account</h2><p class="note">{{.KeyNote}}</p>
 {{if .Login}}<label>Login name<input name="login" autocomplete="username" spellcheck="false" autocapitalize="off" required maxlength="64"></label>
 <label>Password<input name="password" type="password" autocomplete="current-password" required maxlength="256"></label>
-<label>Environment<select name="environment"><option value="live">Live</option><option value="demo">Demo</option></select></label>
+<label>Environment<select name="environment"><option value="">The service's default</option><option value="live">Live</option><option value="demo">Demo</option></select></label>
 <label>Account number (optional: only this account)<input name="accountNumber" autocomplete="off" spellcheck="false" autocapitalize="off" maxlength="64"></label>
 <button type="submit">Sign in to {{.Title}}</button></form>
 {{else}}<label>API key<input name="apiKey" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="256"></label>
@@ -437,7 +437,8 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
         f.elements.password.value = '';
         var loginFailed = function (e) { show(words['login:' + e.code] || words[e.code] || words[''], 'err'); status.dataset.code = e.code || ''; };
         if (!name || !password) { loginFailed({code: 'invalid_request'}); return; }
-        body = {provider: f.dataset.provider, login: name, password: password, environment: f.elements.environment.value};
+        body = {provider: f.dataset.provider, login: name, password: password};
+        if (f.elements.environment.value) { body.environment = f.elements.environment.value; }
         if (number) { body.accountNumber = number; }
         show('Signing in to the provider…');
         call('POST', '/api/connect/hosted/providers', body).then(done, loginFailed);
