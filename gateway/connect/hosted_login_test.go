@@ -1,25 +1,29 @@
 package connect_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/app/apptest"
+	"github.com/svc/engine/gateway/connect/browser"
 	tradovatesim "github.com/svc/engine/sim/tradovate"
 )
 
 const tvPassword = "hostedTVpasswordNeverInThePage0042"
 
-// The trader links a Tradovate login in hosted Connect (the simulator's
-// demo login holding two accounts): the session offers Tradovate with a
-// login form; a key is refused for it, a wrong password links nothing and
-// the link stays mounted; the right password with an account number links
-// that account alone and connects the link to it, listed for the app's
-// trader with clock observation; the page never holds the password.
-func TestHostedConnectLinksATradovateLogin(t *testing.T) {
+// startWithTradovate starts the engine with its Tradovate provider (the
+// demo environment) on an in-process simulator holding one demo login of
+// two accounts (hosted-tv, tvPassword).
+func startWithTradovate(t *testing.T) env {
+	t.Helper()
 	sim, err := tradovatesim.New(tradovatesim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +42,17 @@ func TestHostedConnectLinksATradovateLogin(t *testing.T) {
 		cfg.Providers.Tradovate.DemoREST, cfg.Providers.Tradovate.DemoWS, cfg.Providers.Tradovate.DemoMD = sim.URL(), sim.WSURL(), sim.MDURL()
 		cfg.Providers.AllowPrivate = true
 	}})
-	e := env{ae, ae.Creds["connectKey"].(string), ae.Creds["connectAppId"].(string), c}
+	return env{ae, ae.Creds["connectKey"].(string), ae.Creds["connectAppId"].(string), c}
+}
 
+// The trader links a Tradovate login in hosted Connect (the simulator's
+// demo login holding two accounts): the session offers Tradovate with a
+// login form; a key is refused for it, a wrong password links nothing and
+// the link stays mounted; the right password with an account number links
+// that account alone and connects the link to it, listed for the app's
+// trader with clock observation; the page never holds the password.
+func TestHostedConnectLinksATradovateLogin(t *testing.T) {
+	e := startWithTradovate(t)
 	link, hosted := e.createLink(e.key, "tv1", "trader-tv")
 	status, _, frame := e.open(hosted)
 	if status != 200 || frame == "" {
@@ -91,5 +104,63 @@ func TestHostedConnectLinksATradovateLogin(t *testing.T) {
 	}
 	if len(tv) != 1 || tv[0]["accountId"] != res["accountId"] || tv[0]["clock"] != "observation" || tv[0]["label"] != "Tradovate DEMO3002" {
 		t.Fatalf("the app's trader lists %v, want DEMO3002 alone as %v", tv, res["accountId"])
+	}
+}
+
+// In a real browser: the page embedded in the app's website shows
+// Tradovate's login form; a wrong password shows the page's own sentence
+// for a login (never the API's) and clears the password field; the right
+// one connects the link to the login's account, which the app's key lists
+// for the trader; the page never holds the password.
+func TestHostedConnectLoginFormInABrowser(t *testing.T) {
+	e := startWithTradovate(t)
+	var src string
+	site := httptest.NewUnstartedServer(nil)
+	site.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>app</title>
+<iframe id="f" src=%q width="520" height="1100" onload="document.body.dataset.frameLoaded = 'yes'"></iframe>`, src)
+	})
+	site.Start()
+	t.Cleanup(site.Close)
+	key := e.newApp(t, "futures-app@example.com", site.URL)
+	link, hosted := e.createLink(key, "tvb", "trader-tv-browser")
+	src = e.local(hosted)
+
+	ctx := browser.New(t, 60*time.Second)
+	browser.Run(t, ctx, chromedp.Navigate(site.URL), chromedp.WaitVisible(chromedp.CSS("body[data-frame-loaded]")))
+	in := chromedp.FromNode(browser.Frame(t, ctx, "iframe#f"))
+	form := `form.provider[data-provider="tradovate"]`
+	browser.Run(t, ctx, chromedp.WaitVisible(chromedp.CSS(form+` input[name="login"]`), in))
+	html := func() string { return browser.Get(t, ctx, chromedp.OuterHTML(chromedp.CSS("html"), in)) }
+	submit := func(password string) {
+		t.Helper()
+		browser.Run(t, ctx,
+			chromedp.SendKeys(chromedp.CSS(form+` input[name="password"]`), password, in),
+			chromedp.SetValue(chromedp.CSS(form+` input[name="accountNumber"]`), "DEMO3001", in),
+			chromedp.Click(chromedp.CSS(form+` button[type="submit"]`), in))
+	}
+	browser.Run(t, ctx, chromedp.SendKeys(chromedp.CSS(form+` input[name="login"]`), "hosted-tv", in))
+	submit("hostedWRONGpasswordNeverInThePage")
+	browser.Run(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#status[data-code="provider_credentials_refused"]`), in))
+	if got := browser.Get(t, ctx, chromedp.Text(chromedp.CSS("#status"), in)); !strings.Contains(got, "did not accept this login name and password") {
+		t.Fatalf("the error shown: %q", got)
+	}
+	if h := html(); strings.Contains(h, "hostedWRONGpassword") {
+		t.Fatal("the page holds the password after a refusal")
+	}
+	submit(tvPassword)
+	browser.Run(t, ctx, chromedp.WaitVisible(chromedp.CSS("#connected"), in))
+	shown := browser.Get(t, ctx, chromedp.AttributeValue(chromedp.CSS("#connected"), "data-account", in)).Value
+	if strings.Contains(html(), tvPassword) {
+		t.Fatal("the page holds the password")
+	}
+	got := want(t, e.app(key, "", apptest.Req{Method: http.MethodGet, Path: "/api/connect/links/" + link["id"].(string)}), 200, "")["link"].(map[string]any)
+	if got["state"] != "connected" || got["result"].(map[string]any)["accountId"] != shown || shown == "" {
+		t.Fatalf("link %v, page's account %q", got, shown)
+	}
+	lst := e.Do(apptest.Req{Method: http.MethodGet, Path: "/api/account/list", Key: key, Headers: map[string]string{"x-svc-trader": "trader-tv-browser"}})
+	if b := string(want(t, lst, 200, "")["accounts"].([]any)[0].(map[string]any)["accountId"].(string)); b != shown {
+		t.Fatalf("the trader's accounts %s, want %s", lst.Body, shown)
 	}
 }
