@@ -88,8 +88,11 @@ func noPassword(t *testing.T, p *proc, answers *recorder, dir string) {
 
 // A trader links their Tradovate login (the simulator's demo login holding
 // two accounts) with its login name and password, and trades it through the
-// engine's HTTP API: a wrong password links nothing; the right one links
-// both accounts, listed with clock observation; a market order fills and
+// engine's HTTP API: a venue's pre-registration of that login cannot be
+// linked by hand; a wrong password links nothing; the right one links both
+// accounts, listed with clock observation, and the pre-registration the
+// provider's answer confirms (login and account), not one naming an
+// account the login does not hold; a market order fills and
 // the frame shows it (clock observation, the provider's times in force);
 // a limit in 32nds rests at its exact price and its cancel answers once the
 // provider took it, while one off the product's fraction grid is refused
@@ -121,6 +124,42 @@ func TestTradovateAccountThroughTheBinary(t *testing.T) {
 		return st, m
 	}
 
+	// A venue pre-registers the trader's Tradovate login by email, login name
+	// and account number, and an account that login does not hold; the trader
+	// sees both ready to link, and cannot link them by hand: the provider
+	// has confirmed no login yet.
+	var cr struct {
+		PartnerKey string `json:"partnerKey"`
+	}
+	if raw, _ := os.ReadFile(filepath.Join(dir, "dev-credentials.json")); json.Unmarshal(raw, &cr) != nil || cr.PartnerKey == "" {
+		t.Fatalf("dev-credentials.json: %s", raw)
+	}
+	register := func(accountNumber string) string {
+		t.Helper()
+		st, m := sendJSON(t, p.base, cr.PartnerKey, "POST", "/api/partner/connect/accounts", nil,
+			map[string]any{"email": "futures@example.com", "provider": "tradovate", "loginName": "tv-trader", "accountNumber": accountNumber})
+		if st != 200 {
+			t.Fatalf("registration: %d %v", st, m)
+		}
+		return m["registration"].(map[string]any)["id"].(string)
+	}
+	named, other := register("DEMO1002"), register("DEMO9999")
+	registrations := func() map[string]string {
+		t.Helper()
+		_, m := b.do("GET", "/api/connect/registrations", nil)
+		out := map[string]string{}
+		for _, r := range m["registrations"].([]any) {
+			out[r.(map[string]any)["id"].(string)] = r.(map[string]any)["status"].(string)
+		}
+		return out
+	}
+	if st, m := b.do("POST", "/api/connect/registrations/"+named+"/link", nil); st != 409 || m["code"] != "registration_unconfirmed" {
+		t.Fatalf("linking a registration by hand before the login: %d %v", st, m)
+	}
+	if r := registrations(); r[named] != "pending" || r[other] != "pending" {
+		t.Fatalf("registrations before the login: %v", r)
+	}
+
 	if st, m := link(map[string]any{"provider": "tradovate", "login": "tv-trader", "password": "not-the-password"}); st != 422 ||
 		m["code"] != "provider_credentials_refused" {
 		t.Fatalf("a wrong password: %d %v", st, m)
@@ -135,6 +174,9 @@ func TestTradovateAccountThroughTheBinary(t *testing.T) {
 	linked := m["accounts"].([]any)
 	if len(linked) != 2 {
 		t.Fatalf("linked %v, want the login's two accounts", linked)
+	}
+	if r := registrations(); r[named] != "linked" || r[other] != "pending" {
+		t.Fatalf("registrations once the provider confirmed the login: %v", r)
 	}
 	ids := map[string]string{} // account id -> account number
 	for _, a := range linked {
