@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Account is a trader's exchange account as a test creates it: one API key with its secret and
@@ -37,7 +39,7 @@ func (a Account) validate() error {
 		errs = append(errs, errors.New("account: secret is required"))
 	}
 	for asset, v := range a.Balances {
-		if d, ok := parseDec(v); !ok || d.Negative {
+		if d, ok := dec.Parse(v); !ok || d.Negative {
 			errs = append(errs, fmt.Errorf("account: balance of %s is not a non-negative decimal", asset))
 		}
 	}
@@ -82,10 +84,10 @@ func (s *Sim) AddAccount(a Account) error {
 		portfolio: a.PortfolioMargin, wallet: map[string]*apd.Decimal{}, dual: a.HedgeMode, multi: a.MultiAssets,
 		leverage: map[string]int{}, pos: map[posKey]*position{}, update: time.Now().UnixMilli()}
 	for asset, v := range bal {
-		acct.wallet[asset], _ = parseDec(v)
+		acct.wallet[asset], _ = dec.Parse(v)
 	}
 	if _, ok := acct.wallet["USDT"]; !ok {
-		acct.wallet["USDT"] = zero()
+		acct.wallet["USDT"] = dec.Zero()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,7 +110,7 @@ func (a *account) position(symbol, side string) *position {
 	k := posKey{symbol, side}
 	p, ok := a.pos[k]
 	if !ok {
-		p = &position{amt: zero(), entry: zero(), realized: zero()}
+		p = &position{amt: dec.Zero(), entry: dec.Zero(), realized: dec.Zero()}
 		a.pos[k] = p
 	}
 	return p
@@ -137,19 +139,19 @@ type margin struct {
 }
 
 func (s *Sim) margin(a *account) margin {
-	m := margin{wallet: a.usdtWallet(), upnl: zero(), posIM: zero(), orderIM: zero(), maint: zero()}
+	m := margin{wallet: a.usdtWallet(), upnl: dec.Zero(), posIM: dec.Zero(), orderIM: dec.Zero(), maint: dec.Zero()}
 	for k, p := range a.pos {
 		if p.amt.IsZero() {
 			continue
 		}
 		mk := s.markets[k.symbol]
-		m.upnl = add(m.upnl, mul(p.amt, sub(mk.mark, p.entry)))
-		notional := abs(mul(p.amt, mk.mark))
-		m.posIM = add(m.posIM, quo(notional, fromInt(int64(a.leverage[k.symbol]))))
-		m.maint = add(m.maint, mul(notional, mustDec("0.004")))
+		m.upnl = dec.Add(m.upnl, dec.Mul(p.amt, dec.Sub(mk.mark, p.entry)))
+		notional := dec.Abs(dec.Mul(p.amt, mk.mark))
+		m.posIM = dec.Add(m.posIM, dec.Quo(notional, dec.Int(int64(a.leverage[k.symbol]))))
+		m.maint = dec.Add(m.maint, dec.Mul(notional, dec.Must("0.004")))
 	}
 	for _, o := range a.openOrders("") {
-		m.orderIM = add(m.orderIM, s.orderMargin(a, o))
+		m.orderIM = dec.Add(m.orderIM, s.orderMargin(a, o))
 	}
 	return m
 }
@@ -161,7 +163,7 @@ func (a *account) usdtWallet() *apd.Decimal {
 	if a.multi {
 		for _, asset := range []string{"USDC", "FDUSD"} {
 			if v, ok := a.wallet[asset]; ok {
-				w = add(w, v)
+				w = dec.Add(w, v)
 			}
 		}
 	}
@@ -169,15 +171,15 @@ func (a *account) usdtWallet() *apd.Decimal {
 }
 
 func (m margin) available() *apd.Decimal {
-	v := sub(sub(add(m.wallet, m.upnl), m.posIM), m.orderIM)
+	v := dec.Sub(dec.Sub(dec.Add(m.wallet, m.upnl), m.posIM), m.orderIM)
 	if v.Negative {
-		return zero()
+		return dec.Zero()
 	}
 	return v
 }
 
 func (s *Sim) positionUPnL(k posKey, p *position) *apd.Decimal {
-	return mul(p.amt, sub(s.markets[k.symbol].mark, p.entry))
+	return dec.Mul(p.amt, dec.Sub(s.markets[k.symbol].mark, p.entry))
 }
 
 func (s *Sim) sortedPositions(a *account, symbol string, all bool) []posKey {
@@ -208,18 +210,18 @@ func (s *Sim) assetRows(a *account, v3 bool) []map[string]any {
 	rows := make([]map[string]any, 0, len(assets))
 	for _, asset := range assets {
 		w := a.wallet[asset]
-		upnl, im, posIM, ordIM, mm, avail := zero(), zero(), zero(), zero(), zero(), w
+		upnl, im, posIM, ordIM, mm, avail := dec.Zero(), dec.Zero(), dec.Zero(), dec.Zero(), dec.Zero(), w
 		if asset == "USDT" {
 			upnl, posIM, ordIM, mm = m.upnl, m.posIM, m.orderIM, m.maint
-			im = add(posIM, ordIM)
+			im = dec.Add(posIM, ordIM)
 			avail = m.available()
 		}
 		row := map[string]any{
-			"asset": asset, "walletBalance": fixed(w, 8), "unrealizedProfit": fixed(upnl, 8),
-			"marginBalance": fixed(add(w, upnl), 8), "maintMargin": fixed(mm, 8), "initialMargin": fixed(im, 8),
-			"positionInitialMargin": fixed(posIM, 8), "openOrderInitialMargin": fixed(ordIM, 8),
-			"crossWalletBalance": fixed(w, 8), "crossUnPnl": fixed(upnl, 8), "availableBalance": fixed(avail, 8),
-			"maxWithdrawAmount": fixed(avail, 8), "marginAvailable": true, "updateTime": a.update,
+			"asset": asset, "walletBalance": dec.Fixed(w, 8), "unrealizedProfit": dec.Fixed(upnl, 8),
+			"marginBalance": dec.Fixed(dec.Add(w, upnl), 8), "maintMargin": dec.Fixed(mm, 8), "initialMargin": dec.Fixed(im, 8),
+			"positionInitialMargin": dec.Fixed(posIM, 8), "openOrderInitialMargin": dec.Fixed(ordIM, 8),
+			"crossWalletBalance": dec.Fixed(w, 8), "crossUnPnl": dec.Fixed(upnl, 8), "availableBalance": dec.Fixed(avail, 8),
+			"maxWithdrawAmount": dec.Fixed(avail, 8), "marginAvailable": true, "updateTime": a.update,
 		}
 		rows = append(rows, row)
 	}
@@ -229,12 +231,12 @@ func (s *Sim) assetRows(a *account, v3 bool) []map[string]any {
 func (s *Sim) accountTotals(a *account) map[string]any {
 	m := s.margin(a)
 	return map[string]any{
-		"totalInitialMargin": fixed(add(m.posIM, m.orderIM), 8), "totalMaintMargin": fixed(m.maint, 8),
-		"totalWalletBalance": fixed(m.wallet, 8), "totalUnrealizedProfit": fixed(m.upnl, 8),
-		"totalMarginBalance": fixed(add(m.wallet, m.upnl), 8), "totalPositionInitialMargin": fixed(m.posIM, 8),
-		"totalOpenOrderInitialMargin": fixed(m.orderIM, 8), "totalCrossWalletBalance": fixed(m.wallet, 8),
-		"totalCrossUnPnl": fixed(m.upnl, 8), "availableBalance": fixed(m.available(), 8),
-		"maxWithdrawAmount": fixed(m.available(), 8),
+		"totalInitialMargin": dec.Fixed(dec.Add(m.posIM, m.orderIM), 8), "totalMaintMargin": dec.Fixed(m.maint, 8),
+		"totalWalletBalance": dec.Fixed(m.wallet, 8), "totalUnrealizedProfit": dec.Fixed(m.upnl, 8),
+		"totalMarginBalance": dec.Fixed(dec.Add(m.wallet, m.upnl), 8), "totalPositionInitialMargin": dec.Fixed(m.posIM, 8),
+		"totalOpenOrderInitialMargin": dec.Fixed(m.orderIM, 8), "totalCrossWalletBalance": dec.Fixed(m.wallet, 8),
+		"totalCrossUnPnl": dec.Fixed(m.upnl, 8), "availableBalance": dec.Fixed(m.available(), 8),
+		"maxWithdrawAmount": dec.Fixed(m.available(), 8),
 	}
 }
 
@@ -253,15 +255,15 @@ func (s *Sim) accountV2(c *call) (any, error) {
 	for _, k := range s.sortedPositions(a, "", true) {
 		p := a.position(k.symbol, k.side)
 		mk := s.markets[k.symbol]
-		notional := mul(p.amt, mk.mark)
-		im := quo(abs(notional), fromInt(int64(a.leverage[k.symbol])))
+		notional := dec.Mul(p.amt, mk.mark)
+		im := dec.Quo(dec.Abs(notional), dec.Int(int64(a.leverage[k.symbol])))
 		poss = append(poss, map[string]any{
-			"symbol": k.symbol, "initialMargin": fixed(im, 8), "maintMargin": fixed(mul(abs(notional), mustDec("0.004")), 8),
-			"unrealizedProfit": fixed(s.positionUPnL(k, p), 8), "positionInitialMargin": fixed(im, 8),
+			"symbol": k.symbol, "initialMargin": dec.Fixed(im, 8), "maintMargin": dec.Fixed(dec.Mul(dec.Abs(notional), dec.Must("0.004")), 8),
+			"unrealizedProfit": dec.Fixed(s.positionUPnL(k, p), 8), "positionInitialMargin": dec.Fixed(im, 8),
 			"openOrderInitialMargin": "0", "leverage": strconv.Itoa(a.leverage[k.symbol]), "isolated": false,
-			"entryPrice": fixed(p.entry, 8), "breakEvenPrice": fixed(p.entry, 8), "maxNotional": "1000000",
+			"entryPrice": dec.Fixed(p.entry, 8), "breakEvenPrice": dec.Fixed(p.entry, 8), "maxNotional": "1000000",
 			"bidNotional": "0", "askNotional": "0", "positionSide": k.side, "positionAmt": mk.qty(p.amt),
-			"notional": fixed(notional, 8), "isolatedWallet": "0", "updateTime": p.update,
+			"notional": dec.Fixed(notional, 8), "isolatedWallet": "0", "updateTime": p.update,
 		})
 	}
 	out["positions"] = poss
@@ -276,12 +278,12 @@ func (s *Sim) accountV3(c *call) (any, error) {
 	for _, k := range s.sortedPositions(a, "", false) {
 		p := a.pos[k]
 		mk := s.markets[k.symbol]
-		notional := mul(p.amt, mk.mark)
-		im := quo(abs(notional), fromInt(int64(a.leverage[k.symbol])))
+		notional := dec.Mul(p.amt, mk.mark)
+		im := dec.Quo(dec.Abs(notional), dec.Int(int64(a.leverage[k.symbol])))
 		poss = append(poss, map[string]any{
 			"symbol": k.symbol, "positionSide": k.side, "positionAmt": mk.qty(p.amt),
-			"unrealizedProfit": fixed(s.positionUPnL(k, p), 8), "isolatedMargin": "0", "notional": fixed(notional, 8),
-			"isolatedWallet": "0", "initialMargin": fixed(im, 8), "maintMargin": fixed(mul(abs(notional), mustDec("0.004")), 8),
+			"unrealizedProfit": dec.Fixed(s.positionUPnL(k, p), 8), "isolatedMargin": "0", "notional": dec.Fixed(notional, 8),
+			"isolatedWallet": "0", "initialMargin": dec.Fixed(im, 8), "maintMargin": dec.Fixed(dec.Mul(dec.Abs(notional), dec.Must("0.004")), 8),
 			"updateTime": p.update,
 		})
 	}
@@ -306,12 +308,12 @@ func (s *Sim) balances(c *call) (any, error) {
 func (s *Sim) positionRow(a *account, k posKey) map[string]any {
 	p := a.position(k.symbol, k.side)
 	mk := s.markets[k.symbol]
-	notional := mul(p.amt, mk.mark)
+	notional := dec.Mul(p.amt, mk.mark)
 	return map[string]any{
-		"symbol": k.symbol, "positionSide": k.side, "positionAmt": mk.qty(p.amt), "entryPrice": fixed(p.entry, 8),
-		"breakEvenPrice": fixed(p.entry, 8), "markPrice": fixed(mk.mark, 8),
-		"unRealizedProfit": fixed(s.positionUPnL(k, p), 8), "liquidationPrice": "0", "isolatedMargin": "0.00000000",
-		"notional": fixed(notional, 8), "isolatedWallet": "0", "updateTime": p.update,
+		"symbol": k.symbol, "positionSide": k.side, "positionAmt": mk.qty(p.amt), "entryPrice": dec.Fixed(p.entry, 8),
+		"breakEvenPrice": dec.Fixed(p.entry, 8), "markPrice": dec.Fixed(mk.mark, 8),
+		"unRealizedProfit": dec.Fixed(s.positionUPnL(k, p), 8), "liquidationPrice": "0", "isolatedMargin": "0.00000000",
+		"notional": dec.Fixed(notional, 8), "isolatedWallet": "0", "updateTime": p.update,
 	}
 }
 
@@ -344,11 +346,11 @@ func (s *Sim) positionRiskV3(c *call) (any, error) {
 		for _, k := range s.sortedPositions(c.acct, m.spec.Name, false) {
 			row := s.positionRow(c.acct, k)
 			p := c.acct.pos[k]
-			im := quo(abs(mul(p.amt, m.mark)), fromInt(int64(c.acct.leverage[k.symbol])))
+			im := dec.Quo(dec.Abs(dec.Mul(p.amt, m.mark)), dec.Int(int64(c.acct.leverage[k.symbol])))
 			row["marginAsset"] = "USDT"
-			row["initialMargin"] = fixed(im, 8)
-			row["maintMargin"] = fixed(mul(abs(mul(p.amt, m.mark)), mustDec("0.004")), 8)
-			row["positionInitialMargin"] = fixed(im, 8)
+			row["initialMargin"] = dec.Fixed(im, 8)
+			row["maintMargin"] = dec.Fixed(dec.Mul(dec.Abs(dec.Mul(p.amt, m.mark)), dec.Must("0.004")), 8)
+			row["positionInitialMargin"] = dec.Fixed(im, 8)
 			row["openOrderInitialMargin"] = "0"
 			row["adl"] = 0
 			row["bidNotional"] = "0"

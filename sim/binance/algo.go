@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // The algo service. Since 2025-12-09 the exchange takes conditional orders (STOP, STOP_MARKET,
@@ -169,7 +171,7 @@ func (s *Sim) placeAlgo(a *account, p url.Values, now time.Time) (*algoOrder, er
 			return nil, errDupClOrdID
 		}
 	}
-	qty := zero()
+	qty := dec.Zero()
 	if closePos {
 		if p.Get("quantity") != "" {
 			return nil, errNotRequired("quantity")
@@ -188,7 +190,7 @@ func (s *Sim) placeAlgo(a *account, p url.Values, now time.Time) (*algoOrder, er
 	default:
 		return nil, refuse(http.StatusBadRequest, codeInvalidTIF, "Invalid timeInForce.")
 	}
-	price := zero()
+	price := dec.Zero()
 	if !marketType {
 		var err error
 		if price, err = checkPrice(m, p.Get("price"), "price"); err != nil {
@@ -230,7 +232,7 @@ func (s *Sim) placeAlgo(a *account, p url.Values, now time.Time) (*algoOrder, er
 		if ref.IsZero() {
 			ref = trigger
 		}
-		if mul(qty, ref).Cmp(m.minNotional) < 0 {
+		if dec.Mul(qty, ref).Cmp(m.minNotional) < 0 {
 			return nil, refuse(http.StatusBadRequest, codeMinNotional,
 				"Order's notional must be no smaller than %s (unless you choose reduce only).", m.spec.MinNotional)
 		}
@@ -253,7 +255,7 @@ func (s *Sim) trigger(a *account, g *algoOrder, m *market, now time.Time) {
 	g.status, g.triggerTime, g.update = algoTriggering, ms, ms
 	s.emitAlgo(a, g, now)
 	o := &order{cid: "sim" + randomHex(10), symbol: g.symbol, side: g.side, posSide: g.posSide, typ: "LIMIT",
-		tif: g.tif, qty: g.qty, price: g.price, executed: zero(), cumQuote: zero(), reduceOnly: g.reduceOnly,
+		tif: g.tif, qty: g.qty, price: g.price, executed: dec.Zero(), cumQuote: dec.Zero(), reduceOnly: g.reduceOnly,
 		closePos: g.closePos, priceProtect: g.priceProtect, workingType: "CONTRACT_PRICE", status: "NEW", algo: g,
 		time: ms, update: ms}
 	if g.typ == "STOP_MARKET" || g.typ == "TAKE_PROFIT_MARKET" {
@@ -429,9 +431,9 @@ func (s *Sim) algoJSON(g *algoOrder) map[string]any {
 	out := map[string]any{
 		"algoId": g.id, "clientAlgoId": g.cid, "algoType": "CONDITIONAL", "orderType": g.typ, "symbol": g.symbol,
 		"side": g.side, "positionSide": g.posSide, "timeInForce": g.tif, "quantity": m.qty(g.qty), "algoStatus": g.status,
-		"actualOrderId": "", "actualPrice": m.px(zero()), "triggerPrice": m.px(g.trigger), "price": m.px(g.price),
-		"icebergQuantity": nil, "tpTriggerPrice": m.px(zero()), "tpPrice": m.px(zero()), "slTriggerPrice": m.px(zero()),
-		"slPrice": m.px(zero()), "tpOrderType": "", "selfTradePreventionMode": "EXPIRE_MAKER", "workingType": g.workingType,
+		"actualOrderId": "", "actualPrice": m.px(dec.Zero()), "triggerPrice": m.px(g.trigger), "price": m.px(g.price),
+		"icebergQuantity": nil, "tpTriggerPrice": m.px(dec.Zero()), "tpPrice": m.px(dec.Zero()), "slTriggerPrice": m.px(dec.Zero()),
+		"slPrice": m.px(dec.Zero()), "tpOrderType": "", "selfTradePreventionMode": "EXPIRE_MAKER", "workingType": g.workingType,
 		"priceMatch": "NONE", "closePosition": g.closePos, "priceProtect": g.priceProtect, "reduceOnly": g.reduceOnly,
 		"activatePrice": "", "callbackRate": "", "createTime": g.created, "updateTime": g.update,
 		"triggerTime": g.triggerTime, "goodTillDate": 0,
@@ -450,7 +452,7 @@ func (s *Sim) emitAlgo(a *account, g *algoOrder, now time.Time) {
 	ms := now.UnixMilli()
 	body := map[string]any{
 		"caid": g.cid, "aid": g.id, "at": "CONDITIONAL", "o": g.typ, "s": g.symbol, "S": g.side, "ps": g.posSide,
-		"f": g.tif, "q": m.qty(g.qty), "X": g.status, "ai": "", "ap": m.px(zero()), "aq": m.qty(zero()), "act": "0",
+		"f": g.tif, "q": m.qty(g.qty), "X": g.status, "ai": "", "ap": m.px(dec.Zero()), "aq": m.qty(dec.Zero()), "act": "0",
 		"tp": m.px(g.trigger), "p": m.px(g.price), "V": "EXPIRE_MAKER", "wt": g.workingType, "pm": "NONE",
 		"cp": g.closePos, "pP": g.priceProtect, "R": g.reduceOnly, "tt": g.triggerTime, "gtd": 0, "rm": g.reason,
 	}

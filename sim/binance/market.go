@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Symbol describes one perpetual the simulator lists: its filters as exchangeInfo shows them and the
@@ -58,8 +60,8 @@ type candle struct {
 const maxCandles = 1500
 
 func newMarket(s Symbol, now time.Time) *market {
-	m := &market{spec: s, tick: mustDec(s.TickSize), step: mustDec(s.StepSize), minQty: mustDec(s.MinQty),
-		maxQty: mustDec(s.MaxQty), minNotional: mustDec(s.MinNotional), price: mustDec(s.Price), mark: mustDec(s.Price)}
+	m := &market{spec: s, tick: dec.Must(s.TickSize), step: dec.Must(s.StepSize), minQty: dec.Must(s.MinQty),
+		maxQty: dec.Must(s.MaxQty), minNotional: dec.Must(s.MinNotional), price: dec.Must(s.Price), mark: dec.Must(s.Price)}
 	m.observe(m.price, now)
 	return m
 }
@@ -79,7 +81,7 @@ func (m *market) observe(p *apd.Decimal, now time.Time) {
 		}
 		return
 	}
-	m.candles = append(m.candles, candle{start: start, open: p, high: p, low: p, close: p, volume: zero(), quoteVolume: zero()})
+	m.candles = append(m.candles, candle{start: start, open: p, high: p, low: p, close: p, volume: dec.Zero(), quoteVolume: dec.Zero()})
 	if len(m.candles) > maxCandles {
 		m.candles = m.candles[len(m.candles)-maxCandles:]
 	}
@@ -89,13 +91,13 @@ func (m *market) observe(p *apd.Decimal, now time.Time) {
 func (m *market) trade(qty, quote *apd.Decimal, now time.Time) {
 	m.observe(m.price, now)
 	c := &m.candles[len(m.candles)-1]
-	c.volume = add(c.volume, qty)
-	c.quoteVolume = add(c.quoteVolume, quote)
+	c.volume = dec.Add(c.volume, qty)
+	c.quoteVolume = dec.Add(c.quoteVolume, quote)
 	c.trades++
 }
 
-func (m *market) px(d *apd.Decimal) string  { return fixed(d, m.spec.PricePrecision) }
-func (m *market) qty(d *apd.Decimal) string { return fixed(d, m.spec.QuantityPrecision) }
+func (m *market) px(d *apd.Decimal) string  { return dec.Fixed(d, m.spec.PricePrecision) }
+func (m *market) qty(d *apd.Decimal) string { return dec.Fixed(d, m.spec.QuantityPrecision) }
 
 var intervals = map[string]time.Duration{
 	"1m": time.Minute, "3m": 3 * time.Minute, "5m": 5 * time.Minute, "15m": 15 * time.Minute,
@@ -120,8 +122,8 @@ func (m *market) klines(iv time.Duration, limit int, start, end int64) []candle 
 			if c.low.Cmp(o.low) < 0 {
 				o.low = c.low
 			}
-			o.volume = add(o.volume, c.volume)
-			o.quoteVolume = add(o.quoteVolume, c.quoteVolume)
+			o.volume = dec.Add(o.volume, c.volume)
+			o.quoteVolume = dec.Add(o.quoteVolume, c.quoteVolume)
 			o.trades += c.trades
 			continue
 		}
@@ -137,7 +139,7 @@ func (m *market) klines(iv time.Duration, limit int, start, end int64) []candle 
 
 func (m *market) klineRow(c candle, iv time.Duration) []any {
 	return []any{c.start, m.px(c.open), m.px(c.high), m.px(c.low), m.px(c.close), m.qty(c.volume),
-		c.start + iv.Milliseconds() - 1, fixed(c.quoteVolume, 8), c.trades, "0", "0", "0"}
+		c.start + iv.Milliseconds() - 1, dec.Fixed(c.quoteVolume, 8), c.trades, "0", "0", "0"}
 }
 
 var orderTypeList = []string{"LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET"}
@@ -216,8 +218,8 @@ func (s *Sim) premiumIndex(c *call) (any, error) {
 	out := make([]any, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, map[string]any{
-			"symbol": m.spec.Name, "markPrice": fixed(m.mark, 8), "indexPrice": fixed(m.mark, 8),
-			"estimatedSettlePrice": fixed(m.mark, 8), "lastFundingRate": "0.00010000", "interestRate": "0.00010000",
+			"symbol": m.spec.Name, "markPrice": dec.Fixed(m.mark, 8), "indexPrice": dec.Fixed(m.mark, 8),
+			"estimatedSettlePrice": dec.Fixed(m.mark, 8), "lastFundingRate": "0.00010000", "interestRate": "0.00010000",
 			"nextFundingTime": nextFunding(c.now), "time": c.now.UnixMilli(),
 		})
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // order is one order of the matching engine: a MARKET or LIMIT order an account placed, or the
@@ -36,9 +38,9 @@ type order struct {
 
 func (o *order) open() bool { return o.status == "NEW" || o.status == "PARTIALLY_FILLED" }
 
-func (o *order) avg() *apd.Decimal { return quo(o.cumQuote, o.executed) }
+func (o *order) avg() *apd.Decimal { return dec.Quo(o.cumQuote, o.executed) }
 
-func (o *order) remaining() *apd.Decimal { return sub(o.qty, o.executed) }
+func (o *order) remaining() *apd.Decimal { return dec.Sub(o.qty, o.executed) }
 
 // fill is one trade of an account.
 type fill struct {
@@ -162,7 +164,7 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 	} else {
 		tif = "GTC"
 	}
-	price := zero()
+	price := dec.Zero()
 	if limitLike {
 		if price, err = checkPrice(m, p.Get("price"), "price"); err != nil {
 			return nil, nil, err
@@ -175,7 +177,7 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 		return nil, nil, err
 	}
 	o := &order{cid: cid, symbol: name, side: side, posSide: posSide, typ: typ, origType: typ, tif: tif,
-		qty: qty, price: price, executed: zero(), cumQuote: zero(), reduceOnly: reduceOnly,
+		qty: qty, price: price, executed: dec.Zero(), cumQuote: dec.Zero(), reduceOnly: reduceOnly,
 		priceProtect: p.Get("priceProtect") == "true", workingType: workingType,
 		status: "NEW", time: now.UnixMilli(), update: now.UnixMilli()}
 	shut := s.closable(a, name, posSide, side)
@@ -190,7 +192,7 @@ func (s *Sim) place(a *account, p url.Values, now time.Time) (*order, map[string
 		if ref.IsZero() {
 			ref = m.price
 		}
-		if mul(qty, ref).Cmp(m.minNotional) < 0 {
+		if dec.Mul(qty, ref).Cmp(m.minNotional) < 0 {
 			return nil, nil, refuse(http.StatusBadRequest, codeMinNotional,
 				"Order's notional must be no smaller than %s (unless you choose reduce only).", m.spec.MinNotional)
 		}
@@ -262,17 +264,17 @@ func checkQty(m *market, v string) (*apd.Decimal, error) {
 	if v == "" {
 		return nil, errMandatory("quantity")
 	}
-	q, ok := parseDec(v)
+	q, ok := dec.Parse(v)
 	if !ok {
 		return nil, errIllegal("quantity")
 	}
 	if q.Sign() <= 0 {
 		return nil, refuse(http.StatusBadRequest, codeQtyLessThanZero, "Quantity less than or equal to zero.")
 	}
-	if decimals(q) > m.spec.QuantityPrecision {
+	if dec.Places(q) > m.spec.QuantityPrecision {
 		return nil, errPrecision
 	}
-	if !isMultiple(q, m.step) {
+	if !dec.IsMultiple(q, m.step) {
 		return nil, refuse(http.StatusBadRequest, codeQtyNotStep, "Quantity not increased by step size.")
 	}
 	if q.Cmp(m.minQty) < 0 {
@@ -288,17 +290,17 @@ func checkPrice(m *market, v, name string) (*apd.Decimal, error) {
 	if v == "" {
 		return nil, errMandatory(name)
 	}
-	d, ok := parseDec(v)
+	d, ok := dec.Parse(v)
 	if !ok {
 		return nil, errIllegal(name)
 	}
 	if d.Sign() <= 0 {
 		return nil, refuse(http.StatusBadRequest, codePriceLessThanZero, "Price less than 0.")
 	}
-	if decimals(d) > m.spec.PricePrecision {
+	if dec.Places(d) > m.spec.PricePrecision {
 		return nil, errPrecision
 	}
-	if !isMultiple(d, m.tick) {
+	if !dec.IsMultiple(d, m.tick) {
 		return nil, refuse(http.StatusBadRequest, codePriceNotTick, "Price not increased by tick size.")
 	}
 	return d, nil
@@ -314,19 +316,19 @@ func closing(posSide, side string) bool {
 func (s *Sim) closable(a *account, symbol, posSide, side string) *apd.Decimal {
 	p, ok := a.pos[posKey{symbol, posSide}]
 	if !ok || p.amt.IsZero() {
-		return zero()
+		return dec.Zero()
 	}
 	if (side == "BUY") == p.amt.Negative {
-		return abs(p.amt)
+		return dec.Abs(p.amt)
 	}
-	return zero()
+	return dec.Zero()
 }
 
 // orderMargin is the initial margin an open order holds: the part of it that would open a position,
 // at its limit price (the mark for market orders) over the symbol's leverage.
 func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
 	if o.reduceOnly || o.closePos || closing(o.posSide, o.side) {
-		return zero()
+		return dec.Zero()
 	}
 	m := s.markets[o.symbol]
 	ref := o.price
@@ -335,12 +337,12 @@ func (s *Sim) orderMargin(a *account, o *order) *apd.Decimal {
 	}
 	q := o.remaining()
 	if !a.dual {
-		q = sub(q, s.closable(a, o.symbol, o.posSide, o.side))
+		q = dec.Sub(q, s.closable(a, o.symbol, o.posSide, o.side))
 		if q.Negative {
-			return zero()
+			return dec.Zero()
 		}
 	}
-	return quo(mul(q, ref), fromInt(int64(a.leverage[o.symbol])))
+	return dec.Quo(dec.Mul(q, ref), dec.Int(int64(a.leverage[o.symbol])))
 }
 
 // crosses says whether a limit order is marketable at price.
@@ -360,9 +362,9 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 	if o.closePos {
 		// A close-position order has no quantity: it takes the whole position when it fills.
 		q = shut
-		o.qty = add(o.executed, q)
+		o.qty = dec.Add(o.executed, q)
 	} else if o.reduceOnly || closing(o.posSide, o.side) {
-		q = minDec(q, shut)
+		q = dec.Min(q, shut)
 	}
 	if q.IsZero() {
 		s.finish(a, o, "EXPIRED", now)
@@ -370,7 +372,7 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 	}
 	signed := q
 	if o.side == "SELL" {
-		signed = neg(q)
+		signed = dec.Neg(q)
 	}
 	p := a.position(o.symbol, o.posSide)
 	realized := applyFill(p, signed, px)
@@ -379,12 +381,12 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 	if maker {
 		rate = s.makerFee
 	}
-	quote := mul(q, px)
-	fee := mul(quote, rate)
-	a.wallet["USDT"] = sub(add(a.wallet["USDT"], realized), fee)
+	quote := dec.Mul(q, px)
+	fee := dec.Mul(quote, rate)
+	a.wallet["USDT"] = dec.Sub(dec.Add(a.wallet["USDT"], realized), fee)
 	a.update = now.UnixMilli()
-	o.executed = add(o.executed, q)
-	o.cumQuote = add(o.cumQuote, quote)
+	o.executed = dec.Add(o.executed, q)
+	o.cumQuote = dec.Add(o.cumQuote, quote)
 	o.status = "FILLED"
 	if o.executed.Cmp(o.qty) < 0 {
 		o.status = "PARTIALLY_FILLED"
@@ -410,25 +412,25 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 // applyFill moves a position by a signed quantity at px and returns the PnL it realizes.
 func applyFill(p *position, signed, px *apd.Decimal) *apd.Decimal {
 	if p.amt.IsZero() || p.amt.Negative == signed.Negative {
-		total := add(abs(p.amt), abs(signed))
-		p.entry = quo(add(mul(abs(p.amt), p.entry), mul(abs(signed), px)), total)
-		p.amt = add(p.amt, signed)
-		return zero()
+		total := dec.Add(dec.Abs(p.amt), dec.Abs(signed))
+		p.entry = dec.Quo(dec.Add(dec.Mul(dec.Abs(p.amt), p.entry), dec.Mul(dec.Abs(signed), px)), total)
+		p.amt = dec.Add(p.amt, signed)
+		return dec.Zero()
 	}
-	closed := minDec(abs(signed), abs(p.amt))
-	realized := mul(closed, sub(px, p.entry))
+	closed := dec.Min(dec.Abs(signed), dec.Abs(p.amt))
+	realized := dec.Mul(closed, dec.Sub(px, p.entry))
 	if p.amt.Negative {
-		realized = neg(realized)
+		realized = dec.Neg(realized)
 	}
 	was := p.amt
-	p.amt = add(p.amt, signed)
+	p.amt = dec.Add(p.amt, signed)
 	switch {
 	case p.amt.IsZero():
-		p.entry = zero()
+		p.entry = dec.Zero()
 	case p.amt.Negative != was.Negative:
 		p.entry = px
 	}
-	p.realized = add(p.realized, realized)
+	p.realized = dec.Add(p.realized, realized)
 	return realized
 }
 
@@ -449,7 +451,7 @@ func (s *Sim) SetPrice(symbol, price string) error {
 	if !ok {
 		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
 	}
-	px, ok := parseDec(price)
+	px, ok := dec.Parse(price)
 	if !ok || px.Sign() <= 0 {
 		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
 	}
@@ -471,7 +473,7 @@ func (s *Sim) SetMarkPrice(symbol, price string) error {
 	if !ok {
 		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
 	}
-	px, ok := parseDec(price)
+	px, ok := dec.Parse(price)
 	if !ok || px.Sign() <= 0 {
 		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
 	}
@@ -691,9 +693,9 @@ func (s *Sim) userTrades(c *call) (any, error) {
 			continue
 		}
 		out = append(out, map[string]any{
-			"buyer": f.side == "BUY", "commission": fixed(f.fee, 8), "commissionAsset": "USDT", "id": f.id,
+			"buyer": f.side == "BUY", "commission": dec.Fixed(f.fee, 8), "commissionAsset": "USDT", "id": f.id,
 			"maker": f.maker, "orderId": f.orderID, "price": m.px(f.price), "qty": m.qty(f.qty),
-			"quoteQty": fixed(f.quote, 8), "realizedPnl": fixed(f.realized, 8), "side": f.side,
+			"quoteQty": dec.Fixed(f.quote, 8), "realizedPnl": dec.Fixed(f.realized, 8), "side": f.side,
 			"positionSide": f.posSide, "symbol": f.symbol, "time": f.time,
 		})
 	}
@@ -712,9 +714,9 @@ func (s *Sim) orderJSON(o *order, withTime bool) map[string]any {
 	out := map[string]any{
 		"orderId": o.id, "symbol": o.symbol, "status": o.status, "clientOrderId": o.cid,
 		"price": m.px(o.price), "avgPrice": m.px(o.avg()), "origQty": m.qty(o.qty),
-		"executedQty": m.qty(o.executed), "cumQty": m.qty(o.executed), "cumQuote": fixed(o.cumQuote, 8),
+		"executedQty": m.qty(o.executed), "cumQty": m.qty(o.executed), "cumQuote": dec.Fixed(o.cumQuote, 8),
 		"timeInForce": o.tif, "type": o.typ, "reduceOnly": o.reduceOnly || o.closePos, "closePosition": o.closePos,
-		"side": o.side, "positionSide": o.posSide, "stopPrice": m.px(zero()), "workingType": o.workingType,
+		"side": o.side, "positionSide": o.posSide, "stopPrice": m.px(dec.Zero()), "workingType": o.workingType,
 		"priceProtect": o.priceProtect, "origType": o.origType, "priceMatch": "NONE",
 		"selfTradePreventionMode": "EXPIRE_MAKER", "goodTillDate": 0, "updateTime": o.update,
 	}

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Options configure a simulator; the zero value is usable and gets the exchange's defaults.
@@ -113,7 +115,7 @@ type Sim struct {
 // New makes a simulator with the options' symbols at their starting prices and no accounts.
 func New(opts Options) *Sim {
 	opts.defaults()
-	s := &Sim{opts: opts, takerFee: mustDec(opts.TakerFee), makerFee: mustDec(opts.MakerFee),
+	s := &Sim{opts: opts, takerFee: dec.Must(opts.TakerFee), makerFee: dec.Must(opts.MakerFee),
 		markets: map[string]*market{}, accounts: map[string]*account{}, keys: map[string]*listenKey{},
 		conns: map[*wsConn]struct{}{}, limits: map[string]*limiter{}, requests: map[string]int{},
 		accepted: map[string]map[string]int{}, stop: make(chan struct{}), orderSeq: 8380000000, algoSeq: 1000000021000000, tradeSeq: 590000000}
@@ -324,7 +326,7 @@ func (s *Sim) OpenOrders(apiKey, symbol string) []OpenOrder {
 	for _, o := range a.openOrders(symbol) {
 		m := s.markets[o.symbol]
 		all = append(all, placed{o.seq, OpenOrder{ClientOrderID: o.cid, Symbol: o.symbol, Side: o.side, Type: o.origType,
-			Quantity: m.qty(o.qty), Price: m.px(o.price), StopPrice: m.px(zero()), ReduceOnly: o.reduceOnly || o.closePos,
+			Quantity: m.qty(o.qty), Price: m.px(o.price), StopPrice: m.px(dec.Zero()), ReduceOnly: o.reduceOnly || o.closePos,
 			WorkingType: o.workingType}})
 	}
 	for _, g := range a.openAlgos(symbol) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/coder/websocket"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // listenKey is one user data stream key: valid until expires unless kept alive.
@@ -139,7 +141,7 @@ func (s *Sim) emitOrder(a *account, o *order, x string, f *fill, now time.Time) 
 	ms := now.UnixMilli()
 	body := map[string]any{
 		"s": o.symbol, "c": o.cid, "S": o.side, "o": o.typ, "f": o.tif, "q": m.qty(o.qty), "p": m.px(o.price),
-		"ap": m.px(o.avg()), "sp": m.px(zero()), "x": x, "X": o.status, "i": o.id, "l": "0", "z": m.qty(o.executed),
+		"ap": m.px(o.avg()), "sp": m.px(dec.Zero()), "x": x, "X": o.status, "i": o.id, "l": "0", "z": m.qty(o.executed),
 		"L": "0", "T": ms, "t": 0, "b": "0", "a": "0", "m": false, "R": o.reduceOnly || o.closePos,
 		"wt": o.workingType, "ot": o.origType, "ps": o.posSide, "cp": o.closePos, "rp": "0", "pP": o.priceProtect,
 		"si": 0, "ss": 0, "V": "EXPIRE_MAKER", "pm": "NONE", "gtd": 0,
@@ -148,10 +150,10 @@ func (s *Sim) emitOrder(a *account, o *order, x string, f *fill, now time.Time) 
 		body["l"] = m.qty(f.qty)
 		body["L"] = m.px(f.price)
 		body["N"] = "USDT"
-		body["n"] = fixed(f.fee, 8)
+		body["n"] = dec.Fixed(f.fee, 8)
 		body["t"] = f.id
 		body["m"] = f.maker
-		body["rp"] = fixed(f.realized, 8)
+		body["rp"] = dec.Fixed(f.realized, 8)
 	}
 	s.emit(a, map[string]any{"e": "ORDER_TRADE_UPDATE", "E": ms, "T": ms, "o": body})
 }
@@ -167,13 +169,13 @@ func (s *Sim) emitAccount(a *account, symbol string, realized, fee *apd.Decimal,
 		k := posKey{symbol, side}
 		p := a.position(symbol, side)
 		poss = append(poss, map[string]any{
-			"s": symbol, "pa": m.qty(p.amt), "ep": fixed(p.entry, 8), "bep": fixed(p.entry, 8),
-			"cr": fixed(p.realized, 8), "up": fixed(s.positionUPnL(k, p), 8), "mt": "cross", "iw": "0", "ps": side,
+			"s": symbol, "pa": m.qty(p.amt), "ep": dec.Fixed(p.entry, 8), "bep": dec.Fixed(p.entry, 8),
+			"cr": dec.Fixed(p.realized, 8), "up": dec.Fixed(s.positionUPnL(k, p), 8), "mt": "cross", "iw": "0", "ps": side,
 		})
 	}
 	s.emit(a, map[string]any{"e": "ACCOUNT_UPDATE", "E": ms, "T": ms, "a": map[string]any{
 		"m": "ORDER",
-		"B": []map[string]any{{"a": "USDT", "wb": fixed(w, 8), "cw": fixed(w, 8), "bc": fixed(sub(realized, fee), 8)}},
+		"B": []map[string]any{{"a": "USDT", "wb": dec.Fixed(w, 8), "cw": dec.Fixed(w, 8), "bc": dec.Fixed(dec.Sub(realized, fee), 8)}},
 		"P": poss,
 	}})
 }
@@ -305,8 +307,8 @@ func (s *Sim) publishMarket(m *market, now time.Time) {
 	ms := now.UnixMilli()
 	px := m.px(m.price)
 	events := map[string]map[string]any{
-		sym + "@markprice": {"e": "markPriceUpdate", "E": ms, "s": m.spec.Name, "p": fixed(m.mark, 8),
-			"i": fixed(m.mark, 8), "P": fixed(m.mark, 8), "r": "0.00010000", "T": nextFunding(now)},
+		sym + "@markprice": {"e": "markPriceUpdate", "E": ms, "s": m.spec.Name, "p": dec.Fixed(m.mark, 8),
+			"i": dec.Fixed(m.mark, 8), "P": dec.Fixed(m.mark, 8), "r": "0.00010000", "T": nextFunding(now)},
 		sym + "@bookticker": {"e": "bookTicker", "u": m.updateID, "E": ms, "T": ms, "s": m.spec.Name,
 			"b": px, "B": "10.000", "a": px, "A": "10.000"},
 	}
@@ -314,7 +316,7 @@ func (s *Sim) publishMarket(m *market, now time.Time) {
 	events[sym+"@kline_1m"] = map[string]any{"e": "kline", "E": ms, "s": m.spec.Name, "k": map[string]any{
 		"t": last.start, "T": last.start + 59999, "s": m.spec.Name, "i": "1m", "f": 0, "L": 0,
 		"o": m.px(last.open), "c": m.px(last.close), "h": m.px(last.high), "l": m.px(last.low),
-		"v": m.qty(last.volume), "n": last.trades, "x": false, "q": fixed(last.quoteVolume, 8), "V": "0", "Q": "0", "B": "0",
+		"v": m.qty(last.volume), "n": last.trades, "x": false, "q": dec.Fixed(last.quoteVolume, 8), "V": "0", "Q": "0", "B": "0",
 	}}
 	for name, ev := range events {
 		var plainMsg, combinedMsg []byte

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Product is one futures product the simulator lists, as a test configures it. Prices, tick sizes
@@ -65,7 +67,7 @@ func (p Product) validate() error {
 	for _, f := range []struct{ name, v string }{{"tickSize", p.TickSize}, {"valuePerPoint", p.ValuePerPoint},
 		{"price", p.Price}, {"initialMargin", p.InitialMargin}, {"maintenanceMargin", p.MaintenanceMargin}} {
 		margin := f.name == "initialMargin" || f.name == "maintenanceMargin"
-		if d, ok := parseDec(f.v); !ok || d.Negative || (!margin && d.IsZero()) {
+		if d, ok := dec.Parse(f.v); !ok || d.Negative || (!margin && d.IsZero()) {
 			what := "a positive decimal"
 			if margin {
 				what = "a non-negative decimal"
@@ -73,8 +75,8 @@ func (p Product) validate() error {
 			errs = append(errs, fmt.Errorf("product %s: %s %q is not %s", p.Name, f.name, f.v, what))
 		}
 	}
-	if t, ok := parseDec(p.TickSize); ok && !t.IsZero() {
-		if px, ok := parseDec(p.Price); ok && !isMultiple(px, t) {
+	if t, ok := dec.Parse(p.TickSize); ok && !t.IsZero() {
+		if px, ok := dec.Parse(p.Price); ok && !dec.IsMultiple(px, t) {
 			errs = append(errs, fmt.Errorf("product %s: price %s is not a multiple of the tick %s", p.Name, p.Price, p.TickSize))
 		}
 	}
@@ -226,15 +228,15 @@ func (s *Sim) addProduct(p Product, now time.Time) {
 		exID = s.nextID(kindExchange)
 		s.exchanges[exName] = exID
 	}
-	pr := &product{spec: p, id: s.nextID(kindProduct), exchangeID: exID, tick: mustDec(p.TickSize),
-		vpp: mustDec(p.ValuePerPoint), im: mustDec(p.InitialMargin), mm: mustDec(p.MaintenanceMargin),
+	pr := &product{spec: p, id: s.nextID(kindProduct), exchangeID: exID, tick: dec.Must(p.TickSize),
+		vpp: dec.Must(p.ValuePerPoint), im: dec.Must(p.InitialMargin), mm: dec.Must(p.MaintenanceMargin),
 		created: now, exchangeName: exName}
 	s.products[p.Name] = pr
 	s.productOrder = append(s.productOrder, p.Name)
 	for _, d := range listContracts(p, now) {
 		c := &contract{id: s.nextID(kindContract), maturityID: s.nextID(kindMaturity), name: d.name, prod: pr,
 			month: d.month, year: d.year, expiration: d.expiration, firstIntent: d.firstIntent, roll: d.roll, created: now}
-		c.mkt = newMarket(mustDec(p.Price), now, s.opts.HistoryBars)
+		c.mkt = newMarket(dec.Must(p.Price), now, s.opts.HistoryBars)
 		pr.contracts = append(pr.contracts, c)
 		s.contracts[c.name] = c
 		s.contractsByID[c.id] = c

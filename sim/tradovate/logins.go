@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Login is one provider login (a user) as a test creates it. A demo login carries no market data; a
@@ -66,7 +68,7 @@ func (l Login) validate(products map[string]*product) error {
 			errs = append(errs, fmt.Errorf("login: account name %q must be upper case letters, digits and underscores", a.Name))
 		}
 		if a.Balance != "" {
-			if d, ok := parseDec(a.Balance); !ok || d.Negative {
+			if d, ok := dec.Parse(a.Balance); !ok || d.Negative {
 				errs = append(errs, fmt.Errorf("login: account balance %q is not a non-negative decimal", a.Balance))
 			}
 		}
@@ -186,8 +188,8 @@ func (s *Sim) AddLogin(l Login) (userID int64, accounts map[string]int64, err er
 		if bal == "" {
 			bal = "50000"
 		}
-		a := &account{id: id, name: name, user: u, cashID: s.nextID(kindCashBalance), cashTime: now, amount: mustDec(bal),
-			realized: zero(), weekReal: zero(), positions: map[int64]*position{}, maxPosition: spec.MaxPosition}
+		a := &account{id: id, name: name, user: u, cashID: s.nextID(kindCashBalance), cashTime: now, amount: dec.Must(bal),
+			realized: dec.Zero(), weekReal: dec.Zero(), positions: map[int64]*position{}, maxPosition: spec.MaxPosition}
 		a.ent = &accountEnt{ID: id, Name: name, UserID: u.id, AccountType: "Customer", Active: true, ClearingHouseID: 2,
 			RiskCategoryID: 2, AutoLiqProfileID: id, MarginAccountType: "Speculator", LegalStatus: "Individual", Timestamp: ts(now)}
 		u.accounts = append(u.accounts, a)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // market is one contract month's driven price and its minute bars. Bid, offer and last trade are
@@ -140,7 +142,7 @@ func (m *market) bars(size int, daily bool, n int, closest, asFar time.Time) []c
 // bid, offer and last trade become price, quote and chart subscribers hear of it, and working orders
 // of the month fill or trigger against it. The price must be a multiple of the product's tick.
 func (s *Sim) SetPrice(symbol, price string) error {
-	p, ok := parseDec(price)
+	p, ok := dec.Parse(price)
 	if !ok || p.Negative || p.IsZero() {
 		return fmt.Errorf("price: %q is not a positive decimal", price)
 	}
@@ -151,7 +153,7 @@ func (s *Sim) SetPrice(symbol, price string) error {
 	if c == nil {
 		return fmt.Errorf("price: no contract %q", symbol)
 	}
-	if !isMultiple(p, c.prod.tick) {
+	if !dec.IsMultiple(p, c.prod.tick) {
 		return fmt.Errorf("price: %s is not a multiple of %s's tick %s", price, c.prod.spec.Name, c.prod.spec.TickSize)
 	}
 	c.mkt.move(p, now)
@@ -169,5 +171,5 @@ func (s *Sim) Price(symbol string) string {
 	if c == nil {
 		return ""
 	}
-	return plain(c.mkt.price)
+	return dec.Plain(c.mkt.price)
 }

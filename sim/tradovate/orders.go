@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // order is one order with its current version and its place in an OSO or OCO strategy.
@@ -146,10 +148,10 @@ func checkSpec(c *contract, action, typ, tif string, qty int64, price, stop *num
 		}
 		d := v.dec()
 		if d.Negative || d.IsZero() {
-			return nil, fail("InvalidPrice", "%s %s must be positive", name, plain(d))
+			return nil, fail("InvalidPrice", "%s %s must be positive", name, dec.Plain(d))
 		}
-		if !isMultiple(d, tick) {
-			return nil, fail("InvalidPrice", "%s %s is not a multiple of the tick size %s", name, plain(d), plain(tick))
+		if !dec.IsMultiple(d, tick) {
+			return nil, fail("InvalidPrice", "%s %s is not a multiple of the tick size %s", name, dec.Plain(d), dec.Plain(tick))
 		}
 		return d, nil
 	}
@@ -253,7 +255,7 @@ func (s *Sim) newOrder(a *account, c *contract, sp spec, sess *session, tag50 st
 	if parent != nil {
 		status = "Suspended"
 	}
-	o := &order{acct: a, c: c, action: sp.action, qty: sp.qty, typ: sp.typ, tif: sp.tif, price: sp.price, stop: sp.stop, avg: zero()}
+	o := &order{acct: a, c: c, action: sp.action, qty: sp.qty, typ: sp.typ, tif: sp.tif, price: sp.price, stop: sp.stop, avg: dec.Zero()}
 	o.ent = &orderEnt{ID: s.nextID(kindOrder), AccountID: a.id, ContractID: c.id, Timestamp: ts(now), Action: sp.action,
 		OrdStatus: status, ExecutionProviderID: 1}
 	if parent != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // position is an account's position in one contract month: its entity and its open fills, paired
@@ -49,19 +51,19 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 	created := p == nil
 	if created {
 		p = &position{ent: &positionEnt{ID: s.nextID(kindPosition), AccountID: a.id, ContractID: c.id, Timestamp: ts(now),
-			TradeDate: tradeDateOf(now), BoughtValue: dnum(zero()), SoldValue: dnum(zero())}}
+			TradeDate: tradeDateOf(now), BoughtValue: dnum(dec.Zero()), SoldValue: dnum(dec.Zero())}}
 		a.positions[c.id] = p
 	}
 	buy := f.Action == "Buy"
-	value := mul(fromInt(f.Qty), px)
+	value := dec.Mul(dec.Int(f.Qty), px)
 	if buy {
 		p.ent.Bought += f.Qty
-		p.ent.BoughtValue = dnum(add(p.ent.BoughtValue.dec(), value))
+		p.ent.BoughtValue = dnum(dec.Add(p.ent.BoughtValue.dec(), value))
 	} else {
 		p.ent.Sold += f.Qty
-		p.ent.SoldValue = dnum(add(p.ent.SoldValue.dec(), value))
+		p.ent.SoldValue = dnum(dec.Add(p.ent.SoldValue.dec(), value))
 	}
-	realized := zero()
+	realized := dec.Zero()
 	left := f.Qty
 	var pairs []*fillPairEnt
 	for left > 0 && len(p.lots) > 0 && p.lots[0].buy != buy {
@@ -73,8 +75,8 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		} else {
 			pair.BuyFillID, pair.SellFillID, pair.BuyPrice, pair.SellPrice = l.fill.ID, f.ID, dnum(l.price), dnum(px)
 		}
-		diff := sub(pair.SellPrice.dec(), pair.BuyPrice.dec())
-		realized = add(realized, mul(mul(diff, fromInt(q)), c.prod.vpp))
+		diff := dec.Sub(pair.SellPrice.dec(), pair.BuyPrice.dec())
+		realized = dec.Add(realized, dec.Mul(dec.Mul(diff, dec.Int(q)), c.prod.vpp))
 		l.fill.FinallyPaired += q
 		f.FinallyPaired += q
 		l.qty -= q
@@ -88,7 +90,7 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		p.lots = append(p.lots, lot{fill: f, qty: left, price: px, buy: buy})
 	}
 	var net int64
-	total := zero()
+	total := dec.Zero()
 	var open int64
 	for _, l := range p.lots {
 		if l.buy {
@@ -96,15 +98,13 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		} else {
 			net -= l.qty
 		}
-		total = add(total, mul(fromInt(l.qty), l.price))
+		total = dec.Add(total, dec.Mul(dec.Int(l.qty), l.price))
 		open += l.qty
 	}
 	p.ent.NetPos = net
 	p.ent.NetPrice = nil
 	if open > 0 {
-		avg := new(apd.Decimal)
-		_, _ = dctx.Quantize(avg, quo(total, fromInt(open)), -9)
-		p.ent.NetPrice = dnum(avg)
+		p.ent.NetPrice = dnum(dec.Quantize(dec.Quo(total, dec.Int(open)), 9))
 	}
 	if created {
 		s.emit(u, "position", "Created", p.ent)
@@ -116,9 +116,9 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		s.emit(u, "fillPair", "Created", pair)
 	}
 	if !realized.IsZero() {
-		a.amount = add(a.amount, realized)
-		a.realized = add(a.realized, realized)
-		a.weekReal = add(a.weekReal, realized)
+		a.amount = dec.Add(a.amount, realized)
+		a.realized = dec.Add(a.realized, realized)
+		a.weekReal = dec.Add(a.weekReal, realized)
 		a.cashTime = now
 		s.emit(u, "cashBalance", "Updated", s.cashEntity(a))
 	}
@@ -133,19 +133,19 @@ func (s *Sim) cashEntity(a *account) *cashBalanceEnt {
 // openPnL is the account's unrealized P&L at the driven prices, (price − netPrice) × netPos × value
 // per point summed over its positions, and its margins; open reports whether any position is open.
 func (s *Sim) openPnL(a *account) (pnl, im, mm *apd.Decimal, open bool) {
-	pnl, im, mm = zero(), zero(), zero()
+	pnl, im, mm = dec.Zero(), dec.Zero(), dec.Zero()
 	for cid, p := range a.positions {
 		if p.ent.NetPos == 0 {
 			continue
 		}
 		open = true
 		c := s.contractsByID[cid]
-		diff := sub(c.mkt.price, p.ent.NetPrice.dec())
-		pnl = add(pnl, mul(mul(diff, fromInt(p.ent.NetPos)), c.prod.vpp))
-		n := fromInt(p.ent.NetPos)
+		diff := dec.Sub(c.mkt.price, p.ent.NetPrice.dec())
+		pnl = dec.Add(pnl, dec.Mul(dec.Mul(diff, dec.Int(p.ent.NetPos)), c.prod.vpp))
+		n := dec.Int(p.ent.NetPos)
 		n.Abs(n)
-		im = add(im, mul(n, c.prod.im))
-		mm = add(mm, mul(n, c.prod.mm))
+		im = dec.Add(im, dec.Mul(n, c.prod.im))
+		mm = dec.Add(mm, dec.Mul(n, c.prod.mm))
 	}
 	return pnl, im, mm, open
 }
@@ -170,20 +170,20 @@ func (s *Sim) cashSnapshot(u *user, body []byte) answer {
 	pnl, im, mm, open := s.openPnL(a)
 	out := map[string]any{
 		"totalCashValue":    dnum(a.amount),
-		"netLiq":            dnum(add(a.amount, pnl)),
+		"netLiq":            dnum(dec.Add(a.amount, pnl)),
 		"initialMargin":     dnum(im),
 		"maintenanceMargin": dnum(mm),
 	}
-	total := zero()
+	total := dec.Zero()
 	some := false
 	if open {
 		out["openPnL"] = dnum(pnl)
-		total = add(total, pnl)
+		total = dec.Add(total, pnl)
 		some = true
 	}
 	if !a.realized.IsZero() {
 		out["realizedPnL"] = dnum(a.realized)
-		total = add(total, a.realized)
+		total = dec.Add(total, a.realized)
 		some = true
 	}
 	if !a.weekReal.IsZero() {

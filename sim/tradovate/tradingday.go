@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/svc/engine/sim/internal/dec"
 )
 
 // Rejection is an exchange rejection queued for an account's next order: the order is accepted
@@ -56,7 +58,7 @@ func (s *Sim) EndOfDay() {
 			}
 		}
 		for _, a := range u.accounts {
-			a.realized = zero()
+			a.realized = dec.Zero()
 			a.cashTime = now
 			s.emit(u, "cashBalance", "Updated", s.cashEntity(a))
 		}
