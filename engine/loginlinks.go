@@ -234,6 +234,8 @@ func (e *Engine) linkLoginAccount(ctx context.Context, req LoginLinkRequest, tp 
 	if len(snap.Balances) > 0 && snap.Balances[0].Asset != "" {
 		currency = snap.Balances[0].Asset
 	}
+	obs := providers.SnapshotObservation(snap, account.CauseLink)
+	observedValuePerPoint(&obs) // providerfutures.go
 	for gen := 0; gen < maxLoginRelinks; gen++ {
 		id := loginAccountID(req, tok, a, gen)
 		sealed, err := e.sealToken(ctx, id, tok)
@@ -242,7 +244,7 @@ func (e *Engine) linkLoginAccount(ctx context.Context, req LoginLinkRequest, tp 
 		}
 		link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
 			AccountNumber: strings.ToUpper(broker[:1]) + "F" + id[len(id)-12:], Label: label, Currency: currency,
-			CredentialID: tok.ID(), Sealed: sealed, Snapshot: providers.SnapshotObservation(snap, account.CauseLink),
+			CredentialID: tok.ID(), Sealed: sealed, Snapshot: obs,
 			Login: tok.Login, Account: a.ID, AccountName: a.Name, Environment: tok.Environment, ExpiresAt: tok.ExpiresAt,
 			TimeInForce: tp.Capabilities().TimeInForce}
 		env := e.Envelope(req.Principal, "", link)

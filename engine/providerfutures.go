@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/events"
@@ -37,24 +38,79 @@ func (e *Engine) providerInstrument(accountID string, cmd commands.Command) erro
 	return sp.CheckOrder(qty, limit, stop)
 }
 
-// futuresSpec is the increments of a futures contract's product.
-func futuresSpec(instrument string) (trading.Spec, bool) {
+// futuresProduct is the futures catalog's product of a contract.
+func futuresProduct(instrument string) (market.Product, bool) {
 	ps := market.Products()
 	root, ok := market.FuturesRoot(instrument, ps)
 	if !ok {
-		return trading.Spec{}, false
+		return market.Product{}, false
 	}
 	for _, p := range ps {
-		if p.Root != root {
-			continue
+		if p.Root == root {
+			return p, true
 		}
-		tick, err := events.ParseDecimal(p.TickSize)
-		if err != nil {
-			return trading.Spec{}, false
-		}
-		lot, _ := events.ParseDecimal(p.LotStep)
-		min, _ := events.ParseDecimal(p.MinQuantity)
-		return trading.Spec{Symbol: instrument, TickSize: tick, LotStep: lot, MinQuantity: min}, true
 	}
-	return trading.Spec{}, false
+	return market.Product{}, false
+}
+
+// futuresSpec is the increments of a futures contract's product.
+func futuresSpec(instrument string) (trading.Spec, bool) {
+	p, ok := futuresProduct(instrument)
+	if !ok {
+		return trading.Spec{}, false
+	}
+	tick, err := events.ParseDecimal(p.TickSize)
+	if err != nil {
+		return trading.Spec{}, false
+	}
+	lot, _ := events.ParseDecimal(p.LotStep)
+	min, _ := events.ParseDecimal(p.MinQuantity)
+	return trading.Spec{Symbol: instrument, TickSize: tick, LotStep: lot, MinQuantity: min}, true
+}
+
+// valuePerPoint is a futures contract's currency per point of price, the
+// catalog's multiplier (ES 50, ZN 1000); false for a product the catalog
+// does not hold.
+func valuePerPoint(instrument string) (events.Decimal, bool) {
+	p, ok := futuresProduct(instrument)
+	if !ok {
+		return events.Decimal{}, false
+	}
+	m, err := events.ParseDecimal(p.Multiplier)
+	return m, err == nil && m.Sign() > 0
+}
+
+// withValuePerPoint gives what the provider reported of a futures login's
+// account each contract's value per point, so a fill's realized PnL, the
+// position and its unrealized PnL are in money, not points, as the
+// provider's own cash balance is (a contract of a product the catalog
+// lacks stays at 1 until the provider's balance reading corrects the
+// balance).
+func (e *Engine) withValuePerPoint(accountID string, cmd commands.Command) {
+	if _, ok := e.provAccts.logins.get(accountID); !ok {
+		return
+	}
+	switch c := cmd.(type) {
+	case *providercmd.Observe:
+		observedValuePerPoint(c)
+	case *providercmd.Settle:
+		if c.Order != nil {
+			if m, ok := valuePerPoint(c.Order.Instrument); ok {
+				c.Order.Multiplier = m
+			}
+		}
+	}
+}
+
+func observedValuePerPoint(c *providercmd.Observe) {
+	for i := range c.Orders {
+		if m, ok := valuePerPoint(c.Orders[i].Instrument); ok {
+			c.Orders[i].Multiplier = m
+		}
+	}
+	for i := range c.Positions {
+		if m, ok := valuePerPoint(c.Positions[i].Instrument); ok {
+			c.Positions[i].Multiplier = m
+		}
+	}
 }

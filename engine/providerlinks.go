@@ -70,6 +70,7 @@ func (e *Engine) initProviders() {
 		ReconcileEvery: pc.ReconcileEvery,
 		Logins:         e.loginsConfig(), // loginlinks.go
 		Exec: func(ctx context.Context, accountID string, cmd commands.Command) error {
+			e.withValuePerPoint(accountID, cmd) // providerfutures.go
 			_, err := e.accounts.Execute(ctx, accountID, e.Envelope(events.Principal{System: "provider"}, "", cmd))
 			return err
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/tradovate"
 	"github.com/svc/engine/engine/seal"
+	"github.com/svc/engine/events"
 	tradovatesim "github.com/svc/engine/sim/tradovate"
 )
 
@@ -271,11 +272,24 @@ func TestTradovateAccountThroughTheBinary(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, position("2"), func() any { return frame() })
 
-	// The close flattens.
+	// The close flattens, one point above the entry: 2 contracts of ES at 50
+	// a point make 100, which the account's balance shows as the provider's
+	// cash reads it.
+	avg, err := events.ParseDecimal(frame()["positions"].([]any)[0].(map[string]any)["avgPrice"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPrice(es, avg.Add(events.Int(1)).String()); err != nil {
+		t.Fatal(err)
+	}
 	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "x-1"}); st != 200 {
 		t.Fatalf("close: %d %v", st, m)
 	}
 	waitUntil(t, 5*time.Second, position(""), func() any { return frame() })
+	waitUntil(t, 5*time.Second, func() bool {
+		b, _ := events.ParseDecimal(frame()["summary"].(map[string]any)["balance"].(string))
+		return b.Cmp(events.Int(50100)) == 0
+	}, func() any { return frame()["summary"] })
 
 	// The provider takes the order and the answer is lost: settled by the
 	// stream or a lookup, never by sending again.

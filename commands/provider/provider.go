@@ -82,6 +82,10 @@ type Order struct {
 	LastPnL     *events.Decimal
 	LastTradeID string
 	At          time.Time
+	// Multiplier is the instrument's value per point (a futures
+	// contract's), which a fill's realized PnL and the position carry; zero:
+	// 1.
+	Multiplier events.Decimal
 }
 
 // Final reports whether the order can no longer change.

@@ -587,7 +587,11 @@ func (o *observer) order(ob providercmd.Order) {
 		if ob.LastPnL != nil {
 			realized = *ob.LastPnL
 		}
-		pos, closed := net(st.Positions[w.Instrument], w.Instrument, w.Side, delta, price)
+		cur := st.Positions[w.Instrument]
+		if ob.Multiplier.Sign() > 0 {
+			cur.Multiplier = ob.Multiplier // a futures contract's value per point
+		}
+		pos, closed := net(cur, w.Instrument, w.Side, delta, price)
 		if ob.LastPnL == nil {
 			realized = closed
 		}
@@ -664,11 +668,11 @@ func fillPrice(w *Working, ob providercmd.Order, delta events.Decimal) events.De
 // keeps it, crossing zero starts again at price.
 func net(p evacct.Position, instrument, side string, qty, price events.Decimal) (evacct.Position, events.Decimal) {
 	sq := signed(side, qty)
-	if p.Quantity.IsZero() {
-		return evacct.Position{Instrument: instrument, Quantity: sq, AvgPrice: price, Multiplier: events.Int(1)}, events.Int(0)
-	}
 	if p.Multiplier.IsZero() {
 		p.Multiplier = events.Int(1)
+	}
+	if p.Quantity.IsZero() {
+		return evacct.Position{Instrument: instrument, Quantity: sq, AvgPrice: price, Multiplier: p.Multiplier}, events.Int(0)
 	}
 	nq := p.Quantity.Add(sq)
 	if p.Quantity.Sign() == sq.Sign() {

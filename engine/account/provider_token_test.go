@@ -12,6 +12,7 @@ import (
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/enginetest"
+	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evidem "github.com/svc/engine/events/idem"
@@ -158,4 +159,36 @@ func TestLoginTokenReplay(t *testing.T) {
 		}
 	}
 	r.Check()
+}
+
+// A futures fill the provider reports with the contract's value per point
+// (the engine gives it from the catalog) opens a position of that
+// multiplier, and its close realizes money, not points: 2 points of ES at
+// 50 a point is 100.
+func TestFuturesFillRealizesValuePerPoint(t *testing.T) {
+	fill := func(id, side, px string) *providercmd.Settle {
+		p := dec(px)
+		return &providercmd.Settle{Key: providercmd.IntentKey(evacct.IntentPlace, provider.ClientOrderID("a1", id)), Outcome: evacct.OutcomeAccepted,
+			Order: &providercmd.Order{ProviderClientOrderID: provider.ClientOrderID("a1", id), ProviderOrderID: id, Instrument: "ESZ6", Side: side,
+				OrderType: "market", Status: "filled", Quantity: dec("1"), Filled: dec("1"), AvgPrice: &p, Multiplier: dec("50")}}
+	}
+	market := func(id, side string) *trading.PlaceOrder {
+		return &trading.PlaceOrder{ClientOrderID: id, Instrument: "ESZ6", Side: side, OrderType: "market", Quantity: dec("1"), TimeInForce: "gtc"}
+	}
+	s, evs, err := login(t, []commands.Command{market("c1", "buy"), fill("c1", "buy", "5000"), market("c2", "sell")}, fill("c2", "sell", "5002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Positions["ESZ6"]; p.Multiplier.Cmp(dec("50")) != 0 {
+		t.Fatalf("the position opened %+v, want multiplier 50", p)
+	}
+	var realized *events.Decimal
+	for _, e := range evs {
+		if f, ok := e.(evacct.OrderFilled); ok {
+			realized = &f.Realized
+		}
+	}
+	if realized == nil || realized.Cmp(dec("100")) != 0 {
+		t.Fatalf("the close realized %v, want 100", realized)
+	}
 }
