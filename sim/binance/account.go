@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/sim/internal/dec"
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // Account is a trader's exchange account as a test creates it: one API key with its secret and
@@ -66,8 +67,7 @@ type account struct {
 	placed                       int64        // orders and algo orders placed: their seq
 	trades                       []*fill
 	listenKey                    string
-	held                         []byte // a user event held back by the reorder fault
-	heldTimer                    *time.Timer
+	reorder                      simkit.Reorder[[]byte] // a user event held back by the reorder fault
 	update                       int64
 }
 

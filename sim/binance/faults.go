@@ -3,6 +3,8 @@ package binance
 import (
 	"errors"
 	"time"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // Fault is one injected misbehaviour of the REST API. It applies to the requests of Route
@@ -48,7 +50,7 @@ func (s *Sim) AddFault(f Fault) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
+	s.faults.Add(f.Route, f.Times, f)
 	return nil
 }
 
@@ -56,37 +58,15 @@ func (s *Sim) AddFault(f Fault) error {
 func (s *Sim) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = nil
+	s.faults.Clear()
 	for _, l := range s.limits {
 		l.throttledUntil, l.bannedUntil, l.strikes = time.Time{}, time.Time{}, 0
 	}
 }
 
-// takeFault returns the fault for one request of route and uses it up, with s.mu held.
-func (s *Sim) takeFault(route string, _ time.Time) *Fault {
-	for i, f := range s.faults {
-		if f.Route != "" && f.Route != route {
-			continue
-		}
-		got := *f
-		if f.Times > 0 {
-			f.Times--
-			if f.Times == 0 {
-				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
-			}
-		}
-		return &got
-	}
-	return nil
-}
-
 // StreamFaults misbehave the user data streams: Duplicate sends every event twice, Reorder swaps
 // every two consecutive events of an account (a lone event goes out after ReorderHold).
-type StreamFaults struct {
-	Duplicate   bool          `json:"duplicate"`
-	Reorder     bool          `json:"reorder"`
-	ReorderHold time.Duration `json:"reorderHold,omitempty"` // 200ms when zero
-}
+type StreamFaults = simkit.StreamFaults
 
 // SetStreamFaults replaces the user stream faults; an event held for reordering goes out now if
 // Reorder is turned off.
@@ -96,7 +76,7 @@ func (s *Sim) SetStreamFaults(f StreamFaults) {
 	s.stream = f
 	if !f.Reorder {
 		for _, a := range s.accounts {
-			a.flushHeld(s)
+			a.reorder.Flush(func(m []byte) { s.deliver(a, m) })
 		}
 	}
 }
@@ -107,6 +87,6 @@ func (s *Sim) DisconnectStreams() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.drop()
+		c.Drop()
 	}
 }

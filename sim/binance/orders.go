@@ -227,12 +227,7 @@ func parseWorkingType(p url.Values) (string, error) {
 }
 
 // accept counts an order or algo order the account placed under a client id (OrdersByClientID).
-func (s *Sim) accept(a *account, cid string) {
-	if s.accepted[a.key] == nil {
-		s.accepted[a.key] = map[string]int{}
-	}
-	s.accepted[a.key][cid]++
-}
+func (s *Sim) accept(a *account, cid string) { s.accepted.Add(a.key, cid) }
 
 // register gives an accepted order its id and its place among the account's orders.
 func (s *Sim) register(a *account, o *order) {

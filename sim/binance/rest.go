@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 type secType int
@@ -92,14 +93,14 @@ func (s *Sim) serveREST(w http.ResponseWriter, r *http.Request) {
 	apiKey := r.Header.Get("X-MBX-APIKEY")
 	who := apiKey
 	if who == "" {
-		who = remoteIP(r)
+		who = simkit.RemoteIP(r)
 	}
 
 	s.mu.Lock()
 	now := time.Now()
 	s.requests[name]++
 	rt, known := routes[name]
-	f := s.takeFault(name, now)
+	f := s.faults.Take(name, nil)
 	lim := s.limiter(who, now)
 	s.mu.Unlock()
 
@@ -143,18 +144,10 @@ func (s *Sim) serveREST(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if drop {
-		dropConnection(w)
+		simkit.DropConnection(w)
 		return
 	}
 	writeAnswer(w, ans, err)
-}
-
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // mergeParams reads the query string and the form body as the exchange does: one set of
@@ -259,19 +252,6 @@ func writeAnswer(w http.ResponseWriter, ans any, err error) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(ans)
-}
-
-// dropConnection closes the client's connection without an answer: the request was carried out.
-func dropConnection(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
 }
 
 // limiter counts one API key's (or one IP's) request weight and orders, as the exchange's

@@ -13,13 +13,10 @@
 package binance
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -29,6 +26,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/svc/engine/sim/internal/dec"
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // Options configure a simulator; the zero value is usable and gets the exchange's defaults.
@@ -101,15 +99,12 @@ type Sim struct {
 	keys     map[string]*listenKey
 	conns    map[*wsConn]struct{}
 	limits   map[string]*limiter
-	faults   []*Fault
+	faults   simkit.Faults[Fault]
 	stream   StreamFaults
 	requests map[string]int
-	accepted map[string]map[string]int // API key → client order id → orders accepted
+	accepted simkit.Counts // API key → client order id → orders accepted
 
-	srv     *http.Server
-	baseURL string
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	server simkit.Server
 }
 
 // New makes a simulator with the options' symbols at their starting prices and no accounts.
@@ -118,52 +113,26 @@ func New(opts Options) *Sim {
 	s := &Sim{opts: opts, takerFee: dec.Must(opts.TakerFee), makerFee: dec.Must(opts.MakerFee),
 		markets: map[string]*market{}, accounts: map[string]*account{}, keys: map[string]*listenKey{},
 		conns: map[*wsConn]struct{}{}, limits: map[string]*limiter{}, requests: map[string]int{},
-		accepted: map[string]map[string]int{}, stop: make(chan struct{}), orderSeq: 8380000000, algoSeq: 1000000021000000, tradeSeq: 590000000}
+		accepted: simkit.Counts{}, server: simkit.Server{Name: "binance sim", Logger: opts.Logger}, orderSeq: 8380000000, algoSeq: 1000000021000000, tradeSeq: 590000000}
 	now := time.Now()
 	for _, sym := range opts.Symbols {
 		s.markets[sym.Name] = newMarket(sym, now)
 		s.order = append(s.order, sym.Name)
 	}
-	s.wg.Add(1)
-	go s.janitor()
+	s.server.Go(s.janitor)
 	return s
 }
 
 // Start serves the simulator on addr ("127.0.0.1:0" for any free port) until Close.
-func (s *Sim) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("binance sim: listen %s: %w", addr, err)
-	}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	s.baseURL = "http://" + ln.Addr().String()
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.opts.Logger.Error("binance sim serve", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Sim) Start(addr string) error { return s.server.Start(addr, s) }
 
 // SetBaseURL tells a simulator served by someone else (httptest.NewServer) its own address, for
 // URL and WSURL.
-func (s *Sim) SetBaseURL(u string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.baseURL = strings.TrimSuffix(u, "/")
-}
+func (s *Sim) SetBaseURL(u string) { s.server.SetBaseURL(u) }
 
 // URL is the REST base, the counterpart of https://fapi.binance.com (and of https://api.binance.com
 // for the spot key-permission read, served on the same address).
-func (s *Sim) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.baseURL
-}
+func (s *Sim) URL() string { return s.server.BaseURL() }
 
 // WSURL is the stream base, the counterpart of wss://fstream.binance.com: user streams are at
 // WSURL()+"/ws/"+listenKey, combined streams at WSURL()+"/stream?streams=a/b".
@@ -174,24 +143,12 @@ func (s *Sim) WSURL() string {
 // Close drops every stream and stops the server started by Start.
 func (s *Sim) Close() error {
 	s.mu.Lock()
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
+	s.server.Stop()
 	for c := range s.conns {
-		c.drop()
+		c.Drop()
 	}
-	srv := s.srv
 	s.mu.Unlock()
-	var err error
-	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		err = srv.Shutdown(ctx)
-	}
-	s.wg.Wait()
-	return err
+	return s.server.Shutdown()
 }
 
 // ServeHTTP routes the exchange's REST paths, its stream paths and the control API.
@@ -208,12 +165,11 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // janitor expires listen keys and pings streams.
 func (s *Sim) janitor() {
-	defer s.wg.Done()
 	t := time.NewTicker(s.janitorEvery())
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.server.Stopped():
 			return
 		case now := <-t.C:
 			s.mu.Lock()
@@ -257,7 +213,7 @@ func (s *Sim) Restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.drop()
+		c.Drop()
 	}
 	for k, lk := range s.keys {
 		lk.acct.listenKey = ""
@@ -277,11 +233,7 @@ func (s *Sim) RequestCount(route string) int {
 func (s *Sim) Requests() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.requests))
-	for k, v := range s.requests {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.requests)
 }
 
 // OrdersByClientID is how many orders the account of apiKey had accepted with newClientOrderId

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/svc/engine/sim/internal/dec"
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // listenKey is one user data stream key: valid until expires unless kept alive.
@@ -56,7 +57,7 @@ func (s *Sim) revokeKey(lk *listenKey) {
 	}
 	for c := range s.conns {
 		if c.listenKey == lk.key {
-			c.closeAfterQueue()
+			c.Close()
 		}
 	}
 }
@@ -70,7 +71,7 @@ func (s *Sim) expireKeys(now time.Time) {
 		msg, _ := json.Marshal(map[string]any{"e": "listenKeyExpired", "E": now.UnixMilli(), "listenKey": lk.key})
 		for c := range s.conns {
 			if c.listenKey == lk.key {
-				c.send(msg)
+				c.Send(msg)
 			}
 		}
 		s.revokeKey(lk)
@@ -84,51 +85,19 @@ func (s *Sim) emit(a *account, ev map[string]any) {
 	if err != nil {
 		return
 	}
-	if s.stream.Reorder {
-		if a.held == nil {
-			a.held = msg
-			hold := s.stream.ReorderHold
-			if hold <= 0 {
-				hold = 200 * time.Millisecond
-			}
-			a.heldTimer = time.AfterFunc(hold, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				a.flushHeld(s)
-			})
-			return
-		}
-		s.deliver(a, msg)
-		a.flushHeld(s)
-		return
-	}
-	s.deliver(a, msg)
+	a.reorder.Pass(s.stream, &s.mu, msg, func(m []byte) { s.deliver(a, m) })
 }
 
-func (a *account) flushHeld(s *Sim) {
-	if a.heldTimer != nil {
-		a.heldTimer.Stop()
-		a.heldTimer = nil
-	}
-	if a.held != nil {
-		msg := a.held
-		a.held = nil
-		s.deliver(a, msg)
-	}
-}
-
+// deliver sends one user event to the account's streams (twice under the duplicate fault), with
+// s.mu held.
 func (s *Sim) deliver(a *account, msg []byte) {
 	if a.listenKey == "" {
 		return
 	}
-	n := 1
-	if s.stream.Duplicate {
-		n = 2
-	}
 	for c := range s.conns {
 		if c.listenKey == a.listenKey {
-			for i := 0; i < n; i++ {
-				c.send(msg)
+			for range s.stream.Copies() {
+				c.Send(msg)
 			}
 		}
 	}
@@ -180,48 +149,18 @@ func (s *Sim) emitAccount(a *account, symbol string, realized, fee *apd.Decimal,
 	}})
 }
 
-// wsConn is one WebSocket client. Messages queue on out; a writer goroutine sends them and pings.
-// A full queue drops the client, as the exchange drops a consumer that does not keep up.
+// wsConn is one WebSocket client. Messages queue on its outbox; a writer goroutine sends them and
+// pings.
 type wsConn struct {
+	simkit.Outbox[[]byte]
 	c         *websocket.Conn
-	out       chan []byte
-	ctx       context.Context
-	cancel    context.CancelFunc
 	listenKey string          // user stream; "" for a market stream
 	streams   map[string]bool // market stream names ("btcusdt@markprice")
 	combined  bool
-	abrupt    bool // dropped without a close frame
-	closing   bool
-}
-
-func (c *wsConn) send(msg []byte) {
-	if c.closing {
-		return
-	}
-	select {
-	case c.out <- msg:
-	default:
-		c.drop()
-	}
-}
-
-// drop ends the connection at once, without a close frame.
-func (c *wsConn) drop() {
-	c.abrupt = true
-	c.closing = true
-	c.cancel()
-}
-
-// closeAfterQueue ends the connection normally once what is queued is written.
-func (c *wsConn) closeAfterQueue() {
-	if !c.closing {
-		c.closing = true
-		close(c.out)
-	}
 }
 
 func (s *Sim) serveStream(w http.ResponseWriter, r *http.Request) {
-	conn := &wsConn{out: make(chan []byte, 4096), streams: map[string]bool{}}
+	conn := &wsConn{Outbox: simkit.NewOutbox[[]byte](4096), streams: map[string]bool{}}
 	s.mu.Lock()
 	switch {
 	case r.URL.Path == "/stream":
@@ -241,12 +180,12 @@ func (s *Sim) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	if conn.listenKey == "" && len(conn.streams) == 0 {
 		s.mu.Unlock()
+		conn.Shut(nil, true)
 		http.Error(w, `{"code":-1125,"msg":"This listenKey does not exist."}`, http.StatusBadRequest)
 		return
 	}
 	// Registered before the handshake answers, so that no event after the client's dial returns
 	// is missed; until the writer runs, events wait in the queue.
-	conn.ctx, conn.cancel = context.WithCancel(context.Background())
 	s.conns[conn] = struct{}{}
 	s.mu.Unlock()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -254,22 +193,17 @@ func (s *Sim) serveStream(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		delete(s.conns, conn)
 		s.mu.Unlock()
-		conn.cancel()
+		conn.Shut(nil, true)
 		return
 	}
 	conn.c = ws
-	ctx := ws.CloseRead(conn.ctx)
+	ctx := ws.CloseRead(conn.Ctx)
 	s.writeLoop(ctx, conn)
 	s.mu.Lock()
 	delete(s.conns, conn)
-	abrupt := conn.abrupt
+	abrupt := conn.Abrupt()
 	s.mu.Unlock()
-	conn.cancel()
-	if abrupt {
-		_ = ws.CloseNow()
-		return
-	}
-	_ = ws.Close(websocket.StatusNormalClosure, "")
+	conn.Shut(ws, abrupt)
 }
 
 func (s *Sim) writeLoop(ctx context.Context, conn *wsConn) {
@@ -279,14 +213,11 @@ func (s *Sim) writeLoop(ctx context.Context, conn *wsConn) {
 		select {
 		case <-ctx.Done():
 			return
-		case msg, ok := <-conn.out:
+		case msg, ok := <-conn.Out:
 			if !ok {
 				return
 			}
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := conn.c.Write(wctx, websocket.MessageText, msg)
-			cancel()
-			if err != nil {
+			if simkit.Write(ctx, conn.c, msg) != nil {
 				return
 			}
 		case <-ping.C:
@@ -328,13 +259,13 @@ func (s *Sim) publishMarket(m *market, now time.Time) {
 				if combinedMsg == nil {
 					combinedMsg, _ = json.Marshal(map[string]any{"stream": streamName(c, name), "data": ev})
 				}
-				c.send(combinedMsg)
+				c.Send(combinedMsg)
 				continue
 			}
 			if plainMsg == nil {
 				plainMsg, _ = json.Marshal(ev)
 			}
-			c.send(plainMsg)
+			c.Send(plainMsg)
 		}
 	}
 }
