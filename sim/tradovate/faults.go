@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // Fault is one injected misbehaviour of the API. It applies to the requests of Endpoint
@@ -65,7 +67,7 @@ func (s *Sim) AddFault(f Fault) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
+	s.faults.Add(f.Endpoint, f.Times, f)
 	return nil
 }
 
@@ -74,7 +76,7 @@ func (s *Sim) AddFault(f Fault) error {
 func (s *Sim) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = nil
+	s.faults.Clear()
 	s.lockouts = map[string]time.Time{}
 	s.tickets = map[string]*ticket{}
 	s.rates = map[string]*window{}
@@ -86,23 +88,7 @@ func (s *Sim) ClearFaults() {
 // takeFault returns the fault for one request of endpoint and uses it up, with s.mu held. A request
 // redeeming a penalty ticket passes penalty faults by without using them up.
 func (s *Sim) takeFault(endpoint string, redeemed bool) *Fault {
-	for i, f := range s.faults {
-		if f.Endpoint != "" && f.Endpoint != endpoint {
-			continue
-		}
-		if redeemed && f.penalizes() {
-			continue
-		}
-		got := *f
-		if f.Times > 0 {
-			f.Times--
-			if f.Times == 0 {
-				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
-			}
-		}
-		return &got
-	}
-	return nil
+	return s.faults.Take(endpoint, func(f *Fault) bool { return redeemed && f.penalizes() })
 }
 
 // ticket is an outstanding time penalty: its key (an endpoint, or "auth:"+login for the access token
@@ -173,11 +159,7 @@ func (s *Sim) rate(key string, now time.Time) *window {
 
 // StreamFaults misbehave the user data sockets' props events: Duplicate sends every event twice,
 // Reorder swaps every two consecutive events of a socket (a lone event goes out after ReorderHold).
-type StreamFaults struct {
-	Duplicate   bool          `json:"duplicate"`
-	Reorder     bool          `json:"reorder"`
-	ReorderHold time.Duration `json:"reorderHold,omitempty"` // 200ms when zero
-}
+type StreamFaults = simkit.StreamFaults
 
 // SetStreamFaults replaces the socket faults; an event held for reordering goes out now if Reorder is
 // turned off.
@@ -187,7 +169,7 @@ func (s *Sim) SetStreamFaults(f StreamFaults) {
 	s.stream = f
 	if !f.Reorder {
 		for c := range s.conns {
-			c.flushHeld()
+			c.reorder.Flush(c.Send)
 		}
 	}
 }
@@ -200,10 +182,10 @@ func (s *Sim) DisconnectSockets(graceful bool) {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		if graceful {
-			c.send(`a[{"e":"shutdown","d":{"reasonCode":"Maintenance","reason":"Simulated maintenance"}}]`)
+			c.Send(`a[{"e":"shutdown","d":{"reasonCode":"Maintenance","reason":"Simulated maintenance"}}]`)
 			c.closeWith(`c[1000,"Server shutdown"]`)
 			continue
 		}
-		c.drop()
+		c.Drop()
 	}
 }

@@ -89,10 +89,10 @@ func (s *Sim) mdDispatch(req *request, u *user, now time.Time) answer {
 		}
 		if req.endpoint == "md/subscribequote" {
 			conn.quotes[c.id] = true
-			req.after = append(req.after, func() { conn.send(quoteFrame(c, now)) })
+			req.after = append(req.after, func() { conn.Send(quoteFrame(c, now)) })
 		} else {
 			conn.doms[c.id] = true
-			req.after = append(req.after, func() { conn.send(domFrame(c, now)) })
+			req.after = append(req.after, func() { conn.Send(domFrame(c, now)) })
 		}
 		return ok(map[string]any{"mode": "RealTime", "subscriptionId": s.nextID(kindSubscription)})
 	case "md/unsubscribequote", "md/unsubscribedom":
@@ -191,8 +191,8 @@ func (s *Sim) getChart(req *request, u *user, now time.Time) answer {
 	conn.charts[sub.realtimeID] = sub
 	bars := c.mkt.bars(sub.size, sub.daily, tr.AsMuchAsElements, closest, asFar)
 	req.after = append(req.after, func() {
-		conn.send(chartFrame(map[string]any{"id": sub.historicalID, "td": tdNumber(now), "bars": barList(bars)}))
-		conn.send(chartFrame(map[string]any{"id": sub.historicalID, "eoh": true}))
+		conn.Send(chartFrame(map[string]any{"id": sub.historicalID, "td": tdNumber(now), "bars": barList(bars)}))
+		conn.Send(chartFrame(map[string]any{"id": sub.historicalID, "eoh": true}))
 	})
 	return ok(map[string]any{"historicalId": sub.historicalID, "realtimeId": sub.realtimeID})
 }
@@ -274,13 +274,13 @@ func (s *Sim) publishQuote(c *contract, now time.Time) {
 			if q == "" {
 				q = quoteFrame(c, now)
 			}
-			conn.send(q)
+			conn.Send(q)
 		}
 		if conn.doms[c.id] {
 			if d == "" {
 				d = domFrame(c, now)
 			}
-			conn.send(d)
+			conn.Send(d)
 		}
 	}
 }
@@ -296,7 +296,7 @@ func (s *Sim) publishChart(c *contract, now time.Time) {
 				continue
 			}
 			bars := c.mkt.bars(ch.size, ch.daily, 1, time.Time{}, time.Time{})
-			conn.send(chartFrame(map[string]any{"id": ch.realtimeID, "td": tdNumber(now), "bars": barList(bars)}))
+			conn.Send(chartFrame(map[string]any{"id": ch.realtimeID, "td": tdNumber(now), "bars": barList(bars)}))
 		}
 	}
 }

@@ -3,12 +3,13 @@ package tradovate
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // answer is what one request gets, over REST or a socket: a status and a JSON body (or, off the 2xx
@@ -48,13 +49,13 @@ type request struct {
 func (s *Sim) serveREST(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	req := &request{endpoint: strings.ToLower(strings.TrimPrefix(r.URL.Path, "/v1/")), query: r.URL.Query(), body: body,
-		remote: remoteIP(r)}
+		remote: simkit.RemoteIP(r)}
 	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		req.bearer = strings.TrimSpace(h[7:])
 	}
 	a := s.handle(req)
 	if a.drop {
-		dropConnection(w)
+		simkit.DropConnection(w)
 		return
 	}
 	switch {
@@ -70,27 +71,6 @@ func (s *Sim) serveREST(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(a.status)
 	}
-}
-
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// dropConnection closes the client's connection without an answer: the request was carried out.
-func dropConnection(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
 }
 
 // pTicket is the p-ticket a retried request carries in its JSON body, or "".

@@ -19,17 +19,18 @@
 package tradovate
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // Options configure a simulator; the zero value is usable and gets the provider's documented
@@ -142,19 +143,16 @@ type Sim struct {
 	tickets       map[string]*ticket
 	lockouts      map[string]time.Time // user (or remote address) → 429 until
 	rates         map[string]*window
-	faults        []*Fault
+	faults        simkit.Faults[Fault]
 	stream        StreamFaults
 	sessionOpen   bool
 	conns         map[*wsConn]struct{}
 	requests      map[string]int
-	byClOrdID     map[string]map[string]int // account name → clOrdId → orders accepted
-	byText        map[string]map[string]int // account name → text → orders accepted
-	byTag50       map[string]map[string]int // account name → customTag50 → orders accepted
+	byClOrdID     simkit.Counts // account name → clOrdId → orders accepted
+	byText        simkit.Counts // account name → text → orders accepted
+	byTag50       simkit.Counts // account name → customTag50 → orders accepted
 
-	srv     *http.Server
-	baseURL string
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	server simkit.Server
 }
 
 type idKind int
@@ -221,8 +219,8 @@ func New(opts Options) (*Sim, error) {
 		usersByID: map[int64]*user{}, accounts: map[int64]*account{}, tokens: map[string]*token{},
 		tickets: map[string]*ticket{}, lockouts: map[string]time.Time{}, rates: map[string]*window{},
 		sessionOpen: true, conns: map[*wsConn]struct{}{}, requests: map[string]int{},
-		byClOrdID: map[string]map[string]int{}, byText: map[string]map[string]int{}, byTag50: map[string]map[string]int{},
-		stop: make(chan struct{})}
+		byClOrdID: simkit.Counts{}, byText: simkit.Counts{}, byTag50: simkit.Counts{},
+		server: simkit.Server{Name: "tradovate sim", Logger: opts.Logger}}
 	now := s.now()
 	s.mu.Lock()
 	for _, p := range opts.Products {
@@ -233,39 +231,14 @@ func New(opts Options) (*Sim, error) {
 }
 
 // Start serves the simulator on addr ("127.0.0.1:0" for any free port) until Close.
-func (s *Sim) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("tradovate sim: listen %s: %w", addr, err)
-	}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	s.baseURL = "http://" + ln.Addr().String()
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.opts.Logger.Error("tradovate sim serve", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Sim) Start(addr string) error { return s.server.Start(addr, s) }
 
 // SetBaseURL tells a simulator served by someone else (httptest.NewServer) its own address.
-func (s *Sim) SetBaseURL(u string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.baseURL = strings.TrimSuffix(u, "/")
-}
+func (s *Sim) SetBaseURL(u string) { s.server.SetBaseURL(u) }
 
 // URL is the REST base, the counterpart of https://demo.tradovateapi.com/v1 and
 // https://live.tradovateapi.com/v1 (one simulator serves both; a login is demo or live).
-func (s *Sim) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.baseURL + "/v1"
-}
+func (s *Sim) URL() string { return s.root() + "/v1" }
 
 // WSURL is the user data socket, the counterpart of wss://demo.tradovateapi.com/v1/websocket.
 func (s *Sim) WSURL() string {
@@ -281,33 +254,17 @@ func (s *Sim) MDURL() string {
 // ControlURL is the base of the control API.
 func (s *Sim) ControlURL() string { return s.root() + "/_sim" }
 
-func (s *Sim) root() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.baseURL
-}
+func (s *Sim) root() string { return s.server.BaseURL() }
 
 // Close drops every socket and stops the server started by Start.
 func (s *Sim) Close() error {
 	s.mu.Lock()
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
+	s.server.Stop()
 	for c := range s.conns {
-		c.drop()
+		c.Drop()
 	}
-	srv := s.srv
 	s.mu.Unlock()
-	var err error
-	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		err = srv.Shutdown(ctx)
-	}
-	s.wg.Wait()
-	return err
+	return s.server.Shutdown()
 }
 
 // ServeHTTP routes the REST API under /v1, the two sockets and the control API.
@@ -340,7 +297,7 @@ func (s *Sim) Restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.drop()
+		c.Drop()
 	}
 	s.rates = map[string]*window{}
 	s.lockouts = map[string]time.Time{}
@@ -358,11 +315,7 @@ func (s *Sim) RequestCount(endpoint string) int {
 func (s *Sim) Requests() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.requests))
-	for k, v := range s.requests {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.requests)
 }
 
 // OrdersByClOrdID is how many orders (entry orders and their brackets alike) the account named
@@ -386,25 +339,4 @@ func (s *Sim) OrdersByCustomTag50(accountName, tag string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byTag50[accountName][tag]
-}
-
-func countTag(m map[string]map[string]int, account, tag string) {
-	if tag == "" {
-		return
-	}
-	if m[account] == nil {
-		m[account] = map[string]int{}
-	}
-	m[account][tag]++
-}
-
-func copyCounts(m map[string]map[string]int) map[string]map[string]int {
-	out := make(map[string]map[string]int, len(m))
-	for k, v := range m {
-		out[k] = make(map[string]int, len(v))
-		for t, n := range v {
-			out[k][t] = n
-		}
-	}
-	return out
 }

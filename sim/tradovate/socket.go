@@ -1,7 +1,6 @@
 package tradovate
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/svc/engine/sim/internal/simkit"
 )
 
 // wsConn is one socket, user data or market data, in the provider's SockJS-derived protocol: the
@@ -18,11 +19,9 @@ import (
 // out; a writer goroutine sends them. A client that does not keep up (a full queue) is dropped.
 // Every field but c and out is guarded by Sim.mu.
 type wsConn struct {
-	c      *websocket.Conn
-	md     bool
-	out    chan string
-	ctx    context.Context
-	cancel context.CancelFunc
+	simkit.Outbox[string]
+	c  *websocket.Conn
+	md bool
 
 	sess      *session // set by authorize
 	synced    bool     // user/syncrequest done: props events flow
@@ -30,10 +29,7 @@ type wsConn struct {
 	doms      map[int64]bool
 	charts    map[int64]*chartSub // by realtime id
 	lastHeard time.Time
-	held      string
-	heldTimer *time.Timer
-	abrupt    bool
-	closing   bool
+	reorder   simkit.Reorder[string] // a props event held back by the reorder fault
 }
 
 // chartSub is a real-time chart subscription.
@@ -44,79 +40,23 @@ type chartSub struct {
 	daily                    bool
 }
 
-func (c *wsConn) send(frame string) {
-	if c.closing {
-		return
-	}
-	select {
-	case c.out <- frame:
-	default:
-		c.drop()
-	}
-}
-
-// drop ends the connection at once, without a close frame, as a network failure would.
-func (c *wsConn) drop() {
-	c.abrupt = true
-	c.closing = true
-	c.cancel()
-}
-
 // closeWith sends a close frame ('c[…]') after what is queued, then closes the connection.
 func (c *wsConn) closeWith(frame string) {
-	if c.closing {
+	if c.Closing() {
 		return
 	}
-	c.send(frame)
-	c.closing = true
-	close(c.out)
+	c.Send(frame)
+	c.Close()
 }
 
 // event sends one props event frame through the stream faults (duplicate, reorder), with Sim.mu held.
 func (s *Sim) event(c *wsConn, frame string) {
-	n := 1
-	if s.stream.Duplicate {
-		n = 2
-	}
-	if !s.stream.Reorder {
-		for i := 0; i < n; i++ {
-			c.send(frame)
+	n := s.stream.Copies()
+	c.reorder.Pass(s.stream, &s.mu, frame, func(f string) {
+		for range n {
+			c.Send(f)
 		}
-		return
-	}
-	if c.held == "" {
-		c.held = frame
-		hold := s.stream.ReorderHold
-		if hold <= 0 {
-			hold = 200 * time.Millisecond
-		}
-		c.heldTimer = time.AfterFunc(hold, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c.flushHeldN(n)
-		})
-		return
-	}
-	for i := 0; i < n; i++ {
-		c.send(frame)
-	}
-	c.flushHeldN(n)
-}
-
-func (c *wsConn) flushHeld() { c.flushHeldN(1) }
-
-func (c *wsConn) flushHeldN(n int) {
-	if c.heldTimer != nil {
-		c.heldTimer.Stop()
-		c.heldTimer = nil
-	}
-	if c.held != "" {
-		f := c.held
-		c.held = ""
-		for i := 0; i < n; i++ {
-			c.send(f)
-		}
-	}
+	})
 }
 
 // propsEvent is the provider's server event for an entity created, updated or deleted.
@@ -159,7 +99,7 @@ type response struct {
 func (s *Sim) reply(req *request, a answer) {
 	c := req.conn
 	if a.drop {
-		c.drop()
+		c.Drop()
 		return
 	}
 	r := response{S: a.status, I: req.id}
@@ -173,7 +113,7 @@ func (s *Sim) reply(req *request, a answer) {
 	if err != nil {
 		return
 	}
-	c.send("a" + string(b))
+	c.Send("a" + string(b))
 	for _, f := range req.after {
 		f()
 	}
@@ -197,51 +137,38 @@ func (s *Sim) authorize(c *wsConn, body []byte, now time.Time) answer {
 // serveSocket runs one socket: the open frame, then requests until the client or the simulator
 // ends it.
 func (s *Sim) serveSocket(w http.ResponseWriter, r *http.Request, md bool) {
-	conn := &wsConn{md: md, out: make(chan string, 4096), quotes: map[int64]bool{}, doms: map[int64]bool{},
+	conn := &wsConn{Outbox: simkit.NewOutbox[string](4096), md: md, quotes: map[int64]bool{}, doms: map[int64]bool{},
 		charts: map[int64]*chartSub{}}
-	conn.ctx, conn.cancel = context.WithCancel(context.Background())
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
-		conn.cancel()
+		conn.Shut(nil, true)
 		return
 	}
 	ws.SetReadLimit(1 << 20)
 	conn.c = ws
 	s.mu.Lock()
 	select {
-	case <-s.stop:
+	case <-s.server.Stopped():
 		s.mu.Unlock()
-		conn.cancel()
-		_ = ws.CloseNow()
+		conn.Shut(ws, true)
 		return
 	default:
 	}
 	conn.lastHeard = time.Now()
 	s.conns[conn] = struct{}{}
-	conn.send("o")
+	conn.Send("o")
 	s.mu.Unlock()
 
-	remote := remoteIP(r)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.readLoop(conn, remote)
-	}()
+	remote := simkit.RemoteIP(r)
+	s.server.Go(func() { s.readLoop(conn, remote) })
 	s.writeLoop(conn)
 
 	s.mu.Lock()
 	delete(s.conns, conn)
-	if conn.heldTimer != nil {
-		conn.heldTimer.Stop()
-	}
-	abrupt := conn.abrupt
+	conn.reorder.Stop()
+	abrupt := conn.Abrupt()
 	s.mu.Unlock()
-	conn.cancel()
-	if abrupt {
-		_ = ws.CloseNow()
-		return
-	}
-	_ = ws.Close(websocket.StatusNormalClosure, "")
+	conn.Shut(ws, abrupt)
 }
 
 func (s *Sim) writeLoop(conn *wsConn) {
@@ -249,16 +176,14 @@ func (s *Sim) writeLoop(conn *wsConn) {
 	defer beat.Stop()
 	lastWrite := time.Now()
 	write := func(frame string) bool {
-		wctx, cancel := context.WithTimeout(conn.ctx, 10*time.Second)
-		defer cancel()
 		lastWrite = time.Now()
-		return conn.c.Write(wctx, websocket.MessageText, []byte(frame)) == nil
+		return simkit.Write(conn.Ctx, conn.c, []byte(frame)) == nil
 	}
 	for {
 		select {
-		case <-conn.ctx.Done():
+		case <-conn.Ctx.Done():
 			return
-		case frame, open := <-conn.out:
+		case frame, open := <-conn.Out:
 			if !open {
 				return
 			}
@@ -287,23 +212,23 @@ func (s *Sim) silent(conn *wsConn) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !conn.closing && time.Since(conn.lastHeard) > s.opts.ClientSilence
+	return !conn.Closing() && time.Since(conn.lastHeard) > s.opts.ClientSilence
 }
 
 func (s *Sim) readLoop(conn *wsConn, remote string) {
 	for {
-		_, msg, err := conn.c.Read(conn.ctx)
+		_, msg, err := conn.c.Read(conn.Ctx)
 		if err != nil {
 			s.mu.Lock()
-			if !conn.closing {
-				conn.drop()
+			if !conn.Closing() {
+				conn.Drop()
 			}
 			s.mu.Unlock()
 			return
 		}
 		s.mu.Lock()
 		conn.lastHeard = time.Now() // wall time: silence is the network's, not the simulated clock's
-		closing := conn.closing
+		closing := conn.Closing()
 		s.mu.Unlock()
 		text := string(msg)
 		if closing || text == "[]" {
