@@ -27,60 +27,32 @@ import (
 //	GET    /_sim/counters                     → {"requests": {route: n}, "ordersByClientId": {apiKey: {clientOrderId: n}}}
 func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /_sim/accounts", simkit.Control(func(r *http.Request) (any, error) {
-		var a Account
-		if err := simkit.Decode(r, &a); err != nil {
-			return nil, err
-		}
+	simkit.HandleBody(mux, "POST /_sim/accounts", func(_ *http.Request, a Account) (any, error) {
 		return map[string]any{"apiKey": a.APIKey}, s.AddAccount(a)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{key}/hedge", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ On bool }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/accounts/{key}/hedge", func(r *http.Request, b struct{ On bool }) (any, error) {
 		return map[string]any{"hedgeMode": b.On}, s.SetHedgeMode(r.PathValue("key"), b.On)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{key}/multiassets", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ On bool }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/accounts/{key}/multiassets", func(r *http.Request, b struct{ On bool }) (any, error) {
 		return map[string]any{"multiAssets": b.On}, s.SetMultiAssetsMode(r.PathValue("key"), b.On)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{key}/leverage", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct {
-			Symbol   string
-			Leverage int
-		}
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/accounts/{key}/leverage", func(r *http.Request, b struct {
+		Symbol   string
+		Leverage int
+	}) (any, error) {
 		return map[string]any{"symbol": b.Symbol, "leverage": b.Leverage}, s.SetLeverage(r.PathValue("key"), b.Symbol, b.Leverage)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{key}/orders", simkit.Control(func(r *http.Request) (any, error) {
-		var p map[string]string
-		if err := simkit.Decode(r, &p); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/accounts/{key}/orders", func(r *http.Request, p map[string]string) (any, error) {
 		id, err := s.PlaceOutside(r.PathValue("key"), p)
 		return map[string]any{"orderId": id}, err
-	}))
-	mux.HandleFunc("POST /_sim/price", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Symbol, Price string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/price", func(_ *http.Request, b struct{ Symbol, Price string }) (any, error) {
 		return map[string]any{"symbol": b.Symbol, "price": b.Price}, s.SetPrice(b.Symbol, b.Price)
-	}))
-	mux.HandleFunc("POST /_sim/markprice", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Symbol, Price string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/markprice", func(_ *http.Request, b struct{ Symbol, Price string }) (any, error) {
 		return map[string]any{"symbol": b.Symbol, "markPrice": b.Price}, s.SetMarkPrice(b.Symbol, b.Price)
-	}))
-	mux.HandleFunc("POST /_sim/faults", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/faults", func(r *http.Request) (any, error) {
 		var b struct {
 			Route                  string
 			Times, Status          int
@@ -97,43 +69,39 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return map[string]any{"added": true}, s.AddFault(f)
-	}))
-	mux.HandleFunc("DELETE /_sim/faults", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "DELETE /_sim/faults", func(*http.Request) (any, error) {
 		s.ClearFaults()
 		return map[string]any{"cleared": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/streams/faults", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/streams/faults", func(r *http.Request) (any, error) {
 		f, err := simkit.DecodeStreamFaults(r)
 		if err != nil {
 			return nil, err
 		}
 		s.SetStreamFaults(f)
 		return f, nil
-	}))
-	mux.HandleFunc("POST /_sim/streams/disconnect", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/streams/disconnect", func(*http.Request) (any, error) {
 		s.DisconnectStreams()
 		return map[string]any{"disconnected": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/restart", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/restart", func(*http.Request) (any, error) {
 		s.Restart()
 		return map[string]any{"restarted": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/listenkey-ttl", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ TTL string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/listenkey-ttl", func(_ *http.Request, b struct{ TTL string }) (any, error) {
 		d, err := simkit.Positive("ttl", b.TTL)
 		if err != nil {
 			return nil, err
 		}
 		s.SetListenKeyTTL(d)
 		return map[string]any{"ttl": d.String()}, nil
-	}))
-	mux.HandleFunc("GET /_sim/counters", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "GET /_sim/counters", func(*http.Request) (any, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return map[string]any{"requests": maps.Clone(s.requests), "ordersByClientId": s.accepted.Copy()}, nil
-	}))
+	})
 	mux.ServeHTTP(w, r)
 }

@@ -34,29 +34,17 @@ import (
 //	GET    /_sim/counters                      → {"requests": {endpoint: n}, "ordersByClOrdId": {account: {id: n}}, "ordersByText": ..., "ordersByCustomTag50": ...}
 func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /_sim/logins", simkit.Control(func(r *http.Request) (any, error) {
-		var l Login
-		if err := simkit.Decode(r, &l); err != nil {
-			return nil, err
-		}
+	simkit.HandleBody(mux, "POST /_sim/logins", func(_ *http.Request, l Login) (any, error) {
 		id, accounts, err := s.AddLogin(l)
 		return map[string]any{"userId": id, "accounts": accounts}, err
-	}))
-	mux.HandleFunc("POST /_sim/logins/{name}/marketdata", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Products []string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/logins/{name}/marketdata", func(r *http.Request, b struct{ Products []string }) (any, error) {
 		return map[string]any{"products": b.Products}, s.SetMarketData(r.PathValue("name"), b.Products)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{name}/reject", simkit.Control(func(r *http.Request) (any, error) {
-		var b Rejection
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/accounts/{name}/reject", func(r *http.Request, b Rejection) (any, error) {
 		return map[string]any{"queued": true}, s.RejectNext(r.PathValue("name"), b)
-	}))
-	mux.HandleFunc("POST /_sim/accounts/{name}/orders", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/accounts/{name}/orders", func(r *http.Request) (any, error) {
 		var b map[string]any
 		d := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
 		d.UseNumber() // prices stay the decimals they were written as
@@ -65,19 +53,11 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		id, err := s.PlaceOutside(r.PathValue("name"), b)
 		return map[string]any{"orderId": id}, err
-	}))
-	mux.HandleFunc("POST /_sim/price", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Symbol, Price string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/price", func(_ *http.Request, b struct{ Symbol, Price string }) (any, error) {
 		return map[string]any{"symbol": b.Symbol, "price": b.Price}, s.SetPrice(b.Symbol, b.Price)
-	}))
-	mux.HandleFunc("POST /_sim/roll", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Contract, RollDate, Expiration string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/roll", func(_ *http.Request, b struct{ Contract, RollDate, Expiration string }) (any, error) {
 		if b.RollDate == "" && b.Expiration == "" {
 			return nil, errors.New("rollDate or expiration is required")
 		}
@@ -101,20 +81,16 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		return map[string]any{"contract": b.Contract}, nil
-	}))
-	mux.HandleFunc("POST /_sim/session", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Open bool }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/session", func(_ *http.Request, b struct{ Open bool }) (any, error) {
 		s.SetSessionOpen(b.Open)
 		return map[string]any{"open": b.Open}, nil
-	}))
-	mux.HandleFunc("POST /_sim/endofday", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/endofday", func(*http.Request) (any, error) {
 		s.EndOfDay()
 		return map[string]any{"ended": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/faults", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/faults", func(r *http.Request) (any, error) {
 		var b struct {
 			Endpoint                  string
 			Times, Status             int
@@ -131,20 +107,20 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return map[string]any{"added": true}, s.AddFault(f)
-	}))
-	mux.HandleFunc("DELETE /_sim/faults", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "DELETE /_sim/faults", func(*http.Request) (any, error) {
 		s.ClearFaults()
 		return map[string]any{"cleared": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/sockets/faults", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/sockets/faults", func(r *http.Request) (any, error) {
 		f, err := simkit.DecodeStreamFaults(r)
 		if err != nil {
 			return nil, err
 		}
 		s.SetStreamFaults(f)
 		return map[string]any{"duplicate": f.Duplicate, "reorder": f.Reorder, "reorderHold": f.ReorderHold.String()}, nil
-	}))
-	mux.HandleFunc("POST /_sim/sockets/disconnect", simkit.Control(func(r *http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/sockets/disconnect", func(r *http.Request) (any, error) {
 		var b struct{ Graceful bool }
 		if r.ContentLength != 0 {
 			if err := simkit.Decode(r, &b); err != nil {
@@ -153,28 +129,24 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		s.DisconnectSockets(b.Graceful)
 		return map[string]any{"disconnected": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/restart", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/restart", func(*http.Request) (any, error) {
 		s.Restart()
 		return map[string]any{"restarted": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/tokens/expire", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "POST /_sim/tokens/expire", func(*http.Request) (any, error) {
 		s.ExpireTokens()
 		return map[string]any{"expired": true}, nil
-	}))
-	mux.HandleFunc("POST /_sim/tokens/lifetime", simkit.Control(func(r *http.Request) (any, error) {
-		var b struct{ Lifetime string }
-		if err := simkit.Decode(r, &b); err != nil {
-			return nil, err
-		}
+	})
+	simkit.HandleBody(mux, "POST /_sim/tokens/lifetime", func(_ *http.Request, b struct{ Lifetime string }) (any, error) {
 		d, err := simkit.Positive("lifetime", b.Lifetime)
 		if err != nil {
 			return nil, err
 		}
 		s.SetTokenLifetime(d)
 		return map[string]any{"lifetime": d.String()}, nil
-	}))
-	mux.HandleFunc("GET /_sim/contracts", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "GET /_sim/contracts", func(*http.Request) (any, error) {
 		s.mu.Lock()
 		names := append([]string(nil), s.productOrder...)
 		s.mu.Unlock()
@@ -183,12 +155,12 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			out[n] = map[string]any{"contracts": s.Contracts(n), "front": s.FrontContract(n)}
 		}
 		return out, nil
-	}))
-	mux.HandleFunc("GET /_sim/counters", simkit.Control(func(*http.Request) (any, error) {
+	})
+	simkit.Handle(mux, "GET /_sim/counters", func(*http.Request) (any, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return map[string]any{"requests": maps.Clone(s.requests), "ordersByClOrdId": s.byClOrdID.Copy(),
 			"ordersByText": s.byText.Copy(), "ordersByCustomTag50": s.byTag50.Copy()}, nil
-	}))
+	})
 	mux.ServeHTTP(w, r)
 }

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// Control makes a handler of the control API from h: its answer is written as JSON, its error as
+// Handle registers a control API route on mux: h's answer is written as JSON, its error as
 // 400 {"error": "..."}.
-func Control(h func(*http.Request) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func Handle(mux *http.ServeMux, pattern string, h func(*http.Request) (any, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		ans, err := h(r)
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
@@ -20,7 +20,19 @@ func Control(h func(*http.Request) (any, error)) http.HandlerFunc {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(ans)
-	}
+	})
+}
+
+// HandleBody registers a control API route (as Handle does) whose request carries a JSON body B,
+// read by Decode: a body that is not a B is refused.
+func HandleBody[B any](mux *http.ServeMux, pattern string, h func(r *http.Request, body B) (any, error)) {
+	Handle(mux, pattern, func(r *http.Request) (any, error) {
+		var b B
+		if err := Decode(r, &b); err != nil {
+			return nil, err
+		}
+		return h(r, b)
+	})
 }
 
 // Decode reads a control request's JSON body (at most 1 MiB, no unknown fields) into v.

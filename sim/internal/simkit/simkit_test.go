@@ -1,6 +1,7 @@
 package simkit_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -181,5 +182,30 @@ func TestServerServesUntilShutdown(t *testing.T) {
 	}
 	if err := (&simkit.Server{Name: "test sim"}).Start("127.0.0.1:-1", nil); err == nil || !strings.HasPrefix(err.Error(), "test sim: listen ") {
 		t.Fatalf("bad address: %v", err)
+	}
+}
+
+func TestControlRoutes(t *testing.T) {
+	mux := http.NewServeMux()
+	simkit.HandleBody(mux, "POST /_sim/price", func(_ *http.Request, b struct{ Symbol, Price string }) (any, error) {
+		if b.Price == "" {
+			return nil, errors.New("price: required")
+		}
+		return map[string]any{"symbol": b.Symbol}, nil
+	})
+	for _, tc := range []struct {
+		body   string
+		status int
+		answer string
+	}{
+		{`{"symbol":"ES","price":"1"}`, 200, `{"symbol":"ES"}`},
+		{`{"symbol":"ES"}`, 400, `{"error":"price: required"}`},
+		{`{"symbol":"ES","qty":1}`, 400, `{"error":"body: json: unknown field \"qty\""}`},
+	} {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest("POST", "/_sim/price", strings.NewReader(tc.body)))
+		if w.Code != tc.status || strings.TrimSpace(w.Body.String()) != tc.answer || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s (%s), want %d %s", tc.body, w.Code, w.Body, w.Header().Get("Content-Type"), tc.status, tc.answer)
+		}
 	}
 }
