@@ -22,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/svc/engine/sim/binance"
+	"github.com/svc/engine/sim/internal/simtest"
 )
 
 // librarySample reads the first JSON literal (data := []byte(`...`)) of a test function in the
@@ -48,45 +49,6 @@ func librarySample(t *testing.T, file, fn string) []byte {
 	start := i + j + len("[]byte(`")
 	end := strings.Index(text[start:], "`")
 	return []byte(text[start : start+end])
-}
-
-// sameShape fails unless ours carries every key of sample (but those in skip) with the same JSON
-// kind, recursing into objects and into the first element of arrays.
-func sameShape(t *testing.T, where string, sample, ours any, skip map[string]bool) {
-	t.Helper()
-	if reflect.TypeOf(sample) != reflect.TypeOf(ours) {
-		t.Errorf("%s: sample is %T, ours %T (%v)", where, sample, ours, ours)
-		return
-	}
-	switch sv := sample.(type) {
-	case map[string]any:
-		ov := ours.(map[string]any)
-		for k, v := range sv {
-			if skip[k] {
-				continue
-			}
-			o, ok := ov[k]
-			if !ok {
-				t.Errorf("%s: missing %q", where, k)
-				continue
-			}
-			sameShape(t, where+"."+k, v, o, skip)
-		}
-	case []any:
-		ov := ours.([]any)
-		if len(sv) > 0 && len(ov) > 0 {
-			sameShape(t, where+"[0]", sv[0], ov[0], skip)
-		}
-	}
-}
-
-func decodeAny(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	return v
 }
 
 // raw sends a signed request as the library would and returns the body.
@@ -139,7 +101,7 @@ func TestAnswersMatchLibrarySamples(t *testing.T) {
 	check := func(file, fn string, ours []byte, typ any, skip map[string]bool) {
 		t.Helper()
 		sample := librarySample(t, file, fn)
-		sameShape(t, fn, decodeAny(t, sample), decodeAny(t, ours), skip)
+		simtest.Shape{Skip: skip}.SameShape(t, fn, simtest.DecodeAny(t, sample), simtest.DecodeAny(t, ours))
 		for _, b := range [][]byte{sample, ours} {
 			v := reflect.New(reflect.TypeOf(typ)).Interface()
 			if err := json.Unmarshal(b, v); err != nil {

@@ -2,11 +2,11 @@ package tradovate_test
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/svc/engine/sim/internal/simtest"
 	"github.com/svc/engine/sim/tradovate"
 )
 
@@ -72,48 +72,6 @@ var required = map[string][]string{
 	"SyncMessage":      {"users", "contractGroups"},
 }
 
-func decodeAny(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	return v
-}
-
-// sameShape fails unless ours carries every key of sample (but those in skip) with the same JSON
-// kind, recursing into objects and into the first element of arrays.
-func sameShape(t *testing.T, where string, sample, ours any, skip map[string]bool) {
-	t.Helper()
-	if reflect.TypeOf(sample) != reflect.TypeOf(ours) {
-		t.Errorf("%s: sample is %T, ours %T (%v)", where, sample, ours, ours)
-		return
-	}
-	switch sv := sample.(type) {
-	case map[string]any:
-		ov := ours.(map[string]any)
-		for k, v := range sv {
-			if skip[k] {
-				continue
-			}
-			o, ok := ov[k]
-			if !ok {
-				t.Errorf("%s: missing %q", where, k)
-				continue
-			}
-			sameShape(t, where+"."+k, v, o, skip)
-		}
-	case []any:
-		ov := ours.([]any)
-		if len(sv) > 0 && len(ov) == 0 {
-			t.Errorf("%s: empty where the sample has elements", where)
-		}
-		if len(sv) > 0 && len(ov) > 0 {
-			sameShape(t, where+"[0]", sv[0], ov[0], skip)
-		}
-	}
-}
-
 func hasRequired(t *testing.T, schema string, ent json.RawMessage) {
 	t.Helper()
 	var m map[string]any
@@ -145,7 +103,7 @@ func TestAnswersMatchDocumentedSamples(t *testing.T) {
 	e := newEnv(t, tradovate.Options{})
 	check := func(name, sample string, ours []byte, skip map[string]bool) {
 		t.Helper()
-		sameShape(t, name, decodeAny(t, []byte(sample)), decodeAny(t, ours), skip)
+		simtest.Shape{Skip: skip, NonEmpty: true}.SameShape(t, name, simtest.DecodeAny(t, []byte(sample)), simtest.DecodeAny(t, ours))
 	}
 	ans := e.login(liveLogin)
 	raw, _ := json.Marshal(ans)
