@@ -14,6 +14,7 @@ import (
 	"github.com/adshao/go-binance/v2/common"
 	"github.com/adshao/go-binance/v2/futures"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -107,7 +108,7 @@ func TestAlgoStopTriggersAndPlacesAMarketOrder(t *testing.T) {
 	// The stream: NEW, TRIGGERING, TRIGGERED (ai), the order's NEW and TRADE, FINISHED.
 	want := []string{"ALGO NEW", "ALGO TRIGGERING", "ALGO TRIGGERED " + g.ActualOrderId, "ORDER NEW " + g.ActualOrderId,
 		"ORDER TRADE " + g.ActualOrderId, "ALGO FINISHED " + g.ActualOrderId}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		var seen []string
 		for _, e := range u.snapshot() {
 			switch e.Event {
@@ -325,7 +326,7 @@ func TestAlgoOrderRejectedAtTrigger(t *testing.T) {
 	if g, err := c.NewGetAlgoOrderService().ClientAlgoID("big-1").Do(ctx); err != nil || g.AlgoStatus != "REJECTED" || g.ActualOrderId != "" {
 		t.Fatalf("algo order = %+v, %v", g, err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		for _, e := range u.snapshot() {
 			if e.Event == futures.UserDataEventTypeAlgoUpdate && e.AlgoUpdate.AlgoStatus == "REJECTED" && e.AlgoUpdate.FailedReason != "" {
 				return nil

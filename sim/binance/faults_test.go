@@ -12,6 +12,7 @@ import (
 	"github.com/adshao/go-binance/v2/common"
 	"github.com/adshao/go-binance/v2/futures"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -170,7 +171,7 @@ func TestDuplicatedAndReorderedUserEvents(t *testing.T) {
 		Price("50000").NewClientOrderID("dup-ev").Do(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if n := u.count(futures.UserDataEventTypeOrderTradeUpdate); n != 2 {
 			return fmt.Errorf("%d order updates", n)
 		}
@@ -185,7 +186,7 @@ func TestDuplicatedAndReorderedUserEvents(t *testing.T) {
 		Price("50000").NewClientOrderID("after").Do(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if n := u.count(futures.UserDataEventTypeOrderTradeUpdate); n != 4 {
 			return fmt.Errorf("%d order updates", n)
 		}
@@ -222,7 +223,7 @@ func TestDisconnectStreams(t *testing.T) {
 	if _, err := sim.PlaceOutside(testKey, map[string]string{"symbol": "BTCUSDT", "side": "BUY", "type": "MARKET", "quantity": "0.002"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		for _, e := range u2.snapshot() {
 			if e.Event == futures.UserDataEventTypeOrderTradeUpdate && len(e.OrderTradeUpdate.ClientOrderID) > 4 &&
 				e.OrderTradeUpdate.ClientOrderID[:4] == "web_" {

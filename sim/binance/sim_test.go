@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/adshao/go-binance/v2/common"
 	"github.com/adshao/go-binance/v2/futures"
@@ -63,22 +62,6 @@ func apiCode(t *testing.T, err error) int64 {
 		t.Fatalf("want an APIError, got %v", err)
 	}
 	return ae.Code
-}
-
-// waitFor polls f until it returns nil or the time is up.
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s: %v", d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestExchangeInfoFiltersDecode(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/adshao/go-binance/v2/futures"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/sim/binance"
 )
 
@@ -82,7 +83,7 @@ func TestUserStreamDeliversOrderAndAccountUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if u.count(futures.UserDataEventTypeOrderTradeUpdate) < 2 || u.count(futures.UserDataEventTypeAccountUpdate) < 1 {
 			return fmt.Errorf("events so far: %d", len(u.snapshot()))
 		}
@@ -155,7 +156,7 @@ func TestMultiAssetsSwitchedOutsideEmitsConfigUpdate(t *testing.T) {
 	if err := sim.SetLeverage(testKey, "ETHUSDT", 7); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if n := u.count(futures.UserDataEventTypeAccountConfigUpdate); n != 2 {
 			return fmt.Errorf("%d config updates", n)
 		}
@@ -232,7 +233,7 @@ func TestMarketStreams(t *testing.T) {
 	}
 	defer func() { close(stop3); <-done3 }()
 	// The dials above returned after the handshake; give the server a moment to register them.
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if err := sim.SetPrice("BTCUSDT", "60100"); err != nil {
 			return err
 		}

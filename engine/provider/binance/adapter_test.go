@@ -8,27 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/binance"
 	"github.com/svc/engine/events"
 	binancesim "github.com/svc/engine/sim/binance"
 )
-
-// waitFor polls f until it returns nil or d passes.
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s: %v", d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 type env struct {
 	sim *binancesim.Sim
@@ -396,7 +381,7 @@ func TestRateLimitBacksOffPerCredential(t *testing.T) {
 	if st, err := b.Place(ctx, market("c-1", provider.Buy, "0.01")); err != nil || st.Status != provider.StatusFilled {
 		t.Fatalf("the calm credential: %+v, %v", st, err)
 	}
-	waitFor(t, 4*time.Second, func() error {
+	enginetest.WaitFor(t, 4*time.Second, func() error {
 		_, err := a.Place(ctx, market("r-2", provider.Buy, "0.01"))
 		return err
 	})

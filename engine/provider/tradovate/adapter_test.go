@@ -9,27 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/tradovate"
 	"github.com/svc/engine/events"
 	tradovatesim "github.com/svc/engine/sim/tradovate"
 )
-
-// waitFor polls f until it returns nil or d passes.
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s: %v", d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func dec(s string) events.Decimal { return events.MustDecimal(s) }
 
@@ -174,7 +159,7 @@ func TestTokensAreRenewedBeforeTheyExpire(t *testing.T) {
 		got = append(got, t)
 		mu.Unlock()
 	})
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) == 0 {
@@ -500,7 +485,7 @@ func TestMarketDataNeedsTheLoginsOwnSubscription(t *testing.T) {
 	if err := sim.SetPrice(es, "5012.75"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		select {
 		case q := <-ch:
 			if q.Symbol == es && q.Mark != nil && q.Mark.Cmp(dec("5012.75")) == 0 && q.Bid != nil && q.Ask != nil {
@@ -512,7 +497,7 @@ func TestMarketDataNeedsTheLoginsOwnSubscription(t *testing.T) {
 		}
 	})
 	sim.DisconnectSockets(false)
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		select {
 		case q := <-ch:
 			if q.Stale {
