@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // Limits are the exchange's request budgets, per credential (and one more
@@ -57,15 +57,13 @@ type budget struct {
 }
 
 func newBudget(l Limits, now func() time.Time) *budget {
-	l = l.withDefaults()
-	// n events per window as a rate (withDefaults makes every n positive).
-	per := func(n int, window time.Duration) rate.Limit { return rate.Every(window / time.Duration(n)) }
+	l = l.withDefaults() // every limit positive, as adapterkit.Every needs
 	return &budget{
 		limits: l,
 		// Bursts of a tenth of the minute's budget; the exchange's own
 		// count (the headers) is the final word.
-		weight: rate.NewLimiter(per(l.WeightPerMinute, time.Minute), max(l.WeightPerMinute/10, 50)),
-		orders: rate.NewLimiter(min(per(l.OrdersPerMinute, time.Minute), per(l.OrdersPer10s, 10*time.Second)), max(l.OrdersPer10s/3, 10)),
+		weight: rate.NewLimiter(adapterkit.Every(l.WeightPerMinute, time.Minute), max(l.WeightPerMinute/10, 50)),
+		orders: rate.NewLimiter(min(adapterkit.Every(l.OrdersPerMinute, time.Minute), adapterkit.Every(l.OrdersPer10s, 10*time.Second)), max(l.OrdersPer10s/3, 10)),
 		now:    now,
 	}
 }
@@ -112,57 +110,26 @@ func (b *budget) observe(status int, h http.Header) error {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if used, ok := headerInt(h, "X-Mbx-Used-Weight-1m"); ok && used >= b.limits.WeightPerMinute {
-		b.pauseUntil = maxTime(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
+	if used, ok := adapterkit.HeaderInt(h, "X-Mbx-Used-Weight-1m"); ok && used >= b.limits.WeightPerMinute {
+		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
 	}
-	if n, ok := headerInt(h, "X-Mbx-Order-Count-1m"); ok && n >= b.limits.OrdersPerMinute {
-		b.pauseUntil = maxTime(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
+	if n, ok := adapterkit.HeaderInt(h, "X-Mbx-Order-Count-1m"); ok && n >= b.limits.OrdersPerMinute {
+		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
 	}
-	if n, ok := headerInt(h, "X-Mbx-Order-Count-10s"); ok && n >= b.limits.OrdersPer10s {
-		b.pauseUntil = maxTime(b.pauseUntil, now.Truncate(10*time.Second).Add(10*time.Second))
+	if n, ok := adapterkit.HeaderInt(h, "X-Mbx-Order-Count-10s"); ok && n >= b.limits.OrdersPer10s {
+		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(10*time.Second).Add(10*time.Second))
 	}
 	switch status {
 	case http.StatusTooManyRequests:
-		ra := retryAfter(h, time.Second)
-		b.backoff = maxTime(b.backoff, now.Add(ra))
+		ra := adapterkit.RetryAfter(h, time.Second)
+		b.backoff = adapterkit.Later(b.backoff, now.Add(ra))
 		return &provider.RateLimited{RetryAfter: ra}
 	case http.StatusTeapot:
-		until := now.Add(retryAfter(h, 2*time.Minute))
-		b.bannedUntil = maxTime(b.bannedUntil, until)
+		until := now.Add(adapterkit.RetryAfter(h, 2*time.Minute))
+		b.bannedUntil = adapterkit.Later(b.bannedUntil, until)
 		return &provider.Banned{Until: b.bannedUntil}
 	}
 	return nil
-}
-
-// retryAfter reads Retry-After in seconds, or def.
-func retryAfter(h http.Header, def time.Duration) time.Duration {
-	if s, ok := headerInt(h, "Retry-After"); ok && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	return def
-}
-
-// headerInt reads a header of the exchange case-insensitively (it sends
-// X-MBX-USED-WEIGHT-1M; Go canonicalizes the name).
-func headerInt(h http.Header, name string) (int, bool) {
-	v := h.Get(name)
-	if v == "" {
-		for k, vs := range h {
-			if strings.EqualFold(k, name) && len(vs) > 0 {
-				v = vs[0]
-				break
-			}
-		}
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	return n, err == nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // weightOf is the exchange's request weight of a call and whether it counts
@@ -207,16 +174,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-		if i.Err == nil {
-			wrote.Store(true)
-		}
-	}}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	req, wrote := adapterkit.TraceWrite(req)
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		return nil, &sendError{sent: wrote.Load(), err: err}
+		return nil, &adapterkit.SendError{Provider: "binance", Sent: wrote.Load(), Err: err}
 	}
 	if err := t.b.observe(resp.StatusCode, resp.Header); err != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))

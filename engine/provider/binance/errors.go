@@ -3,26 +3,22 @@ package binance
 import (
 	"context"
 	"errors"
-	"net/url"
 
 	"github.com/adshao/go-binance/v2/common"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // op is the kind of call, which decides what a lost answer means.
-type op string
+type op = adapterkit.Op
 
 const (
-	opRead    op = "read"
-	opPlace   op = "place"
-	opCancel  op = "cancel"
-	opReplace op = "replace"
+	opRead    = adapterkit.OpRead
+	opPlace   = adapterkit.OpPlace
+	opCancel  = adapterkit.OpCancel
+	opReplace = adapterkit.OpReplace
 )
-
-// write reports whether the call changes state at the exchange, so a lost
-// answer is an unknown outcome rather than a failed read.
-func (o op) write() bool { return o == opPlace || o == opCancel || o == opReplace }
 
 // The exchange's error codes the adapter tells apart (its USDⓈ-M Futures
 // error code list). Every other code of a refused write is *provider.Rejected.
@@ -74,21 +70,6 @@ var codeClass = map[int64]classification{
 	codeInvalidTimestamp: classUnavailable,
 }
 
-// sendError is a transport failure; sent says the request was written to
-// the connection, so the exchange may have acted on it.
-type sendError struct {
-	sent bool
-	err  error
-}
-
-func (e *sendError) Error() string {
-	if e.sent {
-		return "binance: answer lost after sending"
-	}
-	return "binance: not sent"
-}
-func (e *sendError) Unwrap() error { return e.err }
-
 // mapError turns what the library returned into the provider's typed
 // errors. It keeps codes and statuses, never the exchange's messages.
 func mapError(o op, err error) error {
@@ -106,20 +87,17 @@ func mapError(o op, err error) error {
 		}
 		return bn
 	}
-	var se *sendError
+	var se *adapterkit.SendError
 	if errors.As(err, &se) {
-		if se.sent && o.write() {
-			return provider.NewUnknown(string(o), 0, 0, cleanCause(se.err))
-		}
-		return provider.NewUnavailable(0, 0, cleanCause(se.err))
+		return se.Mapped(o)
 	}
 	var sv *serverError
 	if errors.As(err, &sv) {
 		// -1008 (overloaded) says the exchange did not take the request.
-		if o.write() && sv.code != codeServerBusy {
-			return provider.NewUnknown(string(o), sv.status, sv.code, nil)
+		if sv.code == codeServerBusy {
+			return provider.NewUnavailable(sv.status, sv.code, nil)
 		}
-		return provider.NewUnavailable(sv.status, sv.code, nil)
+		return o.Lost(sv.status, sv.code, nil)
 	}
 	var api *common.APIError
 	if errors.As(err, &api) {
@@ -128,16 +106,10 @@ func mapError(o op, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// The budget's queue or the caller gave up before the transport
 		// could say; a write may have gone out.
-		if o.write() {
-			return provider.NewUnknown(string(o), 0, 0, cleanCause(err))
-		}
-		return provider.NewUnavailable(0, 0, cleanCause(err))
+		return o.Lost(0, 0, adapterkit.CleanCause(err))
 	}
 	// An answer that could not be decoded: the exchange answered 2xx.
-	if o.write() {
-		return provider.NewUnknown(string(o), 0, 0, nil)
-	}
-	return provider.NewUnavailable(0, 0, nil)
+	return o.Lost(0, 0, nil)
 }
 
 // mapCode classifies one of the exchange's error codes for a call of kind o.
@@ -157,25 +129,12 @@ func mapCode(o op, code int64) error {
 	case classRateLimited:
 		return &provider.RateLimited{}
 	case classUnknown:
-		if o.write() {
-			return provider.NewUnknown(string(o), 0, code, nil)
-		}
-		return provider.NewUnavailable(0, code, nil)
+		return o.Lost(0, code, nil)
 	case classUnavailable:
 		return provider.NewUnavailable(0, code, nil)
 	}
-	if !o.write() {
+	if !o.Write() {
 		return provider.NewUnavailable(0, code, nil)
 	}
 	return &provider.Rejected{Code: code}
-}
-
-// cleanCause drops what a transport error may carry about the request (the
-// url.Error's URL holds the signed query), keeping the inner error.
-func cleanCause(err error) error {
-	var ue *url.Error
-	for errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/adshao/go-binance/v2/futures"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/projections"
 	"github.com/svc/engine/projections/frames"
@@ -67,9 +68,9 @@ func TestMapErrorKeepsNoProviderText(t *testing.T) {
 		want error
 	}{
 		{"api refusal", opPlace, &common.APIError{Code: -2019, Message: "Margin is insufficient. SECRET-TEXT"}, provider.ErrRejected},
-		{"sent then dropped", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &sendError{sent: true, err: io.ErrUnexpectedEOF}}, provider.ErrUnknown},
-		{"refused before sending", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &sendError{sent: false, err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}}, provider.ErrUnavailable},
-		{"read dropped", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &sendError{sent: true, err: io.EOF}}, provider.ErrUnavailable},
+		{"sent then dropped", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &adapterkit.SendError{Provider: "binance", Sent: true, Err: io.ErrUnexpectedEOF}}, provider.ErrUnknown},
+		{"refused before sending", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &adapterkit.SendError{Provider: "binance", Sent: false, Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}}, provider.ErrUnavailable},
+		{"read dropped", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &adapterkit.SendError{Provider: "binance", Sent: true, Err: io.EOF}}, provider.ErrUnavailable},
 		{"5xx on a write", opCancel, &url.Error{Op: "Delete", URL: secretURL, Err: &serverError{status: 503, code: -1001}}, provider.ErrUnknown},
 		{"5xx overloaded", opPlace, &url.Error{Op: "Post", URL: secretURL, Err: &serverError{status: 503, code: -1008}}, provider.ErrUnavailable},
 		{"5xx on a read", opRead, &url.Error{Op: "Get", URL: secretURL, Err: &serverError{status: 502}}, provider.ErrUnavailable},

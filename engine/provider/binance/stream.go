@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 )
 
@@ -26,29 +27,7 @@ const eventBuffer = 256
 func (p *Provider) dial(ctx context.Context, u string) (*websocket.Conn, error) {
 	ctx, cancel := p.call(ctx)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: p.opts.HTTP}})
-	if err != nil {
-		return nil, provider.NewUnavailable(0, 0, cleanCause(err))
-	}
-	c.SetReadLimit(maxFrame)
-	return c, nil
-}
-
-// backoff doubles a reconnect wait up to 30 s.
-func backoff(d time.Duration) time.Duration { return min(2*d, 30*time.Second) }
-
-// sleep waits d or until one of the done channels closes; false when one did.
-func sleep(ctx context.Context, closed <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-closed:
-		return false
-	case <-t.C:
-		return true
-	}
+	return adapterkit.Dial(ctx, u, p.opts.HTTP, maxFrame)
 }
 
 // Events implements provider.Session: the listen-key user data stream. It
@@ -71,40 +50,23 @@ func (s *session) Events(ctx context.Context) (<-chan provider.Event, error) {
 		return nil, err
 	}
 	out := make(chan provider.Event, eventBuffer)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	adapterkit.Go(&s.wg, ctx, s.closed, func(ctx context.Context) {
 		defer close(out)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		wait := s.p.opts.Reconnect
 		for {
 			live := s.p.opts.Now().UTC()
 			cause := s.readUser(ctx, conn, key, out)
 			_ = conn.CloseNow()
-			for {
-				if ctx.Err() != nil || !sleep(ctx, s.closed, wait) {
-					return
-				}
+			if !adapterkit.Redial(ctx, s.closed, s.p.opts.Reconnect, func() (err error) {
 				conn, key, err = s.openUser(ctx)
-				if err == nil {
-					wait = s.p.opts.Reconnect
-					break
-				}
-				wait = backoff(wait)
+				return err
+			}, nil) {
+				return
 			}
-			if !send(ctx, out, &provider.Gap{Since: live, At: s.p.opts.Now().UTC(), Cause: cause}) {
+			if !adapterkit.Send[provider.Event](ctx, out, &provider.Gap{Since: live, At: s.p.opts.Now().UTC(), Cause: cause}) {
 				return
 			}
 		}
-	}()
+	})
 	return out, nil
 }
 
@@ -158,7 +120,7 @@ func (s *session) readUser(ctx context.Context, conn *websocket.Conn, key string
 		}
 		f := decodeUser(msg)
 		for _, e := range s.resolve(ctx, f) {
-			if !send(ctx, out, e) {
+			if !adapterkit.Send(ctx, out, e) {
 				return "disconnected"
 			}
 		}
@@ -287,15 +249,6 @@ func fromAccountUpdate(a *futures.WsAccountUpdate, at int64) (*provider.AccountU
 	return u, nil
 }
 
-func send(ctx context.Context, out chan<- provider.Event, e provider.Event) bool {
-	select {
-	case out <- e:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // Quotes implements provider.Provider: the combined public streams
 // <symbol>@bookTicker and <symbol>@markPrice@1s. Each quote carries the
 // symbol's latest bid, ask and mark; the first quote of a symbol after a
@@ -322,7 +275,6 @@ func (p *Provider) Quotes(ctx context.Context, symbols []string) (<-chan provide
 		defer close(out)
 		last := map[string]*provider.Quote{}
 		stale := map[string]bool{}
-		wait := p.opts.Reconnect
 		for {
 			for {
 				_, msg, err := conn.Read(ctx)
@@ -335,9 +287,7 @@ func (p *Provider) Quotes(ctx context.Context, symbols []string) (<-chan provide
 				}
 				q.Stale = stale[q.Symbol]
 				delete(stale, q.Symbol)
-				select {
-				case out <- q:
-				case <-ctx.Done():
+				if !adapterkit.Send(ctx, out, q) {
 					_ = conn.CloseNow()
 					return
 				}
@@ -346,15 +296,11 @@ func (p *Provider) Quotes(ctx context.Context, symbols []string) (<-chan provide
 			for _, sym := range symbols {
 				stale[sym] = true
 			}
-			for {
-				if !sleep(ctx, nil, wait) {
-					return
-				}
-				if conn, err = p.dial(ctx, u); err == nil {
-					wait = p.opts.Reconnect
-					break
-				}
-				wait = backoff(wait)
+			if !adapterkit.Redial(ctx, nil, p.opts.Reconnect, func() (err error) {
+				conn, err = p.dial(ctx, u)
+				return err
+			}, nil) {
+				return
 			}
 		}
 	}()
