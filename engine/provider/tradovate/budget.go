@@ -3,14 +3,13 @@ package tradovate
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 )
 
@@ -76,16 +75,13 @@ type pen struct {
 	until  time.Time
 }
 
-// per is n events per window as a token rate.
-func per(n int, window time.Duration) rate.Limit { return rate.Every(window / time.Duration(n)) }
-
 func newBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{},
 		windows: []*rate.Limiter{
-			rate.NewLimiter(per(l.PerSecond, time.Second), max(l.PerSecond/10, 10)),
-			rate.NewLimiter(per(l.PerMinute, time.Minute), max(l.PerMinute/10, 10)),
-			rate.NewLimiter(per(l.PerHour, time.Hour), max(l.PerHour/10, 10)),
+			rate.NewLimiter(adapterkit.Every(l.PerSecond, time.Second), max(l.PerSecond/10, 10)),
+			rate.NewLimiter(adapterkit.Every(l.PerMinute, time.Minute), max(l.PerMinute/10, 10)),
+			rate.NewLimiter(adapterkit.Every(l.PerHour, time.Hour), max(l.PerHour/10, 10)),
 		}}
 }
 
@@ -93,7 +89,7 @@ func newBudget(l Limits, now func() time.Time) *budget {
 func newLoginBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{},
-		windows: []*rate.Limiter{rate.NewLimiter(per(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
+		windows: []*rate.Limiter{rate.NewLimiter(adapterkit.Every(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
 }
 
 // admit waits for the budget to allow one request to endpoint and returns
@@ -116,7 +112,7 @@ func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string,
 		if !wait || d > b.limits.MaxPenaltyWait {
 			return "", &provider.RateLimited{RetryAfter: d}
 		}
-		if !sleep(ctx, nil, d) {
+		if !adapterkit.Sleep(ctx, nil, d) {
 			return "", &provider.RateLimited{RetryAfter: d}
 		}
 	}
@@ -137,11 +133,11 @@ func (b *budget) observe(status int, h http.Header) error {
 	defer b.mu.Unlock()
 	switch status {
 	case http.StatusTooManyRequests:
-		b.lockedUntil = maxTime(b.lockedUntil, now.Add(retryAfter(h, b.limits.LockOut)))
+		b.lockedUntil = adapterkit.Later(b.lockedUntil, now.Add(adapterkit.RetryAfter(h, b.limits.LockOut)))
 		return &provider.Banned{Until: b.lockedUntil}
 	case http.StatusLocked:
-		ra := retryAfter(h, time.Minute)
-		b.backoff = maxTime(b.backoff, now.Add(ra))
+		ra := adapterkit.RetryAfter(h, time.Minute)
+		b.backoff = adapterkit.Later(b.backoff, now.Add(ra))
 		return &provider.RateLimited{RetryAfter: ra}
 	}
 	return nil
@@ -155,7 +151,7 @@ func (b *budget) penalize(endpoint string, p penalty) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p.Captcha {
-		b.lockedUntil = maxTime(b.lockedUntil, now.Add(b.limits.LockOut))
+		b.lockedUntil = adapterkit.Later(b.lockedUntil, now.Add(b.limits.LockOut))
 		return &provider.Banned{Until: b.lockedUntil}
 	}
 	d := seconds(p.Time)
@@ -179,33 +175,4 @@ func seconds(n num) time.Duration {
 		return time.Second
 	}
 	return min(time.Duration(ms)*time.Millisecond, 24*time.Hour)
-}
-
-// retryAfter reads Retry-After in seconds, or def.
-func retryAfter(h http.Header, def time.Duration) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	return def
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// sleep waits d or until ctx ends or closed closes; false when one did.
-func sleep(ctx context.Context, closed <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-closed:
-		return false
-	case <-t.C:
-		return true
-	}
 }

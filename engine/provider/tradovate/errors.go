@@ -4,26 +4,22 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // op is the kind of call, which decides what a lost answer means.
-type op string
+type op = adapterkit.Op
 
 const (
-	opRead    op = "read"
-	opLogin   op = "login"
-	opPlace   op = "place"
-	opCancel  op = "cancel"
-	opReplace op = "replace"
+	opRead    = adapterkit.OpRead
+	opLogin   = adapterkit.Op("login") // the token request: a read
+	opPlace   = adapterkit.OpPlace
+	opCancel  = adapterkit.OpCancel
+	opReplace = adapterkit.OpReplace
 )
-
-// write reports whether the call changes state at the provider, so a lost
-// answer is an unknown outcome rather than a failed read.
-func (o op) write() bool { return o == opPlace || o == opCancel || o == opReplace }
 
 // The API's failure reasons (failureReason of PlaceOrderResult and
 // CommandResult, rejectReason of reports) as stable numbers: a
@@ -82,10 +78,7 @@ func mapFailure(o op, reason string) error {
 	code := reasonCodes[reason]
 	switch reason {
 	case "UnknownReason", "RiskCheckTimeout":
-		if o.write() {
-			return provider.NewUnknown(string(o), http.StatusOK, code, nil)
-		}
-		return provider.NewUnavailable(http.StatusOK, code, nil)
+		return o.Lost(http.StatusOK, code, nil)
 	case "ExecutionProviderUnavailable", "AnotherCommandPending":
 		return provider.NewUnavailable(http.StatusOK, code, nil)
 	case "Unauthorized":
@@ -93,21 +86,6 @@ func mapFailure(o op, reason string) error {
 	}
 	return &provider.Rejected{Code: code}
 }
-
-// sendError is a transport failure; sent says the request was written to
-// the connection, so the provider may have acted on it.
-type sendError struct {
-	sent bool
-	err  error
-}
-
-func (e *sendError) Error() string {
-	if e.sent {
-		return "tradovate: answer lost after sending"
-	}
-	return "tradovate: not sent"
-}
-func (e *sendError) Unwrap() error { return e.err }
 
 // statusError is an HTTP status the adapter does not read further: a 5xx,
 // a 400 or a 404. It holds no body.
@@ -160,49 +138,27 @@ func mapError(o op, err error) error {
 	case errors.Is(err, errExpired):
 		return &provider.Unauthorized{Code: http.StatusUnauthorized}
 	}
-	var se *sendError
+	var se *adapterkit.SendError
 	if errors.As(err, &se) {
-		if se.sent && o.write() {
-			return provider.NewUnknown(string(o), 0, 0, cleanCause(se.err))
-		}
-		return provider.NewUnavailable(0, 0, cleanCause(se.err))
+		return se.Mapped(o)
 	}
 	var st *statusError
 	if errors.As(err, &st) {
 		switch {
 		case st.status >= 500:
-			if o.write() {
-				return provider.NewUnknown(string(o), st.status, 0, nil)
-			}
-			return provider.NewUnavailable(st.status, 0, nil)
+			return o.Lost(st.status, 0, nil)
 		case st.status == http.StatusNotFound && (o == opCancel || o == opReplace || o == opRead):
 			return &provider.NotFound{Code: http.StatusNotFound}
 		case st.status == http.StatusForbidden:
 			return &provider.Unauthorized{Code: http.StatusForbidden}
-		case o.write():
+		case o.Write():
 			return &provider.Rejected{Code: int64(st.status)}
 		}
 		return provider.NewUnavailable(st.status, 0, nil)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if o.write() {
-			return provider.NewUnknown(string(o), 0, 0, cleanCause(err))
-		}
-		return provider.NewUnavailable(0, 0, cleanCause(err))
+		return o.Lost(0, 0, adapterkit.CleanCause(err))
 	}
 	// An answer that could not be read: the API answered 2xx.
-	if o.write() {
-		return provider.NewUnknown(string(o), http.StatusOK, 0, nil)
-	}
-	return provider.NewUnavailable(http.StatusOK, 0, nil)
-}
-
-// cleanCause drops what a transport error may carry about the request
-// (the url.Error's address), keeping the inner error.
-func cleanCause(err error) error {
-	var ue *url.Error
-	for errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return err
+	return o.Lost(http.StatusOK, 0, nil)
 }

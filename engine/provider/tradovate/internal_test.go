@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 )
 
@@ -300,9 +301,9 @@ func TestTransportErrors(t *testing.T) {
 		err  error
 		is   error
 	}{
-		{"lost after sending a write", opPlace, &sendError{sent: true, err: cause}, provider.ErrUnknown},
-		{"lost before sending a write", opPlace, &sendError{err: cause}, provider.ErrUnavailable},
-		{"lost read", opRead, &sendError{sent: true, err: cause}, provider.ErrUnavailable},
+		{"lost after sending a write", opPlace, &adapterkit.SendError{Provider: "tradovate", Sent: true, Err: cause}, provider.ErrUnknown},
+		{"lost before sending a write", opPlace, &adapterkit.SendError{Provider: "tradovate", Err: cause}, provider.ErrUnavailable},
+		{"lost read", opRead, &adapterkit.SendError{Provider: "tradovate", Sent: true, Err: cause}, provider.ErrUnavailable},
 		{"5xx on a write", opCancel, &statusError{status: 502}, provider.ErrUnknown},
 		{"5xx on a read", opRead, &statusError{status: 500}, provider.ErrUnavailable},
 		{"404 on a cancel", opCancel, &statusError{status: 404}, provider.ErrNotFound},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // tokenLife is the life the documentation gives an access token (80
@@ -231,7 +232,7 @@ func (l *login) renewLoop(stop <-chan struct{}) {
 	retry := time.Second
 	for {
 		wait := l.renewAt().Sub(l.p.opts.Now())
-		if !sleep(context.Background(), stop, max(wait, 500*time.Millisecond)) { // a token of no life left is not renewed in a loop
+		if !adapterkit.Sleep(context.Background(), stop, max(wait, 500*time.Millisecond)) { // a token of no life left is not renewed in a loop
 			return
 		}
 		tok := l.token()
@@ -244,10 +245,10 @@ func (l *login) renewLoop(stop <-chan struct{}) {
 		case errors.Is(err, provider.ErrUnauthorized):
 			return
 		default:
-			if !sleep(context.Background(), stop, retry) {
+			if !adapterkit.Sleep(context.Background(), stop, retry) {
 				return
 			}
-			retry = min(2*retry, 30*time.Second)
+			retry = adapterkit.Backoff(retry)
 		}
 	}
 }
@@ -304,7 +305,7 @@ func (l *login) call(ctx context.Context, r request, out any) error {
 		}
 		return rerr
 	}
-	if r.op.write() {
+	if r.op.Write() {
 		return provider.NewUnavailable(http.StatusUnauthorized, 0, errExpired)
 	}
 	return mapError(r.op, l.p.send(ctx, l.b, l.token().Access, r, out))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // Quotes implements provider.QuoteSession: the market-data socket of the
@@ -47,22 +48,10 @@ func (s *session) Quotes(ctx context.Context, symbols []string) (<-chan provider
 		return nil, err
 	}
 	out := make(chan provider.Quote, eventBuffer)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	adapterkit.Go(&s.wg, ctx, s.closed, func(ctx context.Context) {
 		defer close(out)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		last := map[eid]*provider.Quote{}
 		stale := map[eid]bool{}
-		wait := s.p.opts.Reconnect
 		for {
 			if !s.readMD(ctx, sock, names, last, stale, out) {
 				sock.close()
@@ -72,22 +61,16 @@ func (s *session) Quotes(ctx context.Context, symbols []string) (<-chan provider
 			for cid := range names {
 				stale[cid] = true
 			}
-			for {
-				if !sleep(ctx, s.closed, wait) {
-					return
-				}
+			if !adapterkit.Redial(ctx, s.closed, s.p.opts.Reconnect, func() (err error) {
 				sock, err = s.openMD(ctx, names)
-				if err == nil {
-					wait = s.p.opts.Reconnect
-					break
-				}
-				if errors.Is(err, provider.ErrNotEntitled) || errors.Is(err, provider.ErrUnauthorized) {
-					return
-				}
-				wait = min(2*wait, 30*time.Second)
+				return err
+			}, func(err error) bool {
+				return errors.Is(err, provider.ErrNotEntitled) || errors.Is(err, provider.ErrUnauthorized)
+			}) {
+				return
 			}
 		}
-	}()
+	})
 	return out, nil
 }
 
@@ -199,9 +182,7 @@ func (s *session) readMD(ctx context.Context, sock *socket, names map[eid]string
 				}
 				q.Stale = stale[cid]
 				delete(stale, cid)
-				select {
-				case out <- q:
-				case <-ctx.Done():
+				if !adapterkit.Send(ctx, out, q) {
 					return false
 				}
 			}

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // maxBody bounds one answer the adapter reads.
@@ -41,7 +41,7 @@ func (p *Provider) send(ctx context.Context, b *budget, bearer string, r request
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		ticket, err := b.admit(ctx, r.path, !r.op.write())
+		ticket, err := b.admit(ctx, r.path, !r.op.Write())
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (p *Provider) send(ctx context.Context, b *budget, bearer string, r request
 		}
 		if pen, ok := penaltyOf(raw); ok {
 			err := b.penalize(r.path, pen)
-			if r.op.write() || attempt > 0 || pen.Captcha || seconds(pen.Time) > b.limits.MaxPenaltyWait {
+			if r.op.Write() || attempt > 0 || pen.Captcha || seconds(pen.Time) > b.limits.MaxPenaltyWait {
 				return err
 			}
 			continue // admit waits the p-time out, then the ticket goes along
@@ -68,7 +68,7 @@ func (p *Provider) send(ctx context.Context, b *budget, bearer string, r request
 }
 
 // roundTrip sends one HTTP request and reads the answer's body. Transport
-// failures are *sendError (sent: the request was written).
+// failures are *adapterkit.SendError (Sent: the request was written).
 func (p *Provider) roundTrip(ctx context.Context, b *budget, bearer string, r request, body []byte, ticket string) ([]byte, int, error) {
 	ctx, cancel := p.call(ctx)
 	defer cancel()
@@ -87,7 +87,7 @@ func (p *Provider) roundTrip(ctx context.Context, b *budget, bearer string, r re
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u, rd)
 	if err != nil {
-		return nil, 0, &sendError{err: err}
+		return nil, 0, &adapterkit.SendError{Provider: "tradovate", Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -96,20 +96,15 @@ func (p *Provider) roundTrip(ctx context.Context, b *budget, bearer string, r re
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	var wrote atomic.Bool
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-		if i.Err == nil {
-			wrote.Store(true)
-		}
-	}}))
+	req, wrote := adapterkit.TraceWrite(req)
 	resp, err := (&http.Client{Transport: p.opts.HTTP, CheckRedirect: noRedirect}).Do(req)
 	if err != nil {
-		return nil, 0, &sendError{sent: wrote.Load(), err: cleanCause(err)}
+		return nil, 0, &adapterkit.SendError{Provider: "tradovate", Sent: wrote.Load(), Err: adapterkit.CleanCause(err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, resp.StatusCode, &sendError{sent: true, err: err}
+		return nil, resp.StatusCode, &adapterkit.SendError{Provider: "tradovate", Sent: true, Err: err}
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
 		return nil, resp.StatusCode, errExpired

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // The socket protocol (user data and market data alike): the server opens
@@ -120,18 +121,17 @@ type socket struct {
 func (p *Provider) openSocket(ctx context.Context, b *budget, u, token string) (*socket, error) {
 	dctx, cancel := p.call(ctx)
 	defer cancel()
-	c, _, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: p.opts.HTTP}})
+	c, err := adapterkit.Dial(dctx, u, p.opts.HTTP, maxFrame)
 	if err != nil {
-		return nil, provider.NewUnavailable(0, 0, cleanCause(err))
+		return nil, err
 	}
-	c.SetReadLimit(maxFrame)
 	s := &socket{c: c, events: make(chan event, eventBuffer), done: make(chan struct{}), quit: make(chan struct{}), waiting: map[int64]chan reply{},
 		stale: 4 * p.opts.Heartbeat}
 	s.touch()
 	_, msg, err := c.Read(dctx)
 	if err != nil {
 		_ = c.CloseNow()
-		return nil, provider.NewUnavailable(0, 0, cleanCause(err))
+		return nil, provider.NewUnavailable(0, 0, adapterkit.CleanCause(err))
 	}
 	if f, err := parseFrame(msg); err != nil || f.kind != 'o' {
 		_ = c.CloseNow()

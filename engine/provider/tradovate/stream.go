@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // Events implements provider.Session: the user-data socket. It authorizes
@@ -29,42 +29,25 @@ func (s *session) Events(ctx context.Context) (<-chan provider.Event, error) {
 		return nil, err
 	}
 	out := make(chan provider.Event, eventBuffer)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	adapterkit.Go(&s.wg, ctx, s.closed, func(ctx context.Context) {
 		defer close(out)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		wait := s.p.opts.Reconnect
 		for {
 			live := s.p.opts.Now().UTC()
 			s.readUser(ctx, sock, tr, out)
 			sock.close()
 			cause := sock.why()
-			for {
-				if ctx.Err() != nil || !sleep(ctx, s.closed, wait) {
-					return
-				}
+			if !adapterkit.Redial(ctx, s.closed, s.p.opts.Reconnect, func() (err error) {
 				sock, tr, err = s.openUser(ctx)
-				if err == nil {
-					wait = s.p.opts.Reconnect
-					break
-				}
-				wait = min(2*wait, 30*time.Second)
+				return err
+			}, nil) {
+				return
 			}
-			if !send(ctx, out, &provider.Gap{Since: live, At: s.p.opts.Now().UTC(), Cause: cause}) {
+			if !adapterkit.Send[provider.Event](ctx, out, &provider.Gap{Since: live, At: s.p.opts.Now().UTC(), Cause: cause}) {
 				sock.close()
 				return
 			}
 		}
-	}()
+	})
 	return out, nil
 }
 
@@ -115,20 +98,11 @@ func (s *session) readUser(ctx context.Context, sock *socket, tr *tracker, out c
 				continue
 			}
 			for _, e := range tr.props(ctx, ev.data) {
-				if !send(ctx, out, e) {
+				if !adapterkit.Send(ctx, out, e) {
 					return
 				}
 			}
 		}
-	}
-}
-
-func send(ctx context.Context, out chan<- provider.Event, e provider.Event) bool {
-	select {
-	case out <- e:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
