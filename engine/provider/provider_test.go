@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/events"
 )
 
 // binanceID is the exchange's own rule for newClientOrderId.
@@ -150,5 +151,47 @@ func TestSettingsSupported(t *testing.T) {
 		case tt.setting != "" && (!errors.As(err, &m) || m.Setting != tt.setting):
 			t.Errorf("%+v: %v, want %s", tt.s, err, tt.setting)
 		}
+	}
+}
+
+func TestOrderCheckPrices(t *testing.T) {
+	p := events.MustDecimal("100")
+	for _, tc := range []struct {
+		name      string
+		typ       provider.OrderType
+		limit     bool
+		stop      bool
+		wantField string // "" for fitting prices
+	}{
+		{"market without prices", provider.Market, false, false, ""},
+		{"market with a limit price", provider.Market, true, false, "limitPrice"},
+		{"market with a stop price", provider.Market, false, true, "stopPrice"},
+		{"limit", provider.Limit, true, false, ""},
+		{"limit without its price", provider.Limit, false, false, "limitPrice"},
+		{"limit with a stop price", provider.Limit, true, true, "stopPrice"},
+		{"stop", provider.Stop, false, true, ""},
+		{"stop without its trigger", provider.Stop, false, false, "stopPrice"},
+		{"stop_limit", provider.StopLimit, true, true, ""},
+		{"stop_limit without its limit", provider.StopLimit, false, true, "limitPrice"},
+		{"take_profit", provider.TakeProfit, false, true, ""},
+		{"take_profit with a limit price", provider.TakeProfit, true, true, "limitPrice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := provider.Order{Type: tc.typ}
+			if tc.limit {
+				o.LimitPrice = &p
+			}
+			if tc.stop {
+				o.StopPrice = &p
+			}
+			err := o.CheckPrices()
+			var u *provider.Unsupported
+			switch {
+			case tc.wantField == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantField != "" && (!errors.As(err, &u) || u.Field != tc.wantField || u.Value != string(tc.typ)):
+				t.Fatalf("got %v, want unsupported %s", err, tc.wantField)
+			}
+		})
 	}
 }

@@ -69,6 +69,21 @@ type Order struct {
 	MarkTrigger bool
 }
 
+// CheckPrices refuses with *Unsupported an order whose prices do not fit
+// its type: a LimitPrice for limit and stop_limit alone, a StopPrice for
+// stop, stop_limit and take_profit alone.
+func (o Order) CheckPrices() error {
+	needLimit := o.Type == Limit || o.Type == StopLimit
+	needStop := o.Type == Stop || o.Type == StopLimit || o.Type == TakeProfit
+	switch {
+	case needLimit != (o.LimitPrice != nil):
+		return &Unsupported{Field: "limitPrice", Value: string(o.Type)}
+	case needStop != (o.StopPrice != nil):
+		return &Unsupported{Field: "stopPrice", Value: string(o.Type)}
+	}
+	return nil
+}
+
 // Replace changes a working order. Quantity and LimitPrice are the new
 // values, both required by providers that replace natively.
 type Replace struct {

@@ -89,13 +89,8 @@ func toRequest(o provider.Order) (request, error) {
 			return r, &provider.Unsupported{Field: "timeInForce", Value: string(o.TIF)}
 		}
 	}
-	needLimit := o.Type == provider.Limit || o.Type == provider.StopLimit
-	needStop := o.Type == provider.Stop || o.Type == provider.StopLimit || o.Type == provider.TakeProfit
-	switch {
-	case needLimit != (o.LimitPrice != nil):
-		return r, &provider.Unsupported{Field: "limitPrice", Value: string(o.Type)}
-	case needStop != (o.StopPrice != nil):
-		return r, &provider.Unsupported{Field: "stopPrice", Value: string(o.Type)}
+	if err := o.CheckPrices(); err != nil {
+		return r, err
 	}
 	if o.LimitPrice != nil {
 		r.price = o.LimitPrice.String()
@@ -104,9 +99,10 @@ func toRequest(o provider.Order) (request, error) {
 		r.stopPrice = o.StopPrice.String()
 	}
 	if o.MarkTrigger {
-		// The exchange's workingType: a trigger order fires on the mark
-		// price instead of the contract's last price.
-		if !needStop {
+		// The exchange's workingType: a trigger order (one with a stop
+		// price, as CheckPrices left it) fires on the mark price instead
+		// of the contract's last price.
+		if o.StopPrice == nil {
 			return r, &provider.Unsupported{Field: "markTrigger", Value: string(o.Type)}
 		}
 		r.workingType = futures.WorkingTypeMarkPrice

@@ -55,13 +55,8 @@ func toPlace(o provider.Order, acct account) (placeOrder, error) {
 			return r, &provider.Unsupported{Field: "timeInForce", Value: string(o.TIF)}
 		}
 	}
-	needLimit := o.Type == provider.Limit || o.Type == provider.StopLimit
-	needStop := o.Type == provider.Stop || o.Type == provider.StopLimit
-	switch {
-	case needLimit != (o.LimitPrice != nil):
-		return r, &provider.Unsupported{Field: "limitPrice", Value: string(o.Type)}
-	case needStop != (o.StopPrice != nil):
-		return r, &provider.Unsupported{Field: "stopPrice", Value: string(o.Type)}
+	if err := o.CheckPrices(); err != nil { // take_profit was refused above: no orderType for it
+		return r, err
 	}
 	if o.LimitPrice != nil {
 		n := numOf(*o.LimitPrice)
