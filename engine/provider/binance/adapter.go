@@ -26,7 +26,6 @@ package binance
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -37,6 +36,7 @@ import (
 	"github.com/adshao/go-binance/v2/futures"
 
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 )
 
@@ -130,16 +130,10 @@ func (o Options) withDefaults() Options {
 
 // Validate reports every problem of the options at once.
 func (o Options) Validate() error {
-	var errs []error
-	for name, u := range map[string]string{"RestURL": o.RestURL, "SpotURL": o.SpotURL} {
-		if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			errs = append(errs, fmt.Errorf("binance: %s must be an http(s) address", name))
-		}
-	}
-	if o.WSURL != "" && !strings.HasPrefix(o.WSURL, "ws://") && !strings.HasPrefix(o.WSURL, "wss://") {
-		errs = append(errs, errors.New("binance: WSURL must be a ws(s) address"))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		adapterkit.CheckHTTP("binance", "RestURL", o.RestURL),
+		adapterkit.CheckHTTP("binance", "SpotURL", o.SpotURL),
+		adapterkit.CheckWS("binance", "WSURL", o.WSURL))
 }
 
 // Provider is the Binance USDⓈ-M Futures provider. Safe for concurrent use.

@@ -58,6 +58,7 @@ import (
 
 	"github.com/svc/engine/engine/egress"
 	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
 // Name is the provider's name.
@@ -162,16 +163,10 @@ func (o Options) withDefaults() Options {
 
 // Validate reports every problem of the options at once.
 func (o Options) Validate() error {
-	var errs []error
-	if o.RestURL != "" && !strings.HasPrefix(o.RestURL, "http://") && !strings.HasPrefix(o.RestURL, "https://") {
-		errs = append(errs, errors.New("tradovate: RestURL must be an http(s) address"))
-	}
-	for name, u := range map[string]string{"WSURL": o.WSURL, "MDURL": o.MDURL} {
-		if u != "" && !strings.HasPrefix(u, "ws://") && !strings.HasPrefix(u, "wss://") {
-			errs = append(errs, fmt.Errorf("tradovate: %s must be a ws(s) address", name))
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		adapterkit.CheckHTTP("tradovate", "RestURL", o.RestURL),
+		adapterkit.CheckWS("tradovate", "WSURL", o.WSURL),
+		adapterkit.CheckWS("tradovate", "MDURL", o.MDURL))
 }
 
 // Provider is the Tradovate provider. Safe for concurrent use.

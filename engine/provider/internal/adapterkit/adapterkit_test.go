@@ -129,3 +129,26 @@ func TestGoEndsWithTheSession(t *testing.T) {
 	for range out {
 	}
 }
+
+func TestCheckURLs(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{adapterkit.CheckHTTP("p", "RestURL", ""), ""},
+		{adapterkit.CheckHTTP("p", "RestURL", "https://x.test"), ""},
+		{adapterkit.CheckHTTP("p", "RestURL", "http://127.0.0.1:1"), ""},
+		{adapterkit.CheckHTTP("p", "RestURL", "wss://x.test"), "p: RestURL must be an http(s) address"},
+		{adapterkit.CheckWS("p", "WSURL", "wss://x.test/ws"), ""},
+		{adapterkit.CheckWS("p", "WSURL", "ws://127.0.0.1:1"), ""},
+		{adapterkit.CheckWS("p", "WSURL", "https://x.test"), "p: WSURL must be a ws(s) address"},
+	} {
+		got := ""
+		if tc.err != nil {
+			got = tc.err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package adapterkit
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -71,4 +72,28 @@ func Dial(ctx context.Context, u string, transport http.RoundTripper, maxFrame i
 	}
 	c.SetReadLimit(maxFrame)
 	return c, nil
+}
+
+// CheckHTTP is nil for an empty u or an http(s) address, else the error
+// "<provider>: <field> must be an http(s) address".
+func CheckHTTP(provider, field, u string) error {
+	return checkScheme(provider, field, u, "an http(s)", "http://", "https://")
+}
+
+// CheckWS is nil for an empty u or a ws(s) address, else the error
+// "<provider>: <field> must be a ws(s) address".
+func CheckWS(provider, field, u string) error {
+	return checkScheme(provider, field, u, "a ws(s)", "ws://", "wss://")
+}
+
+func checkScheme(provider, field, u, kind string, schemes ...string) error {
+	if u == "" {
+		return nil
+	}
+	for _, s := range schemes {
+		if strings.HasPrefix(u, s) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %s must be %s address", provider, field, kind)
 }
