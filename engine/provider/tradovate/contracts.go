@@ -84,44 +84,35 @@ func (l *login) contractByName(ctx context.Context, name string) (contract, erro
 
 // maturity reads GET /contractMaturity/item?id=, cached.
 func (l *login) maturity(ctx context.Context, mid eid) (contractMaturity, error) {
-	c := l.p.cat
-	c.mu.Lock()
-	m, ok := c.maturities[mid]
-	c.mu.Unlock()
-	if ok {
-		return m, nil
-	}
-	if err := l.get(ctx, "/contractMaturity/item", idQuery("id", mid), &m); err != nil {
-		return m, err
-	}
-	if m.ID != mid {
-		return m, provider.NewUnavailable(200, 0, errMalformed)
-	}
-	c.mu.Lock()
-	c.maturities[mid] = m
-	c.mu.Unlock()
-	return m, nil
+	return cachedItem(ctx, l, l.p.cat.maturities, "/contractMaturity/item", mid, func(m contractMaturity) bool { return m.ID == mid })
 }
 
 // productOf reads GET /product/item?id=, cached.
 func (l *login) productOf(ctx context.Context, pid eid) (product, error) {
+	return cachedItem(ctx, l, l.p.cat.products, "/product/item", pid, func(p product) bool { return p.ID == pid })
+}
+
+// cachedItem reads GET path?id= through the catalog's cache (a map of
+// catalog, guarded by its mu). An answer ok does not take is
+// *provider.Unavailable, and is not kept.
+func cachedItem[T any](ctx context.Context, l *login, cache map[eid]T, path string, id eid, ok func(T) bool) (T, error) {
 	c := l.p.cat
 	c.mu.Lock()
-	p, ok := c.products[pid]
+	v, found := cache[id]
 	c.mu.Unlock()
-	if ok {
-		return p, nil
+	if found {
+		return v, nil
 	}
-	if err := l.get(ctx, "/product/item", idQuery("id", pid), &p); err != nil {
-		return p, err
+	if err := l.get(ctx, path, idQuery("id", id), &v); err != nil {
+		return v, err
 	}
-	if p.ID != pid {
-		return p, provider.NewUnavailable(200, 0, errMalformed)
+	if !ok(v) {
+		return v, provider.NewUnavailable(200, 0, errMalformed)
 	}
 	c.mu.Lock()
-	c.products[pid] = p
+	cache[id] = v
 	c.mu.Unlock()
-	return p, nil
+	return v, nil
 }
 
 // currencyName reads GET /currency/item?id=, cached; "USD" for the
