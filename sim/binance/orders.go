@@ -442,13 +442,9 @@ func (s *Sim) finish(a *account, o *order, status string, now time.Time) {
 func (s *Sim) SetPrice(symbol, price string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.markets[symbol]
-	if !ok {
-		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
-	}
-	px, ok := dec.Parse(price)
-	if !ok || px.Sign() <= 0 {
-		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
+	m, px, err := s.priceOf(symbol, price)
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	m.price, m.mark = px, px
@@ -464,17 +460,26 @@ func (s *Sim) SetPrice(symbol, price string) error {
 func (s *Sim) SetMarkPrice(symbol, price string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.markets[symbol]
-	if !ok {
-		return fmt.Errorf("binance sim: unknown symbol %q", symbol)
-	}
-	px, ok := dec.Parse(price)
-	if !ok || px.Sign() <= 0 {
-		return fmt.Errorf("binance sim: price %q is not a positive decimal", price)
+	m, px, err := s.priceOf(symbol, price)
+	if err != nil {
+		return err
 	}
 	m.mark = px
 	s.react(symbol, m, time.Now())
 	return nil
+}
+
+// priceOf is the market of a listed symbol and a positive price for it, with s.mu held.
+func (s *Sim) priceOf(symbol, price string) (*market, *apd.Decimal, error) {
+	m, ok := s.markets[symbol]
+	if !ok {
+		return nil, nil, fmt.Errorf("binance sim: unknown symbol %q", symbol)
+	}
+	px, ok := dec.Parse(price)
+	if !ok || px.Sign() <= 0 {
+		return nil, nil, fmt.Errorf("binance sim: price %q is not a positive decimal", price)
+	}
+	return m, px, nil
 }
 
 // react lets every account's resting orders of the symbol meet its prices, then its conditional

@@ -282,15 +282,25 @@ func (s *Sim) lookupContract(name string, now time.Time) *contract {
 func (s *Sim) SetRollDate(contractName string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c, at, err := s.listedAt("roll", contractName, at)
+	if err != nil {
+		return err
+	}
+	c.roll = at
+	return nil
+}
+
+// listedAt is a listed month by name and at, a zero time meaning now, with s.mu held; what names the
+// change in the error.
+func (s *Sim) listedAt(what, contractName string, at time.Time) (*contract, time.Time, error) {
 	c, ok := s.contracts[strings.ToUpper(contractName)]
 	if !ok {
-		return fmt.Errorf("roll: no contract %q", contractName)
+		return nil, at, fmt.Errorf("%s: no contract %q", what, contractName)
 	}
 	if at.IsZero() {
 		at = s.now()
 	}
-	c.roll = at
-	return nil
+	return c, at, nil
 }
 
 // SetExpiration moves the expiration of a listed month; a zero time expires it now. An expired month
@@ -298,12 +308,9 @@ func (s *Sim) SetRollDate(contractName string, at time.Time) error {
 func (s *Sim) SetExpiration(contractName string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.contracts[strings.ToUpper(contractName)]
-	if !ok {
-		return fmt.Errorf("expiration: no contract %q", contractName)
-	}
-	if at.IsZero() {
-		at = s.now()
+	c, at, err := s.listedAt("expiration", contractName, at)
+	if err != nil {
+		return err
 	}
 	c.expiration = at
 	sort.SliceStable(c.prod.contracts, func(i, j int) bool {
