@@ -35,6 +35,7 @@ var gatewayMayImport = []mayImport{
 	{Path: "engine/market", Why: "the market data service: catalog, quotes, feed health (a read side of its own)"},
 	{Path: "engine/market/bars", Why: "the market data service's candles, served by /api/market bars routes and streams"},
 	{Path: "engine/market/spread", Why: "the market data service's spread statistics, served by the market routes"},
+	{Path: "engine/market/userfeed", Why: "each trader's futures prices from their own login, served by the market routes (a read side per user)"},
 	{Path: "engine/market/news", Why: "the market data service's news and economic calendar, served by the news routes"},
 	{Path: "engine/egress", Why: "only its refusal type (*egress.Error, its Rule), which the webhook registration maps to 400 field url; egress imports nothing of ours"},
 	{Path: "cmd/engine/app", TestsOnly: true, Why: "black-box tests configure and start the real binary's wiring and drive it over HTTP"},

@@ -349,7 +349,17 @@ func (s *Sim) cancelAlgoOrder(c *call) (any, error) {
 		return nil, errUnknownCancel
 	}
 	s.cancelAlgo(c.acct, g, c.now)
-	return map[string]any{"algoId": g.id, "clientAlgoId": g.cid, "code": "200", "msg": "success"}, nil
+	return algoCanceledAnswer{AlgoID: g.id, ClientAlgoID: g.cid, Code: "200", Msg: "success"}, nil
+}
+
+// algoCanceledAnswer is the exchange's answer to a canceled algo order; its
+// code is the exchange's own (a string, as its samples show), not the
+// engine's.
+type algoCanceledAnswer struct {
+	AlgoID       int64  `json:"algoId"`
+	ClientAlgoID string `json:"clientAlgoId"`
+	Code         string `json:"code"`
+	Msg          string `json:"msg"`
 }
 
 func (s *Sim) cancelAlgo(a *account, g *algoOrder, now time.Time) {
