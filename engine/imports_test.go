@@ -19,12 +19,13 @@ const module = "github.com/svc/engine/"
 // HTTP. Aggregates decide in domain terms and the gateway maps their answers
 // to HTTP; commands/... never imports net/http.
 var talksHTTP = map[string]string{
-	"engine/webhook":            "delivers webhooks: signed HTTPS POSTs to the firms' endpoints",
-	"engine/egress":             "the guarded outbound HTTP client and transport every call to the public internet goes through",
-	"engine/market/news":        "fetches the news and economic-calendar feeds and proxies their images",
-	"engine/market/exchange":    "the exchange's public market-data feed (a websocket opened by an HTTP upgrade)",
-	"engine/provider/binance":   "the Binance adapter speaks the exchange's REST and user-stream protocol through go-binance",
-	"engine/provider/tradovate": "the Tradovate adapter speaks the API's REST endpoints and its user-data and market-data sockets",
+	"engine/webhook":                      "delivers webhooks: signed HTTPS POSTs to the firms' endpoints",
+	"engine/egress":                       "the guarded outbound HTTP client and transport every call to the public internet goes through",
+	"engine/market/news":                  "fetches the news and economic-calendar feeds and proxies their images",
+	"engine/market/exchange":              "the exchange's public market-data feed (a websocket opened by an HTTP upgrade)",
+	"engine/provider/binance":             "the Binance adapter speaks the exchange's REST and user-stream protocol through go-binance",
+	"engine/provider/internal/adapterkit": "what both provider adapters share of their HTTP calls and sockets (status and header reading, dialing)",
+	"engine/provider/tradovate":           "the Tradovate adapter speaks the API's REST endpoints and its user-data and market-data sockets",
 }
 
 // packageFiles is one package's import paths in its non-test files, keyed
