@@ -91,6 +91,8 @@ func (t *simTimer) serviceOf(cid string) (time.Duration, bool) {
 // providerResult is what the provider phase measured.
 type providerResult struct {
 	added, answer, simTime sample
+	// paced: the same orders at -provider-paced-rate, below saturation.
+	paced, pacedAnswer, pacedSim sample
 	event                  sample
 	linked                 int
 	linkTime               time.Duration
@@ -212,42 +214,99 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		return res, err
 	}
 
-	// Engine-added latency per order at o.workers clients, one account each.
+	// Engine-added latency per order at o.workers clients, one account each:
+	// first as fast as they go (closed loop: queueing for the two cores
+	// included), then paced below saturation.
 	cl := httpClient(o.workers)
-	var mu sync.Mutex
-	var added, answers, simTimes []time.Duration
-	n := window.Add(1)
-	s := drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
-		cid := fmt.Sprintf("pb-%d-%d-%d", n, w, i)
-		body := fmt.Sprintf(`{"clientOrderId":%q,"instrument":"BTCUSDT","side":%q,"orderType":"market","quantity":"0.002"}`, cid, side(i))
+	// place places one market order on the worker's account and answers the
+	// engine's answer time and the simulator's service time of it.
+	place := func(ctx context.Context, w int, cid string, side string) (took, st time.Duration, err error) {
+		body := fmt.Sprintf(`{"clientOrderId":%q,"instrument":"BTCUSDT","side":%q,"orderType":"market","quantity":"0.002"}`, cid, side)
 		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/api/trading/order?broker=binance&account="+numbers[ids[w]], strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+svc.Key)
 		req.Header.Set("Content-Type", "application/json")
 		t := time.Now()
 		resp, err := cl.Do(req)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		took := time.Since(t)
+		took = time.Since(t)
 		if resp.StatusCode != 200 {
-			return fmt.Errorf("order %d: %.200s", resp.StatusCode, b)
+			return 0, 0, fmt.Errorf("order %d: %.200s", resp.StatusCode, b)
 		}
 		st, ok := timer.serviceOf(provider.ClientOrderID(ids[w], cid))
 		if !ok {
-			return fmt.Errorf("order %s: the simulator saw no placement", cid)
+			return 0, 0, fmt.Errorf("order %s: the simulator saw no placement", cid)
 		}
+		return took, st, nil
+	}
+	var mu sync.Mutex
+	var added, answers, simTimes []time.Duration
+	keep := func(took, st time.Duration) {
 		mu.Lock()
 		added, answers, simTimes = append(added, took-st), append(answers, took), append(simTimes, st)
 		mu.Unlock()
-		return nil
+	}
+	n := window.Add(1)
+	s := drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
+		took, st, err := place(ctx, w, fmt.Sprintf("pb-%d-%d-%d", n, w, i), side(i))
+		if err == nil {
+			keep(took, st)
+		}
+		return err
 	})
 	res.answer, res.added, res.simTime = s, s, s
 	summarize(&res.answer, answers)
 	summarize(&res.added, added)
 	summarize(&res.simTime, simTimes)
 	progress("provider orders: answer %s; simulator %s; engine-added p50 %s p99 %s", res.answer, ms(res.simTime.P50), ms(res.added.P50), ms(res.added.P99))
+
+	if o.provPaced > 0 {
+		// Each client places at rate/workers a second on its own schedule,
+		// the clients' slots spread evenly, so the engine meets the orders
+		// one by one: its own time without queueing for the two cores.
+		added, answers, simTimes = nil, nil, nil
+		every := time.Duration(int64(o.workers) * int64(time.Second) / int64(o.provPaced))
+		t0 := time.Now()
+		from, end := t0.Add(o.warm), t0.Add(o.warm+o.dur)
+		n := window.Add(1)
+		var errs atomic.Int64
+		var first atomic.Value
+		var wg sync.WaitGroup
+		for w := 0; w < o.workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					at := t0.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(o.workers))
+					if !at.Before(end) || ctx.Err() != nil {
+						return
+					}
+					time.Sleep(time.Until(at))
+					took, st, err := place(ctx, w, fmt.Sprintf("pp-%d-%d-%d", n, w, i), side(i))
+					switch {
+					case err != nil:
+						errs.Add(1)
+						first.CompareAndSwap(nil, err.Error())
+					case !at.Before(from):
+						keep(took, st)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if e := errs.Load(); e > 0 {
+			return res, fmt.Errorf("paced orders: %d errors, first: %s", e, first.Load())
+		}
+		res.pacedAnswer.Window = o.dur
+		summarize(&res.paced, added)
+		summarize(&res.pacedAnswer, answers)
+		summarize(&res.pacedSim, simTimes)
+		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s); simulator p50 %s; engine-added p50 %s p99 %s",
+			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99))
+	}
 
 	// Provider event to SSE frame: an order placed at the exchange outside
 	// the engine, until the account's stream shows the new position.
