@@ -93,14 +93,14 @@ type providerResult struct {
 	added, answer, simTime sample
 	// paced: the same orders at -provider-paced-rate, below saturation.
 	paced, pacedAnswer, pacedSim sample
-	event                  sample
-	linked                 int
-	linkTime               time.Duration
-	heapPerAccount         float64 // bytes
-	goroutinesPerAccount   float64
-	resync                 time.Duration
-	resynced               bool
-	limited                int64
+	event                        sample
+	linked                       int
+	linkTime                     time.Duration
+	heapPerAccount               float64 // bytes
+	goroutinesPerAccount         float64
+	resync                       time.Duration
+	resynced                     bool
+	limited                      int64
 }
 
 func simKeyOf(i int) (string, string) {
