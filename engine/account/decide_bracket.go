@@ -41,47 +41,14 @@ func decideProtect(s *State, env commands.Envelope, c *trading.Protect) ([]event
 		return nil, lockedRefusal(hs)
 	}
 	if c.Instrument != "" {
-		p, ok := s.Positions[c.Instrument]
-		if !ok {
-			return nil, commands.Refuse(commands.CodePositionNotClosable,
-				"there is no position in the instrument to protect", map[string]any{"instrument": c.Instrument})
-		}
-		sp, err := spec(c.Market, c.Instrument)
-		if err != nil {
-			return nil, err
-		}
-		side := order.Buy
-		if p.Quantity.Sign() < 0 {
-			side = order.Sell
-		}
-		set, err := openBracket(env, c.ClientOrderID, c.Instrument, string(side), p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
-		if err != nil {
-			return nil, err
-		}
-		return []events.Event{set}, nil
+		return protectPosition(s, env, c)
 	}
-	w, ok := s.Working[c.EntryOrderID]
-	if !ok {
-		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that entryOrderId", nil)
-	}
-	switch {
-	case w.BracketID != "":
-		return nil, commands.InvalidField("entryOrderId", nil, "the order is part of a bracket already: change or withdraw that bracket")
-	case w.ReduceOnly:
-		return nil, commands.InvalidField("entryOrderId", nil, "a reduce-only order is not an entry")
-	case !order.Type(w.OrderType).Spec().Rests():
-		return nil, commands.InvalidField("entryOrderId", nil, "a market order does not rest")
-	}
-	sp, err := spec(c.Market, w.Instrument)
+	w, sp, basis, err := protectedEntry(s, c, func(w *Working) bool { return w.BracketID != "" })
 	if err != nil {
 		return nil, err
 	}
-	basis := w.StopPrice
-	if w.LimitPrice != nil {
-		basis = w.LimitPrice
-	}
 	entryID := env.DerivedID("e", 0)
-	set, err := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), *basis, sp, c.Plan, entryID)
+	set, err := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), basis, sp, c.Plan, entryID)
 	if err != nil {
 		return nil, err
 	}
@@ -124,26 +91,16 @@ func decideChange(s *State, env commands.Envelope, c *trading.ChangeBracket) ([]
 	sp := c.Market.Specs[bk.Instrument]
 	var evs []events.Event
 	for i, lp := range c.Legs {
-		f := fmt.Sprintf("legs[%d]", i)
-		j := legIndex(bk, lp.ID)
-		if j < 0 {
-			return nil, commands.InvalidField(f+".id", nil, "%s is not a leg of this bracket", lp.ID)
+		lg, err := moveLeg(bk, sp, i, lp)
+		if err != nil {
+			return nil, err
 		}
-		lg := &bk.Legs[j]
-		if lg.Kind == evacct.LegRunner || (lg.State != evacct.LegPreArmed && lg.State != evacct.LegWorking) {
-			return nil, commands.InvalidField(f+".id", nil, "leg %s has no level to move (a runner, or a leg that ended)", lp.ID)
-		}
-		px := lp.Price
-		if err := sp.CheckOrder(nil, &px, nil); err != nil {
-			return nil, commands.InvalidField(f+".price", nil, "%s.price is off the instrument's tick %s", f, sp.TickSize)
-		}
-		lg.Price = &px
 		if lg.State == evacct.LegWorking {
 			r := evacct.OrderReplaced{BrokerOrderID: lg.ID, Quantity: lg.Quantity.Sub(lg.Filled), At: env.At}
 			if lg.Kind == evacct.LegStop {
-				r.StopPrice = &px
+				r.StopPrice = lg.Price
 			} else {
-				r.LimitPrice = &px
+				r.LimitPrice = lg.Price
 			}
 			evs = append(evs, r)
 		}
@@ -165,17 +122,6 @@ func decideChange(s *State, env commands.Envelope, c *trading.ChangeBracket) ([]
 // market entry's touch (refused past the drift bound from the preview) or
 // at the limit price, pre_armed on the entry o.
 func bracketEntry(env commands.Envelope, c *trading.PlaceOrder, sp trading.Spec, q trading.Quote, o *evacct.Order) (events.Event, error) {
-	typ := order.Type(c.OrderType)
-	basis := trading.EntryBasis(typ, order.Side(c.Side), c.LimitPrice, trading.Touch{Bid: q.Bid, Ask: q.Ask})
-	if !typ.Spec().Rests() {
-		if err := drift(sp, c.Bracket.Entry, basis); err != nil {
-			return nil, err
-		}
-	}
-	set, err := openBracket(env, "", c.Instrument, c.Side, c.Quantity, basis, sp, c.Bracket, o.BrokerOrderID)
-	if err != nil {
-		return nil, err
-	}
-	o.BracketID = set.Bracket.ID
-	return set, nil
+	basis := trading.EntryBasis(order.Type(c.OrderType), order.Side(c.Side), c.LimitPrice, trading.Touch{Bid: q.Bid, Ask: q.Ask})
+	return entryBracket(env, c, sp, basis, o)
 }

@@ -119,18 +119,8 @@ func providerEntry(env commands.Envelope, c *trading.PlaceOrder, o *evacct.Order
 	basis := c.Bracket.Entry
 	if q, ok := c.Market.Quotes[c.Instrument]; ok || typ.Spec().LimitPrice {
 		basis = trading.EntryBasis(typ, order.Side(c.Side), c.LimitPrice, trading.Touch{Bid: q.Bid, Ask: q.Ask})
-		if !typ.Spec().Rests() {
-			if err := drift(sp, c.Bracket.Entry, basis); err != nil {
-				return nil, err
-			}
-		}
 	}
-	set, err := openBracket(env, "", c.Instrument, c.Side, c.Quantity, basis, sp, c.Bracket, o.BrokerOrderID)
-	if err != nil {
-		return nil, err
-	}
-	o.BracketID = set.Bracket.ID
-	return set, nil
+	return entryBracket(env, c, sp, basis, o)
 }
 
 // activeEntry is the active bracket waiting on the entry id, if any.
@@ -164,46 +154,13 @@ func decideProviderProtect(s *State, env commands.Envelope, c *trading.Protect) 
 		return nil, lockedRefusal(hs)
 	}
 	if c.Instrument != "" {
-		p, ok := s.Positions[c.Instrument]
-		if !ok {
-			return nil, commands.Refuse(commands.CodePositionNotClosable,
-				"there is no position in the instrument to protect", map[string]any{"instrument": c.Instrument})
-		}
-		sp, err := spec(c.Market, c.Instrument)
-		if err != nil {
-			return nil, err
-		}
-		side := order.Buy
-		if p.Quantity.Sign() < 0 {
-			side = order.Sell
-		}
-		set, err := openBracket(env, c.ClientOrderID, c.Instrument, string(side), p.Quantity.Abs(), p.AvgPrice, sp, c.Plan, "")
-		if err != nil {
-			return nil, err
-		}
-		return []events.Event{set}, nil
+		return protectPosition(s, env, c)
 	}
-	w, ok := s.Working[c.EntryOrderID]
-	if !ok {
-		return nil, commands.Refuse(commands.CodeNotFound, "no working order with that entryOrderId", nil)
-	}
-	switch {
-	case activeEntry(s, w.BrokerOrderID) != nil:
-		return nil, commands.InvalidField("entryOrderId", nil, "the order is part of a bracket already: change or withdraw that bracket")
-	case w.ReduceOnly:
-		return nil, commands.InvalidField("entryOrderId", nil, "a reduce-only order is not an entry")
-	case !order.Type(w.OrderType).Spec().Rests():
-		return nil, commands.InvalidField("entryOrderId", nil, "a market order does not rest")
-	}
-	sp, err := spec(c.Market, w.Instrument)
+	w, sp, basis, err := protectedEntry(s, c, func(w *Working) bool { return activeEntry(s, w.BrokerOrderID) != nil })
 	if err != nil {
 		return nil, err
 	}
-	basis := w.StopPrice
-	if w.LimitPrice != nil {
-		basis = w.LimitPrice
-	}
-	set, err := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), *basis, sp, c.Plan, w.BrokerOrderID)
+	set, err := openBracket(env, c.ClientOrderID, w.Instrument, w.Side, w.Quantity.Sub(w.Filled), basis, sp, c.Plan, w.BrokerOrderID)
 	if err != nil {
 		return nil, err
 	}
@@ -253,20 +210,9 @@ func decideProviderChange(s *State, env commands.Envelope, c *trading.ChangeBrac
 	bk := cloneBracket(cur)
 	sp := c.Market.Specs[bk.Instrument]
 	for i, lp := range c.Legs {
-		f := fmt.Sprintf("legs[%d]", i)
-		j := legIndex(bk, lp.ID)
-		if j < 0 {
-			return nil, commands.InvalidField(f+".id", nil, "%s is not a leg of this bracket", lp.ID)
+		if _, err := moveLeg(bk, sp, i, lp); err != nil {
+			return nil, err
 		}
-		lg := &bk.Legs[j]
-		if lg.Kind == evacct.LegRunner || (lg.State != evacct.LegPreArmed && lg.State != evacct.LegWorking) {
-			return nil, commands.InvalidField(f+".id", nil, "leg %s has no level to move (a runner, or a leg that ended)", lp.ID)
-		}
-		px := lp.Price
-		if err := sp.CheckOrder(nil, &px, nil); err != nil {
-			return nil, commands.InvalidField(f+".price", nil, "%s.price is off the instrument's tick %s", f, sp.TickSize)
-		}
-		lg.Price = &px
 	}
 	return []events.Event{evacct.BracketSet{Bracket: *bk}}, nil
 }
