@@ -236,11 +236,18 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		if resp.StatusCode != 200 {
 			return 0, 0, fmt.Errorf("order %d: %.200s", resp.StatusCode, b)
 		}
+		// The user stream may report the order before the REST answer, and
+		// the engine answers on whichever comes first: wait for the
+		// simulator's handler to return, and count no engine time below 0.
 		st, ok := timer.serviceOf(provider.ClientOrderID(ids[w], cid))
+		for wait := time.Now().Add(time.Second); !ok && time.Now().Before(wait); {
+			time.Sleep(time.Millisecond)
+			st, ok = timer.serviceOf(provider.ClientOrderID(ids[w], cid))
+		}
 		if !ok {
 			return 0, 0, fmt.Errorf("order %s: the simulator saw no placement", cid)
 		}
-		return took, st, nil
+		return took, min(st, took), nil
 	}
 	var mu sync.Mutex
 	var added, answers, simTimes []time.Duration
