@@ -42,6 +42,9 @@ type Link struct {
 	// TimeInForce are the times in force the provider takes (its
 	// capabilities); empty: gtc, ioc and fok.
 	TimeInForce []string
+	// LiveConsent is the trader's word on live trading by the app (AppID;
+	// consent.go): nil when the link form did not say.
+	LiveConsent *bool
 }
 
 // Validate checks the shape.

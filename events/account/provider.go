@@ -177,5 +177,6 @@ func providerRegistry() events.Registry {
 		Reconciled{}.Type():           events.Of[Reconciled](),
 		ProviderTokenRenewed{}.Type(): events.Of[ProviderTokenRenewed](),
 		ProviderLoginLost{}.Type():    events.Of[ProviderLoginLost](),
+		LiveConsentSet{}.Type():       events.Of[LiveConsentSet](), // consent.go
 	}
 }
