@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -33,23 +32,8 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
 	b, key := signedIn(t, p, dir, "exits@example.com")
-	do := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		st, raw, err := call(p.base, key, method, path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return st, m
-	}
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": simKey, "apiSecret": simSecret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	acct := m["account"].(map[string]any)
-	accountID := acct["accountId"].(string)
-	q := "?broker=binance&account=" + acct["accountNumber"].(string)
+	do := caller(t, p, key)
+	accountID, q := linkBinance(t, p, b, simKey, simSecret)
 	snapshot := func() map[string]any {
 		t.Helper()
 		_, f := do("GET", "/api/account/snapshot"+q, nil)
@@ -134,7 +118,7 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	}
 
 	// A bracketed market entry: both legs rest at the exchange once it fills.
-	st, m = bracketed("bx-1", id, rev)
+	st, m := bracketed("bx-1", id, rev)
 	if st != 200 || m["bracket"].(map[string]any)["state"] != "active" || m["order"].(map[string]any)["clientOrderId"] != "bx-1" {
 		t.Fatalf("bracketed entry: %d %v\n%s", st, m, p.out)
 	}

@@ -128,12 +128,7 @@ func TestProviderExchangeDown(t *testing.T) {
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
 	b, key := signedIn(t, p, dir, "trader@example.com")
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": k, "apiSecret": s})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	acct := m["account"].(map[string]any)
-	accountID, q := acct["accountId"].(string), "?broker=binance&account="+acct["accountNumber"].(string)
+	accountID, q := linkBinance(t, p, b, k, s)
 	order := func(id string) map[string]any {
 		return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
 			"quantity": "0.002", "limitPrice": "55000"}

@@ -72,11 +72,7 @@ func TestProviderMarketDataThroughTheBinary(t *testing.T) {
 	}
 
 	// A linked account lists the exchange's perpetuals, not the paper book's instruments.
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": simKey, "apiSecret": simSecret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	q := "?broker=binance&account=" + m["account"].(map[string]any)["accountNumber"].(string)
+	_, q := linkBinance(t, p, b, simKey, simSecret)
 	st, listed := get("/api/account/instruments" + q)
 	if got := symbolsOf(listed); st != 200 || len(got) != 3 || !got["BTCUSDT"] || !got["ETHUSDT"] || !got["SOLUSDT"] || got["BTC-PERP"] {
 		t.Fatalf("provider instruments: %d %v", st, listed)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -25,27 +24,14 @@ func TestProviderLiveSwitchAndModesThroughTheBinary(t *testing.T) {
 	p := start(t, bin, dir, addr, providerEnv(t, sim,
 		"ENGINE_LIVE_TRADING_DEFAULT=off", "ENGINE_PROVIDER_RECONCILE_EVERY=1s")...)
 	b, key := signedIn(t, p, dir, "switch@example.com")
-	do := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		st, raw, err := call(p.base, key, method, path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return st, m
-	}
+	do := caller(t, p, key)
 	live := func(m map[string]any) map[string]any {
 		lt, _ := m["liveTrading"].(map[string]any)
 		return lt
 	}
 
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": simKey, "apiSecret": simSecret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	q := "?broker=binance&account=" + m["account"].(map[string]any)["accountNumber"].(string)
-	st, m = do("POST", "/api/account/demo", map[string]any{})
+	_, q := linkBinance(t, p, b, simKey, simSecret)
+	st, m := do("POST", "/api/account/demo", map[string]any{})
 	if st != 201 {
 		t.Fatalf("demo: %d %v", st, m)
 	}

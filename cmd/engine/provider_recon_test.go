@@ -18,12 +18,8 @@ func linkedSim(t *testing.T, apiKey, secret string, extra ...string) (*binance.S
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr, providerEnv(t, sim, extra...)...)
 	b, key := signedIn(t, p, dir, "trader@example.com")
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": apiKey, "apiSecret": secret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	acct := m["account"].(map[string]any)
-	return sim, p, key, "?broker=binance&account=" + acct["accountNumber"].(string), acct["accountId"].(string), dir
+	accountID, q := linkBinance(t, p, b, apiKey, secret)
+	return sim, p, key, q, accountID, dir
 }
 
 func doJSON(t *testing.T, base, key, method, path string, body any) (int, map[string]any) {

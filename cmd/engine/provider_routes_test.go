@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -24,23 +23,8 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	bin, dir, addr := build(t), t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
 	b, key := signedIn(t, p, dir, "routes@example.com")
-	do := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		st, raw, err := call(p.base, key, method, path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return st, m
-	}
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": simKey, "apiSecret": simSecret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	acct := m["account"].(map[string]any)
-	accountID := acct["accountId"].(string)
-	q := "?broker=binance&account=" + acct["accountNumber"].(string)
+	do := caller(t, p, key)
+	accountID, q := linkBinance(t, p, b, simKey, simSecret)
 	orderOf := func(m map[string]any) map[string]any { o, _ := m["order"].(map[string]any); return o }
 	positions := func() []any {
 		_, f := do("GET", "/api/account/snapshot"+q, nil)
@@ -50,7 +34,7 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	sent := func(coid string) int { return sim.OrdersByClientID(simKey, provider.ClientOrderID(accountID, coid)) }
 
 	// Replace: a resting limit changes in place at the exchange.
-	st, m = do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "l-1", "instrument": "BTCUSDT", "side": "buy",
+	st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "l-1", "instrument": "BTCUSDT", "side": "buy",
 		"orderType": "limit", "quantity": "0.01", "limitPrice": "50000"})
 	if st != 200 || orderOf(m)["state"] != "working" {
 		t.Fatalf("limit: %d %v", st, m)

@@ -82,23 +82,9 @@ func TestVenueHoldThroughTheBinary(t *testing.T) {
 		t.Fatalf("registration: %d %s %v", st, raw, err)
 	}
 	b, key := signedIn(t, p, dir, "venue.trader@example.com")
-	st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "binance-futures", "apiKey": holdKey, "apiSecret": holdSecret})
-	if st != 201 {
-		t.Fatalf("link: %d %v\n%s", st, m, p.out)
-	}
-	accountID := m["account"].(map[string]any)["accountId"].(string)
-	q := "?broker=binance&account=" + m["account"].(map[string]any)["accountNumber"].(string)
-	do := func(method, path string, body any) (int, map[string]any) {
-		t.Helper()
-		st, raw, err := call(p.base, key, method, path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return st, m
-	}
-	st, m = do("POST", "/api/account/demo", map[string]any{})
+	accountID, q := linkBinance(t, p, b, holdKey, holdSecret)
+	do := caller(t, p, key)
+	st, m := do("POST", "/api/account/demo", map[string]any{})
 	if st != 201 {
 		t.Fatalf("demo: %d %v", st, m)
 	}
