@@ -57,10 +57,7 @@ func TestFuturesPricesFromTheTradersOwnLoginThroughTheBinary(t *testing.T) {
 	join := func(email, login, env string) trader {
 		t.Helper()
 		b, key := signedIn(t, p, dir, email)
-		st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": login, "password": ffPassword, "environment": env})
-		if st != 201 {
-			t.Fatalf("link %s: %d %v\n%s", login, st, m, p.out)
-		}
+		linkProvider(t, p, b, map[string]any{"provider": "tradovate", "login": login, "password": ffPassword, "environment": env})
 		st, raw, err := call(p.base, key, "POST", "/api/account/demo", map[string]any{})
 		if err != nil || st != 201 {
 			t.Fatalf("paper account: %d %s %v", st, raw, err)
