@@ -332,6 +332,8 @@ func accountCommands() []commands.Command {
 		// A provider link checked and sealed on another node, and an unlink:
 		// only the sealed credential crosses (the owner opens its own session).
 		&providercmd.Link{}, &providercmd.Unlink{},
+		// The trader's withdrawal of live consent (hosted Connect).
+		&providercmd.WithdrawLiveConsent{},
 	}
 }
 

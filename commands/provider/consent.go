@@ -5,22 +5,21 @@ import (
 	evacct "github.com/svc/engine/events/account"
 )
 
-// SetLiveConsent records the trader's word on live trading by the Connect
-// app an account was linked through: while it is withheld the app's
+// WithdrawLiveConsent withdraws the trader's consent to live trading by
+// the Connect app an account was linked through: from then the app's
 // orders on the account are refused before anything is sent (engine's
-// live.go). Granting it takes the credential again (Link with
-// LiveConsent); hosted Connect's page withdraws it (Cause hosted), and a
-// disconnect of the app from the account ends it (Cause disconnect).
-type SetLiveConsent struct {
-	Granted bool
-	Cause   string
+// live.go). Cause is hosted (the trader withdrew it on hosted Connect's
+// page) or disconnect (the trader disconnected the app from the account,
+// which ends it). Only a link grants it (Link.LiveConsent): granting takes
+// the credential again, which the app never holds.
+type WithdrawLiveConsent struct {
+	Cause string
 }
 
 // Validate checks the shape.
-func (c *SetLiveConsent) Validate() error {
-	switch c.Cause {
-	case evacct.ConsentLink, evacct.ConsentRelink, evacct.ConsentHosted, evacct.ConsentDisconnect:
-		return nil
+func (c *WithdrawLiveConsent) Validate() error {
+	if c.Cause != evacct.ConsentHosted && c.Cause != evacct.ConsentDisconnect {
+		return commands.Invalid("a withdrawal of live consent names how it was withdrawn: hosted or disconnect")
 	}
-	return commands.Invalid("a live consent names how it was given: link, relink, hosted or disconnect")
+	return nil
 }

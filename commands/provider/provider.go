@@ -42,8 +42,10 @@ type Link struct {
 	// TimeInForce are the times in force the provider takes (its
 	// capabilities); empty: gtc, ioc and fok.
 	TimeInForce []string
-	// LiveConsent is the trader's word on live trading by the app (AppID;
-	// consent.go): nil when the link form did not say.
+	// LiveConsent is the trader's word on live trading by the app the
+	// account is linked through (AppID): true grants it, false withholds
+	// it; nil when the link form did not say (a link again keeps the word
+	// given before). See consent.go.
 	LiveConsent *bool
 }
 

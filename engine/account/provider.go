@@ -45,6 +45,9 @@ type Provider struct {
 	Stuck map[string]bool
 	// Login is the link of an account linked through a login (provider_token.go).
 	Login
+	// Consent is the trader's word on live trading by the Connect app the
+	// account was linked through (provider_consent.go).
+	Consent LiveConsent
 }
 
 // OpenIntents lists the account's unsettled intents, in key order.
@@ -233,7 +236,8 @@ func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.
 	// The first reconciliation: the snapshot read at linking, folded on
 	// the state the two events above leave.
 	linked := Apply(Apply(New(s.ID), evs[0]), evs[1])
-	return append(evs, observe(linked, env, &c.Snapshot)...), nil
+	evs = append(evs, observe(linked, env, &c.Snapshot)...)
+	return append(evs, linkConsent(LiveConsent{}, env, c, evacct.ConsentLink)...), nil // provider_consent.go
 }
 
 // modeRefusal refuses an order on an account whose modes the engine does

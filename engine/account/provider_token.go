@@ -60,6 +60,8 @@ func applyProviderToken(s *State, e events.Event) {
 		p.Sealed, p.LoginLost = e.Sealed, false
 	case evacct.ProviderLoginLost:
 		p.LoginLost = true
+	case evacct.LiveConsentSet:
+		applyConsent(s, e) // provider_consent.go
 	}
 }
 
@@ -74,6 +76,9 @@ func decideProviderToken(s *State, env commands.Envelope) ([]events.Event, bool,
 			return nil, true, nil
 		}
 		return []events.Event{evacct.ProviderTokenRenewed{Sealed: c.Sealed, ExpiresAt: c.ExpiresAt, Cause: c.Cause, At: env.At}}, true, nil
+	case *providercmd.WithdrawLiveConsent:
+		evs, err := decideWithdrawConsent(s, env, c) // provider_consent.go
+		return evs, true, err
 	case *providercmd.LoseLogin:
 		if !p.Linked || p.LoginLost || !bytes.Equal(p.Sealed, c.Sealed) {
 			return nil, true, nil // lost already, or tokens the account no longer holds
@@ -140,12 +145,16 @@ func RelinkRequired(providerName string) error {
 		map[string]any{"provider": providerName})
 }
 
-// relink is the same login linked again: its newer tokens replace the
-// sealed ones (and end a lost login); a key's link changes nothing.
+// relink is the same link again: a login's newer tokens replace the
+// sealed ones (and end a lost login), and the trader's word on live
+// trading by the app, when it changes, is recorded (provider_consent.go);
+// nothing else changes.
 func relink(s *State, env commands.Envelope, c *providercmd.Link) []events.Event {
 	p := s.Provider
+	consent := linkConsent(p.Consent, env, c, evacct.ConsentRelink)
 	if !p.ByLogin() || c.Account != p.Account || bytes.Equal(p.Sealed, c.Sealed) {
-		return nil
+		return consent
 	}
-	return []events.Event{evacct.ProviderTokenRenewed{Sealed: c.Sealed, ExpiresAt: c.ExpiresAt, Cause: providercmd.TokenRelink, At: env.At}}
+	return append([]events.Event{evacct.ProviderTokenRenewed{Sealed: c.Sealed, ExpiresAt: c.ExpiresAt, Cause: providercmd.TokenRelink, At: env.At}},
+		consent...)
 }
