@@ -65,6 +65,7 @@ type opts struct {
 	brOrders     float64
 	provAccounts int
 	provEvents   int
+	futures      futuresOpts
 	provPaced    int
 	cluster      clusterOpts
 	tmp          string
@@ -99,7 +100,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43), futures (linked Tradovate logins against the in-process simulator: engine-added futures order latency, closed loop and paced; issue 44)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -123,6 +124,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.provAccounts, "provider-accounts", 1000, "provider: linked Binance accounts with live streams on one engine (the first -workers place the orders)")
 	fs.IntVar(&o.provPaced, "provider-paced-rate", 128, "provider: orders a second, spread over the -workers clients, in the paced window (engine-added time below saturation; 0 skips it)")
 	fs.IntVar(&o.provEvents, "provider-events", 200, "provider: fills placed at the exchange outside the engine, each timed to its SSE frame")
+	futuresFlags(fs, &o.futures) // futures.go
 	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
 	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
 	fs.IntVar(&o.cluster.rounds, "cluster-rounds", 3, "cluster: kill -9 rounds, each killing the next node and starting it again")
@@ -496,6 +498,12 @@ func bench(ctx context.Context, o opts) error {
 		main.add(row{"provider event to SSE frame p50 / p99", "", fmt.Sprintf("%s / %s", ms(r.event.P50), ms(r.event.P99)), "", "p99 <= 10 ms", passIf(r.event.P99 <= 10*time.Millisecond)})
 		main.add(row{fmt.Sprintf("memory per linked account (%d linked, live streams)", r.linked), "", fmt.Sprintf("%.0f KiB heap, %.1f goroutines", r.heapPerAccount/1024, r.goroutinesPerAccount), "", "", ""})
 		main.add(row{fmt.Sprintf("simulator restart to all %d resubscribed and reconciled", r.linked), "", fmt.Sprintf("%s, %d answers 429/418", r.resync.Round(time.Millisecond), r.limited), "", "<= 30 s, no 429", passIf(r.resynced && r.resync <= 30*time.Second && r.limited == 0)})
+	}
+
+	if o.phases["futures"] {
+		if err := futuresPhase(ctx, o, main); err != nil { // futures.go
+			return err
+		}
 	}
 
 	if o.phases["restart"] {
