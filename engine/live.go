@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/svc/engine/commands"
+	providercmd "github.com/svc/engine/commands/provider"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/connect"
 	"github.com/svc/engine/engine/firm"
 	"github.com/svc/engine/engine/tenant"
 	"github.com/svc/engine/engine/venue"
+	"github.com/svc/engine/events"
 )
 
 // The live trading switch: per user, it lets orders reach the user's
@@ -36,6 +38,15 @@ import (
 // The refusal names who holds it (params.heldBy user or venue), never the
 // venue's reason. A switch or a hold that cannot be read fails closed:
 // 503 live_trading_unreadable.
+//
+// A provider account linked through a Connect app (hosted Connect) belongs
+// to the app's tenant, which no user's switch speaks for: the trader's
+// consent to live trading by the app, given on the link form and recorded
+// on the account (engine/account's provider_consent.go), stands in for the
+// switch there, the engine's default when the trader never said. Without
+// it the app's orders are refused with params.heldBy trader: only the
+// trader grants it, by linking the account again in hosted Connect with the
+// box checked. A venue's hold comes first, as on every account.
 
 // FeatureLiveTrading names the switch in feature_disabled's params.
 const FeatureLiveTrading = "live_trading"
@@ -44,6 +55,9 @@ const FeatureLiveTrading = "live_trading"
 const (
 	HeldByUser  = "user"
 	HeldByVenue = "venue"
+	// HeldByTrader: the trader who linked the account through a Connect
+	// app has not consented to live trading by the app.
+	HeldByTrader = "trader"
 )
 
 // LiveTradingView is a user's live trading switch as its read answers it.
@@ -127,14 +141,26 @@ func (e *Engine) noteHolds(venueID string, s *venue.State) {
 type liveFacts struct {
 	accountID, tenant, provider, appID string
 	linked                             bool
+	consent                            account.LiveConsent
+	// sealed is the account's sealed credential while linked; settled: the
+	// command repeats a clientOrderId the account answers by itself
+	// (providercred.go).
+	sealed  []byte
+	settled bool
 }
 
-func (e *Engine) liveFactsOf(ctx context.Context, accountID string) (liveFacts, error) {
+// liveFactsOf reads the facts of the account; cmd, when not nil, is the
+// command the gate is asked about.
+func (e *Engine) liveFactsOf(ctx context.Context, accountID string, cmd commands.Command) (liveFacts, error) {
 	f := liveFacts{accountID: accountID}
 	err := e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
 		f.tenant, f.appID, f.linked = s.TenantID, s.AppID, s.Provider != nil
-		if s.Provider != nil {
-			f.provider = s.Provider.Name
+		if p := s.Provider; p != nil {
+			f.provider, f.consent = p.Name, p.Consent
+			if p.Linked {
+				f.sealed = p.Sealed // replaced whole on each change, never written in place
+			}
+			f.settled = repeats(s, cmd)
 		}
 	})
 	return f, err
@@ -209,7 +235,7 @@ func (e *Engine) LiveHolds(ctx context.Context, accountIDs []string) ([]VenueHol
 		if !e.isProvider(id) {
 			continue
 		}
-		f, err := e.liveFactsOf(ctx, id)
+		f, err := e.liveFactsOf(ctx, id, nil)
 		if err != nil {
 			return nil, liveUnreadable()
 		}
@@ -228,24 +254,34 @@ func (e *Engine) LiveHolds(ctx context.Context, accountIDs []string) ([]VenueHol
 }
 
 // liveGate refuses an order or a reverse on a provider account while a
-// venue holds live trading off for it or its user's switch is off; a hold
-// or a switch it cannot read fails closed.
+// venue holds live trading off for it, or its user's switch (an app's
+// account: its trader's consent) is off; a hold, a switch or a consent it
+// cannot read fails closed. On any command that may send something to the
+// provider it then refuses, before anything is committed, an account whose
+// sealed credential this engine cannot open (providercred.go).
 func (e *Engine) liveGate(ctx context.Context, accountID string, cmd commands.Command) error {
-	switch cmd.(type) {
-	case *trading.PlaceOrder, *trading.Reverse:
-	default:
+	if !e.isProvider(accountID) || !mayIntend(cmd) {
 		return nil
 	}
-	if !e.isProvider(accountID) {
-		return nil
-	}
-	f, err := e.liveFactsOf(ctx, accountID)
+	f, err := e.liveFactsOf(ctx, accountID, cmd)
 	if err != nil {
 		return liveUnreadable()
 	}
 	if !f.linked {
 		return nil // unlinked: the account refuses the order itself
 	}
+	switch cmd.(type) {
+	case *trading.PlaceOrder, *trading.Reverse:
+		if err := e.liveSwitch(ctx, f); err != nil {
+			return err
+		}
+	}
+	return e.credentialGate(ctx, f)
+}
+
+// liveSwitch refuses an order while a venue holds live trading off for the
+// account or its switch (an app's account: its trader's consent) is off.
+func (e *Engine) liveSwitch(ctx context.Context, f liveFacts) error {
 	h, err := e.venueHold(ctx, f)
 	if err != nil {
 		return liveUnreadable()
@@ -254,6 +290,15 @@ func (e *Engine) liveGate(ctx context.Context, accountID string, cmd commands.Co
 		return commands.Refuse(commands.CodeFeatureDisabled,
 			"the venue "+h.VenueName+" holds live trading off for this account: nothing was sent to the provider; only the venue releases it",
 			map[string]any{"feature": FeatureLiveTrading, "heldBy": HeldByVenue})
+	}
+	if f.appID != "" {
+		if !f.consent.On(e.liveDefault()) {
+			return commands.Refuse(commands.CodeFeatureDisabled,
+				"the trader has not consented to live trading by this app on this account: nothing was sent to the provider; "+
+					"only the trader grants it, by linking the account again in hosted Connect with live trading allowed",
+				map[string]any{"feature": FeatureLiveTrading, "heldBy": HeldByTrader})
+		}
+		return nil
 	}
 	v, err := e.LiveTrading(ctx, f.tenant)
 	if err != nil {
@@ -265,6 +310,42 @@ func (e *Engine) liveGate(ctx context.Context, accountID string, cmd commands.Co
 			map[string]any{"feature": FeatureLiveTrading, "heldBy": HeldByUser})
 	}
 	return nil
+}
+
+// LiveConsentView is the trader's consent to live trading by the app on an
+// account linked through a Connect app, as hosted Connect shows it.
+type LiveConsentView struct {
+	// On: the app's orders may reach the provider (the trader's word, else
+	// the engine's default); Set: the trader said, at At.
+	On, Set bool
+	At      time.Time
+}
+
+// LiveConsent reads the trader's consent on an account linked through a
+// Connect app; ok is false for any other account.
+func (e *Engine) LiveConsent(ctx context.Context, accountID string) (v LiveConsentView, ok bool, err error) {
+	if !e.isProvider(accountID) {
+		return v, false, nil
+	}
+	f, err := e.liveFactsOf(ctx, accountID, nil)
+	if err != nil || f.appID == "" || !f.linked {
+		return v, false, err
+	}
+	return LiveConsentView{On: f.consent.On(e.liveDefault()), Set: f.consent.Set, At: f.consent.At}, true, nil
+}
+
+// WithdrawLiveConsent withdraws the trader's consent to live trading by the
+// app on an account linked through it (cause: evacct.ConsentHosted or
+// ConsentDisconnect); an account of another kind is left alone.
+func (e *Engine) WithdrawLiveConsent(ctx context.Context, p events.Principal, accountID, cause string) (Result, error) {
+	if !e.isProvider(accountID) {
+		return Result{}, nil
+	}
+	f, err := e.liveFactsOf(ctx, accountID, nil)
+	if err != nil || f.appID == "" || !f.linked {
+		return Result{}, err
+	}
+	return e.Account(ctx, accountID, e.Envelope(p, "", &providercmd.WithdrawLiveConsent{Cause: cause}))
 }
 
 // VenueLive reads the venue's holds on live trading from its aggregate, as

@@ -156,9 +156,11 @@ func TestVenueHoldsReachTheirTraders(t *testing.T) {
 	reverse := &trading.Reverse{Instrument: "BTCUSDT", ClientOrderID: "r-1"}
 	cancel := &trading.CancelOrder{BrokerOrderID: "b-1"}
 	// An app's accounts live under the app's tenant, which has no switch
-	// of its own: the engine's default holds them (off here, as in production).
+	// of its own: their trader's consent stands in, and without it the
+	// engine's default holds them (off here, as in production), held by the
+	// trader (liveconsent_test.go).
 	check("no hold",
-		want{"acct_reg", order(), ""}, want{"acct_app", order(), engine.HeldByUser}, want{"acct_paper", order(), ""},
+		want{"acct_reg", order(), ""}, want{"acct_app", order(), engine.HeldByTrader}, want{"acct_paper", order(), ""},
 		want{"acct_off", order(), engine.HeldByUser}, want{"acct_off", cancel, ""})
 	if hs, err := e.LiveHolds(ctx, []string{"acct_reg", "acct_app", "acct_paper"}); err != nil || len(hs) != 0 {
 		t.Fatalf("holds with none: %v %v", hs, err)
@@ -169,7 +171,7 @@ func TestVenueHoldsReachTheirTraders(t *testing.T) {
 		want{"acct_reg", order(), engine.HeldByVenue}, want{"acct_reg", reverse, engine.HeldByVenue}, want{"acct_reg", cancel, ""},
 		want{"acct_app", order(), engine.HeldByVenue},
 		want{"acct_other", order(), ""}, // registered for another provider
-		want{"acct_solo", order(), ""}, want{"acct_v2", order(), ""}, want{"acct_app2", order(), engine.HeldByUser},
+		want{"acct_solo", order(), ""}, want{"acct_v2", order(), ""}, want{"acct_app2", order(), engine.HeldByTrader},
 		want{"acct_paper", order(), ""}, want{"acct_paper", reverse, ""})
 	hs, err := e.LiveHolds(ctx, []string{"acct_paper", "acct_app", "acct_solo", "acct_reg"})
 	if err != nil || len(hs) != 2 || hs[0].AccountID != "acct_app" || hs[1].AccountID != "acct_reg" || hs[1].VenueID != "v1" ||
@@ -181,7 +183,7 @@ func TestVenueHoldsReachTheirTraders(t *testing.T) {
 	h.hold("v1", "Reg@Example.com")
 	h.hold("v1", "nobody@example.com")
 	check("v1 holds one trader",
-		want{"acct_reg", order(), engine.HeldByVenue}, want{"acct_app", order(), engine.HeldByUser}, want{"acct_other", order(), ""},
+		want{"acct_reg", order(), engine.HeldByVenue}, want{"acct_app", order(), engine.HeldByTrader}, want{"acct_other", order(), ""},
 		want{"acct_paper", order(), ""})
 	if hs, err := e.LiveHolds(ctx, []string{"acct_reg"}); err != nil || len(hs) != 1 || hs[0].Scope != engine.HoldScopeTrader {
 		t.Fatalf("holds %+v %v", hs, err)
@@ -190,7 +192,7 @@ func TestVenueHoldsReachTheirTraders(t *testing.T) {
 	check("v2 holds its own", want{"acct_v2", order(), engine.HeldByVenue}, want{"acct_app2", order(), engine.HeldByVenue}, want{"acct_solo", order(), ""})
 	h.release("v1", "reg@example.com")
 	h.release("v2", "")
-	check("released", want{"acct_reg", order(), ""}, want{"acct_v2", order(), ""}, want{"acct_app", order(), engine.HeldByUser})
+	check("released", want{"acct_reg", order(), ""}, want{"acct_v2", order(), ""}, want{"acct_app", order(), engine.HeldByTrader})
 }
 
 // A hold that cannot be read fails closed: with a venue holding and its

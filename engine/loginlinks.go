@@ -54,8 +54,11 @@ type LoginLinkRequest struct {
 	// Scope names who links (the session's user, or an app's trader): the
 	// same scope signing in to the same login reaches the same accounts,
 	// so signing in again renews their tokens instead of opening others.
-	Scope     string
-	Principal events.Principal
+	Scope string
+	// LiveConsent is, on hosted Connect, the trader's word on live trading
+	// by the app, for each account linked (nil: not said; live.go).
+	LiveConsent *bool
+	Principal   events.Principal
 }
 
 // LoginLinked is what a login's link did: each account linked (its commit)
@@ -246,7 +249,7 @@ func (e *Engine) linkLoginAccount(ctx context.Context, req LoginLinkRequest, tp 
 			AccountNumber: strings.ToUpper(broker[:1]) + "F" + id[len(id)-12:], Label: label, Currency: currency,
 			CredentialID: tok.ID(), Sealed: sealed, Snapshot: obs,
 			Login: tok.Login, Account: a.ID, AccountName: a.Name, Environment: tok.Environment, ExpiresAt: tok.ExpiresAt,
-			TimeInForce: tp.Capabilities().TimeInForce}
+			TimeInForce: tp.Capabilities().TimeInForce, LiveConsent: req.LiveConsent}
 		env := e.Envelope(req.Principal, "", link)
 		var res Result
 		if e.owns(id) {
@@ -300,6 +303,7 @@ func (e *Engine) openToken(ctx context.Context, accountID string, sealed []byte)
 		return provider.Token{}, err
 	}
 	sec, err := e.cfg.Providers.Vault.OpenSecret(ctx, accountID, sl)
+	e.noteOpen(accountID, sealed, err) // providercred.go
 	if err != nil {
 		return provider.Token{}, err
 	}

@@ -52,6 +52,7 @@ type ProvidersConfig struct {
 type provAccounts struct {
 	m      sync.Map
 	logins loginIndex
+	creds  credChecks // whether each account's sealed credential opens here (providercred.go)
 }
 
 func (e *Engine) initProviders() {
@@ -114,6 +115,7 @@ func (e *Engine) openCredential(ctx context.Context, accountID string, sealed []
 		return provider.Credentials{}, err
 	}
 	sec, err := e.cfg.Providers.Vault.OpenSecret(ctx, accountID, sl)
+	e.noteOpen(accountID, sealed, err) // providercred.go
 	if err != nil {
 		return provider.Credentials{}, err
 	}
@@ -146,7 +148,10 @@ type LinkRequest struct {
 	Email     string
 	AppID     string // hosted Connect: the app the trader links through
 	Trader    string // hosted Connect: the app's own id of the trader
-	Principal events.Principal
+	// LiveConsent is, on hosted Connect, the trader's word on live trading
+	// by the app (nil: not said; live.go).
+	LiveConsent *bool
+	Principal   events.Principal
 }
 
 // LinkProvider checks the key at the provider (Connect: a key it does not
@@ -205,7 +210,7 @@ func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, err
 	}
 	link := &providercmd.Link{Provider: req.Provider, Broker: broker, TenantID: req.TenantID, Email: req.Email, AppID: req.AppID, Trader: req.Trader,
 		AccountNumber: strings.ToUpper(broker[:1]) + "F" + req.AccountID[len(req.AccountID)-12:], Label: label, Currency: currency,
-		CredentialID: creds.ID(), Sealed: b, Snapshot: providers.SnapshotObservation(snap, "link")}
+		CredentialID: creds.ID(), Sealed: b, Snapshot: providers.SnapshotObservation(snap, "link"), LiveConsent: req.LiveConsent}
 	env := e.Envelope(req.Principal, "", link)
 	if !e.owns(req.AccountID) {
 		// Another node owns the account: the link is committed there, and
@@ -217,10 +222,21 @@ func (e *Engine) LinkProvider(ctx context.Context, req LinkRequest) (Result, err
 	}
 	e.prov.Hand(req.AccountID, sess)
 	res, err := e.accounts.Execute(ctx, req.AccountID, env)
-	if err != nil || len(res.Events) == 0 {
-		e.prov.Drop(req.AccountID) // a link that recorded nothing (the same link again) keeps no second session
+	if err != nil || !opened(res) {
+		e.prov.Drop(req.AccountID) // a link that opened nothing (the same link again) keeps no second session
 	}
 	return res, err
+}
+
+// opened reports whether the link's commit opened the account (the same
+// link again records at most the trader's word on live trading).
+func opened(res Result) bool {
+	for _, ev := range res.Events {
+		if _, ok := ev.(evacct.ProviderLinked); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // UnlinkProvider ends the link and destroys its data key: the sealed
