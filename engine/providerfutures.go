@@ -85,7 +85,7 @@ func valuePerPoint(instrument string) (events.Decimal, bool) {
 // position and its unrealized PnL are in money, not points, as the
 // provider's own cash balance is (a contract of a product the catalog
 // lacks stays at 1 until the provider's balance reading corrects the
-// balance).
+// balance), and leaves a fill's realized PnL to the account to reckon.
 func (e *Engine) withValuePerPoint(accountID string, cmd commands.Command) {
 	if _, ok := e.provAccts.logins.get(accountID); !ok {
 		return
@@ -93,6 +93,12 @@ func (e *Engine) withValuePerPoint(accountID string, cmd commands.Command) {
 	switch c := cmd.(type) {
 	case *providercmd.Observe:
 		observedValuePerPoint(c)
+		for i := range c.Orders {
+			// A login's provider (Tradovate) reports no realized PnL with a
+			// fill: the account reckons it on the position the fills imply,
+			// rather than taking the zero the stream's fill carries.
+			c.Orders[i].LastPnL = nil
+		}
 	case *providercmd.Settle:
 		if c.Order != nil {
 			if m, ok := valuePerPoint(c.Order.Instrument); ok {

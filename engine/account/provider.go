@@ -43,6 +43,13 @@ type Provider struct {
 	// through (never sent, or the provider kept the order): the exit pass
 	// does not cancel them again by itself (provider_exits.go).
 	Stuck map[string]bool
+	// Filled is, by instrument, the position the fills imply: the
+	// provider's as last reconciled (a complete observation), moved by each
+	// fill since. A fill's realized PnL and the position it leaves are
+	// reckoned on it rather than on the position the provider last
+	// reported, which may already hold that fill: a provider's stream may
+	// tell of the position before the fill that moved it.
+	Filled map[string]evacct.Position
 	// Login is the link of an account linked through a login (provider_token.go).
 	Login
 	// Consent is the trader's word on live trading by the Connect app the
@@ -72,7 +79,7 @@ func applyProvider(s *State, e events.Event) {
 	case evacct.ProviderLinked:
 		s.Provider = &Provider{Name: e.Provider, CredentialID: e.CredentialID, Sealed: e.Sealed, Linked: true,
 			Settings: e.Settings, Intents: map[string]evacct.OrderIntended{}, Placed: map[string]evacct.IntentSettled{},
-			Orders: map[string]string{}, Balances: map[string]evacct.BalanceObserved{}, Login: loginOf(e)}
+			Orders: map[string]string{}, Balances: map[string]evacct.BalanceObserved{}, Filled: map[string]evacct.Position{}, Login: loginOf(e)}
 	case evacct.ProviderUnlinked:
 		if s.Provider != nil {
 			s.Provider.Linked, s.Provider.Sealed = false, nil
@@ -128,6 +135,13 @@ func applyProvider(s *State, e events.Event) {
 		if s.Provider != nil {
 			s.Provider.Settings = e.Settings
 		}
+	case evacct.Reconciled:
+		if s.Provider != nil { // the provider's complete reading is what the fills start from again
+			s.Provider.Filled = make(map[string]evacct.Position, len(s.Positions))
+			for k, v := range s.Positions {
+				s.Provider.Filled[k] = v
+			}
+		}
 	default:
 		applyProviderToken(s, e) // provider_token.go
 	}
@@ -146,6 +160,23 @@ func applyProviderOrder(s *State, o evacct.Order) {
 		pcoid = providerCOID(s.ID, o)
 	}
 	s.Provider.Orders[pcoid] = o.BrokerOrderID
+}
+
+// applyProviderFill moves the position the fills imply (Provider.Filled)
+// by a fill (Apply's OrderFilled case calls it).
+func applyProviderFill(s *State, e evacct.OrderFilled) {
+	p := s.Provider
+	if p == nil {
+		return
+	}
+	if p.Filled == nil {
+		p.Filled = map[string]evacct.Position{}
+	}
+	if e.Position.Quantity.IsZero() {
+		delete(p.Filled, e.Instrument)
+	} else {
+		p.Filled[e.Instrument] = e.Position
+	}
 }
 
 // adoptedPrefix starts the brokerOrderId of an order placed elsewhere.
@@ -460,6 +491,10 @@ func view(s *State) *State {
 	for k, v := range s.Provider.Stuck {
 		p.Stuck[k] = v
 	}
+	p.Filled = make(map[string]evacct.Position, len(s.Provider.Filled))
+	for k, v := range s.Provider.Filled {
+		p.Filled[k] = v
+	}
 	c.Provider = &p
 	return c
 }
@@ -477,6 +512,7 @@ func foldView(s *State, e events.Event) {
 		} else {
 			s.Positions[e.Instrument] = e.Position
 		}
+		applyProviderFill(s, e)
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			if e.Done {
 				delete(s.Working, e.BrokerOrderID)
@@ -591,7 +627,9 @@ func (o *observer) order(ob providercmd.Order) {
 		if ob.LastPnL != nil {
 			realized = *ob.LastPnL
 		}
-		cur := st.Positions[w.Instrument]
+		// Reckoned on the position before this fill, as the fills imply it:
+		// the provider's own report may already hold the fill.
+		cur := st.Provider.Filled[w.Instrument]
 		if ob.Multiplier.Sign() > 0 {
 			cur.Multiplier = ob.Multiplier // a futures contract's value per point
 		}

@@ -97,6 +97,7 @@ func Apply(s *State, e events.Event) *State {
 		} else {
 			s.Positions[e.Instrument] = e.Position
 		}
+		applyProviderFill(s, e) // provider.go
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			if e.Done {
 				delete(s.Working, e.BrokerOrderID)
