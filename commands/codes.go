@@ -68,6 +68,18 @@ func StatusOf(code Code, malformed bool) int {
 	return s.Status[0]
 }
 
+// Status is the status r is answered with: StatusOf its code, or 409 for a
+// Conflict where the catalogue lists 409 for the code.
+func (r *Refusal) Status() int {
+	if s, ok := catalogue[r.Code]; ok && r.Conflict && slices.Contains(s.Status, statusConflict) {
+		return statusConflict
+	}
+	return StatusOf(r.Code, r.Malformed)
+}
+
+// statusConflict is HTTP's 409 (commands never imports net/http).
+const statusConflict = 409
+
 // Answer is how an error with code is answered: the status, the one a call
 // site stated where the catalogue lists it for the code and else the
 // catalogue's usual one, and the Retry-After in seconds (0: no header), the

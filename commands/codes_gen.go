@@ -174,7 +174,7 @@ const (
 	CodeRegistrationRevoked Code = "registration_revoked"
 	// CodeRegistrationUnconfirmed: The registration names a provider login (and account, where named) that no account you linked confirms: link that login at the provider (POST /api/account/providers with its login name and password), which links the registration.
 	CodeRegistrationUnconfirmed Code = "registration_unconfirmed"
-	// CodeRiskLocked: A risk lock refuses orders that add exposure; params.holds lists the holds.
+	// CodeRiskLocked: A risk lock refuses orders that add exposure (423), and a close the provider does not enforce as reduce-only, which cannot be proved to reduce (409); params.holds lists the holds.
 	CodeRiskLocked Code = "risk_locked"
 	// CodeRiskPolicyIDReserved: The risk policy id is reserved.
 	CodeRiskPolicyIDReserved Code = "risk_policy_id_reserved"
@@ -315,7 +315,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeRegistrationLinked:         {Code: CodeRegistrationLinked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration is already linked."},
 	CodeRegistrationRevoked:        {Code: CodeRegistrationRevoked, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The registration was revoked."},
 	CodeRegistrationUnconfirmed:    {Code: CodeRegistrationUnconfirmed, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The registration names a provider login (and account, where named) that no account you linked confirms: link that login at the provider (POST /api/account/providers with its login name and password), which links the registration."},
-	CodeRiskLocked:                 {Code: CodeRiskLocked, Status: []int{423}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "A risk lock refuses orders that add exposure; params.holds lists the holds."},
+	CodeRiskLocked:                 {Code: CodeRiskLocked, Status: []int{423, 409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"holds"}, Description: "A risk lock refuses orders that add exposure (423), and a close the provider does not enforce as reduce-only, which cannot be proved to reduce (409); params.holds lists the holds."},
 	CodeRiskPolicyIDReserved:       {Code: CodeRiskPolicyIDReserved, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy id is reserved."},
 	CodeRiskPolicyOwnerConflict:    {Code: CodeRiskPolicyOwnerConflict, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The risk policy belongs to another owner."},
 	CodeRiskPolicyPostingMismatch:  {Code: CodeRiskPolicyPostingMismatch, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"field"}, Description: "The posted risk policy does not match the one recorded under its id."},

@@ -45,8 +45,13 @@ type Refusal struct {
 	// invalid_request answered 400) as against one read but out of bounds
 	// (422). It matters only for a code the catalogue lists with both.
 	Malformed bool
-	Params    map[string]any
-	Msg       string
+	// Conflict marks a refusal of a command the account cannot prove safe
+	// rather than one its state forbids outright (a close the provider does
+	// not hold to reducing, while a risk lock holds): it is answered with
+	// the code's 409 where the catalogue lists 409 for the code.
+	Conflict bool
+	Params   map[string]any
+	Msg      string
 }
 
 func (r *Refusal) Error() string { return r.Msg }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/svc/engine/commands"
 	providercmd "github.com/svc/engine/commands/provider"
@@ -381,6 +382,9 @@ func decideProviderClose(s *State, env commands.Envelope, c *trading.ClosePositi
 	if !ok {
 		return nil, notClosable(c.Instrument)
 	}
+	if err := closeGate(s, env.At); err != nil {
+		return nil, err
+	}
 	qty := pos.Quantity.Abs()
 	if c.Quantity != nil {
 		if c.Quantity.Cmp(qty) > 0 {
@@ -392,6 +396,41 @@ func decideProviderClose(s *State, env commands.Envelope, c *trading.ClosePositi
 		OrderType: "market", Quantity: qty, TimeInForce: "gtc", ReduceOnly: true, CreatedAt: env.At}
 	return []events.Event{evacct.OrderIntended{Op: evacct.IntentPlace,
 		ProviderClientOrderID: provider.ClientOrderID(s.ID, coid), Order: o, At: env.At}}, nil
+}
+
+// closeGate refuses a close while a risk lock holds (any hold but the
+// reconciliation hold, under which closes stay open) on a provider that
+// does not enforce reduce-only itself: the engine cannot prove such a close
+// only reduces (a fill the provider has not reported yet can leave it
+// opening a position the other way), so it is risk_locked answered 409
+// (Refusal.Conflict), with params.holds. On a provider that enforces
+// reduce-only the close goes as it does unheld.
+func closeGate(s *State, at time.Time) error {
+	if EnforcesReduceOnly(s.Provider.Name) {
+		return nil
+	}
+	hs := Holds(s, at)
+	if !slices.ContainsFunc(hs, func(h string) bool { return h != HoldReconciliation }) {
+		return nil
+	}
+	r := commands.Refuse(commands.CodeRiskLocked,
+		"the account is held and its provider does not enforce reduce-only: a close cannot be proved only to reduce until the hold lifts; flatten, or cancel orders",
+		map[string]any{"holds": hs})
+	r.Conflict = true
+	return r
+}
+
+// EnforcesReduceOnly reports whether the provider of the name enforces an
+// order's reduce-only itself (its capabilities' reduceOnly; a test holds
+// the two equal): Binance USDⓈ-M does. Tradovate has no such flag: its
+// adapter checks the position before sending, which a fill in between can
+// outrun. False for a provider not known to.
+func EnforcesReduceOnly(providerName string) bool {
+	switch providerName {
+	case "binance-futures":
+		return true
+	}
+	return false
 }
 
 // providerID is the provider's client order id of a book order.

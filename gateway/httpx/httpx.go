@@ -190,7 +190,7 @@ func toError(err error) *Error {
 	case errors.As(err, &he):
 		return he
 	case errors.As(err, &ref):
-		e := &Error{Status: commands.StatusOf(ref.Code, ref.Malformed), Code: ref.Code, Msg: ref.Msg, Params: ref.Params}
+		e := &Error{Status: ref.Status(), Code: ref.Code, Msg: ref.Msg, Params: ref.Params}
 		if f, ok := ref.Params["field"].(string); ok {
 			e.Field = f // the venue shape names it at the top level too
 		}
