@@ -311,8 +311,8 @@ func runFutures(ctx context.Context, o opts) (futuresResult, error) {
 	if s := res.loaded.answer; s.Errors > 0 {
 		return res, fmt.Errorf("orders: %d errors, first: %s", s.Errors, s.FirstErr)
 	}
-	progress("futures orders, %d clients: answer p50 %s p99 %s (%.0f/s, n=%d); simulator p50 %s; engine-added p50 %s p99 %s; %d answered before the simulator's REST answer",
-		res.clients, ms(res.loaded.answer.P50), ms(res.loaded.answer.P99), res.loaded.answer.Rate, res.loaded.answer.N, ms(res.loaded.sim.P50),
+	progress("futures orders, %d clients: answer p50 %s p99 %s (%.0f/s, n=%d, %s CPU/order); simulator p50 %s; engine-added p50 %s p99 %s; %d answered before the simulator's REST answer",
+		res.clients, ms(res.loaded.answer.P50), ms(res.loaded.answer.P99), res.loaded.answer.Rate, res.loaded.answer.N, ms(res.loaded.answer.CPU), ms(res.loaded.sim.P50),
 		ms(res.loaded.added.P50), ms(res.loaded.added.P99), res.loaded.early)
 	if o.futures.paced > 0 {
 		every := time.Duration(int64(res.clients) * int64(time.Second) / int64(o.futures.paced))
@@ -323,8 +323,8 @@ func runFutures(ctx context.Context, o opts) (futuresResult, error) {
 		if s := res.paced.answer; s.Errors > 0 {
 			return res, fmt.Errorf("paced orders: %d errors, first: %s", s.Errors, s.FirstErr)
 		}
-		progress("futures orders paced at %d/s: answer p50 %s p99 %s (%.0f/s, n=%d); simulator p50 %s; engine-added p50 %s p99 %s; %d answered before the simulator's REST answer",
-			o.futures.paced, ms(res.paced.answer.P50), ms(res.paced.answer.P99), res.paced.answer.Rate, res.paced.answer.N, ms(res.paced.sim.P50),
+		progress("futures orders paced at %d/s: answer p50 %s p99 %s (%.0f/s, n=%d, %s CPU/order); simulator p50 %s; engine-added p50 %s p99 %s; %d answered before the simulator's REST answer",
+			o.futures.paced, ms(res.paced.answer.P50), ms(res.paced.answer.P99), res.paced.answer.Rate, res.paced.answer.N, ms(res.paced.answer.CPU), ms(res.paced.sim.P50),
 			ms(res.paced.added.P50), ms(res.paced.added.P99), res.paced.early)
 	}
 	res.limited = timer.limited.Load() - limited
@@ -335,7 +335,9 @@ func runFutures(ctx context.Context, o opts) (futuresResult, error) {
 // when every is 0, else each worker places one order every `every`, the
 // workers' slots spread evenly over it (a fixed total rate, whatever the
 // answers take, as long as each answer comes within its slot). Orders that
-// start after the warm-up and finish inside the window count.
+// start after the warm-up and finish inside the window count. The
+// answers' sample carries the process's CPU per order in the window (the
+// engine, the simulator and the clients together).
 func futLoad(ctx context.Context, workers int, every, warm, dur time.Duration, place func(ctx context.Context, w, i int) (futOrder, error)) futWindow {
 	t0 := time.Now()
 	from := t0.Add(warm)
@@ -378,6 +380,10 @@ func futLoad(ctx context.Context, workers int, every, warm, dur time.Duration, p
 			}
 		}()
 	}
+	time.Sleep(time.Until(from))
+	cpu0 := cpuTime()
+	time.Sleep(time.Until(end))
+	cpu1 := cpuTime()
 	wg.Wait()
 	var out futWindow
 	var ans, svc, added []time.Duration
@@ -397,6 +403,9 @@ func futLoad(ctx context.Context, workers int, every, warm, dur time.Duration, p
 	summarize(&out.answer, ans)
 	summarize(&out.sim, svc)
 	summarize(&out.added, added)
+	if out.answer.N > 0 {
+		out.answer.CPU = (cpu1 - cpu0) / time.Duration(out.answer.N)
+	}
 	return out
 }
 
@@ -417,12 +426,12 @@ func futuresRows(t *table, r futuresResult, o opts) {
 	}
 	t.add(row{fmt.Sprintf("futures order (Tradovate, %d logins linked), engine-added p50 / p99 (ms; answer minus the simulator's time inside it, %d clients closed loop)", r.linked, r.clients),
 		"", fmt.Sprintf("%s / %s", ms(r.loaded.added.P50), ms(r.loaded.added.P99)), "", "<= 1 / <= 5 ms", goal(r.loaded)})
-	t.add(row{"futures order answer p50 / p99, orders/s (simulator p50; answers before the simulator's REST answer)", "",
-		fmt.Sprintf("%s / %s, %.0f/s (%s; %d of %d)", ms(r.loaded.answer.P50), ms(r.loaded.answer.P99), r.loaded.answer.Rate, ms(r.loaded.sim.P50),
-			r.loaded.early, r.loaded.answer.N), "", "", ""})
+	t.add(row{"futures order answer p50 / p99, orders/s, process CPU per order (simulator p50; answers before the simulator's REST answer)", "",
+		fmt.Sprintf("%s / %s, %.0f/s, %s (%s; %d of %d)", ms(r.loaded.answer.P50), ms(r.loaded.answer.P99), r.loaded.answer.Rate, ms(r.loaded.answer.CPU),
+			ms(r.loaded.sim.P50), r.loaded.early, r.loaded.answer.N), "", "", ""})
 	if r.paced.answer.N > 0 {
-		t.add(row{fmt.Sprintf("futures order paced at %d/s over %d clients, engine-added p50 / p99 (answer p50 / p99, simulator p50)", o.futures.paced, r.clients), "",
-			fmt.Sprintf("%s / %s (%s / %s, %s)", ms(r.paced.added.P50), ms(r.paced.added.P99), ms(r.paced.answer.P50), ms(r.paced.answer.P99), ms(r.paced.sim.P50)),
+		t.add(row{fmt.Sprintf("futures order paced at %d/s over %d clients, engine-added p50 / p99 (answer p50 / p99, simulator p50, CPU per order)", o.futures.paced, r.clients), "",
+			fmt.Sprintf("%s / %s (%s / %s, %s, %s)", ms(r.paced.added.P50), ms(r.paced.added.P99), ms(r.paced.answer.P50), ms(r.paced.answer.P99), ms(r.paced.sim.P50), ms(r.paced.answer.CPU)),
 			"", "<= 1 / <= 5 ms", goal(r.paced)})
 	}
 	t.add(row{fmt.Sprintf("linking %d Tradovate logins (8 at a time), answers 429 during the orders", r.linked), "",
