@@ -168,6 +168,9 @@ func (h *Handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID,
 	return nil
 }
 
+// Flatten cancels the account's working orders and closes its positions
+// (POST /api/trading/flatten); its clientOrderId is its key. The answer is
+// projections.FlattenOf the commit.
 func (h *Handlers) Flatten(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.d.Account(r)
 	if err != nil {
@@ -181,40 +184,11 @@ func (h *Handlers) Flatten(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	canceled, orders := []string{}, []projections.Order{}
-	for _, e := range res.Events {
-		switch e := e.(type) {
-		case evacct.OrderCanceled:
-			canceled = append(canceled, e.BrokerOrderID)
-		case evacct.OrderPlaced:
-			o, err := projections.GetOrder(r.Context(), h.d.Store, a.AccountID, e.Order.BrokerOrderID)
-			if err != nil {
-				return err
-			}
-			orders = append(orders, o)
-		case evacct.OrderIntended: // a provider account's: answered once every outcome is recorded
-			o, err := projections.GetOrder(r.Context(), h.d.Store, a.AccountID, e.Order.BrokerOrderID)
-			switch {
-			case err != nil && e.Op == evacct.IntentCancel:
-				continue // not in the read model: nothing it shows was canceled
-			case err != nil:
-				return err
-			case e.Op == evacct.IntentPlace:
-				orders = append(orders, o)
-			case e.Op == evacct.IntentCancel && o.State == "canceled":
-				canceled = append(canceled, e.Order.BrokerOrderID)
-			}
-		}
-	}
-	ps, err := projections.ListInto[projections.Position](r.Context(), h.d.Store, projections.CollPosition, projections.Query{Prefix: a.AccountID + "/"})
+	f, err := projections.FlattenOf(r.Context(), h.d.Store, a.AccountID, res.Events)
 	if err != nil {
 		return err
 	}
-	unclosed := []string{}
-	for _, p := range ps {
-		unclosed = append(unclosed, p.Instrument)
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"canceled": canceled, "orders": orders, "unclosed": unclosed})
+	httpx.WriteJSON(w, http.StatusOK, f)
 	return nil
 }
 
