@@ -577,3 +577,63 @@ func TestTradovateKillLoopExactlyOnce(t *testing.T) {
 	t.Logf("%d kills: %d ids, %d retried, %d placed, %d orders at the provider, %d token renewals", kills, len(orders), retried, ok, atProvider,
 		sim.RequestCount("auth/renewaccesstoken"))
 }
+
+// tradovateLiveEnv is tradovateEnv with the live environment too, at the
+// same simulator: live logins carry market data as their subscription says.
+func tradovateLiveEnv(t *testing.T, sim *tradovatesim.Sim) []string {
+	return tradovateEnv(t, sim, "ENGINE_TRADOVATE_ENV=live,demo", "ENGINE_TRADOVATE_REST_URL="+sim.URL(),
+		"ENGINE_TRADOVATE_WS_URL="+sim.WSURL(), "ENGINE_TRADOVATE_MD_URL="+sim.MDURL())
+}
+
+// A trader's paper account lists futures as tradable once the trader's own
+// live Tradovate login is linked and its market data covers them (the
+// paper book prices them from it), and only those: alice's login subscribes
+// to ES, so ES turns tradable and NQ stays as it was; bob's subscribes to
+// nothing and his futures keep the answer they had before he linked.
+func TestPaperFuturesTradableFromTheTradersOwnLogin(t *testing.T) {
+	sim := startTradovate(t, tradovatesim.Options{},
+		tradovatesim.Login{Name: "tv-alice", Kind: "live", MarketData: []string{"ES"}}, tradovatesim.Login{Name: "tv-bob", Kind: "live"})
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, tradovateLiveEnv(t, sim)...)
+	tradable := func(do func(string, string, any) (int, map[string]any), q string) map[string]any {
+		t.Helper()
+		st, m := do("GET", "/api/account/instruments"+q, nil)
+		if st != 200 {
+			t.Fatalf("instruments: %d %v", st, m)
+		}
+		out := map[string]any{}
+		for _, s := range m["symbols"].([]any) {
+			s := s.(map[string]any)
+			if s["type"] == "future" {
+				out[s["symbol"].(string)] = s["tradable"]
+				if s["tradable"] == false && !strings.Contains(s["notTradableReason"].(string), "futures") {
+					t.Fatalf("%s is not tradable without saying why: %v", s["symbol"], s)
+				}
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		email, login string
+		want         map[string]any
+	}{
+		{"tv-alice@example.com", "tv-alice", map[string]any{"ES": true, "NQ": false}},
+		{"tv-bob@example.com", "tv-bob", map[string]any{"ES": false, "NQ": false}},
+	} {
+		b, key := signedIn(t, p, dir, tc.email)
+		do := caller(t, p, key)
+		st, m := do("POST", "/api/account/demo", map[string]any{})
+		if st != 201 {
+			t.Fatalf("paper account: %d %v", st, m)
+		}
+		a := m["account"].(map[string]any)
+		q := "?broker=" + a["broker"].(string) + "&account=" + a["accountNumber"].(string)
+		if got := tradable(do, q); got["ES"] != false || got["NQ"] != false {
+			t.Fatalf("%s's futures before linking a login: %v, want none tradable", tc.login, got)
+		}
+		linkProvider(t, p, b, map[string]any{"provider": "tradovate", "login": tc.login, "password": tvPassword, "environment": "live"})
+		if got := tradable(do, q); got["ES"] != tc.want["ES"] || got["NQ"] != tc.want["NQ"] {
+			t.Fatalf("%s's futures once the login is linked: %v, want %v", tc.login, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/market"
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
@@ -185,14 +186,32 @@ func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []symbolItem{}
+	var listed []market.Instrument
+	var futures []string
 	for _, in := range h.d.Engine.Catalog().All() {
 		// A provider account lists its provider's perpetuals; a paper account the paper book's instruments.
 		if a.Kind == frames.KindProvider && in.Broker != a.Broker || a.Kind != frames.KindProvider && in.Broker != "" {
 			continue
 		}
+		listed = append(listed, in)
+		if in.AssetClass == "futures" {
+			futures = append(futures, in.Symbol)
+		}
+	}
+	// Futures are tradable on a paper account where the paper book can
+	// price them: from the engine's own source, or from the owner's own
+	// futures login when the caller is that owner acting for no one else
+	// (futures prices are licensed per trader).
+	owner := ""
+	if p, _ := httpx.PrincipalOf(r); a.Kind != frames.KindProvider && (p.Kind == "trading" || p.Kind == "session") &&
+		p.OnBehalfOf == "" && p.TenantID == a.TenantID {
+		owner = a.TenantID
+	}
+	priced := h.d.Engine.PaperFuturesPriced(r.Context(), owner, futures)
+	out := make([]symbolItem, 0, len(listed))
+	for _, in := range listed {
 		it := symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Simulated: in.Simulated, Tradable: true}
-		if in.AssetClass == "futures" && !h.d.Engine.FuturesServed() {
+		if in.AssetClass == "futures" && !priced[in.Symbol] {
 			it.Tradable, it.Reason = false, trading.FuturesNotServed
 		}
 		out = append(out, it)
