@@ -24,6 +24,10 @@ const (
 	CodeBodyTooLarge Code = "body_too_large"
 	// CodeConfigLimitReached: The venue holds the most configurations it may.
 	CodeConfigLimitReached Code = "config_limit_reached"
+	// CodeCopierLimitReached: The copier group holds the most followers it may; remove one first.
+	CodeCopierLimitReached Code = "copier_limit_reached"
+	// CodeCopyQuantityTooSmall: A mirror outcome, never an answer: the follower's sized quantity rounds to less than its instrument's lot step or minimum, so nothing was sent to the follower.
+	CodeCopyQuantityTooSmall Code = "copy_quantity_too_small"
 	// CodeCredentialRevoked: A stream's last error event: the key or session that opened it ended.
 	CodeCredentialRevoked Code = "credential_revoked"
 	// CodeCurrencyNotIssuable: The currency cannot be issued in this environment.
@@ -240,6 +244,8 @@ var catalogue = map[Code]CodeSpec{
 	CodeBalanceRefused:             {Code: CodeBalanceRefused, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "The balance operation would break a rule of the account; params.reason says which."},
 	CodeBodyTooLarge:               {Code: CodeBodyTooLarge, Status: []int{413}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The request body is over the route's byte limit."},
 	CodeConfigLimitReached:         {Code: CodeConfigLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The venue holds the most configurations it may."},
+	CodeCopierLimitReached:         {Code: CodeCopierLimitReached, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"limit"}, Description: "The copier group holds the most followers it may; remove one first."},
+	CodeCopyQuantityTooSmall:       {Code: CodeCopyQuantityTooSmall, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"quantity", "minQuantity", "lotStep"}, Description: "A mirror outcome, never an answer: the follower's sized quantity rounds to less than its instrument's lot step or minimum, so nothing was sent to the follower."},
 	CodeCredentialRevoked:          {Code: CodeCredentialRevoked, Status: nil, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"reason"}, Description: "A stream's last error event: the key or session that opened it ended."},
 	CodeCurrencyNotIssuable:        {Code: CodeCurrencyNotIssuable, Status: []int{400}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"currency", "environment"}, Description: "The currency cannot be issued in this environment."},
 	CodeEmailUnverified:            {Code: CodeEmailUnverified, Status: []int{403}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: nil, Description: "The user has not verified their email address yet."},

@@ -36,6 +36,7 @@ import (
 	evacct "github.com/svc/engine/events/account"
 	evch "github.com/svc/engine/events/challenge"
 	evconnect "github.com/svc/engine/events/connect"
+	evcopier "github.com/svc/engine/events/copier"
 	evfirm "github.com/svc/engine/events/firm"
 	evidem "github.com/svc/engine/events/idem"
 	evmark "github.com/svc/engine/events/mark"
@@ -109,6 +110,7 @@ type Engine struct {
 	connect   connects                    // Connect apps, links and statements (connects.go)
 	ch        *challenges                 // challenges (challenges.go)
 	paper     *paper.Reactor
+	copier    *copiers           // copier groups and their mirrors (copiers.go)
 	pf        paperFutures       // the paper book's futures, each trader's from their own feed (paperfutures.go)
 	prov      *providers.Reactor // accounts at a provider (providerlinks.go); nil: none
 	provAccts provAccounts
@@ -127,7 +129,7 @@ type Engine struct {
 // Registry is every event type the engine writes; projections decode with it.
 func Registry() events.Registry {
 	return events.Merge(evacct.Registry(), evtenant.Registry(), evfirm.Registry(), evorg.Registry(), evplan.Registry(),
-		evvenue.Registry(), evidem.Registry(), evconnect.Registry(), evch.Registry(), evmark.Registry())
+		evvenue.Registry(), evidem.Registry(), evconnect.Registry(), evch.Registry(), evmark.Registry(), evcopier.Registry())
 }
 
 // New makes an engine; Start warms it from the log.
@@ -168,6 +170,7 @@ func New(cfg Config) (*Engine, error) {
 			e.risk.Track(id, s, c.Seq)
 			e.afterAccount(id, s, c)
 			e.trackProvider(id, s, false)
+			e.copyLeader(id, s, c) // copiers.go
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
 	if e.clustered() {
@@ -181,6 +184,7 @@ func New(cfg Config) (*Engine, error) {
 	e.venues = newVenues(cfg, e)
 	e.connect = newConnects(cfg, e)
 	e.ch = newChallenges(cfg, e)
+	e.copier = newCopiers(cfg, e)
 	e.tenants = mailbox.NewGroup(mailbox.Kind[*tenant.State]{
 		Name:    "tenant",
 		Subject: evtenant.Subject,
@@ -374,6 +378,9 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.trackProvider(id, s, true) // open intents are settled by lookup, never sent again
 	}
 	e.nodes.at.Store(last)
+	if err := e.startCopier(ctx); err != nil {
+		return 0, err
+	}
 	if store != nil {
 		taken := make(map[string]uint64, len(ch.seeded))
 		for subject, rev := range ch.seeded {
@@ -440,6 +447,7 @@ func (e *Engine) Close() {
 	}
 	e.risk.Close()
 	e.ch.reactor.Close()
+	e.closeCopier()
 	e.accounts.Close()
 	e.tenants.Close()
 	e.orgs.Close()

@@ -20,10 +20,11 @@ const (
 	KindOrg     = "org"
 	KindPlans   = "plans"
 	KindVenue   = "venue"
-	KindApp     = "app"  // a Connect app, its keys
-	KindLink    = "link" // a Connect link
-	KindStmt    = "stmt" // a redeemed Connect account statement, by its single-use id
-	KindMark    = "mark" // the paper book's marks of one instrument, as one node recorded them
+	KindApp     = "app"    // a Connect app, its keys
+	KindLink    = "link"   // a Connect link
+	KindStmt    = "stmt"   // a redeemed Connect account statement, by its single-use id
+	KindMark    = "mark"   // the paper book's marks of one instrument, as one node recorded them
+	KindCopier  = "copier" // a copier group: a leader, its followers and their mirrors
 )
 
 // Subject is the log subject of the aggregate of kind with id.

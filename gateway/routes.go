@@ -11,6 +11,7 @@ import (
 	"github.com/svc/engine/gateway/api"
 	"github.com/svc/engine/gateway/challenges"
 	connectgw "github.com/svc/engine/gateway/connect"
+	"github.com/svc/engine/gateway/copier"
 	"github.com/svc/engine/gateway/exitplans"
 	firmgw "github.com/svc/engine/gateway/firm"
 	"github.com/svc/engine/gateway/httpx"
@@ -207,7 +208,39 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 	get(key, "/api/risk", serve(rk.Get))
 	put(key, "/api/risk", serve(rk.Put))
 	post(key, "/api/risk/unlock", serve(rk.Unlock))
+	copierRoutes(d, id != nil, key, open)
 	return f
+}
+
+// copierRoutes are the copier's routes (gateway/copier): the key routes'
+// credentials (a Trading API key, a venue key with trader:trade, a Connect
+// app key acting for its trader) when the request carries Authorization,
+// else, with identity served, a signed-in session; writes keyed by
+// Idempotency-Key.
+func copierRoutes(d *api.Deps, sessions bool, key, open *mux.Router) {
+	cp := copier.New(d)
+	const groups = "/api/copier/groups"
+	keyed := func(h idem.Handler) http.Handler { return idem.Require(httpx.Trading)(idem.Serve(httpx.Trading, h)) }
+	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
+	hasKey := func(r *http.Request, _ *mux.RouteMatch) bool { return r.Header.Get("Authorization") != "" }
+	noKey := func(r *http.Request, m *mux.RouteMatch) bool { return !hasKey(r, m) }
+	session := d.Auth.RequireSession(httpx.Trading)
+	for _, rt := range []struct {
+		method, path string
+		h            http.Handler
+	}{
+		{http.MethodPost, groups, keyed(cp.Create)},
+		{http.MethodGet, groups, serve(cp.List)},
+		{http.MethodGet, groups + "/{groupId}", serve(cp.Get)},
+		{http.MethodGet, groups + "/{groupId}/mirrors", serve(cp.Mirrors)},
+		{http.MethodPut, groups + "/{groupId}/followers/{accountId}", keyed(cp.PutFollower)},
+		{http.MethodDelete, groups + "/{groupId}/followers/{accountId}", keyed(cp.RemoveFollower)},
+	} {
+		key.Handle(rt.path, rt.h).Methods(rt.method).MatcherFunc(hasKey)
+		if sessions {
+			open.Handle(rt.path, session(rt.h)).Methods(rt.method).MatcherFunc(noKey)
+		}
+	}
 }
 
 // venueRoutes is the venue platform's route table: venues (a venue key;

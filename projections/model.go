@@ -203,7 +203,8 @@ type Order struct {
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
 	Seq            uint64          `json:"-"`
-	BracketID      string          `json:"-"` // the bracket it enters or exits: a stop leg's level is derived from it (Stops)
+	BracketID      string          `json:"-"`                       // the bracket it enters or exits: a stop leg's level is derived from it (Stops)
+	LeaderOrderID  string          `json:"leaderOrderId,omitempty"` // a copier follower's mirror: the leader's order it mirrors
 }
 
 // Working reports whether the order still rests.

@@ -15,7 +15,7 @@ func placedOrder(accountID string, seq uint64, e evacct.OrderPlaced) Order {
 		Instrument: o.Instrument, Side: o.Side, OrderType: o.OrderType, Quantity: o.Quantity,
 		LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
 		State: "working", FilledQuantity: events.Int(0), CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt, Seq: seq,
-		BracketID: o.BracketID}
+		BracketID: o.BracketID, LeaderOrderID: o.LeaderOrderID}
 }
 
 // orderChange names the order an event changes; false for an event that

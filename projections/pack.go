@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -48,8 +49,13 @@ const (
 )
 
 // AppendPacked implements Packable.
+// A copier's mirror packs one more field, its leader's order id, last.
 func (o *Order) AppendPacked(b []byte) []byte {
-	b = msgp.AppendArrayHeader(b, orderFields)
+	n := uint32(orderFields)
+	if o.LeaderOrderID != "" {
+		n++
+	}
+	b = msgp.AppendArrayHeader(b, n)
 	for _, s := range [...]string{o.AccountID, o.BrokerOrderID, o.ClientOrderID, o.Instrument, o.Side,
 		o.OrderType, o.TimeInForce, o.State, o.BracketID} {
 		b = msgp.AppendString(b, s)
@@ -66,13 +72,17 @@ func (o *Order) AppendPacked(b []byte) []byte {
 	b = msgp.AppendBool(b, o.ReduceOnly)
 	b = msgp.AppendTimeExt(b, o.CreatedAt)
 	b = msgp.AppendTimeExt(b, o.UpdatedAt)
-	return msgp.AppendUint64(b, o.Seq)
+	b = msgp.AppendUint64(b, o.Seq)
+	if o.LeaderOrderID != "" {
+		b = msgp.AppendString(b, o.LeaderOrderID)
+	}
+	return b
 }
 
 // UnpackFrom implements Packable.
 func (o *Order) UnpackFrom(s string) error {
 	var r unpacker
-	r.open(s, orderFields)
+	n := r.openOf(s, orderFields, orderFields+1)
 	var v Order
 	for _, p := range [...]*string{&v.AccountID, &v.BrokerOrderID, &v.ClientOrderID, &v.Instrument, &v.Side,
 		&v.OrderType, &v.TimeInForce, &v.State, &v.BracketID} {
@@ -84,6 +94,9 @@ func (o *Order) UnpackFrom(s string) error {
 	v.ReduceOnly = r.bool()
 	v.CreatedAt, v.UpdatedAt = r.time(), r.time()
 	v.Seq = r.uint()
+	if n == orderFields+1 {
+		v.LeaderOrderID = r.string()
+	}
 	if err := r.done("an order"); err != nil {
 		return err
 	}
@@ -139,6 +152,17 @@ func (r *unpacker) open(s string, fields uint32) {
 		err = errPackShape
 	}
 	r.b, r.err = b, err
+}
+
+// openOf is open for a document of any of the field counts; it answers
+// the document's.
+func (r *unpacker) openOf(s string, counts ...uint32) uint32 {
+	n, b, err := msgp.ReadArrayHeaderBytes(unsafe.Slice(unsafe.StringData(s), len(s)))
+	if err == nil && !slices.Contains(counts, n) {
+		err = errPackShape
+	}
+	r.b, r.err = b, err
+	return n
 }
 
 func (r *unpacker) string() string {

@@ -115,6 +115,7 @@ type PlaceOrder struct {
 	ExitPlan      *ExitPlanRef    `json:"exitPlan"`
 	Bracket       *BracketPlan    `json:"-"` // the exitPlan, verified and loaded by the gateway
 	Market        Market          `json:"-"`
+	LeaderOrderID string          `json:"-"` // a copier's mirror: the leader's order it mirrors (engine/copier)
 }
 
 // Validate checks the order's shape against the order vocabulary

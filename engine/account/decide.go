@@ -207,6 +207,7 @@ func decidePlace(s *State, env commands.Envelope, c *trading.PlaceOrder) ([]even
 		BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument,
 		Side: c.Side, OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice,
 		StopPrice: c.StopPrice, TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At,
+		LeaderOrderID: c.LeaderOrderID,
 	}
 	if terms != nil {
 		o.TermsRevision = terms.Revision

@@ -32,6 +32,9 @@ type Order struct {
 	BracketID     string          `json:"bracketId,omitempty"`     // the bracket it enters or exits
 	TermsRevision uint64          `json:"termsRevision,omitempty"` // the venue revision whose terms admitted it
 	CreatedAt     time.Time       `json:"createdAt"`
+	// LeaderOrderID is, on a copier follower's mirror of a leader's order,
+	// the leader's order id (engine/copier).
+	LeaderOrderID string `json:"leaderOrderId,omitempty"`
 }
 
 // Position is the net position in one instrument. Quantity is signed: short below zero.

@@ -388,8 +388,8 @@ func (z *Opened) Msgsize() (s int) {
 func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(13)
-	var zb0001Mask uint16 /* 13 bits */
+	zb0001Len := uint32(14)
+	var zb0001Mask uint16 /* 14 bits */
 	_ = zb0001Mask
 	if z.LimitPrice == nil {
 		zb0001Len--
@@ -410,6 +410,10 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.TermsRevision == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x800
+	}
+	if z.LeaderOrderID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -485,6 +489,11 @@ func (z *Order) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "createdAt"
 		o = append(o, 0xa9, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
 		o = msgp.AppendTimeExt(o, z.CreatedAt)
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "leaderOrderId"
+			o = append(o, 0xad, 0x6c, 0x65, 0x61, 0x64, 0x65, 0x72, 0x4f, 0x72, 0x64, 0x65, 0x72, 0x49, 0x64)
+			o = msgp.AppendString(o, z.LeaderOrderID)
+		}
 	}
 	return
 }
@@ -607,6 +616,12 @@ func (z *Order) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CreatedAt")
 				return
 			}
+		case "leaderOrderId":
+			z.LeaderOrderID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LeaderOrderID")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -633,7 +648,7 @@ func (z *Order) Msgsize() (s int) {
 	} else {
 		s += z.StopPrice.Msgsize()
 	}
-	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.StringPrefixSize + len(z.BracketID) + 14 + msgp.Uint64Size + 10 + msgp.TimeSize
+	s += 12 + msgp.StringPrefixSize + len(z.TimeInForce) + 11 + msgp.BoolSize + 10 + msgp.StringPrefixSize + len(z.BracketID) + 14 + msgp.Uint64Size + 10 + msgp.TimeSize + 14 + msgp.StringPrefixSize + len(z.LeaderOrderID)
 	return
 }
 

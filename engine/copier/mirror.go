@@ -1,0 +1,182 @@
+package copier
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/svc/engine/domain/order"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	evcopier "github.com/svc/engine/events/copier"
+)
+
+// The mirror rules: which of the leader's commits' events are mirrored,
+// on which followers, at what size, side and instrument. Pure: the
+// reactor (engine/copiers.go) applies them to each leader commit after
+// it is committed, and a replay of the log applies them again.
+
+// LeaderAction is one thing a leader's commit did that followers mirror:
+// an order its venue accepted, or a cancel or change of one, accepted.
+type LeaderAction struct {
+	Op      string // evcopier.OpPlace, OpCancel or OpReplace
+	OrderID string // the leader's order
+	// Order is the order placed (OpPlace).
+	Order evacct.Order
+	// CloseAll marks a reduce-only order placed for the leader's whole
+	// position (a close, a flatten's closing order): each follower's mirror
+	// is for the whole of its own.
+	CloseAll bool
+	// Quantity, LimitPrice and StopPrice are the order's new terms (OpReplace).
+	Quantity              events.Decimal
+	LimitPrice, StopPrice *events.Decimal
+}
+
+// ownCancels are the cancel reasons a follower's own book decides for its
+// own orders (its time in force, its day's end, its own risk, holds and
+// reductions): the leader's cancels for these reasons are not mirrored.
+var ownCancels = map[string]bool{
+	string(order.IOC): true, string(order.FOK): true, "expired": true, "reduce_only": true, "risk": true,
+	"evaluation": true, "reset": true, "unreconciled": true,
+}
+
+// Actions lists what the leader's commit evs did that followers mirror, in
+// the commit's order. open is the leader's open quantity (unsigned) in an
+// instrument after the commit. An order that is itself a mirror
+// (LeaderOrderID set) is never mirrored again, so groups never loop.
+func Actions(evs []events.Event, open func(instrument string) events.Decimal) []LeaderAction {
+	var out []LeaderAction
+	for _, e := range evs {
+		switch e := e.(type) {
+		case evacct.OrderPlaced:
+			o := e.Order
+			if o.LeaderOrderID != "" {
+				continue
+			}
+			a := LeaderAction{Op: evcopier.OpPlace, OrderID: o.BrokerOrderID, Order: o}
+			if o.ReduceOnly {
+				before := open(o.Instrument).Add(filled(evs, o.BrokerOrderID))
+				a.CloseAll = before.Sign() > 0 && o.Quantity.Cmp(before) >= 0
+			}
+			out = append(out, a)
+		case evacct.OrderCanceled:
+			if !ownCancels[e.Reason] {
+				out = append(out, LeaderAction{Op: evcopier.OpCancel, OrderID: e.BrokerOrderID})
+			}
+		case evacct.OrderReplaced:
+			out = append(out, LeaderAction{Op: evcopier.OpReplace, OrderID: e.BrokerOrderID, Quantity: e.Quantity,
+				LimitPrice: e.LimitPrice, StopPrice: e.StopPrice})
+		}
+	}
+	return out
+}
+
+// filled is the quantity of orderID the commit evs filled.
+func filled(evs []events.Event, orderID string) events.Decimal {
+	q := events.Int(0)
+	for _, e := range evs {
+		if f, ok := e.(evacct.OrderFilled); ok && f.BrokerOrderID == orderID {
+			q = q.Add(f.Quantity)
+		}
+	}
+	return q
+}
+
+// Participants are the followers that mirror the leader's commit at seq,
+// in id order: added before it and enabled at it.
+func Participants(s *State, seq uint64) []*Follower {
+	var out []*Follower
+	for _, id := range s.FollowerIDs() {
+		if f := s.Followers[id]; f.EnabledAt(seq) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ClientOrderID is the clientOrderId of the mirror of the order
+// leaderOrderID of the account leader on the account follower: "cp-" and
+// 32 hex digits of a SHA-256 over the three. Every attempt of a mirror
+// (live, after a crash, by the catch-up at start) carries the same id, so
+// the follower's account takes it once (a repeat answers 409
+// idempotency_conflict naming the order).
+func ClientOrderID(leader, leaderOrderID, follower string) string {
+	h := sha256.Sum256([]byte(leader + "\x00" + leaderOrderID + "\x00" + follower))
+	return "cp-" + hex.EncodeToString(h[:16])
+}
+
+// Instrument is the follower's instrument for the leader's.
+func Instrument(f evcopier.Follower, leader string) string {
+	if m, ok := f.InstrumentMap[leader]; ok {
+		return m
+	}
+	return leader
+}
+
+// Side is the follower's side for the leader's.
+func Side(f evcopier.Follower, leader string) string {
+	if f.Direction == evcopier.DirectionInverse {
+		return string(order.Side(leader).Opposite())
+	}
+	return leader
+}
+
+// SizeInput is what a follower's quantity is sized from.
+type SizeInput struct {
+	Sizing evcopier.Sizing
+	Leader events.Decimal // the leader's quantity
+	// LeaderEquity and FollowerEquity are the accounts' equities (an equity
+	// sizing only); nil or not above zero: nothing is sized.
+	LeaderEquity, FollowerEquity *events.Decimal
+	// LotStep and MinQuantity are the follower instrument's (zero: none).
+	LotStep, MinQuantity events.Decimal
+}
+
+// Size is the follower's quantity: the leader's times the multiplier, the
+// fixed quantity, or the leader's times the follower's equity over the
+// leader's (times the value); capped at Max; rounded down to the lot step.
+// Zero when that is below the minimum quantity or nothing.
+func Size(in SizeInput) events.Decimal {
+	var q events.Decimal
+	switch in.Sizing.Mode {
+	case evcopier.SizeMultiplier:
+		q = in.Leader.Mul(in.Sizing.Value)
+	case evcopier.SizeFixed:
+		q = in.Sizing.Value
+	case evcopier.SizeEquity:
+		if in.LeaderEquity == nil || in.FollowerEquity == nil || in.LeaderEquity.Sign() <= 0 || in.FollowerEquity.Sign() <= 0 {
+			return events.Int(0)
+		}
+		q = in.Leader.Mul(*in.FollowerEquity).Quo(*in.LeaderEquity).Mul(in.Sizing.Value)
+	default:
+		return events.Int(0)
+	}
+	if in.Sizing.Max != nil && q.Cmp(*in.Sizing.Max) > 0 {
+		q = *in.Sizing.Max
+	}
+	return stepDown(q, in.LotStep, in.MinQuantity)
+}
+
+// ReduceSize is a follower's quantity of a mirrored reduce-only order: the
+// whole of its position when the leader's closes the whole of the
+// leader's, else the sized quantity; never more than its position.
+func ReduceSize(sized, position events.Decimal, closeAll bool) events.Decimal {
+	position = position.Abs()
+	if closeAll || sized.Cmp(position) > 0 {
+		return position
+	}
+	return sized
+}
+
+// stepDown rounds q down to a multiple of step (when above zero); zero
+// when the result is below min or not above zero.
+func stepDown(q, step, min events.Decimal) events.Decimal {
+	if step.Sign() > 0 {
+		q = q.Steps(step, apd.RoundFloor)
+	}
+	if q.Sign() <= 0 || (min.Sign() > 0 && q.Cmp(min) < 0) {
+		return events.Int(0)
+	}
+	return q
+}

@@ -1,0 +1,702 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/svc/engine/commands"
+	copiercmd "github.com/svc/engine/commands/copier"
+	"github.com/svc/engine/commands/trading"
+	"github.com/svc/engine/engine/account"
+	"github.com/svc/engine/engine/copier"
+	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/engine/mailbox"
+	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
+	evcopier "github.com/svc/engine/events/copier"
+)
+
+// The copier: copier groups (engine/copier's aggregate, one per group) and
+// the reactor that mirrors a leader's accepted orders on its followers.
+//
+// The account mailbox's After hook (copyLeader) sees each leader commit
+// once it is committed and queues what it did (copier.Actions) for the
+// leader's worker; the leader's answer never waits for it. The worker
+// takes the leader's commits in order and, for each group of the leader,
+// mirrors every action on every participating follower at once (each
+// follower's actions in order), through Engine.Account like any order,
+// with a clientOrderId derived from the leader's order and the follower
+// (copier.ClientOrderID): the follower's account takes it once, whatever
+// is retried. Then it records the outcomes in the group (RecordMirrors),
+// which advances the group's mirroredThrough. A follower's refusal is an
+// outcome; it never stops the others.
+//
+// At start each leader's worker first catches up: the leader's commits in
+// the log after its groups' mirroredThrough are mirrored as they would have
+// been live (a mirror placed before a crash answers 409 for its id, and
+// counts as mirrored). Live commits the hook queued meanwhile follow; one
+// at or below what the worker handled is skipped.
+//
+// On a node of several, the node that owns the leader mirrors it; the
+// catch-up runs for the leaders this node owns at start.
+
+// copyWorkers bounds the followers one leader commit is mirrored on at once.
+const copyWorkers = 256
+
+// copyRetry bounds how long a follower's mirror is retried while its
+// account answers a refusal that is safe to retry (its log or owner moving,
+// no price yet, a provider's outcome not known yet) or no answer.
+const copyRetry = 30 * time.Second
+
+// copyTimeout bounds one attempt of a follower's mirror.
+const copyTimeout = 15 * time.Second
+
+// copierPrincipal is the principal of the commands the copier sends.
+var copierPrincipal = events.Principal{System: "copier"}
+
+type copiers struct {
+	groups *mailbox.Group[*copier.State]
+	// views are the groups as their last commits left them, by id:
+	// immutable copies the reactor and the lists read.
+	views    sync.Map // string -> *copier.State
+	byLeader atomic.Pointer[map[string][]string]
+	indexMu  sync.Mutex // serialises index rebuilds
+
+	mu      sync.Mutex
+	workers map[string]*leaderWorker
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	// mirrored counts follower orders the copier placed (tests, metrics).
+	mirrored atomic.Int64
+	// observe, if set, sees each follower order committed: the leader's
+	// commit and when its hook saw it (the bench's latency).
+	observe atomic.Pointer[func(leaderSeq uint64, seen time.Time)]
+}
+
+// leaderWorker mirrors one leader's commits in order.
+type leaderWorker struct {
+	leader  string
+	items   []leaderCommit
+	running bool
+	catchUp bool
+	done    uint64 // the last leader commit handled
+}
+
+// leaderCommit is what one leader commit did that followers mirror.
+type leaderCommit struct {
+	seq     uint64
+	seen    time.Time
+	actions []copier.LeaderAction
+}
+
+func newCopiers(cfg Config, e *Engine) *copiers {
+	c := &copiers{workers: map[string]*leaderWorker{}}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	empty := map[string][]string{}
+	c.byLeader.Store(&empty)
+	c.groups = mailbox.NewGroup(mailbox.Kind[*copier.State]{
+		Name:    "copier",
+		Subject: evcopier.Subject,
+		New:     copier.New,
+		Decide:  copier.Decide,
+		Apply:   copier.Apply,
+		After: func(id string, s *copier.State, cm events.Committed) {
+			c.note(id, s, cm)
+		},
+		Loaded: func(id string, s *copier.State, _ uint64) { c.note(id, s, events.Committed{}) },
+	}, cfg.Log, e.reg, cfg.Metrics)
+	return c
+}
+
+// note takes a group's state after a commit into the views and the index
+// (in the group's mailbox goroutine: the copy is made here).
+func (c *copiers) note(id string, s *copier.State, cm events.Committed) {
+	if !s.Created {
+		return
+	}
+	onlyMirrors := len(cm.Events) > 0
+	for _, ev := range cm.Events {
+		if _, ok := ev.(evcopier.MirrorsRecorded); !ok {
+			onlyMirrors = false
+		}
+	}
+	v := &copier.State{ID: s.ID, Created: true, Leader: s.Leader, Name: s.Name, Owner: s.Owner, OnBehalfOf: s.OnBehalfOf,
+		CreatedAt: s.CreatedAt, Through: s.Through}
+	if old, ok := c.views.Load(id); ok && onlyMirrors {
+		v.Followers = old.(*copier.State).Followers // unchanged: the copy is shared
+	} else {
+		v.Followers = make(map[string]*copier.Follower, len(s.Followers))
+		for fid, f := range s.Followers {
+			cp := *f
+			v.Followers[fid] = &cp
+		}
+	}
+	_, known := c.views.Swap(id, v)
+	if !known {
+		c.index(id, v.Leader)
+	}
+}
+
+// index adds a group to its leader's in the index (copy on write).
+func (c *copiers) index(groupID, leader string) {
+	c.indexMu.Lock()
+	defer c.indexMu.Unlock()
+	cur := *c.byLeader.Load()
+	next := make(map[string][]string, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[leader] = append(append([]string(nil), cur[leader]...), groupID)
+	c.byLeader.Store(&next)
+}
+
+// leads reports whether the account leads a group.
+func (c *copiers) leads(accountID string) bool {
+	_, ok := (*c.byLeader.Load())[accountID]
+	return ok
+}
+
+// groupsOf are the views of the groups the account leads.
+func (c *copiers) groupsOf(leader string) []*copier.State {
+	var out []*copier.State
+	for _, id := range (*c.byLeader.Load())[leader] {
+		if v, ok := c.views.Load(id); ok {
+			out = append(out, v.(*copier.State))
+		}
+	}
+	return out
+}
+
+// copyLeader is the account mailbox's hook: a leader's commit that did
+// something followers mirror is queued for its worker. It never blocks.
+func (e *Engine) copyLeader(id string, s *account.State, cm events.Committed) {
+	if e.copier == nil || !e.copier.leads(id) || !e.owns(id) {
+		return
+	}
+	acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() })
+	if len(acts) == 0 {
+		return
+	}
+	e.copier.enqueue(e, id, leaderCommit{seq: cm.Seq, seen: time.Now(), actions: acts}, false)
+}
+
+// enqueue queues a leader commit (or, with catchUp, the catch-up) and
+// starts the leader's worker if it is not running.
+func (c *copiers) enqueue(e *Engine, leader string, lc leaderCommit, catchUp bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return
+	}
+	w := c.workers[leader]
+	if w == nil {
+		w = &leaderWorker{leader: leader}
+		c.workers[leader] = w
+	}
+	if catchUp {
+		w.catchUp = true
+	} else {
+		w.items = append(w.items, lc)
+	}
+	if !w.running {
+		w.running = true
+		c.wg.Add(1)
+		go e.runLeader(w)
+	}
+}
+
+// runLeader is a leader's worker: the catch-up when asked, then the queued
+// commits in order, until the queue is empty.
+func (e *Engine) runLeader(w *leaderWorker) {
+	c := e.copier
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		catchUp := w.catchUp
+		w.catchUp = false
+		var lc leaderCommit
+		have := len(w.items) > 0
+		if have && !catchUp {
+			lc, w.items = w.items[0], w.items[1:]
+		}
+		if !have && !catchUp || c.ctx.Err() != nil {
+			w.running = false
+			c.mu.Unlock()
+			return
+		}
+		done := w.done
+		c.mu.Unlock()
+		if catchUp {
+			last := e.catchUpLeader(w.leader, done)
+			c.mu.Lock()
+			w.done = max(w.done, last)
+			c.mu.Unlock()
+			continue
+		}
+		if lc.seq <= done {
+			continue
+		}
+		e.mirrorCommit(w.leader, lc)
+		c.mu.Lock()
+		w.done = max(w.done, lc.seq)
+		c.mu.Unlock()
+	}
+}
+
+// catchUpLeader mirrors the leader's commits in the log after done and
+// after its groups' mirroredThrough, in order; it answers the last commit
+// handled.
+func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
+	groups := e.copier.groupsOf(leader)
+	from := uint64(0)
+	for i, g := range groups {
+		if i == 0 || g.Through < from {
+			from = g.Through
+		}
+	}
+	from = max(from, done)
+	// The leader's account is folded from its first commit, so each
+	// commit's actions see its positions after it, as the live hook does.
+	st := account.New(leader)
+	var pending []leaderCommit
+	loaded, err := e.cfg.Log.Load(e.copier.ctx, evacct.Subject(leader), func(m eventlog.Msg) error {
+		cm, err := e.reg.Decode(m.Data)
+		if err != nil {
+			return err
+		}
+		for _, ev := range cm.Events {
+			st = account.Apply(st, ev)
+		}
+		if m.Seq <= from {
+			return nil
+		}
+		acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return st.Positions[inst].Quantity.Abs() })
+		if len(acts) > 0 {
+			pending = append(pending, leaderCommit{seq: m.Seq, seen: time.Now(), actions: acts})
+		}
+		return nil
+	})
+	if err != nil {
+		slog.Warn("copier: the leader's commits could not be read to catch up; its next start tries again", "leader", leader, "err", err)
+		return done
+	}
+	for _, lc := range pending {
+		e.mirrorCommit(leader, lc)
+	}
+	return max(done, loaded)
+}
+
+// mirrorCommit mirrors one leader commit on the followers of each of the
+// leader's groups that has not recorded it, and records the outcomes.
+func (e *Engine) mirrorCommit(leader string, lc leaderCommit) {
+	var leaderEq *events.Decimal // read once, when a follower sizes by equity
+	var eqOnce sync.Once
+	leaderEquity := func() *events.Decimal {
+		eqOnce.Do(func() { leaderEq = e.copyEquity(leader) })
+		return leaderEq
+	}
+	for _, g := range e.copier.groupsOf(leader) {
+		if lc.seq <= g.Through {
+			continue
+		}
+		fs := copier.Participants(g, lc.seq)
+		if len(fs) == 0 {
+			continue
+		}
+		out := make([][]evcopier.Mirror, len(fs)) // by follower, by action
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range min(len(fs), copyWorkers) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range jobs {
+					out[i] = make([]evcopier.Mirror, len(lc.actions))
+					for j, a := range lc.actions {
+						out[i][j] = e.mirrorOne(g, fs[i], a, lc, leaderEquity)
+					}
+				}
+			}()
+		}
+		for i := range fs {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		// Records of at most copyMirrorsPerRecord outcomes: the last
+		// advances the group's mirroredThrough.
+		per := max(1, copyMirrorsPerRecord/len(lc.actions))
+		for lo := 0; lo < len(fs); lo += per {
+			hi := min(len(fs), lo+per)
+			acts := make([]evcopier.Action, len(lc.actions))
+			for j, a := range lc.actions {
+				acts[j] = evcopier.Action{Op: a.Op, LeaderOrderID: a.OrderID, Mirrors: make([]evcopier.Mirror, 0, hi-lo)}
+				for i := lo; i < hi; i++ {
+					acts[j].Mirrors = append(acts[j].Mirrors, out[i][j])
+				}
+			}
+			e.recordMirrors(g.ID, &copiercmd.RecordMirrors{LeaderSeq: lc.seq, Actions: acts, Partial: hi < len(fs)})
+		}
+	}
+}
+
+// copyMirrorsPerRecord bounds the outcomes one record (one commit) holds.
+const copyMirrorsPerRecord = 2000
+
+// recordMirrors records outcomes in the group; an append that fails is
+// retried for copyRetry, then left to the next start's catch-up.
+func (e *Engine) recordMirrors(groupID string, cmd *copiercmd.RecordMirrors) {
+	ctx := e.copier.ctx
+	deadline := time.Now().Add(copyRetry)
+	for {
+		env := e.Envelope(copierPrincipal, "", cmd)
+		_, err := e.copier.groups.Execute(ctx, groupID, env)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			if err != nil && ctx.Err() == nil {
+				slog.Warn("copier: mirror outcomes not recorded; the next start mirrors the leader's commit again (each mirror once)",
+					"group", groupID, "leaderSeq", cmd.LeaderSeq, "err", err)
+			}
+			return
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// mirrorOne mirrors one leader action on one follower and answers the outcome.
+func (e *Engine) mirrorOne(g *copier.State, f *copier.Follower, a copier.LeaderAction, lc leaderCommit, leaderEquity func() *events.Decimal) evcopier.Mirror {
+	m := evcopier.Mirror{Follower: f.AccountID, ClientOrderID: copier.ClientOrderID(g.Leader, a.OrderID, f.AccountID)}
+	switch a.Op {
+	case evcopier.OpPlace:
+		o := a.Order
+		m.Instrument, m.Side = copier.Instrument(f.Follower, o.Instrument), copier.Side(f.Follower, o.Side)
+		sp := e.specs[m.Instrument]
+		in := copier.SizeInput{Sizing: f.Sizing, Leader: o.Quantity, LotStep: sp.LotStep, MinQuantity: sp.MinQuantity}
+		if f.Sizing.Mode == evcopier.SizeEquity {
+			in.LeaderEquity, in.FollowerEquity = leaderEquity(), e.copyEquity(f.AccountID)
+			m.LeaderEquity, m.FollowerEquity = in.LeaderEquity, in.FollowerEquity
+		}
+		qty := copier.Size(in)
+		if o.ReduceOnly {
+			pos, _ := e.copyFollower(f.AccountID, m.Instrument, m.ClientOrderID)
+			if pos.IsZero() {
+				return skipped(m, commands.CodePositionNotClosable)
+			}
+			qty = copier.ReduceSize(qty, pos, a.CloseAll)
+		}
+		if qty.IsZero() {
+			return skipped(m, commands.CodeCopyQuantityTooSmall)
+		}
+		m.Quantity = &qty
+		cmd := &trading.PlaceOrder{ClientOrderID: m.ClientOrderID, Instrument: m.Instrument, Side: m.Side, OrderType: o.OrderType,
+			Quantity: qty, LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
+			LeaderOrderID: a.OrderID}
+		return e.sendMirror(m, f.AccountID, cmd, lc)
+	case evcopier.OpCancel, evcopier.OpReplace:
+		_, w := e.copyFollower(f.AccountID, "", m.ClientOrderID)
+		if w == nil {
+			return skipped(m, commands.CodeNotFound) // no working mirror of the order
+		}
+		m.BrokerOrderID, m.Instrument, m.Side = w.BrokerOrderID, w.Instrument, w.Side
+		if a.Op == evcopier.OpCancel {
+			return e.sendMirror(m, f.AccountID, &trading.CancelOrder{BrokerOrderID: w.BrokerOrderID}, lc)
+		}
+		sp := e.specs[m.Instrument]
+		in := copier.SizeInput{Sizing: f.Sizing, Leader: a.Quantity, LotStep: sp.LotStep, MinQuantity: sp.MinQuantity}
+		if f.Sizing.Mode == evcopier.SizeEquity {
+			in.LeaderEquity, in.FollowerEquity = leaderEquity(), e.copyEquity(f.AccountID)
+			m.LeaderEquity, m.FollowerEquity = in.LeaderEquity, in.FollowerEquity
+		}
+		qty := copier.Size(in)
+		if qty.IsZero() {
+			return skipped(m, commands.CodeCopyQuantityTooSmall)
+		}
+		m.Quantity = &qty
+		return e.sendMirror(m, f.AccountID, &trading.ReplaceOrder{BrokerOrderID: w.BrokerOrderID, Quantity: &qty, LimitPrice: a.LimitPrice, StopPrice: a.StopPrice}, lc)
+	}
+	return skipped(m, commands.CodeNotFound)
+}
+
+func skipped(m evcopier.Mirror, code commands.Code) evcopier.Mirror {
+	m.Status, m.Code = evcopier.StatusSkipped, string(code)
+	return m
+}
+
+// sendMirror runs a follower's mirror command and answers its outcome. A
+// refusal safe to retry, an outcome not known yet or no answer is retried
+// for copyRetry with the same command (a placement under the same
+// clientOrderId): the account takes it once.
+func (e *Engine) sendMirror(m evcopier.Mirror, accountID string, cmd commands.Command, lc leaderCommit) evcopier.Mirror {
+	place, isPlace := cmd.(*trading.PlaceOrder)
+	key := ""
+	if isPlace {
+		key = place.ClientOrderID
+	}
+	deadline := time.Now().Add(copyRetry)
+	wait := 20 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(e.copier.ctx, copyTimeout)
+		env := e.Envelope(copierPrincipal, key, cmd)
+		res, err := e.Account(ctx, accountID, env)
+		cancel()
+		if err == nil {
+			m.Status = evcopier.StatusMirrored
+			if isPlace {
+				m.BrokerOrderID = placedOrderID(res.Events, env.ID.String())
+			}
+			e.copier.placed(lc)
+			return m
+		}
+		var ref *commands.Refusal
+		isRef := errors.As(err, &ref)
+		switch {
+		case isRef && isPlace && ref.Code == commands.CodeIdempotencyConflict:
+			if id, ok := ref.Params["brokerOrderId"].(string); ok { // placed before: by an attempt whose outcome was not recorded
+				m.Status, m.BrokerOrderID = evcopier.StatusMirrored, id
+				return m
+			}
+			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
+			return m
+		case isRef && !isPlace && ref.Code == commands.CodeNotFound:
+			return skipped(m, ref.Code) // no longer working: filled, or canceled already
+		case isRef && !commands.RetrySafe(ref.Code) && ref.Code != commands.CodeOutcomeUnknown:
+			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
+			return m
+		case e.copier.ctx.Err() != nil || time.Now().After(deadline):
+			m.Status, m.Code = evcopier.StatusRefused, string(commands.CodeOutcomeUnknown)
+			if isRef {
+				m.Code = string(ref.Code)
+			}
+			return m
+		}
+		sleepCtx(e.copier.ctx, wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// placedOrderID is the order a placement's commit placed (or intended, on
+// a provider account); else the command's id, which names it.
+func placedOrderID(evs []events.Event, fallback string) string {
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case evacct.OrderPlaced:
+			return ev.Order.BrokerOrderID
+		case evacct.OrderIntended:
+			if ev.Op == evacct.IntentPlace {
+				return ev.Order.BrokerOrderID
+			}
+		}
+	}
+	return fallback
+}
+
+// placed counts a follower order committed and tells the observer.
+func (c *copiers) placed(lc leaderCommit) {
+	c.mirrored.Add(1)
+	if fn := c.observe.Load(); fn != nil {
+		(*fn)(lc.seq, lc.seen)
+	}
+}
+
+// copyFollower reads a follower account: its open quantity (unsigned) in
+// instrument, and its working order placed under clientOrderID (nil: none
+// working).
+func (e *Engine) copyFollower(accountID, instrument, clientOrderID string) (events.Decimal, *account.Working) {
+	var pos events.Decimal
+	var w *account.Working
+	ctx, cancel := context.WithTimeout(e.copier.ctx, copyTimeout)
+	defer cancel()
+	_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
+		if instrument != "" {
+			pos = s.Positions[instrument].Quantity.Abs()
+		}
+		if id, ok := s.ClientOrderIDs[clientOrderID]; ok {
+			if o, working := s.Working[id]; working {
+				cp := *o
+				w = &cp
+			}
+		}
+	})
+	return pos, w
+}
+
+// copyEquity is an account's equity: its balance and its positions' open
+// PnL at the mid of their newest quotes; nil when it cannot be read.
+func (e *Engine) copyEquity(accountID string) *events.Decimal {
+	var eq *events.Decimal
+	ctx, cancel := context.WithTimeout(e.copier.ctx, copyTimeout)
+	defer cancel()
+	_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
+		marks := make(map[string]events.Decimal, len(s.Positions))
+		for inst := range s.Positions {
+			if m, ok := e.copyMark(inst); ok {
+				marks[inst] = m
+			}
+		}
+		v := account.Equity(s.Balance, s.Positions, marks)
+		eq = &v
+	})
+	return eq
+}
+
+// copyMark is an instrument's mid from its feed.
+func (e *Engine) copyMark(instrument string) (events.Decimal, bool) {
+	src := e.cfg.Feed
+	if in, ok := e.cfg.Catalog.Get(instrument); ok && in.AssetClass == "futures" {
+		src = e.cfg.Futures
+	}
+	if src == nil {
+		return events.Decimal{}, false
+	}
+	q, ok := src.Quote(instrument)
+	if !ok {
+		return events.Decimal{}, false
+	}
+	return q.Bid.Add(q.Ask).Quo(events.Int(2)), true
+}
+
+// startCopier loads every copier group from the log and starts the
+// catch-up of each leader this node owns. The catch-up runs in the
+// background: the start does not wait for it.
+func (e *Engine) startCopier(ctx context.Context) error {
+	states, revs := map[string]*copier.State{}, map[string]uint64{}
+	_, err := e.cfg.Log.Load(ctx, events.Subject(events.KindCopier, ">"), func(m eventlog.Msg) error {
+		id, ok := events.SubjectID(m.Subject, events.KindCopier)
+		if !ok {
+			return nil
+		}
+		c, err := e.reg.Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("copier group %s at %d: %w", id, m.Seq, err)
+		}
+		s, seen := states[id]
+		if !seen {
+			s = copier.New(id)
+		}
+		for _, ev := range c.Events {
+			s = copier.Apply(s, ev)
+		}
+		states[id], revs[id] = s, m.Seq
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("copier: load the groups: %w", err)
+	}
+	for id, s := range states {
+		e.copier.groups.Seed(id, s, revs[id])
+		e.copier.note(id, s, events.Committed{})
+	}
+	for leader := range *e.copier.byLeader.Load() {
+		if e.owns(leader) {
+			e.copier.enqueue(e, leader, leaderCommit{}, true)
+		}
+	}
+	return nil
+}
+
+// closeCopier stops the workers (a mirror in flight ends; the next start's
+// catch-up finishes what was not recorded) and the groups' mailboxes.
+func (e *Engine) closeCopier() {
+	e.copier.mu.Lock()
+	e.copier.stop()
+	e.copier.mu.Unlock()
+	e.copier.wg.Wait()
+	e.copier.groups.Close()
+}
+
+// accountRev is an account's revision on this node.
+func (e *Engine) accountRev(ctx context.Context, accountID string) (uint64, error) {
+	var rev uint64
+	err := e.accounts.Inspect(ctx, accountID, func(_ *account.State, r uint64) { rev = r })
+	return rev, err
+}
+
+// Copier runs cmd on the copier group groupID and commits its events. A
+// group's and a follower's changes record the leader's revision they were
+// made at: a follower mirrors the leader's commits after it.
+func (e *Engine) Copier(ctx context.Context, groupID string, env commands.Envelope) (Result, error) {
+	if err := env.Cmd.Validate(); err != nil {
+		return Result{}, err
+	}
+	leader := ""
+	switch c := env.Cmd.(type) {
+	case *copiercmd.CreateGroup:
+		leader = c.Leader
+	case *copiercmd.SetFollower, *copiercmd.RemoveFollower:
+		v, ok := e.copier.views.Load(groupID)
+		if !ok {
+			return Result{}, commands.Refuse(commands.CodeNotFound, "no copier group of yours has that id", nil)
+		}
+		leader = v.(*copier.State).Leader
+	default:
+		return Result{}, fmt.Errorf("copier: %T is not a command of the routes", env.Cmd)
+	}
+	rev, err := e.accountRev(ctx, leader)
+	if err != nil {
+		return Result{}, err
+	}
+	switch c := env.Cmd.(type) {
+	case *copiercmd.CreateGroup:
+		c.LeaderRev = rev
+	case *copiercmd.SetFollower:
+		c.LeaderRev = rev
+	case *copiercmd.RemoveFollower:
+		c.LeaderRev = rev
+	}
+	return e.copier.groups.Execute(ctx, groupID, env)
+}
+
+// CopierGroup reads the group groupID from its aggregate: its view and its
+// recent actions' outcomes, newest first (at most limit; with
+// leaderOrderID, that order's only). ok is false when there is no such group.
+func (e *Engine) CopierGroup(ctx context.Context, groupID, leaderOrderID string, limit int) (v copier.View, recent []copier.ActionView, ok bool, err error) {
+	err = e.copier.groups.Inspect(ctx, groupID, func(s *copier.State, _ uint64) {
+		if ok = s.Created; ok {
+			v, recent = copier.ViewOf(s), copier.RecentView(s, leaderOrderID, limit)
+		}
+	})
+	return v, recent, ok, err
+}
+
+// CopierGroupsLed lists the groups the accounts lead, in id order, as
+// their last commits left them.
+func (e *Engine) CopierGroupsLed(accountIDs []string) []copier.View {
+	var out []copier.View
+	for _, a := range accountIDs {
+		for _, g := range e.copier.groupsOf(a) {
+			out = append(out, copier.ViewOf(g))
+		}
+	}
+	slices.SortFunc(out, func(a, b copier.View) int { return strings.Compare(a.GroupID, b.GroupID) })
+	return out
+}
+
+// CopierMirrored counts the follower orders the copier placed since start.
+func (e *Engine) CopierMirrored() int64 { return e.copier.mirrored.Load() }
+
+// ObserveCopier sets fn to see each follower order the copier commits: the
+// leader's commit it mirrors and when the copier saw that commit (the
+// bench's leader-to-follower latency). nil: none.
+func (e *Engine) ObserveCopier(fn func(leaderSeq uint64, seen time.Time)) {
+	if fn == nil {
+		e.copier.observe.Store(nil)
+		return
+	}
+	e.copier.observe.Store(&fn)
+}
