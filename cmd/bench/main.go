@@ -506,6 +506,12 @@ func bench(ctx context.Context, o opts) error {
 		}
 	}
 
+	if o.phases["copier"] {
+		if err := copierPhase(ctx, o, main); err != nil { // copier.go (issue 45)
+			return err
+		}
+	}
+
 	if o.phases["restart"] {
 		res, err := restartPhase(ctx, o, o.coldRuns, func(s string) { progress("%s", s) })
 		if err != nil {
