@@ -383,5 +383,6 @@ func connectRoutes(d *api.Deps, c *connectgw.Handlers, id *identity.Handlers, ro
 	open.Handle("/api/connect/hosted/connect", serve(c.Connect)).Methods(http.MethodPost)
 	open.Handle("/api/connect/hosted/disconnect", serve(c.Disconnect)).Methods(http.MethodPost)
 	open.Handle("/api/connect/hosted/providers", serve(c.LinkProvider)).Methods(http.MethodPost)
+	open.Handle("/api/connect/hosted/live-consent/withdraw", serve(c.WithdrawConsent)).Methods(http.MethodPost)
 	open.Handle("/api/connect/hosted/cancel", serve(c.Cancel)).Methods(http.MethodPost)
 }

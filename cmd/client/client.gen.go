@@ -542,6 +542,162 @@ func (e ConnectWhiteLabelCurrency) Valid() bool {
 	}
 }
 
+// Defines values for CopierActionOp.
+const (
+	CopierActionOpCancel  CopierActionOp = "cancel"
+	CopierActionOpPlace   CopierActionOp = "place"
+	CopierActionOpReplace CopierActionOp = "replace"
+)
+
+// Valid indicates whether the value is a known member of the CopierActionOp enum.
+func (e CopierActionOp) Valid() bool {
+	switch e {
+	case CopierActionOpCancel:
+		return true
+	case CopierActionOpPlace:
+		return true
+	case CopierActionOpReplace:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierFollowerDirection.
+const (
+	CopierFollowerDirectionInverse CopierFollowerDirection = "inverse"
+	CopierFollowerDirectionSame    CopierFollowerDirection = "same"
+)
+
+// Valid indicates whether the value is a known member of the CopierFollowerDirection enum.
+func (e CopierFollowerDirection) Valid() bool {
+	switch e {
+	case CopierFollowerDirectionInverse:
+		return true
+	case CopierFollowerDirectionSame:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierFollowerInDirection.
+const (
+	CopierFollowerInDirectionInverse CopierFollowerInDirection = "inverse"
+	CopierFollowerInDirectionSame    CopierFollowerInDirection = "same"
+)
+
+// Valid indicates whether the value is a known member of the CopierFollowerInDirection enum.
+func (e CopierFollowerInDirection) Valid() bool {
+	switch e {
+	case CopierFollowerInDirectionInverse:
+		return true
+	case CopierFollowerInDirectionSame:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierFollowerSettingsInDirection.
+const (
+	CopierFollowerSettingsInDirectionInverse CopierFollowerSettingsInDirection = "inverse"
+	CopierFollowerSettingsInDirectionSame    CopierFollowerSettingsInDirection = "same"
+)
+
+// Valid indicates whether the value is a known member of the CopierFollowerSettingsInDirection enum.
+func (e CopierFollowerSettingsInDirection) Valid() bool {
+	switch e {
+	case CopierFollowerSettingsInDirectionInverse:
+		return true
+	case CopierFollowerSettingsInDirectionSame:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierOutcomeSide.
+const (
+	CopierOutcomeSideBuy  CopierOutcomeSide = "buy"
+	CopierOutcomeSideSell CopierOutcomeSide = "sell"
+)
+
+// Valid indicates whether the value is a known member of the CopierOutcomeSide enum.
+func (e CopierOutcomeSide) Valid() bool {
+	switch e {
+	case CopierOutcomeSideBuy:
+		return true
+	case CopierOutcomeSideSell:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierOutcomeStatus.
+const (
+	CopierOutcomeStatusMirrored CopierOutcomeStatus = "mirrored"
+	CopierOutcomeStatusRefused  CopierOutcomeStatus = "refused"
+	CopierOutcomeStatusSkipped  CopierOutcomeStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the CopierOutcomeStatus enum.
+func (e CopierOutcomeStatus) Valid() bool {
+	switch e {
+	case CopierOutcomeStatusMirrored:
+		return true
+	case CopierOutcomeStatusRefused:
+		return true
+	case CopierOutcomeStatusSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierSizingMode.
+const (
+	CopierSizingModeEquity     CopierSizingMode = "equity"
+	CopierSizingModeFixed      CopierSizingMode = "fixed"
+	CopierSizingModeMultiplier CopierSizingMode = "multiplier"
+)
+
+// Valid indicates whether the value is a known member of the CopierSizingMode enum.
+func (e CopierSizingMode) Valid() bool {
+	switch e {
+	case CopierSizingModeEquity:
+		return true
+	case CopierSizingModeFixed:
+		return true
+	case CopierSizingModeMultiplier:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierSizingInMode.
+const (
+	CopierSizingInModeEquity     CopierSizingInMode = "equity"
+	CopierSizingInModeFixed      CopierSizingInMode = "fixed"
+	CopierSizingInModeMultiplier CopierSizingInMode = "multiplier"
+)
+
+// Valid indicates whether the value is a known member of the CopierSizingInMode enum.
+func (e CopierSizingInMode) Valid() bool {
+	switch e {
+	case CopierSizingInModeEquity:
+		return true
+	case CopierSizingInModeFixed:
+		return true
+	case CopierSizingInModeMultiplier:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryAttemptStatus.
 const (
 	DeliveryAttemptStatusFailed    DeliveryAttemptStatus = "failed"
@@ -590,6 +746,8 @@ const (
 	ErrorCodeBalanceRefused             ErrorCode = "balance_refused"
 	ErrorCodeBodyTooLarge               ErrorCode = "body_too_large"
 	ErrorCodeConfigLimitReached         ErrorCode = "config_limit_reached"
+	ErrorCodeCopierLimitReached         ErrorCode = "copier_limit_reached"
+	ErrorCodeCopyQuantityTooSmall       ErrorCode = "copy_quantity_too_small"
 	ErrorCodeCredentialRevoked          ErrorCode = "credential_revoked"
 	ErrorCodeCurrencyNotIssuable        ErrorCode = "currency_not_issuable"
 	ErrorCodeEmailUnverified            ErrorCode = "email_unverified"
@@ -715,6 +873,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeBodyTooLarge:
 		return true
 	case ErrorCodeConfigLimitReached:
+		return true
+	case ErrorCodeCopierLimitReached:
+		return true
+	case ErrorCodeCopyQuantityTooSmall:
 		return true
 	case ErrorCodeCredentialRevoked:
 		return true
@@ -2543,6 +2705,136 @@ type ConnectWhiteLabel struct {
 // ConnectWhiteLabelCurrency defines model for ConnectWhiteLabel.Currency.
 type ConnectWhiteLabelCurrency string
 
+// CopierAction defines model for CopierAction.
+type CopierAction struct {
+	At            time.Time       `json:"at"`
+	Followers     []CopierOutcome `json:"followers"`
+	LeaderOrderId string          `json:"leaderOrderId"`
+
+	// LeaderRevision The leader account's commit that did it
+	LeaderRevision int            `json:"leaderRevision"`
+	Op             CopierActionOp `json:"op"`
+}
+
+// CopierActionOp defines model for CopierAction.Op.
+type CopierActionOp string
+
+// CopierFollower defines model for CopierFollower.
+type CopierFollower struct {
+	AccountId     string                  `json:"accountId"`
+	AddedAt       time.Time               `json:"addedAt"`
+	Direction     CopierFollowerDirection `json:"direction"`
+	Enabled       bool                    `json:"enabled"`
+	InstrumentMap map[string]string       `json:"instrumentMap"`
+
+	// Sizing How a follower's quantity follows the leader's: `multiplier` (the leader's quantity
+	// times `value`, at most 1000), `fixed` (`value` whatever the leader's), `equity` (the
+	// leader's quantity times the follower's equity over the leader's, times `value`).
+	// Rounded down to the follower instrument's lot step and capped at `max`; below one
+	// lot or the instrument's minimum nothing is sent (skipped, copy_quantity_too_small).
+	Sizing    CopierSizing `json:"sizing"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+}
+
+// CopierFollowerDirection defines model for CopierFollower.Direction.
+type CopierFollowerDirection string
+
+// CopierFollowerIn defines model for CopierFollowerIn.
+type CopierFollowerIn struct {
+	AccountId string                     `json:"accountId"`
+	Direction *CopierFollowerInDirection `json:"direction,omitempty"`
+	Enabled   *bool                      `json:"enabled,omitempty"`
+
+	// InstrumentMap A leader instrument to the follower's (at most 32); an instrument it does not name is mirrored as it is
+	InstrumentMap *map[string]string `json:"instrumentMap,omitempty"`
+	Sizing        *CopierSizingIn    `json:"sizing,omitempty"`
+}
+
+// CopierFollowerInDirection defines model for CopierFollowerIn.Direction.
+type CopierFollowerInDirection string
+
+// CopierFollowerSettingsIn defines model for CopierFollowerSettingsIn.
+type CopierFollowerSettingsIn struct {
+	Direction *CopierFollowerSettingsInDirection `json:"direction,omitempty"`
+	Enabled   *bool                              `json:"enabled,omitempty"`
+
+	// InstrumentMap A leader instrument to the follower's (at most 32); an instrument it does not name is mirrored as it is
+	InstrumentMap *map[string]string `json:"instrumentMap,omitempty"`
+	Sizing        *CopierSizingIn    `json:"sizing,omitempty"`
+}
+
+// CopierFollowerSettingsInDirection defines model for CopierFollowerSettingsIn.Direction.
+type CopierFollowerSettingsInDirection string
+
+// CopierGroup defines model for CopierGroup.
+type CopierGroup struct {
+	CreatedAt       time.Time        `json:"createdAt"`
+	Followers       []CopierFollower `json:"followers"`
+	GroupId         string           `json:"groupId"`
+	LeaderAccountId string           `json:"leaderAccountId"`
+
+	// MirroredThrough The leader account's revision up to which every commit is mirrored and its outcomes recorded
+	MirroredThrough int    `json:"mirroredThrough"`
+	Name            string `json:"name"`
+}
+
+// CopierGroupIn defines model for CopierGroupIn.
+type CopierGroupIn struct {
+	Followers       *[]CopierFollowerIn `json:"followers,omitempty"`
+	LeaderAccountId string              `json:"leaderAccountId"`
+	Name            *string             `json:"name,omitempty"`
+}
+
+// CopierOutcome defines model for CopierOutcome.
+type CopierOutcome struct {
+	AccountId     string  `json:"accountId"`
+	BrokerOrderId *string `json:"brokerOrderId,omitempty"`
+	ClientOrderId *string `json:"clientOrderId,omitempty"`
+
+	// Code A stable error code. commands/codes.json is the catalogue of them, with
+	// the statuses each is answered with, whether the same request may be
+	// sent again with the same key and after how many seconds; docs/codes.md
+	// is its table, and this enum is generated from it.
+	Code       *ErrorCode          `json:"code,omitempty"`
+	Instrument *string             `json:"instrument,omitempty"`
+	Quantity   *Decimal            `json:"quantity,omitempty"`
+	Side       *CopierOutcomeSide  `json:"side,omitempty"`
+	Status     CopierOutcomeStatus `json:"status"`
+}
+
+// CopierOutcomeSide defines model for CopierOutcome.Side.
+type CopierOutcomeSide string
+
+// CopierOutcomeStatus defines model for CopierOutcome.Status.
+type CopierOutcomeStatus string
+
+// CopierSizing How a follower's quantity follows the leader's: `multiplier` (the leader's quantity
+// times `value`, at most 1000), `fixed` (`value` whatever the leader's), `equity` (the
+// leader's quantity times the follower's equity over the leader's, times `value`).
+// Rounded down to the follower instrument's lot step and capped at `max`; below one
+// lot or the instrument's minimum nothing is sent (skipped, copy_quantity_too_small).
+type CopierSizing struct {
+	Max   *Decimal         `json:"max,omitempty"`
+	Mode  CopierSizingMode `json:"mode"`
+	Value Decimal          `json:"value"`
+}
+
+// CopierSizingMode defines model for CopierSizing.Mode.
+type CopierSizingMode string
+
+// CopierSizingIn defines model for CopierSizingIn.
+type CopierSizingIn struct {
+	// Max A decimal string or a JSON number
+	Max  *DecimalIn         `json:"max,omitempty"`
+	Mode CopierSizingInMode `json:"mode"`
+
+	// Value A decimal string or a JSON number
+	Value DecimalIn `json:"value"`
+}
+
+// CopierSizingInMode defines model for CopierSizingIn.Mode.
+type CopierSizingInMode string
+
 // Credentials defines model for Credentials.
 type Credentials struct {
 	Email    string `json:"email"`
@@ -2957,21 +3249,24 @@ type NewsItem struct {
 
 // Order defines model for Order.
 type Order struct {
-	AvgFillPrice   *Decimal         `json:"avgFillPrice"`
-	BrokerOrderId  string           `json:"brokerOrderId"`
-	ClientOrderId  string           `json:"clientOrderId"`
-	CreatedAt      time.Time        `json:"createdAt"`
-	FilledQuantity Decimal          `json:"filledQuantity"`
-	Instrument     string           `json:"instrument"`
-	LimitPrice     *Decimal         `json:"limitPrice"`
-	OrderType      OrderOrderType   `json:"orderType"`
-	Quantity       Decimal          `json:"quantity"`
-	ReduceOnly     *bool            `json:"reduceOnly,omitempty"`
-	Side           OrderSide        `json:"side"`
-	State          OrderState       `json:"state"`
-	StopPrice      *Decimal         `json:"stopPrice"`
-	TimeInForce    OrderTimeInForce `json:"timeInForce"`
-	UpdatedAt      time.Time        `json:"updatedAt"`
+	AvgFillPrice   *Decimal  `json:"avgFillPrice"`
+	BrokerOrderId  string    `json:"brokerOrderId"`
+	ClientOrderId  string    `json:"clientOrderId"`
+	CreatedAt      time.Time `json:"createdAt"`
+	FilledQuantity Decimal   `json:"filledQuantity"`
+	Instrument     string    `json:"instrument"`
+
+	// LeaderOrderId On a copier follower's mirror: the leader's order it mirrors (POST /api/copier/groups)
+	LeaderOrderId *string          `json:"leaderOrderId,omitempty"`
+	LimitPrice    *Decimal         `json:"limitPrice"`
+	OrderType     OrderOrderType   `json:"orderType"`
+	Quantity      Decimal          `json:"quantity"`
+	ReduceOnly    *bool            `json:"reduceOnly,omitempty"`
+	Side          OrderSide        `json:"side"`
+	State         OrderState       `json:"state"`
+	StopPrice     *Decimal         `json:"stopPrice"`
+	TimeInForce   OrderTimeInForce `json:"timeInForce"`
+	UpdatedAt     time.Time        `json:"updatedAt"`
 }
 
 // OrderOrderType defines model for Order.OrderType.
@@ -3611,6 +3906,12 @@ type Broker = string
 // ConfigKind defines model for ConfigKind.
 type ConfigKind string
 
+// CopierAccountId defines model for CopierAccountId.
+type CopierAccountId = string
+
+// CopierGroupId defines model for CopierGroupId.
+type CopierGroupId = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -4238,6 +4539,33 @@ type CloseConnectLinkJSONBody = map[string]interface{}
 type CloseConnectLinkParams struct {
 	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateCopierGroupParams defines parameters for CreateCopierGroup.
+type CreateCopierGroupParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RemoveCopierFollowerParams defines parameters for RemoveCopierFollower.
+type RemoveCopierFollowerParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// PutCopierFollowerParams defines parameters for PutCopierFollower.
+type PutCopierFollowerParams struct {
+	// IdempotencyKey 1 to 128 printable characters; the same key with the same request answers the first answer again
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// GetCopierMirrorsParams defines parameters for GetCopierMirrors.
+type GetCopierMirrorsParams struct {
+	// LeaderOrderId One leader order's actions only
+	LeaderOrderId *string `form:"leaderOrderId,omitempty" json:"leaderOrderId,omitempty"`
+
+	// Limit At most this many actions (1 to 200, default 50)
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // EnrollInChallengeJSONBody defines parameters for EnrollInChallenge.
@@ -4990,6 +5318,12 @@ type CreateConnectLinkJSONRequestBody CreateConnectLinkJSONBody
 
 // CloseConnectLinkJSONRequestBody defines body for CloseConnectLink for application/json ContentType.
 type CloseConnectLinkJSONRequestBody = CloseConnectLinkJSONBody
+
+// CreateCopierGroupJSONRequestBody defines body for CreateCopierGroup for application/json ContentType.
+type CreateCopierGroupJSONRequestBody = CopierGroupIn
+
+// PutCopierFollowerJSONRequestBody defines body for PutCopierFollower for application/json ContentType.
+type PutCopierFollowerJSONRequestBody = CopierFollowerSettingsIn
 
 // EnrollInChallengeJSONRequestBody defines body for EnrollInChallenge for application/json ContentType.
 type EnrollInChallengeJSONRequestBody EnrollInChallengeJSONBody
@@ -6739,6 +7073,135 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 	LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCopierGroups The copier groups the caller's accounts lead
+	//
+	// Every copier group whose leader is one of the caller's accounts, in id order, as
+	// their last commits left them. A group is reached through its leader: the caller
+	// holds the leader account (its owner's Trading API key or session, a venue key with
+	// `trader:trade` acting for the trader in `x-svc-trader`, a Connect app key acting for
+	// its own trader).
+	//
+	// Corresponds with GET /api/copier/groups (the `ListCopierGroups` operationId).
+	ListCopierGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCopierGroupWithBody Make a copier group of a leader account and its followers
+	//
+	// From then on, every order the leader's venue accepts (an order placed on a paper
+	// account; on a provider account once the provider accepted it) is placed on each
+	// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+	// in proportion of the follower's equity to the leader's; rounded down to the
+	// follower instrument's lot step and capped at `max`), on the instrument
+	// `instrumentMap` names for it, the same way or the other (`direction`). The
+	// leader's cancels and changes are mirrored once the leader's are accepted; its
+	// closes and flattens too (a reduce-only order that closes the leader's whole
+	// position closes the follower's whole position). Mirrors are placed after the
+	// leader's answer, never before, and never hold it up; a follower's refusal (its
+	// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+	// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+	// digits derived from the leader's order and the follower, so it is placed once
+	// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+	// orders and frames. Orders that are themselves mirrors are never mirrored again.
+	//
+	// The caller must hold the leader and every follower (400 invalid_request,
+	// params.field naming it, as the trading routes refuse an account the caller does
+	// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+	// key and body answer the first answer again (Idempotent-Replayed: true), another
+	// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+	CreateCopierGroupWithBody(ctx context.Context, params *CreateCopierGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCopierGroup Make a copier group of a leader account and its followers
+	//
+	// From then on, every order the leader's venue accepts (an order placed on a paper
+	// account; on a provider account once the provider accepted it) is placed on each
+	// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+	// in proportion of the follower's equity to the leader's; rounded down to the
+	// follower instrument's lot step and capped at `max`), on the instrument
+	// `instrumentMap` names for it, the same way or the other (`direction`). The
+	// leader's cancels and changes are mirrored once the leader's are accepted; its
+	// closes and flattens too (a reduce-only order that closes the leader's whole
+	// position closes the follower's whole position). Mirrors are placed after the
+	// leader's answer, never before, and never hold it up; a follower's refusal (its
+	// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+	// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+	// digits derived from the leader's order and the follower, so it is placed once
+	// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+	// orders and frames. Orders that are themselves mirrors are never mirrored again.
+	//
+	// The caller must hold the leader and every follower (400 invalid_request,
+	// params.field naming it, as the trading routes refuse an account the caller does
+	// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+	// key and body answer the first answer again (Idempotent-Replayed: true), another
+	// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+	CreateCopierGroup(ctx context.Context, params *CreateCopierGroupParams, body CreateCopierGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCopierGroup A copier group
+	//
+	// The group from its aggregate. `mirroredThrough` is the leader account's revision up
+	// to which every commit of the leader is mirrored and its outcomes recorded. 404
+	// not_found when there is no such group or the caller does not hold its leader.
+	//
+	// Corresponds with GET /api/copier/groups/{groupId} (the `GetCopierGroup` operationId).
+	GetCopierGroup(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveCopierFollower Take a follower out of the group
+	//
+	// It mirrors nothing more; its mirrors placed stand (cancel them on the account).
+	// The caller must hold the leader; it may remove a follower it no longer holds.
+	// 404 not_found when the account does not follow the group.
+	//
+	// Corresponds with DELETE /api/copier/groups/{groupId}/followers/{accountId} (the `RemoveCopierFollower` operationId).
+	RemoveCopierFollower(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *RemoveCopierFollowerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCopierFollowerWithBody Add a follower to the group, or set how it follows
+	//
+	// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+	// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+	// it; switching one off or on takes effect for the leader's orders accepted after the
+	// write. The caller must hold the leader (404 not_found otherwise) and the account
+	// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+	// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+	PutCopierFollowerWithBody(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCopierFollower Add a follower to the group, or set how it follows
+	//
+	// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+	// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+	// it; switching one off or on takes effect for the leader's orders accepted after the
+	// write. The caller must hold the leader (404 not_found otherwise) and the account
+	// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+	// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+	PutCopierFollower(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, body PutCopierFollowerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCopierMirrors The group's recent mirror outcomes, per leader order
+	//
+	// The leader's recent actions (its accepted orders, cancels and changes), newest
+	// first, each with every participating follower's outcome: `mirrored` (its order id
+	// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
+	// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
+	// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
+	// mirror of the order works any more, `position_not_closable` when the follower has
+	// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+	// `leaderOrderId` keeps one leader order's.
+	//
+	// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
+	GetCopierMirrors(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMyEnrollments The signed-in trader's enrollments, oldest first
 	//
@@ -10816,6 +11279,215 @@ func (c *Client) ListTraderRegistrations(ctx context.Context, reqEditors ...Requ
 // Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 func (c *Client) LinkTraderRegistration(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLinkTraderRegistrationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCopierGroups The copier groups the caller's accounts lead
+//
+// Every copier group whose leader is one of the caller's accounts, in id order, as
+// their last commits left them. A group is reached through its leader: the caller
+// holds the leader account (its owner's Trading API key or session, a venue key with
+// `trader:trade` acting for the trader in `x-svc-trader`, a Connect app key acting for
+// its own trader).
+//
+// Corresponds with GET /api/copier/groups (the `ListCopierGroups` operationId).
+func (c *Client) ListCopierGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCopierGroupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCopierGroupWithBody Make a copier group of a leader account and its followers
+//
+// From then on, every order the leader's venue accepts (an order placed on a paper
+// account; on a provider account once the provider accepted it) is placed on each
+// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+// in proportion of the follower's equity to the leader's; rounded down to the
+// follower instrument's lot step and capped at `max`), on the instrument
+// `instrumentMap` names for it, the same way or the other (`direction`). The
+// leader's cancels and changes are mirrored once the leader's are accepted; its
+// closes and flattens too (a reduce-only order that closes the leader's whole
+// position closes the follower's whole position). Mirrors are placed after the
+// leader's answer, never before, and never hold it up; a follower's refusal (its
+// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+// digits derived from the leader's order and the follower, so it is placed once
+// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+// orders and frames. Orders that are themselves mirrors are never mirrored again.
+//
+// The caller must hold the leader and every follower (400 invalid_request,
+// params.field naming it, as the trading routes refuse an account the caller does
+// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+// key and body answer the first answer again (Idempotent-Replayed: true), another
+// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+func (c *Client) CreateCopierGroupWithBody(ctx context.Context, params *CreateCopierGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCopierGroupRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCopierGroup Make a copier group of a leader account and its followers
+//
+// From then on, every order the leader's venue accepts (an order placed on a paper
+// account; on a provider account once the provider accepted it) is placed on each
+// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+// in proportion of the follower's equity to the leader's; rounded down to the
+// follower instrument's lot step and capped at `max`), on the instrument
+// `instrumentMap` names for it, the same way or the other (`direction`). The
+// leader's cancels and changes are mirrored once the leader's are accepted; its
+// closes and flattens too (a reduce-only order that closes the leader's whole
+// position closes the follower's whole position). Mirrors are placed after the
+// leader's answer, never before, and never hold it up; a follower's refusal (its
+// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+// digits derived from the leader's order and the follower, so it is placed once
+// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+// orders and frames. Orders that are themselves mirrors are never mirrored again.
+//
+// The caller must hold the leader and every follower (400 invalid_request,
+// params.field naming it, as the trading routes refuse an account the caller does
+// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+// key and body answer the first answer again (Idempotent-Replayed: true), another
+// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+func (c *Client) CreateCopierGroup(ctx context.Context, params *CreateCopierGroupParams, body CreateCopierGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCopierGroupRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCopierGroup A copier group
+//
+// The group from its aggregate. `mirroredThrough` is the leader account's revision up
+// to which every commit of the leader is mirrored and its outcomes recorded. 404
+// not_found when there is no such group or the caller does not hold its leader.
+//
+// Corresponds with GET /api/copier/groups/{groupId} (the `GetCopierGroup` operationId).
+func (c *Client) GetCopierGroup(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCopierGroupRequest(c.Server, groupId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveCopierFollower Take a follower out of the group
+//
+// It mirrors nothing more; its mirrors placed stand (cancel them on the account).
+// The caller must hold the leader; it may remove a follower it no longer holds.
+// 404 not_found when the account does not follow the group.
+//
+// Corresponds with DELETE /api/copier/groups/{groupId}/followers/{accountId} (the `RemoveCopierFollower` operationId).
+func (c *Client) RemoveCopierFollower(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *RemoveCopierFollowerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveCopierFollowerRequest(c.Server, groupId, accountId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCopierFollowerWithBody Add a follower to the group, or set how it follows
+//
+// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+// it; switching one off or on takes effect for the leader's orders accepted after the
+// write. The caller must hold the leader (404 not_found otherwise) and the account
+// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+func (c *Client) PutCopierFollowerWithBody(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCopierFollowerRequestWithBody(c.Server, groupId, accountId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCopierFollower Add a follower to the group, or set how it follows
+//
+// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+// it; switching one off or on takes effect for the leader's orders accepted after the
+// write. The caller must hold the leader (404 not_found otherwise) and the account
+// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+func (c *Client) PutCopierFollower(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, body PutCopierFollowerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCopierFollowerRequest(c.Server, groupId, accountId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCopierMirrors The group's recent mirror outcomes, per leader order
+//
+// The leader's recent actions (its accepted orders, cancels and changes), newest
+// first, each with every participating follower's outcome: `mirrored` (its order id
+// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
+// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
+// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
+// mirror of the order works any more, `position_not_closable` when the follower has
+// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+// `leaderOrderId` keeps one leader order's.
+//
+// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
+func (c *Client) GetCopierMirrors(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCopierMirrorsRequest(c.Server, groupId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -18123,6 +18795,314 @@ func NewLinkTraderRegistrationRequest(server string, id string) (*http.Request, 
 	return req, nil
 }
 
+// NewListCopierGroupsRequest constructs an http.Request for the ListCopierGroups method
+func NewListCopierGroupsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCopierGroupRequest calls the generic CreateCopierGroup builder with application/json body
+func NewCreateCopierGroupRequest(server string, params *CreateCopierGroupParams, body CreateCopierGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCopierGroupRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateCopierGroupRequestWithBody constructs an http.Request for the CreateCopierGroup method, with any body, and a specified content type
+func NewCreateCopierGroupRequestWithBody(server string, params *CreateCopierGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetCopierGroupRequest constructs an http.Request for the GetCopierGroup method
+func NewGetCopierGroupRequest(server string, groupId CopierGroupId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRemoveCopierFollowerRequest constructs an http.Request for the RemoveCopierFollower method
+func NewRemoveCopierFollowerRequest(server string, groupId CopierGroupId, accountId CopierAccountId, params *RemoveCopierFollowerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups/%s/followers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewPutCopierFollowerRequest calls the generic PutCopierFollower builder with application/json body
+func NewPutCopierFollowerRequest(server string, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, body PutCopierFollowerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutCopierFollowerRequestWithBody(server, groupId, accountId, params, "application/json", bodyReader)
+}
+
+// NewPutCopierFollowerRequestWithBody constructs an http.Request for the PutCopierFollower method, with any body, and a specified content type
+func NewPutCopierFollowerRequestWithBody(server string, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups/%s/followers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetCopierMirrorsRequest constructs an http.Request for the GetCopierMirrors method
+func NewGetCopierMirrorsRequest(server string, groupId CopierGroupId, params *GetCopierMirrorsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups/%s/mirrors", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.LeaderOrderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "leaderOrderId", *params.LeaderOrderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListMyEnrollmentsRequest constructs an http.Request for the ListMyEnrollments method
 func NewListMyEnrollmentsRequest(server string) (*http.Request, error) {
 	var err error
@@ -25107,6 +26087,143 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/connect/registrations/{id}/link (the `LinkTraderRegistration` operationId).
 	LinkTraderRegistrationWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*LinkTraderRegistrationResponse, error)
+
+	// ListCopierGroupsWithResponse The copier groups the caller's accounts lead
+	//
+	// Every copier group whose leader is one of the caller's accounts, in id order, as
+	// their last commits left them. A group is reached through its leader: the caller
+	// holds the leader account (its owner's Trading API key or session, a venue key with
+	// `trader:trade` acting for the trader in `x-svc-trader`, a Connect app key acting for
+	// its own trader).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/copier/groups (the `ListCopierGroups` operationId).
+	ListCopierGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCopierGroupsResponse, error)
+
+	// CreateCopierGroupWithBodyWithResponse Make a copier group of a leader account and its followers
+	//
+	// From then on, every order the leader's venue accepts (an order placed on a paper
+	// account; on a provider account once the provider accepted it) is placed on each
+	// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+	// in proportion of the follower's equity to the leader's; rounded down to the
+	// follower instrument's lot step and capped at `max`), on the instrument
+	// `instrumentMap` names for it, the same way or the other (`direction`). The
+	// leader's cancels and changes are mirrored once the leader's are accepted; its
+	// closes and flattens too (a reduce-only order that closes the leader's whole
+	// position closes the follower's whole position). Mirrors are placed after the
+	// leader's answer, never before, and never hold it up; a follower's refusal (its
+	// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+	// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+	// digits derived from the leader's order and the follower, so it is placed once
+	// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+	// orders and frames. Orders that are themselves mirrors are never mirrored again.
+	//
+	// The caller must hold the leader and every follower (400 invalid_request,
+	// params.field naming it, as the trading routes refuse an account the caller does
+	// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+	// key and body answer the first answer again (Idempotent-Replayed: true), another
+	// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+	CreateCopierGroupWithBodyWithResponse(ctx context.Context, params *CreateCopierGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCopierGroupResponse, error)
+
+	// CreateCopierGroupWithResponse Make a copier group of a leader account and its followers
+	//
+	// From then on, every order the leader's venue accepts (an order placed on a paper
+	// account; on a provider account once the provider accepted it) is placed on each
+	// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+	// in proportion of the follower's equity to the leader's; rounded down to the
+	// follower instrument's lot step and capped at `max`), on the instrument
+	// `instrumentMap` names for it, the same way or the other (`direction`). The
+	// leader's cancels and changes are mirrored once the leader's are accepted; its
+	// closes and flattens too (a reduce-only order that closes the leader's whole
+	// position closes the follower's whole position). Mirrors are placed after the
+	// leader's answer, never before, and never hold it up; a follower's refusal (its
+	// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+	// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+	// digits derived from the leader's order and the follower, so it is placed once
+	// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+	// orders and frames. Orders that are themselves mirrors are never mirrored again.
+	//
+	// The caller must hold the leader and every follower (400 invalid_request,
+	// params.field naming it, as the trading routes refuse an account the caller does
+	// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+	// key and body answer the first answer again (Idempotent-Replayed: true), another
+	// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+	CreateCopierGroupWithResponse(ctx context.Context, params *CreateCopierGroupParams, body CreateCopierGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCopierGroupResponse, error)
+
+	// GetCopierGroupWithResponse A copier group
+	//
+	// The group from its aggregate. `mirroredThrough` is the leader account's revision up
+	// to which every commit of the leader is mirrored and its outcomes recorded. 404
+	// not_found when there is no such group or the caller does not hold its leader.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/copier/groups/{groupId} (the `GetCopierGroup` operationId).
+	GetCopierGroupWithResponse(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*GetCopierGroupResponse, error)
+
+	// RemoveCopierFollowerWithResponse Take a follower out of the group
+	//
+	// It mirrors nothing more; its mirrors placed stand (cancel them on the account).
+	// The caller must hold the leader; it may remove a follower it no longer holds.
+	// 404 not_found when the account does not follow the group.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/copier/groups/{groupId}/followers/{accountId} (the `RemoveCopierFollower` operationId).
+	RemoveCopierFollowerWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *RemoveCopierFollowerParams, reqEditors ...RequestEditorFn) (*RemoveCopierFollowerResponse, error)
+
+	// PutCopierFollowerWithBodyWithResponse Add a follower to the group, or set how it follows
+	//
+	// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+	// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+	// it; switching one off or on takes effect for the leader's orders accepted after the
+	// write. The caller must hold the leader (404 not_found otherwise) and the account
+	// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+	// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+	PutCopierFollowerWithBodyWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCopierFollowerResponse, error)
+
+	// PutCopierFollowerWithResponse Add a follower to the group, or set how it follows
+	//
+	// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+	// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+	// it; switching one off or on takes effect for the leader's orders accepted after the
+	// write. The caller must hold the leader (404 not_found otherwise) and the account
+	// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+	// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+	PutCopierFollowerWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, body PutCopierFollowerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCopierFollowerResponse, error)
+
+	// GetCopierMirrorsWithResponse The group's recent mirror outcomes, per leader order
+	//
+	// The leader's recent actions (its accepted orders, cancels and changes), newest
+	// first, each with every participating follower's outcome: `mirrored` (its order id
+	// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
+	// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
+	// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
+	// mirror of the order works any more, `position_not_closable` when the follower has
+	// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+	// `leaderOrderId` keeps one leader order's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
+	GetCopierMirrorsWithResponse(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*GetCopierMirrorsResponse, error)
 
 	// ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
 	//
@@ -32507,6 +33624,380 @@ func (r LinkTraderRegistrationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r LinkTraderRegistrationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCopierGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListCopierGroups
+type ListCopierGroupsResponse200Headers struct {
+	CacheControl *string
+}
+
+// ListCopierGroupsResponseDefaultHeaders the declared response headers of an HTTP default response for ListCopierGroups
+type ListCopierGroupsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListCopierGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Groups []CopierGroup `json:"groups"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCopierGroupsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListCopierGroupsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCopierGroupsResponse) GetJSON200() *struct {
+	Groups []CopierGroup `json:"groups"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListCopierGroupsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCopierGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCopierGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCopierGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCopierGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCopierGroupResponseDefaultHeaders the declared response headers of an HTTP default response for CreateCopierGroup
+type CreateCopierGroupResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreateCopierGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CopierGroup
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateCopierGroupResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCopierGroupResponse) GetJSON201() *CopierGroup {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateCopierGroupResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCopierGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCopierGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCopierGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCopierGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCopierGroupResponse200Headers the declared response headers of an HTTP 200 response for GetCopierGroup
+type GetCopierGroupResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetCopierGroupResponseDefaultHeaders the declared response headers of an HTTP default response for GetCopierGroup
+type GetCopierGroupResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetCopierGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CopierGroup
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCopierGroupResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCopierGroupResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCopierGroupResponse) GetJSON200() *CopierGroup {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetCopierGroupResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCopierGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCopierGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCopierGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCopierGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveCopierFollowerResponseDefaultHeaders the declared response headers of an HTTP default response for RemoveCopierFollower
+type RemoveCopierFollowerResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RemoveCopierFollowerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CopierGroup
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RemoveCopierFollowerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveCopierFollowerResponse) GetJSON200() *CopierGroup {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveCopierFollowerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveCopierFollowerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveCopierFollowerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveCopierFollowerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveCopierFollowerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutCopierFollowerResponseDefaultHeaders the declared response headers of an HTTP default response for PutCopierFollower
+type PutCopierFollowerResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PutCopierFollowerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CopierGroup
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CopierGroup
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutCopierFollowerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutCopierFollowerResponse) GetJSON200() *CopierGroup {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutCopierFollowerResponse) GetJSON201() *CopierGroup {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutCopierFollowerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutCopierFollowerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutCopierFollowerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutCopierFollowerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutCopierFollowerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCopierMirrorsResponse200Headers the declared response headers of an HTTP 200 response for GetCopierMirrors
+type GetCopierMirrorsResponse200Headers struct {
+	CacheControl *string
+}
+
+// GetCopierMirrorsResponseDefaultHeaders the declared response headers of an HTTP default response for GetCopierMirrors
+type GetCopierMirrorsResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetCopierMirrorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Group   CopierGroup    `json:"group"`
+		Mirrors []CopierAction `json:"mirrors"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCopierMirrorsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCopierMirrorsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCopierMirrorsResponse) GetJSON200() *struct {
+	Group   CopierGroup    `json:"group"`
+	Mirrors []CopierAction `json:"mirrors"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetCopierMirrorsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCopierMirrorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCopierMirrorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCopierMirrorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCopierMirrorsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -41547,6 +43038,191 @@ func (c *ClientWithResponses) LinkTraderRegistrationWithResponse(ctx context.Con
 	return ParseLinkTraderRegistrationResponse(rsp)
 }
 
+// ListCopierGroupsWithResponse The copier groups the caller's accounts lead
+//
+// Every copier group whose leader is one of the caller's accounts, in id order, as
+// their last commits left them. A group is reached through its leader: the caller
+// holds the leader account (its owner's Trading API key or session, a venue key with
+// `trader:trade` acting for the trader in `x-svc-trader`, a Connect app key acting for
+// its own trader).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/copier/groups (the `ListCopierGroups` operationId).
+func (c *ClientWithResponses) ListCopierGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListCopierGroupsResponse, error) {
+	rsp, err := c.ListCopierGroups(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCopierGroupsResponse(rsp)
+}
+
+// CreateCopierGroupWithBodyWithResponse Make a copier group of a leader account and its followers
+//
+// From then on, every order the leader's venue accepts (an order placed on a paper
+// account; on a provider account once the provider accepted it) is placed on each
+// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+// in proportion of the follower's equity to the leader's; rounded down to the
+// follower instrument's lot step and capped at `max`), on the instrument
+// `instrumentMap` names for it, the same way or the other (`direction`). The
+// leader's cancels and changes are mirrored once the leader's are accepted; its
+// closes and flattens too (a reduce-only order that closes the leader's whole
+// position closes the follower's whole position). Mirrors are placed after the
+// leader's answer, never before, and never hold it up; a follower's refusal (its
+// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+// digits derived from the leader's order and the follower, so it is placed once
+// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+// orders and frames. Orders that are themselves mirrors are never mirrored again.
+//
+// The caller must hold the leader and every follower (400 invalid_request,
+// params.field naming it, as the trading routes refuse an account the caller does
+// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+// key and body answer the first answer again (Idempotent-Replayed: true), another
+// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+func (c *ClientWithResponses) CreateCopierGroupWithBodyWithResponse(ctx context.Context, params *CreateCopierGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCopierGroupResponse, error) {
+	rsp, err := c.CreateCopierGroupWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCopierGroupResponse(rsp)
+}
+
+// CreateCopierGroupWithResponse Make a copier group of a leader account and its followers
+//
+// From then on, every order the leader's venue accepts (an order placed on a paper
+// account; on a provider account once the provider accepted it) is placed on each
+// enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+// in proportion of the follower's equity to the leader's; rounded down to the
+// follower instrument's lot step and capped at `max`), on the instrument
+// `instrumentMap` names for it, the same way or the other (`direction`). The
+// leader's cancels and changes are mirrored once the leader's are accepted; its
+// closes and flattens too (a reduce-only order that closes the leader's whole
+// position closes the follower's whole position). Mirrors are placed after the
+// leader's answer, never before, and never hold it up; a follower's refusal (its
+// risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+// another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+// digits derived from the leader's order and the follower, so it is placed once
+// whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+// orders and frames. Orders that are themselves mirrors are never mirrored again.
+//
+// The caller must hold the leader and every follower (400 invalid_request,
+// params.field naming it, as the trading routes refuse an account the caller does
+// not hold). The group's id derives from the caller and the Idempotency-Key: the same
+// key and body answer the first answer again (Idempotent-Replayed: true), another
+// body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/copier/groups (the `CreateCopierGroup` operationId).
+func (c *ClientWithResponses) CreateCopierGroupWithResponse(ctx context.Context, params *CreateCopierGroupParams, body CreateCopierGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCopierGroupResponse, error) {
+	rsp, err := c.CreateCopierGroup(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCopierGroupResponse(rsp)
+}
+
+// GetCopierGroupWithResponse A copier group
+//
+// The group from its aggregate. `mirroredThrough` is the leader account's revision up
+// to which every commit of the leader is mirrored and its outcomes recorded. 404
+// not_found when there is no such group or the caller does not hold its leader.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/copier/groups/{groupId} (the `GetCopierGroup` operationId).
+func (c *ClientWithResponses) GetCopierGroupWithResponse(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*GetCopierGroupResponse, error) {
+	rsp, err := c.GetCopierGroup(ctx, groupId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCopierGroupResponse(rsp)
+}
+
+// RemoveCopierFollowerWithResponse Take a follower out of the group
+//
+// It mirrors nothing more; its mirrors placed stand (cancel them on the account).
+// The caller must hold the leader; it may remove a follower it no longer holds.
+// 404 not_found when the account does not follow the group.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/copier/groups/{groupId}/followers/{accountId} (the `RemoveCopierFollower` operationId).
+func (c *ClientWithResponses) RemoveCopierFollowerWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *RemoveCopierFollowerParams, reqEditors ...RequestEditorFn) (*RemoveCopierFollowerResponse, error) {
+	rsp, err := c.RemoveCopierFollower(ctx, groupId, accountId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveCopierFollowerResponse(rsp)
+}
+
+// PutCopierFollowerWithBodyWithResponse Add a follower to the group, or set how it follows
+//
+// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+// it; switching one off or on takes effect for the leader's orders accepted after the
+// write. The caller must hold the leader (404 not_found otherwise) and the account
+// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+func (c *ClientWithResponses) PutCopierFollowerWithBodyWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCopierFollowerResponse, error) {
+	rsp, err := c.PutCopierFollowerWithBody(ctx, groupId, accountId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCopierFollowerResponse(rsp)
+}
+
+// PutCopierFollowerWithResponse Add a follower to the group, or set how it follows
+//
+// The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+// same, `enabled` true. A follower added mirrors the leader's orders accepted after
+// it; switching one off or on takes effect for the leader's orders accepted after the
+// write. The caller must hold the leader (404 not_found otherwise) and the account
+// (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+// (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/copier/groups/{groupId}/followers/{accountId} (the `PutCopierFollower` operationId).
+func (c *ClientWithResponses) PutCopierFollowerWithResponse(ctx context.Context, groupId CopierGroupId, accountId CopierAccountId, params *PutCopierFollowerParams, body PutCopierFollowerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCopierFollowerResponse, error) {
+	rsp, err := c.PutCopierFollower(ctx, groupId, accountId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCopierFollowerResponse(rsp)
+}
+
+// GetCopierMirrorsWithResponse The group's recent mirror outcomes, per leader order
+//
+// The leader's recent actions (its accepted orders, cancels and changes), newest
+// first, each with every participating follower's outcome: `mirrored` (its order id
+// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
+// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
+// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
+// mirror of the order works any more, `position_not_closable` when the follower has
+// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+// `leaderOrderId` keeps one leader order's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
+func (c *ClientWithResponses) GetCopierMirrorsWithResponse(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*GetCopierMirrorsResponse, error) {
+	rsp, err := c.GetCopierMirrors(ctx, groupId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCopierMirrorsResponse(rsp)
+}
+
 // ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -49617,6 +51293,366 @@ func ParseLinkTraderRegistrationResponse(rsp *http.Response) (*LinkTraderRegistr
 	switch {
 	case true:
 		var headers LinkTraderRegistrationResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCopierGroupsResponse parses an HTTP response from a ListCopierGroupsWithResponse call
+func ParseListCopierGroupsResponse(rsp *http.Response) (*ListCopierGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCopierGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Groups []CopierGroup `json:"groups"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCopierGroupsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ListCopierGroupsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCopierGroupResponse parses an HTTP response from a CreateCopierGroupWithResponse call
+func ParseCreateCopierGroupResponse(rsp *http.Response) (*CreateCopierGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCopierGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CopierGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CreateCopierGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCopierGroupResponse parses an HTTP response from a GetCopierGroupWithResponse call
+func ParseGetCopierGroupResponse(rsp *http.Response) (*GetCopierGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCopierGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CopierGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCopierGroupResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetCopierGroupResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveCopierFollowerResponse parses an HTTP response from a RemoveCopierFollowerWithResponse call
+func ParseRemoveCopierFollowerResponse(rsp *http.Response) (*RemoveCopierFollowerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveCopierFollowerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CopierGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RemoveCopierFollowerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutCopierFollowerResponse parses an HTTP response from a PutCopierFollowerWithResponse call
+func ParsePutCopierFollowerResponse(rsp *http.Response) (*PutCopierFollowerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutCopierFollowerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CopierGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CopierGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PutCopierFollowerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCopierMirrorsResponse parses an HTTP response from a GetCopierMirrorsWithResponse call
+func ParseGetCopierMirrorsResponse(rsp *http.Response) (*GetCopierMirrorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCopierMirrorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Group   CopierGroup    `json:"group"`
+			Mirrors []CopierAction `json:"mirrors"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCopierMirrorsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetCopierMirrorsResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -43,6 +43,10 @@ type ProviderLink struct {
 	Password      engine.Secret `json:"password"`
 	Environment   string        `json:"environment"`
 	AccountNumber string        `json:"accountNumber"`
+	// LiveConsent is hosted Connect's alone: the trader's word on live
+	// trading by the app on the account linked (nil: not said). The
+	// session route refuses it: its accounts follow the user's own switch.
+	LiveConsent *bool `json:"liveConsent"`
 }
 
 // ByLogin reports whether the link is a login's (login and password).
@@ -56,8 +60,20 @@ func (l ProviderLink) Wipe() {
 
 // DecodeProviderLink reads and bounds a ProviderLink: 422 invalid_request
 // naming the field for a value out of bounds, or for a field of the other
-// form (an apiKey beside a login).
+// form (an apiKey beside a login), or for liveConsent (hosted Connect's).
 func DecodeProviderLink(r *http.Request) (ProviderLink, error) {
+	b, err := DecodeHostedProviderLink(r)
+	if err == nil && b.LiveConsent != nil {
+		b.Wipe()
+		return ProviderLink{}, commands.InvalidField("liveConsent", nil,
+			"liveConsent is hosted Connect's (an app's trader consenting to live trading by the app); your accounts follow your own live trading switch")
+	}
+	return b, err
+}
+
+// DecodeHostedProviderLink is DecodeProviderLink for hosted Connect, which
+// takes liveConsent.
+func DecodeHostedProviderLink(r *http.Request) (ProviderLink, error) {
 	var b ProviderLink
 	if err := httpx.Decode(r, &b, providerLinkLimit); err != nil {
 		b.Wipe()

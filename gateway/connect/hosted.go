@@ -17,6 +17,7 @@ import (
 	firmcmd "github.com/svc/engine/commands/firm"
 	tenantcmd "github.com/svc/engine/commands/tenant"
 	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
 	evconnect "github.com/svc/engine/events/connect"
 	"github.com/svc/engine/gateway/account"
 	"github.com/svc/engine/gateway/api"
@@ -188,7 +189,9 @@ func whiteLabelID(a projections.App, trader string) (id, number string) {
 // Session answers hosted Connect's page what it shows (GET
 // /api/connect/hosted/session): who runs it, the link, the app, what the app
 // may do (scopes), the providers to link, the trader's accounts already
-// connected to the app, and the app's white-label paper.
+// connected to the app, the trader's consent to live trading by the app on
+// each of those at a provider (liveConsent), and the app's white-label
+// paper.
 func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	l, a, err := h.frame(r)
 	if err != nil {
@@ -206,6 +209,10 @@ func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	consents, err := h.consents(r.Context(), accts) // hostedconsent.go
+	if err != nil {
+		return err
+	}
 	wl := a.Settings.WhiteLabel
 	wlID, _ := whiteLabelID(a, l.Trader)
 	opened := false
@@ -214,14 +221,15 @@ func (h *Handlers) Session(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{
-		"link":       connectcmd.ViewLink(l, h.cfg.Now()),
-		"operator":   h.operator(),
-		"app":        map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": logo(a.Settings.LogoURL)},
-		"scopes":     scopes,
-		"providers":  h.providers(),
-		"accounts":   items,
-		"connected":  connected,
-		"whiteLabel": map[string]any{"enabled": wl.Enabled, "label": wl.Label, "currency": wl.Currency, "startingBalance": wl.StartingBalance, "opened": opened},
+		"link":        connectcmd.ViewLink(l, h.cfg.Now()),
+		"operator":    h.operator(),
+		"app":         map[string]any{"id": a.AppID, "name": a.Settings.Name, "logoUrl": logo(a.Settings.LogoURL)},
+		"scopes":      scopes,
+		"providers":   h.providers(),
+		"accounts":    items,
+		"connected":   connected,
+		"liveConsent": consents,
+		"whiteLabel":  map[string]any{"enabled": wl.Enabled, "label": wl.Label, "currency": wl.Currency, "startingBalance": wl.StartingBalance, "opened": opened},
 	})
 	return nil
 }
@@ -304,8 +312,11 @@ func (h *Handlers) connect(w http.ResponseWriter, r *http.Request, linkID, accou
 // connected that account records the disconnect (the app reads it closed,
 // result {status: disconnected, accountId}), and the app key acting for the
 // trader is refused on it (403 app_disconnected) until a later link connects
-// it again. Disconnecting an account no longer connected changes nothing
-// and answers the same.
+// it again. On a provider account it ends the trader's consent to live
+// trading by the app (hostedconsent.go): connecting the account again does
+// not bring it back; linking it again with the box checked does.
+// Disconnecting an account no longer connected changes nothing and answers
+// the same.
 func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		AccountID string `json:"accountId"`
@@ -320,11 +331,17 @@ func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := projections.GetInto[projections.Account](r.Context(), h.d.Store, projections.CollAccount, b.AccountID)
-	if errors.Is(err, projections.ErrNotFound) || (err == nil && (x.AppID != a.AppID || x.Trader != l.Trader)) {
-		return httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no account of yours connected to this app has that id")
+	if _, err := h.traderAccount(r.Context(), a, l.Trader, b.AccountID); err != nil {
+		return err
 	}
+	// The disconnect ends the trader's consent to live trading by the app
+	// on the account, first: should the links' disconnects not all land,
+	// the app still trades nothing live there.
+	res, err := h.d.Engine.WithdrawLiveConsent(r.Context(), hostedSystem, b.AccountID, evacct.ConsentDisconnect)
 	if err != nil {
+		return err
+	}
+	if err := h.d.Settle(r.Context(), res); err != nil {
 		return err
 	}
 	prefix := a.AppID + "/" + projections.TraderKey(l.Trader) + "/"
@@ -365,7 +382,18 @@ func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var hostedPage = template.Must(template.New("hosted").Parse(`<!doctype html>
+// consentWords are the words of a link form's box: the trader's consent
+// to live trading by the app on the account linked (hostedconsent.go).
+type consentWords struct{ App, Provider string }
+
+func consentOf(app, provider string) consentWords { return consentWords{App: app, Provider: provider} }
+
+// consentBox is a link form's box, unchecked until the trader checks it.
+const consentBox = `{{define "consent"}}<label class="consent"><input type="checkbox" name="liveConsent">
+<span>Allow live trading: {{.App}} may place real orders at {{.Provider}} on this account, with your money. Left unchecked, the
+account is linked but {{.App}}'s orders on it are refused. You can stop it here at any time.</span></label>{{end}}`
+
+var hostedPage = template.Must(template.New("hosted").Funcs(template.FuncMap{"consentOf": consentOf}).Parse(consentBox + `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Connect{{if .App}} to {{.App}}{{end}}</title>
 <style nonce="{{.Nonce}}">
@@ -374,7 +402,8 @@ h1{font-size:18px;margin:0 0 12px}h2{font-size:15px;margin:14px 0 6px}.logo{heig
 button{font:inherit;padding:8px 14px;margin:4px 0;border:1px solid #888;border-radius:6px;background:#f4f4f4;cursor:pointer;display:block;width:100%;text-align:left}
 label{display:block;margin:6px 0}input{font:inherit;display:block;width:100%;box-sizing:border-box;padding:6px;margin-top:2px}
 ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-radius:8px;padding:8px 12px;margin:8px 0}
-.by,.note,.muted{color:#555;font-size:13px}.err{color:#a00}.ok{color:#060}button.cancel{background:#fff;text-align:center}
+.by,.note,.muted{color:#555;font-size:13px}label.consent{display:flex;gap:8px;align-items:flex-start;font-size:14px}
+label.consent input{width:auto;margin:3px 0 0}.live{font-size:13px;margin:0 0 8px}.err{color:#a00}.ok{color:#060}button.cancel{background:#fff;text-align:center}
 </style></head><body>
 <p class="by" id="operator">Connect is run by <strong>{{.Operator}}</strong></p>
 {{if .Error}}<h1>Connect</h1><p class="err" id="error">{{.Error}}</p>{{else}}
@@ -392,10 +421,10 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
 <label>Password<input name="password" type="password" autocomplete="current-password" required maxlength="256"></label>
 <label>Environment<select name="environment"><option value="">The service's default</option><option value="live">Live</option><option value="demo">Demo</option></select></label>
 <label>Account number (optional: only this account)<input name="accountNumber" autocomplete="off" spellcheck="false" autocapitalize="off" maxlength="64"></label>
-<button type="submit">Sign in to {{.Title}}</button></form>
+{{template "consent" (consentOf $.App .Title)}}<button type="submit">Sign in to {{.Title}}</button></form>
 {{else}}<label>API key<input name="apiKey" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="256"></label>
 <label>Secret key<input name="apiSecret" type="password" autocomplete="new-password" required maxlength="256"></label>
-<button type="submit">Link {{.Title}} account</button></form>{{end}}
+{{template "consent" (consentOf $.App .Title)}}<button type="submit">Link {{.Title}} account</button></form>{{end}}
 {{end}}<div id="paper"></div>
 <button type="button" class="cancel" id="cancel">Cancel and go back to {{.App}}</button>
 </div></div>
@@ -437,7 +466,7 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
         f.elements.password.value = '';
         var loginFailed = function (e) { show(words['login:' + e.code] || words[e.code] || words[''], 'err'); status.dataset.code = e.code || ''; };
         if (!name || !password) { loginFailed({code: 'invalid_request'}); return; }
-        body = {provider: f.dataset.provider, login: name, password: password};
+        body = {provider: f.dataset.provider, login: name, password: password, liveConsent: f.elements.liveConsent.checked};
         if (f.elements.environment.value) { body.environment = f.elements.environment.value; }
         if (number) { body.accountNumber = number; }
         show('Signing in to the provider…');
@@ -449,7 +478,8 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
       f.elements.apiSecret.value = '';
       if (!key || !secret) { failed({code: 'invalid_request'}); return; }
       show('Checking your key with the exchange…');
-      call('POST', '/api/connect/hosted/providers', {provider: f.dataset.provider, apiKey: key, apiSecret: secret}).then(done, failed);
+      call('POST', '/api/connect/hosted/providers', {provider: f.dataset.provider, apiKey: key, apiSecret: secret,
+        liveConsent: f.elements.liveConsent.checked}).then(done, failed);
       secret = '';
     };
   });
@@ -468,10 +498,34 @@ ul{margin:4px 0 8px;padding-left:20px}.provider{border:1px solid #ddd;border-rad
         show('Disconnecting…');
         call('POST', '/api/connect/hosted/disconnect', {accountId: a.accountId}).then(function () {
           d.remove(); show(s.app.name + ' no longer acts on ' + a.label + ' (' + a.accountNumber + ').', 'ok');
+          Array.prototype.forEach.call(document.querySelectorAll('p.live[data-account="' + a.accountId + '"]'), function (x) { x.remove(); });
           status.dataset.disconnected = a.accountId;
         }, failed);
       };
       document.getElementById('accounts').appendChild(d);
+      var c = null;
+      s.liveConsent.forEach(function (x) { if (x.accountId === a.accountId) { c = x; } });
+      if (!c) { return; }
+      var name = a.label + ' (' + a.accountNumber + ')', p = document.createElement('p');
+      p.className = 'live'; p.dataset.account = a.accountId; p.dataset.granted = c.granted ? 'yes' : 'no';
+      var off = function () {
+        p.dataset.granted = 'no';
+        p.textContent = 'Live trading by ' + s.app.name + ' is off on ' + name + ': its orders there are refused. ' +
+          'To allow it, link this account again below with "Allow live trading" checked.';
+      };
+      if (!c.granted) { off(); document.getElementById('accounts').appendChild(p); return; }
+      p.textContent = s.app.name + ' may trade live on ' + name + ': its orders are real orders at the exchange, on your money. ';
+      var w = document.createElement('button'); w.type = 'button'; w.className = 'withdraw'; w.dataset.account = a.accountId;
+      w.textContent = 'Stop live trading by ' + s.app.name + ' on ' + name;
+      w.onclick = function () {
+        show('Stopping live trading…');
+        call('POST', '/api/connect/hosted/live-consent/withdraw', {accountId: a.accountId}).then(function () {
+          w.remove(); off(); show(s.app.name + ' can no longer trade live on ' + name + '.', 'ok');
+          status.dataset.withdrawn = a.accountId;
+        }, failed);
+      };
+      p.appendChild(w);
+      document.getElementById('accounts').appendChild(p);
     });
     if (s.whiteLabel.enabled && !s.whiteLabel.opened) {
       var p = document.createElement('button'); p.type = 'button'; p.id = 'open-paper';

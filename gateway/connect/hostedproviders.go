@@ -103,9 +103,13 @@ const errorOther = "Something went wrong. Nothing was changed. Try again in a mo
 // (engine.LinkProvider), for the app's trader; the link becomes connected
 // with result {status: connected, accountId}, as the paper account's
 // button does. The same key linked again by the same trader reaches the
-// same account.
+// same account. liveConsent is the trader's word on live trading by the
+// app on the account (the form's box; engine's live.go): true lets the
+// app's orders reach the provider, false refuses them; a link again says
+// anew, and only a link grants it (it takes the key or password again,
+// which the app never holds).
 func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
-	b, err := api.DecodeProviderLink(r)
+	b, err := api.DecodeHostedProviderLink(r)
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,7 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 		// connects the first (the named one, with accountNumber).
 		linked, err := h.d.Engine.LinkLogin(r.Context(), engine.LoginLinkRequest{Provider: b.Provider, Login: b.Login, Password: b.Password,
 			Environment: b.Environment, AccountNumber: b.AccountNumber, Label: b.Label, TenantID: a.TenantID, AppID: a.AppID, Trader: l.Trader,
-			Scope: strings.Join([]string{"hosted", a.AppID, l.Trader}, "\x00"), Principal: hostedSystem})
+			Scope: strings.Join([]string{"hosted", a.AppID, l.Trader}, "\x00"), LiveConsent: b.LiveConsent, Principal: hostedSystem})
 		if err != nil {
 			return err
 		}
@@ -138,7 +142,8 @@ func (h *Handlers) LinkProvider(w http.ResponseWriter, r *http.Request) error {
 	sum := sha256.Sum256([]byte(strings.Join([]string{"hosted-provider", a.AppID, l.Trader, b.Provider, b.APIKey}, "\x00")))
 	accountID := "acct_" + ulid.ULID(sum[:16]).String()
 	res, err := h.d.Engine.LinkProvider(r.Context(), engine.LinkRequest{AccountID: accountID, Provider: b.Provider, APIKey: b.APIKey,
-		Secret: b.APISecret, Label: b.Label, TenantID: a.TenantID, AppID: a.AppID, Trader: l.Trader, Principal: hostedSystem})
+		Secret: b.APISecret, Label: b.Label, TenantID: a.TenantID, AppID: a.AppID, Trader: l.Trader, LiveConsent: b.LiveConsent,
+		Principal: hostedSystem})
 	if err != nil {
 		return err
 	}

@@ -3045,6 +3045,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/copier/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The copier groups the caller's accounts lead
+         * @description Every copier group whose leader is one of the caller's accounts, in id order, as
+         *     their last commits left them. A group is reached through its leader: the caller
+         *     holds the leader account (its owner's Trading API key or session, a venue key with
+         *     `trader:trade` acting for the trader in `x-svc-trader`, a Connect app key acting for
+         *     its own trader).
+         */
+        get: operations["listCopierGroups"];
+        put?: never;
+        /**
+         * Make a copier group of a leader account and its followers
+         * @description From then on, every order the leader's venue accepts (an order placed on a paper
+         *     account; on a provider account once the provider accepted it) is placed on each
+         *     enabled follower, sized by the follower's `sizing` (multiplier, fixed quantity, or
+         *     in proportion of the follower's equity to the leader's; rounded down to the
+         *     follower instrument's lot step and capped at `max`), on the instrument
+         *     `instrumentMap` names for it, the same way or the other (`direction`). The
+         *     leader's cancels and changes are mirrored once the leader's are accepted; its
+         *     closes and flattens too (a reduce-only order that closes the leader's whole
+         *     position closes the follower's whole position). Mirrors are placed after the
+         *     leader's answer, never before, and never hold it up; a follower's refusal (its
+         *     risk lock, a hold, margin, its provider's rejection) is recorded and never stops
+         *     another follower. A mirrored order carries `clientOrderId` `cp-` and 32 hex
+         *     digits derived from the leader's order and the follower, so it is placed once
+         *     whatever is retried, crashed or restarted, and `leaderOrderId` in the follower's
+         *     orders and frames. Orders that are themselves mirrors are never mirrored again.
+         *
+         *     The caller must hold the leader and every follower (400 invalid_request,
+         *     params.field naming it, as the trading routes refuse an account the caller does
+         *     not hold). The group's id derives from the caller and the Idempotency-Key: the same
+         *     key and body answer the first answer again (Idempotent-Replayed: true), another
+         *     body 409 idempotency_conflict. At most 1000 followers (409 copier_limit_reached).
+         */
+        post: operations["createCopierGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/copier/groups/{groupId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A copier group
+         * @description The group from its aggregate. `mirroredThrough` is the leader account's revision up
+         *     to which every commit of the leader is mirrored and its outcomes recorded. 404
+         *     not_found when there is no such group or the caller does not hold its leader.
+         */
+        get: operations["getCopierGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/copier/groups/{groupId}/mirrors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The group's recent mirror outcomes, per leader order
+         * @description The leader's recent actions (its accepted orders, cancels and changes), newest
+         *     first, each with every participating follower's outcome: `mirrored` (its order id
+         *     in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
+         *     `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
+         *     `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
+         *     mirror of the order works any more, `position_not_closable` when the follower has
+         *     no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+         *     `leaderOrderId` keeps one leader order's.
+         */
+        get: operations["getCopierMirrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/copier/groups/{groupId}/followers/{accountId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Add a follower to the group, or set how it follows
+         * @description The whole follower as it is to be: omitted, `sizing` is multiplier 1, `direction`
+         *     same, `enabled` true. A follower added mirrors the leader's orders accepted after
+         *     it; switching one off or on takes effect for the leader's orders accepted after the
+         *     write. The caller must hold the leader (404 not_found otherwise) and the account
+         *     (400 invalid_request, params.field accountId). 201 when added, 200 when changed
+         *     (or stated as it is). At most 1000 followers (409 copier_limit_reached).
+         */
+        put: operations["putCopierFollower"];
+        post?: never;
+        /**
+         * Take a follower out of the group
+         * @description It mirrors nothing more; its mirrors placed stand (cancel them on the account).
+         *     The caller must hold the leader; it may remove a follower it no longer holds.
+         *     404 not_found when the account does not follow the group.
+         */
+        delete: operations["removeCopierFollower"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/account/live-trading": {
         parameters: {
             query?: never;
@@ -4327,7 +4455,90 @@ export interface components {
          *     is its table, and this enum is generated from it.
          * @enum {string}
          */
-        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_hold_limit_reached" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_relink_required" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "registration_unconfirmed" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        ErrorCode: "account_limit_reached" | "account_not_owned" | "account_unresolved" | "already_member" | "amount_precision_exceeded" | "api_key_required" | "app_disconnected" | "balance_refused" | "body_too_large" | "config_limit_reached" | "copier_limit_reached" | "copy_quantity_too_small" | "credential_revoked" | "currency_not_issuable" | "email_unverified" | "engine_draining" | "engine_overloaded" | "engine_starting" | "enrollment_in_flight" | "enrollment_not_failed" | "entitled_source_unserved" | "entry_halted" | "exit_plan_conflict" | "feature_disabled" | "feed_requires_connection" | "feed_unavailable" | "financing_superseded" | "frame_session_required" | "hedge_position_mode" | "holds_unreadable" | "idempotency_conflict" | "idempotency_key_required" | "image_unavailable" | "instrument_not_permitted" | "internal_error" | "invalid_credentials" | "invalid_cursor" | "invalid_expression" | "invalid_key" | "invalid_request" | "invalid_statement" | "invalid_subscription" | "invalid_timeframe" | "invalid_token" | "invalid_window" | "key_limit_reached" | "last_owner" | "link_closed" | "link_connected" | "link_expired" | "live_hold_limit_reached" | "live_trading_unreadable" | "lock_not_owned" | "log_unavailable" | "loss_limit_unenforced" | "margin_policy_superseded" | "market_data_unavailable" | "member_limit_reached" | "method_not_allowed" | "multi_assets_mode" | "not_found" | "order_quantity_above_limit" | "order_rejected" | "organization_limit_reached" | "origin_not_allowed" | "outcome_unknown" | "owner_unavailable" | "ownership_unavailable" | "payment_required" | "permission_denied" | "plan_limit_reached" | "portfolio_margin" | "position_not_closable" | "provider_credentials_refused" | "provider_key_refused" | "provider_not_supported" | "provider_rate_limited" | "provider_read_failed" | "provider_relink_required" | "provider_unavailable" | "rate_limited" | "read_models_behind" | "reconciliation_hold" | "registration_expired" | "registration_linked" | "registration_revoked" | "registration_unconfirmed" | "risk_locked" | "risk_policy_id_reserved" | "risk_policy_owner_conflict" | "risk_policy_posting_mismatch" | "risk_policy_unchanged" | "risk_policy_unsourced" | "risk_policy_version_conflict" | "round_turn_is_both" | "session_required" | "settings_locked" | "stage_version_unrecorded" | "store_unavailable" | "subscription_limit" | "time_in_force_unsupported" | "too_many_streams" | "too_many_subscriptions" | "too_many_symbols" | "unknown_symbol" | "unsupported_media_type" | "unsupported_value" | "venue_limit_reached" | "venue_route_missing" | "version_conflict" | "webhook_exists" | "webhook_limit_reached" | "write_recorded";
+        /**
+         * @description How a follower's quantity follows the leader's: `multiplier` (the leader's quantity
+         *     times `value`, at most 1000), `fixed` (`value` whatever the leader's), `equity` (the
+         *     leader's quantity times the follower's equity over the leader's, times `value`).
+         *     Rounded down to the follower instrument's lot step and capped at `max`; below one
+         *     lot or the instrument's minimum nothing is sent (skipped, copy_quantity_too_small).
+         */
+        CopierSizing: {
+            /** @enum {string} */
+            mode: "multiplier" | "fixed" | "equity";
+            value: components["schemas"]["Decimal"];
+            max?: components["schemas"]["Decimal"];
+        };
+        CopierSizingIn: {
+            /** @enum {string} */
+            mode: "multiplier" | "fixed" | "equity";
+            value: components["schemas"]["DecimalIn"];
+            max?: components["schemas"]["DecimalIn"];
+        };
+        CopierFollowerSettingsIn: {
+            sizing?: components["schemas"]["CopierSizingIn"];
+            /** @description A leader instrument to the follower's (at most 32); an instrument it does not name is mirrored as it is */
+            instrumentMap?: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            direction?: "same" | "inverse";
+            enabled?: boolean;
+        };
+        CopierFollowerIn: components["schemas"]["CopierFollowerSettingsIn"] & {
+            accountId: string;
+        };
+        CopierGroupIn: {
+            leaderAccountId: string;
+            name?: string;
+            followers?: components["schemas"]["CopierFollowerIn"][];
+        };
+        CopierFollower: {
+            accountId: string;
+            sizing: components["schemas"]["CopierSizing"];
+            instrumentMap: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            direction: "same" | "inverse";
+            enabled: boolean;
+            /** Format: date-time */
+            addedAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CopierGroup: {
+            groupId: string;
+            name: string;
+            leaderAccountId: string;
+            followers: components["schemas"]["CopierFollower"][];
+            /** @description The leader account's revision up to which every commit is mirrored and its outcomes recorded */
+            mirroredThrough: number;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        CopierAction: {
+            leaderOrderId: string;
+            /** @enum {string} */
+            op: "place" | "cancel" | "replace";
+            /** @description The leader account's commit that did it */
+            leaderRevision: number;
+            /** Format: date-time */
+            at: string;
+            followers: components["schemas"]["CopierOutcome"][];
+        };
+        CopierOutcome: {
+            accountId: string;
+            /** @enum {string} */
+            status: "mirrored" | "refused" | "skipped";
+            code?: components["schemas"]["ErrorCode"];
+            clientOrderId?: string;
+            brokerOrderId?: string;
+            instrument?: string;
+            /** @enum {string} */
+            side?: "buy" | "sell";
+            quantity?: components["schemas"]["Decimal"];
+        };
         Decimal: string;
         /** @description A decimal string or a JSON number */
         DecimalIn: string | number;
@@ -4381,6 +4592,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description On a copier follower's mirror: the leader's order it mirrors (POST /api/copier/groups) */
+            leaderOrderId?: string;
         };
         Fill: {
             fillId: string;
@@ -5090,6 +5303,9 @@ export interface components {
         };
     };
     parameters: {
+        CopierGroupId: string;
+        /** @description The follower's accountId */
+        CopierAccountId: string;
         /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
         IdempotencyKey: string;
         ConfigKind: "instruments" | "conditions" | "groups" | "routes" | "stages" | "rules";
@@ -9056,6 +9272,183 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listCopierGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        groups: components["schemas"]["CopierGroup"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    createCopierGroup: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CopierGroupIn"];
+            };
+        };
+        responses: {
+            /** @description The group as made */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CopierGroup"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getCopierGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                groupId: components["parameters"]["CopierGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CopierGroup"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getCopierMirrors: {
+        parameters: {
+            query?: {
+                /** @description One leader order's actions only */
+                leaderOrderId?: string;
+                /** @description At most this many actions (1 to 200, default 50) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                groupId: components["parameters"]["CopierGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group and its recent actions */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        group: components["schemas"]["CopierGroup"];
+                        mirrors: components["schemas"]["CopierAction"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    putCopierFollower: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                groupId: components["parameters"]["CopierGroupId"];
+                /** @description The follower's accountId */
+                accountId: components["parameters"]["CopierAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CopierFollowerSettingsIn"];
+            };
+        };
+        responses: {
+            /** @description The group as the write leaves it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CopierGroup"];
+                };
+            };
+            /** @description The group with the follower added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CopierGroup"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    removeCopierFollower: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 printable characters; the same key with the same request answers the first answer again */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                groupId: components["parameters"]["CopierGroupId"];
+                /** @description The follower's accountId */
+                accountId: components["parameters"]["CopierAccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group as the write leaves it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CopierGroup"];
+                };
             };
             default: components["responses"]["Error"];
         };
