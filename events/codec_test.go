@@ -185,6 +185,7 @@ func TestEveryEventTypeRoundTripsInMessagePack(t *testing.T) {
 		evacct.RiskUnlocked{}, evacct.EvaluationBreached{}, evacct.EvaluationReleased{}, evacct.BracketSet{}, evacct.BracketEnd{}, evacct.RiskPolicyBound{},
 		evacct.ProviderLinked{}, evacct.ProviderUnlinked{}, evacct.OrderIntended{}, evacct.IntentSettled{}, evacct.BalanceObserved{},
 		evacct.PositionObserved{}, evacct.SettingsObserved{}, evacct.Reconciled{}, evacct.ProviderTokenRenewed{}, evacct.ProviderLoginLost{},
+		evacct.LiveConsentSet{},
 		evtenant.Created{}, evtenant.KeyIssued{}, evtenant.KeyRevoked{},
 		evtenant.PasswordSet{}, evtenant.VerificationIssued{}, evtenant.EmailVerified{}, evtenant.ResetIssued{},
 		evtenant.SessionStarted{}, evtenant.SessionEnded{}, evtenant.OperatorGranted{}, evtenant.DemoReserved{},

@@ -66,9 +66,9 @@ func Of[T Event]() Factory {
 	_, enc := any(&zero).(msgp.Marshaler)
 	_, dec := any(&zero).(msgp.Unmarshaler)
 	if enc && dec {
+		ptr := unboxer[T]()
 		f.appendMsg = func(b []byte, e Event) ([]byte, error) {
-			v := e.(T)
-			return any(&v).(msgp.Marshaler).MarshalMsg(b)
+			return any(ptr(e)).(msgp.Marshaler).MarshalMsg(b)
 		}
 		box := boxer[T]()
 		f.msg = func(b []byte) (Event, []byte, error) {
@@ -109,6 +109,25 @@ func boxer[T Event]() func(p *T) Event {
 		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&e))
 		w[0], w[1] = itab, unsafe.Pointer(p)
 		return e
+	}
+}
+
+// unboxer returns how to reach the T an Event holds, to read it (MarshalMsg,
+// which reads through a pointer): a T larger than a word is held by the
+// interface as a pointer to a T, which is used as it is instead of copying
+// the T out of the interface into an allocation of its own. Any other T is
+// copied. The T is never written through the pointer: an event is immutable.
+func unboxer[T Event]() func(e Event) *T {
+	var zero T
+	if unsafe.Sizeof(zero) <= unsafe.Sizeof(uintptr(0)) {
+		return func(e Event) *T {
+			v := e.(T)
+			return &v
+		}
+	}
+	return func(e Event) *T {
+		_ = e.(T) // the type it must hold
+		return (*T)((*[2]unsafe.Pointer)(unsafe.Pointer(&e))[1])
 	}
 }
 

@@ -8,15 +8,15 @@ import "sync"
 // that misses (evicted, dropped, or a commit of another process) decodes from
 // the log as usual, so correctness never depends on it.
 type Recent struct {
-	mu    sync.Mutex
-	byID  map[string]Commit
-	order []string // ring of ids, oldest at next
-	next  int
+	mu   sync.Mutex
+	byID map[string]int // the slot of ring holding the commit of an id
+	ring []Commit       // the commits, oldest at next; an empty slot has no id
+	next int
 }
 
 // NewRecent holds up to n commits.
 func NewRecent(n int) *Recent {
-	return &Recent{byID: make(map[string]Commit, n), order: make([]string, n)}
+	return &Recent{byID: make(map[string]int, n), ring: make([]Commit, n)}
 }
 
 // Put remembers a commit about to be appended.
@@ -26,12 +26,21 @@ func (r *Recent) Put(c Commit) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old := r.order[r.next]; old != "" {
-		delete(r.byID, old)
+	r.forget(r.next)
+	r.ring[r.next] = c
+	r.byID[c.CommandID] = r.next
+	r.next = (r.next + 1) % len(r.ring)
+}
+
+// forget empties slot i, and drops its id unless a newer Put of the same id
+// holds it elsewhere; r.mu is held.
+func (r *Recent) forget(i int) {
+	if id := r.ring[i].CommandID; id != "" {
+		if j, ok := r.byID[id]; ok && j == i {
+			delete(r.byID, id)
+		}
 	}
-	r.order[r.next] = c.CommandID
-	r.next = (r.next + 1) % len(r.order)
-	r.byID[c.CommandID] = c
+	r.ring[i] = Commit{}
 }
 
 // Drop forgets a commit whose append was refused.
@@ -40,7 +49,9 @@ func (r *Recent) Drop(id string) {
 		return
 	}
 	r.mu.Lock()
-	delete(r.byID, id)
+	if i, ok := r.byID[id]; ok {
+		r.forget(i)
+	}
 	r.mu.Unlock()
 }
 
@@ -51,9 +62,11 @@ func (r *Recent) Take(id string) (Commit, bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.byID[id]
-	if ok {
-		delete(r.byID, id)
+	i, ok := r.byID[id]
+	if !ok {
+		return Commit{}, false
 	}
-	return c, ok
+	c := r.ring[i]
+	r.forget(i)
+	return c, true
 }

@@ -31,3 +31,20 @@ func TestRecentHandsOffOnceAndForgetsTheOldest(t *testing.T) {
 		t.Fatal("a nil hand-off holds nothing")
 	}
 }
+
+func TestRecentKeepsACommitPutAgainWhenItsOlderSlotIsEvicted(t *testing.T) {
+	r := events.NewRecent(2)
+	r.Put(events.Commit{CommandID: "a", Key: "first"})
+	r.Drop("a") // a conflict: the mailbox decides again and puts it again
+	r.Put(events.Commit{CommandID: "a", Key: "again"})
+	r.Put(events.Commit{CommandID: "b"}) // evicts the first slot
+	if c, ok := r.Take("a"); !ok || c.Key != "again" {
+		t.Fatalf("take a: %+v %v", c, ok)
+	}
+	r.Put(events.Commit{CommandID: "a", Key: "first"})
+	r.Put(events.Commit{CommandID: "a", Key: "again"}) // put twice without a drop
+	r.Put(events.Commit{CommandID: "c"})               // evicts the first of them
+	if c, ok := r.Take("a"); !ok || c.Key != "again" {
+		t.Fatalf("take a after its older slot was evicted: %+v %v", c, ok)
+	}
+}
