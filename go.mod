@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/adshao/go-binance/v2 v2.8.9
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/apd/v3 v3.2.3

@@ -1,0 +1,21 @@
+// Package jepsen tests a clustered deployment the way Jepsen does: real
+// processes (three nats-servers in one R3 JetStream cluster and engine
+// nodes), each in a network namespace of its own joined by a bridge, under a
+// nemesis that kills, pauses, partitions and slows them, while clients record
+// every invocation and completion; checkers then judge the history.
+//
+// The parts, each in its file:
+//   - net.go: the namespaces, the bridge and the addresses the harness
+//     assigns (169.254.X.0/24, link-local, X picked per run); the faults the
+//     kernel allows (blackhole routes for partitions, one-way ones included,
+//     a link set down, rate limits and random loss with tc); cleanup, and a
+//     sweep of what a dead run left.
+//   - cluster.go: the processes, built from this module (clusterkit).
+//   - nemesis.go: the fault kinds and a seeded schedule of them.
+//   - workload.go, history.go: the clients and what they saw.
+//   - model.go, check.go: the porcupine models and the invariants.
+//   - proxy.go: the deliberately broken deployment, a NATS proxy that takes
+//     the fencing headers off every publish, which the checkers must catch.
+//
+// Tests need root and `ip netns`; without them they skip and say why.
+package jepsen
