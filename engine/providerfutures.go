@@ -84,8 +84,9 @@ func valuePerPoint(instrument string) (events.Decimal, bool) {
 // account each contract's value per point, so a fill's realized PnL, the
 // position and its unrealized PnL are in money, not points, as the
 // provider's own cash balance is (a contract of a product the catalog
-// lacks stays at 1 until the provider's balance reading corrects the
-// balance), and leaves a fill's realized PnL to the account to reckon.
+// lacks keeps the value per point the provider's own contract spec gave
+// it, provider.Position and OrderState's ValuePerPoint), and leaves a
+// fill's realized PnL to the account to reckon.
 func (e *Engine) withValuePerPoint(accountID string, cmd commands.Command) {
 	if _, ok := e.provAccts.logins.get(accountID); !ok {
 		return

@@ -637,3 +637,41 @@ func TestPaperFuturesTradableFromTheTradersOwnLogin(t *testing.T) {
 		}
 	}
 }
+
+// A contract of a product the engine's futures catalog does not list (MES,
+// 5 a point at the provider) is valued by the provider's own contract spec:
+// a close one point above the entry realizes 5, not 1.
+func TestTradovateContractOutsideTheCatalogAtItsOwnValuePerPoint(t *testing.T) {
+	sim, p, _, key, q, _, _, _ := linkedTradovate(t, tradovatesim.Options{})
+	do := caller(t, p, key)
+	mes := sim.FrontContract("MES")
+	frame := func() map[string]any {
+		_, f := do("GET", "/api/account/snapshot"+q, nil)
+		return f
+	}
+	positions := func() []any {
+		ps, _ := frame()["positions"].([]any)
+		return ps
+	}
+	if st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "mes-1", "instrument": mes, "side": "buy",
+		"orderType": "market", "quantity": "1"}); st != 200 {
+		t.Fatalf("market order: %d %v\n%s", st, m, p.out)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return len(positions()) == 1 }, func() any { return frame() })
+	avg, err := events.ParseDecimal(positions()[0].(map[string]any)["avgPrice"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPrice(mes, avg.Add(events.Int(1)).String()); err != nil {
+		t.Fatal(err)
+	}
+	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": mes, "clientOrderId": "mes-x"}); st != 200 {
+		t.Fatalf("close: %d %v", st, m)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return len(positions()) == 0 }, func() any { return frame() })
+	realized := func() events.Decimal {
+		r, _ := events.ParseDecimal(frame()["summary"].(map[string]any)["realizedPnl"].(string))
+		return r
+	}
+	waitUntil(t, 10*time.Second, func() bool { return realized().Cmp(events.Int(5)) == 0 }, func() any { return frame()["summary"] })
+}

@@ -129,6 +129,10 @@ type OrderState struct {
 	ReduceOnly      bool
 	ClosePosition   bool
 	UpdatedAt       time.Time // the provider's time of the last change
+	// ValuePerPoint is the instrument's currency per point of price per
+	// contract as the provider's own contract spec gives it (a futures
+	// contract's); zero when the provider gives none.
+	ValuePerPoint events.Decimal
 }
 
 // Instrument is a tradable instrument and its filters.
@@ -194,6 +198,8 @@ type Position struct {
 	EntryPrice events.Decimal
 	MarkPrice  events.Decimal
 	Unrealized events.Decimal
+	// ValuePerPoint is as OrderState's: zero when the provider gives none.
+	ValuePerPoint events.Decimal
 }
 
 // Snapshot is the account's complete state at one reading: every balance

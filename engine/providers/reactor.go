@@ -627,7 +627,7 @@ func fromState(st provider.OrderState) providercmd.Order {
 	return providercmd.Order{ProviderClientOrderID: st.ClientOrderID, ProviderOrderID: st.ProviderOrderID, Instrument: st.Instrument,
 		Side: string(st.Side), OrderType: string(st.Type), TimeInForce: string(st.TIF), Status: string(st.Status), Quantity: st.Quantity,
 		Filled: st.FilledQuantity, AvgPrice: st.AveragePrice, LimitPrice: st.LimitPrice, StopPrice: st.StopPrice, ReduceOnly: st.ReduceOnly,
-		At: st.UpdatedAt}
+		At: st.UpdatedAt, Multiplier: st.ValuePerPoint}
 }
 
 func balances(bs []provider.Balance) []evacct.BalanceObserved {
@@ -641,7 +641,11 @@ func balances(bs []provider.Balance) []evacct.BalanceObserved {
 func positions(ps []provider.Position) []evacct.Position {
 	var out []evacct.Position
 	for _, p := range ps {
-		out = append(out, evacct.Position{Instrument: p.Instrument, Quantity: p.Quantity, AvgPrice: p.EntryPrice, Multiplier: events.Int(1)})
+		m := events.Int(1)
+		if p.ValuePerPoint.Sign() > 0 { // the provider's own contract spec (a futures contract's)
+			m = p.ValuePerPoint
+		}
+		out = append(out, evacct.Position{Instrument: p.Instrument, Quantity: p.Quantity, AvgPrice: p.EntryPrice, Multiplier: m})
 	}
 	return out
 }

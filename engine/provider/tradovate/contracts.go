@@ -115,6 +115,45 @@ func cachedItem[T any](ctx context.Context, l *login, cache map[eid]T, path stri
 	return v, nil
 }
 
+// putSpec keeps the maturities and products a sync answer carries.
+func (c *catalog) putSpec(ms []contractMaturity, ps []product) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range ms {
+		if m.ID > 0 {
+			c.maturities[m.ID] = m
+		}
+	}
+	for _, p := range ps {
+		if p.ID > 0 {
+			c.products[p.ID] = p
+		}
+	}
+}
+
+// valuePerPoint is a contract's currency per point of price per contract:
+// its product's valuePerPoint (contract, maturity, product, each read
+// through the catalog's cache). An answer without one is
+// *provider.Unavailable.
+func (l *login) valuePerPoint(ctx context.Context, cid eid) (events.Decimal, error) {
+	k, err := l.contractByID(ctx, cid)
+	if err != nil {
+		return events.Decimal{}, err
+	}
+	m, err := l.maturity(ctx, k.ContractMaturityID)
+	if err != nil {
+		return events.Decimal{}, err
+	}
+	p, err := l.productOf(ctx, m.ProductID)
+	if err != nil {
+		return events.Decimal{}, err
+	}
+	if !p.ValuePerPoint.ok || p.ValuePerPoint.dec().Sign() <= 0 {
+		return events.Decimal{}, provider.NewUnavailable(200, 0, errMalformed)
+	}
+	return p.ValuePerPoint.dec(), nil
+}
+
 // currencyName reads GET /currency/item?id=, cached; "USD" for the
 // products that name none.
 func (l *login) currencyName(ctx context.Context, cur eid) (string, error) {

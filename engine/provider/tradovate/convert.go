@@ -147,8 +147,9 @@ type orderParts struct {
 	o       order
 	v       *orderVersion
 	clOrdID string
-	fills   map[eid]fill // active fills by id
-	name    string       // the contract's name
+	fills   map[eid]fill   // active fills by id
+	name    string         // the contract's name
+	vpp     events.Decimal // the contract's value per point; zero when not read
 }
 
 // latest keeps the version with the highest id.
@@ -190,7 +191,7 @@ func (p *orderParts) filled() (events.Decimal, *events.Decimal, time.Time) {
 
 // state composes the order's provider.OrderState.
 func (p *orderParts) state() (provider.OrderState, error) {
-	s := provider.OrderState{ClientOrderID: p.clOrdID, ProviderOrderID: p.o.ID.String(), Instrument: p.name}
+	s := provider.OrderState{ClientOrderID: p.clOrdID, ProviderOrderID: p.o.ID.String(), Instrument: p.name, ValuePerPoint: p.vpp}
 	var ok bool
 	if s.Side, ok = fromAction(p.o.Action); !ok {
 		return s, errMalformed

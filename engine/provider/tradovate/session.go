@@ -95,7 +95,12 @@ func (s *session) Snapshot(ctx context.Context) (provider.Snapshot, error) {
 		if err != nil {
 			return provider.Snapshot{}, err
 		}
-		snap.Positions = append(snap.Positions, provider.Position{Instrument: name, Quantity: p.NetPos.dec(), EntryPrice: p.NetPrice.dec()})
+		vpp, err := s.l.valuePerPoint(ctx, p.ContractID)
+		if err != nil {
+			return provider.Snapshot{}, err
+		}
+		snap.Positions = append(snap.Positions, provider.Position{Instrument: name, Quantity: p.NetPos.dec(), EntryPrice: p.NetPrice.dec(),
+			ValuePerPoint: vpp})
 	}
 	orders, err := s.orders(ctx)
 	if err != nil {
@@ -151,6 +156,9 @@ func (s *session) state(ctx context.Context, o order) (provider.OrderState, erro
 	p := &orderParts{o: o}
 	var err error
 	if p.name, err = s.l.contractName(ctx, o.ContractID); err != nil {
+		return provider.OrderState{}, err
+	}
+	if p.vpp, err = s.l.valuePerPoint(ctx, o.ContractID); err != nil {
 		return provider.OrderState{}, err
 	}
 	var vs []orderVersion

@@ -135,6 +135,7 @@ func (t *tracker) seed(ctx context.Context, m syncMessage) {
 	for _, k := range m.Contracts {
 		t.s.p.cat.putContract(k)
 	}
+	t.s.p.cat.putSpec(m.Maturities, m.Products)
 	for _, o := range m.Orders {
 		if o.AccountID != t.s.acct.ID {
 			t.others[o.ID] = true
@@ -161,6 +162,7 @@ func (t *tracker) seed(ctx context.Context, m syncMessage) {
 	}
 	for _, p := range t.orders {
 		p.name, _ = t.s.l.contractName(ctx, p.o.ContractID)
+		p.vpp, _ = t.s.l.valuePerPoint(ctx, p.o.ContractID) // zero, unread: the engine's catalog or 1
 	}
 }
 
@@ -190,6 +192,7 @@ func (t *tracker) apply(ctx context.Context, ev props) []provider.Event {
 			p = &orderParts{o: o}
 			t.orders[o.ID] = p
 			p.name, _ = t.s.l.contractName(ctx, o.ContractID)
+			p.vpp, _ = t.s.l.valuePerPoint(ctx, o.ContractID)
 		} else {
 			p.o = o
 		}
@@ -249,9 +252,10 @@ func (t *tracker) apply(ctx context.Context, ev props) []provider.Event {
 		if err != nil {
 			return nil
 		}
+		vpp, _ := t.s.l.valuePerPoint(ctx, pos.ContractID) // zero, unread: the engine's catalog or 1
 		at := pos.Timestamp.UTC()
 		return []provider.Event{&provider.AccountUpdate{Reason: "position", At: at,
-			Positions: []provider.Position{{Instrument: name, Quantity: pos.NetPos.dec(), EntryPrice: pos.NetPrice.dec()}}}}
+			Positions: []provider.Position{{Instrument: name, Quantity: pos.NetPos.dec(), EntryPrice: pos.NetPrice.dec(), ValuePerPoint: vpp}}}}
 	case "cashBalance":
 		var c cashBalance
 		if json.Unmarshal(ev.Entity, &c) != nil || c.AccountID != t.s.acct.ID || !c.Amount.ok {

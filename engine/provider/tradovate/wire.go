@@ -333,14 +333,16 @@ type syncRequest struct {
 // syncMessage is SyncMessage: the user's entities at the start of the
 // user-data stream.
 type syncMessage struct {
-	Accounts         []account         `json:"accounts"`
-	CashBalances     []cashBalance     `json:"cashBalances"`
-	Currencies       []currency        `json:"currencies"`
-	Positions        []position        `json:"positions"`
-	Orders           []order           `json:"orders"`
-	Contracts        []contract        `json:"contracts"`
-	Commands         []command         `json:"commands"`
-	ExecutionReports []executionReport `json:"executionReports"`
-	OrderVersions    []orderVersion    `json:"orderVersions"`
-	Fills            []fill            `json:"fills"`
+	Accounts         []account          `json:"accounts"`
+	CashBalances     []cashBalance      `json:"cashBalances"`
+	Currencies       []currency         `json:"currencies"`
+	Positions        []position         `json:"positions"`
+	Orders           []order            `json:"orders"`
+	Contracts        []contract         `json:"contracts"`
+	Maturities       []contractMaturity `json:"contractMaturities"`
+	Products         []product          `json:"products"`
+	Commands         []command          `json:"commands"`
+	ExecutionReports []executionReport  `json:"executionReports"`
+	OrderVersions    []orderVersion     `json:"orderVersions"`
+	Fills            []fill             `json:"fills"`
 }
