@@ -2105,6 +2105,21 @@ func (e ListCalendarEventsParamsImpact) Valid() bool {
 	}
 }
 
+// Defines values for HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted.
+const (
+	HostedConnectWithdrawLiveConsent200JSONResponseBodyGrantedFalse HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted = false
+)
+
+// Valid indicates whether the value is a known member of the HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted enum.
+func (e HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted) Valid() bool {
+	switch e {
+	case HostedConnectWithdrawLiveConsent200JSONResponseBodyGrantedFalse:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListConnectLinksParamsState.
 const (
 	ListConnectLinksParamsStateClosed    ListConnectLinksParamsState = "closed"
@@ -3101,6 +3116,11 @@ type Invitation struct {
 // InvitationRole defines model for Invitation.Role.
 type InvitationRole string
 
+// LiveConsentField Hosted Connect only (POST /api/connect/hosted/providers; POST /api/account/providers
+// refuses it with 422 invalid_request, params.field liveConsent): the trader's word on
+// live trading by the app on the account linked. Absent: the engine's default.
+type LiveConsentField = bool
+
 // LiveTradingAnswer defines model for LiveTradingAnswer.
 type LiveTradingAnswer struct {
 	LiveTrading struct {
@@ -3385,6 +3405,11 @@ type ProviderKeyLink struct {
 	ApiSecret *string `json:"apiSecret,omitempty"`
 	Label     *string `json:"label,omitempty"`
 
+	// LiveConsent Hosted Connect only (POST /api/connect/hosted/providers; POST /api/account/providers
+	// refuses it with 422 invalid_request, params.field liveConsent): the trader's word on
+	// live trading by the app on the account linked. Absent: the engine's default.
+	LiveConsent *LiveConsentField `json:"liveConsent,omitempty"`
+
 	// Provider a provider the engine links with a key, such as binance-futures
 	Provider string `json:"provider"`
 }
@@ -3408,6 +3433,11 @@ type ProviderLoginLink struct {
 
 	// Label The label of each account linked; absent: the broker and the account name
 	Label *string `json:"label,omitempty"`
+
+	// LiveConsent Hosted Connect only (POST /api/connect/hosted/providers; POST /api/account/providers
+	// refuses it with 422 invalid_request, params.field liveConsent): the trader's word on
+	// live trading by the app on the account linked. Absent: the engine's default.
+	LiveConsent *LiveConsentField `json:"liveConsent,omitempty"`
 
 	// Login The login name at the provider
 	Login string `json:"login"`
@@ -4507,6 +4537,14 @@ type HostedConnectDisconnectJSONBody struct {
 	AccountId string `json:"accountId"`
 }
 
+// HostedConnectWithdrawLiveConsentJSONBody defines parameters for HostedConnectWithdrawLiveConsent.
+type HostedConnectWithdrawLiveConsentJSONBody struct {
+	AccountId string `json:"accountId"`
+}
+
+// HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted defines parameters for HostedConnectWithdrawLiveConsent.
+type HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted bool
+
 // ListConnectLinksParams defines parameters for ListConnectLinks.
 type ListConnectLinksParams struct {
 	Trader *string                      `form:"trader,omitempty" json:"trader,omitempty"`
@@ -5310,6 +5348,9 @@ type HostedConnectChooseJSONRequestBody HostedConnectChooseJSONBody
 // HostedConnectDisconnectJSONRequestBody defines body for HostedConnectDisconnect for application/json ContentType.
 type HostedConnectDisconnectJSONRequestBody HostedConnectDisconnectJSONBody
 
+// HostedConnectWithdrawLiveConsentJSONRequestBody defines body for HostedConnectWithdrawLiveConsent for application/json ContentType.
+type HostedConnectWithdrawLiveConsentJSONRequestBody HostedConnectWithdrawLiveConsentJSONBody
+
 // HostedConnectLinkProviderJSONRequestBody defines body for HostedConnectLinkProvider for application/json ContentType.
 type HostedConnectLinkProviderJSONRequestBody = ProviderLinkBody
 
@@ -5823,7 +5864,9 @@ type ClientInterface interface {
 	// this one, since when). A held account's orders are refused with 403
 	// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
 	// does not lift the hold; while `enabled` is off they are refused with params.heldBy
-	// user.
+	// user. A provider account linked through a Connect app (hosted Connect) belongs to the
+	// app's tenant and follows no user's switch: the trader's consent to live trading by the
+	// app stands in (given on hosted Connect's link form; params.heldBy trader without it).
 	//
 	// Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
 	GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6917,8 +6960,10 @@ type ClientInterface interface {
 	// of the trader that connected `accountId` reads `closed` with `result` `{status:
 	// disconnected, accountId}`, and the app key acting for the trader is refused on that
 	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// link connects it again. On a provider account it also ends the trader's consent to
+	// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+	// account again does not bring it back, linking it again with `liveConsent: true` does.
+	// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 	// answers the same. Connect links send no webhook (the spec: their state is read from the
 	// link). 404 `not_found`: no account of the trader connected to this app has that id.
 	//
@@ -6933,8 +6978,10 @@ type ClientInterface interface {
 	// of the trader that connected `accountId` reads `closed` with `result` `{status:
 	// disconnected, accountId}`, and the app key acting for the trader is refused on that
 	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// link connects it again. On a provider account it also ends the trader's consent to
+	// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+	// account again does not bring it back, linking it again with `liveConsent: true` does.
+	// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 	// answers the same. Connect links send no webhook (the spec: their state is read from the
 	// link). 404 `not_found`: no account of the trader connected to this app has that id.
 	//
@@ -6942,6 +6989,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectWithdrawLiveConsentWithBody The trader withdraws their consent to live trading by the app on one of their provider accounts
+	//
+	// From then the app's orders on the account are refused before anything is sent (403
+	// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+	// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+	// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+	// the same. 404 `not_found`: no provider account of the trader linked through this app
+	// has that id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+	HostedConnectWithdrawLiveConsentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostedConnectWithdrawLiveConsent The trader withdraws their consent to live trading by the app on one of their provider accounts
+	//
+	// From then the app's orders on the account are refused before anything is sent (403
+	// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+	// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+	// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+	// the same. 404 `not_found`: no provider account of the trader linked through this app
+	// has that id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+	HostedConnectWithdrawLiveConsent(ctx context.Context, body HostedConnectWithdrawLiveConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostedConnectLinkProviderWithBody The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
@@ -6959,6 +7034,16 @@ type ClientInterface interface {
 	// password is used once to sign in and never kept; the login's accounts are linked
 	// (or only `accountNumber`) and the link connects the first. The same login linked
 	// again by the same trader reaches the same accounts and renews their tokens.
+	//
+	// `liveConsent` is the trader's word on live trading by the app on the account (the
+	// page's "Allow live trading" box): true, the app's orders become real orders at the
+	// provider, on the trader's money; false, the account is linked but the app's orders on
+	// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+	// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+	// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+	// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+	// keeps the word given before). Only a link grants it: it takes the key or password
+	// again, which the app never holds. A venue's hold on live trading still comes first.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6982,6 +7067,16 @@ type ClientInterface interface {
 	// (or only `accountNumber`) and the link connects the first. The same login linked
 	// again by the same trader reaches the same accounts and renews their tokens.
 	//
+	// `liveConsent` is the trader's word on live trading by the app on the account (the
+	// page's "Allow live trading" box): true, the app's orders become real orders at the
+	// provider, on the trader's money; false, the account is linked but the app's orders on
+	// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+	// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+	// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+	// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+	// keeps the word given before). Only a link grants it: it takes the key or password
+	// again, which the app never holds. A venue's hold on live trading still comes first.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
@@ -6991,10 +7086,17 @@ type ClientInterface interface {
 	//
 	// `accounts` are the trader's accounts connected to the app before (each can be chosen
 	// again); `connected` the ids of those the app acts on for the trader now (the returning
-	// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
-	// in plain words what the app may do on an account the trader connects; `providers` are
-	// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
-	// the app's logo when it is an https URL, else empty.
+	// view offers to disconnect each). `liveConsent` has one entry per provider account among
+	// `accounts`: whether the trader lets the app trade it live (`granted`: the app's orders
+	// become real orders at the provider; otherwise they are refused with 403
+	// feature_disabled, params.heldBy trader) and when they said (`at`; null: never, and the
+	// engine's default applies, ENGINE_LIVE_TRADING_DEFAULT, off in production). The trader
+	// grants it only by linking the account again with `liveConsent: true` and withdraws it
+	// with POST /api/connect/hosted/live-consent/withdraw or by disconnecting. `operator`
+	// names who runs hosted Connect; `scopes` say in plain words what the app may do on an
+	// account the trader connects; `providers` are the providers the engine links (POST
+	// /api/connect/hosted/providers). `app.logoUrl` is the app's logo when it is an https
+	// URL, else empty.
 	//
 	// Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 	HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8908,7 +9010,9 @@ func (c *Client) ListAccounts(ctx context.Context, reqEditors ...RequestEditorFn
 // this one, since when). A held account's orders are refused with 403
 // feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
 // does not lift the hold; while `enabled` is off they are refused with params.heldBy
-// user.
+// user. A provider account linked through a Connect app (hosted Connect) belongs to the
+// app's tenant and follows no user's switch: the trader's consent to live trading by the
+// app stands in (given on hosted Connect's link form; params.heldBy trader without it).
 //
 // Corresponds with GET /api/account/live-trading (the `GetLiveTrading` operationId).
 func (c *Client) GetLiveTrading(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11002,8 +11106,10 @@ func (c *Client) HostedConnectChoose(ctx context.Context, body HostedConnectChoo
 // of the trader that connected `accountId` reads `closed` with `result` `{status:
 // disconnected, accountId}`, and the app key acting for the trader is refused on that
 // account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-// link), on every node. Idempotent: an account no longer connected changes nothing and
+// link connects it again. On a provider account it also ends the trader's consent to
+// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+// account again does not bring it back, linking it again with `liveConsent: true` does.
+// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 // answers the same. Connect links send no webhook (the spec: their state is read from the
 // link). 404 `not_found`: no account of the trader connected to this app has that id.
 //
@@ -11028,8 +11134,10 @@ func (c *Client) HostedConnectDisconnectWithBody(ctx context.Context, contentTyp
 // of the trader that connected `accountId` reads `closed` with `result` `{status:
 // disconnected, accountId}`, and the app key acting for the trader is refused on that
 // account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-// link), on every node. Idempotent: an account no longer connected changes nothing and
+// link connects it again. On a provider account it also ends the trader's consent to
+// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+// account again does not bring it back, linking it again with `liveConsent: true` does.
+// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 // answers the same. Connect links send no webhook (the spec: their state is read from the
 // link). 404 `not_found`: no account of the trader connected to this app has that id.
 //
@@ -11038,6 +11146,54 @@ func (c *Client) HostedConnectDisconnectWithBody(ctx context.Context, contentTyp
 // Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHostedConnectDisconnectRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectWithdrawLiveConsentWithBody The trader withdraws their consent to live trading by the app on one of their provider accounts
+//
+// From then the app's orders on the account are refused before anything is sent (403
+// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+// the same. 404 `not_found`: no provider account of the trader linked through this app
+// has that id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+func (c *Client) HostedConnectWithdrawLiveConsentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectWithdrawLiveConsentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostedConnectWithdrawLiveConsent The trader withdraws their consent to live trading by the app on one of their provider accounts
+//
+// From then the app's orders on the account are refused before anything is sent (403
+// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+// the same. 404 `not_found`: no provider account of the trader linked through this app
+// has that id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+func (c *Client) HostedConnectWithdrawLiveConsent(ctx context.Context, body HostedConnectWithdrawLiveConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostedConnectWithdrawLiveConsentRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11064,6 +11220,16 @@ func (c *Client) HostedConnectDisconnect(ctx context.Context, body HostedConnect
 // password is used once to sign in and never kept; the login's accounts are linked
 // (or only `accountNumber`) and the link connects the first. The same login linked
 // again by the same trader reaches the same accounts and renews their tokens.
+//
+// `liveConsent` is the trader's word on live trading by the app on the account (the
+// page's "Allow live trading" box): true, the app's orders become real orders at the
+// provider, on the trader's money; false, the account is linked but the app's orders on
+// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+// keeps the word given before). Only a link grants it: it takes the key or password
+// again, which the app never holds. A venue's hold on live trading still comes first.
 //
 // Takes any type of body and a specified content type.
 //
@@ -11097,6 +11263,16 @@ func (c *Client) HostedConnectLinkProviderWithBody(ctx context.Context, contentT
 // (or only `accountNumber`) and the link connects the first. The same login linked
 // again by the same trader reaches the same accounts and renews their tokens.
 //
+// `liveConsent` is the trader's word on live trading by the app on the account (the
+// page's "Allow live trading" box): true, the app's orders become real orders at the
+// provider, on the trader's money; false, the account is linked but the app's orders on
+// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+// keeps the word given before). Only a link grants it: it takes the key or password
+// again, which the app never holds. A venue's hold on live trading still comes first.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
@@ -11116,10 +11292,17 @@ func (c *Client) HostedConnectLinkProvider(ctx context.Context, body HostedConne
 //
 // `accounts` are the trader's accounts connected to the app before (each can be chosen
 // again); `connected` the ids of those the app acts on for the trader now (the returning
-// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
-// in plain words what the app may do on an account the trader connects; `providers` are
-// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
-// the app's logo when it is an https URL, else empty.
+// view offers to disconnect each). `liveConsent` has one entry per provider account among
+// `accounts`: whether the trader lets the app trade it live (`granted`: the app's orders
+// become real orders at the provider; otherwise they are refused with 403
+// feature_disabled, params.heldBy trader) and when they said (`at`; null: never, and the
+// engine's default applies, ENGINE_LIVE_TRADING_DEFAULT, off in production). The trader
+// grants it only by linking the account again with `liveConsent: true` and withdraws it
+// with POST /api/connect/hosted/live-consent/withdraw or by disconnecting. `operator`
+// names who runs hosted Connect; `scopes` say in plain words what the app may do on an
+// account the trader connects; `providers` are the providers the engine links (POST
+// /api/connect/hosted/providers). `app.logoUrl` is the app's logo when it is an https
+// URL, else empty.
 //
 // Corresponds with GET /api/connect/hosted/session (the `HostedConnectSession` operationId).
 func (c *Client) HostedConnectSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -18430,6 +18613,46 @@ func NewHostedConnectDisconnectRequestWithBody(server string, contentType string
 	return req, nil
 }
 
+// NewHostedConnectWithdrawLiveConsentRequest calls the generic HostedConnectWithdrawLiveConsent builder with application/json body
+func NewHostedConnectWithdrawLiveConsentRequest(server string, body HostedConnectWithdrawLiveConsentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostedConnectWithdrawLiveConsentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostedConnectWithdrawLiveConsentRequestWithBody constructs an http.Request for the HostedConnectWithdrawLiveConsent method, with any body, and a specified content type
+func NewHostedConnectWithdrawLiveConsentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/connect/hosted/live-consent/withdraw")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewHostedConnectLinkProviderRequest calls the generic HostedConnectLinkProvider builder with application/json body
 func NewHostedConnectLinkProviderRequest(server string, body HostedConnectLinkProviderJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -24751,7 +24974,9 @@ type ClientWithResponsesInterface interface {
 	// this one, since when). A held account's orders are refused with 403
 	// feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
 	// does not lift the hold; while `enabled` is off they are refused with params.heldBy
-	// user.
+	// user. A provider account linked through a Connect app (hosted Connect) belongs to the
+	// app's tenant and follows no user's switch: the trader's consent to live trading by the
+	// app stands in (given on hosted Connect's link form; params.heldBy trader without it).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -25921,8 +26146,10 @@ type ClientWithResponsesInterface interface {
 	// of the trader that connected `accountId` reads `closed` with `result` `{status:
 	// disconnected, accountId}`, and the app key acting for the trader is refused on that
 	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// link connects it again. On a provider account it also ends the trader's consent to
+	// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+	// account again does not bring it back, linking it again with `liveConsent: true` does.
+	// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 	// answers the same. Connect links send no webhook (the spec: their state is read from the
 	// link). 404 `not_found`: no account of the trader connected to this app has that id.
 	//
@@ -25937,8 +26164,10 @@ type ClientWithResponsesInterface interface {
 	// of the trader that connected `accountId` reads `closed` with `result` `{status:
 	// disconnected, accountId}`, and the app key acting for the trader is refused on that
 	// account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-	// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-	// link), on every node. Idempotent: an account no longer connected changes nothing and
+	// link connects it again. On a provider account it also ends the trader's consent to
+	// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+	// account again does not bring it back, linking it again with `liveConsent: true` does.
+	// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 	// answers the same. Connect links send no webhook (the spec: their state is read from the
 	// link). 404 `not_found`: no account of the trader connected to this app has that id.
 	//
@@ -25946,6 +26175,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/connect/hosted/disconnect (the `HostedConnectDisconnect` operationId).
 	HostedConnectDisconnectWithResponse(ctx context.Context, body HostedConnectDisconnectJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectDisconnectResponse, error)
+
+	// HostedConnectWithdrawLiveConsentWithBodyWithResponse The trader withdraws their consent to live trading by the app on one of their provider accounts
+	//
+	// From then the app's orders on the account are refused before anything is sent (403
+	// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+	// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+	// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+	// the same. 404 `not_found`: no provider account of the trader linked through this app
+	// has that id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+	HostedConnectWithdrawLiveConsentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectWithdrawLiveConsentResponse, error)
+
+	// HostedConnectWithdrawLiveConsentWithResponse The trader withdraws their consent to live trading by the app on one of their provider accounts
+	//
+	// From then the app's orders on the account are refused before anything is sent (403
+	// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+	// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+	// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+	// the same. 404 `not_found`: no provider account of the trader linked through this app
+	// has that id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+	HostedConnectWithdrawLiveConsentWithResponse(ctx context.Context, body HostedConnectWithdrawLiveConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectWithdrawLiveConsentResponse, error)
 
 	// HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
 	//
@@ -25963,6 +26220,16 @@ type ClientWithResponsesInterface interface {
 	// password is used once to sign in and never kept; the login's accounts are linked
 	// (or only `accountNumber`) and the link connects the first. The same login linked
 	// again by the same trader reaches the same accounts and renews their tokens.
+	//
+	// `liveConsent` is the trader's word on live trading by the app on the account (the
+	// page's "Allow live trading" box): true, the app's orders become real orders at the
+	// provider, on the trader's money; false, the account is linked but the app's orders on
+	// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+	// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+	// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+	// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+	// keeps the word given before). Only a link grants it: it takes the key or password
+	// again, which the app never holds. A venue's hold on live trading still comes first.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25986,6 +26253,16 @@ type ClientWithResponsesInterface interface {
 	// (or only `accountNumber`) and the link connects the first. The same login linked
 	// again by the same trader reaches the same accounts and renews their tokens.
 	//
+	// `liveConsent` is the trader's word on live trading by the app on the account (the
+	// page's "Allow live trading" box): true, the app's orders become real orders at the
+	// provider, on the trader's money; false, the account is linked but the app's orders on
+	// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+	// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+	// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+	// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+	// keeps the word given before). Only a link grants it: it takes the key or password
+	// again, which the app never holds. A venue's hold on live trading still comes first.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
@@ -25995,10 +26272,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// `accounts` are the trader's accounts connected to the app before (each can be chosen
 	// again); `connected` the ids of those the app acts on for the trader now (the returning
-	// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
-	// in plain words what the app may do on an account the trader connects; `providers` are
-	// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
-	// the app's logo when it is an https URL, else empty.
+	// view offers to disconnect each). `liveConsent` has one entry per provider account among
+	// `accounts`: whether the trader lets the app trade it live (`granted`: the app's orders
+	// become real orders at the provider; otherwise they are refused with 403
+	// feature_disabled, params.heldBy trader) and when they said (`at`; null: never, and the
+	// engine's default applies, ENGINE_LIVE_TRADING_DEFAULT, off in production). The trader
+	// grants it only by linking the account again with `liveConsent: true` and withdraws it
+	// with POST /api/connect/hosted/live-consent/withdraw or by disconnecting. `operator`
+	// names who runs hosted Connect; `scopes` say in plain words what the app may do on an
+	// account the trader connects; `providers` are the providers the engine links (POST
+	// /api/connect/hosted/providers). `app.logoUrl` is the app's logo when it is an https
+	// URL, else empty.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -33009,6 +33293,75 @@ func (r HostedConnectDisconnectResponse) ContentType() string {
 	return ""
 }
 
+// HostedConnectWithdrawLiveConsentResponse200Headers the declared response headers of an HTTP 200 response for HostedConnectWithdrawLiveConsent
+type HostedConnectWithdrawLiveConsentResponse200Headers struct {
+	CacheControl *string
+}
+
+// HostedConnectWithdrawLiveConsentResponseDefaultHeaders the declared response headers of an HTTP default response for HostedConnectWithdrawLiveConsent
+type HostedConnectWithdrawLiveConsentResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type HostedConnectWithdrawLiveConsentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		AccountId string                                                     `json:"accountId"`
+		Granted   HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted `json:"granted"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *HostedConnectWithdrawLiveConsentResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HostedConnectWithdrawLiveConsentResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostedConnectWithdrawLiveConsentResponse) GetJSON200() *struct {
+	AccountId string                                                     `json:"accountId"`
+	Granted   HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted `json:"granted"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HostedConnectWithdrawLiveConsentResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r HostedConnectWithdrawLiveConsentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostedConnectWithdrawLiveConsentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostedConnectWithdrawLiveConsentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostedConnectWithdrawLiveConsentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HostedConnectLinkProviderResponse200Headers the declared response headers of an HTTP 200 response for HostedConnectLinkProvider
 type HostedConnectLinkProviderResponse200Headers struct {
 	CacheControl *string
@@ -33113,8 +33466,17 @@ type HostedConnectSessionResponse struct {
 		// disconnected the app from (hosted Connect) reads `closed`, with `result`
 		// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 		// (403 `app_disconnected`) until a later link connects it again.
-		Link      ConnectLink `json:"link"`
-		Operator  string      `json:"operator"`
+		Link        ConnectLink `json:"link"`
+		LiveConsent []struct {
+			AccountId string `json:"accountId"`
+
+			// At When the trader gave their word (null: never)
+			At *time.Time `json:"at"`
+
+			// Granted The app's orders on the account may reach the provider: the trader's word, else the engine's default
+			Granted bool `json:"granted"`
+		} `json:"liveConsent"`
+		Operator  string `json:"operator"`
 		Providers []struct {
 			// KeyNote What key to create at the provider
 			KeyNote string `json:"keyNote"`
@@ -33157,8 +33519,17 @@ func (r HostedConnectSessionResponse) GetJSON200() *struct {
 	// disconnected the app from (hosted Connect) reads `closed`, with `result`
 	// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 	// (403 `app_disconnected`) until a later link connects it again.
-	Link      ConnectLink `json:"link"`
-	Operator  string      `json:"operator"`
+	Link        ConnectLink `json:"link"`
+	LiveConsent []struct {
+		AccountId string `json:"accountId"`
+
+		// At When the trader gave their word (null: never)
+		At *time.Time `json:"at"`
+
+		// Granted The app's orders on the account may reach the provider: the trader's word, else the engine's default
+		Granted bool `json:"granted"`
+	} `json:"liveConsent"`
+	Operator  string `json:"operator"`
 	Providers []struct {
 		// KeyNote What key to create at the provider
 		KeyNote string `json:"keyNote"`
@@ -41023,7 +41394,9 @@ func (c *ClientWithResponses) ListAccountsWithResponse(ctx context.Context, reqE
 // this one, since when). A held account's orders are refused with 403
 // feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
 // does not lift the hold; while `enabled` is off they are refused with params.heldBy
-// user.
+// user. A provider account linked through a Connect app (hosted Connect) belongs to the
+// app's tenant and follows no user's switch: the trader's consent to live trading by the
+// app stands in (given on hosted Connect's link form; params.heldBy trader without it).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -42793,8 +43166,10 @@ func (c *ClientWithResponses) HostedConnectChooseWithResponse(ctx context.Contex
 // of the trader that connected `accountId` reads `closed` with `result` `{status:
 // disconnected, accountId}`, and the app key acting for the trader is refused on that
 // account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-// link), on every node. Idempotent: an account no longer connected changes nothing and
+// link connects it again. On a provider account it also ends the trader's consent to
+// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+// account again does not bring it back, linking it again with `liveConsent: true` does.
+// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 // answers the same. Connect links send no webhook (the spec: their state is read from the
 // link). 404 `not_found`: no account of the trader connected to this app has that id.
 //
@@ -42815,8 +43190,10 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithBodyWithResponse(ctx co
 // of the trader that connected `accountId` reads `closed` with `result` `{status:
 // disconnected, accountId}`, and the app key acting for the trader is refused on that
 // account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-// link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-// link), on every node. Idempotent: an account no longer connected changes nothing and
+// link connects it again. On a provider account it also ends the trader's consent to
+// live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+// account again does not bring it back, linking it again with `liveConsent: true` does.
+// Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
 // answers the same. Connect links send no webhook (the spec: their state is read from the
 // link). 404 `not_found`: no account of the trader connected to this app has that id.
 //
@@ -42829,6 +43206,46 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParseHostedConnectDisconnectResponse(rsp)
+}
+
+// HostedConnectWithdrawLiveConsentWithBodyWithResponse The trader withdraws their consent to live trading by the app on one of their provider accounts
+//
+// From then the app's orders on the account are refused before anything is sent (403
+// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+// the same. 404 `not_found`: no provider account of the trader linked through this app
+// has that id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+func (c *ClientWithResponses) HostedConnectWithdrawLiveConsentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostedConnectWithdrawLiveConsentResponse, error) {
+	rsp, err := c.HostedConnectWithdrawLiveConsentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectWithdrawLiveConsentResponse(rsp)
+}
+
+// HostedConnectWithdrawLiveConsentWithResponse The trader withdraws their consent to live trading by the app on one of their provider accounts
+//
+// From then the app's orders on the account are refused before anything is sent (403
+// `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+// links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+// account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+// the same. 404 `not_found`: no provider account of the trader linked through this app
+// has that id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/connect/hosted/live-consent/withdraw (the `HostedConnectWithdrawLiveConsent` operationId).
+func (c *ClientWithResponses) HostedConnectWithdrawLiveConsentWithResponse(ctx context.Context, body HostedConnectWithdrawLiveConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedConnectWithdrawLiveConsentResponse, error) {
+	rsp, err := c.HostedConnectWithdrawLiveConsent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostedConnectWithdrawLiveConsentResponse(rsp)
 }
 
 // HostedConnectLinkProviderWithBodyWithResponse The trader links their account at a provider with their own API key and secret (or login), and connects it
@@ -42847,6 +43264,16 @@ func (c *ClientWithResponses) HostedConnectDisconnectWithResponse(ctx context.Co
 // password is used once to sign in and never kept; the login's accounts are linked
 // (or only `accountNumber`) and the link connects the first. The same login linked
 // again by the same trader reaches the same accounts and renews their tokens.
+//
+// `liveConsent` is the trader's word on live trading by the app on the account (the
+// page's "Allow live trading" box): true, the app's orders become real orders at the
+// provider, on the trader's money; false, the account is linked but the app's orders on
+// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+// keeps the word given before). Only a link grants it: it takes the key or password
+// again, which the app never holds. A venue's hold on live trading still comes first.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -42876,6 +43303,16 @@ func (c *ClientWithResponses) HostedConnectLinkProviderWithBodyWithResponse(ctx 
 // (or only `accountNumber`) and the link connects the first. The same login linked
 // again by the same trader reaches the same accounts and renews their tokens.
 //
+// `liveConsent` is the trader's word on live trading by the app on the account (the
+// page's "Allow live trading" box): true, the app's orders become real orders at the
+// provider, on the trader's money; false, the account is linked but the app's orders on
+// it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+// live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+// (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+// (`account.live_consent_set.v1`); linking the same account again says anew (absent
+// keeps the word given before). Only a link grants it: it takes the key or password
+// again, which the app never holds. A venue's hold on live trading still comes first.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/connect/hosted/providers (the `HostedConnectLinkProvider` operationId).
@@ -42891,10 +43328,17 @@ func (c *ClientWithResponses) HostedConnectLinkProviderWithResponse(ctx context.
 //
 // `accounts` are the trader's accounts connected to the app before (each can be chosen
 // again); `connected` the ids of those the app acts on for the trader now (the returning
-// view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
-// in plain words what the app may do on an account the trader connects; `providers` are
-// the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
-// the app's logo when it is an https URL, else empty.
+// view offers to disconnect each). `liveConsent` has one entry per provider account among
+// `accounts`: whether the trader lets the app trade it live (`granted`: the app's orders
+// become real orders at the provider; otherwise they are refused with 403
+// feature_disabled, params.heldBy trader) and when they said (`at`; null: never, and the
+// engine's default applies, ENGINE_LIVE_TRADING_DEFAULT, off in production). The trader
+// grants it only by linking the account again with `liveConsent: true` and withdraws it
+// with POST /api/connect/hosted/live-consent/withdraw or by disconnecting. `operator`
+// names who runs hosted Connect; `scopes` say in plain words what the app may do on an
+// account the trader connects; `providers` are the providers the engine links (POST
+// /api/connect/hosted/providers). `app.logoUrl` is the app's logo when it is an https
+// URL, else empty.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -50783,6 +51227,72 @@ func ParseHostedConnectDisconnectResponse(rsp *http.Response) (*HostedConnectDis
 	return response, nil
 }
 
+// ParseHostedConnectWithdrawLiveConsentResponse parses an HTTP response from a HostedConnectWithdrawLiveConsentWithResponse call
+func ParseHostedConnectWithdrawLiveConsentResponse(rsp *http.Response) (*HostedConnectWithdrawLiveConsentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostedConnectWithdrawLiveConsentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			AccountId string                                                     `json:"accountId"`
+			Granted   HostedConnectWithdrawLiveConsent200JSONResponseBodyGranted `json:"granted"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers HostedConnectWithdrawLiveConsentResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers HostedConnectWithdrawLiveConsentResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseHostedConnectLinkProviderResponse parses an HTTP response from a HostedConnectLinkProviderWithResponse call
 func ParseHostedConnectLinkProviderResponse(rsp *http.Response) (*HostedConnectLinkProviderResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -50884,8 +51394,17 @@ func ParseHostedConnectSessionResponse(rsp *http.Response) (*HostedConnectSessio
 			// disconnected the app from (hosted Connect) reads `closed`, with `result`
 			// `{status: disconnected, accountId}`: the app no longer acts for the trader on that account
 			// (403 `app_disconnected`) until a later link connects it again.
-			Link      ConnectLink `json:"link"`
-			Operator  string      `json:"operator"`
+			Link        ConnectLink `json:"link"`
+			LiveConsent []struct {
+				AccountId string `json:"accountId"`
+
+				// At When the trader gave their word (null: never)
+				At *time.Time `json:"at"`
+
+				// Granted The app's orders on the account may reach the provider: the trader's word, else the engine's default
+				Granted bool `json:"granted"`
+			} `json:"liveConsent"`
+			Operator  string `json:"operator"`
 			Providers []struct {
 				// KeyNote What key to create at the provider
 				KeyNote string `json:"keyNote"`

@@ -3193,7 +3193,9 @@ export interface paths {
          *     this one, since when). A held account's orders are refused with 403
          *     feature_disabled (params.heldBy venue) whatever `enabled` says, and switching on
          *     does not lift the hold; while `enabled` is off they are refused with params.heldBy
-         *     user.
+         *     user. A provider account linked through a Connect app (hosted Connect) belongs to the
+         *     app's tenant and follows no user's switch: the trader's consent to live trading by the
+         *     app stands in (given on hosted Connect's link form; params.heldBy trader without it).
          */
         get: operations["getLiveTrading"];
         put?: never;
@@ -3572,10 +3574,17 @@ export interface paths {
          * What hosted Connect shows the trader - who runs it, the link, the app and what it may do, the providers, their connected accounts, the white-label paper
          * @description `accounts` are the trader's accounts connected to the app before (each can be chosen
          *     again); `connected` the ids of those the app acts on for the trader now (the returning
-         *     view offers to disconnect each). `operator` names who runs hosted Connect; `scopes` say
-         *     in plain words what the app may do on an account the trader connects; `providers` are
-         *     the providers the engine links (POST /api/connect/hosted/providers). `app.logoUrl` is
-         *     the app's logo when it is an https URL, else empty.
+         *     view offers to disconnect each). `liveConsent` has one entry per provider account among
+         *     `accounts`: whether the trader lets the app trade it live (`granted`: the app's orders
+         *     become real orders at the provider; otherwise they are refused with 403
+         *     feature_disabled, params.heldBy trader) and when they said (`at`; null: never, and the
+         *     engine's default applies, ENGINE_LIVE_TRADING_DEFAULT, off in production). The trader
+         *     grants it only by linking the account again with `liveConsent: true` and withdraws it
+         *     with POST /api/connect/hosted/live-consent/withdraw or by disconnecting. `operator`
+         *     names who runs hosted Connect; `scopes` say in plain words what the app may do on an
+         *     account the trader connects; `providers` are the providers the engine links (POST
+         *     /api/connect/hosted/providers). `app.logoUrl` is the app's logo when it is an https
+         *     URL, else empty.
          */
         get: operations["hostedConnectSession"];
         put?: never;
@@ -3623,8 +3632,10 @@ export interface paths {
          *     of the trader that connected `accountId` reads `closed` with `result` `{status:
          *     disconnected, accountId}`, and the app key acting for the trader is refused on that
          *     account (403 `app_disconnected`; it leaves their GET /api/account/list) until a later
-         *     link connects it again. Recorded in the log (`connect.link_disconnected.v1`, on each
-         *     link), on every node. Idempotent: an account no longer connected changes nothing and
+         *     link connects it again. On a provider account it also ends the trader's consent to
+         *     live trading by the app (`account.live_consent_set.v1`, recorded first): connecting the
+         *     account again does not bring it back, linking it again with `liveConsent: true` does.
+         *     Recorded in the log (`connect.link_disconnected.v1`, on each link), on every node. Idempotent: an account no longer connected changes nothing and
          *     answers the same. Connect links send no webhook (the spec: their state is read from the
          *     link). 404 `not_found`: no account of the trader connected to this app has that id.
          */
@@ -3660,8 +3671,43 @@ export interface paths {
          *     password is used once to sign in and never kept; the login's accounts are linked
          *     (or only `accountNumber`) and the link connects the first. The same login linked
          *     again by the same trader reaches the same accounts and renews their tokens.
+         *
+         *     `liveConsent` is the trader's word on live trading by the app on the account (the
+         *     page's "Allow live trading" box): true, the app's orders become real orders at the
+         *     provider, on the trader's money; false, the account is linked but the app's orders on
+         *     it are refused before anything is sent (403 `feature_disabled`, params `{feature:
+         *     live_trading, heldBy: trader}`); absent, the engine's default for a switch never set
+         *     (ENGINE_LIVE_TRADING_DEFAULT: off in production). It is recorded with the link
+         *     (`account.live_consent_set.v1`); linking the same account again says anew (absent
+         *     keeps the word given before). Only a link grants it: it takes the key or password
+         *     again, which the app never holds. A venue's hold on live trading still comes first.
          */
         post: operations["hostedConnectLinkProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connect/hosted/live-consent/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The trader withdraws their consent to live trading by the app on one of their provider accounts
+         * @description From then the app's orders on the account are refused before anything is sent (403
+         *     `feature_disabled`, params `{feature: live_trading, heldBy: trader}`) until the trader
+         *     links the account again in hosted Connect with `liveConsent: true`. Recorded on the
+         *     account (`account.live_consent_set.v1`). Withdrawing again changes nothing and answers
+         *     the same. 404 `not_found`: no provider account of the trader linked through this app
+         *     has that id.
+         */
+        post: operations["hostedConnectWithdrawLiveConsent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3830,7 +3876,14 @@ export interface components {
             apiKey: string;
             apiSecret: string;
             label?: string;
+            liveConsent?: components["schemas"]["LiveConsentField"];
         };
+        /**
+         * @description Hosted Connect only (POST /api/connect/hosted/providers; POST /api/account/providers
+         *     refuses it with 422 invalid_request, params.field liveConsent): the trader's word on
+         *     live trading by the app on the account linked. Absent: the engine's default.
+         */
+        LiveConsentField: boolean;
         ProviderLoginLink: {
             /** @description a provider the engine links with a login, such as tradovate */
             provider: string;
@@ -3847,6 +3900,7 @@ export interface components {
             accountNumber?: string;
             /** @description The label of each account linked; absent: the broker and the account name */
             label?: string;
+            liveConsent?: components["schemas"]["LiveConsentField"];
         };
         LiveTradingBody: {
             enabled: boolean;
@@ -10118,6 +10172,16 @@ export interface operations {
                         };
                         accounts: components["schemas"]["AccountItem"][];
                         connected: string[];
+                        liveConsent: {
+                            accountId: string;
+                            /** @description The app's orders on the account may reach the provider: the trader's word, else the engine's default */
+                            granted: boolean;
+                            /**
+                             * Format: date-time
+                             * @description When the trader gave their word (null: never)
+                             */
+                            at: string | null;
+                        }[];
                         whiteLabel: {
                             enabled: boolean;
                             label: string;
@@ -10214,6 +10278,38 @@ export interface operations {
                 content: {
                     "application/json": {
                         link: components["schemas"]["ConnectLink"];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    hostedConnectWithdrawLiveConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    accountId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The account, its consent withdrawn */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        /** @constant */
+                        granted: false;
                     };
                 };
             };
