@@ -317,6 +317,15 @@ func (t *tracker) update(p *orderParts, exec *provider.Execution) []provider.Eve
 	if err != nil {
 		return nil
 	}
+	if st.Status == provider.StatusFilled && st.Quantity.Sign() > 0 && st.FilledQuantity.Cmp(st.Quantity) < 0 {
+		// Its status came before its last fills (the stream may reorder
+		// them): it rests until they come, each with its own update, so
+		// the engine never takes it as ended short of its fills.
+		st.Status = provider.StatusWorking
+		if st.FilledQuantity.Sign() > 0 {
+			st.Status = provider.StatusPartiallyFilled
+		}
+	}
 	at := st.UpdatedAt
 	if exec != nil {
 		at = exec.At
