@@ -6,6 +6,7 @@ import (
 	"github.com/svc/engine/commands"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
 	root := mux.NewRouter()
-	root.Use(recordRoute, d.Sequenced)
+	ls := layers{root: {mws: []mux.MiddlewareFunc{d.Sequenced}}}
 	root.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})).Methods(http.MethodGet)
@@ -69,23 +70,21 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		}
 	}
 
-	open := root.NewRoute().Subrouter()
-	open.Use(d.Auth.Origin, d.Auth.Writes(httpx.Trading))
+	open := ls.sub(root, root.NewRoute().Subrouter(), d.Auth.Origin, d.Auth.Writes(httpx.Trading))
 
 	// Venue routes: a venue key under /api/venues/ and /api/partner/venues/
 	// (before the partner routes, which would take the prefix), an owner's
 	// session under /api/back-office/; every write with an Idempotency-Key.
 	venueKey := func(prefix string) *mux.Router {
-		r := root.PathPrefix(prefix).Subrouter()
-		r.Use(d.Auth.Origin, d.Auth.RequireVenueKey(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
-		return r
+		return ls.sub(root, root.PathPrefix(prefix).Subrouter(),
+			d.Auth.Origin, d.Auth.RequireVenueKey(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
 	}
 	venues, partnerVenues := venueKey("/api/venues"), venueKey("/api/partner/venues")
-	backOffice := root.PathPrefix("/api/back-office").Subrouter()
-	backOffice.Use(d.Auth.Origin, d.Auth.RequireSession(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
+	backOffice := ls.sub(root, root.PathPrefix("/api/back-office").Subrouter(),
+		d.Auth.Origin, d.Auth.RequireSession(httpx.Venue), d.Auth.Writes(httpx.Venue), idem.Require(httpx.Venue))
 
-	firm := root.PathPrefix("/api/partner/").Subrouter()
-	firm.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
+	firm := ls.sub(root, root.PathPrefix("/api/partner/").Subrouter(),
+		d.Auth.Origin, d.Auth.Require(httpx.Trading, "partner"), d.Auth.Writes(httpx.Trading))
 
 	// Identity's handlers serve sign-in for traders and for the Connect dashboard alike (one limiter).
 	var id *identity.Handlers
@@ -100,17 +99,20 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		cfg.NewUser, cfg.StartDashboard = id.VerifiedUser, id.StartDashboard
 		cn = connectgw.New(d, cfg)
 	}
-	tr := root.NewRoute().Subrouter()
+	var tr *mux.Router
 	if cn != nil {
-		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue", "connect"), venuegw.New(d, nil).ActAsTrader, cn.ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
+		tr = ls.sub(root, root.NewRoute().Subrouter(), d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue", "connect"),
+			venuegw.New(d, nil).ActAsTrader, cn.ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
 	} else {
-		tr.Use(d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"), venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
+		tr = ls.sub(root, root.NewRoute().Subrouter(), d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"),
+			venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
 	}
 	f := routes(d, o.Areas, id, tr, firm, open)
 	venueRoutes(d, f, venues, partnerVenues, backOffice)
 	if cn != nil {
-		connectRoutes(d, cn, id, root, open)
+		connectRoutes(d, ls, cn, id, root, open)
 	}
+	ls.bake(root)
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Trading, httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "no such route"))
 	})
@@ -123,7 +125,98 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	})
 	// The log wraps the router, not a middleware of it: mux runs no middleware
 	// for the not-found and method-not-allowed answers, and those are logged too.
-	return BoundWrites(o.WriteTimeout, logRequests(root))
+	return BoundWrites(o.WriteTimeout, logRequests(dispatch(root)))
+}
+
+// layers are the middleware of each router of the route table and the
+// router it is a subrouter of. mux would wrap a route's handler in its
+// routers' middleware on every request (Router.Use): bake wraps each once,
+// when the table is built, in the same order (the root's outermost).
+type layers map[*mux.Router]layer
+
+type layer struct {
+	parent *mux.Router // nil: the root
+	mws    []mux.MiddlewareFunc
+}
+
+// sub records r, a subrouter of parent, with its middleware, and returns it.
+func (ls layers) sub(parent, r *mux.Router, mws ...mux.MiddlewareFunc) *mux.Router {
+	ls[r] = layer{parent: parent, mws: mws}
+	return r
+}
+
+// bake wraps every route's handler of root in its routers' middleware, and
+// outermost in one that names the route's template in the request's trace
+// (the request log's route). Every subrouter must have been recorded (sub).
+func (ls layers) bake(root *mux.Router) {
+	_ = root.Walk(func(route *mux.Route, router *mux.Router, _ []*mux.Route) error {
+		h := route.GetHandler()
+		if h == nil {
+			return nil // a subrouter's route: its own routes are walked
+		}
+		for r := router; r != nil; r = ls[r].parent {
+			l, ok := ls[r]
+			if !ok {
+				panic("gateway: a subrouter of the route table without its layer (layers.sub)")
+			}
+			for i := len(l.mws) - 1; i >= 0; i-- {
+				h = l.mws[i].Middleware(h)
+			}
+		}
+		tpl, err := route.GetPathTemplate()
+		if err != nil {
+			tpl = ""
+		}
+		route.Handler(namedRoute(tpl, h))
+		return nil
+	})
+}
+
+// namedRoute writes the route's template into the request's trace, for the
+// log line, and serves next.
+func namedRoute(tpl string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tr := httpx.TraceOf(r); tr != nil {
+			tr.Route = tpl
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dispatch serves root's routes as root.ServeHTTP does, but with no copy
+// of the request for a route without variables and one for a route with
+// them: mux puts the route (which bake made unneeded) and the variables in
+// the request's context, a copy of the request each. Variables are read
+// as ever with mux.Vars. A path mux would redirect to its clean form, and
+// a request root matches no handler for, root serves itself.
+func dispatch(root *mux.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m mux.RouteMatch
+		if muxClean(r.URL.Path) != r.URL.Path || !root.Match(r, &m) || m.Handler == nil {
+			root.ServeHTTP(w, r)
+			return
+		}
+		if len(m.Vars) > 0 {
+			r = mux.SetURLVars(r, m.Vars) // what mux.Router.ServeHTTP does: context.WithValue, one copy
+		}
+		m.Handler.ServeHTTP(w, r)
+	})
+}
+
+// muxClean is the clean form of a path that mux.Router.ServeHTTP
+// redirects a request to when it differs from the request's path.
+func muxClean(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // allowed lists the methods root serves on r's path, for the Allow header of a 405.
@@ -184,11 +277,11 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // body.
 func logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr := &httpx.Trace{ID: ulid.Make().String()}
+		r, tr := httpx.Begin(r, ulid.Make().String())
 		w.Header().Set(httpx.RequestIDHeader, tr.ID)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(httpx.WithTrace(r.Context(), tr)))
+		next.ServeHTTP(sw, r)
 		route := tr.Route
 		if route == "" {
 			route = r.URL.Path
@@ -200,20 +293,5 @@ func logRequests(next http.Handler) http.Handler {
 		}
 		attrs = append(attrs, slog.Duration("duration", time.Since(start)))
 		slog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
-	})
-}
-
-// recordRoute writes the matched route's template into the request's trace
-// for the log line.
-func recordRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tr := httpx.TraceOf(r); tr != nil {
-			if m := mux.CurrentRoute(r); m != nil {
-				if t, err := m.GetPathTemplate(); err == nil {
-					tr.Route = t
-				}
-			}
-		}
-		next.ServeHTTP(w, r)
 	})
 }

@@ -342,17 +342,15 @@ func venueRoutes(d *api.Deps, f *firmgw.Handlers, venues, partnerVenues, backOff
 // every write with an Idempotency-Key) and hosted Connect (its page, and its
 // frame session's routes). Links and hosted Connect are served on the
 // sandbox only (the spec's preview).
-func connectRoutes(d *api.Deps, c *connectgw.Handlers, id *identity.Handlers, root, open *mux.Router) {
+func connectRoutes(d *api.Deps, ls layers, c *connectgw.Handlers, id *identity.Handlers, root, open *mux.Router) {
 	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(connectgw.Fam, h) }
 	keyed := func(h idem.Handler) http.Handler { return idem.Serve(connectgw.Fam, h) }
 	const dash = "/api/connect/dashboard"
 	open.Handle(dash+"/login", serve(id.DashboardLogin)).Methods(http.MethodPost)
 	open.Handle(dash+"/exchange", serve(c.Exchange)).Methods(http.MethodPost)
 
-	board := root.PathPrefix(dash).Subrouter()
-	board.Use(d.Auth.RequireDashboard(connectgw.Fam), d.Auth.Writes(connectgw.Fam))
-	boardKeyed := board.NewRoute().Subrouter()
-	boardKeyed.Use(idem.Require(connectgw.Fam))
+	board := ls.sub(root, root.PathPrefix(dash).Subrouter(), d.Auth.RequireDashboard(connectgw.Fam), d.Auth.Writes(connectgw.Fam))
+	boardKeyed := ls.sub(board, board.NewRoute().Subrouter(), idem.Require(connectgw.Fam))
 	on := func(r *mux.Router, method, path string, h http.Handler) {
 		r.Handle(strings.TrimPrefix(path, dash), h).Methods(method)
 	}
@@ -371,8 +369,8 @@ func connectRoutes(d *api.Deps, c *connectgw.Handlers, id *identity.Handlers, ro
 	if d.Env == "production" {
 		return
 	}
-	links := root.PathPrefix("/api/connect/links").Subrouter()
-	links.Use(d.Auth.RequireConnectKey(connectgw.Fam), c.AppDoor, d.Auth.Writes(connectgw.Fam), idem.Require(connectgw.Fam))
+	links := ls.sub(root, root.PathPrefix("/api/connect/links").Subrouter(),
+		d.Auth.RequireConnectKey(connectgw.Fam), c.AppDoor, d.Auth.Writes(connectgw.Fam), idem.Require(connectgw.Fam))
 	links.Handle("", serve(c.CreateLink)).Methods(http.MethodPost)
 	links.Handle("", serve(c.ListLinks)).Methods(http.MethodGet)
 	links.Handle("/{linkId}", serve(c.GetLink)).Methods(http.MethodGet)

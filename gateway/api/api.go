@@ -303,8 +303,8 @@ func (d *Deps) Settle(ctx context.Context, res engine.Result) error {
 	if res.Seq == 0 {
 		return nil
 	}
-	if h, ok := ctx.Value(seqKey{}).(*seqHolder); ok {
-		h.raise(res.Seq)
+	if h := seqOf(ctx); h != nil {
+		raise(h, res.Seq)
 	}
 	wctx, cancel := context.WithTimeout(ctx, SettleTimeout)
 	defer cancel()

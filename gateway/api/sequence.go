@@ -24,15 +24,23 @@ const (
 
 type seqKey struct{}
 
-// seqHolder is the newest sequence a request's writes committed at (a
-// handler may commit from several goroutines: a batch).
-type seqHolder struct{ seq atomic.Uint64 }
+// seqOf is where the newest sequence the request of ctx committed at is
+// kept (a handler may commit from several goroutines: a batch): in the
+// gateway's state of the request (httpx.CommitSeq), or where Sequenced put
+// it for a request without one; nil outside Sequenced.
+func seqOf(ctx context.Context) *atomic.Uint64 {
+	if h := httpx.CommitSeq(ctx); h != nil {
+		return h
+	}
+	h, _ := ctx.Value(seqKey{}).(*atomic.Uint64)
+	return h
+}
 
-// raise records seq if it is the newest.
-func (h *seqHolder) raise(seq uint64) {
+// raise records seq in h if it is the newest.
+func raise(h *atomic.Uint64, seq uint64) {
 	for {
-		old := h.seq.Load()
-		if seq <= old || h.seq.CompareAndSwap(old, seq) {
+		old := h.Load()
+		if seq <= old || h.CompareAndSwap(old, seq) {
 			return
 		}
 	}
@@ -41,7 +49,7 @@ func (h *seqHolder) raise(seq uint64) {
 // seqWriter sets X-Engine-Seq before the status goes out.
 type seqWriter struct {
 	http.ResponseWriter
-	h *seqHolder
+	h *atomic.Uint64
 }
 
 func (w *seqWriter) WriteHeader(code int) {
@@ -55,7 +63,7 @@ func (w *seqWriter) Write(b []byte) (int, error) {
 }
 
 func (w *seqWriter) stamp() {
-	if seq := w.h.seq.Load(); seq > 0 && w.Header().Get(SeqHeader) == "" {
+	if seq := w.h.Load(); seq > 0 && w.Header().Get(SeqHeader) == "" {
 		w.Header().Set(SeqHeader, strconv.FormatUint(seq, 10))
 	}
 }
@@ -99,15 +107,19 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 				return
 			}
 		}
-		h := &seqHolder{}
-		next.ServeHTTP(&seqWriter{ResponseWriter: w, h: h}, r.WithContext(context.WithValue(r.Context(), seqKey{}, h)))
+		h := httpx.CommitSeq(r.Context())
+		if h == nil { // a request the gateway's log did not begin (Begin)
+			h = new(atomic.Uint64)
+			r = r.WithContext(context.WithValue(r.Context(), seqKey{}, h))
+		}
+		next.ServeHTTP(&seqWriter{ResponseWriter: w, h: h}, r)
 	})
 }
 
 // committedAt records that the request's write committed at seq (its answer
 // then says so in X-Engine-Seq).
 func committedAt(r *http.Request, seq uint64) {
-	if h, ok := r.Context().Value(seqKey{}).(*seqHolder); ok {
-		h.raise(seq)
+	if h := seqOf(r.Context()); h != nil {
+		raise(h, seq)
 	}
 }

@@ -293,7 +293,7 @@ func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p
 			return
 		}
 	}
-	httpx.GateStreams(w, r.WithContext(httpx.WithPrincipal(r.Context(), p)), next, func(end *httpx.StreamEnd) (func(), error) {
+	httpx.GateStreams(w, httpx.SetPrincipal(r, p), next, func(end *httpx.StreamEnd) (func(), error) {
 		release, err := a.openStream(id)
 		if err != nil {
 			return nil, err

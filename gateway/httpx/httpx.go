@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
@@ -67,6 +68,7 @@ type ctxKey int
 const (
 	principalKey ctxKey = 1
 	traceKey     ctxKey = 2
+	stateKey     ctxKey = 3
 )
 
 // RequestIDHeader is the response header naming a request's id, sent on every
@@ -83,6 +85,45 @@ type Trace struct {
 	Code  string // the error code WriteError answered with, if any
 }
 
+// state is the gateway's own state of one request (Begin), the one value
+// of the request's context that the middleware reads and writes instead
+// of adding a value, and copying the request, each: its trace, its
+// principal once admitted and the newest log sequence its writes committed
+// at. It is written by the request's own goroutine; seq by any goroutine
+// the request's handler starts.
+type state struct {
+	context.Context
+	trace     Trace
+	principal any // the admitted Principal (SetPrincipal); nil before
+	seq       atomic.Uint64
+}
+
+// Value answers the state's keys and passes the others on. A value stored
+// under the same key in a context made from this one is found first, as
+// with context.WithValue.
+func (s *state) Value(key any) any {
+	switch key {
+	case traceKey:
+		return &s.trace
+	case stateKey:
+		return s
+	case principalKey:
+		if s.principal != nil {
+			return s.principal
+		}
+	}
+	return s.Context.Value(key)
+}
+
+// Begin gives r the gateway's state of one request (one context value and
+// one copy of the request for the whole chain of middleware): its trace
+// (TraceOf) with id, its principal once admitted (SetPrincipal) and the
+// newest log sequence its writes committed at (CommitSeq).
+func Begin(r *http.Request, id string) (*http.Request, *Trace) {
+	s := &state{Context: r.Context(), trace: Trace{ID: id}}
+	return r.WithContext(s), &s.trace
+}
+
 // WithTrace stores t in ctx.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
 	return context.WithValue(ctx, traceKey, t)
@@ -94,9 +135,30 @@ func TraceOf(r *http.Request) *Trace {
 	return t
 }
 
+// CommitSeq is where the newest log sequence the request of ctx committed
+// at is kept, in the gateway's state of the request (Begin); nil without one.
+func CommitSeq(ctx context.Context) *atomic.Uint64 {
+	if s, ok := ctx.Value(stateKey).(*state); ok {
+		return &s.seq
+	}
+	return nil
+}
+
 // WithPrincipal stores p in ctx.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey, p)
+}
+
+// SetPrincipal is r with p as its principal (PrincipalOf): r itself when it
+// carries the gateway's state (Begin) and no principal yet, else a copy of
+// r with p in its context (WithPrincipal).
+func SetPrincipal(r *http.Request, p Principal) *http.Request {
+	ctx := r.Context()
+	if s, ok := ctx.Value(stateKey).(*state); ok && ctx.Value(principalKey) == nil {
+		s.principal = p
+		return r
+	}
+	return r.WithContext(WithPrincipal(ctx, p))
 }
 
 // PrincipalOf returns the request's resolved principal.
