@@ -54,14 +54,14 @@ type Op struct {
 	Err     string        `json:"err,omitempty"`
 	Seq     uint64        `json:"seq,omitempty"` // X-Engine-Seq
 
-	OrderID  string   `json:"orderId,omitempty"` // place ok/dup: the brokerOrderId answered
-	State    string   `json:"state,omitempty"`   // place ok: the order's state answered
-	Revision uint64   `json:"revision,omitempty"`
-	Working  []string `json:"working,omitempty"` // read: the working orders' clientOrderIds
-	Balance  *int64   `json:"balance,omitempty"` // read: the balance in cents
-	Found    bool     `json:"found,omitempty"`   // receipt
-	RecOp    string   `json:"recOp,omitempty"`   // receipt: its op
-	RecCents int64    `json:"recCents,omitempty"`
+	OrderID     string   `json:"orderId,omitempty"` // place ok/dup: the brokerOrderId answered
+	State       string   `json:"state,omitempty"`   // place ok: the order's state answered
+	Revision    uint64   `json:"revision,omitempty"`
+	Working     []string `json:"working,omitempty"` // read: the working orders' clientOrderIds
+	BalanceText string   `json:"balance,omitempty"` // read: the summary's balance
+	Found       bool     `json:"found,omitempty"`   // receipt
+	RecOp       string   `json:"recOp,omitempty"`   // receipt: its op
+	RecCents    int64    `json:"recCents,omitempty"`
 }
 
 // History is every attempt of a run. Its methods are safe for concurrent use.

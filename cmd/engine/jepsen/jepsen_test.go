@@ -1,0 +1,199 @@
+package jepsen
+
+import (
+	"context"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/events"
+)
+
+var (
+	longDuration = flag.Duration("faults.duration", 0, "TestFaultsLong: how long the clients run under random faults (0: the test is skipped); scripts/faults sets it")
+	longSeed     = flag.Uint64("faults.seed", 0, "TestFaultsLong: the random schedule's seed (0: a fresh one, printed)")
+)
+
+// run is one run of the harness.
+type run struct {
+	engines  int
+	unfenced bool
+	clients  int
+	duration time.Duration // the clients' time
+	seed     uint64
+	faults   func(rng *rand.Rand) []Fault
+}
+
+// runFaults starts a cluster, runs the clients under the faults, heals
+// everything, waits for the writes in flight to settle and checks the
+// history. The cluster's directory (configs, stores, logs) is kept and
+// named when the test fails.
+func runFaults(t *testing.T, r run) *Report {
+	if err := Available(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "jepsen-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the cluster's configs, stores and logs: %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	c, err := StartCluster(t, Options{Dir: dir, Engines: r.engines, DemoAccounts: 3, Unfenced: r.unfenced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(c.Describe())
+	money, err := Provision(c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trade []Account
+	for _, a := range c.Creds.Accounts {
+		trade = append(trade, Account{Number: a.AccountNumber, ID: a.AccountID, Start: decimal(t, "50000")})
+	}
+	t.Logf("seed %d", r.seed)
+	faults := r.faults(rand.New(rand.NewPCG(r.seed, 47)))
+	for _, f := range faults {
+		t.Logf("scheduled: %s", f)
+	}
+	h := NewHistory()
+	w := &Workload{C: c, H: h, Trade: trade, Money: money, Clients: r.clients, Seed: r.seed, GiveUp: time.Now().Add(r.duration + 45*time.Second)}
+	n := &Nemesis{C: c, H: h, Log: t.Logf}
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ran := make(chan struct{})
+	go func() {
+		w.Run(wctx)
+		close(ran)
+	}()
+	healed := make(chan struct{})
+	nctx, stopNemesis := context.WithCancel(context.Background())
+	defer stopNemesis()
+	go func() {
+		n.Run(nctx, faults)
+		close(healed)
+	}()
+	time.Sleep(r.duration)
+	stop()
+	stopNemesis()
+	<-healed
+	if err := c.Net.HealAll(); err != nil {
+		t.Error(err)
+	}
+	<-ran
+	t.Logf("clients ran %v; %d attempts", r.duration, len(h.Ops()))
+	k := &Checker{C: c, W: w, H: h, Windows: n.Windows(), Timeout: 20 * time.Second, Log: t.Logf}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := k.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("faults:\n%s", FaultSummary(n.Windows(), h.Ops()))
+	t.Logf("checked:\n%s", rep.Summary())
+	for i, u := range rep.Unsettled {
+		if i == 10 {
+			t.Logf("... %d more unsettled", len(rep.Unsettled)-10)
+			break
+		}
+		t.Logf("unsettled: %s", u)
+	}
+	return rep
+}
+
+func decimal(t *testing.T, s string) events.Decimal {
+	t.Helper()
+	d, err := events.ParseDecimal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// The short run, in the normal suite: one partition (an engine and a
+// nats-server cut from the rest: the engine with the NATS minority) and one
+// pause (an engine SIGSTOPped past its leases), under six clients for 30 s.
+// Every anomaly fails it.
+func TestFaultsShort(t *testing.T) {
+	t.Parallel()
+	rep := runFaults(t, run{engines: 2, clients: 6, duration: 30 * time.Second, seed: uint64(time.Now().UnixNano()),
+		faults: func(*rand.Rand) []Fault {
+			return []Fault{
+				{Kind: FaultSplit, Target: 0, At: 5 * time.Second, For: 8 * time.Second},
+				{Kind: FaultPauseEngine, Target: 1, At: 17 * time.Second, For: 6 * time.Second},
+			}
+		}})
+	report(t, rep)
+}
+
+// The deliberately broken deployment: the engines reach NATS through the
+// unfenced proxy (proxy.go), so neither the lease bucket's compare-and-set
+// nor the log's expected-sequence guard holds. An engine is paused past its
+// leases while the clients go on through the other, then resumed. The
+// checkers must catch it.
+func TestFaultsUnfencedIsCaught(t *testing.T) {
+	t.Parallel()
+	rep := runFaults(t, run{engines: 2, clients: 6, unfenced: true, duration: 20 * time.Second, seed: uint64(time.Now().UnixNano()),
+		faults: func(*rand.Rand) []Fault {
+			return []Fault{{Kind: FaultPauseEngine, Target: 0, At: 4 * time.Second, For: 5 * time.Second}}
+		}})
+	if len(rep.Anomalies) == 0 {
+		t.Fatal("the checkers found nothing wrong with a deployment whose writes are not fenced")
+	}
+	kinds := map[string]int{}
+	for _, a := range rep.Anomalies {
+		kinds[a.Check]++
+	}
+	t.Logf("caught: %v (%s)", kinds, rep.Dir)
+	if kinds["fencing"] == 0 {
+		t.Error("the fencing checker found no unfenced commit")
+	}
+	if len(rep.Anomalies) == kinds["fencing"] {
+		t.Error("no effect of the unfenced writes was caught (an order placed twice, a ledger that forks, an answer no order of the writes explains)")
+	}
+}
+
+// The long run (scripts/faults -duration 10m): random faults of every kind,
+// from a seed it prints, under eight clients.
+func TestFaultsLong(t *testing.T) {
+	if *longDuration == 0 {
+		t.Skip("skipped: set -faults.duration (scripts/faults -duration 10m)")
+	}
+	seed := *longSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	d := *longDuration
+	rep := runFaults(t, run{engines: 2, clients: 8, duration: d, seed: seed, faults: func(rng *rand.Rand) []Fault {
+		var fs []Fault
+		for _, f := range RandomSchedule(rng, 2, int(d/(10*time.Second))+1, 5*time.Second) {
+			if f.At+f.For < d-5*time.Second {
+				fs = append(fs, f)
+			}
+		}
+		return fs
+	}})
+	report(t, rep)
+}
+
+// report fails the test with every anomaly.
+func report(t *testing.T, rep *Report) {
+	t.Helper()
+	for i, a := range rep.Anomalies {
+		if i == 40 {
+			t.Errorf("... and %d more", len(rep.Anomalies)-40)
+			break
+		}
+		t.Error(a)
+	}
+	if len(rep.Anomalies) > 0 {
+		t.Errorf("history, anomalies and porcupine's visualizations: %s", rep.Dir)
+	}
+}

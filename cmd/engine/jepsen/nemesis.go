@@ -1,0 +1,256 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The fault kinds of the nemesis.
+const (
+	FaultKillEngine  = "kill-engine"  // SIGKILL an engine, start it again after the fault
+	FaultKillNATS    = "kill-nats"    // SIGKILL a nats-server, start it again
+	FaultPauseEngine = "pause-engine" // SIGSTOP an engine past its leases (TTL 2 s), SIGCONT
+	FaultPauseNATS   = "pause-nats"   // SIGSTOP a nats-server, SIGCONT
+	FaultCutEngine   = "cut-engine"   // an engine cut from every nats-server, both ways; clients still reach it
+	FaultOneWay      = "oneway-engine"
+	FaultSplit       = "split"         // {an engine, a nats-server} | {the rest}: the engine with the NATS minority
+	FaultNATSMinor   = "nats-minority" // a nats-server cut from the other two; every engine still reaches it
+	FaultLinkDown    = "link-down"     // an engine's link down: nothing reaches it, clients included
+	FaultSlow        = "slow"          // a rate-limited (or netem-delayed) link
+	FaultLossy       = "lossy"         // 30% of a host's packets dropped each way
+)
+
+// FaultKinds is every kind, in the order a report lists them.
+var FaultKinds = []string{FaultKillEngine, FaultKillNATS, FaultPauseEngine, FaultPauseNATS, FaultCutEngine, FaultOneWay,
+	FaultSplit, FaultNATSMinor, FaultLinkDown, FaultSlow, FaultLossy}
+
+// Fault is one fault: its kind, the process it strikes (an index into the
+// engines or the nats-servers, as the kind says), when it starts after the
+// nemesis does and how long it lasts.
+type Fault struct {
+	Kind   string
+	Target int
+	At     time.Duration
+	For    time.Duration
+}
+
+func (f Fault) String() string {
+	return fmt.Sprintf("%s %s at %v for %v", f.Kind, f.target(), f.At.Round(time.Millisecond), f.For.Round(time.Millisecond))
+}
+
+func (f Fault) target() string {
+	switch f.Kind {
+	case FaultKillNATS, FaultPauseNATS, FaultNATSMinor:
+		return natsName(f.Target)
+	case FaultSlow, FaultLossy:
+		if f.Target >= 3 {
+			return engineName(f.Target - 3)
+		}
+		return natsName(f.Target)
+	}
+	return engineName(f.Target)
+}
+
+// Window is a fault as it happened: from when it was injected to when it
+// was healed (the processes it restarted answering again).
+type Window struct {
+	Fault Fault
+	Start time.Duration // on the history's clock
+	End   time.Duration
+	Err   string `json:",omitempty"`
+}
+
+// Nemesis injects faults into a cluster.
+type Nemesis struct {
+	C   *Cluster
+	H   *History
+	Log func(format string, args ...any)
+
+	mu      sync.Mutex
+	windows []Window
+}
+
+// RandomSchedule is n faults of kinds drawn with rng (seeded by the caller,
+// who prints the seed) over the engines and servers, each for 4 to 12 s,
+// with 3 to 8 s of quiet between them, starting after lead.
+func RandomSchedule(rng *rand.Rand, engines int, n int, lead time.Duration) []Fault {
+	var out []Fault
+	at := lead
+	for range n {
+		k := FaultKinds[rng.IntN(len(FaultKinds))]
+		f := Fault{Kind: k, At: at, For: time.Duration(4000+rng.IntN(8000)) * time.Millisecond}
+		switch k {
+		case FaultKillNATS, FaultPauseNATS, FaultNATSMinor:
+			f.Target = rng.IntN(3)
+		case FaultSlow, FaultLossy:
+			f.Target = rng.IntN(3 + engines)
+		default:
+			f.Target = rng.IntN(engines)
+		}
+		if k == FaultPauseEngine {
+			f.For = max(f.For, 5*time.Second) // past the lease
+		}
+		out = append(out, f)
+		at += f.For + time.Duration(3000+rng.IntN(5000))*time.Millisecond
+	}
+	return out
+}
+
+// Run injects each fault at its time, heals it after its duration, and
+// returns when the last is healed or ctx ends (healing what is injected).
+func (n *Nemesis) Run(ctx context.Context, faults []Fault) {
+	began := time.Now()
+	for _, f := range faults {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(began.Add(f.At))):
+		}
+		w := Window{Fault: f, Start: n.H.Now()}
+		err := n.inject(f)
+		if err == nil {
+			n.Log("nemesis: %s", f)
+			select {
+			case <-ctx.Done():
+			case <-time.After(f.For):
+			}
+		}
+		err = errors.Join(err, n.heal(f))
+		w.End = n.H.Now()
+		if err != nil {
+			w.Err = err.Error()
+			n.Log("nemesis: %s: %v", f, err)
+		} else {
+			n.Log("nemesis: %s healed after %v", f.Kind, (w.End - w.Start).Round(time.Millisecond))
+		}
+		n.mu.Lock()
+		n.windows = append(n.windows, w)
+		n.mu.Unlock()
+	}
+}
+
+// Windows are the faults injected so far.
+func (n *Nemesis) Windows() []Window {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Window(nil), n.windows...)
+}
+
+func (n *Nemesis) natsHosts(except int) []string {
+	var out []string
+	for i := range 3 {
+		if i != except {
+			out = append(out, natsName(i))
+		}
+	}
+	return out
+}
+
+func (n *Nemesis) inject(f Fault) error {
+	c := n.C
+	switch f.Kind {
+	case FaultKillEngine:
+		c.Engines[f.Target].Kill()
+	case FaultKillNATS:
+		c.NATS[f.Target].Kill()
+	case FaultPauseEngine:
+		return c.Engines[f.Target].Signal(syscall.SIGSTOP)
+	case FaultPauseNATS:
+		return c.NATS[f.Target].Signal(syscall.SIGSTOP)
+	case FaultCutEngine:
+		return c.Net.Partition([]string{engineName(f.Target)}, n.natsHosts(-1))
+	case FaultOneWay:
+		for _, s := range n.natsHosts(-1) {
+			if err := c.Net.Cut(engineName(f.Target), s); err != nil {
+				return err
+			}
+		}
+	case FaultSplit:
+		minority := []string{engineName(f.Target), natsName(f.Target % 3)}
+		var majority []string
+		for i := range c.Engines {
+			if i != f.Target {
+				majority = append(majority, engineName(i))
+			}
+		}
+		majority = append(majority, n.natsHosts(f.Target%3)...)
+		return c.Net.Partition(minority, majority)
+	case FaultNATSMinor:
+		return c.Net.Partition([]string{natsName(f.Target)}, n.natsHosts(f.Target))
+	case FaultLinkDown:
+		return c.Net.Down(engineName(f.Target))
+	case FaultSlow:
+		return c.Net.Slow(f.target())
+	case FaultLossy:
+		return c.Net.Lossy(f.target(), 30)
+	default:
+		return fmt.Errorf("jepsen: no fault %q", f.Kind)
+	}
+	return nil
+}
+
+// heal ends the fault and waits until what it struck answers again.
+func (n *Nemesis) heal(f Fault) error {
+	c := n.C
+	switch f.Kind {
+	case FaultKillEngine:
+		if err := c.Engines[f.Target].Start(); err != nil {
+			return err
+		}
+		return c.WaitEngine(f.Target, 90*time.Second)
+	case FaultKillNATS:
+		if err := c.NATS[f.Target].Start(); err != nil {
+			return err
+		}
+		return c.WaitNATS(f.Target, 60*time.Second)
+	case FaultPauseEngine:
+		return c.Engines[f.Target].Signal(syscall.SIGCONT)
+	case FaultPauseNATS:
+		return c.NATS[f.Target].Signal(syscall.SIGCONT)
+	}
+	return c.Net.HealAll()
+}
+
+// FaultSummary is, per fault kind, how many times it struck, how long it
+// lasted in all, and the attempts invoked while it held with their
+// outcomes.
+func FaultSummary(windows []Window, ops []Op) string {
+	type stat struct {
+		n        int
+		held     time.Duration
+		outcomes map[string]int
+		attempts int
+	}
+	stats := map[string]*stat{}
+	for _, w := range windows {
+		s := stats[w.Fault.Kind]
+		if s == nil {
+			s = &stat{outcomes: map[string]int{}}
+			stats[w.Fault.Kind] = s
+		}
+		s.n++
+		s.held += w.End - w.Start
+		for _, op := range ops {
+			if op.Call >= w.Start && op.Call <= w.End {
+				s.attempts++
+				s.outcomes[op.Outcome]++
+			}
+		}
+	}
+	var b strings.Builder
+	for _, k := range FaultKinds {
+		s := stats[k]
+		if s == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %d times, %v in all; %d attempts invoked meanwhile (ok %d, dup %d, refused %d, fail %d, unknown %d)\n",
+			k, s.n, s.held.Round(time.Millisecond), s.attempts, s.outcomes[OK], s.outcomes[Dup], s.outcomes[Refused], s.outcomes[Fail], s.outcomes[Unknown])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
