@@ -675,3 +675,48 @@ func TestTradovateContractOutsideTheCatalogAtItsOwnValuePerPoint(t *testing.T) {
 	}
 	waitUntil(t, 10*time.Second, func() bool { return realized().Cmp(events.Int(5)) == 0 }, func() any { return frame()["summary"] })
 }
+
+// A provider that tells of a fill's position before the fill (the
+// simulator's PositionBeforeFill) leaves the same book: the close of 2 ES
+// one point up realizes 100 and leaves the account flat, not short.
+func TestTradovatePositionBeforeItsFill(t *testing.T) {
+	sim, p, _, key, q, _, _, _ := linkedTradovate(t, tradovatesim.Options{PositionBeforeFill: true})
+	do := caller(t, p, key)
+	es := sim.FrontContract("ES")
+	frame := func() map[string]any {
+		_, f := do("GET", "/api/account/snapshot"+q, nil)
+		return f
+	}
+	position := func() string {
+		ps, _ := frame()["positions"].([]any)
+		if len(ps) != 1 {
+			return fmt.Sprint(len(ps), " positions")
+		}
+		return ps[0].(map[string]any)["quantity"].(string)
+	}
+	if st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "pf-1", "instrument": es, "side": "buy",
+		"orderType": "market", "quantity": "2"}); st != 200 {
+		t.Fatalf("market order: %d %v\n%s", st, m, p.out)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return position() == "2" }, func() any { return frame() })
+	avg, err := events.ParseDecimal(frame()["positions"].([]any)[0].(map[string]any)["avgPrice"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPrice(es, avg.Add(events.Int(1)).String()); err != nil {
+		t.Fatal(err)
+	}
+	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "pf-x"}); st != 200 {
+		t.Fatalf("close: %d %v", st, m)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return position() == "0 positions" }, func() any { return frame() })
+	waitUntil(t, 10*time.Second, func() bool {
+		s := frame()["summary"].(map[string]any)
+		r, _ := events.ParseDecimal(s["realizedPnl"].(string))
+		b, _ := events.ParseDecimal(s["balance"].(string))
+		return r.Cmp(events.Int(100)) == 0 && b.Cmp(events.Int(50100)) == 0
+	}, func() any { return frame()["summary"] })
+	if position() != "0 positions" {
+		t.Fatalf("after the close: %v", frame())
+	}
+}

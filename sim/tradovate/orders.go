@@ -463,10 +463,17 @@ func (s *Sim) fill(o *order, px *apd.Decimal, now time.Time) {
 	o.filled = o.qty
 	o.ent.OrdStatus = "Filled"
 	s.execution(o, o.cmdID, "Trade", now, func(e *executionReportEnt) { e.LastQty, e.LastPx = qty, dnum(px) })
+	var cash func()
+	if s.opts.PositionBeforeFill {
+		cash = s.applyFill(o.acct, o.c, f, px, now)
+	}
 	s.emit(u, "fill", "Created", f)
 	s.emitOrder(o, "Updated")
 	o.c.mkt.trade(qty, o.buy(), now)
-	s.applyFill(o.acct, o.c, f, px, now)
+	if cash == nil {
+		cash = s.applyFill(o.acct, o.c, f, px, now)
+	}
+	cash()
 	if o.linked != nil && !o.linked.final() {
 		s.end(o.linked, o.linked.cmdID, "Canceled", "Canceled", "Linked order filled", now)
 	}

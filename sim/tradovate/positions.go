@@ -44,8 +44,9 @@ func (a *account) positionList() []*position {
 
 // applyFill moves an account's position and cash with a fill: bought/sold counts and values, fill
 // pairs against the open fills the other way, realized P&L (price difference × quantity × the
-// product's value per point) into the cash balance.
-func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, now time.Time) {
+// product's value per point) into the cash balance. It emits the position and the fill pairs;
+// cash emits the cash balance (when the fill realized anything).
+func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, now time.Time) (cash func()) {
 	u := a.user
 	p := a.positions[c.id]
 	created := p == nil
@@ -115,13 +116,15 @@ func (s *Sim) applyFill(a *account, c *contract, f *fillEnt, px *apd.Decimal, no
 		u.fillPairs = append(u.fillPairs, pair)
 		s.emit(u, "fillPair", "Created", pair)
 	}
-	if !realized.IsZero() {
-		a.amount = dec.Add(a.amount, realized)
-		a.realized = dec.Add(a.realized, realized)
-		a.weekReal = dec.Add(a.weekReal, realized)
-		a.cashTime = now
-		s.emit(u, "cashBalance", "Updated", s.cashEntity(a))
+	if realized.IsZero() {
+		return func() {}
 	}
+	a.amount = dec.Add(a.amount, realized)
+	a.realized = dec.Add(a.realized, realized)
+	a.weekReal = dec.Add(a.weekReal, realized)
+	a.cashTime = now
+	ent := s.cashEntity(a)
+	return func() { s.emit(u, "cashBalance", "Updated", ent) }
 }
 
 // cashEntity is an account's CashBalance in US dollars.

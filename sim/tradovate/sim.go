@@ -77,7 +77,11 @@ type Options struct {
 	// mode "Delayed" and no data, as a provider engineer once described the test environment
 	// (tradovate/api issue 37), instead of the simulator's default refusal (403).
 	DelayedWithoutSubscription bool
-	Logger                     *slog.Logger // discards when nil
+	// PositionBeforeFill makes the user-data stream tell of a fill's position (and its fill pairs)
+	// before the fill itself and its order; the cash balance still follows them. The provider
+	// documents no order among a fill's entities, so a client must take them in either.
+	PositionBeforeFill bool
+	Logger             *slog.Logger // discards when nil
 }
 
 func (o *Options) defaults() {
