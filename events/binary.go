@@ -18,12 +18,14 @@ import (
 // msgp.UnmarshalAsJSON turns one into JSON. Unknown fields are skipped, so a
 // field can be added without a new event version.
 
-func (r Registry) encodeMsg(c Commit) ([]byte, error) {
+func (r Registry) encodeMsg(b []byte, c Commit) ([]byte, error) {
 	fields := uint32(4)
 	if c.Key != "" {
 		fields++
 	}
-	b := make([]byte, 0, 128+384*len(c.Events))
+	if b == nil {
+		b = make([]byte, 0, 128+384*len(c.Events))
+	}
 	b = msgp.AppendMapHeader(b, fields)
 	b = msgp.AppendString(b, "id")
 	b = msgp.AppendString(b, c.CommandID)

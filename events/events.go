@@ -242,6 +242,12 @@ type wireCommit struct {
 // is a MessagePack map, see encodeMsg; any other is the JSON object the log
 // held before: {"id",...,"events":[{"type":...,"data":{...}},...]}.
 func (r Registry) Encode(c Commit) ([]byte, error) {
+	return r.AppendEncode(nil, c)
+}
+
+// AppendEncode is Encode appending to dst, which a writer may reuse once
+// the bytes are sent.
+func (r Registry) AppendEncode(dst []byte, c Commit) ([]byte, error) {
 	binary := true
 	for _, e := range c.Events {
 		f, ok := r[e.Type()]
@@ -251,9 +257,10 @@ func (r Registry) Encode(c Commit) ([]byte, error) {
 		binary = binary && f.appendMsg != nil
 	}
 	if binary {
-		return r.encodeMsg(c)
+		return r.encodeMsg(dst, c)
 	}
-	return r.encodeJSON(c)
+	b, err := r.encodeJSON(c)
+	return append(dst, b...), err
 }
 
 // encodeJSON writes the JSON form. Each event's bytes are appended as they

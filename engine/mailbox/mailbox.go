@@ -60,6 +60,7 @@ type Group[S any] struct {
 	mu    sync.Mutex
 	boxes map[string]*box[S]
 	wg    sync.WaitGroup
+	reqs  sync.Pool // of *request[S], reused by send
 }
 
 type request[S any] struct {
@@ -94,7 +95,9 @@ type box[S any] struct {
 
 // NewGroup makes the group of one aggregate kind.
 func NewGroup[S any](k Kind[S], log *eventlog.Log, reg events.Registry, obs Observer) *Group[S] {
-	return &Group[S]{kind: k, log: log, reg: reg, obs: obs, boxes: map[string]*box[S]{}}
+	g := &Group[S]{kind: k, log: log, reg: reg, obs: obs, boxes: map[string]*box[S]{}}
+	g.reqs.New = func() any { return new(request[S]) }
+	return g
 }
 
 // SetAdmit sets the kind's Admit before the group's first command.
@@ -160,22 +163,41 @@ func (g *Group[S]) Each(fn func(id string)) {
 	}
 }
 
+// send hands r to aggregate id's mailbox and waits for its reply. The
+// request and its reply channel are reused once the reply is read: the
+// mailbox touches neither after sending it. A request the caller stopped
+// waiting for is the mailbox's and is let go.
 func (g *Group[S]) send(ctx context.Context, id string, r request[S]) (Result, error) {
-	r.reply = make(chan reply, 1)
+	rp := g.reqs.Get().(*request[S])
+	*rp = r
+	rp.reply = replies.Get().(chan reply)
 	b := g.get(id)
 	select {
-	case b.in <- &r:
+	case b.in <- rp:
 	case <-ctx.Done():
+		g.release(rp)
 		return Result{}, ctx.Err()
 	}
 	select {
-	case rep := <-r.reply:
+	case rep := <-rp.reply:
+		g.release(rp)
 		return rep.res, rep.err
 	case <-ctx.Done():
 		// The command may still commit: its outcome is unknown to this caller.
 		return Result{}, fmt.Errorf("%w: %v", eventlog.ErrOutcomeUnknown, ctx.Err())
 	}
 }
+
+// release returns a request whose reply channel is empty, and the channel,
+// for reuse.
+func (g *Group[S]) release(r *request[S]) {
+	replies.Put(r.reply)
+	*r = request[S]{}
+	g.reqs.Put(r)
+}
+
+// replies are the empty reply channels of requests (send).
+var replies = sync.Pool{New: func() any { return make(chan reply, 1) }}
 
 // Observe hands the group a commit read from the log (the cluster's
 // follower): on an aggregate it holds, a commit past its revision that was
@@ -362,7 +384,8 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 			return Result{Seq: b.rev, Events: evs}, nil
 		}
 		c := events.Commit{CommandID: r.env.ID.String(), Key: r.env.Key, Principal: r.env.Principal, At: r.env.At, Events: evs}
-		data, err := g.reg.Encode(c)
+		buf := encodeBufs.Get().(*[]byte)
+		data, err := g.reg.AppendEncode((*buf)[:0], c)
 		if err != nil {
 			return Result{}, err
 		}
@@ -375,8 +398,14 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 		subject := g.kind.Subject(b.id)
 		start := time.Now()
 		g.log.Recent().Put(c)
-		seq, err := g.log.Append(ctx, subject, b.rev, r.env.ID.String(), data)
+		seq, err := g.log.Append(ctx, subject, b.rev, c.CommandID, data)
 		took := time.Since(start)
+		if err == nil && cap(data) <= maxEncodeBuf {
+			// Stored: the log has copied the bytes. After an error they may
+			// still be queued to send (an outcome unknown), so they are let go.
+			*buf = data[:0]
+			encodeBufs.Put(buf)
+		}
 		if errors.Is(err, eventlog.ErrConcurrency) || errors.Is(err, eventlog.ErrLogUnavailable) {
 			g.log.Recent().Drop(c.CommandID) // not stored; an outcome unknown may still arrive
 		}
@@ -407,6 +436,13 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 		return Result{Seq: seq, Events: evs}, nil
 	}
 }
+
+// encodeBufs are the buffers commits are encoded into: the log has copied
+// a commit's bytes once Append has stored it, so its buffer is reused.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxEncodeBuf bounds a buffer kept for reuse (a rare large commit's is let go).
+const maxEncodeBuf = 64 << 10
 
 func (g *Group[S]) observe(outcome string, took time.Duration) {
 	if g.obs != nil {
