@@ -106,3 +106,39 @@ func TestNoCodeIsAnsweredOtherwiseThanItsCatalogueEntry(t *testing.T) {
 		}
 	}
 }
+
+// An answer is the bytes encoding/json writes for it and a newline, HTML
+// escaped as encoding/json escapes it, however often the writer's buffers
+// are reused; a value that cannot be encoded answers 500 and nothing of it.
+func TestWriteJSONWritesWhatEncodingJSONWrites(t *testing.T) {
+	type inner struct {
+		Price string `json:"price,omitempty"`
+		N     int    `json:"n"`
+	}
+	values := []any{
+		map[string]any{"order": inner{Price: "<1&2>", N: 3}, "list": []string{"a", "é", "\u2028"}},
+		inner{N: 1},
+		[]int{},
+		nil,
+		map[string]any{"long": string(make([]byte, 70000))},
+		"short",
+	}
+	for round := range 3 {
+		for i, v := range values {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			httpx.WriteJSON(w, http.StatusCreated, v)
+			if got := w.Body.String(); got != string(want)+"\n" || w.Code != http.StatusCreated || w.Header().Get("Content-Type") != "application/json" {
+				t.Fatalf("round %d value %d: %d %q, want %q", round, i, w.Code, got, string(want)+"\n")
+			}
+		}
+	}
+	w := httptest.NewRecorder()
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"bad": make(chan int)})
+	if w.Code != http.StatusInternalServerError || w.Body.String() != "{\"error\":\"internal error\"}\n" {
+		t.Fatalf("unencodable: %d %q", w.Code, w.Body.String())
+	}
+}

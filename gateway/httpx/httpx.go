@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -274,16 +275,44 @@ func toError(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Msg: "internal error; retry reads with backoff"}
 }
 
-// WriteJSON writes v with status.
+// WriteJSON writes v with status, and a newline.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	b, err := gojson.Marshal(v) // what encoding/json writes, at half its CPU (an order's answer is on its path)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	j := jsonBufs.Get().(*jsonBuf)
+	j.buf.Reset()
+	body := internalErrorBody
+	// What encoding/json writes (as Marshal, HTML escaped), at half its
+	// CPU: an order's answer is on its path.
+	if err := j.enc.Encode(v); err == nil {
+		body = j.buf.Bytes()
+	} else {
+		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(body)
+	if j.buf.Cap() <= maxJSONBuf {
+		jsonBufs.Put(j)
+	}
 }
+
+var internalErrorBody = []byte(`{"error":"internal error"}` + "\n")
+
+// jsonBuf is a buffer answers are encoded into before they are written
+// (an error writes none of its bytes), with its encoder: reused, since a
+// ResponseWriter copies what it is given.
+type jsonBuf struct {
+	buf bytes.Buffer
+	enc *gojson.Encoder
+}
+
+var jsonBufs = sync.Pool{New: func() any {
+	j := &jsonBuf{}
+	j.enc = gojson.NewEncoder(&j.buf)
+	return j
+}}
+
+// maxJSONBuf bounds a buffer kept for reuse (a rare large answer's is let go).
+const maxJSONBuf = 256 << 10
 
 // NoSniff sets X-Content-Type-Options: nosniff on every answer of next, so
 // no browser reads an answer as another type than it says.
@@ -310,7 +339,11 @@ func Decode(r *http.Request, v any, limit int64) error {
 	if limit <= 0 {
 		limit = DefaultBodyLimit
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	mt, err := "application/json", error(nil)
+	if ct != mt { // the type as most clients send it, without parsing it (and making its parameters' map)
+		mt, _, err = mime.ParseMediaType(ct)
+	}
 	if err != nil || mt != "application/json" {
 		if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
 			mt = "application/json"
@@ -318,10 +351,17 @@ func Decode(r *http.Request, v any, limit int64) error {
 			return Errorf(http.StatusUnsupportedMediaType, commands.CodeUnsupportedMediaType, "send Content-Type: application/json")
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxBodyBuf {
+			bodyBufs.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
 		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "could not read the request body")
 	}
+	body := buf.Bytes()
 	if int64(len(body)) > limit {
 		return Errorf(http.StatusRequestEntityTooLarge, commands.CodeBodyTooLarge, "the request body is over %d bytes", limit)
 	}
@@ -344,6 +384,13 @@ func Decode(r *http.Request, v any, limit int64) error {
 	}
 	return nil
 }
+
+// bodyBufs are the buffers request bodies are read into: the decoder
+// copies what it reads into its own, so a buffer is reused once Decode returns.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxBodyBuf bounds a buffer kept for reuse.
+const maxBodyBuf = DefaultBodyLimit + 1
 
 // tooDeep reports whether the JSON in b opens arrays and objects more than max
 // deep, in one pass that skips strings. It does not validate: a stray closer
