@@ -17,9 +17,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/svc/engine/cmd/engine/app"
 	"github.com/svc/engine/cmd/engine/clusterkit"
 	"github.com/svc/engine/engine/eventlog"
+	"github.com/svc/engine/events"
 )
 
 // The ports every host uses on its own address (never 4222: the machine's
@@ -306,11 +306,13 @@ func (c *Cluster) waitPlacement() error {
 	})
 }
 
-// OpenLog opens the deployment's commit log to read it, through every server.
+// OpenLog opens the deployment's commit log to read it, through every
+// server: the stream and subjects cmd/engine/app's Deployment names
+// (<NAME>_EVT, <name>.evt.>; a log not found there is an error).
 func (c *Cluster) OpenLog(ctx context.Context) (*eventlog.Log, error) {
-	d := app.Deployment{Name: c.Deployment}
-	return eventlog.Open(ctx, eventlog.Config{URL: c.NATSURLs(), Sync: "always", Stream: d.CommitStream(),
-		Prefix: d.CommitPrefix(), Replicas: 1, ReadOnly: true})
+	stream := strings.ToUpper(strings.ReplaceAll(c.Deployment, "-", "_")) + "_EVT"
+	return eventlog.Open(ctx, eventlog.Config{URL: c.NATSURLs(), Sync: "always", Stream: stream,
+		Prefix: c.Deployment + "." + events.SubjectRoot, Replicas: 1, ReadOnly: true})
 }
 
 // Describe lists the processes and where their logs are.
