@@ -38,6 +38,9 @@ func (a Anomaly) String() string {
 // Report is what the checkers found.
 type Report struct {
 	Anomalies []Anomaly
+	// Known are the anomalies of the checks Checker.Known names: found,
+	// reported, not yet fixed; they do not fail a run.
+	Known []Anomaly
 	// Histories counts the histories porcupine checked, by model; Undecided
 	// the ones its time bound left undecided (no violation found in it).
 	Histories map[string]int
@@ -151,6 +154,9 @@ type Checker struct {
 	Windows []Window
 	// Timeout bounds porcupine on one history.
 	Timeout time.Duration
+	// Known names checks whose anomalies are known and open (check -> why):
+	// they go to Report.Known.
+	Known map[string]string
 	Log     func(format string, args ...any)
 
 	rep      *Report
@@ -203,7 +209,7 @@ func (k *Checker) Check(ctx context.Context) (*Report, error) {
 	k.reads()
 	k.settled()
 	k.final(last)
-	if len(k.rep.Anomalies) > 0 {
+	if len(k.rep.Anomalies)+len(k.rep.Known) > 0 {
 		if err := k.write(); err != nil {
 			return k.rep, err
 		}
@@ -212,7 +218,12 @@ func (k *Checker) Check(ctx context.Context) (*Report, error) {
 }
 
 func (k *Checker) anomaly(check, account, key, format string, args ...any) {
-	k.rep.Anomalies = append(k.rep.Anomalies, Anomaly{Check: check, Account: account, Key: key, What: fmt.Sprintf(format, args...)})
+	a := Anomaly{Check: check, Account: account, Key: key, What: fmt.Sprintf(format, args...)}
+	if _, known := k.Known[check]; known {
+		k.rep.Known = append(k.rep.Known, a)
+		return
+	}
+	k.rep.Anomalies = append(k.rep.Anomalies, a)
 }
 
 // fencing: every commit of an account was appended on the expectation of
@@ -488,21 +499,21 @@ func (k *Checker) reads() {
 			got := append([]string(nil), op.Working...)
 			sort.Strings(got)
 			if !slices.Equal(got, working) {
-				k.anomaly("reads", op.Account, strconv.FormatUint(op.Revision, 10),
+				k.anomaly("frame", op.Account, strconv.FormatUint(op.Revision, 10),
 					"the frame at revision %d (read #%d via n%d) shows working orders %v; the log at commit %d has %v", op.Revision, op.ID, op.Node+1, got, last, working)
 			}
 			if b, err := events.ParseDecimal(op.BalanceText); err != nil || b.Cmp(balance) != 0 {
-				k.anomaly("reads", op.Account, strconv.FormatUint(op.Revision, 10),
+				k.anomaly("frame", op.Account, strconv.FormatUint(op.Revision, 10),
 					"the frame at revision %d (read #%d via n%d) shows balance %s; the log at commit %d has %s", op.Revision, op.ID, op.Node+1, op.BalanceText, last, balance)
 			}
 			if prev := lastRev[key]; op.Revision < prev {
-				k.anomaly("reads", op.Account, strconv.FormatUint(op.Revision, 10),
+				k.anomaly("monotonic", op.Account, strconv.FormatUint(op.Revision, 10),
 					"client %d read revision %d after revision %d (read #%d via n%d): a frame went back", op.Client, op.Revision, prev, op.ID, op.Node+1)
 			}
 			lastRev[key] = max(lastRev[key], op.Revision)
 			for _, w := range ownSeq[key] {
 				if w.Return < op.Call && w.Seq <= op.After && op.Revision < w.Seq {
-					k.anomaly("reads", op.Account, w.Key,
+					k.anomaly("read-your-writes", op.Account, w.Key,
 						"client %d's write at commit %d was acknowledged before it read revision %d (read #%d via n%d, X-Engine-After %d): its own write is missing",
 						op.Client, w.Seq, op.Revision, op.ID, op.Node+1, op.After)
 					break
@@ -634,6 +645,9 @@ func (k *Checker) write() error {
 	for _, a := range k.rep.Anomalies {
 		b.WriteString(a.String() + "\n")
 	}
+	for _, a := range k.rep.Known {
+		fmt.Fprintf(&b, "known (%s): %s\n", k.Known[a.Check], a)
+	}
 	for _, w := range k.Windows {
 		fmt.Fprintf(&b, "fault %s: [%v, %v] %s\n", w.Fault, w.Start.Round(time.Millisecond), w.End.Round(time.Millisecond), w.Err)
 	}
@@ -678,7 +692,7 @@ func (r *Report) Summary() string {
 		r.Histories["order"], r.Histories["balance"], r.Undecided["order"], r.Undecided["balance"])
 	fmt.Fprintf(&b, "log: %d account commits; %d frames and %d receipts held to it; %d writes met an unknown outcome and settled, %d unsettled\n",
 		r.Commits, r.Reads, r.Receipts, r.Settled, len(r.Unsettled))
-	fmt.Fprintf(&b, "anomalies: %d", len(r.Anomalies))
+	fmt.Fprintf(&b, "anomalies: %d; known and open: %d", len(r.Anomalies), len(r.Known))
 	if r.Dir != "" {
 		fmt.Fprintf(&b, " (history, anomalies and porcupine's visualizations in %s)", r.Dir)
 	}

@@ -16,6 +16,15 @@ var (
 	longSeed     = flag.Uint64("faults.seed", 0, "TestFaultsLong: the random schedule's seed (0: a fresh one, printed)")
 )
 
+// knownOpen are the checks whose anomalies were found, reported and are not
+// fixed yet, each with where the fault lies: logged, not failed on. Take a
+// check out once its fault is fixed.
+var knownOpen = map[string]string{
+	"frame": "projections/frames.Build reads the account, its positions and its working orders from the read models " +
+		"in separate reads with no snapshot between them: a commit projected in between gives a frame that names one " +
+		"revision and shows a later one's orders (TestFaultsLong, 2026-12-02)",
+}
+
 // run is one run of the harness.
 type run struct {
 	engines  int
@@ -89,7 +98,7 @@ func runFaults(t *testing.T, r run) *Report {
 	}
 	<-ran
 	t.Logf("clients ran %v; %d attempts", r.duration, len(h.Ops()))
-	k := &Checker{C: c, W: w, H: h, Windows: n.Windows(), Timeout: 20 * time.Second, Log: t.Logf}
+	k := &Checker{C: c, W: w, H: h, Windows: n.Windows(), Timeout: 20 * time.Second, Log: t.Logf, Known: knownOpen}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := k.Check(ctx)
@@ -98,6 +107,13 @@ func runFaults(t *testing.T, r run) *Report {
 	}
 	t.Logf("faults:\n%s", FaultSummary(n.Windows(), h.Ops()))
 	t.Logf("checked:\n%s", rep.Summary())
+	for i, a := range rep.Known {
+		if i == 5 {
+			t.Logf("... %d more known", len(rep.Known)-5)
+			break
+		}
+		t.Logf("known and open (%s): %s", knownOpen[a.Check], a)
+	}
 	for i, u := range rep.Unsettled {
 		if i == 10 {
 			t.Logf("... %d more unsettled", len(rep.Unsettled)-10)
