@@ -157,7 +157,7 @@ type Checker struct {
 	// Known names checks whose anomalies are known and open (check -> why):
 	// they go to Report.Known.
 	Known map[string]string
-	Log     func(format string, args ...any)
+	Log   func(format string, args ...any)
 
 	rep      *Report
 	ops      []Op
