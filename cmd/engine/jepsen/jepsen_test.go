@@ -152,13 +152,21 @@ func TestFaultsShort(t *testing.T) {
 // The deliberately broken deployment: the engines reach NATS through the
 // unfenced proxy (proxy.go), so neither the lease bucket's compare-and-set
 // nor the log's expected-sequence guard holds. An engine is paused past its
-// leases while the clients go on through the other, then resumed. The
-// checkers must catch it.
+// leases while the clients go on through the other, then resumed; then the
+// other. Each resumed node renews the lease the other took meanwhile (no
+// compare-and-set stops it), and for a lease's time both decide the same
+// accounts. The checkers must catch it: by the log (commits with no
+// expectation) and by its effects (an order placed twice, a balance
+// operation recorded twice, a ledger that forks, an answer no order of the
+// writes explains).
 func TestFaultsUnfencedIsCaught(t *testing.T) {
 	t.Parallel()
-	rep := runFaults(t, run{engines: 2, clients: 6, unfenced: true, duration: 20 * time.Second, seed: uint64(time.Now().UnixNano()),
+	rep := runFaults(t, run{engines: 2, clients: 6, unfenced: true, duration: 22 * time.Second, seed: uint64(time.Now().UnixNano()),
 		faults: func(*rand.Rand) []Fault {
-			return []Fault{{Kind: FaultPauseEngine, Target: 0, At: 4 * time.Second, For: 5 * time.Second}}
+			return []Fault{
+				{Kind: FaultPauseEngine, Target: 0, At: 3 * time.Second, For: 5 * time.Second},
+				{Kind: FaultPauseEngine, Target: 1, At: 11 * time.Second, For: 5 * time.Second},
+			}
 		}})
 	if len(rep.Anomalies) == 0 {
 		t.Fatal("the checkers found nothing wrong with a deployment whose writes are not fenced")
