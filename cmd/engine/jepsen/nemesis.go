@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -218,15 +219,24 @@ func (n *Nemesis) heal(f Fault) error {
 }
 
 // FaultSummary is, per fault kind, how many times it struck, how long it
-// lasted in all, and the attempts invoked while it held with their
-// outcomes.
+// lasted in all, the attempts invoked while it held with their outcomes,
+// and the longest time without an acknowledged write from its start to 5 s
+// after it was healed (the deployment's outage, whichever account).
 func FaultSummary(windows []Window, ops []Op) string {
 	type stat struct {
 		n        int
 		held     time.Duration
 		outcomes map[string]int
 		attempts int
+		gap      time.Duration
 	}
+	var acks []time.Duration
+	for _, op := range ops {
+		if (op.Kind == KindPlace || op.Kind == KindCancel || op.Kind == KindBalance) && (op.Outcome == OK || op.Outcome == Dup) {
+			acks = append(acks, op.Return)
+		}
+	}
+	slices.Sort(acks)
 	stats := map[string]*stat{}
 	for _, w := range windows {
 		s := stats[w.Fault.Kind]
@@ -242,6 +252,15 @@ func FaultSummary(windows []Window, ops []Op) string {
 				s.outcomes[op.Outcome]++
 			}
 		}
+		last, until := w.Start, w.End+5*time.Second
+		for _, at := range acks {
+			if at <= w.Start || at > until {
+				continue
+			}
+			s.gap = max(s.gap, at-last)
+			last = at
+		}
+		s.gap = max(s.gap, until-last)
 	}
 	var b strings.Builder
 	for _, k := range FaultKinds {
@@ -249,8 +268,9 @@ func FaultSummary(windows []Window, ops []Op) string {
 		if s == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %d times, %v in all; %d attempts invoked meanwhile (ok %d, dup %d, refused %d, fail %d, unknown %d)\n",
-			k, s.n, s.held.Round(time.Millisecond), s.attempts, s.outcomes[OK], s.outcomes[Dup], s.outcomes[Refused], s.outcomes[Fail], s.outcomes[Unknown])
+		fmt.Fprintf(&b, "%s: %d times, %v in all; %d attempts invoked meanwhile (ok %d, dup %d, refused %d, fail %d, unknown %d); longest time without an acknowledged write %v\n",
+			k, s.n, s.held.Round(time.Millisecond), s.attempts, s.outcomes[OK], s.outcomes[Dup], s.outcomes[Refused], s.outcomes[Fail], s.outcomes[Unknown],
+			s.gap.Round(time.Millisecond))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
