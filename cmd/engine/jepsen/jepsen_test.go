@@ -98,7 +98,7 @@ func runFaults(t *testing.T, r run) *Report {
 	}
 	<-ran
 	t.Logf("clients ran %v; %d attempts", r.duration, len(h.Ops()))
-	k := &Checker{C: c, W: w, H: h, Windows: n.Windows(), Timeout: 20 * time.Second, Log: t.Logf, Known: knownOpen}
+	k := &Checker{C: c, W: w, H: h, Windows: n.Windows(), Timeout: 20 * time.Second, Known: knownOpen}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := k.Check(ctx)
@@ -106,6 +106,11 @@ func runFaults(t *testing.T, r run) *Report {
 		t.Fatal(err)
 	}
 	t.Logf("faults:\n%s", FaultSummary(n.Windows(), h.Ops()))
+	for _, w := range n.Windows() {
+		if w.Err != "" {
+			t.Errorf("the nemesis could not inject or heal %s: %s", w.Fault, w.Err)
+		}
+	}
 	t.Logf("checked:\n%s", rep.Summary())
 	for i, a := range rep.Known {
 		if i == 5 {
@@ -207,9 +212,13 @@ func TestFaultsLong(t *testing.T) {
 	report(t, rep)
 }
 
-// report fails the test with every anomaly.
+// report fails the test with every anomaly, and with writes still
+// unsettled long after every fault was healed.
 func report(t *testing.T, rep *Report) {
 	t.Helper()
+	if len(rep.Unsettled) > 0 {
+		t.Errorf("%d writes were still unsettled 45 s after the clients stopped, every fault healed: the deployment did not recover", len(rep.Unsettled))
+	}
 	for i, a := range rep.Anomalies {
 		if i == 40 {
 			t.Errorf("... and %d more", len(rep.Anomalies)-40)
