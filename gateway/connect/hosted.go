@@ -318,26 +318,14 @@ func (h *Handlers) connect(w http.ResponseWriter, r *http.Request, linkID, accou
 // Disconnecting an account no longer connected changes nothing and answers
 // the same.
 func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
-	var b struct {
-		AccountID string `json:"accountId"`
-	}
-	if err := httpx.Decode(r, &b, 0); err != nil {
-		return err
-	}
-	if err := commands.Key("accountId", b.AccountID, 64); err != nil {
-		return err
-	}
-	l, a, err := h.frame(r)
+	accountID, l, a, err := h.framedAccount(r)
 	if err != nil {
-		return err
-	}
-	if _, err := h.traderAccount(r.Context(), a, l.Trader, b.AccountID); err != nil {
 		return err
 	}
 	// The disconnect ends the trader's consent to live trading by the app
 	// on the account, first: should the links' disconnects not all land,
 	// the app still trades nothing live there.
-	res, err := h.d.Engine.WithdrawLiveConsent(r.Context(), hostedSystem, b.AccountID, evacct.ConsentDisconnect)
+	res, err := h.d.Engine.WithdrawLiveConsent(r.Context(), hostedSystem, accountID, evacct.ConsentDisconnect)
 	if err != nil {
 		return err
 	}
@@ -362,10 +350,10 @@ func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if k.State != evconnect.StateConnected || k.AccountID != b.AccountID {
+		if k.State != evconnect.StateConnected || k.AccountID != accountID {
 			continue
 		}
-		res, err := h.d.Engine.Link(r.Context(), id, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.DisconnectLink{AccountID: b.AccountID, By: "hosted"}))
+		res, err := h.d.Engine.Link(r.Context(), id, h.d.Engine.Envelope(hostedSystem, "", &connectcmd.DisconnectLink{AccountID: accountID, By: "hosted"}))
 		if err != nil {
 			return err
 		}
@@ -378,7 +366,7 @@ func (h *Handlers) Disconnect(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": b.AccountID, "connected": connected})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": accountID, "connected": connected})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc/engine/commands"
 	evacct "github.com/svc/engine/events/account"
+	evconnect "github.com/svc/engine/events/connect"
 	"github.com/svc/engine/gateway/httpx"
 	"github.com/svc/engine/projections"
 )
@@ -72,29 +73,17 @@ func (h *Handlers) traderAccount(ctx context.Context, a projections.App, trader,
 // an account of the trader's that is no provider account linked through
 // the app.
 func (h *Handlers) WithdrawConsent(w http.ResponseWriter, r *http.Request) error {
-	var b struct {
-		AccountID string `json:"accountId"`
-	}
-	if err := httpx.Decode(r, &b, 0); err != nil {
-		return err
-	}
-	if err := commands.Key("accountId", b.AccountID, 64); err != nil {
-		return err
-	}
-	l, a, err := h.frame(r)
+	accountID, _, _, err := h.framedAccount(r)
 	if err != nil {
 		return err
 	}
-	if _, err := h.traderAccount(r.Context(), a, l.Trader, b.AccountID); err != nil {
-		return err
-	}
-	if _, ok, err := h.d.Engine.LiveConsent(r.Context(), b.AccountID); err != nil || !ok {
+	if _, ok, err := h.d.Engine.LiveConsent(r.Context(), accountID); err != nil || !ok {
 		if err == nil {
 			err = httpx.Errorf(http.StatusNotFound, commands.CodeNotFound, "that account is not one you linked at a provider through this app")
 		}
 		return err
 	}
-	res, err := h.d.Engine.WithdrawLiveConsent(r.Context(), hostedSystem, b.AccountID, evacct.ConsentHosted)
+	res, err := h.d.Engine.WithdrawLiveConsent(r.Context(), hostedSystem, accountID, evacct.ConsentHosted)
 	if err != nil {
 		return err
 	}
@@ -102,6 +91,29 @@ func (h *Handlers) WithdrawConsent(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": b.AccountID, "granted": false})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"accountId": accountID, "granted": false})
 	return nil
+}
+
+// framedAccount reads the {accountId} body of a frame session's request on
+// one of the trader's accounts, with the session's link and app: the
+// account must be one the trader connected to the session's app.
+func (h *Handlers) framedAccount(r *http.Request) (string, evconnect.Link, projections.App, error) {
+	var b struct {
+		AccountID string `json:"accountId"`
+	}
+	if err := httpx.Decode(r, &b, 0); err != nil {
+		return "", evconnect.Link{}, projections.App{}, err
+	}
+	if err := commands.Key("accountId", b.AccountID, 64); err != nil {
+		return "", evconnect.Link{}, projections.App{}, err
+	}
+	l, a, err := h.frame(r)
+	if err != nil {
+		return "", l, a, err
+	}
+	if _, err := h.traderAccount(r.Context(), a, l.Trader, b.AccountID); err != nil {
+		return "", l, a, err
+	}
+	return b.AccountID, l, a, nil
 }
