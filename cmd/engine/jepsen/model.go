@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/svc/engine/commands"
 )
 
 // The models porcupine checks the writes against. An account's orders are
@@ -94,7 +96,7 @@ func orderStep(st, in, out any) []any {
 			}
 			return []any{orderState{Placed: true, ID: i.CancelID, Status: "canceled"}}
 		case Refused:
-			if working && o.Code == "not_found" {
+			if working && o.Code == string(commands.CodeNotFound) {
 				return nil
 			}
 			return []any{s}
@@ -218,7 +220,7 @@ func balanceStep(st, in, out any) []any {
 		if used {
 			return nil // a used reference answers its receipt or 409
 		}
-		if o.Code == "balance_refused" && fits {
+		if o.Code == string(commands.CodeBalanceRefused) && fits {
 			return nil
 		}
 		return []any{s}
