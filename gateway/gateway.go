@@ -286,8 +286,9 @@ func logRequests(next http.Handler) http.Handler {
 		if route == "" {
 			route = r.URL.Path
 		}
-		attrs := []slog.Attr{slog.String("id", tr.ID), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", sw.status)}
+		attrs := make([]slog.Attr, 0, 6)
+		attrs = append(attrs, slog.String("id", tr.ID), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", sw.status))
 		if tr.Code != "" {
 			attrs = append(attrs, slog.String("code", tr.Code))
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -48,41 +49,47 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 	if !ok {
 		return projections.Account{}, httpx.Errorf(http.StatusUnauthorized, commands.CodeInvalidKey, "a valid API key is required")
 	}
-	q := r.URL.Query()
-	broker, number := q.Get("broker"), q.Get("account")
-	if q.Has("broker") && broker == "" {
+	broker, hasBroker := queryParam(r.URL, "broker")
+	number, hasNumber := queryParam(r.URL, "account")
+	if hasBroker && broker == "" {
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "broker is empty")
 	}
-	if q.Has("account") && number == "" {
+	if hasNumber && number == "" {
 		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "account is empty")
 	}
 	if broker == "" {
 		broker = DefaultBroker
 	}
 	ctx := r.Context()
-	if number != "" {
-		id, err := projections.GetInto[string](ctx, d.Store, projections.CollAccountNumber, broker+"/"+number)
-		if errors.Is(err, projections.ErrNotFound) {
-			id, err = number, nil // the selector may be the accountId
-		}
-		if err != nil {
-			return projections.Account{}, err
-		}
-		a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
-		if err == nil && a.Broker == broker {
-			ok, err := d.Reaches(ctx, p, a)
-			if err != nil || ok {
-				return a, err
-			}
-		}
-		if err != nil && !errors.Is(err, projections.ErrNotFound) {
-			return projections.Account{}, err
-		}
-		if _, err := d.firstOn(ctx, p.TenantID, broker, func(projections.Account) bool { return true }); err != nil {
-			return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
-		}
-		return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "account is not one of the caller's accounts on that broker")
+	if number == "" {
+		return d.defaultAccount(ctx, p, broker, hasBroker)
 	}
+	id, err := projections.GetInto[string](ctx, d.Store, projections.CollAccountNumber, broker+"/"+number)
+	if errors.Is(err, projections.ErrNotFound) {
+		id, err = number, nil // the selector may be the accountId
+	}
+	if err != nil {
+		return projections.Account{}, err
+	}
+	a, err := projections.GetInto[projections.Account](ctx, d.Store, projections.CollAccount, id)
+	if err == nil && a.Broker == broker {
+		ok, err := d.Reaches(ctx, p, a)
+		if err != nil || ok {
+			return a, err
+		}
+	}
+	if err != nil && !errors.Is(err, projections.ErrNotFound) {
+		return projections.Account{}, err
+	}
+	if _, err := d.firstOn(ctx, p.TenantID, broker, func(projections.Account) bool { return true }); err != nil {
+		return projections.Account{}, d.unknownBroker(hasBroker, broker, err)
+	}
+	return projections.Account{}, httpx.Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "account is not one of the caller's accounts on that broker")
+}
+
+// defaultAccount is Account without an account selector: the principal's
+// first account on broker.
+func (d *Deps) defaultAccount(ctx context.Context, p httpx.Principal, broker string, named bool) (projections.Account, error) {
 	grants, err := d.grants(ctx, p)
 	if err != nil {
 		return projections.Account{}, err
@@ -97,9 +104,39 @@ func (d *Deps) Account(r *http.Request) (projections.Account, error) {
 		a, err = d.firstIssued(ctx, p, broker)
 	}
 	if err != nil {
-		return projections.Account{}, d.unknownBroker(q.Has("broker"), broker, err)
+		return projections.Account{}, d.unknownBroker(named, broker, err)
 	}
 	return a, nil
+}
+
+// queryParam is u.Query().Get(key) and u.Query().Has(key) without parsing
+// the whole query into a map: the first value of key among the pairs
+// url.ParseQuery keeps (a pair with a semicolon, or that does not unescape,
+// is left out). A query of many pairs is parsed by url.ParseQuery itself,
+// which bounds their number.
+func queryParam(u *url.URL, key string) (string, bool) {
+	raw := u.RawQuery
+	if strings.Count(raw, "&") >= 64 {
+		q := u.Query()
+		return q.Get(key), q.Has(key)
+	}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil || k != key {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		return v, true
+	}
+	return "", false
 }
 
 // errDisconnected answers a Connect app key acting for a trader on an account

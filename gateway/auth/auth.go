@@ -286,19 +286,20 @@ func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p
 		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
 		return
 	}
-	if p.TenantID != "" {
+	if p.TenantID != "" && a.cfg.TenantRatePerSecond > 0 {
 		if wait, ok := a.allow("tenant:"+p.TenantID, a.cfg.TenantRatePerSecond, a.cfg.TenantBurst); !ok {
 			httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, RetryAfter: wait,
 				Msg: "the rate limit of all your keys and sessions together is exceeded; wait for Retry-After"})
 			return
 		}
 	}
+	ref := endOf{p.Kind, p.Session, p.KeyID} // not p: the closure would move all of it to the heap
 	httpx.GateStreams(w, httpx.SetPrincipal(r, p), next, func(end *httpx.StreamEnd) (func(), error) {
 		release, err := a.openStream(id)
 		if err != nil {
 			return nil, err
 		}
-		stop := a.watch(endRef(p), until, end)
+		stop := a.watch(ref.ref(), until, end)
 		return func() { stop(); release() }, nil
 	})
 }

@@ -28,8 +28,8 @@ const maxGone = 1 << 16
 // ends its streams on every node.
 type ends struct {
 	mu   sync.Mutex
-	by   map[string]map[*httpx.StreamEnd]struct{} // endRef -> the streams it opened
-	gone map[string]gone                          // endRef -> its end, heard lately
+	by   map[string]map[*httpx.StreamEnd]struct{} // endOf.ref -> the streams it opened
+	gone map[string]gone                          // endOf.ref -> its end, heard lately
 }
 
 type gone struct {
@@ -37,16 +37,20 @@ type gone struct {
 	at  time.Time
 }
 
-// endRef names what ends a principal's streams: its key or its session; ""
+// endOf is what names what ends a principal's streams (ref): its kind,
+// session and key.
+type endOf struct{ kind, session, keyID string }
+
+// ref names what ends the principal's streams: its key or its session; ""
 // for a registered origin, which nothing revokes.
-func endRef(p httpx.Principal) string {
-	switch p.Kind {
+func (e endOf) ref() string {
+	switch e.kind {
 	case "origin":
 		return ""
 	case "session", "dashboard":
-		return "session:" + p.Session
+		return "session:" + e.session
 	}
-	return "key:" + p.KeyID
+	return "key:" + e.keyID
 }
 
 // OnCommit is the projector listener that ends the streams of every
