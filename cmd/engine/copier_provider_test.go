@@ -1,0 +1,130 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/engine/copier"
+	"github.com/svc/engine/engine/provider"
+	"github.com/svc/engine/sim/binance"
+)
+
+// TestCopierProviderFollower: a paper leader mirrored on a Binance futures
+// account (the simulator; BTC-PERP mapped to BTCUSDT, a fixed size) and on
+// a paper account. The exchange takes every mirror 400 ms after it is sent
+// and the engine is killed with SIGKILL while they are on their way: after
+// the restart every leader order is at the exchange exactly once under its
+// derived client order id (the engine settles what it sent by lookup, and
+// the copier's retry answers 409), a leader cancel takes the exchange's
+// order off, and the outcomes name the provider follower's orders.
+func TestCopierProviderFollower(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
+	const apiKey, secret = "copierKEY0001follower", "copierSECRET0001follower"
+	sim := startSim(t, binance.Account{APIKey: apiKey, Secret: secret})
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	env := providerEnv(t, sim)
+	p := start(t, bin, dir, addr, env...)
+	b, key := signedIn(t, p, dir, "copier@example.com")
+	follower, fq := linkBinance(t, p, b, apiKey, secret)
+	var demo []string
+	for i := range 2 {
+		st, m, err := copierCall(p.base, key, fmt.Sprintf("demo-%d", i), "POST", "/api/account/demo", map[string]any{})
+		if err != nil || st != 201 {
+			t.Fatalf("demo: %d %v %v", st, m, err)
+		}
+		demo = append(demo, m["account"].(map[string]any)["accountId"].(string))
+	}
+	leader, paper := demo[0], demo[1]
+	st, g, err := copierCall(p.base, key, "grp-p", "POST", "/api/copier/groups", map[string]any{"leaderAccountId": leader, "followers": []any{
+		map[string]any{"accountId": follower, "sizing": map[string]any{"mode": "fixed", "value": "0.002"}, "instrumentMap": map[string]any{"BTC-PERP": "BTCUSDT"}},
+		map[string]any{"accountId": paper},
+	}})
+	if err != nil || st != 201 {
+		t.Fatalf("group: %d %v %v", st, g, err)
+	}
+	groupID := g["groupId"].(string)
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Latency: 400 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+
+	var leads []string
+	for i := range 4 {
+		body := map[string]any{"clientOrderId": fmt.Sprintf("lead-%d", i), "instrument": "BTC-PERP", "side": "buy", "orderType": "limit",
+			"limitPrice": "55000", "quantity": "0.01", "timeInForce": "gtc"}
+		if i == 3 {
+			body = map[string]any{"clientOrderId": "lead-3", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.01"}
+		}
+		st, m := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, body)
+		if st != 200 {
+			t.Fatalf("leader order: %d %v", st, m)
+		}
+		leads = append(leads, m["order"].(map[string]any)["brokerOrderId"].(string))
+	}
+	time.Sleep(150 * time.Millisecond) // mirrors on their way to the exchange
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	p = start(t, bin, dir, addr, env...)
+
+	pcoid := func(lead string) string { return provider.ClientOrderID(follower, copier.ClientOrderID(leader, lead, follower)) }
+	waitUntil(t, 30*time.Second, func() bool {
+		for _, l := range leads {
+			if sim.OrdersByClientID(apiKey, pcoid(l)) != 1 {
+				return false
+			}
+		}
+		return len(sim.OpenOrders(apiKey, "BTCUSDT")) == 3
+	}, func() any {
+		var n []int
+		for _, l := range leads {
+			n = append(n, sim.OrdersByClientID(apiKey, pcoid(l)))
+		}
+		return fmt.Sprintf("placements by id %v, open %v\n%s", n, sim.OpenOrders(apiKey, "BTCUSDT"), p.out)
+	})
+	for _, o := range sim.OpenOrders(apiKey, "BTCUSDT") {
+		if o.Quantity != "0.002" || o.Side != "BUY" || strings.TrimRight(strings.TrimRight(o.Price, "0"), ".") != "55000" {
+			t.Fatalf("the exchange holds %+v", o)
+		}
+	}
+
+	// The leader's cancel takes the exchange's mirror off, after it.
+	if st, m := doJSON(t, p.base, key, "POST", "/api/trading/cancel?account="+leader, map[string]any{"brokerOrderId": leads[0]}); st != 200 {
+		t.Fatalf("cancel: %d %v", st, m)
+	}
+	waitUntil(t, 20*time.Second, func() bool {
+		for _, o := range sim.OpenOrders(apiKey, "BTCUSDT") {
+			if o.ClientOrderID == pcoid(leads[0]) {
+				return false
+			}
+		}
+		return true
+	}, func() any { return sim.OpenOrders(apiKey, "BTCUSDT") })
+	for _, l := range leads {
+		if n := sim.OrdersByClientID(apiKey, pcoid(l)); n != 1 {
+			t.Fatalf("leader order %s placed %d times at the exchange", l, n)
+		}
+	}
+
+	// The outcomes: mirrored on both followers, the provider's with its order id.
+	var outs []any
+	waitUntil(t, 10*time.Second, func() bool {
+		_, m, _ := copierCall(p.base, key, "", "GET", "/api/copier/groups/"+groupID+"/mirrors?leaderOrderId="+leads[1], nil)
+		outs, _ = m["mirrors"].([]any)
+		return len(outs) == 1
+	}, func() any { return outs })
+	for _, o := range outs[0].(map[string]any)["followers"].([]any) {
+		o := o.(map[string]any)
+		if o["status"] != "mirrored" || o["brokerOrderId"] == "" {
+			t.Fatalf("outcome %v", o)
+		}
+		if o["accountId"] == follower && (o["instrument"] != "BTCUSDT" || o["quantity"] != "0.002") {
+			t.Fatalf("the provider follower's outcome %v", o)
+		}
+	}
+	// The provider follower's orders list the mirrors.
+	st, raw, err := call(p.base, key, "GET", "/api/account/orders"+fq+"&limit=50", nil)
+	if err != nil || st != 200 || strings.Count(string(raw), `"clientOrderId":"cp-`) != len(leads) {
+		t.Fatalf("the provider follower's orders: %d %s %v", st, raw, err)
+	}
+}
