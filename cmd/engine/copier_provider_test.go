@@ -67,7 +67,9 @@ func TestCopierProviderFollower(t *testing.T) {
 	_, _ = p.cmd.Process.Wait()
 	p = start(t, bin, dir, addr, env...)
 
-	pcoid := func(lead string) string { return provider.ClientOrderID(follower, copier.ClientOrderID(leader, lead, follower)) }
+	pcoid := func(lead string) string {
+		return provider.ClientOrderID(follower, copier.ClientOrderID(leader, lead, follower))
+	}
 	waitUntil(t, 30*time.Second, func() bool {
 		for _, l := range leads {
 			if sim.OrdersByClientID(apiKey, pcoid(l)) != 1 {
