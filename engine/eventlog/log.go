@@ -150,7 +150,7 @@ func (c Config) withDefaults() (Config, error) {
 // cfg.URL is set), and connects; it does not touch the stream.
 func dial(cfg Config) (*Log, error) {
 	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
-	l.conn, l.lose = context.WithCancelCause(context.Background())
+	l.conn, l.lose = l.newConn()
 	track := []nats.Option{nats.DisconnectErrHandler(l.lost), nats.ReconnectHandler(l.reconnected)}
 	var err error
 	if cfg.URL == "" {
@@ -357,7 +357,36 @@ func (l *Log) reconnected(*nats.Conn) {
 	l.connMu.Lock()
 	defer l.connMu.Unlock()
 	l.lose(errConnectionLost)
-	l.conn, l.lose = context.WithCancelCause(context.Background())
+	l.conn, l.lose = l.newConn()
+}
+
+// connKey is the key of the log whose connection a context ends with
+// (newConn, CommitContext).
+type connKey struct{}
+
+// newConn is the context of a connection: it names the log (connKey), so a
+// context made from it is known to end with the connection (CommitContext).
+func (l *Log) newConn() (context.Context, context.CancelCauseFunc) {
+	return context.WithCancelCause(context.WithValue(context.Background(), connKey{}, l))
+}
+
+// CommitContext is a context for appends that ends at deadline or when the
+// connection in use now breaks, whichever comes first (cause
+// errConnectionLost). Append takes it as it is, instead of making a context
+// of its own for that (onConnection): one context an append rather than
+// three. cancel must be called once the appends are done.
+func (l *Log) CommitContext(deadline time.Time) (context.Context, context.CancelFunc) {
+	l.connMu.Lock()
+	conn := l.conn
+	l.connMu.Unlock()
+	return context.WithDeadline(conn, deadline)
+}
+
+// onConn reports whether ctx ends when a connection of this log breaks
+// (CommitContext).
+func (l *Log) onConn(ctx context.Context) bool {
+	owner, _ := ctx.Value(connKey{}).(*Log)
+	return owner == l
 }
 
 // onConnection is ctx, also ended with cause errConnectionLost when the
@@ -407,11 +436,18 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 	}
 	// An append in flight when the connection breaks answers at once: its
 	// outcome is unknown, and waiting longer cannot tell.
-	ctx, done, err := l.onConnection(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("append %s: %w", subject, err)
+	if l.onConn(ctx) { // made so (CommitContext)
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), errConnectionLost) {
+			return 0, fmt.Errorf("append %s: %w", subject, ErrLogUnavailable) // that connection broke: nothing was sent
+		}
+	} else {
+		var done context.CancelFunc
+		var err error
+		if ctx, done, err = l.onConnection(ctx); err != nil {
+			return 0, fmt.Errorf("append %s: %w", subject, err)
+		}
+		defer done()
 	}
-	defer done()
 	if l.group != nil {
 		return l.group.append(ctx, subject, expected, msgID, data)
 	}

@@ -392,3 +392,54 @@ func TestAnAppendWhileTheServerIsGoneIsRefusedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A CommitContext ends with the connection it was made on: an append on it
+// after that connection broke is refused before sending, with
+// ErrLogUnavailable, even once the log has reconnected, while an append on
+// a context of the new connection is stored.
+func TestACommitContextEndsWithItsConnection(t *testing.T) {
+	dir := t.TempDir()
+	start := func(port int) *server.Server {
+		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
+			StoreDir: dir, SyncAlways: true, NoLog: true, NoSigs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("nats-server not ready")
+		}
+		return s
+	}
+	s := start(server.RANDOM_PORT)
+	port := s.Addr().(*net.TCPAddr).Port
+	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	subj := l.Subject("account.c" + ulid.Make().String())
+	ctx, cancel := l.CommitContext(time.Now().Add(10 * time.Second))
+	defer cancel()
+	seq, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	s = start(port)
+	defer s.Shutdown()
+	for deadline := time.Now().Add(10 * time.Second); !l.Connected(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the log never reconnected")
+		}
+	}
+	if _, err := l.Append(ctx, subj, seq, ulid.Make().String(), []byte("two")); !errors.Is(err, eventlog.ErrLogUnavailable) {
+		t.Fatalf("append on the broken connection's context: %v", err)
+	}
+	ctx2, cancel2 := l.CommitContext(time.Now().Add(10 * time.Second))
+	defer cancel2()
+	if _, err := l.Append(ctx2, subj, seq, ulid.Make().String(), []byte("two")); err != nil {
+		t.Fatalf("append on the new connection's context: %v", err)
+	}
+}

@@ -355,11 +355,13 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, error) {
 	// A commit in flight finishes even if its caller has gone: it is bounded by
 	// its own deadline, not the request's.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	deadline := time.Now().Add(10 * time.Second)
 	for attempt := 0; ; attempt++ {
 		if b.stale {
-			if err := g.reload(ctx, b); err != nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			err := g.reload(ctx, b)
+			cancel()
+			if err != nil {
 				g.observe("unavailable", 0)
 				if !g.log.Connected() {
 					return Result{}, fmt.Errorf("load %s %s: %v: %w", g.kind.Name, b.id, err, eventlog.ErrLogUnavailable)
@@ -398,7 +400,9 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 		subject := g.kind.Subject(b.id)
 		start := time.Now()
 		g.log.Recent().Put(c)
+		ctx, cancel := g.log.CommitContext(deadline) // ends early if the log's connection breaks
 		seq, err := g.log.Append(ctx, subject, b.rev, c.CommandID, data)
+		cancel()
 		took := time.Since(start)
 		if err == nil && cap(data) <= maxEncodeBuf {
 			// Stored: the log has copied the bytes. After an error they may
