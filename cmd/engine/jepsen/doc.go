@@ -10,7 +10,8 @@
 //     kernel allows (blackhole routes for partitions, one-way ones included,
 //     a link set down, rate limits and random loss with tc); cleanup, and a
 //     sweep of what a dead run left.
-//   - cluster.go: the processes, built from this module (clusterkit).
+//   - cluster.go, proc.go: the processes, built from this module
+//     (clusterkit), started through `ip netns exec`.
 //   - nemesis.go: the fault kinds and a seeded schedule of them.
 //   - workload.go, history.go: the clients and what they saw.
 //   - model.go, check.go: the porcupine models and the invariants.

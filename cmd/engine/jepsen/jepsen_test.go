@@ -176,6 +176,11 @@ func TestFaultsUnfencedIsCaught(t *testing.T) {
 	if len(rep.Anomalies) == 0 {
 		t.Fatal("the checkers found nothing wrong with a deployment whose writes are not fenced")
 	}
+	t.Cleanup(func() { // what was expected to be found is kept only when the test fails
+		if !t.Failed() {
+			os.RemoveAll(rep.Dir)
+		}
+	})
 	kinds := map[string]int{}
 	for _, a := range rep.Anomalies {
 		kinds[a.Check]++
