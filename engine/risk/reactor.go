@@ -165,11 +165,11 @@ type entry struct {
 	latches             map[string]time.Time
 	lockUntil           time.Time // a fired control's lock holds until; zero: none recorded
 	countFrom           time.Time
-	dayStart, weekStart time.Time      // periods the realized sums below belong to
-	dayReal, weekReal   events.Decimal // realized PnL counted in those periods
-	terms               map[string]*term
-	band                *band  // single-position accounts: the quiet band of its mark
-	view                string // signature of the last lock view sent
+	dayStart, weekStart time.Time        // periods the realized sums below belong to
+	dayReal, weekReal   events.Decimal   // realized PnL counted in those periods
+	terms               map[string]*term // nil without PnL controls
+	band                *band            // single-position accounts: the quiet band of its mark
+	view                lockSig          // the last lock view sent
 }
 
 func (e *entry) pnlControls() bool {
@@ -306,42 +306,58 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 	now := r.now()
 	rs := &s.Risk
 	st := rs.Settings
-	e := &entry{id: id, cal: rs.Calendar,
+	// What the account is now, built here and copied under the lock into
+	// the account's entry, which is reused from commit to commit.
+	next := entry{id: id, cal: rs.Calendar,
 		dayLoss:   tighter(neg(enabled(st.DailyLossEnabled, st.DailyLossValue)), neg(rs.Policy.DailyLossLimit)),
 		weekLoss:  tighter(neg(enabled(st.WeeklyLossEnabled, st.WeeklyLossValue)), neg(rs.Policy.WeeklyLossLimit)),
 		dayProfit: enabled(st.DailyProfitEnabled, st.DailyProfitValue), weekProf: enabled(st.WeeklyProfitEnabled, st.WeeklyProfitValue),
-		countFrom: rs.CountFrom, terms: map[string]*term{}}
+		countFrom: rs.CountFrom}
 	if st.EODCloseEnabled && st.EODCloseValue != nil {
 		if n, err := st.EODCloseValue.Apd().Int64(); err == nil {
-			e.eodMinutes = time.Duration(n) * time.Minute
+			next.eodMinutes = time.Duration(n) * time.Minute
 		}
 	}
 	if len(rs.Latches) > 0 {
-		e.latches = make(map[string]time.Time, len(rs.Latches))
+		next.latches = make(map[string]time.Time, len(rs.Latches))
 		for k, v := range rs.Latches {
-			e.latches[k] = v
+			next.latches[k] = v
 		}
 	}
 	if rs.Lock != nil {
-		e.lockUntil = rs.Lock.TradingUnlockAt
+		next.lockUntil = rs.Lock.TradingUnlockAt
 	}
 	day, week := rs.Periods(now)
-	e.dayStart, e.weekStart = day.Start, week.Start
-	if e.pnlControls() {
-		e.dayReal, e.weekReal = rs.RealizedIn(day.Start), rs.RealizedIn(week.Start)
+	next.dayStart, next.weekStart = day.Start, week.Start
+	if next.pnlControls() {
+		next.dayReal, next.weekReal = rs.RealizedIn(day.Start), rs.RealizedIn(week.Start)
 	}
 	view := s.RiskLock(now)
-	sig := signature(view)
+	sig := signatureOf(view)
 
 	r.mu.Lock()
 	old := r.entries[id]
-	r.entries[id] = e
+	changed := old == nil || !old.view.same(&sig)
+	var e *entry
+	var terms map[string]*term
 	if old != nil {
 		for inst := range old.terms {
 			r.byInst[inst].remove(id)
 		}
+		terms = old.terms
+		clear(terms)
+		*old = next
+		e = old
+	} else {
+		e = new(entry)
+		*e = next
+		r.entries[id] = e
 	}
 	if e.pnlControls() {
+		if terms == nil {
+			terms = map[string]*term{}
+		}
+		e.terms = terms
 		for inst, p := range s.Positions {
 			mult := p.Multiplier
 			if mult.Sign() <= 0 {
@@ -356,7 +372,6 @@ func (r *Reactor) Track(id string, s *account.State, rev uint64) {
 		}
 	}
 	notify := r.onLock
-	changed := old == nil || old.view != sig
 	e.view = sig
 	due := r.due(e, now, calendar.Day(e.cal, now), calendar.Week(e.cal, now))
 	r.mu.Unlock()
@@ -405,24 +420,69 @@ func (r *Reactor) Take(id string, s *account.State, rev uint64, since time.Time)
 	}
 }
 
-func signature(v account.LockView) string {
-	t := func(p *time.Time) string {
-		if p == nil {
-			return "-"
-		}
-		return p.UTC().Format(time.RFC3339Nano)
+// lockSig is what of a lock view tells one view from another, copied out
+// of the state the view was read from (which the mailbox goes on changing):
+// its fields, times to the nanosecond and decimals by value (10.0 is 10),
+// but the update time only to the second.
+type lockSig struct {
+	tradingLocked, settingsLocked, flattenConfirmed bool
+	reason, monitoring                              string
+	tradingUnlockAt, settingsUnlockAt               optTime
+	triggerPnl                                      optDec
+	updated                                         int64
+	dayLossOn, weekLossOn, dayProfitOn, weekProfOn  bool
+	eodOn, lockSettings                             bool
+	dayLoss, weekLoss, dayProfit, weekProf, eod     optDec
+}
+
+type optTime struct {
+	set bool
+	t   time.Time
+}
+
+type optDec struct {
+	set bool
+	d   events.Decimal
+}
+
+func timeOf(t *time.Time) optTime {
+	if t == nil {
+		return optTime{}
 	}
-	d := func(p *events.Decimal) string {
-		if p == nil {
-			return "-"
-		}
-		return p.String()
+	return optTime{true, *t}
+}
+
+func decOf(d *events.Decimal) optDec {
+	if d == nil {
+		return optDec{}
 	}
-	st := v.Settings
-	return fmt.Sprint(v.TradingLocked, v.SettingsLocked, v.FlattenConfirmed, v.LockReason, t(v.TradingUnlockAt), t(v.SettingsUnlockAt),
-		d(v.TriggerPnl), v.Monitoring, v.UpdatedAt.Unix(), st.DailyLossEnabled, d(st.DailyLossValue), st.WeeklyLossEnabled, d(st.WeeklyLossValue),
-		st.DailyProfitEnabled, d(st.DailyProfitValue), st.WeeklyProfitEnabled, d(st.WeeklyProfitValue), st.EODCloseEnabled, d(st.EODCloseValue),
-		st.LockSettingsWhenTradingLocked)
+	return optDec{true, *d}
+}
+
+func (a optTime) same(b optTime) bool { return a.set == b.set && (!a.set || a.t.Equal(b.t)) }
+
+func (a optDec) same(b optDec) bool { return a.set == b.set && (!a.set || a.d.Cmp(b.d) == 0) }
+
+func signatureOf(v account.LockView) lockSig {
+	st := &v.Settings
+	return lockSig{tradingLocked: v.TradingLocked, settingsLocked: v.SettingsLocked, flattenConfirmed: v.FlattenConfirmed,
+		reason: v.LockReason, monitoring: v.Monitoring, tradingUnlockAt: timeOf(v.TradingUnlockAt), settingsUnlockAt: timeOf(v.SettingsUnlockAt),
+		triggerPnl: decOf(v.TriggerPnl), updated: v.UpdatedAt.Unix(),
+		dayLossOn: st.DailyLossEnabled, weekLossOn: st.WeeklyLossEnabled, dayProfitOn: st.DailyProfitEnabled, weekProfOn: st.WeeklyProfitEnabled,
+		eodOn: st.EODCloseEnabled, lockSettings: st.LockSettingsWhenTradingLocked,
+		dayLoss: decOf(st.DailyLossValue), weekLoss: decOf(st.WeeklyLossValue), dayProfit: decOf(st.DailyProfitValue),
+		weekProf: decOf(st.WeeklyProfitValue), eod: decOf(st.EODCloseValue)}
+}
+
+// same reports whether two views are the same to the stream.
+func (a *lockSig) same(b *lockSig) bool {
+	return a.tradingLocked == b.tradingLocked && a.settingsLocked == b.settingsLocked && a.flattenConfirmed == b.flattenConfirmed &&
+		a.reason == b.reason && a.monitoring == b.monitoring && a.updated == b.updated &&
+		a.tradingUnlockAt.same(b.tradingUnlockAt) && a.settingsUnlockAt.same(b.settingsUnlockAt) && a.triggerPnl.same(b.triggerPnl) &&
+		a.dayLossOn == b.dayLossOn && a.weekLossOn == b.weekLossOn && a.dayProfitOn == b.dayProfitOn && a.weekProfOn == b.weekProfOn &&
+		a.eodOn == b.eodOn && a.lockSettings == b.lockSettings &&
+		a.dayLoss.same(b.dayLoss) && a.weekLoss.same(b.weekLoss) && a.dayProfit.same(b.dayProfit) && a.weekProf.same(b.weekProf) &&
+		a.eod.same(b.eod)
 }
 
 func (e *entry) latched(control string, start time.Time) bool {

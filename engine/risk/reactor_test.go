@@ -112,3 +112,41 @@ func TestIndexAgreesWithTheAggregate(t *testing.T) {
 	}
 	t.Logf("%d of %d checks fire", fires, checks)
 }
+
+// The lock listener hears an account's lock view when the account is first
+// tracked and whenever the view changes, once: not again for a commit that
+// leaves it as it was.
+func TestTheLockListenerHearsEachChangeOfTheViewOnce(t *testing.T) {
+	at := time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC)
+	r := risk.New(func() time.Time { return at }, func(context.Context, string, commands.Command) error { return nil }, nil)
+	var heard []account.LockView
+	r.OnLock(func(_ string, _ uint64, v account.LockView) { heard = append(heard, v) })
+	s := account.New("a1")
+	rev := uint64(0)
+	run := func(cmd commands.Command, when time.Time) {
+		t.Helper()
+		evs, err := account.Decide(s, commands.Envelope{ID: ulid.Make(), At: when, Cmd: cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			s = account.Apply(s, e)
+		}
+		rev++
+		r.Track("a1", s, rev)
+	}
+	run(&tenantcmd.OpenAccount{TenantID: "t", Broker: "paper", AccountNumber: "a1", Currency: "USD", StartingBalance: events.Int(100000)}, at.Add(-3*time.Minute))
+	r.Track("a1", s, rev) // the same view again
+	if len(heard) != 1 {
+		t.Fatalf("heard %d views after the opening, want 1", len(heard))
+	}
+	run(&riskcmd.SetSettings{DailyLossEnabled: on(), DailyLossValue: num("100")}, at.Add(-2*time.Minute))
+	r.Track("a1", s, rev)
+	if len(heard) != 2 || heard[1].Settings.DailyLossValue == nil || heard[1].Settings.DailyLossValue.String() != "100" {
+		t.Fatalf("heard %d views after the daily loss was set: %+v", len(heard), heard)
+	}
+	run(&riskcmd.SetSettings{DailyLossEnabled: on(), DailyLossValue: num("200")}, at.Add(-time.Minute))
+	if len(heard) != 3 || heard[2].Settings.DailyLossValue.String() != "200" {
+		t.Fatalf("heard %d views after the daily loss changed: %+v", len(heard), heard)
+	}
+}
