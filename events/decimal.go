@@ -313,9 +313,31 @@ func (d Decimal) Steps(step Decimal, rounding apd.Rounder) Decimal {
 	return Decimal{v: q}
 }
 
-func op(f func(z, x, y *apd.Decimal) (apd.Condition, error), a, b Decimal) Decimal {
+// The operations of op.
+const (
+	opAdd = iota
+	opSub
+	opMul
+	opQuo
+)
+
+// op is a (kind) b in Ctx. Each operation is called by name, not through a
+// function value: through one, the compiler cannot see that apd keeps no
+// pointer to the operands and the result, and moves all three to the heap.
+func op(kind int, a, b Decimal) Decimal {
 	var z apd.Decimal
-	if _, err := f(&z, &a.v, &b.v); err != nil {
+	var err error
+	switch kind {
+	case opAdd:
+		_, err = Ctx.Add(&z, &a.v, &b.v)
+	case opSub:
+		_, err = Ctx.Sub(&z, &a.v, &b.v)
+	case opMul:
+		_, err = Ctx.Mul(&z, &a.v, &b.v)
+	default:
+		_, err = Ctx.Quo(&z, &a.v, &b.v)
+	}
+	if err != nil {
 		panic(fmt.Sprintf("decimal: %v", err))
 	}
 	return Decimal{v: z}
@@ -326,7 +348,7 @@ func (d Decimal) Add(e Decimal) Decimal {
 	if z, ok := addSmall(&d.v, &e.v, false); ok {
 		return z
 	}
-	return op(Ctx.Add, d, e)
+	return op(opAdd, d, e)
 }
 
 // Sub returns d-e.
@@ -334,7 +356,7 @@ func (d Decimal) Sub(e Decimal) Decimal {
 	if z, ok := addSmall(&d.v, &e.v, true); ok {
 		return z
 	}
-	return op(Ctx.Sub, d, e)
+	return op(opSub, d, e)
 }
 
 // pow10 holds 10^0 .. 10^18.
@@ -389,11 +411,11 @@ func scaleSmall(c int64, n int32) (int64, bool) {
 }
 
 // Mul returns d*e.
-func (d Decimal) Mul(e Decimal) Decimal { return op(Ctx.Mul, d, e) }
+func (d Decimal) Mul(e Decimal) Decimal { return op(opMul, d, e) }
 
 // Quo returns d/e rounded to 34 digits, trailing zeros removed; e must not be zero.
 func (d Decimal) Quo(e Decimal) Decimal {
-	q := op(Ctx.Quo, d, e)
+	q := op(opQuo, d, e)
 	q.v.Reduce(&q.v)
 	return q
 }

@@ -71,3 +71,15 @@ func BenchmarkCmp(b *testing.B) {
 		_ = x.Cmp(y)
 	}
 }
+
+// BenchmarkMulQuo is a fill's arithmetic: a notional and a price back from it.
+func BenchmarkMulQuo(b *testing.B) {
+	b.ReportAllocs()
+	px, qty := MustDecimal("65012.5"), MustDecimal("0.013")
+	var sink Decimal
+	for b.Loop() {
+		n := px.Mul(qty)
+		sink = n.Quo(qty).Sub(px.Add(n))
+	}
+	_ = sink
+}
