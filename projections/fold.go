@@ -244,11 +244,38 @@ type orderEdits struct {
 	tx        Tx
 	accountID string
 	edits     []orderEdit
+	fill      *Fill // where a fill is made before it is put (putPacked)
 }
 
-// editBufs holds orderEdits' slices between commits: a fold allocates no
-// order twice (once in its edits, once in the store).
-var editBufs = sync.Pool{New: func() any { return new([]orderEdit) }}
+// foldBufs is what an account's fold reuses from commit to commit: the
+// orders it edits and the fill it puts.
+type foldBufs struct {
+	edits []orderEdit
+	fill  Fill
+}
+
+// editBufs holds foldBufs between commits: a fold allocates no order twice
+// (once in its edits, once in the store).
+var editBufs = sync.Pool{New: func() any { return new(foldBufs) }}
+
+// putPacked is Put, or Insert when insert, of a packable document: doc
+// itself to a store that packs it before returning (PacksOnPut), else a
+// copy of it, which the store may keep (Put's contract): doc may be memory
+// the fold reuses.
+func putPacked[T any, P interface {
+	*T
+	Packable
+}](tx Tx, coll, key string, doc P, insert bool) error {
+	if _, ok := tx.(PacksOnPut); !ok {
+		c := P(new(T))
+		*c = *doc
+		doc = c
+	}
+	if insert {
+		return Insert(tx, coll, key, doc)
+	}
+	return tx.Put(coll, key, doc)
+}
 
 type orderEdit struct {
 	o          Order
@@ -303,8 +330,7 @@ func (oe *orderEdits) own(orderID, bracketID string) error {
 func (oe *orderEdits) flush() error {
 	for i := range oe.edits {
 		e := &oe.edits[i]
-		o := new(Order) // the store's from Put on; the edits' buffer is reused by the next commit
-		*o = e.o
+		o := &e.o // put through putPacked: the edits' buffer is reused by the next commit
 		wk := oe.accountID + "/" + SeqKey(o.Seq) + "/" + o.BrokerOrderID
 		if e.isNew {
 			if err := Insert(oe.tx, CollOrderSeq, wk, o.BrokerOrderID); err != nil {
@@ -321,12 +347,7 @@ func (oe *orderEdits) flush() error {
 		if err != nil {
 			return err
 		}
-		if e.isNew {
-			err = Insert(oe.tx, CollOrder, oe.accountID+"/"+o.BrokerOrderID, o)
-		} else {
-			err = oe.tx.Put(CollOrder, oe.accountID+"/"+o.BrokerOrderID, o)
-		}
-		if err != nil {
+		if err := putPacked(oe.tx, CollOrder, oe.accountID+"/"+o.BrokerOrderID, o, e.isNew); err != nil {
 			return err
 		}
 	}
@@ -338,11 +359,11 @@ func foldAccount(tx Tx, id string, c events.Committed) error {
 	if _, err := tx.Get(CollAccount, id, a); err != nil {
 		return err
 	}
-	buf := editBufs.Get().(*[]orderEdit)
-	orders := orderEdits{tx: tx, accountID: id, edits: (*buf)[:0]}
+	buf := editBufs.Get().(*foldBufs)
+	orders := orderEdits{tx: tx, accountID: id, edits: buf.edits[:0], fill: &buf.fill}
 	defer func() {
 		clear(orders.edits)
-		*buf = orders.edits[:0]
+		buf.edits, buf.fill = orders.edits[:0], Fill{}
 		editBufs.Put(buf)
 	}()
 	for _, ev := range c.Events {
@@ -420,9 +441,10 @@ func foldFill(tx Tx, orders *orderEdits, id string, a *Account, c events.Committ
 	if err != nil {
 		return err
 	}
-	f := Fill{FillID: e.FillID, BrokerOrderID: e.BrokerOrderID, Instrument: e.Instrument, Side: e.Side,
+	f := orders.fill
+	*f = Fill{FillID: e.FillID, BrokerOrderID: e.BrokerOrderID, Instrument: e.Instrument, Side: e.Side,
 		Quantity: e.Quantity, Price: e.Price, RealizedPnl: e.Realized, Commission: fee, Time: e.At}
-	if err := Insert(tx, CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, &f); err != nil {
+	if err := putPacked(tx, CollFill, id+"/"+SeqKey(c.Seq)+"/"+e.FillID, f, true); err != nil {
 		return err
 	}
 	pk := id + "/" + e.Instrument

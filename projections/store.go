@@ -55,6 +55,14 @@ func Insert(tx Tx, coll, key string, v any) error {
 	return tx.Put(coll, key, v)
 }
 
+// PacksOnPut is implemented by a Tx whose Put packs a Packable document
+// into bytes of its own before it returns (the memory store): it keeps no
+// pointer into the document, so a fold may hand it memory it reuses.
+type PacksOnPut interface {
+	Tx
+	PacksOnPut()
+}
+
 // Store holds read models.
 type Store interface {
 	// Update runs fn in one transaction and advances the checkpoint to seq with it.

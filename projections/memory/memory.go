@@ -249,6 +249,12 @@ func (t tx) Put(coll, key string, v any) error {
 	return nil
 }
 
+// PacksOnPut implements projections.PacksOnPut: Put packs a Packable
+// document before it returns.
+func (t tx) PacksOnPut() {}
+
+var _ projections.PacksOnPut = tx{}
+
 func (t tx) Delete(coll, key string) error {
 	p := t.s.part(coll, key, false)
 	if p == nil {
