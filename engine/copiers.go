@@ -79,6 +79,9 @@ type copiers struct {
 	// observe, if set, sees each follower order committed: the leader's
 	// commit and when its hook saw it (the bench's latency).
 	observe atomic.Pointer[func(leaderSeq uint64, seen time.Time)]
+
+	watchMu  sync.Mutex
+	watchers map[string]map[chan struct{}]struct{} // by group: woken on each of its commits
 }
 
 // leaderWorker mirrors one leader's commits in order.
@@ -98,7 +101,7 @@ type leaderCommit struct {
 }
 
 func newCopiers(cfg Config, e *Engine) *copiers {
-	c := &copiers{workers: map[string]*leaderWorker{}}
+	c := &copiers{workers: map[string]*leaderWorker{}, watchers: map[string]map[chan struct{}]struct{}{}}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	empty := map[string][]string{}
 	c.byLeader.Store(&empty)
@@ -142,6 +145,20 @@ func (c *copiers) note(id string, s *copier.State, cm events.Committed) {
 	_, known := c.views.Swap(id, v)
 	if !known {
 		c.index(id, v.Leader)
+	}
+	c.wake(id)
+}
+
+// wake tells the group's watchers it committed; a watcher that has not
+// taken the last word yet gets no second (conflation).
+func (c *copiers) wake(id string) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	for ch := range c.watchers[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -699,4 +716,26 @@ func (e *Engine) ObserveCopier(fn func(leaderSeq uint64, seen time.Time)) {
 		return
 	}
 	e.copier.observe.Store(&fn)
+}
+
+// WatchCopierGroup answers a channel that receives a word after each commit
+// of the group (words conflate: one waiting stands for any number of
+// commits), and the function that stops the watch.
+func (e *Engine) WatchCopierGroup(groupID string) (<-chan struct{}, func()) {
+	c := e.copier
+	ch := make(chan struct{}, 1)
+	c.watchMu.Lock()
+	if c.watchers[groupID] == nil {
+		c.watchers[groupID] = map[chan struct{}]struct{}{}
+	}
+	c.watchers[groupID][ch] = struct{}{}
+	c.watchMu.Unlock()
+	return ch, func() {
+		c.watchMu.Lock()
+		defer c.watchMu.Unlock()
+		delete(c.watchers[groupID], ch)
+		if len(c.watchers[groupID]) == 0 {
+			delete(c.watchers, groupID)
+		}
+	}
 }

@@ -233,6 +233,7 @@ func copierRoutes(d *api.Deps, sessions bool, key, open *mux.Router) {
 		{http.MethodGet, groups, serve(cp.List)},
 		{http.MethodGet, groups + "/{groupId}", serve(cp.Get)},
 		{http.MethodGet, groups + "/{groupId}/mirrors", serve(cp.Mirrors)},
+		{http.MethodGet, groups + "/{groupId}/stream", serve(cp.Stream)},
 		{http.MethodPut, groups + "/{groupId}/followers/{accountId}", keyed(cp.PutFollower)},
 		{http.MethodDelete, groups + "/{groupId}/followers/{accountId}", keyed(cp.RemoveFollower)},
 	} {

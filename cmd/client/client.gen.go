@@ -7305,6 +7305,17 @@ type ClientInterface interface {
 	// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
 	GetCopierMirrors(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamCopierGroup The group and its recent mirror outcomes, as they change (SSE)
+	//
+	// An event `group` with data `{group, mirrors}` (a CopierGroup and its latest 20 actions,
+	// newest first, as GET .../mirrors answers them) at once and after each commit of the
+	// group: a follower added, changed or removed, a leader commit's outcomes recorded.
+	// Conflated: a slow client skips states, never the newest. A heartbeat comment every
+	// 15 s. 404 not_found as GET /api/copier/groups/{groupId}.
+	//
+	// Corresponds with GET /api/copier/groups/{groupId}/stream (the `StreamCopierGroup` operationId).
+	StreamCopierGroup(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMyEnrollments The signed-in trader's enrollments, oldest first
 	//
 	// Corresponds with GET /api/enrollments (the `ListMyEnrollments` operationId).
@@ -11671,6 +11682,27 @@ func (c *Client) PutCopierFollower(ctx context.Context, groupId CopierGroupId, a
 // Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
 func (c *Client) GetCopierMirrors(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetCopierMirrorsRequest(c.Server, groupId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamCopierGroup The group and its recent mirror outcomes, as they change (SSE)
+//
+// An event `group` with data `{group, mirrors}` (a CopierGroup and its latest 20 actions,
+// newest first, as GET .../mirrors answers them) at once and after each commit of the
+// group: a follower added, changed or removed, a leader commit's outcomes recorded.
+// Conflated: a slow client skips states, never the newest. A heartbeat comment every
+// 15 s. 404 not_found as GET /api/copier/groups/{groupId}.
+//
+// Corresponds with GET /api/copier/groups/{groupId}/stream (the `StreamCopierGroup` operationId).
+func (c *Client) StreamCopierGroup(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamCopierGroupRequest(c.Server, groupId)
 	if err != nil {
 		return nil, err
 	}
@@ -19326,6 +19358,40 @@ func NewGetCopierMirrorsRequest(server string, groupId CopierGroupId, params *Ge
 	return req, nil
 }
 
+// NewStreamCopierGroupRequest constructs an http.Request for the StreamCopierGroup method
+func NewStreamCopierGroupRequest(server string, groupId CopierGroupId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/copier/groups/%s/stream", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListMyEnrollmentsRequest constructs an http.Request for the ListMyEnrollments method
 func NewListMyEnrollmentsRequest(server string) (*http.Request, error) {
 	var err error
@@ -26508,6 +26574,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
 	GetCopierMirrorsWithResponse(ctx context.Context, groupId CopierGroupId, params *GetCopierMirrorsParams, reqEditors ...RequestEditorFn) (*GetCopierMirrorsResponse, error)
+
+	// StreamCopierGroupWithResponse The group and its recent mirror outcomes, as they change (SSE)
+	//
+	// An event `group` with data `{group, mirrors}` (a CopierGroup and its latest 20 actions,
+	// newest first, as GET .../mirrors answers them) at once and after each commit of the
+	// group: a follower added, changed or removed, a leader commit's outcomes recorded.
+	// Conflated: a slow client skips states, never the newest. A heartbeat comment every
+	// 15 s. 404 not_found as GET /api/copier/groups/{groupId}.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/copier/groups/{groupId}/stream (the `StreamCopierGroup` operationId).
+	StreamCopierGroupWithResponse(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*StreamCopierGroupResponse, error)
 
 	// ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
 	//
@@ -34369,6 +34448,55 @@ func (r GetCopierMirrorsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetCopierMirrorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamCopierGroupResponseDefaultHeaders the declared response headers of an HTTP default response for StreamCopierGroup
+type StreamCopierGroupResponseDefaultHeaders struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type StreamCopierGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *StreamCopierGroupResponseDefaultHeaders
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StreamCopierGroupResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamCopierGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamCopierGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamCopierGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamCopierGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -43667,6 +43795,25 @@ func (c *ClientWithResponses) GetCopierMirrorsWithResponse(ctx context.Context, 
 	return ParseGetCopierMirrorsResponse(rsp)
 }
 
+// StreamCopierGroupWithResponse The group and its recent mirror outcomes, as they change (SSE)
+//
+// An event `group` with data `{group, mirrors}` (a CopierGroup and its latest 20 actions,
+// newest first, as GET .../mirrors answers them) at once and after each commit of the
+// group: a follower added, changed or removed, a leader commit's outcomes recorded.
+// Conflated: a slow client skips states, never the newest. A heartbeat comment every
+// 15 s. 404 not_found as GET /api/copier/groups/{groupId}.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/copier/groups/{groupId}/stream (the `StreamCopierGroup` operationId).
+func (c *ClientWithResponses) StreamCopierGroupWithResponse(ctx context.Context, groupId CopierGroupId, reqEditors ...RequestEditorFn) (*StreamCopierGroupResponse, error) {
+	rsp, err := c.StreamCopierGroup(ctx, groupId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamCopierGroupResponse(rsp)
+}
+
 // ListMyEnrollmentsWithResponse The signed-in trader's enrollments, oldest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -52172,6 +52319,52 @@ func ParseGetCopierMirrorsResponse(rsp *http.Response) (*GetCopierMirrorsRespons
 		response.Headers200 = &headers
 	case true:
 		var headers GetCopierMirrorsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamCopierGroupResponse parses an HTTP response from a StreamCopierGroupWithResponse call
+func ParseStreamCopierGroupResponse(rsp *http.Response) (*StreamCopierGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamCopierGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers StreamCopierGroupResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

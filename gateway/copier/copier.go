@@ -11,6 +11,7 @@
 package copier
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -188,6 +189,44 @@ func (h *Handlers) Mirrors(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"group": v, "mirrors": recent})
 	return nil
+}
+
+// streamMirrors is how many recent actions each event of a group's stream carries.
+const streamMirrors = 20
+
+// Stream streams the group (GET /api/copier/groups/{groupId}/stream): an
+// event "group" with {group, mirrors} (the latest 20 actions' outcomes)
+// at once and after each commit of the group, conflated (a slow client
+// skips states, never the newest); a heartbeat comment every 15 s.
+func (h *Handlers) Stream(w http.ResponseWriter, r *http.Request) error {
+	if _, _, _, err := h.group(r, "", 0); err != nil {
+		return err
+	}
+	if err := httpx.AdmitStream(w); err != nil {
+		return err
+	}
+	id := mux.Vars(r)["groupId"]
+	ch, stop := h.d.Engine.WatchCopierGroup(id)
+	defer stop()
+	sse, err := httpx.StartSSE(w)
+	if err != nil {
+		return err
+	}
+	send := func(struct{}) error {
+		v, rec, ok, err := h.d.Engine.CopierGroup(r.Context(), id, "", streamMirrors)
+		if err != nil || !ok {
+			return errNoGroup
+		}
+		b, err := json.Marshal(map[string]any{"group": v, "mirrors": rec})
+		if err != nil {
+			return err
+		}
+		return sse.Event("group", "", b)
+	}
+	if err := send(struct{}{}); err != nil {
+		return nil
+	}
+	return httpx.Pump(r.Context(), sse, h.d.Hub.Done(), ch, send)
 }
 
 // followerBody is a follower's settings as PUT states them.

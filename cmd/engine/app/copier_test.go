@@ -118,6 +118,12 @@ func TestCopierRoutes(t *testing.T) {
 	wantCode(t, e.AsSession(cookie, apptest.Req{Method: "GET", Path: "/api/copier/groups/" + own}), 200, "")
 	wantCode(t, e.Get("/api/copier/groups/"+own), 404, "not_found")
 
+	// The group's stream: its state at once, and again after each of its commits.
+	stream := e.Stream("/api/copier/groups/" + id + "/stream")
+	if ev := apptest.Next(t, stream); ev.Name != "group" || ev.Data["group"].(map[string]any)["groupId"] != id {
+		t.Fatalf("first event %+v", ev)
+	}
+
 	// A leader order, mirrored: leaderOrderId on the follower's order and frame.
 	o := wantCode(t, e.Post("/api/trading/order?account="+L, map[string]any{"clientOrderId": "lead-1", "instrument": "BTC-PERP",
 		"side": "buy", "orderType": "limit", "limitPrice": "1000.5", "quantity": "0.01"}), 200, "")
@@ -150,6 +156,13 @@ func TestCopierRoutes(t *testing.T) {
 			return fmt.Errorf("no outcomes yet")
 		}
 		return nil
+	})
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		ev := apptest.Next(t, stream)
+		if ms, _ := ev.Data["mirrors"].([]any); len(ms) > 0 && ms[0].(map[string]any)["leaderOrderId"] == lead {
+			return nil
+		}
+		return fmt.Errorf("the stream has not shown the mirrors of %s yet", lead)
 	})
 	fs := outs[0].(map[string]any)["followers"].([]any)
 	if len(fs) != 2 || fs[0].(map[string]any)["status"] != "mirrored" || fs[1].(map[string]any)["quantity"] != "0.005" ||

@@ -3142,6 +3142,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/copier/groups/{groupId}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The group and its recent mirror outcomes, as they change (SSE)
+         * @description An event `group` with data `{group, mirrors}` (a CopierGroup and its latest 20 actions,
+         *     newest first, as GET .../mirrors answers them) at once and after each commit of the
+         *     group: a follower added, changed or removed, a leader commit's outcomes recorded.
+         *     Conflated: a slow client skips states, never the newest. A heartbeat comment every
+         *     15 s. 404 not_found as GET /api/copier/groups/{groupId}.
+         */
+        get: operations["streamCopierGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/copier/groups/{groupId}/followers/{accountId}": {
         parameters: {
             query?: never;
@@ -9433,6 +9457,29 @@ export interface operations {
                         group: components["schemas"]["CopierGroup"];
                         mirrors: components["schemas"]["CopierAction"][];
                     };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    streamCopierGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                groupId: components["parameters"]["CopierGroupId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Event stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             default: components["responses"]["Error"];
