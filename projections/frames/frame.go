@@ -4,7 +4,8 @@ package frames
 
 import (
 	"context"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/svc/engine/events"
 	evplan "github.com/svc/engine/events/plan"
@@ -63,14 +64,15 @@ type Frame struct {
 	Follows []string `json:"-"`
 }
 
-// PaperCapabilities are the paper book's.
-func PaperCapabilities() Capabilities {
-	return Capabilities{
-		OrderTypes:      []string{"market", "limit", "stop", "stop_limit"},
-		TIFs:            []string{"day", "gtc", "ioc", "fok"},
-		ReduceOnly:      true,
-		ExitPlanSupport: []string{evplan.StopLoss, evplan.TakeProfit, evplan.MultipleTargets, evplan.RunnerLeg, evplan.CapBreakeven, evplan.TrailingStop},
-	}
+// PaperCapabilities are the paper book's. Their lists are shared by every
+// frame: read them, never write into them.
+func PaperCapabilities() Capabilities { return paperCapabilities }
+
+var paperCapabilities = Capabilities{
+	OrderTypes:      []string{"market", "limit", "stop", "stop_limit"},
+	TIFs:            []string{"day", "gtc", "ioc", "fok"},
+	ReduceOnly:      true,
+	ExitPlanSupport: []string{evplan.StopLoss, evplan.TakeProfit, evplan.MultipleTargets, evplan.RunnerLeg, evplan.CapBreakeven, evplan.TrailingStop},
 }
 
 // KindProvider is the Kind of an account that lives at a provider.
@@ -131,10 +133,39 @@ func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
 // Build reads the account's frame from the store, marking positions with
 // marks; its brackets and stop orders show their derived stop levels.
 func Build(ctx context.Context, s projections.Store, accountID string, marks Marks) (Frame, error) {
-	a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
-	if err != nil {
-		return Frame{}, err
+	// The frame is read in several parts (the account, its positions, its
+	// brackets and working orders), none under one snapshot of the store:
+	// a commit folded between two reads would mix two moments under one
+	// revision (the fault harness saw a frame named 6870 show an order of
+	// 6872). The account's revision is read again after the last part, and
+	// a frame whose revision moved meanwhile is read again; under a stream
+	// of commits that never lets it settle, the last one read is answered.
+	var f Frame
+	for try := 0; try < buildTries; try++ {
+		a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
+		if err != nil {
+			return Frame{}, err
+		}
+		if f, err = build(ctx, s, a, marks); err != nil {
+			return Frame{}, err
+		}
+		again, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
+		if err != nil {
+			return Frame{}, err
+		}
+		if again.Revision == a.Revision {
+			break
+		}
 	}
+	return f, nil
+}
+
+// buildTries bounds the reads of a frame whose account moves while it is read.
+const buildTries = 5
+
+// build reads the rest of the frame of account a.
+func build(ctx context.Context, s projections.Store, a projections.Account, marks Marks) (Frame, error) {
+	accountID := a.AccountID
 	ps, err := projections.ListInto[projections.Position](ctx, s, projections.CollPosition, projections.Query{Prefix: accountID + "/"})
 	if err != nil {
 		return Frame{}, err
@@ -167,7 +198,7 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 		}
 		f.Positions = append(f.Positions, fp)
 	}
-	sort.Slice(f.Positions, func(i, j int) bool { return f.Positions[i].Instrument < f.Positions[j].Instrument })
+	slices.SortFunc(f.Positions, func(p, q Position) int { return strings.Compare(p.Instrument, q.Instrument) })
 	f.Summary = Summary{Currency: a.Currency, StartingBalance: a.StartingBalance, Balance: a.Balance,
 		Equity: a.Balance.Add(unreal), RealizedPnl: a.Realized, UnrealizedPnl: unreal, Commissions: a.Commissions}
 	return f, nil
