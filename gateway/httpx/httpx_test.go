@@ -135,3 +135,21 @@ func TestStreamsAreAdmittedOnceThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An event is its name, its id and one data line for each line of its
+// data, the last line of a data ending in a newline being empty.
+func TestFormatEventWritesOneDataLineForEachLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, id, data, want string
+	}{
+		{"account", "7", `{"a":1}`, "event: account\nid: 7\ndata: {\"a\":1}\n\n"},
+		{"", "", "", "data: \n\n"},
+		{"x", "", "one\ntwo", "event: x\ndata: one\ndata: two\n\n"},
+		{"x", "1", "one\n", "event: x\nid: 1\ndata: one\ndata: \n\n"},
+		{"", "", "\n\n", "data: \ndata: \ndata: \n\n"},
+	} {
+		if got := string(httpx.FormatEvent(tc.name, tc.id, []byte(tc.data))); got != tc.want {
+			t.Errorf("%q %q %q: %q, want %q", tc.name, tc.id, tc.data, got, tc.want)
+		}
+	}
+}

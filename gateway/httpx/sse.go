@@ -215,10 +215,14 @@ func FormatEvent(name, id string, data []byte) []byte {
 	if id != "" {
 		b = append(append(append(b, "id: "...), id...), '\n')
 	}
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	for {
+		line, rest, more := bytes.Cut(data, []byte("\n"))
 		b = append(append(append(b, "data: "...), line...), '\n')
+		if !more {
+			return append(b, '\n')
+		}
+		data = rest
 	}
-	return append(b, '\n')
 }
 
 // FormatComment renders one comment (a heartbeat) as the bytes a stream writes.
