@@ -69,11 +69,13 @@ type copiers struct {
 	byLeader atomic.Pointer[map[string][]string]
 	indexMu  sync.Mutex // serialises index rebuilds
 
-	mu      sync.Mutex
-	workers map[string]*leaderWorker
-	ctx     context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	workers   map[string]*leaderWorker
+	followers map[string]*followerWorker // by leader and follower
+	recorders map[string]*groupRecorder  // by group
+	ctx       context.Context
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 	// mirrored counts follower orders the copier placed (tests, metrics).
 	mirrored atomic.Int64
 	// observe, if set, sees each follower order committed: the leader's
@@ -101,7 +103,8 @@ type leaderCommit struct {
 }
 
 func newCopiers(cfg Config, e *Engine) *copiers {
-	c := &copiers{workers: map[string]*leaderWorker{}, watchers: map[string]map[chan struct{}]struct{}{}}
+	c := &copiers{workers: map[string]*leaderWorker{}, followers: map[string]*followerWorker{}, recorders: map[string]*groupRecorder{},
+		watchers: map[string]map[chan struct{}]struct{}{}}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	empty := map[string][]string{}
 	c.byLeader.Store(&empty)
@@ -311,16 +314,17 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 	return max(done, loaded)
 }
 
-// mirrorCommit mirrors one leader commit on the followers of each of the
-// leader's groups that has not recorded it, and records the outcomes.
+// mirrorCommit hands one leader commit to the followers of each of the
+// leader's groups that has not recorded it: each follower's worker mirrors
+// its actions after the leader's earlier commits (copyFollowerWorker), all
+// followers at once, and the group's recorder records the outcomes once
+// every follower has one, in the leader's commit order (groupRecorder). A
+// slow follower (a provider answering late) holds up no other follower:
+// only the recording waits for it.
 func (e *Engine) mirrorCommit(leader string, lc leaderCommit) {
-	var leaderEq *events.Decimal // read once, when a follower sizes by equity
-	var eqOnce sync.Once
-	leaderEquity := func() *events.Decimal {
-		eqOnce.Do(func() { leaderEq = e.copyEquity(leader) })
-		return leaderEq
-	}
-	for _, g := range e.copier.groupsOf(leader) {
+	c := e.copier
+	eq := &leaderEquity{e: e, leader: leader}
+	for _, g := range c.groupsOf(leader) {
 		if lc.seq <= g.Through {
 			continue
 		}
@@ -328,40 +332,197 @@ func (e *Engine) mirrorCommit(leader string, lc leaderCommit) {
 		if len(fs) == 0 {
 			continue
 		}
-		out := make([][]evcopier.Mirror, len(fs)) // by follower, by action
-		jobs := make(chan int)
-		var wg sync.WaitGroup
-		for range min(len(fs), copyWorkers) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range jobs {
-					out[i] = make([]evcopier.Mirror, len(lc.actions))
-					for j, a := range lc.actions {
-						out[i][j] = e.mirrorOne(g, fs[i], a, lc, leaderEquity)
-					}
-				}
-			}()
+		pc := &pendingCommit{group: g, lc: lc, fs: fs, eq: eq, out: make([][]evcopier.Mirror, len(fs))}
+		pc.left.Store(int32(len(fs)))
+		c.recorderOf(g.ID).add(e, pc)
+		for i, f := range fs {
+			c.followerOf(leader, f.AccountID).add(e, followerJob{pc: pc, i: i})
 		}
-		for i := range fs {
-			jobs <- i
-		}
-		close(jobs)
-		wg.Wait()
-		// Records of at most copyMirrorsPerRecord outcomes: the last
-		// advances the group's mirroredThrough.
-		per := max(1, copyMirrorsPerRecord/len(lc.actions))
-		for lo := 0; lo < len(fs); lo += per {
-			hi := min(len(fs), lo+per)
-			acts := make([]evcopier.Action, len(lc.actions))
-			for j, a := range lc.actions {
-				acts[j] = evcopier.Action{Op: a.Op, LeaderOrderID: a.OrderID, Mirrors: make([]evcopier.Mirror, 0, hi-lo)}
-				for i := lo; i < hi; i++ {
-					acts[j].Mirrors = append(acts[j].Mirrors, out[i][j])
-				}
+	}
+}
+
+// leaderEquity is the leader's equity, read once per leader commit when a
+// follower sizes by equity.
+type leaderEquity struct {
+	e      *Engine
+	leader string
+	once   sync.Once
+	v      *events.Decimal
+}
+
+func (l *leaderEquity) get() *events.Decimal {
+	l.once.Do(func() { l.v = l.e.copyEquity(l.leader) })
+	return l.v
+}
+
+// pendingCommit is one leader commit on one group's followers, until its
+// outcomes are recorded.
+type pendingCommit struct {
+	group *copier.State
+	lc    leaderCommit
+	fs    []*copier.Follower
+	eq    *leaderEquity
+	out   [][]evcopier.Mirror // by follower, by action
+	left  atomic.Int32        // followers still mirroring
+}
+
+// followerJob is one follower's part of a pending commit.
+type followerJob struct {
+	pc *pendingCommit
+	i  int
+}
+
+// copyQueue runs its items in order on one goroutine at a time, started
+// when an item arrives and ending when none is left.
+type copyQueue[T any] struct {
+	mu      sync.Mutex
+	items   []T
+	running bool
+}
+
+// push queues v and reports whether the caller must start the runner.
+func (q *copyQueue[T]) push(v T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = append(q.items, v)
+	if q.running {
+		return false
+	}
+	q.running = true
+	return true
+}
+
+// pop takes the next item; false (and the runner ends) when none is left.
+func (q *copyQueue[T]) pop() (T, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var zero T
+	if len(q.items) == 0 {
+		q.running = false
+		return zero, false
+	}
+	v := q.items[0]
+	q.items[0] = zero
+	q.items = q.items[1:]
+	return v, true
+}
+
+// followerWorker mirrors one leader's commits on one follower, in order.
+type followerWorker struct{ q copyQueue[followerJob] }
+
+func (c *copiers) followerOf(leader, follower string) *followerWorker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := leader + "\x00" + follower
+	w := c.followers[k]
+	if w == nil {
+		w = &followerWorker{}
+		c.followers[k] = w
+	}
+	return w
+}
+
+func (w *followerWorker) add(e *Engine, j followerJob) {
+	if !w.q.push(j) {
+		return
+	}
+	c := e.copier
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			j, ok := w.q.pop()
+			if !ok {
+				return
 			}
-			e.recordMirrors(g.ID, &copiercmd.RecordMirrors{LeaderSeq: lc.seq, Actions: acts, Partial: hi < len(fs)})
+			pc := j.pc
+			out := make([]evcopier.Mirror, len(pc.lc.actions))
+			for k, a := range pc.lc.actions {
+				if c.ctx.Err() != nil {
+					break // stopping: the commit stays unrecorded, for the next start's catch-up
+				}
+				out[k] = e.mirrorOne(pc.group, pc.fs[j.i], a, pc.lc, pc.eq.get)
+			}
+			pc.out[j.i] = out
+			if pc.left.Add(-1) == 0 {
+				c.recorderOf(pc.group.ID).kick(e)
+			}
 		}
+	}()
+}
+
+// groupRecorder records a group's pending commits in the leader's order,
+// each once all its followers have an outcome.
+type groupRecorder struct {
+	mu      sync.Mutex
+	pending []*pendingCommit
+	running bool
+}
+
+func (c *copiers) recorderOf(groupID string) *groupRecorder {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.recorders[groupID]
+	if r == nil {
+		r = &groupRecorder{}
+		c.recorders[groupID] = r
+	}
+	return r
+}
+
+func (r *groupRecorder) add(e *Engine, pc *pendingCommit) {
+	r.mu.Lock()
+	r.pending = append(r.pending, pc)
+	r.mu.Unlock()
+}
+
+// kick records the pending commits at the head that are complete. Each
+// completion kicks; whether the head is complete is read under mu, so a
+// completion after the runner's last look starts a runner again.
+func (r *groupRecorder) kick(e *Engine) {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return
+	}
+	r.running = true
+	r.mu.Unlock()
+	c := e.copier
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			r.mu.Lock()
+			if len(r.pending) == 0 || r.pending[0].left.Load() > 0 || c.ctx.Err() != nil {
+				r.running = false // a commit completing from now kicks again
+				r.mu.Unlock()
+				return
+			}
+			pc := r.pending[0]
+			r.pending[0] = nil
+			r.pending = r.pending[1:]
+			r.mu.Unlock()
+			e.record(pc)
+		}
+	}()
+}
+
+// record records a pending commit's outcomes in records of at most
+// copyMirrorsPerRecord outcomes: the last advances the group's
+// mirroredThrough.
+func (e *Engine) record(pc *pendingCommit) {
+	acts := pc.lc.actions
+	per := max(1, copyMirrorsPerRecord/len(acts))
+	for lo := 0; lo < len(pc.fs); lo += per {
+		hi := min(len(pc.fs), lo+per)
+		out := make([]evcopier.Action, len(acts))
+		for j, a := range acts {
+			out[j] = evcopier.Action{Op: a.Op, LeaderOrderID: a.OrderID, Mirrors: make([]evcopier.Mirror, 0, hi-lo)}
+			for i := lo; i < hi; i++ {
+				out[j].Mirrors = append(out[j].Mirrors, pc.out[i][j])
+			}
+		}
+		e.recordMirrors(pc.group.ID, &copiercmd.RecordMirrors{LeaderSeq: pc.lc.seq, Actions: out, Partial: hi < len(pc.fs)})
 	}
 }
 
