@@ -29,14 +29,17 @@ import (
 // The account mailbox's After hook (copyLeader) sees each leader commit
 // once it is committed and queues what it did (copier.Actions) for the
 // leader's worker; the leader's answer never waits for it. The worker
-// takes the leader's commits in order and, for each group of the leader,
-// mirrors every action on every participating follower at once (each
-// follower's actions in order), through Engine.Account like any order,
-// with a clientOrderId derived from the leader's order and the follower
-// (copier.ClientOrderID): the follower's account takes it once, whatever
-// is retried. Then it records the outcomes in the group (RecordMirrors),
-// which advances the group's mirroredThrough. A follower's refusal is an
-// outcome; it never stops the others.
+// takes the leader's commits in order and hands each, for each group of
+// the leader, to every participating follower's worker (one per leader
+// and follower, which mirrors the leader's commits in their order, so a
+// cancel follows its placement), all followers at once, through
+// Engine.Account like any order, with a clientOrderId derived from the
+// leader's order and the follower (copier.ClientOrderID): the follower's
+// account takes it once, whatever is retried. The group's recorder
+// records a commit's outcomes (RecordMirrors) once every follower has
+// one, in the leader's commit order, which advances the group's
+// mirroredThrough. A follower's refusal is an outcome, and a slow
+// follower holds up only the recording: neither stops another follower.
 //
 // At start each leader's worker first catches up: the leader's commits in
 // the log after its groups' mirroredThrough are mirrored as they would have
@@ -46,9 +49,6 @@ import (
 //
 // On a node of several, the node that owns the leader mirrors it; the
 // catch-up runs for the leaders this node owns at start.
-
-// copyWorkers bounds the followers one leader commit is mirrored on at once.
-const copyWorkers = 256
 
 // copyRetry bounds how long a follower's mirror is retried while its
 // account answers a refusal that is safe to retry (its log or owner moving,
