@@ -308,6 +308,9 @@ func stageAllocs() stageSample {
 			scale = 1 / (1 - math.Exp(-avg/rate))
 		}
 		st := stageOf(r.Stack(), names)
+		if st < 0 {
+			continue
+		}
 		out.bytes[st] += float64(r.AllocBytes) * scale
 		out.objects[st] += float64(r.AllocObjects) * scale
 	}
@@ -326,6 +329,9 @@ func stageOf(stack []uintptr, names map[uintptr]string) int {
 				name = f.Name()
 			}
 			names[pc] = name
+		}
+		if strings.Contains(name, "cmd/bench.stage") {
+			return -1 // the measurement's own (stageAllocs, stageOf)
 		}
 		for i, st := range costStages {
 			for _, s := range st.funcs {
