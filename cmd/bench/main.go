@@ -68,6 +68,7 @@ type opts struct {
 	futures      futuresOpts
 	provPaced    int
 	cluster      clusterOpts
+	history      historyOpts // history.go
 	tmp          string
 	profile      string
 	trace        time.Duration // with profile: an execution trace of each profiled phase's first this long
@@ -90,6 +91,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "restart-once" {
 		run = func(_ context.Context, args []string) error { return restartOnce(args[1:]) }
 	}
+	if len(os.Args) > 1 && os.Args[1] == "history-once" {
+		run = func(_ context.Context, args []string) error { return historyOnce(args[1:]) }
+	}
 	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -100,7 +104,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43), futures (linked Tradovate logins against the in-process simulator: engine-added futures order latency, closed loop and paced; issue 44)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43), futures (linked Tradovate logins against the in-process simulator: engine-added futures order latency, closed loop and paced; issue 44), history (heap and resident memory per order of history after a restart with PostgreSQL read models, restart time, a heap profile, order and repeated-clientOrderId latency; issue 46; needs -database-url)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -125,6 +129,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.provPaced, "provider-paced-rate", 128, "provider: orders a second, spread over the -workers clients, in the paced window (engine-added time below saturation; 0 skips it)")
 	fs.IntVar(&o.provEvents, "provider-events", 200, "provider: fills placed at the exchange outside the engine, each timed to its SSE frame")
 	futuresFlags(fs, &o.futures) // futures.go
+	historyFlags(fs, &o.history) // history.go
 	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
 	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
 	fs.IntVar(&o.cluster.rounds, "cluster-rounds", 3, "cluster: kill -9 rounds, each killing the next node and starting it again")
@@ -509,6 +514,12 @@ func bench(ctx context.Context, o opts) error {
 	if o.phases["copier"] {
 		if err := copierPhase(ctx, o, main); err != nil { // copier.go (issue 45)
 			return err
+		}
+	}
+
+	if o.phases["history"] {
+		if err := historyPhase(ctx, o, main); err != nil { // history.go (issue 46)
+			return fmt.Errorf("history: %w", err)
 		}
 	}
 
