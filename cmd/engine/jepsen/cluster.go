@@ -42,16 +42,22 @@ type Options struct {
 	// namespace that takes the fencing headers off every publish
 	// (proxy.go): the deliberately broken deployment.
 	Unfenced bool
+	// Postgres runs one PostgreSQL server of the run's own (pg.go) in a
+	// namespace of its own, and the engines' read models in it
+	// (DATABASE_URL); else each engine keeps its read models in memory.
+	Postgres bool
 	Env      map[string]string // more engine settings
 }
 
-// Cluster is three nats-servers (c1..c3, one R3 JetStream cluster) and the
-// engine nodes (n1..), each in a namespace of its own on one Net; the
-// harness's clients reach them from the root namespace.
+// Cluster is three nats-servers (c1..c3, one R3 JetStream cluster), the
+// engine nodes (n1..) and, with Options.Postgres, the read models'
+// PostgreSQL (pg), each in a namespace of its own on one Net; the harness's
+// clients reach them from the root namespace.
 type Cluster struct {
 	Net        *Net
 	NATS       []*Proc
 	Engines    []*Proc
+	PG         *Proc   // Options.Postgres
 	Proxies    []*Proc // Unfenced: one per engine
 	Deployment string
 	Creds      Creds
@@ -91,6 +97,9 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 	for i := range opts.Engines {
 		names = append(names, engineName(i))
 	}
+	if opts.Postgres {
+		names = append(names, pgHost)
+	}
 	nw, err := NewNet(names)
 	if err != nil {
 		return nil, err
@@ -128,6 +137,14 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 		return c, err
 	}
 	t.Logf("jepsen: NATS ready at %v", time.Since(began).Round(time.Millisecond))
+	dbURL := ""
+	if opts.Postgres {
+		if err := c.startPostgres(filepath.Join(opts.Dir, pgHost)); err != nil {
+			return c, err
+		}
+		dbURL = c.PGURL()
+		t.Logf("jepsen: PostgreSQL ready at %v", time.Since(began).Round(time.Millisecond))
+	}
 	key := clusterkit.NewSecretKey()
 	self, err := os.Executable()
 	if err != nil {
@@ -164,7 +181,7 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 			fmt.Sprintf("ENGINE_LISTEN=%s:%d", h.IP, enginePort),
 			"ENGINE_DATA_DIR="+dir,
 			"NATS_URL="+urls,
-			"DATABASE_URL=",
+			"DATABASE_URL="+dbURL,
 			"ENGINE_DEPLOYMENT="+c.Deployment,
 			"ENGINE_ENV=sandbox",
 			"ENGINE_STREAM_REPLICAS=3",
@@ -205,6 +222,9 @@ func (c *Cluster) Close() {
 	}
 	for _, p := range c.NATS {
 		p.Kill()
+	}
+	if c.PG != nil {
+		c.PG.Kill()
 	}
 	c.Net.Close()
 }

@@ -25,11 +25,18 @@ const (
 	FaultLinkDown    = "link-down"     // an engine's link down: nothing reaches it, clients included
 	FaultSlow        = "slow"          // a rate-limited (or netem-delayed) link
 	FaultLossy       = "lossy"         // 30% of a host's packets dropped each way
+	// The read models' PostgreSQL (Options.Postgres).
+	FaultPausePG = "pause-pg" // SIGSTOP every process of the server, SIGCONT
+	FaultKillPG  = "kill-pg"  // SIGKILL every process of the server, start it again (crash recovery)
+	FaultCutPG   = "cut-pg"   // an engine cut from PostgreSQL both ways; it still reaches NATS and its clients
 )
 
 // FaultKinds is every kind, in the order a report lists them.
 var FaultKinds = []string{FaultKillEngine, FaultKillNATS, FaultPauseEngine, FaultPauseNATS, FaultCutEngine, FaultOneWay,
-	FaultSplit, FaultNATSMinor, FaultLinkDown, FaultSlow, FaultLossy}
+	FaultSplit, FaultNATSMinor, FaultLinkDown, FaultSlow, FaultLossy, FaultPausePG, FaultKillPG, FaultCutPG}
+
+// pgKinds are the kinds that strike PostgreSQL, drawn only when the cluster runs one.
+var pgKinds = []string{FaultPausePG, FaultKillPG, FaultCutPG}
 
 // Fault is one fault: its kind, the process it strikes (an index into the
 // engines or the nats-servers, as the kind says), when it starts after the
@@ -37,6 +44,7 @@ var FaultKinds = []string{FaultKillEngine, FaultKillNATS, FaultPauseEngine, Faul
 type Fault struct {
 	Kind   string
 	Target int
+	Host   string `json:",omitempty"` // slow and lossy: the host, when not Target's (pg)
 	At     time.Duration
 	For    time.Duration
 }
@@ -46,7 +54,12 @@ func (f Fault) String() string {
 }
 
 func (f Fault) target() string {
+	if f.Host != "" {
+		return f.Host
+	}
 	switch f.Kind {
+	case FaultPausePG, FaultKillPG:
+		return pgHost
 	case FaultKillNATS, FaultPauseNATS, FaultNATSMinor:
 		return natsName(f.Target)
 	case FaultSlow, FaultLossy:
@@ -78,19 +91,32 @@ type Nemesis struct {
 }
 
 // RandomSchedule is n faults of kinds drawn with rng (seeded by the caller,
-// who prints the seed) over the engines and servers, each for 4 to 12 s,
-// with 3 to 8 s of quiet between them, starting after lead.
-func RandomSchedule(rng *rand.Rand, engines int, n int, lead time.Duration) []Fault {
+// who prints the seed) over the engines and servers (and PostgreSQL, with
+// pg), each for 4 to 12 s, with 3 to 8 s of quiet between them, starting
+// after lead.
+func RandomSchedule(rng *rand.Rand, engines int, pg bool, n int, lead time.Duration) []Fault {
+	kinds := FaultKinds
+	if !pg {
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return slices.Contains(pgKinds, k) })
+	}
+	hosts := 3 + engines // slow and lossy: servers, engines and pg
+	if pg {
+		hosts++
+	}
 	var out []Fault
 	at := lead
 	for range n {
-		k := FaultKinds[rng.IntN(len(FaultKinds))]
+		k := kinds[rng.IntN(len(kinds))]
 		f := Fault{Kind: k, At: at, For: time.Duration(4000+rng.IntN(8000)) * time.Millisecond}
 		switch k {
 		case FaultKillNATS, FaultPauseNATS, FaultNATSMinor:
 			f.Target = rng.IntN(3)
 		case FaultSlow, FaultLossy:
-			f.Target = rng.IntN(3 + engines)
+			if f.Target = rng.IntN(hosts); f.Target == 3+engines {
+				f.Target, f.Host = 0, pgHost
+			}
+		case FaultPausePG, FaultKillPG:
+			f.Target = 0
 		default:
 			f.Target = rng.IntN(engines)
 		}
@@ -172,7 +198,7 @@ func (n *Nemesis) inject(f Fault) error {
 				return err
 			}
 		}
-	case FaultSplit:
+	case FaultSplit: // PostgreSQL, when there is one, with the majority
 		minority := []string{engineName(f.Target), natsName(f.Target % 3)}
 		var majority []string
 		for i := range c.Engines {
@@ -181,6 +207,9 @@ func (n *Nemesis) inject(f Fault) error {
 			}
 		}
 		majority = append(majority, n.natsHosts(f.Target%3)...)
+		if c.PG != nil {
+			majority = append(majority, pgHost)
+		}
 		return c.Net.Partition(minority, majority)
 	case FaultNATSMinor:
 		return c.Net.Partition([]string{natsName(f.Target)}, n.natsHosts(f.Target))
@@ -190,6 +219,12 @@ func (n *Nemesis) inject(f Fault) error {
 		return c.Net.Slow(f.target())
 	case FaultLossy:
 		return c.Net.Lossy(f.target(), 30)
+	case FaultPausePG:
+		return c.PG.Signal(syscall.SIGSTOP)
+	case FaultKillPG:
+		c.PG.Kill()
+	case FaultCutPG:
+		return c.Net.Partition([]string{engineName(f.Target)}, []string{pgHost})
 	default:
 		return fmt.Errorf("jepsen: no fault %q", f.Kind)
 	}
@@ -214,6 +249,13 @@ func (n *Nemesis) heal(f Fault) error {
 		return c.Engines[f.Target].Signal(syscall.SIGCONT)
 	case FaultPauseNATS:
 		return c.NATS[f.Target].Signal(syscall.SIGCONT)
+	case FaultPausePG:
+		return c.PG.Signal(syscall.SIGCONT)
+	case FaultKillPG:
+		if err := c.PG.Start(); err != nil {
+			return err
+		}
+		return c.WaitPG(60 * time.Second)
 	}
 	return c.Net.HealAll()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,10 @@ type Proc struct {
 	args    []string
 	env     []string
 	logPath string
+	// wholeNS: the process forks others that leave its process group
+	// (PostgreSQL's backends), alone in its namespace: signals go to every
+	// process in the namespace.
+	wholeNS bool
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -91,6 +96,9 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("jepsen: signal %s: %w", p.Name, err)
 	}
+	if p.wholeNS {
+		signalNamespace(p.ns, sig)
+	}
 	switch sig {
 	case syscall.SIGSTOP:
 		p.stopped = true
@@ -109,8 +117,29 @@ func (p *Proc) Kill() {
 	}
 	done := p.done
 	_ = p.cmd.Process.Kill()
+	if p.wholeNS {
+		signalNamespace(p.ns, syscall.SIGKILL)
+	}
 	p.mu.Unlock()
 	<-done
+	if p.wholeNS { // the rest are gone once reaped
+		_ = waitFor(5*time.Second, func() error {
+			if out, _ := exec.Command("ip", "netns", "pids", p.ns).Output(); len(bytes.TrimSpace(out)) > 0 {
+				return errors.New("processes left")
+			}
+			return nil
+		})
+	}
+}
+
+// signalNamespace sends sig to every process in ns, each by its pid.
+func signalNamespace(ns string, sig syscall.Signal) {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
 }
 
 // Tail is the last n lines of the process's log.
