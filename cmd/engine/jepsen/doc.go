@@ -1,8 +1,9 @@
 // Package jepsen tests a clustered deployment the way Jepsen does: real
-// processes (three nats-servers in one R3 JetStream cluster and engine
-// nodes), each in a network namespace of its own joined by a bridge, under a
-// nemesis that kills, pauses, partitions and slows them, while clients record
-// every invocation and completion; checkers then judge the history.
+// processes (three nats-servers in one R3 JetStream cluster, engine nodes
+// and the read models' PostgreSQL), each in a network namespace of its own
+// joined by a bridge, under a nemesis that kills, pauses, partitions and
+// slows them, while clients record every invocation and completion;
+// checkers then judge the history.
 //
 // The parts, each in its file:
 //   - net.go: the namespaces, the bridge and the addresses the harness
@@ -12,6 +13,9 @@
 //     sweep of what a dead run left.
 //   - cluster.go, proc.go: the processes, built from this module
 //     (clusterkit), started through `ip netns exec`.
+//   - pg.go: the read models' PostgreSQL, the run's own (initdb into the
+//     run's directory, the server as the postgres user in a namespace of
+//     its own), which every engine's DATABASE_URL names.
 //   - nemesis.go: the fault kinds and a seeded schedule of them.
 //   - workload.go, history.go: the clients and what they saw.
 //   - model.go, check.go: the porcupine models and the invariants.
