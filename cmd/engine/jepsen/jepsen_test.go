@@ -107,7 +107,7 @@ func runFaults(t *testing.T, r run) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("faults:\n%s", FaultSummary(n.Windows(), h.Ops()))
+	t.Logf("faults:\n%s", FaultSummary(n.Windows(), h.Ops(), append(rep.Anomalies, rep.Known...)))
 	for _, w := range n.Windows() {
 		if w.Err != "" {
 			t.Errorf("the nemesis could not inject or heal %s: %s", w.Fault, w.Err)

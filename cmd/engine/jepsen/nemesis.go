@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -262,15 +263,46 @@ func (n *Nemesis) heal(f Fault) error {
 
 // FaultSummary is, per fault kind, how many times it struck, how long it
 // lasted in all, the attempts invoked while it held with their outcomes,
-// and the longest time without an acknowledged write from its start to 5 s
-// after it was healed (the deployment's outage, whichever account).
-func FaultSummary(windows []Window, ops []Op) string {
+// the histories porcupine checked that one of those attempts belongs to
+// (an order's clientOrderId, an account's balance), the anomalies found
+// on an account and key an attempt invoked from the fault until 5 s after
+// its heal touched, and the longest time without an acknowledged write
+// from its start to 5 s after it was healed (the deployment's outage,
+// whichever account).
+func FaultSummary(windows []Window, ops []Op, anomalies []Anomaly) string {
 	type stat struct {
-		n        int
-		held     time.Duration
-		outcomes map[string]int
-		attempts int
-		gap      time.Duration
+		n         int
+		held      time.Duration
+		outcomes  map[string]int
+		attempts  int
+		gap       time.Duration
+		histories map[string]bool
+		anomalies map[int]bool
+	}
+	// The history an attempt belongs to: an order's by its clientOrderId
+	// (a cancel's, through the place that answered its brokerOrderId), a
+	// balance operation's by its account.
+	coid := map[string]string{}
+	for _, op := range ops {
+		if op.Kind == KindPlace && op.OrderID != "" {
+			coid[op.Account+"/"+op.OrderID] = op.Key
+		}
+	}
+	history := func(op Op) string {
+		switch op.Kind {
+		case KindPlace:
+			return "order " + op.Account + "/" + op.Key
+		case KindCancel:
+			if k, ok := coid[op.Account+"/"+op.Key]; ok {
+				return "order " + op.Account + "/" + k
+			}
+		case KindBalance:
+			return "balance " + op.Account
+		}
+		return ""
+	}
+	touches := func(op Op, a Anomaly) bool {
+		return op.Account == a.Account && (op.Key == a.Key || op.Kind == KindRead && strconv.FormatUint(op.Revision, 10) == a.Key)
 	}
 	var acks []time.Duration
 	for _, op := range ops {
@@ -283,7 +315,7 @@ func FaultSummary(windows []Window, ops []Op) string {
 	for _, w := range windows {
 		s := stats[w.Fault.Kind]
 		if s == nil {
-			s = &stat{outcomes: map[string]int{}}
+			s = &stat{outcomes: map[string]int{}, histories: map[string]bool{}, anomalies: map[int]bool{}}
 			stats[w.Fault.Kind] = s
 		}
 		s.n++
@@ -292,6 +324,16 @@ func FaultSummary(windows []Window, ops []Op) string {
 			if op.Call >= w.Start && op.Call <= w.End {
 				s.attempts++
 				s.outcomes[op.Outcome]++
+				if h := history(op); h != "" {
+					s.histories[h] = true
+				}
+			}
+			if op.Call >= w.Start && op.Call <= w.End+5*time.Second {
+				for i, a := range anomalies {
+					if touches(op, a) {
+						s.anomalies[i] = true
+					}
+				}
 			}
 		}
 		last, until := w.Start, w.End+5*time.Second
@@ -310,9 +352,9 @@ func FaultSummary(windows []Window, ops []Op) string {
 		if s == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %d times, %v in all; %d attempts invoked meanwhile (ok %d, dup %d, refused %d, fail %d, unknown %d); longest time without an acknowledged write %v\n",
+		fmt.Fprintf(&b, "%s: %d times, %v in all; %d attempts invoked meanwhile (ok %d, dup %d, refused %d, fail %d, unknown %d) in %d checked histories; %d anomalies; longest time without an acknowledged write %v\n",
 			k, s.n, s.held.Round(time.Millisecond), s.attempts, s.outcomes[OK], s.outcomes[Dup], s.outcomes[Refused], s.outcomes[Fail], s.outcomes[Unknown],
-			s.gap.Round(time.Millisecond))
+			len(s.histories), len(s.anomalies), s.gap.Round(time.Millisecond))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
