@@ -86,7 +86,10 @@ type Order struct {
 	LastFee     *events.Decimal
 	LastPnL     *events.Decimal
 	LastTradeID string
-	At          time.Time
+	// LastAt is the provider's time of the last fill (its trade time);
+	// zero: At stands for it.
+	LastAt time.Time
+	At     time.Time
 	// Multiplier is the instrument's value per point (a futures
 	// contract's), which a fill's realized PnL and the position carry; zero:
 	// 1.

@@ -51,6 +51,9 @@ type Provider struct {
 	// reported, which may already hold that fill: a provider's stream may
 	// tell of the position before the fill that moved it.
 	Filled map[string]evacct.Position
+	// Unreported are the fills the provider's last balance report of the
+	// account's currency cannot hold yet (provider_balance.go).
+	Unreported []Unreported
 	// Login is the link of an account linked through a login (provider_token.go).
 	Login
 	// Consent is the trader's word on live trading by the Connect app the
@@ -121,9 +124,9 @@ func applyProvider(s *State, e events.Event) {
 		}
 	case evacct.BalanceObserved:
 		if s.Provider != nil {
+			applyBalance(s, e) // provider_balance.go: before the report is kept
 			s.Provider.Balances[e.Asset] = e
-		}
-		if e.Asset == s.Currency {
+		} else if e.Asset == s.Currency {
 			s.Balance = e.Wallet
 		}
 	case evacct.PositionObserved:
@@ -178,6 +181,7 @@ func applyProviderFill(s *State, e evacct.OrderFilled) {
 	} else {
 		p.Filled[e.Instrument] = e.Position
 	}
+	applyFillMoney(s, e) // provider_balance.go
 }
 
 // adoptedPrefix starts the brokerOrderId of an order placed elsewhere.
@@ -586,8 +590,7 @@ func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.E
 		o.add(evacct.SettingsObserved{Settings: *c.Settings, At: env.At})
 	}
 	for _, b := range c.Balances {
-		cur, ok := o.state().Provider.Balances[b.Asset]
-		if !ok || cur.Wallet.Cmp(b.Wallet) != 0 || cur.Available.Cmp(b.Available) != 0 || (b.Asset == s.Currency && o.state().Balance.Cmp(b.Wallet) != 0) {
+		if balanceNews(o.state(), b) { // provider_balance.go
 			b.At = env.At
 			o.add(b)
 		}
@@ -676,19 +679,21 @@ func (o *observer) order(ob providercmd.Order) {
 		if ob.LastPnL == nil {
 			realized = closed
 		}
-		bal := st.Balance.Add(realized)
+		money := realized
 		var fee *events.Decimal
 		if ob.LastFee != nil {
 			f := *ob.LastFee
-			fee, bal = &f, bal.Sub(f)
+			fee, money = &f, money.Sub(f)
 		}
+		at := fillTime(ob)
+		bal := fillBalance(st, at, money) // provider_balance.go: not again when the provider's balance holds it
 		avg := price
 		if ob.AvgPrice != nil {
 			avg = *ob.AvgPrice
 		}
 		o.add(evacct.OrderFilled{BrokerOrderID: id, FillID: id + "-" + ob.Filled.String(), Instrument: w.Instrument, Side: w.Side,
 			Quantity: delta, Price: price, Realized: realized, Position: pos, Balance: bal, OrderFilled: ob.Filled,
-			OrderAvgPrice: avg, Done: ob.Final(), Commission: fee, At: o.env.At})
+			OrderAvgPrice: avg, Done: ob.Final(), Commission: fee, ProviderAt: at, At: o.env.At})
 		return
 	}
 	if ob.Final() {

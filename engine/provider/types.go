@@ -188,6 +188,11 @@ type Balance struct {
 	Wallet     events.Decimal // deposited and realized
 	Available  events.Decimal // free for new orders
 	Unrealized events.Decimal
+	// AsOf is the provider's time of the transaction the balance last
+	// changed with (Binance's transaction time, Tradovate's cashBalance
+	// timestamp); zero when the provider gave none. An execution dated at
+	// or before it is in Wallet already.
+	AsOf time.Time
 }
 
 // Position is the account's net position in one instrument; Quantity is

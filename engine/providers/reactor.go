@@ -364,7 +364,7 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 			o := fromState(e.Order)
 			if x := e.Execution; x != nil {
 				price, fee, pnl := x.Price, x.Fee, x.RealizedPnL
-				o.LastPrice, o.LastFee, o.LastPnL, o.LastTradeID = &price, &fee, &pnl, x.ID
+				o.LastPrice, o.LastFee, o.LastPnL, o.LastTradeID, o.LastAt = &price, &fee, &pnl, x.ID, x.At
 			}
 			cmd = &providercmd.Observe{Cause: "stream", Orders: []providercmd.Order{o}}
 		case *provider.AccountUpdate:
@@ -633,7 +633,7 @@ func fromState(st provider.OrderState) providercmd.Order {
 func balances(bs []provider.Balance) []evacct.BalanceObserved {
 	var out []evacct.BalanceObserved
 	for _, b := range bs {
-		out = append(out, evacct.BalanceObserved{Asset: b.Asset, Wallet: b.Wallet, Available: b.Available})
+		out = append(out, evacct.BalanceObserved{Asset: b.Asset, Wallet: b.Wallet, Available: b.Available, AsOf: b.AsOf})
 	}
 	return out
 }

@@ -86,7 +86,11 @@ type OrderFilled struct {
 	Done          bool            `json:"done"`          // order fully filled
 	Quote         *events.Decimal `json:"quote,omitempty"`
 	Commission    *events.Decimal `json:"commission,omitempty"` // charged by the venue's condition, in Balance already
-	At            time.Time       `json:"at"`
+	// ProviderAt is the provider's own time of the fill on a provider
+	// account (zero when it gave none, and on the paper book): a balance
+	// the provider reports as of this time or later holds it.
+	ProviderAt time.Time `json:"providerAt,omitzero"`
+	At         time.Time `json:"at"`
 }
 
 // OrderCanceled records an order's end without (further) fills.

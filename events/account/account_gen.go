@@ -726,8 +726,8 @@ func (z OrderCanceled) Msgsize() (s int) {
 func (z *OrderFilled) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(15)
-	var zb0001Mask uint16 /* 15 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
 	if z.Quote == nil {
 		zb0001Len--
@@ -737,8 +737,12 @@ func (z *OrderFilled) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x2000
 	}
+	if z.ProviderAt.IsZero() {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
 	// variable map header, size zb0001Len
-	o = append(o, 0x80|uint8(zb0001Len))
+	o = msgp.AppendMapHeader(o, zb0001Len)
 
 	// skip if no fields are to be emitted
 	if zb0001Len != 0 {
@@ -831,6 +835,11 @@ func (z *OrderFilled) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "providerAt"
+			o = append(o, 0xaa, 0x70, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72, 0x41, 0x74)
+			o = msgp.AppendTimeExt(o, z.ProviderAt)
 		}
 		// string "at"
 		o = append(o, 0xa2, 0x61, 0x74)
@@ -963,6 +972,12 @@ func (z *OrderFilled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "providerAt":
+			z.ProviderAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ProviderAt")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -983,7 +998,7 @@ func (z *OrderFilled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *OrderFilled) Msgsize() (s int) {
-	s = 1 + 14 + msgp.StringPrefixSize + len(z.BrokerOrderID) + 7 + msgp.StringPrefixSize + len(z.FillID) + 11 + msgp.StringPrefixSize + len(z.Instrument) + 5 + msgp.StringPrefixSize + len(z.Side) + 9 + z.Quantity.Msgsize() + 6 + z.Price.Msgsize() + 9 + z.Realized.Msgsize() + 9 + z.Position.Msgsize() + 8 + z.Balance.Msgsize() + 12 + z.OrderFilled.Msgsize() + 14 + z.OrderAvgPrice.Msgsize() + 5 + msgp.BoolSize + 6
+	s = 3 + 14 + msgp.StringPrefixSize + len(z.BrokerOrderID) + 7 + msgp.StringPrefixSize + len(z.FillID) + 11 + msgp.StringPrefixSize + len(z.Instrument) + 5 + msgp.StringPrefixSize + len(z.Side) + 9 + z.Quantity.Msgsize() + 6 + z.Price.Msgsize() + 9 + z.Realized.Msgsize() + 9 + z.Position.Msgsize() + 8 + z.Balance.Msgsize() + 12 + z.OrderFilled.Msgsize() + 14 + z.OrderAvgPrice.Msgsize() + 5 + msgp.BoolSize + 6
 	if z.Quote == nil {
 		s += msgp.NilSize
 	} else {
@@ -995,7 +1010,7 @@ func (z *OrderFilled) Msgsize() (s int) {
 	} else {
 		s += z.Commission.Msgsize()
 	}
-	s += 3 + msgp.TimeSize
+	s += 11 + msgp.TimeSize + 3 + msgp.TimeSize
 	return
 }
 

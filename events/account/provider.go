@@ -124,10 +124,14 @@ type IntentSettled struct {
 }
 
 // BalanceObserved records the account's balance of Asset at the provider.
+// AsOf is the provider's own time of the balance (the transaction it last
+// changed with), zero when the provider gave none: a fill the provider
+// reports at or before AsOf is in Wallet already.
 type BalanceObserved struct {
 	Asset     string         `json:"asset"`
 	Wallet    events.Decimal `json:"wallet"`
 	Available events.Decimal `json:"available"`
+	AsOf      time.Time      `json:"asOf,omitzero"`
 	At        time.Time      `json:"at"`
 }
 

@@ -9,27 +9,45 @@ import (
 // MarshalMsg implements msgp.Marshaler
 func (z *BalanceObserved) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "asset"
-	o = append(o, 0x84, 0xa5, 0x61, 0x73, 0x73, 0x65, 0x74)
-	o = msgp.AppendString(o, z.Asset)
-	// string "wallet"
-	o = append(o, 0xa6, 0x77, 0x61, 0x6c, 0x6c, 0x65, 0x74)
-	o, err = z.Wallet.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Wallet")
-		return
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.AsOf.IsZero() {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "available"
-	o = append(o, 0xa9, 0x61, 0x76, 0x61, 0x69, 0x6c, 0x61, 0x62, 0x6c, 0x65)
-	o, err = z.Available.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Available")
-		return
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "asset"
+		o = append(o, 0xa5, 0x61, 0x73, 0x73, 0x65, 0x74)
+		o = msgp.AppendString(o, z.Asset)
+		// string "wallet"
+		o = append(o, 0xa6, 0x77, 0x61, 0x6c, 0x6c, 0x65, 0x74)
+		o, err = z.Wallet.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Wallet")
+			return
+		}
+		// string "available"
+		o = append(o, 0xa9, 0x61, 0x76, 0x61, 0x69, 0x6c, 0x61, 0x62, 0x6c, 0x65)
+		o, err = z.Available.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Available")
+			return
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "asOf"
+			o = append(o, 0xa4, 0x61, 0x73, 0x4f, 0x66)
+			o = msgp.AppendTimeExt(o, z.AsOf)
+		}
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
 	}
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTimeExt(o, z.At)
 	return
 }
 
@@ -69,6 +87,12 @@ func (z *BalanceObserved) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Available")
 				return
 			}
+		case "asOf":
+			z.AsOf, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AsOf")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -89,7 +113,7 @@ func (z *BalanceObserved) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *BalanceObserved) Msgsize() (s int) {
-	s = 1 + 6 + msgp.StringPrefixSize + len(z.Asset) + 7 + z.Wallet.Msgsize() + 10 + z.Available.Msgsize() + 3 + msgp.TimeSize
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Asset) + 7 + z.Wallet.Msgsize() + 10 + z.Available.Msgsize() + 5 + msgp.TimeSize + 3 + msgp.TimeSize
 	return
 }
 

@@ -192,6 +192,9 @@ func (s *session) Snapshot(ctx context.Context) (provider.Snapshot, error) {
 	}
 	for _, b := range bals {
 		x := provider.Balance{Asset: b.Asset}
+		if b.UpdateTime > 0 { // the balance's last change: a later trade is not in it
+			x.AsOf = millis(b.UpdateTime)
+		}
 		if x.Wallet, err = dec("balance", b.Balance); err == nil {
 			if x.Available, err = dec("availableBalance", b.AvailableBalance); err == nil {
 				x.Unrealized, err = dec("crossUnPnl", b.CrossUnPnl)

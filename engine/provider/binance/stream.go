@@ -172,7 +172,7 @@ func decodeUser(msg []byte) userFrame {
 		}
 		return userFrame{algo: &rep, at: millis(e.Time)}
 	case futures.UserDataEventTypeAccountUpdate:
-		u, err := fromAccountUpdate(&e.AccountUpdate, e.Time)
+		u, err := fromAccountUpdate(&e.AccountUpdate, e.Time, e.TransactionTime)
 		if err != nil {
 			return userFrame{}
 		}
@@ -215,8 +215,15 @@ func (s *session) resolve(ctx context.Context, f userFrame) []provider.Event {
 	return f.events
 }
 
-func fromAccountUpdate(a *futures.WsAccountUpdate, at int64) (*provider.AccountUpdate, error) {
+// fromAccountUpdate reads an ACCOUNT_UPDATE of event time at; its balances
+// are as of the transaction time tx (the matching engine's, which an
+// ORDER_TRADE_UPDATE's trade time shares).
+func fromAccountUpdate(a *futures.WsAccountUpdate, at, tx int64) (*provider.AccountUpdate, error) {
 	u := &provider.AccountUpdate{Reason: string(a.Reason), At: millis(at)}
+	var asOf time.Time
+	if tx > 0 {
+		asOf = millis(tx)
+	}
 	for _, b := range a.Balances {
 		w, err := dec("wb", b.Balance)
 		if err != nil {
@@ -224,7 +231,7 @@ func fromAccountUpdate(a *futures.WsAccountUpdate, at int64) (*provider.AccountU
 		}
 		// The stream gives the wallet balance and the cross wallet; the
 		// available balance is not in it.
-		u.Balances = append(u.Balances, provider.Balance{Asset: b.Asset, Wallet: w})
+		u.Balances = append(u.Balances, provider.Balance{Asset: b.Asset, Wallet: w, AsOf: asOf})
 	}
 	for _, p := range a.Positions {
 		if p.Side != "" && p.Side != futures.PositionSideTypeBoth {

@@ -266,7 +266,7 @@ func (t *tracker) apply(ctx context.Context, ev props) []provider.Event {
 			cur = "USD"
 		}
 		return []provider.Event{&provider.AccountUpdate{Reason: "cash", At: c.Timestamp.UTC(),
-			Balances: []provider.Balance{{Asset: cur, Wallet: c.Amount.dec()}}}}
+			Balances: []provider.Balance{{Asset: cur, Wallet: c.Amount.dec(), AsOf: c.Timestamp.UTC()}}}}
 	case "contract":
 		var k contract
 		if json.Unmarshal(ev.Entity, &k) == nil {
