@@ -69,6 +69,13 @@ type copiers struct {
 	byLeader atomic.Pointer[map[string][]string]
 	indexMu  sync.Mutex // serialises index rebuilds
 
+	// mu guards the workers' maps and queues. A follower's worker and a
+	// group's recorder leave their map when they run out of work (so a
+	// follower removed, or idle, holds nothing); one is only ever added
+	// to, run from and removed from its map under mu, so two never run
+	// for the same key. A leader's worker stays: it holds the last commit
+	// handled, which keeps the catch-up and the hook from mirroring one
+	// twice; there is one for each leader of a group.
 	mu        sync.Mutex
 	workers   map[string]*leaderWorker
 	followers map[string]*followerWorker // by leader and follower
@@ -292,9 +299,7 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 		if err != nil {
 			return err
 		}
-		for _, ev := range cm.Events {
-			st = account.Apply(st, ev)
-		}
+		st = account.Fold(st, m.Seq, cm.Events)
 		if m.Seq <= from {
 			return nil
 		}
@@ -334,9 +339,9 @@ func (e *Engine) mirrorCommit(leader string, lc leaderCommit) {
 		}
 		pc := &pendingCommit{group: g, lc: lc, fs: fs, eq: eq, out: make([][]evcopier.Mirror, len(fs))}
 		pc.left.Store(int32(len(fs)))
-		c.recorderOf(g.ID).add(e, pc)
+		c.addPending(pc)
 		for i, f := range fs {
-			c.followerOf(leader, f.AccountID).add(e, followerJob{pc: pc, i: i})
+			c.addJob(e, leader, f.AccountID, followerJob{pc: pc, i: i})
 		}
 	}
 }
@@ -364,6 +369,7 @@ type pendingCommit struct {
 	eq    *leaderEquity
 	out   [][]evcopier.Mirror // by follower, by action
 	left  atomic.Int32        // followers still mirroring
+	rec   *groupRecorder      // the group's recorder that holds it
 }
 
 // followerJob is one follower's part of a pending commit.
@@ -372,139 +378,142 @@ type followerJob struct {
 	i  int
 }
 
-// copyQueue runs its items in order on one goroutine at a time, started
-// when an item arrives and ending when none is left.
-type copyQueue[T any] struct {
-	mu      sync.Mutex
-	items   []T
+// followerWorker mirrors one leader's commits on one follower, in order,
+// on one goroutine at a time (its fields are guarded by copiers.mu).
+type followerWorker struct {
+	key     string
+	items   []followerJob
 	running bool
 }
 
-// push queues v and reports whether the caller must start the runner.
-func (q *copyQueue[T]) push(v T) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.items = append(q.items, v)
-	if q.running {
-		return false
-	}
-	q.running = true
-	return true
-}
-
-// pop takes the next item; false (and the runner ends) when none is left.
-func (q *copyQueue[T]) pop() (T, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var zero T
-	if len(q.items) == 0 {
-		q.running = false
-		return zero, false
-	}
-	v := q.items[0]
-	q.items[0] = zero
-	q.items = q.items[1:]
-	return v, true
-}
-
-// followerWorker mirrors one leader's commits on one follower, in order.
-type followerWorker struct{ q copyQueue[followerJob] }
-
-func (c *copiers) followerOf(leader, follower string) *followerWorker {
+// addJob queues a follower's part of a commit on its worker (made if there
+// is none) and starts the worker if it is not running.
+func (c *copiers) addJob(e *Engine, leader, follower string, j followerJob) {
+	k := leader + "\x00" + follower
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := leader + "\x00" + follower
 	w := c.followers[k]
 	if w == nil {
-		w = &followerWorker{}
+		w = &followerWorker{key: k}
 		c.followers[k] = w
 	}
-	return w
+	w.items = append(w.items, j)
+	if !w.running {
+		w.running = true
+		c.wg.Add(1) // from a running worker: the count is above zero
+		go e.runFollower(w)
+	}
 }
 
-func (w *followerWorker) add(e *Engine, j followerJob) {
-	if !w.q.push(j) {
-		return
-	}
-	c := e.copier
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for {
-			j, ok := w.q.pop()
-			if !ok {
-				return
-			}
-			pc := j.pc
-			out := make([]evcopier.Mirror, len(pc.lc.actions))
-			for k, a := range pc.lc.actions {
-				if c.ctx.Err() != nil {
-					break // stopping: the commit stays unrecorded, for the next start's catch-up
-				}
-				out[k] = e.mirrorOne(pc.group, pc.fs[j.i], a, pc.lc, pc.eq.get)
-			}
-			pc.out[j.i] = out
-			if pc.left.Add(-1) == 0 {
-				c.recorderOf(pc.group.ID).kick(e)
-			}
+// nextJob takes the worker's next job; with none left (or the copier
+// stopping) the worker ends and leaves the map, in one step under mu.
+func (c *copiers) nextJob(w *followerWorker) (followerJob, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(w.items) == 0 || c.ctx.Err() != nil {
+		w.running = false
+		w.items = nil // stopping: unrecorded, for the next start's catch-up
+		if c.followers[w.key] == w {
+			delete(c.followers, w.key)
 		}
-	}()
+		return followerJob{}, false
+	}
+	j := w.items[0]
+	w.items[0] = followerJob{}
+	w.items = w.items[1:]
+	return j, true
+}
+
+// runFollower is a follower's worker: its jobs in order, until none is left.
+func (e *Engine) runFollower(w *followerWorker) {
+	c := e.copier
+	defer c.wg.Done()
+	for {
+		j, ok := c.nextJob(w)
+		if !ok {
+			return
+		}
+		pc := j.pc
+		out := make([]evcopier.Mirror, len(pc.lc.actions))
+		for k, a := range pc.lc.actions {
+			if c.ctx.Err() != nil {
+				break // stopping: the commit stays unrecorded, for the next start's catch-up
+			}
+			out[k] = e.mirrorOne(pc.group, pc.fs[j.i], a, pc.lc, pc.eq.get)
+		}
+		pc.out[j.i] = out
+		if pc.left.Add(-1) == 0 {
+			c.kick(e, pc.rec)
+		}
+	}
 }
 
 // groupRecorder records a group's pending commits in the leader's order,
-// each once all its followers have an outcome.
+// each once all its followers have an outcome (its fields are guarded by
+// copiers.mu).
 type groupRecorder struct {
-	mu      sync.Mutex
+	group   string
 	pending []*pendingCommit
 	running bool
 }
 
-func (c *copiers) recorderOf(groupID string) *groupRecorder {
+// addPending queues a commit on its group's recorder (made if there is
+// none), before any follower mirrors it.
+func (c *copiers) addPending(pc *pendingCommit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := c.recorders[groupID]
+	r := c.recorders[pc.group.ID]
 	if r == nil {
-		r = &groupRecorder{}
-		c.recorders[groupID] = r
+		r = &groupRecorder{group: pc.group.ID}
+		c.recorders[r.group] = r
 	}
-	return r
-}
-
-func (r *groupRecorder) add(e *Engine, pc *pendingCommit) {
-	r.mu.Lock()
 	r.pending = append(r.pending, pc)
-	r.mu.Unlock()
+	pc.rec = r
 }
 
-// kick records the pending commits at the head that are complete. Each
-// completion kicks; whether the head is complete is read under mu, so a
-// completion after the runner's last look starts a runner again.
-func (r *groupRecorder) kick(e *Engine) {
-	r.mu.Lock()
+// kick starts the recorder unless it runs. Each completion kicks; the
+// runner reads whether the head is complete under mu, so a completion
+// after its last look starts it again.
+func (c *copiers) kick(e *Engine, r *groupRecorder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if r.running {
-		r.mu.Unlock()
 		return
 	}
 	r.running = true
-	r.mu.Unlock()
-	c := e.copier
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for {
-			r.mu.Lock()
-			if len(r.pending) == 0 || r.pending[0].left.Load() > 0 || c.ctx.Err() != nil {
-				r.running = false // a commit completing from now kicks again
-				r.mu.Unlock()
-				return
-			}
-			pc := r.pending[0]
-			r.pending[0] = nil
-			r.pending = r.pending[1:]
-			r.mu.Unlock()
-			e.record(pc)
+	c.wg.Add(1) // from a running worker: the count is above zero
+	go e.runRecorder(r)
+}
+
+// nextRecord takes the recorder's head when it is complete; else the
+// recorder ends, and with nothing pending leaves the map, under mu.
+func (c *copiers) nextRecord(r *groupRecorder) (*pendingCommit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(r.pending) == 0 || r.pending[0].left.Load() > 0 || c.ctx.Err() != nil {
+		r.running = false // a commit completing from now kicks again
+		if len(r.pending) == 0 && c.recorders[r.group] == r {
+			delete(c.recorders, r.group)
 		}
-	}()
+		return nil, false
+	}
+	pc := r.pending[0]
+	r.pending[0] = nil
+	r.pending = r.pending[1:]
+	return pc, true
+}
+
+// runRecorder records the complete commits at the head of the recorder.
+func (e *Engine) runRecorder(r *groupRecorder) {
+	c := e.copier
+	defer c.wg.Done()
+	for {
+		pc, ok := c.nextRecord(r)
+		if !ok {
+			return
+		}
+		e.record(pc)
+	}
 }
 
 // record records a pending commit's outcomes in records of at most
@@ -704,7 +713,7 @@ func (e *Engine) copyFollower(accountID, instrument, clientOrderID string) (even
 		if instrument != "" {
 			pos = s.Positions[instrument].Quantity.Abs()
 		}
-		if id, ok := s.ClientOrderIDs[clientOrderID]; ok {
+		if id, ok, _ := s.OrderFor(clientOrderID); ok {
 			if o, working := s.Working[id]; working {
 				cp := *o
 				w = &cp

@@ -64,16 +64,30 @@ func (r *copierRig) cancel(e *engine.Engine, id, orderID string) {
 }
 
 // mirrors are the account's orders placed under a copier's clientOrderId
-// (coid -> order id) and those of them still working, by leader order.
-func mirrors(t *testing.T, e *engine.Engine, id string) (placed map[string]string, working map[string][]evacct.Order) {
+// (coid -> order id), read from its commits, and those of them still
+// working, by leader order.
+func mirrors(t *testing.T, e *engine.Engine, log *eventlog.Log, id string) (placed map[string]string, working map[string][]evacct.Order) {
 	t.Helper()
 	placed, working = map[string]string{}, map[string][]evacct.Order{}
-	err := e.InspectAccount(context.Background(), id, func(s *account.State, _ uint64) {
-		for coid, oid := range s.ClientOrderIDs {
-			if strings.HasPrefix(coid, "cp-") {
-				placed[coid] = oid
+	reg := engine.Registry()
+	_, err := log.Load(context.Background(), evacct.Subject(id), func(m eventlog.Msg) error {
+		c, err := reg.Decode(m.Data)
+		if err != nil {
+			return err
+		}
+		for _, ev := range c.Events {
+			if p, ok := ev.(evacct.OrderPlaced); ok && strings.HasPrefix(p.Order.ClientOrderID, "cp-") {
+				placed[p.Order.ClientOrderID] = p.Order.BrokerOrderID
 			}
-			if w, ok := s.Working[oid]; ok && w.LeaderOrderID != "" {
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.InspectAccount(context.Background(), id, func(s *account.State, _ uint64) {
+		for _, w := range s.Working {
+			if w.LeaderOrderID != "" && strings.HasPrefix(w.ClientOrderID, "cp-") {
 				working[w.LeaderOrderID] = append(working[w.LeaderOrderID], w.Order)
 			}
 		}
@@ -120,26 +134,26 @@ func TestCopierMirrorsAcceptedOrders(t *testing.T) {
 		t.Fatal("an order on an unknown instrument was accepted")
 	}
 	enginetest.WaitFor(t, 5*time.Second, func() error {
-		p1, w1 := mirrors(t, e, "F1")
-		p2, _ := mirrors(t, e, "F2")
+		p1, w1 := mirrors(t, e, log, "F1")
+		p2, _ := mirrors(t, e, log, "F2")
 		if len(w1[lim]) != 1 || len(p1) != 1 || len(p2) != 1 {
 			return errors.New("not mirrored yet")
 		}
 		return nil
 	})
-	_, w1 := mirrors(t, e, "F1")
+	_, w1 := mirrors(t, e, log, "F1")
 	if f1 := w1[lim][0]; f1.Quantity.Cmp(dec("1")) != 0 || f1.Side != "buy" || f1.ClientOrderID != copier.ClientOrderID("L", lim, "F1") || f1.LimitPrice.Cmp(dec("1000.5")) != 0 {
 		t.Fatalf("F1's mirror %+v", f1)
 	}
-	p3, _ := mirrors(t, e, "F3")
-	p4, _ := mirrors(t, e, "F4")
+	p3, _ := mirrors(t, e, log, "F3")
+	p4, _ := mirrors(t, e, log, "F4")
 	if len(p3) != 0 || len(p4) != 0 {
 		t.Fatalf("a disabled follower or one sized to nothing got a mirror: %v %v", p3, p4)
 	}
 
 	r.cancel(e, "L", lim)
 	enginetest.WaitFor(t, 5*time.Second, func() error {
-		if _, w1 := mirrors(t, e, "F1"); len(w1[lim]) != 0 {
+		if _, w1 := mirrors(t, e, log, "F1"); len(w1[lim]) != 0 {
 			return errors.New("the cancel is not mirrored yet")
 		}
 		return nil
@@ -232,7 +246,7 @@ func TestCopierCatchesUpOnStartExactlyOnce(t *testing.T) {
 	check := func(e *engine.Engine) {
 		t.Helper()
 		for _, f := range []string{"F1", "F2"} {
-			placed, working := mirrors(t, e, f)
+			placed, working := mirrors(t, e, log, f)
 			if len(placed) != len(ids) {
 				t.Fatalf("%s holds %d mirrors of %d leader orders: %v", f, len(placed), len(ids), placed)
 			}

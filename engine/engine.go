@@ -117,6 +117,7 @@ type Engine struct {
 	risk      *risk.Reactor // risk controls (riskwire.go)
 	nodes     nodes         // the cluster (nodes.go)
 	snaps     *snapshotter  // aggregate snapshots (snapshots.go); nil: none
+	commits   commitCache   // commits read back for the accounts' clientOrderId indexes (orderindex.go)
 	bookMarks markBook      // the paper book's marks (marks.go)
 	started   startStats    // what Start used of the snapshots
 	stopFeed  func()
@@ -162,9 +163,10 @@ func New(cfg Config) (*Engine, error) {
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
 		Name:    "account",
 		Subject: evacct.Subject,
-		New:     account.New,
+		New:     e.newAccount,
 		Decide:  account.Decide,
 		Apply:   account.Apply,
+		Fold:    account.Fold,
 		After: func(id string, s *account.State, c events.Committed) {
 			e.react(id, s)
 			e.risk.Track(id, s, c.Seq)
@@ -230,13 +232,24 @@ func triggers(s *account.State) map[string][]paper.Trigger {
 type rebuilt[S any] struct {
 	kind  string
 	new   func(string) S
-	apply func(S, events.Event) S
+	apply func(S, uint64, []events.Event) S // one commit's events at its sequence
 	state map[string]S
 	rev   map[string]uint64
 }
 
-func newRebuilt[S any](kind string, new func(string) S, apply func(S, events.Event) S) *rebuilt[S] {
+func newRebuilt[S any](kind string, new func(string) S, apply func(S, uint64, []events.Event) S) *rebuilt[S] {
 	return &rebuilt[S]{kind: kind, new: new, apply: apply, state: map[string]S{}, rev: map[string]uint64{}}
+}
+
+// eachEvent folds a commit by applying its events one by one (a state that
+// does not keep sequences).
+func eachEvent[S any](apply func(S, events.Event) S) func(S, uint64, []events.Event) S {
+	return func(s S, _ uint64, evs []events.Event) S {
+		for _, ev := range evs {
+			s = apply(s, ev)
+		}
+		return s
+	}
 }
 
 // fold applies a commit of the kind and reports whether it was one. A
@@ -254,9 +267,7 @@ func (r *rebuilt[S]) fold(c events.Committed) bool {
 	if !seen {
 		s = r.new(id)
 	}
-	for _, ev := range c.Events {
-		s = r.apply(s, ev)
-	}
+	s = r.apply(s, c.Seq, c.Events)
 	r.state[id], r.rev[id] = s, c.Seq
 	return true
 }
@@ -276,8 +287,8 @@ func (e *Engine) Start(ctx context.Context, tap func(events.Committed) error) (u
 // snapshot is ignored, or whose commits after it do not follow on from it,
 // is rebuilt from its whole subject (snapshots.go).
 func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.Committed) error) (uint64, error) {
-	accts := newRebuilt(events.KindAccount, account.New, account.Apply)
-	venues := newRebuilt(events.KindVenue, venue.New, venue.Apply)
+	accts := newRebuilt(events.KindAccount, e.newAccount, account.Fold)
+	venues := newRebuilt(events.KindVenue, venue.New, eachEvent(venue.Apply))
 	var (
 		store  *snapshot.Store
 		mark   uint64
@@ -371,6 +382,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.noteHolds(id, s) // live.go
 	}
 	for id, s := range accts.state {
+		s.UseFinder(e.findCommit) // a state a snapshot seeded has none
 		e.accounts.Seed(id, s, accts.rev[id])
 		e.index(id)
 		e.react(id, s) // on a node of several, once its partition is acquired

@@ -139,6 +139,7 @@ var pureOutside = []string{
 	"github.com/oklog/ulid/v2",
 	"github.com/tinylib/msgp/msgp",
 	"github.com/goccy/go-json",
+	"github.com/cespare/xxhash/v2",
 }
 
 // ioStd is the standard library's I/O: network, files, processes,

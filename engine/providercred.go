@@ -74,8 +74,8 @@ func repeats(s *account.State, cmd commands.Command) bool {
 	if coid == "" || s.Provider == nil {
 		return false
 	}
-	if _, ok := s.ClientOrderIDs[coid]; ok {
-		return true
+	if _, ok, err := s.OrderFor(coid); ok || err != nil {
+		return true // used, or the log must answer first: the account decides
 	}
 	if _, ok := s.Provider.Placed[coid]; ok {
 		return true

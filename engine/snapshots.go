@@ -217,9 +217,7 @@ func reloadSubject[S any](ctx context.Context, e *Engine, r *rebuilt[S], id stri
 		if err != nil {
 			return fmt.Errorf("%s %s at %d: %w", r.kind, id, m.Seq, err)
 		}
-		for _, ev := range c.Events {
-			s = r.apply(s, ev)
-		}
+		s = r.apply(s, m.Seq, c.Events)
 		return nil
 	})
 	if err != nil {

@@ -371,10 +371,10 @@ func TestARestartWritesNoSegmentTwice(t *testing.T) {
 	}
 	e.Close()
 	kv := bucket(t, log)
-	seg := snapshot.Key("account", id) + ".clientOrderIds.0"
+	seg := snapshot.Key("account", id) + ".clientOrderKeys.0" // the index's keys (engine/account/orderindex.go)
 	before, err := kv.Get(ctx, seg)
 	if err != nil {
-		t.Fatalf("the first segment of the clientOrderIds: %v", err)
+		t.Fatalf("the first segment of the clientOrderId keys: %v", err)
 	}
 	e = newEngine(t, log, true, 0, nil)
 	w.e = e

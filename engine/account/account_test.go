@@ -288,7 +288,7 @@ func TestReplayRebuildsTheSameState(t *testing.T) {
 		}
 		return evs
 	}
-	order := func(clientOrderID string) string { return r.Live().ClientOrderIDs[clientOrderID] }
+	order := func(clientOrderID string) string { return r.Live().OrderID(clientOrderID) }
 	m := mkt("100", "101")
 	stopLimit := limit("sl1", "buy", "1", "125", m)
 	stopLimit.OrderType, stopLimit.StopPrice = "stop_limit", ptr("120")

@@ -49,7 +49,7 @@ func TestPartialEntryFillsArmProportionally(t *testing.T) {
 		t.Fatal(err)
 	}
 	do(evs)
-	entry := s.ClientOrderIDs["e"]
+	entry := s.OrderID("e")
 	part := func(qty, filled string, done bool) []events.Event {
 		f := evacct.OrderFilled{BrokerOrderID: entry, FillID: "f" + filled, Instrument: "X", Side: "buy", Quantity: d(qty), Price: d("95"),
 			Realized: d("0"), Position: evacct.Position{Instrument: "X", Quantity: d(filled), AvgPrice: d("95"), Multiplier: d("1")},

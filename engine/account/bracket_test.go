@@ -325,7 +325,7 @@ func TestBracketTransitions(t *testing.T) {
 			}},
 		{"canceling the entry withdraws its bracket", []commands.Command{rest},
 			func(s *account.State) commands.Command {
-				return &trading.CancelOrder{BrokerOrderID: s.ClientOrderIDs["e2"]}
+				return &trading.CancelOrder{BrokerOrderID: s.OrderID("e2")}
 			},
 			func(t *testing.T, s *account.State, evs []events.Event, err error) {
 				if only[evacct.BracketEnd](t, evs).Reason != "entry_canceled" {
@@ -365,7 +365,7 @@ func TestBracketTransitions(t *testing.T) {
 			}},
 		{"protecting a resting entry rests it again carrying the bracket", []commands.Command{limit("r1", "buy", "1", "95", m)},
 			func(s *account.State) commands.Command {
-				return &trading.Protect{ClientOrderID: "pr2", EntryOrderID: s.ClientOrderIDs["r1"], Plan: planned(atm(), "0"), Market: tmkt("100", "100.5")}
+				return &trading.Protect{ClientOrderID: "pr2", EntryOrderID: s.OrderID("r1"), Plan: planned(atm(), "0"), Market: tmkt("100", "100.5")}
 			},
 			func(t *testing.T, s *account.State, evs []events.Event, err error) {
 				b := only[evacct.BracketSet](t, evs).Bracket
@@ -418,7 +418,7 @@ func TestBracketOrdersMoveOnlyThroughTheirBracket(t *testing.T) {
 			legID = id
 		}
 	}
-	for _, id := range []string{legID, s.ClientOrderIDs["e2"]} {
+	for _, id := range []string{legID, s.OrderID("e2")} {
 		evs, err := account.Decide(s, env(98, &trading.ReplaceOrder{BrokerOrderID: id, Quantity: ptr("7"), Market: m}))
 		wantRefusal(t, err, evs, http.StatusUnprocessableEntity, "invalid_request", map[string]any{"field": "brokerOrderId"})
 	}

@@ -125,7 +125,11 @@ func decide(s *State, env commands.Envelope) ([]events.Event, error) {
 
 // idempotent refuses a clientOrderId the account accepted before, forever.
 func idempotent(s *State, clientOrderID string) error {
-	if id, used := s.ClientOrderIDs[clientOrderID]; used {
+	id, used, err := s.OrderFor(clientOrderID)
+	if err != nil {
+		return err
+	}
+	if used {
 		return commands.Refuse(commands.CodeIdempotencyConflict,
 			"clientOrderId was already used on this account; the earlier order stands",
 			map[string]any{"clientOrderId": clientOrderID, "brokerOrderId": id})

@@ -20,17 +20,19 @@ import (
 // elements may be read while Apply appends after them. Only Apply writes it
 // (and JoinSnapshot, reading a snapshot back).
 type History struct {
-	Orders [][2]string      // clientOrderId, order or bracket id
-	Refs   [][2]string      // referenceId, request digest
-	Keys   []evidem.KeyUsed // as Idem.Apply folded them
+	Orders    [][2]string      // clientOrderId, order or bracket id: the index's whole entries (orderindex.go)
+	OrderKeys [][2]uint64      // clientOrderId's hash, the sequence of the commit that placed it
+	Refs      [][2]string      // referenceId, request digest
+	Keys      []evidem.KeyUsed // as Idem.Apply folded them
 }
 
 // The names of the lists a snapshot keeps apart (SnapshotParts).
 const (
-	listOrders = "clientOrderIds"
-	listRefs   = "references"
-	listKeys   = "idempotencyKeys"
-	listFills  = "fills"
+	listOrders    = "clientOrderIds"
+	listOrderKeys = "clientOrderKeys"
+	listRefs      = "references"
+	listKeys      = "idempotencyKeys"
+	listFills     = "fills"
 )
 
 // SnapshotParts splits the state for a snapshot; it runs in the account's
@@ -43,23 +45,27 @@ const (
 // JoinSnapshot is its inverse.
 func (s *State) SnapshotParts() (head any, lists []parts.List) {
 	hs := s.History
-	if len(s.ClientOrderIDs) > len(hs.Orders) || len(s.References) > len(hs.Refs) || len(s.Idem) > len(hs.Keys) {
+	orders := []parts.List{
+		{Name: listOrders, Items: hs.Orders[:len(hs.Orders):len(hs.Orders)]},
+		{Name: listOrderKeys, Items: hs.OrderKeys[:len(hs.OrderKeys):len(hs.OrderKeys)]},
+	}
+	if len(s.References) > len(hs.Refs) || len(s.Idem) > len(hs.Keys) {
 		// The maps hold entries the history lacks (written other than by
-		// Apply): the head keeps them whole, slower but complete.
-		return s, nil
+		// Apply): the head keeps them whole, slower but complete. The
+		// clientOrderId index is only ever written by Apply.
+		return s, orders
 	}
 	h := *s
-	h.ClientOrderIDs, h.References, h.Idem = nil, nil, nil
+	h.References, h.Idem = nil, nil
 	fills := s.Risk.Fills
 	if len(fills) > 0 {
 		h.Risk.Fills = nil // in the list; an empty one stays in the head, apart from nil
 	}
-	return &h, []parts.List{
-		{Name: listOrders, Items: hs.Orders[:len(hs.Orders):len(hs.Orders)]},
-		{Name: listRefs, Items: hs.Refs[:len(hs.Refs):len(hs.Refs)]},
-		{Name: listKeys, Items: hs.Keys[:len(hs.Keys):len(hs.Keys)]},
-		{Name: listFills, Base: s.Risk.FillsFrom, Items: fills[:len(fills):len(fills)]},
-	}
+	return &h, append(orders,
+		parts.List{Name: listRefs, Items: hs.Refs[:len(hs.Refs):len(hs.Refs)]},
+		parts.List{Name: listKeys, Items: hs.Keys[:len(hs.Keys):len(hs.Keys)]},
+		parts.List{Name: listFills, Base: s.Risk.FillsFrom, Items: fills[:len(fills):len(fills)]},
+	)
 }
 
 // JoinSnapshot folds a snapshot's lists (SnapshotParts) into a state
@@ -72,6 +78,8 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 		switch l.Name {
 		case listOrders:
 			t.Orders, err = joined[[2]string](l)
+		case listOrderKeys:
+			t.OrderKeys, err = joined[[2]uint64](l)
 		case listRefs:
 			t.Refs, err = joined[[2]string](l)
 		case listKeys:
@@ -91,8 +99,8 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 			return fmt.Errorf("account %s: snapshot list %s: %w", s.ID, l.Name, err)
 		}
 	}
-	if s.ClientOrderIDs == nil {
-		s.ClientOrderIDs = make(map[string]string, len(t.Orders))
+	if s.Orders.at == nil {
+		s.Orders.at, s.Orders.exact = make(map[uint64]uint64, len(t.OrderKeys)), make(map[string]string, len(t.Orders))
 	}
 	if s.References == nil {
 		s.References = make(map[string]string, len(t.Refs))
@@ -101,7 +109,10 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 		s.Idem = make(map[string]evidem.KeyUsed, len(t.Keys))
 	}
 	for _, p := range t.Orders {
-		s.ClientOrderIDs[p[0]] = p[1]
+		s.Orders.exact[p[0]] = p[1]
+	}
+	for _, k := range t.OrderKeys {
+		s.Orders.at[k[0]] = k[1]
 	}
 	for _, p := range t.Refs {
 		s.References[p[0]] = p[1]
@@ -110,6 +121,7 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 		s.Idem.Apply(k)
 	}
 	s.History.Orders = append(s.History.Orders, t.Orders...)
+	s.History.OrderKeys = append(s.History.OrderKeys, t.OrderKeys...)
 	s.History.Refs = append(s.History.Refs, t.Refs...)
 	s.History.Keys = append(s.History.Keys, t.Keys...)
 	return nil

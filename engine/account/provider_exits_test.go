@@ -521,7 +521,7 @@ func TestProviderExits(t *testing.T) {
 		p.do(&providercmd.Settle{Key: providercmd.IntentKey(evacct.IntentPlace, pcoid("l1")), Outcome: evacct.OutcomeAccepted,
 			Order: &providercmd.Order{ProviderClientOrderID: pcoid("l1"), Instrument: "BTCUSDT", Side: "buy", OrderType: "limit", Status: "working",
 				Quantity: dec("0.01"), Filled: dec("0"), LimitPrice: ptr("50000")}})
-		id := p.s.ClientOrderIDs["l1"]
+		id := p.s.OrderID("l1")
 		evs := p.do(&trading.Protect{ClientOrderID: "pr1", EntryOrderID: id, PlanID: "xp_1", PlanRevision: "rev_1", Plan: planned(oneTarget(), "0"),
 			Market: pmkt(false)})
 		if b := only[evacct.BracketSet](t, evs).Bracket; b.EntryOrderID != id || len(evs) != 1 || p.s.Working[id] == nil {

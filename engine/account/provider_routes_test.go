@@ -179,7 +179,7 @@ func TestProviderRoutesReplay(t *testing.T) {
 	for _, c := range longAndLimit {
 		do(c)
 	}
-	id := r.Live().ClientOrderIDs["l1"]
+	id := r.Live().OrderID("l1")
 	do(&trading.ReplaceOrder{BrokerOrderID: id, Quantity: ptr("0.02"), LimitPrice: ptr("50500")})
 	do(&providercmd.Settle{Key: replaceKey(), Outcome: evacct.OutcomeAccepted, Order: resting("0.02", "50500")})
 	rev := do(&trading.Reverse{Instrument: "BTCUSDT", ClientOrderID: "r1"})[0].(evacct.OrderIntended)

@@ -210,7 +210,7 @@ func TestProviderAccountReplay(t *testing.T) {
 	do(pbuy("l1", "limit"))
 	do(settle("l1", evacct.OutcomeAccepted, &providercmd.Order{ProviderClientOrderID: pcoid("l1"), Instrument: "BTCUSDT", Side: "buy",
 		OrderType: "limit", Status: "working", Quantity: dec("0.01"), Filled: dec("0"), LimitPrice: ptr("50000")}))
-	do(&trading.CancelOrder{BrokerOrderID: r.Live().ClientOrderIDs["l1"]})
+	do(&trading.CancelOrder{BrokerOrderID: r.Live().OrderID("l1")})
 	do(&providercmd.Settle{Key: providercmd.IntentKey(evacct.IntentCancel, pcoid("l1")), Outcome: evacct.OutcomeAccepted})
 	do(&providercmd.Observe{Cause: "gap", Complete: true, Settings: &evacct.ProviderSettings{HedgeMode: true},
 		Balances:  []evacct.BalanceObserved{{Asset: "USDT", Wallet: dec("990"), Available: dec("900")}},

@@ -291,7 +291,7 @@ func TestLockedAccountAcceptsOnlyReductions(t *testing.T) {
 	ro := limit("l3", "sell", "1", "500", quotes("100", "101"))
 	ro.ReduceOnly = true
 	a.must(ro)
-	a.refused(&trading.ReplaceOrder{BrokerOrderID: a.s.ClientOrderIDs["l3"], Quantity: ptr("2"), Market: quotes("100", "101")}, 423, "risk_locked")
+	a.refused(&trading.ReplaceOrder{BrokerOrderID: a.s.OrderID("l3"), Quantity: ptr("2"), Market: quotes("100", "101")}, 423, "risk_locked")
 	a.must(sell("s3", "1", quotes("100", "101")))
 	a.must(&trading.ClosePosition{Instrument: "BTC-PERP", Market: quotes("100", "101")})
 	if len(a.s.Positions) != 0 {

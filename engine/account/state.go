@@ -41,7 +41,7 @@ type State struct {
 	Realized        events.Decimal
 	Positions       map[string]evacct.Position
 	Working         map[string]*Working
-	ClientOrderIDs  map[string]string          // every clientOrderId ever accepted, to its order id
+	Orders          OrderIndex                 `json:"-"` // every clientOrderId ever accepted, to its order id (orderindex.go)
 	References      map[string]string          // every balance referenceId, to a digest of its request
 	Brackets        map[string]*evacct.Bracket // active brackets by id (bracket.go)
 	Risk            Risk                       // risk controls and lock (risk.go)
@@ -49,19 +49,19 @@ type State struct {
 	Idem            idem.Record                // Idempotency-Keys of the venue door's writes (firm.go)
 	Eval            Eval                       // the evaluation of an enrolled account (eval.go)
 	Provider        *Provider                  // an account that lives at a provider (provider.go); nil on the paper book
-	History         History                    `json:"-"` // ClientOrderIDs, References and Idem as added (history.go)
+	History         History                    `json:"-"` // Orders, References and Idem as added (history.go)
 }
 
 // New is the state of an account with no commits.
 func New(id string) *State {
 	return &State{
-		ID:             id,
-		Positions:      map[string]evacct.Position{},
-		Working:        map[string]*Working{},
-		ClientOrderIDs: map[string]string{},
-		References:     map[string]string{},
-		Brackets:       map[string]*evacct.Bracket{},
-		Idem:           idem.Record{},
+		ID:         id,
+		Positions:  map[string]evacct.Position{},
+		Working:    map[string]*Working{},
+		Orders:     newOrderIndex(),
+		References: map[string]string{},
+		Brackets:   map[string]*evacct.Bracket{},
+		Idem:       idem.Record{},
 	}
 }
 
@@ -69,8 +69,9 @@ func New(id string) *State {
 // (engine/snapshot.Shape): raise it when Apply folds an event differently,
 // so that states folded by the old rules are rebuilt from the log instead of
 // reused. A change of State's fields changes the shape by itself. 2: the
-// snapshot holds the history apart (history.go).
-const StateVersion = 2
+// snapshot holds the history apart (history.go). 3: clientOrderIds as keys
+// (orderindex.go).
+const StateVersion = 3
 
 // Apply folds one event into the state and returns it. Deterministic: replay of
 // the log rebuilds the live state exactly.
@@ -83,8 +84,7 @@ func Apply(s *State, e events.Event) *State {
 		s.VenueID, s.GroupID, s.StageVersion, s.AppID = e.VenueID, e.GroupID, e.StageVersion, e.AppID
 		s.StartingBalance, s.Balance = e.StartingBalance, e.StartingBalance
 	case evacct.OrderPlaced:
-		s.ClientOrderIDs[e.Order.ClientOrderID] = e.Order.BrokerOrderID
-		s.History.Orders = append(s.History.Orders, [2]string{e.Order.ClientOrderID, e.Order.BrokerOrderID})
+		s.addOrderKey(e.Order.ClientOrderID, e.Order.BrokerOrderID)
 		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
 		applyProviderOrder(s, e.Order)
 	case evacct.OrderFilled:
@@ -124,8 +124,7 @@ func Apply(s *State, e events.Event) *State {
 	case evacct.BracketSet:
 		s.Brackets[e.Bracket.ID] = cloneBracket(&e.Bracket)
 		if e.Bracket.ClientOrderID != "" {
-			s.ClientOrderIDs[e.Bracket.ClientOrderID] = e.Bracket.ID
-			s.History.Orders = append(s.History.Orders, [2]string{e.Bracket.ClientOrderID, e.Bracket.ID})
+			s.addOrderKey(e.Bracket.ClientOrderID, e.Bracket.ID)
 		}
 	case evacct.BracketEnd:
 		delete(s.Brackets, e.BracketID)

@@ -120,7 +120,13 @@ func diff(out *[]string, path string, a, b reflect.Value) {
 		if a.String() != b.String() {
 			report("want %q, got %q", a.String(), b.String())
 		}
-	default: // complex, chan, func, unsafe pointer: not state
+	case reflect.Func:
+		// A function a state is given (a way to read the log), not state
+		// of its own: only whether it has one.
+		if a.IsNil() != b.IsNil() {
+			report("want %s, got %s", nilness(a), nilness(b))
+		}
+	default: // complex, chan, unsafe pointer: not state
 		report("cannot compare a %s", a.Type())
 	}
 }

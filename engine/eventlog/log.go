@@ -565,6 +565,18 @@ func (l *Log) Last(ctx context.Context, subject string) (Msg, bool, error) {
 	return Msg{Subject: subject, Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, true, nil
 }
 
+// At is the commit at a sequence of the stream (a direct get: a replica
+// may answer). ErrMsgNotFound (wrapped) when there is none.
+func (l *Log) At(ctx context.Context, seq uint64) (Msg, error) {
+	m, err := retryNoResponders(ctx, directGetWait, func() (*jetstream.RawStreamMsg, error) {
+		return l.stream.GetMsg(ctx, seq)
+	})
+	if err != nil {
+		return Msg{}, fmt.Errorf("eventlog: commit %d: %w", seq, err)
+	}
+	return Msg{Subject: l.logical(m.Subject), Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, nil
+}
+
 // Load calls fn for every commit on subject in order, up to the subject's last
 // sequence as of the call; it returns that sequence (0: none).
 func (l *Log) Load(ctx context.Context, subject string, fn func(Msg) error) (uint64, error) {

@@ -26,6 +26,10 @@ type Kind[S any] struct {
 	New     func(id string) S
 	Decide  func(S, commands.Envelope) ([]events.Event, error)
 	Apply   func(S, events.Event) S
+	// Fold, if set, folds one commit's events at its sequence instead of
+	// Apply on each: for a state that keeps where in the log it learned
+	// something (the account's clientOrderId index, engine/account/orderindex.go).
+	Fold func(s S, seq uint64, evs []events.Event) S
 	// After, if set, runs in the mailbox goroutine after each commit is
 	// applied: its own, and one another node made that Observe applied.
 	After func(id string, s S, c events.Committed)
@@ -281,14 +285,23 @@ func (g *Group[S]) safeObserve(b *box[S], o *observed) {
 		b.stale = true // a gap: read the subject again before deciding
 		return
 	}
-	for _, e := range o.c.Events {
-		b.state = g.kind.Apply(b.state, e)
-	}
+	b.state = g.fold(b.state, o.c.Seq, o.c.Events)
 	b.rev = o.c.Seq
 	b.seen.Store(b.rev)
 	if g.kind.After != nil {
 		g.kind.After(b.id, b.state, o.c)
 	}
+}
+
+// fold applies a commit's events at its sequence.
+func (g *Group[S]) fold(s S, seq uint64, evs []events.Event) S {
+	if g.kind.Fold != nil {
+		return g.kind.Fold(s, seq, evs)
+	}
+	for _, e := range evs {
+		s = g.kind.Apply(s, e)
+	}
+	return s
 }
 
 // CodeInternal is the code of a command that panicked inside the engine.
@@ -336,9 +349,7 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 		if err != nil {
 			return fmt.Errorf("%s %s at %d: %w", g.kind.Name, b.id, m.Seq, err)
 		}
-		for _, e := range c.Events {
-			s = g.kind.Apply(s, e)
-		}
+		s = g.fold(s, m.Seq, c.Events)
 		return nil
 	})
 	if err != nil {
@@ -427,9 +438,7 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 			return Result{}, err
 		}
 		*committed = Result{Seq: seq, Events: evs}
-		for _, e := range evs {
-			b.state = g.kind.Apply(b.state, e)
-		}
+		b.state = g.fold(b.state, seq, evs)
 		b.rev = seq
 		b.seen.Store(seq)
 		g.observe("committed", took)
