@@ -11,13 +11,36 @@ import (
 	evacct "github.com/svc/engine/events/account"
 )
 
-// summed is RealizedIn by its definition: every kept fill at or after
-// start and after the newest manual unlock, one by one.
+// summed is RealizedIn over what the account keeps, one by one: every
+// kept minute at or after start and after the newest manual unlock.
 func summed(r *account.Risk, start time.Time) events.Decimal {
 	sum := events.Int(0)
-	for _, f := range r.Fills {
+	kept := r.Fills
+	if r.FillsOpen != nil {
+		kept = append(kept[:len(kept):len(kept)], *r.FillsOpen)
+	}
+	for _, f := range kept {
 		if !f.At.Before(start) && f.N > r.CountFromFill {
 			sum = sum.Add(f.Amount)
+		}
+	}
+	return sum
+}
+
+// fill is one fill as the test made it.
+type fill struct {
+	n      uint64
+	at     time.Time
+	amount events.Decimal
+}
+
+// byDefinition is a period's realized PnL from the fills themselves: those
+// at or after start (a minute) and after the newest manual unlock.
+func byDefinition(fills []fill, countFrom uint64, start time.Time) events.Decimal {
+	sum := events.Int(0)
+	for _, f := range fills {
+		if !f.at.Before(start) && f.n > countFrom {
+			sum = sum.Add(f.amount)
 		}
 	}
 	return sum
@@ -43,30 +66,46 @@ func TestRealizedInIsTheSumOfThePeriodsFills(t *testing.T) {
 		{"resets", 20 * time.Minute, 0, 0, 151},
 		{"clock going back", 15 * time.Minute, 23, 41, 0},
 		{"clock going back, window moving", 2 * time.Hour, 9, 0, 0},
+		{"many fills a minute", 7 * time.Second, 0, 0, 0},
+		{"many a minute, manual unlocks", 5 * time.Second, 0, 29, 0},
+		{"many a minute, clock going back, resets", 3 * time.Second, 13, 0, 97},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
 			s := account.New("acct_1")
 			at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+			var made []fill // since the last reset
+			var n, countFrom uint64
 			for i := 1; i <= 600; i++ {
 				at = at.Add(tc.step)
 				fillAt := at
 				if tc.back > 0 && i%tc.back == 0 {
 					fillAt = at.Add(-3 * tc.step)
 				}
+				amount := events.MustDecimal(amounts[rng.IntN(len(amounts))])
 				s = account.Apply(s, evacct.OrderFilled{BrokerOrderID: fmt.Sprintf("ord_%d", i), Done: true, Instrument: "BTC-PERP",
-					Quantity: events.Int(1), Price: events.Int(100), Realized: events.MustDecimal(amounts[rng.IntN(len(amounts))]),
-					Balance: events.Int(1000), At: fillAt})
+					Quantity: events.Int(1), Price: events.Int(100), Realized: amount, Balance: events.Int(1000), At: fillAt})
+				n++
+				made = append(made, fill{n: n, at: fillAt, amount: amount})
 				if tc.unlockEvy > 0 && i%tc.unlockEvy == 0 {
 					s = account.Apply(s, evacct.RiskUnlocked{Reason: "manual", At: at})
+					countFrom = n
 				}
 				if tc.resetEvy > 0 && i%tc.resetEvy == 0 {
 					s = account.Apply(s, evacct.AccountReset{Balance: events.Int(1000), At: at})
+					made, countFrom = nil, n
 				}
 				for _, back := range []time.Duration{0, tc.step, 10 * tc.step, 24 * time.Hour, 7 * 24 * time.Hour, 9 * 24 * time.Hour, -time.Hour} {
-					start := at.Add(-back)
-					if got, want := s.Risk.RealizedIn(start), summed(&s.Risk, start); got.Cmp(want) != 0 {
-						t.Fatalf("fill %d, period from %s: %s, want %s (%d fills kept, unordered %v)", i, start, got, want, len(s.Risk.Fills), s.Risk.FillsUnordered)
+					start := at.Add(-back).Truncate(account.FillMinute) // a period starts on a minute
+					got := s.Risk.RealizedIn(start)
+					if want := summed(&s.Risk, start); got.Cmp(want) != 0 {
+						t.Fatalf("fill %d, period from %s: %s, want %s (%d minutes kept, unordered %v)", i, start, got, want, len(s.Risk.Fills), s.Risk.FillsUnordered)
+					}
+					if back > 7*24*time.Hour {
+						continue // past the window: only what is kept counts
+					}
+					if want := byDefinition(made, countFrom, start); got.Cmp(want) != 0 {
+						t.Fatalf("fill %d, period from %s: %s, want %s summed fill by fill", i, start, got, want)
 					}
 				}
 			}

@@ -15,16 +15,24 @@ import (
 // than any trading week, so a week's PnL can always be summed.
 const RealizedWindow = 8 * 24 * time.Hour
 
-// Realized is the realized PnL of one fill; N counts the account's fills.
-// Cum is Amount plus the Cum of the fill kept before it (the first kept
+// Realized is the realized PnL of the fills of one minute (FillMinute):
+// At is the minute, N counts the account's fills up to the first of them.
+// Cum is Amount plus the Cum of the minute kept before it (the first kept
 // after the fills emptied starts at its Amount): a period's sum is the
-// difference of two of them.
+// difference of two of them. Every period a control counts starts on a
+// minute (a trading day's start, a manual unlock closes the minute it
+// falls in), so a minute's fills are counted together or not at all, and
+// the account keeps one element a minute in which it realized PnL, however
+// many fills: 8 days are at most 11,520 elements, whatever the orders.
 type Realized struct {
 	N      uint64
 	At     time.Time
 	Amount events.Decimal
 	Cum    events.Decimal
 }
+
+// FillMinute is the span of the fills one Realized sums.
+const FillMinute = time.Minute
 
 // Risk is the account's risk controls and lock state.
 type Risk struct {
@@ -42,8 +50,11 @@ type Risk struct {
 	CountFrom     time.Time
 	CountFromFill uint64
 	FillCount     uint64
-	Fills         []Realized // realized PnL of the fills of the last RealizedWindow, in log order; an element never changes once appended
-	FillsFrom     int        // how many realized fills were dropped before Fills[0], over the account's life (snapshots' index)
+	Fills         []Realized // realized PnL of the minutes of the last RealizedWindow before FillsOpen, in log order; an element never changes once appended
+	FillsFrom     int        // how many minutes of realized fills were dropped before Fills[0], over the account's life (snapshots' index)
+	// FillsOpen is the minute fills are being added to: it moves to Fills
+	// when a fill of another minute comes, or a manual unlock.
+	FillsOpen *Realized
 	// FillsUnordered: a fill in Fills is dated before the one kept before it
 	// (the clock went back), so a period's fills are no longer the ones
 	// from a point on and RealizedIn sums them one by one until Fills empties.
@@ -71,6 +82,7 @@ func applyRisk(s *State, e events.Event) {
 		r.Lock = nil
 		if e.Reason == "manual" {
 			r.Latches, r.CountFrom, r.CountFromFill = nil, e.At, r.FillCount
+			r.closeMinute() // the fills after it count apart from those before
 		}
 	case evacct.RiskPolicyBound:
 		r.Policy = e
@@ -80,23 +92,31 @@ func applyRisk(s *State, e events.Event) {
 		r.EvalBreach = false
 	case evacct.AccountReset:
 		// Back to the starting state: no PnL counted, no fired control; the settings stay.
+		r.closeMinute()
 		r.FillsFrom, r.FillsUnordered = r.FillsFrom+len(r.Fills), false
 		r.Lock, r.Latches, r.Fills, r.CountFrom, r.CountFromFill = nil, nil, nil, e.At, r.FillCount
 	}
 }
 
-// riskFilled keeps a fill's realized PnL for the period sums.
+// riskFilled keeps a fill's realized PnL for the period sums, in its
+// minute's element.
 func riskFilled(s *State, e evacct.OrderFilled) {
 	r := &s.Risk
 	r.FillCount++
 	if !e.Realized.IsZero() {
-		f := Realized{N: r.FillCount, At: e.At, Amount: e.Realized, Cum: e.Realized}
-		if n := len(r.Fills); n > 0 {
-			last := r.Fills[n-1]
-			f.Cum = last.Cum.Add(e.Realized)
-			r.FillsUnordered = r.FillsUnordered || e.At.Before(last.At)
+		minute := e.At.Truncate(FillMinute)
+		if o := r.FillsOpen; o != nil && o.At.Equal(minute) {
+			o.Amount, o.Cum = o.Amount.Add(e.Realized), o.Cum.Add(e.Realized)
+		} else {
+			f := Realized{N: r.FillCount, At: minute, Amount: e.Realized, Cum: e.Realized}
+			last, ok := r.lastMinute()
+			if ok {
+				f.Cum = last.Cum.Add(e.Realized)
+				r.FillsUnordered = r.FillsUnordered || minute.Before(last.At)
+			}
+			r.closeMinute()
+			r.FillsOpen = &f
 		}
-		r.Fills = append(r.Fills, f)
 	}
 	cut := 0
 	for cut < len(r.Fills) && e.At.Sub(r.Fills[cut].At) > RealizedWindow {
@@ -107,9 +127,28 @@ func riskFilled(s *State, e evacct.OrderFilled) {
 		// (SnapshotParts), and append moves the live ones to a new array
 		// when this one is full, so the dropped ones are let go then.
 		r.Fills, r.FillsFrom = r.Fills[cut:], r.FillsFrom+cut
-		if len(r.Fills) == 0 {
+		if len(r.Fills) == 0 { // the open minute alone is in order
 			r.FillsUnordered = false
 		}
+	}
+}
+
+// lastMinute is the newest minute kept: the open one, else Fills' last.
+func (r *Risk) lastMinute() (Realized, bool) {
+	if r.FillsOpen != nil {
+		return *r.FillsOpen, true
+	}
+	if n := len(r.Fills); n > 0 {
+		return r.Fills[n-1], true
+	}
+	return Realized{}, false
+}
+
+// closeMinute moves the open minute to Fills.
+func (r *Risk) closeMinute() {
+	if r.FillsOpen != nil {
+		r.Fills = append(r.Fills, *r.FillsOpen)
+		r.FillsOpen = nil
 	}
 }
 
@@ -128,7 +167,14 @@ func (r *Risk) RealizedIn(start time.Time) events.Decimal {
 				sum = sum.Add(f.Amount)
 			}
 		}
+		if o := r.FillsOpen; o != nil && counted(*o) {
+			sum = sum.Add(o.Amount)
+		}
 		return sum
+	}
+	last, ok := r.lastMinute()
+	if !ok {
+		return events.Int(0)
 	}
 	i, _ := slices.BinarySearchFunc(r.Fills, true, func(f Realized, _ bool) int {
 		if counted(f) {
@@ -136,10 +182,15 @@ func (r *Risk) RealizedIn(start time.Time) events.Decimal {
 		}
 		return -1
 	})
-	if i == len(r.Fills) {
+	var first Realized
+	switch {
+	case i < len(r.Fills):
+		first = r.Fills[i]
+	case r.FillsOpen != nil && counted(*r.FillsOpen):
+		first = *r.FillsOpen
+	default:
 		return events.Int(0)
 	}
-	last, first := r.Fills[len(r.Fills)-1], r.Fills[i]
 	return last.Cum.Sub(first.Cum.Sub(first.Amount))
 }
 

@@ -70,8 +70,8 @@ func New(id string) *State {
 // so that states folded by the old rules are rebuilt from the log instead of
 // reused. A change of State's fields changes the shape by itself. 2: the
 // snapshot holds the history apart (history.go). 3: clientOrderIds as keys
-// (orderindex.go).
-const StateVersion = 3
+// (orderindex.go). 4: realized PnL a minute at a time (risk.go).
+const StateVersion = 4
 
 // Apply folds one event into the state and returns it. Deterministic: replay of
 // the log rebuilds the live state exactly.
