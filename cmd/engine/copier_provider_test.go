@@ -129,4 +129,20 @@ func TestCopierProviderFollower(t *testing.T) {
 	if err != nil || st != 200 || strings.Count(string(raw), `"clientOrderId":"cp-`) != len(leads) {
 		t.Fatalf("the provider follower's orders: %d %s %v", st, raw, err)
 	}
+	for _, l := range leads {
+		if !strings.Contains(string(raw), `"leaderOrderId":"`+l+`"`) {
+			t.Fatalf("the provider follower's orders do not name leader order %s: %s", l, raw)
+		}
+	}
+	// Its frame shows each working mirror with the leader's order id.
+	_, snap := doJSON(t, p.base, key, "GET", "/api/account/snapshot"+fq, nil)
+	shown := map[string]bool{}
+	for _, x := range snap["orders"].([]any) {
+		shown[fmt.Sprint(x.(map[string]any)["leaderOrderId"])] = true
+	}
+	for _, l := range leads[1:3] { // the two limit mirrors still resting
+		if !shown[l] {
+			t.Fatalf("the provider follower's frame does not show leader order %s's mirror with leaderOrderId: %v", l, snap["orders"])
+		}
+	}
 }

@@ -349,7 +349,7 @@ func decideProviderPlace(s *State, env commands.Envelope, c *trading.PlaceOrder)
 	}
 	o := evacct.Order{BrokerOrderID: env.ID.String(), ClientOrderID: c.ClientOrderID, Instrument: c.Instrument, Side: c.Side,
 		OrderType: c.OrderType, Quantity: c.Quantity, LimitPrice: c.LimitPrice, StopPrice: c.StopPrice,
-		TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At}
+		TimeInForce: c.TimeInForce, ReduceOnly: c.ReduceOnly, CreatedAt: env.At, LeaderOrderID: c.LeaderOrderID}
 	var out []events.Event
 	if c.Bracket != nil { // the entry and its bracket are one commit; its legs go out once it fills
 		set, err := providerEntry(env, c, &o)
