@@ -21,6 +21,7 @@ import (
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evcopier "github.com/svc/engine/events/copier"
+	evplan "github.com/svc/engine/events/plan"
 )
 
 // The copier: copier groups (engine/copier's aggregate, one per group) and
@@ -208,11 +209,16 @@ func (e *Engine) copyLeader(id string, s *account.State, cm events.Committed) {
 	if e.copier == nil || !e.copier.leads(id) || !e.owns(id) {
 		return
 	}
-	acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() })
+	acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() }, brackets(s))
 	if len(acts) == 0 {
 		return
 	}
 	e.copier.enqueue(e, id, leaderCommit{seq: cm.Seq, seen: time.Now(), actions: acts}, false)
+}
+
+// brackets reads the account's active brackets by id (copier.Actions).
+func brackets(s *account.State) func(string) *evacct.Bracket {
+	return func(id string) *evacct.Bracket { return s.Brackets[id] }
 }
 
 // enqueue queues a leader commit (or, with catchUp, the catch-up) and
@@ -303,7 +309,7 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 		if m.Seq <= from {
 			return nil
 		}
-		acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return st.Positions[inst].Quantity.Abs() })
+		acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return st.Positions[inst].Quantity.Abs() }, brackets(st))
 		if len(acts) > 0 {
 			pending = append(pending, leaderCommit{seq: m.Seq, seen: time.Now(), actions: acts})
 		}
@@ -594,6 +600,9 @@ func (e *Engine) mirrorOne(g *copier.State, f *copier.Follower, a copier.LeaderA
 		cmd := &trading.PlaceOrder{ClientOrderID: m.ClientOrderID, Instrument: m.Instrument, Side: m.Side, OrderType: o.OrderType,
 			Quantity: qty, LimitPrice: o.LimitPrice, StopPrice: o.StopPrice, TimeInForce: o.TimeInForce, ReduceOnly: o.ReduceOnly,
 			LeaderOrderID: a.OrderID}
+		if a.Exit != nil && !o.ReduceOnly {
+			return e.sendEntry(m, f.AccountID, cmd, a.Exit, lc)
+		}
 		return e.sendMirror(m, f.AccountID, cmd, lc)
 	case evcopier.OpCancel, evcopier.OpReplace:
 		_, w := e.copyFollower(f.AccountID, "", m.ClientOrderID)
@@ -618,6 +627,44 @@ func (e *Engine) mirrorOne(g *copier.State, f *copier.Follower, a copier.LeaderA
 		return e.sendMirror(m, f.AccountID, &trading.ReplaceOrder{BrokerOrderID: w.BrokerOrderID, Quantity: &qty, LimitPrice: a.LimitPrice, StopPrice: a.StopPrice}, lc)
 	}
 	return skipped(m, commands.CodeNotFound)
+}
+
+// sendEntry places the mirror of an exit plan's entry with the plan
+// (copier.Exit): the whole plan; refused, without the breakeven and
+// trailing rules (a provider account serves neither), when it has them;
+// refused again, without a plan. Each attempt is one placement under the
+// mirror's clientOrderId, and a refused one leaves nothing, so the follower
+// takes one entry, with a bracket of its own or none. A refusal of the
+// plain entry too is the outcome.
+func (e *Engine) sendEntry(m evcopier.Mirror, accountID string, cmd *trading.PlaceOrder, x *copier.Exit, lc leaderCommit) evcopier.Mirror {
+	type try struct {
+		status string
+		spec   *evplan.Spec
+	}
+	tries := []try{{evcopier.ExitPlanFollowed, &x.Spec}}
+	if u, ok := copier.Unmanaged(x.Spec); ok {
+		tries = append(tries, try{evcopier.ExitPlanPartial, &u})
+	}
+	tries = append(tries, try{evcopier.ExitPlanNone, nil})
+	code := ""
+	for i, tr := range tries {
+		c := *cmd
+		c.Bracket = nil
+		if tr.spec != nil {
+			c.Bracket = &trading.BracketPlan{PlanID: x.PlanID, PlanRevision: x.PlanRevision, Spec: *tr.spec, Entry: x.Entry}
+		}
+		out := e.sendMirror(m, accountID, &c, lc)
+		refused := out.Status == evcopier.StatusRefused
+		if refused && i < len(tries)-1 && (out.Code == string(commands.CodeInvalidRequest) || out.Code == string(commands.CodeExitPlanConflict)) {
+			code = out.Code // the plan's, or the entry's own (refused again without it)
+			continue
+		}
+		if !refused && out.Code == "" {
+			out.ExitPlan, out.ExitPlanCode = tr.status, code
+		}
+		return out
+	}
+	panic("unreachable: the last try returns")
 }
 
 func skipped(m evcopier.Mirror, code commands.Code) evcopier.Mirror {

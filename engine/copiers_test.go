@@ -315,7 +315,8 @@ func checkReplay(t *testing.T, log *eventlog.Log) {
 				s = account.Apply(s, ev)
 			}
 			leaders[id] = s
-			byLeaderSeq[m.Seq] = decided{copier.Actions(c.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() })}
+			byLeaderSeq[m.Seq] = decided{copier.Actions(c.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() },
+				func(id string) *evacct.Bracket { return s.Brackets[id] })}
 			return nil
 		}
 		id, ok := events.SubjectID(m.Subject, events.KindCopier)

@@ -617,6 +617,27 @@ func (e CopierFollowerSettingsInDirection) Valid() bool {
 	}
 }
 
+// Defines values for CopierOutcomeExitPlan.
+const (
+	CopierOutcomeExitPlanFollowed CopierOutcomeExitPlan = "followed"
+	CopierOutcomeExitPlanNone     CopierOutcomeExitPlan = "none"
+	CopierOutcomeExitPlanPartial  CopierOutcomeExitPlan = "partial"
+)
+
+// Valid indicates whether the value is a known member of the CopierOutcomeExitPlan enum.
+func (e CopierOutcomeExitPlan) Valid() bool {
+	switch e {
+	case CopierOutcomeExitPlanFollowed:
+		return true
+	case CopierOutcomeExitPlanNone:
+		return true
+	case CopierOutcomeExitPlanPartial:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CopierOutcomeSide.
 const (
 	CopierOutcomeSideBuy  CopierOutcomeSide = "buy"
@@ -2810,12 +2831,21 @@ type CopierOutcome struct {
 	// the statuses each is answered with, whether the same request may be
 	// sent again with the same key and after how many seconds; docs/codes.md
 	// is its table, and this enum is generated from it.
-	Code       *ErrorCode          `json:"code,omitempty"`
-	Instrument *string             `json:"instrument,omitempty"`
-	Quantity   *Decimal            `json:"quantity,omitempty"`
-	Side       *CopierOutcomeSide  `json:"side,omitempty"`
-	Status     CopierOutcomeStatus `json:"status"`
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// ExitPlan On the mirror of a leader's exit-plan entry: what the follower's order carries of it. `followed`: a bracket of the follower's own, each level as far from its entry as the leader's from the leader's (on an inverse follower, on the other side), each target its share of the follower's quantity; `partial`: the same without the breakeven and trailing rules, which its account does not serve; `none`: no bracket, its account took no such plan.
+	ExitPlan *CopierOutcomeExitPlan `json:"exitPlan,omitempty"`
+
+	// ExitPlanCode The code of the follower's refusal of the plan that left it `partial` or `none`.
+	ExitPlanCode *ErrorCode          `json:"exitPlanCode,omitempty"`
+	Instrument   *string             `json:"instrument,omitempty"`
+	Quantity     *Decimal            `json:"quantity,omitempty"`
+	Side         *CopierOutcomeSide  `json:"side,omitempty"`
+	Status       CopierOutcomeStatus `json:"status"`
 }
+
+// CopierOutcomeExitPlan On the mirror of a leader's exit-plan entry: what the follower's order carries of it. `followed`: a bracket of the follower's own, each level as far from its entry as the leader's from the leader's (on an inverse follower, on the other side), each target its share of the follower's quantity; `partial`: the same without the breakeven and trailing rules, which its account does not serve; `none`: no bracket, its account took no such plan.
+type CopierOutcomeExitPlan string
 
 // CopierOutcomeSide defines model for CopierOutcome.Side.
 type CopierOutcomeSide string

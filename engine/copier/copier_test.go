@@ -164,7 +164,7 @@ func TestActions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, a := range copier.Actions(tc.evs, open(tc.open)) {
+			for _, a := range copier.Actions(tc.evs, open(tc.open), nil) {
 				s := a.Op + ":" + a.OrderID
 				if a.CloseAll {
 					s += ":all"

@@ -3,6 +3,7 @@ package copier
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
 	evcopier "github.com/svc/engine/events/copier"
+	evplan "github.com/svc/engine/events/plan"
 )
 
 // The mirror rules: which of the leader's commits' events are mirrored,
@@ -24,6 +26,9 @@ type LeaderAction struct {
 	OrderID string // the leader's order
 	// Order is the order placed (OpPlace).
 	Order evacct.Order
+	// Exit is, on the entry of an exit plan (OpPlace), the plan each
+	// follower's mirror carries, from the leader's bracket.
+	Exit *Exit
 	// CloseAll marks a reduce-only order placed for the leader's whole
 	// position (a close, a flatten's closing order): each follower's mirror
 	// is for the whole of its own.
@@ -43,33 +48,82 @@ var ownCancels = map[string]bool{
 
 // Actions lists what the leader's commit evs did that followers mirror, in
 // the commit's order. open is the leader's open quantity (unsigned) in an
-// instrument after the commit. An order that is itself a mirror
+// instrument after the commit; bracket (nil: none) its active bracket by
+// id after the commit. An order that is itself a mirror
 // (LeaderOrderID set) is never mirrored again, so groups never loop.
-func Actions(evs []events.Event, open func(instrument string) events.Decimal) []LeaderAction {
+//
+// An exit plan's entry is mirrored with the leader's bracket (Bracket), and
+// each follower's mirror carries a bracket of its own; the leader's
+// bracket's legs (their placements, the bracket's own cancels of them, a
+// change of their levels) are therefore not mirrored, so no follower's
+// position is closed twice.
+func Actions(evs []events.Event, open func(instrument string) events.Decimal, bracket func(id string) *evacct.Bracket) []LeaderAction {
 	var out []LeaderAction
+	var legs map[string]bool
+	for _, e := range evs {
+		if b, ok := e.(evacct.BracketSet); ok {
+			if legs == nil {
+				legs = map[string]bool{}
+			}
+			for _, lg := range b.Bracket.Legs {
+				legs[lg.ID] = true
+			}
+		}
+	}
 	for _, e := range evs {
 		switch e := e.(type) {
 		case evacct.OrderPlaced:
 			o := e.Order
-			if o.LeaderOrderID != "" {
+			if o.LeaderOrderID != "" || leg(o) {
 				continue
 			}
 			a := LeaderAction{Op: evcopier.OpPlace, OrderID: o.BrokerOrderID, Order: o}
+			if o.BracketID != "" {
+				b := bracketOf(evs, o.BracketID)
+				if b == nil && bracket != nil {
+					b = bracket(o.BracketID) // a provider's entry: its bracket was set when it was sent
+				}
+				if b != nil {
+					a.Exit = &Exit{PlanID: b.PlanID, PlanRevision: b.PlanRevision, Entry: b.EntryPrice, Spec: FollowerPlan(*b)}
+				}
+			}
 			if o.ReduceOnly {
 				before := open(o.Instrument).Add(filled(evs, o.BrokerOrderID))
 				a.CloseAll = before.Sign() > 0 && o.Quantity.Cmp(before) >= 0
 			}
 			out = append(out, a)
 		case evacct.OrderCanceled:
-			if !ownCancels[e.Reason] {
+			if !ownCancels[e.Reason] && !strings.HasPrefix(e.Reason, bracketCancel) && !legs[e.BrokerOrderID] {
 				out = append(out, LeaderAction{Op: evcopier.OpCancel, OrderID: e.BrokerOrderID})
 			}
 		case evacct.OrderReplaced:
-			out = append(out, LeaderAction{Op: evcopier.OpReplace, OrderID: e.BrokerOrderID, Quantity: e.Quantity,
-				LimitPrice: e.LimitPrice, StopPrice: e.StopPrice})
+			if !legs[e.BrokerOrderID] {
+				out = append(out, LeaderAction{Op: evcopier.OpReplace, OrderID: e.BrokerOrderID, Quantity: e.Quantity,
+					LimitPrice: e.LimitPrice, StopPrice: e.StopPrice})
+			}
 		}
 	}
 	return out
+}
+
+// bracketCancel prefixes the reason of the cancels a bracket makes of its
+// own legs (its one-cancels-other, its end).
+const bracketCancel = "bracket_"
+
+// leg reports whether o is a bracket's leg: reduce-only and carrying its
+// bracket (an entry is never reduce-only).
+func leg(o evacct.Order) bool { return o.BracketID != "" && o.ReduceOnly }
+
+// bracketOf is the bracket id as the commit evs first set it; nil when
+// they set none.
+func bracketOf(evs []events.Event, id string) *evacct.Bracket {
+	for _, e := range evs {
+		if b, ok := e.(evacct.BracketSet); ok && b.Bracket.ID == id {
+			cp := b.Bracket
+			return &cp
+		}
+	}
+	return nil
 }
 
 // filled is the quantity of orderID the commit evs filled.
@@ -179,4 +233,69 @@ func stepDown(q, step, min events.Decimal) events.Decimal {
 		return events.Int(0)
 	}
 	return q
+}
+
+// Exit is the exit plan a follower's mirror of an entry carries.
+type Exit struct {
+	PlanID, PlanRevision string         // the leader's plan, named on the follower's bracket
+	Entry                events.Decimal // the leader's entry, which the follower's may not drift far from
+	Spec                 evplan.Spec    // FollowerPlan of the leader's bracket
+}
+
+// FollowerPlan is the exit plan a follower's mirror of an entry carries:
+// the leader's bracket b as priced, each level a price distance from its
+// entry (so the follower's bracket sits as far from the follower's own
+// entry, on the follower's side: an inverse follower's stop is above its
+// short entry where the leader's is below its long one), each target its
+// share of the quantity (so sized to the follower's), a runner where the
+// leader's has one, the breakeven and trailing rules as distances and
+// ticks. The follower's book prices it at its entry like any plan.
+func FollowerPlan(b evacct.Bracket) evplan.Spec {
+	s := evplan.Spec{Name: "copier"}
+	dist := func(px events.Decimal) evplan.Distance {
+		d := px.Sub(b.EntryPrice).Abs()
+		return evplan.Distance{Offset: &d}
+	}
+	for _, lg := range b.Legs {
+		switch {
+		case lg.Kind == evacct.LegStop && lg.Price != nil:
+			d := dist(*lg.Price)
+			s.Stop = &d
+		case lg.Kind == evacct.LegTarget && lg.Price != nil && lg.Share != nil:
+			s.Targets = append(s.Targets, evplan.Target{Distance: dist(*lg.Price), Share: *lg.Share})
+		case lg.Kind == evacct.LegRunner:
+			s.Runner = true
+		}
+	}
+	if be := b.Breakeven; be != nil && s.Stop != nil {
+		plus := be.StopPrice.Sub(b.EntryPrice) // in the position's favour: above a long entry
+		if b.Side == "short" {
+			plus = plus.Neg()
+		}
+		var ticks int64
+		if b.Tick.Sign() > 0 {
+			ticks, _ = plus.Quo(b.Tick).Int64()
+		}
+		s.Breakeven = &evplan.Breakeven{Trigger: dist(be.Trigger), PlusTicks: ticks}
+	}
+	if tr := b.Trailing; tr != nil {
+		d := tr.Distance
+		t := &evplan.Trailing{Distance: evplan.Distance{Offset: &d}}
+		if tr.Activation != nil {
+			t.Activation = dist(*tr.Activation)
+		}
+		s.Trailing = t
+	}
+	return s
+}
+
+// Unmanaged is the plan without what moves a resting stop (breakeven and
+// trailing), which a provider account does not serve; ok false when the
+// plan has neither (nothing to take out).
+func Unmanaged(s evplan.Spec) (evplan.Spec, bool) {
+	if s.Breakeven == nil && s.Trailing == nil {
+		return s, false
+	}
+	s.Breakeven, s.Trailing = nil, nil
+	return s, true
 }

@@ -56,6 +56,8 @@ type OutcomeView struct {
 	Instrument    string          `json:"instrument,omitempty"`
 	Side          string          `json:"side,omitempty"`
 	Quantity      *events.Decimal `json:"quantity,omitempty"`
+	ExitPlan      string          `json:"exitPlan,omitempty"`
+	ExitPlanCode  string          `json:"exitPlanCode,omitempty"`
 }
 
 // ActionView is one leader action and its followers' outcomes.
@@ -79,7 +81,8 @@ func RecentView(s *State, leaderOrderID string, limit int) []ActionView {
 		a := ActionView{LeaderOrderID: r.LeaderOrderID, Op: r.Op, LeaderRevision: r.LeaderSeq, At: r.At, Followers: make([]OutcomeView, 0, len(r.Mirrors))}
 		for _, m := range r.Mirrors {
 			a.Followers = append(a.Followers, OutcomeView{AccountID: m.Follower, Status: m.Status, Code: m.Code, ClientOrderID: m.ClientOrderID,
-				BrokerOrderID: m.BrokerOrderID, Instrument: m.Instrument, Side: m.Side, Quantity: m.Quantity})
+				BrokerOrderID: m.BrokerOrderID, Instrument: m.Instrument, Side: m.Side, Quantity: m.Quantity,
+				ExitPlan: m.ExitPlan, ExitPlanCode: m.ExitPlanCode})
 		}
 		out = append(out, a)
 	}

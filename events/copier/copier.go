@@ -119,7 +119,24 @@ type Mirror struct {
 	// used, recorded so the log alone rebuilds the quantity.
 	LeaderEquity   *events.Decimal `json:"leaderEquity,omitempty"`
 	FollowerEquity *events.Decimal `json:"followerEquity,omitempty"`
+	// ExitPlan is, on the mirror of an exit plan's entry, what the
+	// follower's mirror carries of it (ExitPlanFollowed, ExitPlanPartial,
+	// ExitPlanNone); ExitPlanCode is the code of the follower's refusal that
+	// left it partial or none.
+	ExitPlan     string `json:"exitPlan,omitempty"`
+	ExitPlanCode string `json:"exitPlanCode,omitempty"`
 }
+
+// What a mirrored entry carries of the leader's exit plan.
+const (
+	// ExitPlanFollowed: a bracket of the follower's own from the whole plan.
+	ExitPlanFollowed = "followed"
+	// ExitPlanPartial: its stop, targets and runner; its account does not
+	// serve the breakeven and trailing rules (a provider account).
+	ExitPlanPartial = "partial"
+	// ExitPlanNone: no bracket; its account takes no such plan.
+	ExitPlanNone = "none"
+)
 
 // Action is one leader action and every participating follower's outcome.
 type Action struct {

@@ -515,8 +515,8 @@ func (z *GroupCreated) Msgsize() (s int) {
 func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(12)
+	var zb0001Mask uint16 /* 12 bits */
 	_ = zb0001Mask
 	if z.Code == "" {
 		zb0001Len--
@@ -549,6 +549,14 @@ func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.FollowerEquity == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.ExitPlan == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.ExitPlanCode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -624,6 +632,16 @@ func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "exitPlan"
+			o = append(o, 0xa8, 0x65, 0x78, 0x69, 0x74, 0x50, 0x6c, 0x61, 0x6e)
+			o = msgp.AppendString(o, z.ExitPlan)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "exitPlanCode"
+			o = append(o, 0xac, 0x65, 0x78, 0x69, 0x74, 0x50, 0x6c, 0x61, 0x6e, 0x43, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.ExitPlanCode)
 		}
 	}
 	return
@@ -740,6 +758,18 @@ func (z *Mirror) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "exitPlan":
+			z.ExitPlan, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExitPlan")
+				return
+			}
+		case "exitPlanCode":
+			z.ExitPlanCode, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExitPlanCode")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -772,6 +802,7 @@ func (z *Mirror) Msgsize() (s int) {
 	} else {
 		s += z.FollowerEquity.Msgsize()
 	}
+	s += 9 + msgp.StringPrefixSize + len(z.ExitPlan) + 13 + msgp.StringPrefixSize + len(z.ExitPlanCode)
 	return
 }
 

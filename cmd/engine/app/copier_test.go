@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -258,4 +261,263 @@ func FuzzCopierRoutes(f *testing.F) {
 func validTarget(target string) bool {
 	_, err := url.ParseRequestURI(target)
 	return err == nil && !strings.ContainsAny(target, " \t\r\n#")
+}
+
+// A leader's exit-plan entry is mirrored with an exit plan of each
+// follower's own, through the HTTP routes: a follower at twice the size
+// gets a bracket twice as big with its levels as far from its entry as the
+// leader's, an inverse follower a short bracket (stop above, target
+// below); the leader's legs are not mirrored as orders of their own, so
+// when the leader closes, each follower's close ends its own bracket and
+// nothing is closed twice.
+func TestCopierExitPlans(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{DemoAccounts: 3})
+	L, F1, F2 := e.Accounts[0].AccountID, e.Accounts[1].AccountID, e.Accounts[2].AccountID
+	g := wantCode(t, e.Do(copierReq("POST", "/api/copier/groups", "g-x", map[string]any{"leaderAccountId": L, "followers": []any{
+		map[string]any{"accountId": F1, "sizing": map[string]any{"mode": "multiplier", "value": "2"}},
+		map[string]any{"accountId": F2, "direction": "inverse"},
+	}})), 201, "")
+	id := g["groupId"].(string)
+	plan := wantCode(t, e.Do(apptest.Req{Method: "POST", Path: "/api/exit-plans", Headers: map[string]string{"Idempotency-Key": "plan-x"},
+		Body: map[string]any{"name": "copied", "stop": map[string]any{"ticks": 40}, "runner": true,
+			"targets":   []any{map[string]any{"distance": map[string]any{"ticks": 20}, "share": "0.5"}},
+			"breakeven": map[string]any{"trigger": map[string]any{"ticks": 30}, "plusTicks": 1}}}), 201, "")["plan"].(map[string]any)
+	planID, rev := plan["id"].(string), plan["revision"].(string)
+	pv := wantCode(t, e.Post("/api/account/exit-plans/preview?account="+L, map[string]any{"planId": planID, "planRevision": rev,
+		"instrument": "BTC-PERP", "side": "buy", "quantity": "0.01", "orderType": "market", "clientOrderId": "lead-x"}), 200, "")
+	o := wantCode(t, e.Post("/api/trading/order?account="+L, map[string]any{"clientOrderId": "lead-x", "instrument": "BTC-PERP", "side": "buy",
+		"orderType": "market", "quantity": "0.01", "exitPlan": map[string]any{"planId": planID, "planRevision": rev,
+			"previewToken": pv["preview"].(map[string]any)["token"]}}), 200, "")
+	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
+
+	type leg struct{ price, qty string }
+	type bracket struct {
+		side, planned, entry, planID string
+		legs                         map[string]leg
+	}
+	bracketOf := func(acct string) (bracket, bool) {
+		items := wantCode(t, e.Get("/api/account/brackets?account="+acct), 200, "")["items"].([]any)
+		if len(items) != 1 {
+			return bracket{}, false
+		}
+		b := items[0].(map[string]any)
+		out := bracket{side: b["side"].(string), planned: b["plannedQuantity"].(string), entry: b["entryPrice"].(string), legs: map[string]leg{}}
+		out.planID, _ = b["planId"].(string)
+		for _, l := range b["legs"].([]any) {
+			l := l.(map[string]any)
+			p, _ := l["price"].(string)
+			out.legs[l["kind"].(string)] = leg{p, l["quantity"].(string)}
+		}
+		return out, true
+	}
+	var lb, b1, b2 bracket
+	apptest.WaitFor(t, 10*time.Second, func() error {
+		var ok0, ok1, ok2 bool
+		lb, ok0 = bracketOf(L)
+		b1, ok1 = bracketOf(F1)
+		b2, ok2 = bracketOf(F2)
+		if !ok0 || !ok1 || !ok2 {
+			return fmt.Errorf("brackets: leader %v, followers %v %v", ok0, ok1, ok2)
+		}
+		return nil
+	})
+	dist := func(b bracket, kind string) string { // the leg's distance from the entry, signed
+		d := new(big.Rat)
+		p, _ := new(big.Rat).SetString(b.legs[kind].price)
+		en, _ := new(big.Rat).SetString(b.entry)
+		return d.Sub(p, en).FloatString(2)
+	}
+	if lb.side != "long" || dist(lb, "stop") != "-20.00" || dist(lb, "target") != "10.00" {
+		t.Fatalf("the leader's bracket %+v", lb)
+	}
+	if b1.side != "long" || b1.planned != "0.02" || b1.planID != planID || dist(b1, "stop") != "-20.00" || dist(b1, "target") != "10.00" ||
+		b1.legs["target"].qty != "0.01" || b1.legs["runner"].qty != "0.01" || b1.legs["stop"].qty != "0.02" {
+		t.Fatalf("the follower at twice the size: %+v (leader's %+v)", b1, lb)
+	}
+	if b2.side != "short" || b2.planned != "0.01" || dist(b2, "stop") != "20.00" || dist(b2, "target") != "-10.00" {
+		t.Fatalf("the inverse follower: %+v (leader's %+v)", b2, lb)
+	}
+	// Each follower's breakeven is its own, at its own entry.
+	for _, f := range []string{F1, F2} {
+		if ms := wantCode(t, e.Get("/api/account/managed-exits?account="+f), 200, "")["items"].([]any); len(ms) != 1 ||
+			ms[0].(map[string]any)["kind"] != "breakeven" {
+			t.Fatalf("%s's managed exits %v", f, ms)
+		}
+	}
+
+	// One action recorded, the entry's, followed on both; none for the
+	// leader's legs, which rest on the followers as their own brackets' legs.
+	var acts []any
+	apptest.WaitFor(t, 5*time.Second, func() error {
+		acts = wantCode(t, e.Get("/api/copier/groups/"+id+"/mirrors"), 200, "")["mirrors"].([]any)
+		if len(acts) == 0 {
+			return fmt.Errorf("nothing recorded yet")
+		}
+		return nil
+	})
+	if len(acts) != 1 || acts[0].(map[string]any)["leaderOrderId"] != lead {
+		t.Fatalf("recorded %v", acts)
+	}
+	for _, f := range acts[0].(map[string]any)["followers"].([]any) {
+		if f := f.(map[string]any); f["status"] != "mirrored" || f["exitPlan"] != "followed" {
+			t.Fatalf("outcome %v", f)
+		}
+	}
+	workingOf := func(acct string) []any {
+		return wantCode(t, e.Get("/api/account/snapshot?account="+acct), 200, "")["orders"].([]any)
+	}
+	for _, f := range []string{F1, F2} {
+		ws := workingOf(f)
+		if len(ws) != 2 { // its bracket's stop and target
+			t.Fatalf("%s works %v", f, ws)
+		}
+		for _, w := range ws {
+			if w := w.(map[string]any); w["leaderOrderId"] != nil || w["reduceOnly"] != true {
+				t.Fatalf("%s works an order that is not its bracket's leg: %v", f, w)
+			}
+		}
+	}
+
+	// The leader closes: each follower closes its own position once, and its
+	// own bracket ends with it.
+	wantCode(t, e.Post("/api/trading/close?account="+L, map[string]any{"instrument": "BTC-PERP"}), 200, "")
+	apptest.WaitFor(t, 10*time.Second, func() error {
+		for _, f := range []string{L, F1, F2} {
+			snap := wantCode(t, e.Get("/api/account/snapshot?account="+f), 200, "")
+			if n, m, b := len(snap["positions"].([]any)), len(snap["orders"].([]any)), len(snap["brackets"].([]any)); n+m+b != 0 {
+				return fmt.Errorf("%s: %d positions, %d orders, %d brackets", f, n, m, b)
+			}
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // a second close would land now
+	for _, f := range []string{F1, F2} {
+		if ps := wantCode(t, e.Get("/api/account/snapshot?account="+f), 200, "")["positions"].([]any); len(ps) != 0 {
+			t.Fatalf("%s was closed twice: %v", f, ps)
+		}
+	}
+}
+
+// wantRefusal checks the trading routes' error shape: {error, code, params}
+// with params.field naming the field at fault.
+func wantRefusal(t *testing.T, r *apptest.Resp, status int, code, field string) {
+	t.Helper()
+	m := wantCode(t, r, status, code)
+	msg, _ := m["error"].(string)
+	params, _ := m["params"].(map[string]any)
+	if msg == "" || (field != "" && (params == nil || params["field"] != field)) {
+		t.Fatalf("refusal %v, want error, code %s and params.field %s", m, code, field)
+	}
+}
+
+var frameOf = regexp.MustCompile(`data-frame="([^"]+)"`)
+
+// connectPaper opens the Connect app's white-label paper for trader as the
+// trader's browser would, and answers its accountId.
+func connectPaper(t *testing.T, e *apptest.Env, appKey, trader string) string {
+	t.Helper()
+	m := wantCode(t, e.Do(apptest.Req{Method: "POST", Path: "/api/connect/links", Key: appKey, Body: map[string]string{"trader": trader},
+		Headers: map[string]string{"Idempotency-Key": "link-" + trader}}), 201, "")
+	u, err := url.Parse(m["hostedUrl"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(e.URL + u.RequestURI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fm := frameOf.FindSubmatch(page)
+	if fm == nil {
+		t.Fatalf("hosted Connect: %d, no frame session", resp.StatusCode)
+	}
+	c := wantCode(t, e.Do(apptest.Req{Method: "POST", Path: "/api/connect/hosted/connect", Key: "-", Body: map[string]any{"whiteLabel": true},
+		Headers: map[string]string{"Authorization": "Frame " + string(fm[1]), "Origin": e.URL}}), 200, "")
+	return c["link"].(map[string]any)["result"].(map[string]any)["accountId"].(string)
+}
+
+// A venue key with trader:trade acting for a trader, and a Connect app key
+// acting for its own trader, manage copier groups of the accounts that
+// trader holds, and are refused, as the trading routes refuse it, for an
+// account the trader does not hold: 400 invalid_request naming the field,
+// a group led by another's account not found.
+func TestCopierCredentials(t *testing.T) {
+	e := apptest.Start(t, apptest.Options{})
+	venueID, venueKey := e.Creds["venueId"].(string), e.Creds["venueKey"].(string)
+	for _, p := range []struct {
+		kind, id string
+		body     any
+	}{
+		{"instruments", "BTC-PERP", map[string]any{"active": true}},
+		{"routes", "paper", map[string]any{"target": "paper"}},
+		{"groups", "g1", map[string]any{"name": "G", "instruments": []any{"BTC-PERP"}, "routeId": "paper"}},
+	} {
+		r := e.Do(apptest.Req{Method: "PUT", Path: "/api/venues/" + venueID + "/" + p.kind + "/" + p.id, Key: venueKey,
+			Headers: map[string]string{"Idempotency-Key": "v-" + p.kind}, Body: p.body})
+		if r.Status != 201 && r.Status != 200 {
+			t.Fatalf("put %s: %d %s", p.kind, r.Status, r.Body)
+		}
+	}
+	issue := func(idem, email string) string {
+		a := wantCode(t, e.Do(apptest.Req{Method: "POST", Path: "/api/venues/" + venueID + "/accounts", Key: venueKey,
+			Headers: map[string]string{"Idempotency-Key": idem}, Body: map[string]any{"groupId": "g1", "email": email}}), 201, "")
+		return a["account"].(map[string]any)["accountId"].(string)
+	}
+	ana1, ana2, bob := issue("i1", "ana@example.com"), issue("i2", "ana@example.com"), issue("i3", "bob@example.com")
+	asTrader := func(key, trader string, r apptest.Req) *apptest.Resp {
+		r.Key = key
+		if r.Headers == nil {
+			r.Headers = map[string]string{}
+		}
+		r.Headers["x-svc-trader"] = trader
+		return e.Do(r)
+	}
+
+	t.Run("venue key with trader:trade", func(t *testing.T) {
+		as := func(trader string, r apptest.Req) *apptest.Resp { return asTrader(venueKey, trader, r) }
+		g := wantCode(t, as("ana@example.com", copierReq("POST", "/api/copier/groups", "vg-1", map[string]any{"leaderAccountId": ana1,
+			"followers": []any{map[string]any{"accountId": ana2}}})), 201, "")
+		id := g["groupId"].(string)
+		wantCode(t, as("ana@example.com", copierReq("PUT", "/api/copier/groups/"+id+"/followers/"+ana2, "vg-2",
+			map[string]any{"direction": "inverse"})), 200, "")
+		if l := wantCode(t, as("ana@example.com", apptest.Req{Method: "GET", Path: "/api/copier/groups"}), 200, "")["groups"].([]any); len(l) != 1 {
+			t.Fatalf("ana's groups %v", l)
+		}
+		wantRefusal(t, as("ana@example.com", copierReq("PUT", "/api/copier/groups/"+id+"/followers/"+bob, "vg-3", map[string]any{})),
+			400, "invalid_request", "accountId")
+		wantRefusal(t, as("ana@example.com", copierReq("POST", "/api/copier/groups", "vg-4", map[string]any{"leaderAccountId": bob})),
+			400, "invalid_request", "leaderAccountId")
+		wantRefusal(t, as("ana@example.com", copierReq("POST", "/api/copier/groups", "vg-5", map[string]any{"leaderAccountId": ana1,
+			"followers": []any{map[string]any{"accountId": bob}}})), 400, "invalid_request", "followers[0].accountId")
+		// Bob reaches none of ana's groups, and cannot change them.
+		wantCode(t, as("bob@example.com", apptest.Req{Method: "GET", Path: "/api/copier/groups/" + id}), 404, "not_found")
+		wantCode(t, as("bob@example.com", apptest.Req{Method: "GET", Path: "/api/copier/groups/" + id + "/mirrors"}), 404, "not_found")
+		wantCode(t, as("bob@example.com", copierReq("DELETE", "/api/copier/groups/"+id+"/followers/"+ana2, "vg-6", nil)), 404, "not_found")
+		if l := wantCode(t, as("bob@example.com", apptest.Req{Method: "GET", Path: "/api/copier/groups"}), 200, "")["groups"].([]any); len(l) != 0 {
+			t.Fatalf("bob lists %v", l)
+		}
+		// The tenant's own key does not reach the venue's trader's group either.
+		wantCode(t, e.Get("/api/copier/groups/"+id), 404, "not_found")
+	})
+
+	t.Run("Connect app key", func(t *testing.T) {
+		appKey := e.Creds["connectKey"].(string)
+		alice, carol := connectPaper(t, e, appKey, "alice"), connectPaper(t, e, appKey, "carol")
+		as := func(trader string, r apptest.Req) *apptest.Resp { return asTrader(appKey, trader, r) }
+		g := wantCode(t, as("alice", copierReq("POST", "/api/copier/groups", "cg-1", map[string]any{"leaderAccountId": alice, "name": "mine"})), 201, "")
+		id := g["groupId"].(string)
+		wantCode(t, as("alice", apptest.Req{Method: "GET", Path: "/api/copier/groups/" + id}), 200, "")
+		wantRefusal(t, as("alice", copierReq("PUT", "/api/copier/groups/"+id+"/followers/"+carol, "cg-2", map[string]any{})),
+			400, "invalid_request", "accountId")
+		wantRefusal(t, as("alice", copierReq("PUT", "/api/copier/groups/"+id+"/followers/"+ana1, "cg-3", map[string]any{})),
+			400, "invalid_request", "accountId")
+		wantRefusal(t, as("alice", copierReq("POST", "/api/copier/groups", "cg-4", map[string]any{"leaderAccountId": carol})),
+			400, "invalid_request", "leaderAccountId")
+		wantCode(t, as("carol", apptest.Req{Method: "GET", Path: "/api/copier/groups/" + id}), 404, "not_found")
+		wantCode(t, as("carol", copierReq("PUT", "/api/copier/groups/"+id+"/followers/"+carol, "cg-5", map[string]any{})), 404, "not_found")
+		if v := wantCode(t, as("alice", apptest.Req{Method: "GET", Path: "/api/copier/groups/" + id}), 200, ""); len(v["followers"].([]any)) != 0 {
+			t.Fatalf("a refused follower was added: %v", v)
+		}
+	})
 }

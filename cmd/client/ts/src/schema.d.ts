@@ -4616,6 +4616,13 @@ export interface components {
             /** @enum {string} */
             side?: "buy" | "sell";
             quantity?: components["schemas"]["Decimal"];
+            /**
+             * @description On the mirror of a leader's exit-plan entry: what the follower's order carries of it. `followed`: a bracket of the follower's own, each level as far from its entry as the leader's from the leader's (on an inverse follower, on the other side), each target its share of the follower's quantity; `partial`: the same without the breakeven and trailing rules, which its account does not serve; `none`: no bracket, its account took no such plan.
+             * @enum {string}
+             */
+            exitPlan?: "followed" | "partial" | "none";
+            /** @description The code of the follower's refusal of the plan that left it `partial` or `none`. */
+            exitPlanCode?: components["schemas"]["ErrorCode"];
         };
         Decimal: string;
         /** @description A decimal string or a JSON number */
