@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +24,23 @@ import (
 // the leader's own order latency with the group against the same paced
 // orders before the group existed.
 
-// copierSizes are the group sizes measured.
-var copierSizes = []int{10, 100, 1000}
+// copierSizes are the group sizes measured: 10, 100 and 1,000 followers,
+// or those BENCH_COPIER_SIZES lists (comma-separated, e.g. "10,100").
+func copierSizes() ([]int, error) {
+	env := os.Getenv("BENCH_COPIER_SIZES")
+	if env == "" {
+		return []int{10, 100, 1000}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > copiercmd.MaxFollowers {
+			return nil, fmt.Errorf("BENCH_COPIER_SIZES: %q is not a group size (1 to %d)", f, copiercmd.MaxFollowers)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // copierResult is one group size's figures.
 type copierResult struct {
@@ -56,7 +74,11 @@ func copierOrders(followers int) int {
 }
 
 func copierPhase(ctx context.Context, o opts, t *table) error {
-	for _, n := range copierSizes {
+	sizes, err := copierSizes()
+	if err != nil {
+		return err
+	}
+	for _, n := range sizes {
 		r, err := profiled(o, fmt.Sprintf("copier-%d", n), func() (copierResult, error) { return runCopier(ctx, o, n) })
 		if err != nil {
 			return fmt.Errorf("copier %d: %w", n, err)
