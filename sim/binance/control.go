@@ -20,7 +20,7 @@ import (
 //	POST   /_sim/markprice                    {"symbol": "BTCUSDT", "price": "61000"}   SetMarkPrice
 //	POST   /_sim/faults                       {"route": "POST /fapi/v1/order", "times": 1, "drop": true, "latency": "300ms", "status": 503, "throttle": "10s", "ban": "1m"}
 //	DELETE /_sim/faults                                                     ClearFaults
-//	POST   /_sim/streams/faults               {"duplicate": true, "reorder": true, "reorderHold": "200ms"}
+//	POST   /_sim/streams/faults               {"duplicate": true, "reorder": true, "reorderHold": "200ms", "balanceFirst": true}
 //	POST   /_sim/streams/disconnect                                         DisconnectStreams
 //	POST   /_sim/restart                                                    Restart
 //	POST   /_sim/listenkey-ttl                {"ttl": "5s"}

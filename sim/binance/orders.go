@@ -392,8 +392,13 @@ func (s *Sim) fill(a *account, o *order, px *apd.Decimal, maker bool, now time.T
 		qty: q, quote: quote, fee: fee, realized: realized, maker: maker, time: now.UnixMilli()}
 	a.trades = append(a.trades, f)
 	m.trade(q, quote, now)
-	s.emitOrder(a, o, "TRADE", f, now)
-	s.emitAccount(a, o.symbol, realized, fee, now)
+	if s.stream.BalanceFirst {
+		s.emitAccount(a, o.symbol, realized, fee, now)
+		s.emitOrder(a, o, "TRADE", f, now)
+	} else {
+		s.emitOrder(a, o, "TRADE", f, now)
+		s.emitAccount(a, o.symbol, realized, fee, now)
+	}
 	if p.amt.IsZero() {
 		s.expireAlgos(a, o.symbol, o.posSide, now)
 	}

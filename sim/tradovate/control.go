@@ -25,7 +25,7 @@ import (
 //	POST   /_sim/endofday                                                             EndOfDay
 //	POST   /_sim/faults                        {"endpoint": "order/placeorder", "times": 1, "drop": true, "latency": "300ms", "status": 503, "penalty": "5s", "captcha": true, "lockout": "1m"}
 //	DELETE /_sim/faults                                                               ClearFaults
-//	POST   /_sim/sockets/faults                {"duplicate": true, "reorder": true, "reorderHold": "200ms"}
+//	POST   /_sim/sockets/faults                {"duplicate": true, "reorder": true, "reorderHold": "200ms", "balanceFirst": true}
 //	POST   /_sim/sockets/disconnect            {"graceful": false}                    DisconnectSockets
 //	POST   /_sim/restart                                                              Restart
 //	POST   /_sim/tokens/expire                                                        ExpireTokens
@@ -118,7 +118,7 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		s.SetStreamFaults(f)
-		return map[string]any{"duplicate": f.Duplicate, "reorder": f.Reorder, "reorderHold": f.ReorderHold.String()}, nil
+		return map[string]any{"duplicate": f.Duplicate, "reorder": f.Reorder, "reorderHold": f.ReorderHold.String(), "balanceFirst": f.BalanceFirst}, nil
 	})
 	simkit.Handle(mux, "POST /_sim/sockets/disconnect", func(r *http.Request) (any, error) {
 		var b struct{ Graceful bool }

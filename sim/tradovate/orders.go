@@ -464,8 +464,12 @@ func (s *Sim) fill(o *order, px *apd.Decimal, now time.Time) {
 	o.ent.OrdStatus = "Filled"
 	s.execution(o, o.cmdID, "Trade", now, func(e *executionReportEnt) { e.LastQty, e.LastPx = qty, dnum(px) })
 	var cash func()
-	if s.opts.PositionBeforeFill {
+	if s.opts.PositionBeforeFill || s.stream.BalanceFirst {
 		cash = s.applyFill(o.acct, o.c, f, px, now)
+	}
+	if s.stream.BalanceFirst {
+		cash() // the cash balance the fill moved, before the fill and its order
+		cash = func() {}
 	}
 	s.emit(u, "fill", "Created", f)
 	s.emitOrder(o, "Updated")

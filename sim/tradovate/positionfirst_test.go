@@ -37,3 +37,31 @@ func TestPositionBeforeFill(t *testing.T) {
 		}
 	}
 }
+
+// Under the balanceFirst socket fault a closing fill's cash balance goes out
+// before the fill and its order, and the fill still comes.
+func TestBalanceFirst(t *testing.T) {
+	e := newEnv(t, tradovate.Options{})
+	e.sim.SetStreamFaults(tradovate.StreamFaults{BalanceFirst: true})
+	tok := e.token(liveLogin)
+	acct := e.ids[liveAcct]
+	e.place(tok, order(acct, "Buy", "ESZ6", 1, "Market", nil))
+	if err := e.sim.SetPrice("ESZ6", "5001"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := e.userSocket(tok)
+	e.place(tok, order(acct, "Sell", "ESZ6", 1, "Market", nil))
+	at := map[string]int{}
+	waitFor(t, 5*time.Second, func() bool {
+		for i, p := range s.props() {
+			if _, seen := at[p.EntityType]; !seen {
+				at[p.EntityType] = i
+			}
+		}
+		_, fill := at["fill"]
+		return fill
+	})
+	if cash, ok := at["cashBalance"]; !ok || cash > at["fill"] {
+		t.Fatalf("cash at %d (%v), fill at %d: want the cash first", cash, ok, at["fill"])
+	}
+}

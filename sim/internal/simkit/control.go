@@ -78,13 +78,13 @@ func Positive(name, in string) (time.Duration, error) {
 // {"duplicate": true, "reorder": true, "reorderHold": "200ms"}.
 func DecodeStreamFaults(r *http.Request) (StreamFaults, error) {
 	var b struct {
-		Duplicate, Reorder bool
-		ReorderHold        string
+		Duplicate, Reorder, BalanceFirst bool
+		ReorderHold                      string
 	}
 	if err := Decode(r, &b); err != nil {
 		return StreamFaults{}, err
 	}
 	var p Durations
-	f := StreamFaults{Duplicate: b.Duplicate, Reorder: b.Reorder, ReorderHold: p.Parse("reorderHold", b.ReorderHold)}
+	f := StreamFaults{Duplicate: b.Duplicate, Reorder: b.Reorder, ReorderHold: p.Parse("reorderHold", b.ReorderHold), BalanceFirst: b.BalanceFirst}
 	return f, p.Err()
 }

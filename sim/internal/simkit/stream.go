@@ -9,11 +9,14 @@ import (
 )
 
 // StreamFaults misbehave a simulator's event streams: Duplicate sends every event twice, Reorder
-// swaps every two consecutive events of a stream (a lone event goes out after ReorderHold).
+// swaps every two consecutive events of a stream (a lone event goes out after ReorderHold),
+// BalanceFirst sends the balance update a fill makes before the fill's own report (the providers
+// document no order between them).
 type StreamFaults struct {
-	Duplicate   bool          `json:"duplicate"`
-	Reorder     bool          `json:"reorder"`
-	ReorderHold time.Duration `json:"reorderHold,omitempty"` // 200ms when zero
+	Duplicate    bool          `json:"duplicate"`
+	Reorder      bool          `json:"reorder"`
+	ReorderHold  time.Duration `json:"reorderHold,omitempty"` // 200ms when zero
+	BalanceFirst bool          `json:"balanceFirst,omitempty"`
 }
 
 // Copies is how many times an event goes out: 2 under Duplicate, else 1.
