@@ -1,6 +1,7 @@
 package tradovate_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -190,5 +191,37 @@ func TestMeAnswersTheUser(t *testing.T) {
 	me := e.ok(ans["accessToken"].(string), "auth/me", nil)
 	if me["userId"] != ans["userId"] || me["name"] != demoLogin {
 		t.Fatalf("me = %v", me)
+	}
+}
+
+// The access token request's endpoint limit is the provider's published
+// one: 5 failed requests an hour from one address, then a p-ticket of 15 s
+// for every request from that address, of any login; successful sign-ins
+// are not counted, of one login or of many.
+func TestAccessTokenFailureLimitPerAddress(t *testing.T) {
+	e := newEnv(t, tradovate.Options{MaxSessions: -1})
+	for range 20 {
+		e.login(liveLogin) // successes are not counted
+	}
+	for i := range 5 {
+		ans := e.ok("", "auth/accesstokenrequest", map[string]any{"name": fmt.Sprint("nobody", i), "password": "wrong"})
+		if ans["errorText"] == nil {
+			t.Fatalf("failure %d: %v", i, ans)
+		}
+	}
+	body := map[string]any{"name": liveLogin, "password": password}
+	ans := e.ok("", "auth/accesstokenrequest", body)
+	tik, _ := ans["p-ticket"].(string)
+	if tik == "" || ans["p-time"].(float64) != 15 || ans["p-captcha"] != nil {
+		t.Fatalf("after 5 failures in the hour: %v", ans)
+	}
+	body["p-ticket"] = tik
+	e.clock.Advance(15 * time.Second)
+	if ans := e.ok("", "auth/accesstokenrequest", body); ans["accessToken"] == nil {
+		t.Fatalf("redeemed after the back-off: %v", ans)
+	}
+	e.clock.Advance(time.Hour)
+	if ans := e.ok("", "auth/accesstokenrequest", map[string]any{"name": liveLogin, "password": password}); ans["accessToken"] == nil {
+		t.Fatalf("an hour after the failures: %v", ans)
 	}
 }

@@ -143,14 +143,17 @@ func penalty(ticketValue string, d time.Duration, captcha bool) answer {
 // window is the times of one key's requests in the last minute.
 type window struct{ times []time.Time }
 
-func (s *Sim) rate(key string, now time.Time) *window {
+func (s *Sim) rate(key string, now time.Time) *window { return s.window(key, time.Minute, now) }
+
+// window is key's rolling window of span, its times older than span dropped, with s.mu held.
+func (s *Sim) window(key string, span time.Duration, now time.Time) *window {
 	w, ok := s.rates[key]
 	if !ok {
 		w = &window{}
 		s.rates[key] = w
 	}
 	cut := 0
-	for cut < len(w.times) && !w.times[cut].After(now.Add(-time.Minute)) {
+	for cut < len(w.times) && !w.times[cut].After(now.Add(-span)) {
 		cut++
 	}
 	w.times = w.times[cut:]

@@ -285,7 +285,7 @@ const errWrongPassword = "Incorrect username or password. Please try again notin
 
 // accessToken answers auth/accesstokenrequest with s.mu held: a token response, an errorText, or a
 // penalty. Every answer is HTTP 200, as the provider documents for errorText and p-tickets.
-func (s *Sim) accessToken(body []byte, now time.Time) answer {
+func (s *Sim) accessToken(body []byte, remote string, now time.Time) answer {
 	var req accessTokenRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return badRequest("Invalid JSON: " + err.Error())
@@ -305,6 +305,19 @@ func (s *Sim) accessToken(body []byte, now time.Time) answer {
 	if u != nil && now.Before(u.captchaUntil) {
 		return penalty(u.captchaTik, u.captchaUntil.Sub(now), true)
 	}
+	failKey := "authfail:" + remote
+	if s.opts.AuthFailuresPerHour > 0 {
+		w := s.window(failKey, time.Hour, now)
+		if !s.redeem(req.Ticket, failKey, now) && len(w.times) >= s.opts.AuthFailuresPerHour {
+			return s.issueTicket(failKey, s.opts.AuthBackoff, now)
+		}
+	}
+	failed := func() {
+		if s.opts.AuthFailuresPerHour > 0 {
+			w := s.window(failKey, time.Hour, now)
+			w.times = append(w.times, now)
+		}
+	}
 	if s.opts.AuthPerMinute > 0 {
 		key := "auth:" + strings.ToLower(req.Name)
 		w := s.rate(key, now)
@@ -316,6 +329,7 @@ func (s *Sim) accessToken(body []byte, now time.Time) answer {
 	if s.opts.CID != "" || s.opts.Sec != "" {
 		if cidText(req.CID) != s.opts.CID || req.Sec != s.opts.Sec {
 			// The provider documents no text for an unknown API key.
+			failed()
 			return ok(map[string]any{"errorText": "Invalid cid or sec"})
 		}
 	}
@@ -327,6 +341,7 @@ func (s *Sim) accessToken(body []byte, now time.Time) answer {
 				u.captchaTik = randomToken(24)
 			}
 		}
+		failed()
 		return ok(map[string]any{"errorText": errWrongPassword})
 	}
 	u.failures = 0

@@ -170,7 +170,7 @@ func (s *Sim) gate(req *request, f *Fault, early *ticket, tv string, now time.Ti
 
 	switch req.endpoint {
 	case "auth/accesstokenrequest":
-		return s.accessToken(req.body, now)
+		return s.accessToken(req.body, req.remote, now)
 	case "authorize":
 		if req.conn == nil {
 			return notFound("Not found: authorize")

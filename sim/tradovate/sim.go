@@ -46,9 +46,18 @@ type Options struct {
 	// MaxSessions is how many sessions (access token requests) of one login live at once; the
 	// provider documents 2, closing the oldest when a third starts. Negative: no limit.
 	MaxSessions int
-	// AuthPerMinute is how many access token requests one login name may make a minute before the
-	// simulator answers with a p-ticket penalty (p-time until the minute's oldest request leaves the
-	// window); the provider documents 10. Negative: no limit.
+	// AuthFailuresPerHour is the access token request's endpoint limit as the provider documents it:
+	// per caller address, over a rolling hour, counting only the requests that failed (a wrong name or
+	// password, an unknown API key), 5; once reached, every access token request from that address,
+	// of any login, answers a p-ticket penalty of AuthBackoff (15 s, the documented back-off) until
+	// the hour's oldest failure leaves the window. Successful sign-ins are not limited by it, nor per
+	// login. Negative: no limit.
+	AuthFailuresPerHour int
+	AuthBackoff         time.Duration
+	// AuthPerMinute, when above zero, also limits each login name to that many access token requests a
+	// minute (a p-ticket until the minute's oldest request leaves the window). The provider documents
+	// no such per-login limit (an older overview page gave "Authentication: 10 requests/minute"
+	// without a scope), so it is off unless asked for.
 	AuthPerMinute int
 	// LoginFailures is how many wrong passwords in a row make every further access token request of
 	// that name answer a p-captcha penalty for CaptchaFor (one hour, as the provider documents for
@@ -97,8 +106,11 @@ func (o *Options) defaults() {
 	if o.MaxSessions == 0 {
 		o.MaxSessions = 2
 	}
-	if o.AuthPerMinute == 0 {
-		o.AuthPerMinute = 10
+	if o.AuthFailuresPerHour == 0 {
+		o.AuthFailuresPerHour = 5
+	}
+	if o.AuthBackoff <= 0 {
+		o.AuthBackoff = 15 * time.Second
 	}
 	if o.LoginFailures == 0 {
 		o.LoginFailures = 3

@@ -171,12 +171,13 @@ func (o Options) Validate() error {
 
 // Provider is the Tradovate provider. Safe for concurrent use.
 type Provider struct {
-	opts   Options
-	loginB *budget // the token requests, before any login
-	cat    *catalog
+	opts  Options
+	addrB *budget // the token requests of the engine's address, before any login
+	cat   *catalog
 
-	mu     sync.Mutex
-	logins map[string]*login // by provider.Token.ID
+	mu      sync.Mutex
+	logins  map[string]*login  // by provider.Token.ID
+	signIns map[string]*budget // each login name's token requests, within addrB
 }
 
 var (
@@ -190,7 +191,33 @@ func New(opts Options) (*Provider, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	return &Provider{opts: opts, loginB: newLoginBudget(opts.Limits, opts.Now), cat: newCatalog(), logins: map[string]*login{}}, nil
+	return &Provider{opts: opts, addrB: newAddressBudget(opts.Limits, opts.Now), cat: newCatalog(), logins: map[string]*login{},
+		signIns: map[string]*budget{}}, nil
+}
+
+// maxSignIns is how many login names' token budgets are kept before the
+// idle ones (as new) are dropped.
+const maxSignIns = 1024
+
+// signInBudget is the token request budget of login name, within the
+// address's.
+func (p *Provider) signInBudget(name string) *budget {
+	key := strings.ToLower(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.signIns[key]; ok {
+		return b
+	}
+	if len(p.signIns) >= maxSignIns {
+		for k, b := range p.signIns {
+			if b.idle() {
+				delete(p.signIns, k)
+			}
+		}
+	}
+	b := newLoginBudget(p.opts.Limits, p.opts.Now, p.addrB)
+	p.signIns[key] = b
+	return b
 }
 
 // Name implements provider.Provider.

@@ -13,13 +13,20 @@ import (
 	"github.com/svc/engine/events"
 )
 
-// Limits are the API's request budgets, per login (and one per provider
-// for the token requests, which come before any login). The zero value
-// takes the published limits: 1000 requests a second, 5000 a minute and
-// 5000 an hour on the general endpoints, 10 token requests a minute.
+// Limits are the API's request budgets, per login. The zero value takes
+// the published limits: 1000 requests a second, 5000 a minute and 5000 an
+// hour on the general endpoints. The access token request comes before any
+// login: the provider limits it per caller address (its endpoint limit
+// counts only failed requests; its penalties hold every login's requests
+// from that address) under the anonymous user-level limits, 100 a second
+// and 1000 a minute and an hour, which AnonPerSecond, AnonPerMinute and
+// AnonPerHour take as the engine-wide cap of one environment; each login
+// name has a budget of its own within it, LoginsPerMinute (10, burst 3),
+// so one login's retries never slow another's sign-in.
 type Limits struct {
-	PerSecond, PerMinute, PerHour int
-	LoginsPerMinute               int
+	PerSecond, PerMinute, PerHour             int
+	LoginsPerMinute                           int
+	AnonPerSecond, AnonPerMinute, AnonPerHour int
 	// LockOut is how long a 429 (or a penalty demanding a captcha) stops
 	// every call of the login when the answer gives no Retry-After: the
 	// documentation says an hour.
@@ -43,6 +50,15 @@ func (l Limits) withDefaults() Limits {
 	if l.LoginsPerMinute <= 0 {
 		l.LoginsPerMinute = 10
 	}
+	if l.AnonPerSecond <= 0 {
+		l.AnonPerSecond = 100
+	}
+	if l.AnonPerMinute <= 0 {
+		l.AnonPerMinute = 1000
+	}
+	if l.AnonPerHour <= 0 {
+		l.AnonPerHour = 1000
+	}
 	if l.LockOut <= 0 {
 		l.LockOut = time.Hour
 	}
@@ -62,6 +78,11 @@ type budget struct {
 	limits  Limits
 	windows []*rate.Limiter
 	now     func() time.Time
+
+	// shared, when set, is the budget of the caller's address this one
+	// spends within: it is admitted first, and holds the penalties and
+	// lock-outs the provider gives the address (a login's token requests).
+	shared *budget
 
 	mu          sync.Mutex
 	lockedUntil time.Time // 429 or a captcha: nothing is sent before it
@@ -85,11 +106,39 @@ func newBudget(l Limits, now func() time.Time) *budget {
 		}}
 }
 
-// newLoginBudget is the budget of the token requests.
-func newLoginBudget(l Limits, now func() time.Time) *budget {
+// newAddressBudget is the engine-wide budget of the token requests of one
+// environment: the anonymous user-level limits of the engine's address,
+// and the penalties and lock-outs the provider gives that address.
+func newAddressBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{},
+		windows: []*rate.Limiter{
+			rate.NewLimiter(adapterkit.Every(l.AnonPerSecond, time.Second), max(l.AnonPerSecond/10, 1)),
+			rate.NewLimiter(adapterkit.Every(l.AnonPerMinute, time.Minute), max(l.AnonPerMinute/10, 1)),
+			rate.NewLimiter(adapterkit.Every(l.AnonPerHour, time.Hour), max(l.AnonPerHour/10, 1)),
+		}}
+}
+
+// newLoginBudget is one login name's budget of token requests, within
+// the address's (shared).
+func newLoginBudget(l Limits, now func() time.Time, shared *budget) *budget {
+	l = l.withDefaults()
+	return &budget{limits: l, now: now, pens: map[string]pen{}, shared: shared,
 		windows: []*rate.Limiter{rate.NewLimiter(adapterkit.Every(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
+}
+
+// idle reports whether the budget is as a new one would be: every window
+// full and nothing held, so it can be dropped.
+func (b *budget) idle() bool {
+	now := b.now()
+	for _, w := range b.windows {
+		if w.TokensAt(now) < float64(w.Burst()) {
+			return false
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pens) == 0 && !now.Before(b.lockedUntil) && !now.Before(b.backoff)
 }
 
 // admit waits for the budget to allow one request to endpoint and returns
@@ -98,6 +147,18 @@ func newLoginBudget(l Limits, now func() time.Time) *budget {
 // an endpoint under penalty is waited out when wait is set and its p-time
 // ends within MaxPenaltyWait, else refused.
 func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string, error) {
+	if b.shared != nil {
+		ticket, err := b.shared.admit(ctx, endpoint, wait)
+		if err != nil {
+			return "", err
+		}
+		for _, w := range b.windows {
+			if err := w.Wait(ctx); err != nil {
+				return "", &provider.RateLimited{RetryAfter: time.Second}
+			}
+		}
+		return ticket, nil
+	}
 	b.mu.Lock()
 	now := b.now()
 	locked, backoff, p := b.lockedUntil, b.backoff, b.pens[endpoint]
@@ -128,6 +189,9 @@ func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string,
 // (Retry-After, else LockOut), 423 (the warning before a 429) backs off
 // (Retry-After, else a minute). It returns their typed error, else nil.
 func (b *budget) observe(status int, h http.Header) error {
+	if b.shared != nil {
+		return b.shared.observe(status, h)
+	}
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -147,6 +211,9 @@ func (b *budget) observe(status int, h http.Header) error {
 // out (it cannot be answered from a server); a ticket holds the endpoint
 // for its p-time. It returns the typed error.
 func (b *budget) penalize(endpoint string, p penalty) error {
+	if b.shared != nil {
+		return b.shared.penalize(endpoint, p)
+	}
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -162,6 +229,10 @@ func (b *budget) penalize(endpoint string, p penalty) error {
 // served records that endpoint answered without a penalty: its ticket,
 // if any, was taken.
 func (b *budget) served(endpoint string) {
+	if b.shared != nil {
+		b.shared.served(endpoint)
+		return
+	}
 	b.mu.Lock()
 	delete(b.pens, endpoint)
 	b.mu.Unlock()

@@ -28,7 +28,7 @@ func (p *Provider) Login(ctx context.Context, name string, password []byte) (pro
 	body := tokenBody(name, password, p.opts.App)
 	defer clear(body)
 	var r accessTokenResponse
-	err := p.send(ctx, p.loginB, "", request{op: opLogin, method: http.MethodPost, path: "/auth/accesstokenrequest", raw: body}, &r)
+	err := p.send(ctx, p.signInBudget(name), "", request{op: opLogin, method: http.MethodPost, path: "/auth/accesstokenrequest", raw: body}, &r)
 	if err != nil {
 		return provider.Token{}, mapError(opLogin, err)
 	}
