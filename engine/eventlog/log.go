@@ -598,6 +598,60 @@ func (l *Log) Replay(ctx context.Context, from uint64, fn func(Msg) error) (uint
 	return last, l.follow(ctx, nil, from, last, fn)
 }
 
+// First is the first commit on subject (a direct get: a replica may
+// answer); false when there is none.
+func (l *Log) First(ctx context.Context, subject string) (Msg, bool, error) {
+	m, err := retryNoResponders(ctx, directGetWait, func() (*jetstream.RawStreamMsg, error) {
+		return l.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(l.phys(subject)))
+	})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Msg{}, false, nil
+	}
+	if err != nil {
+		return Msg{}, false, fmt.Errorf("eventlog: first of %s: %w", subject, err)
+	}
+	return Msg{Subject: subject, Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, true, nil
+}
+
+// errPast ends a ReplaySubjects read at the first commit past its end.
+var errPast = errors.New("eventlog: past the end of the read")
+
+// ReplaySubjects calls fn, in stream order, for every commit at or below
+// sequence until on a subject one of filters matches (logical subjects,
+// wildcards allowed). The stream's other commits are never sent.
+func (l *Log) ReplaySubjects(ctx context.Context, filters []string, until uint64, fn func(Msg) error) error {
+	// The read ends at the last matching commit at or below until, or at
+	// the first one past it: a filtered consumer does not see the stream's
+	// head, so the end must be a commit it will deliver.
+	var stop uint64
+	phys := make([]string, len(filters))
+	for i, f := range filters {
+		phys[i] = l.phys(f)
+		m, err := l.lastMsg(ctx, phys[i])
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("eventlog: last of %s: %w", f, err)
+		}
+		stop = max(stop, m.Sequence)
+	}
+	stop = min(stop, until)
+	if stop == 0 {
+		return nil
+	}
+	err := l.follow(ctx, phys, 0, stop, func(m Msg) error {
+		if m.Seq > stop {
+			return errPast
+		}
+		return fn(m)
+	})
+	if errors.Is(err, errPast) {
+		return nil
+	}
+	return err
+}
+
 // Follow calls fn for every commit after sequence from, in stream order, until
 // ctx ends or fn fails. It never returns nil before ctx ends.
 func (l *Log) Follow(ctx context.Context, from uint64, fn func(Msg) error) error {

@@ -57,6 +57,7 @@ func (r *Reactor) loop(ep *endpoint) {
 			}
 			if next != nil {
 				ep.inflight++
+				ep.held[next] = struct{}{}
 			}
 		}
 		ep.mu.Unlock()
@@ -87,6 +88,7 @@ func (r *Reactor) loop(ep *endpoint) {
 // left, schedules the next one: a delivery is tried len(Backoff)+1 times.
 // A panic while sending is a failed attempt (see safeSend); one anywhere else
 // here is logged and drops the delivery, and the endpoint's worker goes on.
+// d is held (endpoint.held) until it is final or queued again.
 func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 	defer r.flight.Done()
 	released := false
@@ -103,7 +105,7 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 			if !released {
 				release()
 			}
-			ep.signal()
+			ep.settle(d, false)
 		}
 	}()
 	n := d.attempts + 1
@@ -112,16 +114,16 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 		if errors.Is(err, ErrAttemptTaken) {
 			// Another node took this attempt (this one was paused past the
 			// leader lease): it delivers; this node lets the delivery go.
-			ep.signal()
+			ep.lose(d)
 			return
 		}
 		slog.Warn("webhook: could not claim an attempt; trying again", "webhook", ep.id, "delivery", d.ev.ID, "err", err)
 		select {
 		case <-time.After(time.Second):
 		case <-r.ctx.Done():
-			return
+			return // still held: the mark stays before it
 		}
-		ep.push(d)
+		ep.settle(d, true)
 		return
 	}
 	out := r.safeSend(r.sendCtx, ep.tenant, ep.id, ep.url, d.ev.Type, n, d.body)
@@ -136,11 +138,7 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 	}
 	r.record(a)
 	release()
-	if retry {
-		ep.push(d)
-	} else {
-		ep.signal()
-	}
+	ep.settle(d, retry)
 }
 
 // claim takes attempt n of d in the endpoint's ledger before it is sent, and
@@ -322,7 +320,7 @@ func (r *Reactor) Ping(ctx context.Context, tenant, webhookID, target string) Ou
 }
 
 // Close stops taking work, lets attempts in flight finish for up to grace,
-// records them, and stops.
+// records them, saves the replay mark of a started reactor, and stops.
 func (r *Reactor) Close(grace time.Duration) {
 	r.stop()
 	r.loops.Wait()
@@ -335,6 +333,14 @@ func (r *Reactor) Close(grace time.Duration) {
 		<-done
 	}
 	r.sendStop()
+	r.mu.Lock()
+	started := r.live()
+	r.mu.Unlock()
+	if started {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.saveMark(ctx, r.mark())
+		cancel()
+	}
 	r.ledger.Close()
 }
 

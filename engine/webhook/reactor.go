@@ -10,7 +10,10 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/svc/engine/commands"
 	firmcmd "github.com/svc/engine/commands/firm"
@@ -18,6 +21,7 @@ import (
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/engine/mailbox"
 	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
 	evch "github.com/svc/engine/events/challenge"
 	evfirm "github.com/svc/engine/events/firm"
 )
@@ -48,8 +52,11 @@ type Config struct {
 	Backoff  []time.Duration // the Attempts-1 waits after a failed attempt; nil: DefaultBackoff
 	// InFlight bounds the attempts in flight per endpoint.
 	InFlight int
-	Now      func() time.Time
-	Observer mailbox.Observer
+	// MarkEvery is how often the replay mark is saved when it advanced
+	// (mark.go); 0: DefaultMarkEvery.
+	MarkEvery time.Duration
+	Now       func() time.Time
+	Observer  mailbox.Observer
 }
 
 // Validate reports every problem at once.
@@ -88,12 +95,17 @@ type Outcome struct {
 
 // Reactor delivers webhook events. Its router goroutine follows the log and
 // queues deliveries on each endpoint's own worker, so a slow or failing
-// endpoint never delays another's deliveries.
+// endpoint never delays another's deliveries. A start reads the log from
+// the replay mark on (mark.go).
 type Reactor struct {
 	cfg      Config
 	client   *http.Client
 	ledger   *mailbox.Group[*ledger]
-	accounts map[string]acctInfo             // router goroutine only
+	accounts map[string]acctInfo             // router goroutine only; tenant "": never opened
+	pos      atomic.Uint64                   // the last commit the router is done with
+	marks    jetstream.KeyValue              // the mark's bucket; nil: no mark is read or saved
+	saved    uint64                          // the mark last saved or read: keepMark, then Close
+	reads    atomic.Int64                    // commits read by Start
 	mu       sync.Mutex                      // guards endpoints
 	eps      map[string]map[string]*endpoint // tenant -> id -> endpoint
 	ctx      context.Context                 // ends at Close: no new attempts
@@ -145,6 +157,7 @@ func applyLedger(l *ledger, e events.Event) *ledger {
 
 type delivery struct {
 	ev       Event
+	seq      uint64 // of the commit it is derived from
 	body     []byte
 	attempts int
 	nextAt   time.Time
@@ -157,6 +170,8 @@ type endpoint struct {
 	ready           []*delivery
 	retry           []*delivery // by nextAt
 	inflight        int
+	held            map[*delivery]struct{} // taken off the queues by an attempt, not yet final nor queued again
+	pinned          uint64                 // the oldest source sequence of a delivery another node took (0: none)
 	wake            chan struct{}
 	gone            chan struct{}
 	goneOnce        sync.Once
@@ -179,6 +194,34 @@ func (ep *endpoint) push(d *delivery) {
 func (ep *endpoint) queue(d *delivery) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
+	ep.queueLocked(d)
+}
+
+// settle ends an attempt's hold on d: queued again when again, else final.
+func (ep *endpoint) settle(d *delivery, again bool) {
+	ep.mu.Lock()
+	delete(ep.held, d)
+	if again {
+		ep.queueLocked(d)
+	}
+	ep.mu.Unlock()
+	ep.signal()
+}
+
+// lose ends an attempt's hold on d, which another node took: its source
+// sequence pins the mark, this node never knowing when that node is done.
+func (ep *endpoint) lose(d *delivery) {
+	ep.mu.Lock()
+	delete(ep.held, d)
+	if ep.pinned == 0 || d.seq < ep.pinned {
+		ep.pinned = d.seq
+	}
+	ep.mu.Unlock()
+	ep.signal()
+}
+
+// queueLocked queues d; ep.mu held.
+func (ep *endpoint) queueLocked(d *delivery) {
 	if d.attempts == 0 {
 		ep.ready = append(ep.ready, d)
 	} else {
@@ -203,6 +246,9 @@ func New(cfg Config) (*Reactor, error) {
 	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.MarkEvery <= 0 {
+		cfg.MarkEvery = DefaultMarkEvery
 	}
 	client, err := egress.Guard(cfg.Client, egress.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout, MaxIdleConnsPerHost: 16})
 	if err != nil {
@@ -231,16 +277,47 @@ func (r *Reactor) CheckURL(ctx context.Context, raw string) error {
 
 type pendingKey struct{ event, webhook string }
 
-// Start rebuilds the schedule by one replay of the log (deliveries without a
-// final attempt are due now or at their recorded next attempt) and then
-// follows the log.
+// Start rebuilds the endpoints and the schedule and then follows the log.
+// With a replay mark M (mark.go) it reads the firm subjects up to M-1 for
+// the endpoints alone, then the log from M on; without one, the whole log.
+// Of what it reads from M on, deliveries without a final attempt are due now
+// or at their recorded next attempt.
 func (r *Reactor) Start(ctx context.Context) error {
+	begun := time.Now()
+	var err error
+	if r.marks, err = r.openMarks(ctx); err != nil {
+		slog.Warn("webhook: the replay mark is neither read nor saved; every start reads the whole log", "err", err)
+	}
+	mark, err := r.loadMark(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook: replay mark: %w", err)
+	}
+	r.saved = mark
+	if mark > 1 {
+		err := r.cfg.Log.ReplaySubjects(ctx, []string{events.Subject(events.KindFirm, ">")}, mark-1, func(m eventlog.Msg) error {
+			r.reads.Add(1)
+			return r.contain(m, func() error {
+				c, err := r.decode(m)
+				if err != nil {
+					return err
+				}
+				r.endpoints(c)
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("webhook: replay of the endpoints: %w", err)
+		}
+	}
+	from := max(mark, 1) - 1
 	pending := map[pendingKey]*delivery{}
 	var order []pendingKey
-	last, err := r.cfg.Log.Replay(ctx, 0, func(m eventlog.Msg) error {
+	last, err := r.cfg.Log.Replay(ctx, from, func(m eventlog.Msg) error {
+		r.reads.Add(1)
 		return r.contain(m, func() error {
-			if !r.wants(m.Subject) {
-				return nil
+			want, err := r.wants(ctx, m)
+			if err != nil || !want {
+				return err
 			}
 			c, err := r.decode(m)
 			if err != nil {
@@ -290,6 +367,7 @@ func (r *Reactor) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook: replay: %w", err)
 	}
+	r.pos.Store(last)
 	r.mu.Lock()
 	for _, k := range order {
 		d, ok := pending[k]
@@ -310,31 +388,70 @@ func (r *Reactor) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.mu.Unlock()
+	slog.Info("webhook: started", "mark", mark, "last", last, "read", r.reads.Load(), "took", time.Since(begun).Round(time.Millisecond).String())
 	r.loops.Add(1)
 	go r.follow(last)
+	if r.marks != nil {
+		r.loops.Add(1)
+		go r.keepMark()
+	}
 	return nil
 }
 
-// wants reports whether a commit on subject can matter to webhooks: firm, venue and
+// wants reports whether a commit can matter to webhooks: firm, venue and
 // delivery-ledger commits always; an account's only while its firm has an
-// endpoint (or before its opening was seen). Other subjects are never decoded.
-// Router goroutine only.
-func (r *Reactor) wants(subject string) bool {
+// endpoint. An account not known yet is learnt first (learn), unless the
+// commit is its subject's first, which opens it. Other subjects are never
+// decoded. Router goroutine only.
+func (r *Reactor) wants(ctx context.Context, m eventlog.Msg) (bool, error) {
+	subject := m.Subject
 	switch {
 	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook),
 		events.IsKind(subject, evch.KindEnrollment), // an enrollment's lifecycle (challenge.go)
 		events.IsKind(subject, events.KindVenue):    // a venue's holds on live trading (livehold.go)
-		return true
+		return true, nil
 	case events.IsKind(subject, events.KindAccount):
-		a, known := r.accounts[events.ID(subject, events.KindAccount)]
+		id := events.ID(subject, events.KindAccount)
+		a, known := r.accounts[id]
 		if !known {
-			return true
+			if m.HasPrev && m.Prev == 0 {
+				return true, nil
+			}
+			var err error
+			if a, err = r.learn(ctx, subject, id); err != nil {
+				return false, err
+			}
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return len(r.eps[a.tenant]) > 0
+		return len(r.eps[a.tenant]) > 0, nil
 	}
-	return false
+	return false, nil
+}
+
+// learn reads an account's firm and number from the first commit of its
+// subject, which opens it, and keeps them: the account was opened before
+// the replay mark, or before a commit the router skipped. An account whose
+// first commit opens none is kept as never opened. Router goroutine only.
+func (r *Reactor) learn(ctx context.Context, subject, id string) (acctInfo, error) {
+	m, ok, err := r.cfg.Log.First(ctx, subject)
+	if err != nil {
+		return acctInfo{}, fmt.Errorf("webhook: the opening of account %s: %w", id, err)
+	}
+	var a acctInfo
+	if ok {
+		c, err := r.decode(m)
+		if err != nil {
+			return acctInfo{}, err
+		}
+		for _, e := range c.Events {
+			if o, ok := e.(evacct.Opened); ok {
+				a = acctInfo{tenant: o.TenantID, number: o.AccountNumber}
+			}
+		}
+	}
+	r.accounts[id] = a
+	return a, nil
 }
 
 func (r *Reactor) decode(m eventlog.Msg) (events.Committed, error) {
@@ -351,8 +468,12 @@ func (r *Reactor) follow(from uint64) {
 	for r.ctx.Err() == nil {
 		err := r.cfg.Log.Follow(r.ctx, from, func(m eventlog.Msg) error {
 			err := r.contain(m, func() error {
-				if events.IsKind(m.Subject, events.KindWebhook) || !r.wants(m.Subject) {
+				if events.IsKind(m.Subject, events.KindWebhook) {
 					return nil
+				}
+				want, err := r.wants(r.ctx, m)
+				if err != nil || !want {
+					return err
 				}
 				c, err := r.decode(m)
 				if err != nil {
@@ -365,6 +486,7 @@ func (r *Reactor) follow(from uint64) {
 				return err
 			}
 			from = m.Seq
+			r.pos.Store(m.Seq)
 			return nil
 		})
 		if r.ctx.Err() != nil {
@@ -380,21 +502,7 @@ func (r *Reactor) follow(from uint64) {
 
 // route applies one commit: endpoint changes, and the deliveries it yields.
 func (r *Reactor) route(c events.Committed, queue func(*endpoint, *delivery)) {
-	if tenant, ok := events.SubjectID(c.Subject, events.KindFirm); ok {
-		for _, e := range c.Events {
-			switch e := e.(type) {
-			case evfirm.WebhookRegistered:
-				ep := &endpoint{tenant: tenant, id: e.WebhookID, url: e.URL, types: map[string]bool{},
-					wake: make(chan struct{}, 1), gone: make(chan struct{})}
-				for _, t := range e.EventTypes {
-					ep.types[t] = true
-				}
-				r.add(ep)
-			case evfirm.WebhookRemoved:
-				r.remove(tenant, e.WebhookID)
-			}
-		}
-	}
+	r.endpoints(c)
 	hooks := derive(c, r.accounts)
 	if len(hooks) == 0 {
 		return
@@ -405,7 +513,26 @@ func (r *Reactor) route(c events.Committed, queue func(*endpoint, *delivery)) {
 		body := encode(h.ev)
 		for _, ep := range r.eps[h.tenant] {
 			if ep.admits(h.ev.Type) {
-				queue(ep, &delivery{ev: h.ev, body: body})
+				queue(ep, &delivery{ev: h.ev, seq: c.Seq, body: body})
+			}
+		}
+	}
+}
+
+// endpoints applies a commit's endpoint changes.
+func (r *Reactor) endpoints(c events.Committed) {
+	if tenant, ok := events.SubjectID(c.Subject, events.KindFirm); ok {
+		for _, e := range c.Events {
+			switch e := e.(type) {
+			case evfirm.WebhookRegistered:
+				ep := &endpoint{tenant: tenant, id: e.WebhookID, url: e.URL, types: map[string]bool{},
+					held: map[*delivery]struct{}{}, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+				for _, t := range e.EventTypes {
+					ep.types[t] = true
+				}
+				r.add(ep)
+			case evfirm.WebhookRemoved:
+				r.remove(tenant, e.WebhookID)
 			}
 		}
 	}
