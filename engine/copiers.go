@@ -70,17 +70,20 @@ type copiers struct {
 	byLeader atomic.Pointer[map[string][]string]
 	indexMu  sync.Mutex // serialises index rebuilds
 
-	// mu guards the workers' maps and queues. A follower's worker and a
-	// group's recorder leave their map when they run out of work (so a
-	// follower removed, or idle, holds nothing); one is only ever added
-	// to, run from and removed from its map under mu, so two never run
-	// for the same key. A leader's worker stays: it holds the last commit
-	// handled, which keeps the catch-up and the hook from mirroring one
-	// twice; there is one for each leader of a group.
+	// mu guards the leaders' workers and the groups' recorders, and each
+	// shard of followers its followers' workers (by leader and follower:
+	// the followers of one commit finish together, and would queue on one
+	// lock). A follower's worker and a group's recorder leave their map
+	// when they run out of work (so a follower removed, or idle, holds
+	// nothing); one is only ever added to, run from and removed from its
+	// map under its lock, so two never run for the same key. A leader's
+	// worker stays: it holds the last commit handled, which keeps the
+	// catch-up and the hook from mirroring one twice; there is one for
+	// each leader of a group.
 	mu        sync.Mutex
 	workers   map[string]*leaderWorker
-	followers map[string]*followerWorker // by leader and follower
-	recorders map[string]*groupRecorder  // by group
+	followers [followerShards]followerShard
+	recorders map[string]*groupRecorder // by group
 	ctx       context.Context
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -111,8 +114,11 @@ type leaderCommit struct {
 }
 
 func newCopiers(cfg Config, e *Engine) *copiers {
-	c := &copiers{workers: map[string]*leaderWorker{}, followers: map[string]*followerWorker{}, recorders: map[string]*groupRecorder{},
+	c := &copiers{workers: map[string]*leaderWorker{}, recorders: map[string]*groupRecorder{},
 		watchers: map[string]map[chan struct{}]struct{}{}}
+	for i := range c.followers {
+		c.followers[i].m = map[string]*followerWorker{}
+	}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	empty := map[string][]string{}
 	c.byLeader.Store(&empty)
@@ -384,10 +390,30 @@ type followerJob struct {
 	i  int
 }
 
+// followerShards is how many locks the followers' workers are spread over.
+const followerShards = 64
+
+// followerShard holds followers' workers by leader and follower; mu guards
+// the map and its workers' fields.
+type followerShard struct {
+	mu sync.Mutex
+	m  map[string]*followerWorker
+}
+
+// shard is the shard of the key (FNV-1a).
+func (c *copiers) shard(k string) *followerShard {
+	h := uint32(2166136261)
+	for i := 0; i < len(k); i++ {
+		h = (h ^ uint32(k[i])) * 16777619
+	}
+	return &c.followers[h%followerShards]
+}
+
 // followerWorker mirrors one leader's commits on one follower, in order,
-// on one goroutine at a time (its fields are guarded by copiers.mu).
+// on one goroutine at a time (its fields are guarded by its shard's mu).
 type followerWorker struct {
 	key     string
+	sh      *followerShard
 	items   []followerJob
 	running bool
 }
@@ -396,12 +422,13 @@ type followerWorker struct {
 // is none) and starts the worker if it is not running.
 func (c *copiers) addJob(e *Engine, leader, follower string, j followerJob) {
 	k := leader + "\x00" + follower
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.followers[k]
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	w := sh.m[k]
 	if w == nil {
-		w = &followerWorker{key: k}
-		c.followers[k] = w
+		w = &followerWorker{key: k, sh: sh}
+		sh.m[k] = w
 	}
 	w.items = append(w.items, j)
 	if !w.running {
@@ -412,15 +439,16 @@ func (c *copiers) addJob(e *Engine, leader, follower string, j followerJob) {
 }
 
 // nextJob takes the worker's next job; with none left (or the copier
-// stopping) the worker ends and leaves the map, in one step under mu.
+// stopping) the worker ends and leaves the map, in one step under the
+// shard's mu.
 func (c *copiers) nextJob(w *followerWorker) (followerJob, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	w.sh.mu.Lock()
+	defer w.sh.mu.Unlock()
 	if len(w.items) == 0 || c.ctx.Err() != nil {
 		w.running = false
 		w.items = nil // stopping: unrecorded, for the next start's catch-up
-		if c.followers[w.key] == w {
-			delete(c.followers, w.key)
+		if w.sh.m[w.key] == w {
+			delete(w.sh.m, w.key)
 		}
 		return followerJob{}, false
 	}

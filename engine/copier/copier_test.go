@@ -1,6 +1,8 @@
 package copier_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -118,6 +120,20 @@ func TestClientOrderIDIsDerivedOncePerLeaderOrderAndFollower(t *testing.T) {
 	}
 	if err := commands.ClientOrderID("clientOrderId", a); err != nil || !strings.HasPrefix(a, "cp-") {
 		t.Fatalf("%q: %v", a, err)
+	}
+	// The id never changes between versions: a mirror placed before an
+	// upgrade is found by it after. Long ids hash the same way.
+	long := strings.Repeat("x", 300)
+	for _, in := range [][3]string{{"L", "o1", "F1"}, {long, "o1", "F1"}} {
+		h := sha256.Sum256([]byte(in[0] + "\x00" + in[1] + "\x00" + in[2]))
+		if got, want := copier.ClientOrderID(in[0], in[1], in[2]), "cp-"+hex.EncodeToString(h[:16]); got != want {
+			t.Fatalf("ClientOrderID = %s, want %s", got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		_ = copier.ClientOrderID("01JD7Z0000LEADER", "01JD7Z0000ORDER0000000000", "01JD7Z0000FOLLOWER")
+	}); n > 1 {
+		t.Fatalf("%v allocations an id, want the string's only", n)
 	}
 }
 

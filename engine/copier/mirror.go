@@ -156,8 +156,13 @@ func Participants(s *State, seq uint64) []*Follower {
 // the follower's account takes it once (a repeat answers 409
 // idempotency_conflict naming the order).
 func ClientOrderID(leader, leaderOrderID, follower string) string {
-	h := sha256.Sum256([]byte(leader + "\x00" + leaderOrderID + "\x00" + follower))
-	return "cp-" + hex.EncodeToString(h[:16])
+	var in [192]byte // on the stack for ids of ordinary length
+	b := append(append(append(append(append(in[:0], leader...), 0), leaderOrderID...), 0), follower...)
+	h := sha256.Sum256(b)
+	var out [3 + 32]byte
+	copy(out[:], "cp-")
+	hex.Encode(out[3:], h[:16])
+	return string(out[:])
 }
 
 // Instrument is the follower's instrument for the leader's.
