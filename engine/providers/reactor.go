@@ -253,6 +253,18 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	return !open()
 }
 
+// Session is the provider session of accountID on this node, waiting for
+// it to connect until ctx ends; false when this node holds none.
+func (r *Reactor) Session(ctx context.Context, accountID string) (provider.Session, bool) {
+	r.mu.Lock()
+	l := r.links[accountID]
+	r.mu.Unlock()
+	if l == nil {
+		return nil, false
+	}
+	return l.session(ctx)
+}
+
 // Close ends every session.
 func (r *Reactor) Close() {
 	r.cancel()

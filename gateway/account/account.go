@@ -216,6 +216,13 @@ func (h *Handlers) Instruments(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, it)
 	}
+	if a.Kind == frames.KindProvider {
+		// A futures login's contracts come from its provider's own library
+		// (not public): the months it trades now, tradable there.
+		for _, in := range h.d.Engine.ProviderContracts(r.Context(), a.AccountID, a.Broker) {
+			out = append(out, symbolItem{Symbol: in.Symbol, Name: in.Name, Exchange: in.Exchange, Type: in.Type, Tradable: true})
+		}
+	}
 	label := a.Label
 	if label == "" {
 		label = a.AccountNumber
