@@ -681,13 +681,13 @@ func (e *Engine) sendEntry(m evcopier.Mirror, accountID string, cmd *trading.Pla
 		if tr.spec != nil {
 			c.Bracket = &trading.BracketPlan{PlanID: x.PlanID, PlanRevision: x.PlanRevision, Spec: *tr.spec, Entry: x.Entry}
 		}
-		out := e.sendMirror(m, accountID, &c, lc)
+		out, repeat := e.sendMirrorOnce(m, accountID, &c, lc)
 		refused := out.Status == evcopier.StatusRefused
 		if refused && i < len(tries)-1 && (out.Code == string(commands.CodeInvalidRequest) || out.Code == string(commands.CodeExitPlanConflict)) {
 			code = out.Code // the plan's, or the entry's own (refused again without it)
 			continue
 		}
-		if !refused && out.Code == "" {
+		if !refused && out.Code == "" && !repeat { // a repeat does not say what the first placement carried
 			out.ExitPlan, out.ExitPlanCode = tr.status, code
 		}
 		return out
@@ -705,6 +705,13 @@ func skipped(m evcopier.Mirror, code commands.Code) evcopier.Mirror {
 // for copyRetry with the same command (a placement under the same
 // clientOrderId): the account takes it once.
 func (e *Engine) sendMirror(m evcopier.Mirror, accountID string, cmd commands.Command, lc leaderCommit) evcopier.Mirror {
+	out, _ := e.sendMirrorOnce(m, accountID, cmd, lc)
+	return out
+}
+
+// sendMirrorOnce is sendMirror; repeat reports a placement the follower
+// had taken before (its clientOrderId answered 409 naming the order).
+func (e *Engine) sendMirrorOnce(m evcopier.Mirror, accountID string, cmd commands.Command, lc leaderCommit) (_ evcopier.Mirror, repeat bool) {
 	place, isPlace := cmd.(*trading.PlaceOrder)
 	key := ""
 	if isPlace {
@@ -723,7 +730,7 @@ func (e *Engine) sendMirror(m evcopier.Mirror, accountID string, cmd commands.Co
 				m.BrokerOrderID = placedOrderID(res.Events, env.ID.String())
 			}
 			e.copier.placed(lc)
-			return m
+			return m, false
 		}
 		var ref *commands.Refusal
 		isRef := errors.As(err, &ref)
@@ -731,21 +738,21 @@ func (e *Engine) sendMirror(m evcopier.Mirror, accountID string, cmd commands.Co
 		case isRef && isPlace && ref.Code == commands.CodeIdempotencyConflict:
 			if id, ok := ref.Params["brokerOrderId"].(string); ok { // placed before: by an attempt whose outcome was not recorded
 				m.Status, m.BrokerOrderID = evcopier.StatusMirrored, id
-				return m
+				return m, true
 			}
 			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
-			return m
+			return m, false
 		case isRef && !isPlace && ref.Code == commands.CodeNotFound:
-			return skipped(m, ref.Code) // no longer working: filled, or canceled already
+			return skipped(m, ref.Code), false // no longer working: filled, or canceled already
 		case isRef && !commands.RetrySafe(ref.Code) && ref.Code != commands.CodeOutcomeUnknown:
 			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
-			return m
+			return m, false
 		case e.copier.ctx.Err() != nil || time.Now().After(deadline):
 			m.Status, m.Code = evcopier.StatusRefused, string(commands.CodeOutcomeUnknown)
 			if isRef {
 				m.Code = string(ref.Code)
 			}
-			return m
+			return m, false
 		}
 		sleepCtx(e.copier.ctx, wait)
 		wait = min(2*wait, time.Second)
