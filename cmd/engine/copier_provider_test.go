@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,105 @@ func TestCopierProviderFollower(t *testing.T) {
 	for _, l := range leads[1:3] { // the two limit mirrors still resting
 		if !shown[l] {
 			t.Fatalf("the provider follower's frame does not show leader order %s's mirror with leaderOrderId: %v", l, snap["orders"])
+		}
+	}
+}
+
+// TestCopierProviderFollowerExitPlan: a paper leader's limit entry with an
+// exit plan (a stop, a target and a breakeven rule) mirrored on a Binance
+// futures follower. The provider account serves no breakeven rule, so the
+// mirror carries the stop and target alone (exitPlan partial, the plan's
+// refusal's code named); when the follower's entry fills at the exchange
+// its own legs go out there, as far from its entry as the leader's are
+// from the leader's, once each, reduce-only, at the follower's size.
+func TestCopierProviderFollowerExitPlan(t *testing.T) {
+	t.Parallel()
+	const apiKey, secret = "copierKEY0002exits", "copierSECRET0002exits"
+	sim := startSim(t, binance.Account{APIKey: apiKey, Secret: secret})
+	if err := sim.SetPrice("BTCUSDT", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
+	b, key := signedIn(t, p, dir, "copier-exits@example.com")
+	follower, fq := linkBinance(t, p, b, apiKey, secret)
+	st, m, err := copierCall(p.base, key, "demo-x", "POST", "/api/account/demo", map[string]any{})
+	if err != nil || st != 201 {
+		t.Fatalf("demo: %d %v %v", st, m, err)
+	}
+	leader := m["account"].(map[string]any)["accountId"].(string)
+	st, g, err := copierCall(p.base, key, "grp-x", "POST", "/api/copier/groups", map[string]any{"leaderAccountId": leader, "followers": []any{
+		map[string]any{"accountId": follower, "sizing": map[string]any{"mode": "fixed", "value": "0.002"}, "instrumentMap": map[string]any{"BTC-PERP": "BTCUSDT"}},
+	}})
+	if err != nil || st != 201 {
+		t.Fatalf("group: %d %v %v", st, g, err)
+	}
+	groupID := g["groupId"].(string)
+	// Stop 100 ticks and target 200 ticks of the leader's BTC-PERP (0.5): 50 and 100 from its entry.
+	st, pl := doJSON(t, p.base, key, "POST", "/api/exit-plans", map[string]any{"name": "be", "stop": map[string]any{"ticks": 100},
+		"targets":   []any{map[string]any{"distance": map[string]any{"ticks": 200}, "share": "1"}},
+		"breakeven": map[string]any{"trigger": map[string]any{"ticks": 120}, "plusTicks": 1}})
+	if st != 201 {
+		t.Fatalf("plan: %d %v", st, pl)
+	}
+	planID, rev := pl["plan"].(map[string]any)["id"].(string), pl["plan"].(map[string]any)["revision"].(string)
+	order := map[string]any{"clientOrderId": "lead-x", "instrument": "BTC-PERP", "side": "buy", "orderType": "limit", "limitPrice": "55000",
+		"quantity": "0.01", "timeInForce": "gtc"}
+	pv := map[string]any{"planId": planID, "planRevision": rev}
+	for k, v := range order {
+		if k != "timeInForce" {
+			pv[k] = v
+		}
+	}
+	st, prev := doJSON(t, p.base, key, "POST", "/api/account/exit-plans/preview?account="+leader, pv)
+	if st != 200 {
+		t.Fatalf("preview: %d %v", st, prev)
+	}
+	order["exitPlan"] = map[string]any{"planId": planID, "planRevision": rev, "previewToken": prev["preview"].(map[string]any)["token"]}
+	st, o := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, order)
+	if st != 200 {
+		t.Fatalf("leader order: %d %v", st, o)
+	}
+	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
+
+	var outs []any
+	waitUntil(t, 20*time.Second, func() bool {
+		_, m, _ := copierCall(p.base, key, "", "GET", "/api/copier/groups/"+groupID+"/mirrors?leaderOrderId="+lead, nil)
+		outs, _ = m["mirrors"].([]any)
+		return len(outs) == 1
+	}, func() any { return fmt.Sprint(outs, "\n", p.out) })
+	f := outs[0].(map[string]any)["followers"].([]any)[0].(map[string]any)
+	if f["status"] != "mirrored" || f["exitPlan"] != "partial" || f["exitPlanCode"] != "invalid_request" || f["quantity"] != "0.002" {
+		t.Fatalf("the provider follower's outcome %v", f)
+	}
+	st, br := doJSON(t, p.base, key, "GET", "/api/account/brackets"+fq, nil)
+	items, _ := br["items"].([]any)
+	if st != 200 || len(items) != 1 || items[0].(map[string]any)["plannedQuantity"] != "0.002" {
+		t.Fatalf("the follower's brackets: %d %v", st, br)
+	}
+	if _, ms := doJSON(t, p.base, key, "GET", "/api/account/managed-exits"+fq, nil); len(ms["items"].([]any)) != 0 {
+		t.Fatalf("a provider account manages %v", ms["items"])
+	}
+
+	// The follower's entry fills at the exchange: its own legs go out there.
+	if err := sim.SetPrice("BTCUSDT", "54990"); err != nil {
+		t.Fatal(err)
+	}
+	open := func() []string {
+		var out []string
+		for _, o := range sim.OpenOrders(apiKey, "BTCUSDT") {
+			out = append(out, fmt.Sprintf("%s %s %s@%s reduceOnly=%v", o.Side, o.Quantity, o.Type, o.StopPrice, o.ReduceOnly))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"SELL 0.002 STOP_MARKET@54950.00 reduceOnly=true", "SELL 0.002 TAKE_PROFIT_MARKET@55100.00 reduceOnly=true"}
+	waitUntil(t, 20*time.Second, func() bool { return slices.Equal(open(), want) }, func() any { return fmt.Sprint(open(), "\n", p.out) })
+	_, br = doJSON(t, p.base, key, "GET", "/api/account/brackets"+fq, nil)
+	for _, l := range br["items"].([]any)[0].(map[string]any)["legs"].([]any) {
+		id := l.(map[string]any)["id"].(string)
+		if n := sim.OrdersByClientID(apiKey, provider.ClientOrderID(follower, id)); l.(map[string]any)["kind"] != "runner" && n != 1 {
+			t.Fatalf("the exchange took %d orders of leg %s, want 1", n, id)
 		}
 	}
 }
