@@ -107,7 +107,9 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 			o.Phase(what)
 		}
 	}
-	TuneGC(os.Getenv)
+	if err := TuneGC(os.Getenv); err != nil {
+		return nil, err
+	}
 	TuneProcs(os.Getenv)
 	if a.Now == nil {
 		a.Now = time.Now
