@@ -32,7 +32,7 @@ import (
 // the garbage and reports the Go heap in use and the process's resident
 // memory (VmRSS: the engine and its embedded nats-server, which share the
 // process and its heap), the start's time to ready, a heap profile
-// (inuse_space) in -history-profile, and a short window of market orders
+// (inuse_space) in -history-profile (and one after the windows, -after), and a short window of market orders
 // over HTTP, new ones (answer 200, filled) and repeats of a clientOrderId of
 // the history (answer 409), as baselines of the order path.
 
@@ -273,6 +273,12 @@ func historyOnce(args []string) error {
 		runtime.GC()
 		runtime.ReadMemStats(&m)
 		r.HeapAfter, r.RSSAfter = m.HeapAlloc, rss()
+		if *heapProfile != "" {
+			// What the windows left live (history-<orders>-<accounts>-after.pprof).
+			if err := writeHeapProfile(strings.TrimSuffix(*heapProfile, ".pprof") + "-after.pprof"); err != nil {
+				return err
+			}
+		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
