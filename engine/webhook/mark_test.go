@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/svc/engine/engine/enginetest"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -190,21 +191,6 @@ func seqOf(id string) uint64 {
 	return n
 }
 
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A delivery whose endpoint fails holds the mark back while other
 // endpoints' deliveries move on; after a restart from that mark it is tried
 // again on its schedule and delivered, and nothing delivered before is sent
@@ -218,7 +204,7 @@ func TestADeliveryPendingAcrossARestartIsStillDelivered(t *testing.T) {
 	a := g.start(3 * time.Second)
 	pending := g.halt("a1")
 	seq := seqOf(pending)
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if n := g.sent("/fail/w1", pending); n != 1 {
 			return fmt.Errorf("%d attempts of %s", n, pending)
 		}
@@ -229,7 +215,7 @@ func TestADeliveryPendingAcrossARestartIsStillDelivered(t *testing.T) {
 		others = append(others, g.halt("b1"))
 	}
 	g.register("g", "w3", "/w3") // a firm commit past the mark
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		for _, id := range others {
 			if g.delivered("/w2", id, 1) != 1 {
 				return fmt.Errorf("%s not delivered", id)
@@ -244,14 +230,14 @@ func TestADeliveryPendingAcrossARestartIsStillDelivered(t *testing.T) {
 	g.heal()
 	b := g.start(3 * time.Second)
 	defer b.Close(time.Second)
-	waitFor(t, 10*time.Second, func() error {
+	enginetest.WaitFor(t, 10*time.Second, func() error {
 		if g.delivered("/fail/w1", pending, 2) != 1 {
 			return fmt.Errorf("%s not delivered on its second attempt", pending)
 		}
 		return nil
 	})
 	fresh := g.halt("b1")
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if g.delivered("/w2", fresh, 1) != 1 || g.delivered("/w3", fresh, 1) != 1 {
 			return fmt.Errorf("%s not delivered to w2 and w3", fresh)
 		}
@@ -265,7 +251,7 @@ func TestADeliveryPendingAcrossARestartIsStillDelivered(t *testing.T) {
 	if n := g.sent("/fail/w1", pending); n != 2 {
 		t.Fatalf("%s tried %d times, want 2", pending, n)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if m := g.saved(); m <= seq {
 			return fmt.Errorf("mark %d did not pass %d once it was delivered", m, seq)
 		}
@@ -285,7 +271,7 @@ func TestARestartFromTheMarkSendsNothingTwiceAndKnowsOldAccounts(t *testing.T) {
 	for range 3 {
 		ids = append(ids, g.halt("a1"))
 	}
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		for _, id := range ids {
 			if g.delivered("/w1", id, 1) != 1 {
 				return fmt.Errorf("%s not delivered", id)
@@ -300,7 +286,7 @@ func TestARestartFromTheMarkSendsNothingTwiceAndKnowsOldAccounts(t *testing.T) {
 	b := g.start(time.Second)
 	defer b.Close(time.Second)
 	late := g.halt("a1")
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if g.delivered("/w1", late, 1) != 1 {
 			return fmt.Errorf("%s not delivered", late)
 		}
@@ -333,7 +319,7 @@ func TestAStartWithTheMarkReadsLittleOfTheLog(t *testing.T) {
 	}
 	a := g.start(time.Second)
 	first := g.halt("a1")
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if g.delivered("/w1", first, 1) != 1 {
 			return fmt.Errorf("%s not delivered", first)
 		}
@@ -350,7 +336,7 @@ func TestAStartWithTheMarkReadsLittleOfTheLog(t *testing.T) {
 		t.Fatalf("the start read %d commits of %d, want the firms' few", n, total)
 	}
 	next := g.halt("a1")
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if g.delivered("/w1", next, 1) != 1 {
 			return fmt.Errorf("%s not delivered", next)
 		}
@@ -372,7 +358,7 @@ func TestAMarkThisLogCannotUseIsIgnored(t *testing.T) {
 		g.halt("a1")
 	}
 	a := g.start(time.Second)
-	waitFor(t, 5*time.Second, func() error {
+	enginetest.WaitFor(t, 5*time.Second, func() error {
 		if m := g.saved(); m != g.last()+1 {
 			return fmt.Errorf("mark %d, want %d", m, g.last()+1)
 		}
