@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/svc/engine/engine/enginetest"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/events"
 	evacct "github.com/svc/engine/events/account"
