@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -217,28 +216,14 @@ func historyOnce(args []string) error {
 	logTo(os.Stderr, slog.LevelWarn) // as cmd/engine at ENGINE_LOG_LEVEL=warn: no line per request
 	env := map[string]string{"ENGINE_DATA_DIR": *dir, "DATABASE_URL": *db, "ENGINE_SNAPSHOTS": "on", "ENGINE_LOG_LEVEL": "warn",
 		"ENGINE_DEMO_ACCOUNTS": "0", "ENGINE_RATE_LIMIT": "0"}
-	cfg, err := app.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	t := time.Now()
-	a, err := app.Start(ctx, cfg, app.Options{ManualFeed: true})
+	a, ready, err := startReady(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	for {
-		if ok, _ := a.Ready(); ok {
-			break
-		}
-		if time.Since(t) > 10*time.Minute {
-			return errors.New("not ready after 10 minutes")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	var r historyResult
-	r.Ready = int64(time.Since(t))
+	r.Ready = int64(ready)
 	if *prepare {
 		n, err := a.Engine.SnapshotRound(ctx, -1)
 		fmt.Fprintf(os.Stderr, "history-once: %d snapshots written\n", n)

@@ -138,27 +138,11 @@ func restartOnce(args []string) error {
 		defer stop()
 	}
 	env := map[string]string{"ENGINE_DATA_DIR": *dir, "DATABASE_URL": *db, "ENGINE_SNAPSHOTS": *snapshots, "ENGINE_LOG_LEVEL": "warn"}
-	cfg, err := app.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	t := time.Now()
-	a, err := app.Start(ctx, cfg, app.Options{ManualFeed: true})
+	a, took, err := startReady(ctx, env)
 	if err != nil {
 		return err
 	}
-	for {
-		if ok, _ := a.Ready(); ok {
-			break
-		}
-		if time.Since(t) > 10*time.Minute {
-			a.Close()
-			return errors.New("not ready after 10 minutes")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	took := time.Since(t)
 	if *prepare {
 		n, err := a.Engine.SnapshotRound(ctx, -1)
 		fmt.Fprintf(os.Stderr, "restart-once: %d snapshots written\n", n)
@@ -169,4 +153,29 @@ func restartOnce(args []string) error {
 	}
 	a.Close()
 	return json.NewEncoder(os.Stdout).Encode(map[string]int64{"nanos": int64(took)})
+}
+
+// startReady starts the service in this process on the settings env and
+// waits until it is ready (what /readyz answers 200 on): the app and the
+// time from start to ready.
+func startReady(ctx context.Context, env map[string]string) (*app.App, time.Duration, error) {
+	cfg, err := app.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := time.Now()
+	a, err := app.Start(ctx, cfg, app.Options{ManualFeed: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	for {
+		if ok, _ := a.Ready(); ok {
+			return a, time.Since(t), nil
+		}
+		if time.Since(t) > 10*time.Minute {
+			a.Close()
+			return nil, 0, errors.New("not ready after 10 minutes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
