@@ -22,7 +22,7 @@ func TestFaultSummaryAttributes(t *testing.T) {
 	}
 	anomalies := []Anomaly{
 		{Check: "orders", Account: "PA1", Key: "c2"},
-		{Check: "frame", Account: "PA1", Key: "42"}, // a read within 5 s of the heal
+		{Check: "frame", Account: "PA1", Key: "42"},  // a read within 5 s of the heal
 		{Check: "orders", Account: "PA1", Key: "c3"}, // long after
 	}
 	got := FaultSummary(windows, ops, anomalies)
