@@ -128,6 +128,7 @@ func newCopiers(cfg Config, e *Engine) *copiers {
 		New:     copier.New,
 		Decide:  copier.Decide,
 		Apply:   copier.Apply,
+		Fold:    copier.Fold,
 		After: func(id string, s *copier.State, cm events.Committed) {
 			c.note(id, s, cm)
 		},
@@ -858,10 +859,7 @@ func (e *Engine) startCopier(ctx context.Context) error {
 		if !seen {
 			s = copier.New(id)
 		}
-		for _, ev := range c.Events {
-			s = copier.Apply(s, ev)
-		}
-		states[id], revs[id] = s, m.Seq
+		states[id], revs[id] = copier.Fold(s, m.Seq, c.Events), m.Seq
 		return nil
 	})
 	if err != nil {
@@ -932,15 +930,41 @@ func (e *Engine) Copier(ctx context.Context, groupID string, env commands.Envelo
 }
 
 // CopierGroup reads the group groupID from its aggregate: its view and its
-// recent actions' outcomes, newest first (at most limit; with
-// leaderOrderID, that order's only). ok is false when there is no such group.
+// recent actions' outcomes, newest first (at most limit). With
+// leaderOrderID, that order's actions only, every one recorded: read back
+// from the group's records in the log that its index names, however old.
+// ok is false when there is no such group.
 func (e *Engine) CopierGroup(ctx context.Context, groupID, leaderOrderID string, limit int) (v copier.View, recent []copier.ActionView, ok bool, err error) {
+	var seqs []uint64
 	err = e.copier.groups.Inspect(ctx, groupID, func(s *copier.State, _ uint64) {
 		if ok = s.Created; ok {
-			v, recent = copier.ViewOf(s), copier.RecentView(s, leaderOrderID, limit)
+			v = copier.ViewOf(s)
+			if leaderOrderID == "" {
+				recent = copier.RecentView(s, "", limit)
+			} else {
+				seqs = s.RecordsOf(leaderOrderID)
+			}
 		}
 	})
-	return v, recent, ok, err
+	if err != nil || !ok || leaderOrderID == "" {
+		return v, recent, ok, err
+	}
+	var rs []copier.Recorded
+	for _, seq := range seqs {
+		m, err := e.cfg.Log.At(ctx, seq)
+		if err != nil {
+			return v, nil, ok, fmt.Errorf("copier group %s: %w", groupID, err)
+		}
+		if m.Subject != evcopier.Subject(groupID) {
+			continue
+		}
+		cm, err := e.reg.Decode(m.Data)
+		if err != nil {
+			return v, nil, ok, fmt.Errorf("copier group %s at %d: %w", groupID, seq, err)
+		}
+		rs = append(rs, copier.OrderRecords(cm.Events, leaderOrderID)...)
+	}
+	return v, copier.ActionsView(rs, leaderOrderID, limit), ok, nil
 }
 
 // CopierGroupsLed lists the groups the accounts lead, in id order, as

@@ -68,12 +68,90 @@ type State struct {
 	// and recorded.
 	Through uint64
 	Recent  []Recorded // newest last, at most MaxRecent
-	Idem    idem.Record
+	// Orders indexes every recorded action by its leader order: the n-th
+	// record (from 0) that holds an action of leader order id is the
+	// group's log sequence at OrderKey(id)+n (Fold). A read of one leader
+	// order's outcomes reads those records back, so it finds them however
+	// many actions followed (Recent keeps the latest MaxRecent only). About
+	// 40 bytes a leader order.
+	Orders map[uint64]uint64
+	Idem   idem.Record
 }
 
 // New is the state of a group with no commits.
 func New(id string) *State {
-	return &State{ID: id, Followers: map[string]*Follower{}, Idem: idem.Record{}}
+	return &State{ID: id, Followers: map[string]*Follower{}, Orders: map[uint64]uint64{}, Idem: idem.Record{}}
+}
+
+// Fold folds one commit's events, at its sequence in the log, into the
+// state: Apply on each, and each recorded action's leader order indexed
+// to the commit (Orders).
+func Fold(s *State, seq uint64, evs []events.Event) *State {
+	for _, e := range evs {
+		s = Apply(s, e)
+		r, ok := e.(evcopier.MirrorsRecorded)
+		if !ok || seq == 0 {
+			continue
+		}
+		if s.Orders == nil {
+			s.Orders = map[uint64]uint64{}
+		}
+		for _, a := range r.Actions {
+			for k := OrderKey(a.LeaderOrderID); ; k++ {
+				at, taken := s.Orders[k]
+				if !taken {
+					s.Orders[k] = seq
+					break
+				}
+				if at == seq {
+					break // this record is indexed for the order already
+				}
+			}
+		}
+	}
+	return s
+}
+
+// OrderKey is the first key of a leader order's id in State.Orders
+// (FNV-1a, 64 bits): two ids' runs of keys may meet, so a record read back
+// is matched by the id itself.
+func OrderKey(leaderOrderID string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(leaderOrderID); i++ {
+		h = (h ^ uint64(leaderOrderID[i])) * 1099511628211
+	}
+	return h
+}
+
+// RecordsOf are the group's log sequences of the records that may hold the
+// leader order's actions, oldest first.
+func (s *State) RecordsOf(leaderOrderID string) []uint64 {
+	var out []uint64
+	for k := OrderKey(leaderOrderID); ; k++ {
+		seq, ok := s.Orders[k]
+		if !ok {
+			break
+		}
+		out = append(out, seq)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// OrderRecords are the leader order's actions in one commit of the group,
+// as recorded.
+func OrderRecords(evs []events.Event, leaderOrderID string) []Recorded {
+	var out []Recorded
+	for _, e := range evs {
+		if r, ok := e.(evcopier.MirrorsRecorded); ok {
+			for _, a := range r.Actions {
+				if a.LeaderOrderID == leaderOrderID {
+					out = append(out, Recorded{LeaderSeq: r.LeaderSeq, At: r.At, Action: a})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Apply folds one event into the state.

@@ -72,9 +72,15 @@ type ActionView struct {
 // RecentView lists the group's recent actions, newest first, at most limit;
 // with leaderOrderID only those of that leader order.
 func RecentView(s *State, leaderOrderID string, limit int) []ActionView {
+	return ActionsView(s.Recent, leaderOrderID, limit)
+}
+
+// ActionsView lists recorded actions (oldest first in rs) newest first, at
+// most limit; with leaderOrderID only those of that leader order.
+func ActionsView(rs []Recorded, leaderOrderID string, limit int) []ActionView {
 	out := []ActionView{}
-	for i := len(s.Recent) - 1; i >= 0 && len(out) < limit; i-- {
-		r := s.Recent[i]
+	for i := len(rs) - 1; i >= 0 && len(out) < limit; i-- {
+		r := rs[i]
 		if leaderOrderID != "" && r.LeaderOrderID != leaderOrderID {
 			continue
 		}
