@@ -68,7 +68,6 @@ func TestProviderBalanceReportedBeforeItsFill(t *testing.T) {
 	})
 	t.Run("tradovate", func(t *testing.T) {
 		sim, p, _, key, q, _, _, _ := linkedTradovate(t, tradovatesim.Options{})
-		sim.SetStreamFaults(tradovatesim.StreamFaults{BalanceFirst: true})
 		do := caller(t, p, key)
 		es := sim.FrontContract("ES")
 		frame := func() map[string]any {
@@ -92,6 +91,9 @@ func TestProviderBalanceReportedBeforeItsFill(t *testing.T) {
 		if err := sim.SetPrice(es, avg.Add(events.Int(1)).String()); err != nil {
 			t.Fatal(err)
 		}
+		// The fault is the close's: an opening fill moves no cash, and the
+		// simulator holds a fill back until the cash balance it moved.
+		sim.SetStreamFaults(tradovatesim.StreamFaults{BalanceFirst: true})
 		if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "bf-x"}); st != 200 {
 			t.Fatalf("close: %d %v", st, m)
 		}
