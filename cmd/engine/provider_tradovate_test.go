@@ -266,7 +266,7 @@ func TestTradovateAccountThroughTheBinary(t *testing.T) {
 	// The tokens live 6 s: the session renews them (each renewal sealed and
 	// recorded on the account) and trading goes on well past the first
 	// token's life.
-	waitUntil(t, 10*time.Second, func() bool { return sim.RequestCount("auth/renewaccesstoken") >= 3 }, func() any { return sim.Requests() })
+	waitUntil(t, 30*time.Second, func() bool { return sim.RequestCount("auth/renewaccesstoken") >= 3 }, func() any { return sim.Requests() })
 	if st, m := order(map[string]any{"clientOrderId": "m-2", "instrument": es, "side": "buy", "orderType": "market", "quantity": "1"}); st != 200 {
 		t.Fatalf("a market order after renewals: %d %v\n%s", st, m, p.out)
 	}
@@ -363,7 +363,7 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 		t.Fatalf("order: %d %v\n%s", st, m, p.out)
 	}
 	linkedAt := time.Now()
-	waitUntil(t, 10*time.Second, func() bool {
+	waitUntil(t, 30*time.Second, func() bool {
 		return sim.RequestCount("auth/renewaccesstoken") >= 2 && time.Since(linkedAt) > 4500*time.Millisecond
 	},
 		func() any { return sim.Requests() })
@@ -379,7 +379,7 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 	p = restart(t, p, dir)
 	// A close with no position records nothing: it probes the account.
 	var last map[string]any
-	waitUntil(t, 10*time.Second, func() bool {
+	waitUntil(t, 30*time.Second, func() bool {
 		var st int
 		st, last = do("POST", "/api/trading/close"+q, map[string]any{"instrument": sim.FrontContract("ZN"), "clientOrderId": "probe"})
 		return st == 409 && last["code"] == "provider_relink_required"
@@ -411,7 +411,7 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 	if s := linkState(); s != nil {
 		t.Fatalf("signed in again, the account list says linkState %v", s)
 	}
-	waitUntil(t, 10*time.Second, func() bool { st, last = market("r-3"); return st == 200 }, func() any { return last })
+	waitUntil(t, 30*time.Second, func() bool { st, last = market("r-3"); return st == 200 }, func() any { return last })
 	waitUntil(t, 5*time.Second, func() bool {
 		_, f := do("GET", "/api/account/snapshot"+q, nil)
 		ps, _ := f["positions"].([]any)
@@ -424,7 +424,7 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 	// to sign in again; signing in again, it trades.
 	sim.ExpireTokens()
 	orders = sim.OrdersByClOrdID("DEMO2001", provider.ClientOrderID(accountID, "r-4"))
-	waitUntil(t, 10*time.Second, func() bool {
+	waitUntil(t, 30*time.Second, func() bool {
 		st, last = market("r-4")
 		return st == 409 && last["code"] == "provider_relink_required"
 	}, func() any { return last })
@@ -434,7 +434,7 @@ func TestTradovateTokensAcrossRestarts(t *testing.T) {
 	if st, m := b.do("POST", "/api/account/providers", map[string]any{"provider": "tradovate", "login": "tv-kill", "password": tvPassword}); st != 201 {
 		t.Fatalf("signing in again: %d %v", st, m)
 	}
-	waitUntil(t, 10*time.Second, func() bool { st, last = market("r-4"); return st == 200 }, func() any { return last })
+	waitUntil(t, 30*time.Second, func() bool { st, last = market("r-4"); return st == 200 }, func() any { return last })
 
 	// Unlinked, its sealed tokens can never be opened again; the login
 	// linked once more opens another account, which reads the provider's
@@ -657,7 +657,7 @@ func TestTradovateContractOutsideTheCatalogAtItsOwnValuePerPoint(t *testing.T) {
 		"orderType": "market", "quantity": "1"}); st != 200 {
 		t.Fatalf("market order: %d %v\n%s", st, m, p.out)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return len(positions()) == 1 }, func() any { return frame() })
+	waitUntil(t, 30*time.Second, func() bool { return len(positions()) == 1 }, func() any { return frame() })
 	avg, err := events.ParseDecimal(positions()[0].(map[string]any)["avgPrice"].(string))
 	if err != nil {
 		t.Fatal(err)
@@ -668,12 +668,12 @@ func TestTradovateContractOutsideTheCatalogAtItsOwnValuePerPoint(t *testing.T) {
 	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": mes, "clientOrderId": "mes-x"}); st != 200 {
 		t.Fatalf("close: %d %v", st, m)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return len(positions()) == 0 }, func() any { return frame() })
+	waitUntil(t, 30*time.Second, func() bool { return len(positions()) == 0 }, func() any { return frame() })
 	realized := func() events.Decimal {
 		r, _ := events.ParseDecimal(frame()["summary"].(map[string]any)["realizedPnl"].(string))
 		return r
 	}
-	waitUntil(t, 10*time.Second, func() bool { return realized().Cmp(events.Int(5)) == 0 }, func() any { return frame()["summary"] })
+	waitUntil(t, 30*time.Second, func() bool { return realized().Cmp(events.Int(5)) == 0 }, func() any { return frame()["summary"] })
 }
 
 // A provider that tells of a fill's position before the fill (the
@@ -698,7 +698,7 @@ func TestTradovatePositionBeforeItsFill(t *testing.T) {
 		"orderType": "market", "quantity": "2"}); st != 200 {
 		t.Fatalf("market order: %d %v\n%s", st, m, p.out)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return position() == "2" }, func() any { return frame() })
+	waitUntil(t, 30*time.Second, func() bool { return position() == "2" }, func() any { return frame() })
 	avg, err := events.ParseDecimal(frame()["positions"].([]any)[0].(map[string]any)["avgPrice"].(string))
 	if err != nil {
 		t.Fatal(err)
@@ -709,8 +709,8 @@ func TestTradovatePositionBeforeItsFill(t *testing.T) {
 	if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "pf-x"}); st != 200 {
 		t.Fatalf("close: %d %v", st, m)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return position() == "0 positions" }, func() any { return frame() })
-	waitUntil(t, 10*time.Second, func() bool {
+	waitUntil(t, 30*time.Second, func() bool { return position() == "0 positions" }, func() any { return frame() })
+	waitUntil(t, 30*time.Second, func() bool {
 		s := frame()["summary"].(map[string]any)
 		r, _ := events.ParseDecimal(s["realizedPnl"].(string))
 		b, _ := events.ParseDecimal(s["balance"].(string))
