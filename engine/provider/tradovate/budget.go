@@ -88,6 +88,24 @@ type budget struct {
 	lockedUntil time.Time // 429 or a captcha: nothing is sent before it
 	backoff     time.Time // 423: nothing is sent before it
 	pens        map[string]pen
+	spent       time.Time // the last request admitted through the windows
+}
+
+// windowSpan is the longest span of any budget's windows (an hour): a
+// budget none of whose windows was spent for it is full again.
+const windowSpan = time.Hour
+
+// spend waits for every window to allow one request and notes when.
+func (b *budget) spend(ctx context.Context) error {
+	for _, w := range b.windows {
+		if err := w.Wait(ctx); err != nil {
+			return &provider.RateLimited{RetryAfter: time.Second}
+		}
+	}
+	b.mu.Lock()
+	b.spent = b.now()
+	b.mu.Unlock()
+	return nil
 }
 
 // pen is an endpoint's penalty: its ticket and the end of its wait.
@@ -127,18 +145,14 @@ func newLoginBudget(l Limits, now func() time.Time, shared *budget) *budget {
 		windows: []*rate.Limiter{rate.NewLimiter(adapterkit.Every(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
 }
 
-// idle reports whether the budget is as a new one would be: every window
-// full and nothing held, so it can be dropped.
+// idle reports whether the budget is as a new one would be: no request
+// through its windows for windowSpan (every window full again) and nothing
+// held, so it can be dropped.
 func (b *budget) idle() bool {
 	now := b.now()
-	for _, w := range b.windows {
-		if w.TokensAt(now) < float64(w.Burst()) {
-			return false
-		}
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.pens) == 0 && !now.Before(b.lockedUntil) && !now.Before(b.backoff)
+	return now.Sub(b.spent) >= windowSpan && len(b.pens) == 0 && !now.Before(b.lockedUntil) && !now.Before(b.backoff)
 }
 
 // admit waits for the budget to allow one request to endpoint and returns
@@ -152,10 +166,8 @@ func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string,
 		if err != nil {
 			return "", err
 		}
-		for _, w := range b.windows {
-			if err := w.Wait(ctx); err != nil {
-				return "", &provider.RateLimited{RetryAfter: time.Second}
-			}
+		if err := b.spend(ctx); err != nil {
+			return "", err
 		}
 		return ticket, nil
 	}
@@ -177,10 +189,8 @@ func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string,
 			return "", &provider.RateLimited{RetryAfter: d}
 		}
 	}
-	for _, w := range b.windows {
-		if err := w.Wait(ctx); err != nil {
-			return "", &provider.RateLimited{RetryAfter: time.Second}
-		}
+	if err := b.spend(ctx); err != nil {
+		return "", err
 	}
 	return p.ticket, nil
 }
