@@ -33,6 +33,11 @@ func (p *fakeProv) Quotes(context.Context, []string) (<-chan provider.Quote, err
 
 type fakeSess struct {
 	places, lookups, snapshots atomic.Int32
+	// streamOpens, when set, is waited on before Events answers (a stream
+	// slow to go live); live is set once it answered.
+	streamOpens chan struct{}
+	live        atomic.Bool
+	placedLive  atomic.Int32 // placements made while the stream was live
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
@@ -44,6 +49,9 @@ func (s *fakeSess) Snapshot(context.Context) (provider.Snapshot, error) {
 }
 func (s *fakeSess) Place(_ context.Context, o provider.Order) (provider.OrderState, error) {
 	s.places.Add(1)
+	if s.live.Load() {
+		s.placedLive.Add(1)
+	}
 	return provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: provider.StatusWorking, Quantity: o.Quantity}, nil
 }
 func (s *fakeSess) Cancel(context.Context, string, string) (provider.OrderState, error) {
@@ -59,7 +67,16 @@ func (s *fakeSess) Lookup(context.Context, string, string) (provider.OrderState,
 func (s *fakeSess) Executions(context.Context, string, provider.Cursor, int) ([]provider.Execution, provider.Cursor, error) {
 	return nil, "", nil
 }
-func (s *fakeSess) Events(context.Context) (<-chan provider.Event, error) { return nil, nil }
+func (s *fakeSess) Events(ctx context.Context) (<-chan provider.Event, error) {
+	if s.streamOpens != nil {
+		select {
+		case <-s.streamOpens:
+		case <-ctx.Done():
+		}
+	}
+	s.live.Store(true)
+	return nil, nil
+}
 func (s *fakeSess) Close() error                                          { return nil }
 
 // intended is a linked account's state with one place intent committed.
@@ -159,5 +176,34 @@ func TestPeriodicReconciliation(t *testing.T) {
 	}
 	if sess.places.Load() != 0 {
 		t.Fatalf("a resumed intent was sent again")
+	}
+}
+
+// An order is sent only once the account's stream is live: a stream that
+// syncs after the order (under load, a slow dial) takes the order's fill in
+// its first sync as its starting point, and the fill would never show.
+func TestNothingSentBeforeTheStreamIsLive(t *testing.T) {
+	sess := &fakeSess{streamOpens: make(chan struct{})}
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec:  func(context.Context, string, commands.Command) error { return nil },
+		Retry: 10 * time.Millisecond,
+	})
+	defer r.Close()
+	r.Track("a1", intended(t))
+	time.Sleep(200 * time.Millisecond)
+	if n := sess.places.Load(); n != 0 {
+		t.Fatalf("%d placements before the stream was live", n)
+	}
+	close(sess.streamOpens)
+	deadline := time.Now().Add(3 * time.Second)
+	for sess.places.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, live := sess.places.Load(), sess.placedLive.Load(); n != 1 || live != 1 {
+		t.Fatalf("%d placements, %d of them with the stream live; want 1 and 1", n, live)
 	}
 }

@@ -345,11 +345,14 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 	}
 	defer sess.Close()
 	l.sess = sess
-	close(l.ready)
+	// The stream is live before anything is sent: an order placed before
+	// it would show its fill only in the stream's first sync, which the
+	// stream takes as its starting point, not as news.
 	evs, err := sess.Events(ctx)
 	if err != nil {
 		slog.Warn("providers: the account's stream did not open", "account", l.accountID, "err", err)
 	}
+	close(l.ready)
 	if resumed {
 		r.reconcile(ctx, l, "start")
 	}
