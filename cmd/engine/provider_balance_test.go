@@ -6,6 +6,7 @@ import (
 
 	"github.com/svc/engine/events"
 	"github.com/svc/engine/sim/binance"
+	tradovatesim "github.com/svc/engine/sim/tradovate"
 )
 
 // summaryOf reads the account's snapshot summary figure name as a decimal
@@ -20,10 +21,7 @@ func summaryOf(frame map[string]any, name string) events.Decimal {
 // A provider that sends the balance a fill moved before the fill itself
 // (the simulators' balanceFirst) leaves the account's balance at the
 // provider's: a close's realized PnL and fees are counted once, not again
-// when the fill arrives after the balance that holds it. (Tradovate's
-// shape is covered by engine/account's table test; its black-box subtest
-// was taken out: under the whole suite's load its opening order's fill
-// did not reach the frame within 20 s, an open finding.)
+// when the fill arrives after the balance that holds it.
 func TestProviderBalanceReportedBeforeItsFill(t *testing.T) {
 	t.Run("binance", func(t *testing.T) {
 		sim := startSim(t, binance.Account{APIKey: simKey, Secret: simSecret, Balances: map[string]string{"USDT": "10000"}})
@@ -66,6 +64,47 @@ func TestProviderBalanceReportedBeforeItsFill(t *testing.T) {
 		time.Sleep(time.Second) // nothing the exchange still sends may move it
 		if got := summaryOf(frame(), "balance"); got.Cmp(want) != 0 {
 			t.Fatalf("balance %s after the close, want the exchange's %s (the close's money once)", got, want)
+		}
+	})
+	t.Run("tradovate", func(t *testing.T) {
+		sim, p, _, key, q, _, _, _ := linkedTradovate(t, tradovatesim.Options{})
+		do := caller(t, p, key)
+		es := sim.FrontContract("ES")
+		frame := func() map[string]any {
+			_, f := do("GET", "/api/account/snapshot"+q, nil)
+			return f
+		}
+		if st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "bf-1", "instrument": es, "side": "buy",
+			"orderType": "market", "quantity": "2"}); st != 200 {
+			t.Fatalf("market order: %d %v\n%s", st, m, p.out)
+		}
+		var avg events.Decimal
+		waitUntil(t, 20*time.Second, func() bool {
+			ps, _ := frame()["positions"].([]any)
+			if len(ps) != 1 {
+				return false
+			}
+			a, err := events.ParseDecimal(ps[0].(map[string]any)["avgPrice"].(string))
+			avg = a
+			return err == nil
+		}, func() any { return frame() })
+		if err := sim.SetPrice(es, avg.Add(events.Int(1)).String()); err != nil {
+			t.Fatal(err)
+		}
+		// The fault is the close's: an opening fill moves no cash, and the
+		// simulator holds a fill back until the cash balance it moved.
+		sim.SetStreamFaults(tradovatesim.StreamFaults{BalanceFirst: true})
+		if st, m := do("POST", "/api/trading/close"+q, map[string]any{"instrument": es, "clientOrderId": "bf-x"}); st != 200 {
+			t.Fatalf("close: %d %v", st, m)
+		}
+		waitUntil(t, 20*time.Second, func() bool {
+			f := frame()
+			ps, _ := f["positions"].([]any)
+			return len(ps) == 0 && summaryOf(f, "realizedPnl").Cmp(events.Int(100)) == 0
+		}, func() any { return frame() })
+		// The demo login's 50,000 and the close of 2 ES one point up (50 a point).
+		if got := summaryOf(frame(), "balance"); got.Cmp(events.Int(50100)) != 0 {
+			t.Fatalf("balance %s after the close, want the provider's cash 50100 (the close's money once)", got)
 		}
 	})
 }
