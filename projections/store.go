@@ -87,6 +87,28 @@ type Store interface {
 	Close()
 }
 
+// Viewer is a Store that reads under one snapshot. View calls fn with a
+// read-only Store whose every read sees the read models as of one moment:
+// no Update lands between two of its reads, so what fn reads in several
+// reads (an account, its positions and its working orders) belongs to one
+// commit, the one the documents' revisions name. fn reads through the view
+// only, and returns before View does; the view's Update and Bind fail.
+type Viewer interface {
+	View(ctx context.Context, fn func(Store) error) error
+}
+
+// ErrReadOnly is the error of a write through a Viewer's view.
+var ErrReadOnly = errors.New("projections: a view of the read models is read-only")
+
+// View calls fn with s as of one moment (Viewer); a store that keeps no
+// snapshots (a test's stub) is handed over as it is.
+func View(ctx context.Context, s Store, fn func(Store) error) error {
+	if v, ok := s.(Viewer); ok {
+		return v.View(ctx, fn)
+	}
+	return fn(s)
+}
+
 // ListInto collects the documents selected by q as values of T.
 func ListInto[T any](ctx context.Context, s Store, coll string, q Query) ([]T, error) {
 	var out []T

@@ -131,37 +131,28 @@ func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
 }
 
 // Build reads the account's frame from the store, marking positions with
-// marks; its brackets and stop orders show their derived stop levels.
+// marks; its brackets and stop orders show their derived stop levels. The
+// frame is read in several parts (the account, its positions, its brackets,
+// their mark stacks and its working orders), all under one snapshot of the
+// store (projections.View): a commit folded between two of them would
+// otherwise give a frame that names one revision and shows a later
+// commit's orders (the fault harness saw a frame named 6870 list an order
+// commit 6872 placed; issue 47).
 func Build(ctx context.Context, s projections.Store, accountID string, marks Marks) (Frame, error) {
-	// The frame is read in several parts (the account, its positions, its
-	// brackets and working orders), none under one snapshot of the store:
-	// a commit folded between two reads would mix two moments under one
-	// revision (the fault harness saw a frame named 6870 show an order of
-	// 6872). The account's revision is read again after the last part, and
-	// a frame whose revision moved meanwhile is read again; under a stream
-	// of commits that never lets it settle, the last one read is answered.
 	var f Frame
-	for try := 0; try < buildTries; try++ {
+	err := projections.View(ctx, s, func(s projections.Store) error {
 		a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
 		if err != nil {
-			return Frame{}, err
+			return err
 		}
-		if f, err = build(ctx, s, a, marks); err != nil {
-			return Frame{}, err
-		}
-		again, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
-		if err != nil {
-			return Frame{}, err
-		}
-		if again.Revision == a.Revision {
-			break
-		}
+		f, err = build(ctx, s, a, marks)
+		return err
+	})
+	if err != nil {
+		return Frame{}, err
 	}
 	return f, nil
 }
-
-// buildTries bounds the reads of a frame whose account moves while it is read.
-const buildTries = 5
 
 // build reads the rest of the frame of account a.
 func build(ctx context.Context, s projections.Store, a projections.Account, marks Marks) (Frame, error) {

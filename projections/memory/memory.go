@@ -318,6 +318,11 @@ func (s *Store) Bind(_ context.Context, logID string) (string, error) {
 func (s *Store) Get(_ context.Context, coll, key string, v any) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.get(coll, key, v)
+}
+
+// get is Get; s.mu is held.
+func (s *Store) get(coll, key string, v any) (bool, error) {
 	d, ok := s.lookup(coll, key)
 	if !ok {
 		return false, nil
@@ -336,6 +341,11 @@ func (s *Store) List(_ context.Context, coll string, q projections.Query, fn fun
 	s.mu.RLock()
 	items := s.selectItems(coll, q)
 	s.mu.RUnlock()
+	return each(items, fn)
+}
+
+// each calls List's fn with each item.
+func each(items []item, fn func(string, func(any) error) error) error {
 	for _, it := range items {
 		d := it.doc
 		if err := fn(it.key, func(v any) error { return assign(v, d) }); err != nil {
@@ -413,28 +423,33 @@ func (p *part) scan(q projections.Query, types []reflect.Type) []item {
 func (s *Store) Count(_ context.Context, coll, prefix string) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.count(coll, prefix), nil
+}
+
+// count is Count; s.mu is held.
+func (s *Store) count(coll, prefix string) int {
 	if strings.IndexByte(prefix, '/') >= 0 {
 		c, ok := s.colls[coll]
 		if !ok {
-			return 0, nil
+			return 0
 		}
 		p, ok := c.parts[partOf(prefix)]
 		if !ok {
-			return 0, nil
+			return 0
 		}
-		return p.count(prefix), nil
+		return p.count(prefix)
 	}
 	n := 0
 	c, ok := s.colls[coll]
 	if !ok {
-		return 0, nil
+		return 0
 	}
 	for name, p := range c.parts {
 		if name == "" || strings.HasPrefix(name, prefix) {
 			n += p.count(prefix)
 		}
 	}
-	return n, nil
+	return n
 }
 
 func (p *part) count(prefix string) int {
@@ -451,3 +466,42 @@ func (p *part) count(prefix string) int {
 
 // Close implements projections.Store.
 func (s *Store) Close() {}
+
+// View implements projections.Viewer: fn reads under the store's read lock,
+// so every read sees the documents as of one commit; an Update waits until
+// fn returns. fn must not read s itself meanwhile (a second read lock
+// behind a waiting Update would never be granted), only the view.
+func (s *Store) View(_ context.Context, fn func(projections.Store) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return fn(view{s})
+}
+
+var _ projections.Viewer = (*Store)(nil)
+
+// view is a Store whose read lock View holds.
+type view struct{ s *Store }
+
+func (v view) Update(context.Context, uint64, func(projections.Tx) error) error {
+	return projections.ErrReadOnly
+}
+
+func (v view) Checkpoint(context.Context) (uint64, error) { return v.s.seq, nil }
+
+func (v view) Get(_ context.Context, coll, key string, dst any) (bool, error) {
+	return v.s.get(coll, key, dst)
+}
+
+func (v view) List(_ context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
+	return each(v.s.selectItems(coll, q), fn)
+}
+
+func (v view) Count(_ context.Context, coll, prefix string) (int, error) {
+	return v.s.count(coll, prefix), nil
+}
+
+func (v view) LogID(context.Context) (string, error) { return v.s.logID, nil }
+
+func (v view) Bind(context.Context, string) (string, error) { return "", projections.ErrReadOnly }
+
+func (v view) Close() {}

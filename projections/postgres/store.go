@@ -588,6 +588,12 @@ type row struct {
 // List implements projections.Store. It reads pageSize rows per query and
 // calls fn after each page is read, so fn runs with no connection held.
 func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
+	return list(ctx, coll, q, fn, func(sql string, args []any) ([]row, error) { return s.listPage(ctx, sql, args) })
+}
+
+// list is List reading each page with read.
+func list(ctx context.Context, coll string, q projections.Query, fn func(string, func(any) error) error,
+	read func(sql string, args []any) ([]row, error)) error {
 	var after *string
 	if q.After != "" {
 		a := q.After
@@ -606,7 +612,7 @@ func (s *Store) List(ctx context.Context, coll string, q projections.Query, fn f
 		cond, args := where(coll, q.Prefix, after, q.Reverse)
 		args = append(args, n)
 		sql := fmt.Sprintf(`SELECT key, doc, hidden FROM docs WHERE %s ORDER BY key %s LIMIT $%d`, cond, order, len(args))
-		page, err := s.listPage(ctx, sql, args)
+		page, err := read(sql, args)
 		if err != nil {
 			return fmt.Errorf("%w: postgres: list %s: %w", projections.ErrUnavailable, coll, err)
 		}
@@ -636,6 +642,11 @@ func (s *Store) listPage(ctx context.Context, sql string, args []any) ([]row, er
 	if err != nil {
 		return nil, err
 	}
+	return collectRows(rows)
+}
+
+// collectRows reads a page of List.
+func collectRows(rows pgx.Rows) ([]row, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
 		err := r.Scan(&x.key, &x.doc, &x.hidden)
@@ -653,3 +664,87 @@ func (s *Store) Count(ctx context.Context, coll, prefix string) (int, error) {
 	}
 	return int(n), nil
 }
+
+// View implements projections.Viewer: fn reads in one REPEATABLE READ, READ
+// ONLY transaction, whose one snapshot sees the read models as of one
+// Update (an Update commits its documents and its checkpoint together).
+// The snapshot is taken by the view's first statement, a read of the
+// checkpoint; a sole writer's commits wait meanwhile (holdVisible), so the
+// view is never ahead of what a later Get answers from the cache. The
+// view's reads go to the database, never to the cache, which may be ahead
+// of the snapshot.
+func (s *Store) View(ctx context.Context, fn func(projections.Store) error) error {
+	db, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("%w: postgres: begin a view: %w", projections.ErrUnavailable, err)
+	}
+	defer db.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	v := &view{s: s, db: db}
+	release := s.holdVisible()
+	var seq int64
+	err = db.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1`, s.name).Scan(&seq)
+	release()
+	if err != nil {
+		return fmt.Errorf("%w: postgres: view: checkpoint: %w", projections.ErrUnavailable, err)
+	}
+	v.seq = uint64(seq)
+	if err := fn(v); err != nil {
+		return err
+	}
+	return db.Commit(ctx) // nothing to write: it ends the snapshot
+}
+
+var _ projections.Viewer = (*Store)(nil)
+
+// view is a Store reading through one REPEATABLE READ transaction (View);
+// one goroutine uses it.
+type view struct {
+	s   *Store
+	db  pgx.Tx
+	seq uint64 // the checkpoint the snapshot is at
+}
+
+func (v *view) Update(context.Context, uint64, func(projections.Tx) error) error {
+	return projections.ErrReadOnly
+}
+
+func (v *view) Checkpoint(context.Context) (uint64, error) { return v.seq, nil }
+
+func (v *view) Get(ctx context.Context, coll, key string, dst any) (bool, error) {
+	var doc, hidden []byte
+	err := v.db.QueryRow(ctx, `SELECT doc, hidden FROM docs WHERE coll = $1 AND key = $2`, coll, key).Scan(&doc, &hidden)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: postgres: get %s/%s: %w", projections.ErrUnavailable, coll, key, err)
+	}
+	return true, decode(doc, hidden, dst)
+}
+
+// List reads as Store.List does, page by page; each page is read whole
+// before fn sees it, so fn may read the view again.
+func (v *view) List(ctx context.Context, coll string, q projections.Query, fn func(string, func(any) error) error) error {
+	return list(ctx, coll, q, fn, func(sql string, args []any) ([]row, error) {
+		rows, err := v.db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return collectRows(rows)
+	})
+}
+
+func (v *view) Count(ctx context.Context, coll, prefix string) (int, error) {
+	cond, args := where(coll, prefix, nil, false)
+	var n int64
+	if err := v.db.QueryRow(ctx, `SELECT count(*) FROM docs WHERE `+cond, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count %s: %w", coll, err)
+	}
+	return int(n), nil
+}
+
+func (v *view) LogID(ctx context.Context) (string, error) { return v.s.LogID(ctx) }
+
+func (v *view) Bind(context.Context, string) (string, error) { return "", projections.ErrReadOnly }
+
+func (v *view) Close() {}

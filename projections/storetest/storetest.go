@@ -192,6 +192,7 @@ func Run(t *testing.T, open Factory) {
 		{"LargeUpdate", testLargeUpdate},
 		{"ConcurrentReadersSeeCommittedState", testConcurrent},
 		{"ReadsShowDerivedStops", testDerivedStops},
+		{"ViewReadsOneMoment", testView},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -972,5 +973,85 @@ func testConcurrent(t *testing.T, s projections.Store) {
 	}
 	if cp := checkpoint(t, s); cp != updates {
 		t.Fatalf("checkpoint %d", cp)
+	}
+}
+
+// A view (projections.Viewer) reads the read models as of one moment: an
+// Update that commits while it reads shows in none of its reads (get, list,
+// count, checkpoint), whether the store holds the Update back until the
+// view ends (memory) or commits it beside the view's snapshot
+// (PostgreSQL); once the view ends, the Update's documents show. Writes
+// through the view fail.
+func testView(t *testing.T, s projections.Store) {
+	put(t, s, 1, "v", "k/a", Record{Name: "a", N: 1, Amount: dec("1"), Tags: []string{}}, "k/b", Record{Name: "b", N: 1, Amount: dec("1"), Tags: []string{}})
+	v, ok := s.(projections.Viewer)
+	if !ok {
+		t.Fatalf("%T reads under no snapshot: it is not a projections.Viewer", s)
+	}
+	updated := make(chan error, 1)
+	landed := false
+	err := v.View(ctx, func(vs projections.Store) error {
+		var a Record
+		if ok, err := vs.Get(ctx, "v", "k/a", &a); err != nil || !ok || a.N != 1 {
+			return fmt.Errorf("the view's first read: %+v %v %v", a, ok, err)
+		}
+		go func() {
+			updated <- s.Update(ctx, 2, func(tx projections.Tx) error {
+				for _, k := range []string{"k/a", "k/b", "k/c"} {
+					if err := tx.Put("v", k, Record{Name: k, N: 2, Amount: dec("2"), Tags: []string{}}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}()
+		select {
+		case err := <-updated: // committed beside the view's snapshot
+			if err != nil {
+				return fmt.Errorf("the update beside the view: %w", err)
+			}
+			landed = true
+		case <-time.After(200 * time.Millisecond): // held back until the view ends
+		}
+		var b Record
+		if ok, err := vs.Get(ctx, "v", "k/b", &b); err != nil || !ok || b.N != 1 {
+			return fmt.Errorf("the view read k/b as %+v (found %v, %v) after an update committed: it reads no one moment", b, ok, err)
+		}
+		var ns []int64
+		err := vs.List(ctx, "v", projections.Query{Prefix: "k/"}, func(_ string, decode func(any) error) error {
+			var r Record
+			if err := decode(&r); err != nil {
+				return err
+			}
+			ns = append(ns, r.N)
+			return nil
+		})
+		if err != nil || !slices.Equal(ns, []int64{1, 1}) {
+			return fmt.Errorf("the view listed %v (%v), want [1 1]", ns, err)
+		}
+		if n, err := vs.Count(ctx, "v", "k/"); err != nil || n != 2 {
+			return fmt.Errorf("the view counted %d (%v), want 2", n, err)
+		}
+		if cp, err := vs.Checkpoint(ctx); err != nil || cp != 1 {
+			return fmt.Errorf("the view's checkpoint is %d (%v), want 1", cp, err)
+		}
+		if err := vs.Update(ctx, 3, func(projections.Tx) error { return nil }); !errors.Is(err, projections.ErrReadOnly) {
+			return fmt.Errorf("an update through the view answered %v, want projections.ErrReadOnly", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !landed {
+		if err := <-updated; err != nil {
+			t.Fatalf("the update held back by the view: %v", err)
+		}
+	}
+	if b, _ := get[Record](t, s, "v", "k/b"); b.N != 2 {
+		t.Fatalf("after the view, k/b is %+v: the update does not show", b)
+	}
+	if n := count(t, s, "v", "k/"); n != 3 {
+		t.Fatalf("after the view, %d documents, want 3", n)
 	}
 }
