@@ -19,12 +19,7 @@ var (
 // knownOpen are the checks whose anomalies were found, reported and are not
 // fixed yet, each with where the fault lies: logged, not failed on. Take a
 // check out once its fault is fixed.
-var knownOpen = map[string]string{
-	"frame": "projections/frames.Build reads the account, its positions and its working orders in separate reads: a commit " +
-		"projected in between can give a frame that names one revision and shows a later one's orders. The fix by one " +
-		"snapshot per frame (47ba833) was reverted: its memory store view held a read lock that stalled provider " +
-		"accounts' frames and commits (2026-12-02)",
-}
+var knownOpen = map[string]string{}
 
 // run is one run of the harness.
 type run struct {
