@@ -368,7 +368,10 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 			_, open = s.Provider.Intents[key]
 			switch {
 			case in.Op == evacct.IntentPlace:
-				settled, known = s.Provider.Placed[in.Order.ClientOrderID]
+				settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
+				if _, placed, _ := s.OrderFor(in.Order.ClientOrderID); !known && placed && !open {
+					settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
+				}
 			case in.Op == evacct.IntentReplace && !open:
 				settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
 			default:

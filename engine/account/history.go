@@ -20,19 +20,25 @@ import (
 // elements may be read while Apply appends after them. Only Apply writes it
 // (and JoinSnapshot, reading a snapshot back).
 type History struct {
-	Orders    [][2]string      // clientOrderId, order or bracket id: the index's whole entries (orderindex.go)
-	OrderKeys [][2]uint64      // clientOrderId's hash, the sequence of the commit that placed it
-	Refs      [][2]string      // referenceId, request digest
-	Keys      []evidem.KeyUsed // as Idem.Apply folded them
+	Orders    [][2]string // clientOrderId, order or bracket id: the index's whole entries (orderindex.go)
+	OrderKeys [][2]uint64 // clientOrderId's hash, the sequence of the commit that placed it
+	// The provider's client order ids of a provider account's orders, as
+	// the index keeps them (orderindex.go): whole, and as keys.
+	ProviderOrders [][2]string
+	ProviderKeys   [][2]uint64
+	Refs           [][2]string      // referenceId, request digest
+	Keys           []evidem.KeyUsed // as Idem.Apply folded them
 }
 
 // The names of the lists a snapshot keeps apart (SnapshotParts).
 const (
-	listOrders    = "clientOrderIds"
-	listOrderKeys = "clientOrderKeys"
-	listRefs      = "references"
-	listKeys      = "idempotencyKeys"
-	listFills     = "fills"
+	listOrders     = "clientOrderIds"
+	listOrderKeys  = "clientOrderKeys"
+	listProvOrders = "providerOrderIds"
+	listProvKeys   = "providerOrderKeys"
+	listRefs       = "references"
+	listKeys       = "idempotencyKeys"
+	listFills      = "fills"
 )
 
 // SnapshotParts splits the state for a snapshot; it runs in the account's
@@ -48,6 +54,8 @@ func (s *State) SnapshotParts() (head any, lists []parts.List) {
 	orders := []parts.List{
 		{Name: listOrders, Items: hs.Orders[:len(hs.Orders):len(hs.Orders)]},
 		{Name: listOrderKeys, Items: hs.OrderKeys[:len(hs.OrderKeys):len(hs.OrderKeys)]},
+		{Name: listProvOrders, Items: hs.ProviderOrders[:len(hs.ProviderOrders):len(hs.ProviderOrders)]},
+		{Name: listProvKeys, Items: hs.ProviderKeys[:len(hs.ProviderKeys):len(hs.ProviderKeys)]},
 	}
 	if len(s.References) > len(hs.Refs) || len(s.Idem) > len(hs.Keys) {
 		// The maps hold entries the history lacks (written other than by
@@ -80,6 +88,10 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 			t.Orders, err = joined[[2]string](l)
 		case listOrderKeys:
 			t.OrderKeys, err = joined[[2]uint64](l)
+		case listProvOrders:
+			t.ProviderOrders, err = joined[[2]string](l)
+		case listProvKeys:
+			t.ProviderKeys, err = joined[[2]uint64](l)
 		case listRefs:
 			t.Refs, err = joined[[2]string](l)
 		case listKeys:
@@ -99,21 +111,14 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 			return fmt.Errorf("account %s: snapshot list %s: %w", s.ID, l.Name, err)
 		}
 	}
-	if s.Orders.at == nil {
-		s.Orders.at, s.Orders.exact = make(map[uint64]uint64, len(t.OrderKeys)), make(map[string]string, len(t.Orders))
-	}
 	if s.References == nil {
 		s.References = make(map[string]string, len(t.Refs))
 	}
 	if s.Idem == nil {
 		s.Idem = make(map[string]evidem.KeyUsed, len(t.Keys))
 	}
-	for _, p := range t.Orders {
-		s.Orders.exact[p[0]] = p[1]
-	}
-	for _, k := range t.OrderKeys {
-		s.Orders.at[k[0]] = k[1]
-	}
+	s.Orders.orders.join(t.OrderKeys, t.Orders)
+	s.Orders.provider.join(t.ProviderKeys, t.ProviderOrders)
 	for _, p := range t.Refs {
 		s.References[p[0]] = p[1]
 	}
@@ -122,6 +127,8 @@ func (s *State) JoinSnapshot(lists []parts.Joined) error {
 	}
 	s.History.Orders = append(s.History.Orders, t.Orders...)
 	s.History.OrderKeys = append(s.History.OrderKeys, t.OrderKeys...)
+	s.History.ProviderOrders = append(s.History.ProviderOrders, t.ProviderOrders...)
+	s.History.ProviderKeys = append(s.History.ProviderKeys, t.ProviderKeys...)
 	s.History.Refs = append(s.History.Refs, t.Refs...)
 	s.History.Keys = append(s.History.Keys, t.Keys...)
 	return nil

@@ -27,13 +27,24 @@ import (
 // first, so a clientOrderId placed again (a provider's observation of an
 // order the engine placed) names the latest order, as the map did.
 //
+// The same is kept of the provider's client order id of every order a
+// provider account's book held (Provider.Orders keeps only the working
+// ones): an observation of an order that ended long ago still names it.
+//
 // It also carries what is not state but folding and deciding need beside
 // it (State holds exported fields only: events.UnmarshalStored reads it).
 type OrderIndex struct {
-	at    map[uint64]uint64 // key hash: the sequence of the commit that placed it
-	exact map[string]string // clientOrderId: its order or bracket id
-	seq   uint64            // the sequence of the commit Fold is applying; 0: none known
-	find  Finder            // reads a commit back (UseFinder)
+	orders   keyIndex  // clientOrderId: order or bracket id
+	provider keyIndex  // a provider's client order id: order id
+	seq      uint64 // the sequence of the commit Fold is applying; 0: none known
+	find     Finder // reads a commit back (UseFinder)
+}
+
+// keyIndex is one index: a key's hash to the sequence of the commit that
+// named it, and the keys kept whole.
+type keyIndex struct {
+	at    map[uint64]uint64
+	exact map[string]string
 }
 
 // Finder reads the events of the commit at a sequence of the log (the
@@ -45,30 +56,80 @@ type Finder func(seq uint64) ([]events.Event, error)
 // given no way to read the log.
 var ErrNoFinder = errors.New("account: the clientOrderId index needs the log to read a commit back and has no finder")
 
-func newOrderIndex() OrderIndex {
-	return OrderIndex{at: map[uint64]uint64{}, exact: map[string]string{}}
+func newKeyIndex(keys, whole int) keyIndex {
+	return keyIndex{at: make(map[uint64]uint64, keys), exact: make(map[string]string, whole)}
 }
 
-// keyHash is the index's hash of a clientOrderId. Fixed across processes
-// and versions: snapshots keep it.
-func keyHash(clientOrderID string) uint64 { return xxhash.Sum64String(clientOrderID) }
+func newOrderIndex() OrderIndex {
+	return OrderIndex{orders: newKeyIndex(0, 0), provider: newKeyIndex(0, 0)}
+}
+
+// keyHash is the index's hash of a key. Fixed across processes and
+// versions: snapshots keep it.
+func keyHash(key string) uint64 { return xxhash.Sum64String(key) }
 
 // Len is how many clientOrderIds the index holds.
-func (x *OrderIndex) Len() int { return len(x.at) + len(x.exact) }
+func (x *OrderIndex) Len() int { return len(x.orders.at) + len(x.orders.exact) }
 
-// add records that the commit at seq (0: not known) placed clientOrderID as
-// id, and says which history it goes to: the key (hash, seq) when it has a
-// slot of its own, the whole pair otherwise.
-func (s *State) addOrderKey(clientOrderID, id string) {
-	x := &s.Orders
-	h := keyHash(clientOrderID)
-	if _, taken := x.at[h]; x.seq == 0 || taken {
-		x.exact[clientOrderID] = id
-		s.History.Orders = append(s.History.Orders, [2]string{clientOrderID, id})
+// add records that the commit at seq (0: not known) named key as id, in
+// keys as (hash, seq) when the hash has no key yet, whole otherwise.
+func (k *keyIndex) add(key, id string, seq uint64, keys *[][2]uint64, whole *[][2]string) {
+	if k.at == nil {
+		*k = newKeyIndex(0, 0)
+	}
+	h := keyHash(key)
+	if _, taken := k.at[h]; seq == 0 || taken {
+		k.exact[key] = id
+		*whole = append(*whole, [2]string{key, id})
 		return
 	}
-	x.at[h] = x.seq
-	s.History.OrderKeys = append(s.History.OrderKeys, [2]uint64{h, x.seq})
+	k.at[h] = seq
+	*keys = append(*keys, [2]uint64{h, seq})
+}
+
+// lookup answers key's id: whole, or from the commit its hash names when
+// that commit named key itself (in).
+func (k *keyIndex) lookup(key string, find Finder, in func([]events.Event, string) (string, bool)) (string, bool, error) {
+	if id, ok := k.exact[key]; ok {
+		return id, true, nil
+	}
+	seq, ok := k.at[keyHash(key)]
+	if !ok {
+		return "", false, nil
+	}
+	if find == nil {
+		return "", false, ErrNoFinder
+	}
+	evs, err := find(seq)
+	if err != nil {
+		return "", false, fmt.Errorf("the commit at %d that may hold %q: %w", seq, key, err)
+	}
+	id, ok := in(evs, key)
+	return id, ok, nil
+}
+
+// join folds a snapshot's lists back.
+func (k *keyIndex) join(keys [][2]uint64, whole [][2]string) {
+	if k.at == nil {
+		*k = newKeyIndex(len(keys), len(whole))
+	}
+	for _, p := range whole {
+		k.exact[p[0]] = p[1]
+	}
+	for _, p := range keys {
+		k.at[p[0]] = p[1]
+	}
+}
+
+// addOrderKey records that the commit being folded placed clientOrderID as id.
+func (s *State) addOrderKey(clientOrderID, id string) {
+	s.Orders.orders.add(clientOrderID, id, s.Orders.seq, &s.History.OrderKeys, &s.History.Orders)
+}
+
+// addProviderKey records that the commit being folded placed the order id
+// under the provider's client order id pcoid.
+func (s *State) addProviderKey(pcoid, id string) {
+	s.Orders.provider.add(pcoid, id, s.Orders.seq, &s.History.ProviderKeys, &s.History.ProviderOrders)
 }
 
 // UseFinder gives the state its way to read a commit back from the log.
@@ -80,23 +141,33 @@ func (s *State) UseFinder(f Finder) { s.Orders.find = f }
 // clientOrderID. An error is the log's (the commit could not be read): the
 // caller decides nothing on it.
 func (s *State) OrderFor(clientOrderID string) (id string, used bool, err error) {
-	x := &s.Orders
-	if id, ok := x.exact[clientOrderID]; ok {
+	id, used, err = s.Orders.orders.lookup(clientOrderID, s.Orders.find, placedIn)
+	if err != nil {
+		err = fmt.Errorf("account %s: clientOrderId: %w", s.ID, err)
+	}
+	return id, used, err
+}
+
+// providerOrderFor answers the order the book held under the provider's
+// client order id pcoid: a working one from Provider.Orders, an ended one
+// from the index.
+func (s *State) providerOrderFor(pcoid string) (id string, known bool, err error) {
+	if id, ok := s.Provider.Orders[pcoid]; ok {
 		return id, true, nil
 	}
-	seq, ok := x.at[keyHash(clientOrderID)]
-	if !ok {
-		return "", false, nil
-	}
-	if x.find == nil {
-		return "", false, ErrNoFinder
-	}
-	evs, err := x.find(seq)
+	id, known, err = s.Orders.provider.lookup(pcoid, s.Orders.find, func(evs []events.Event, pcoid string) (string, bool) {
+		id, found := "", false
+		for _, e := range evs {
+			if p, ok := e.(evacct.OrderPlaced); ok && providerKey(s.ID, p.Order) == pcoid {
+				id, found = p.Order.BrokerOrderID, true
+			}
+		}
+		return id, found
+	})
 	if err != nil {
-		return "", false, fmt.Errorf("account %s: the commit at %d that may hold clientOrderId %q: %w", s.ID, seq, clientOrderID, err)
+		err = fmt.Errorf("account %s: provider order: %w", s.ID, err)
 	}
-	id, ok = placedIn(evs, clientOrderID)
-	return id, ok, nil
+	return id, known, err
 }
 
 // placedIn finds the order or bracket a commit's events accepted under

@@ -36,8 +36,8 @@ func TestTheOrderIndexIsExact(t *testing.T) {
 	}
 	fold(7, "a", "ord_a")
 	fold(9, "b", "ord_b")
-	if len(s.Orders.exact) != 0 || len(s.Orders.at) != 2 || len(s.History.OrderKeys) != 2 || len(s.History.Orders) != 0 {
-		t.Fatalf("index: %d whole, %d keys", len(s.Orders.exact), len(s.Orders.at))
+	if len(s.Orders.orders.exact) != 0 || len(s.Orders.orders.at) != 2 || len(s.History.OrderKeys) != 2 || len(s.History.Orders) != 0 {
+		t.Fatalf("index: %d whole, %d keys", len(s.Orders.orders.exact), len(s.Orders.orders.at))
 	}
 	for _, c := range []struct {
 		coid, id string
@@ -53,12 +53,12 @@ func TestTheOrderIndexIsExact(t *testing.T) {
 	}
 
 	// "x" whose hash "a"'s commit holds: read, not the same, so new; kept whole.
-	s.Orders.at[keyHash("x")] = 7
+	s.Orders.orders.at[keyHash("x")] = 7
 	if _, used, err := s.OrderFor("x"); used || err != nil {
 		t.Fatalf("a clientOrderId that shares a hash with another was taken as used (%v)", err)
 	}
 	fold(11, "x", "ord_x")
-	if s.Orders.exact["x"] != "ord_x" || s.OrderID("x") != "ord_x" || s.OrderID("a") != "ord_a" {
+	if s.Orders.orders.exact["x"] != "ord_x" || s.OrderID("x") != "ord_x" || s.OrderID("a") != "ord_a" {
 		t.Fatalf("after the shared hash: x %q, a %q", s.OrderID("x"), s.OrderID("a"))
 	}
 

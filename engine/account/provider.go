@@ -29,15 +29,17 @@ type Provider struct {
 	Settings     evacct.ProviderSettings
 	// Intents are the intents not settled yet, by providercmd.IntentKey.
 	Intents map[string]evacct.OrderIntended
-	// Placed is, by the engine's clientOrderId, how its place intent
-	// settled (accepted or rejected); a never-sent one is forgotten, so the
-	// id can be used again.
+	// Placed is, by the engine's clientOrderId, a place intent the provider
+	// rejected; an accepted one's order is in the clientOrderId index
+	// (OrderFor), and a never-sent one is forgotten, so the id can be used
+	// again.
 	Placed map[string]evacct.IntentSettled
 	// Replaced is, by the provider's client order id, how the order's
 	// last replace intent settled (the answer to a replace reads it).
 	Replaced map[string]evacct.IntentSettled
 	// Orders maps the provider's client order id of every order the book
-	// holds or held to its brokerOrderId.
+	// holds to its brokerOrderId; those of orders that ended are in the
+	// account's index (providerOrderFor, orderindex.go).
 	Orders   map[string]string
 	Balances map[string]evacct.BalanceObserved
 	// Stuck are the orders, by brokerOrderId, whose last cancel did not go
@@ -104,7 +106,7 @@ func applyProvider(s *State, e events.Event) {
 					continue
 				}
 				delete(p.Intents, k)
-				if op == evacct.IntentPlace && (e.Outcome == evacct.OutcomeAccepted || e.Outcome == evacct.OutcomeRejected) {
+				if op == evacct.IntentPlace && e.Outcome == evacct.OutcomeRejected {
 					p.Placed[in.Order.ClientOrderID] = e
 				}
 				if op == evacct.IntentReplace {
@@ -159,11 +161,23 @@ func applyProviderOrder(s *State, o evacct.Order) {
 	if s.Provider == nil {
 		return
 	}
-	pcoid := o.ClientOrderID
-	if !strings.HasPrefix(o.BrokerOrderID, adoptedPrefix) {
-		pcoid = providerCOID(s.ID, o)
+	s.Provider.Orders[providerKey(s.ID, o)] = o.BrokerOrderID
+}
+
+// providerKey is the provider's client order id of a book order.
+func providerKey(accountID string, o evacct.Order) string {
+	if strings.HasPrefix(o.BrokerOrderID, adoptedPrefix) {
+		return o.ClientOrderID
 	}
-	s.Provider.Orders[pcoid] = o.BrokerOrderID
+	return providerCOID(accountID, o)
+}
+
+// forgetProviderOrder lets a book order that ended leave Provider.Orders,
+// which holds the working ones; the index keeps its key (orderindex.go).
+func forgetProviderOrder(s *State, o evacct.Order) {
+	if s.Provider != nil {
+		delete(s.Provider.Orders, providerKey(s.ID, o))
+	}
 }
 
 // applyProviderFill moves the position the fills imply (Provider.Filled)
@@ -222,7 +236,8 @@ func decideProviderCommand(s *State, env commands.Envelope) (evs []events.Event,
 		evs, err = decideSettle(s, env, c)
 		return evs, true, err
 	case *providercmd.Observe:
-		return observe(s, env, c), true, nil
+		evs, err = observe(s, env, c)
+		return evs, true, err
 	case *trading.PlaceOrder:
 		evs, err = decideProviderPlace(s, env, c)
 		return evs, true, err
@@ -272,7 +287,11 @@ func decideLink(s *State, env commands.Envelope, c *providercmd.Link) ([]events.
 	// The first reconciliation: the snapshot read at linking, folded on
 	// the state the two events above leave.
 	linked := Apply(Apply(New(s.ID), evs[0]), evs[1])
-	evs = append(evs, observe(linked, env, &c.Snapshot)...)
+	seen, err := observe(linked, env, &c.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, seen...)
 	return append(evs, linkConsent(LiveConsent{}, env, c, evacct.ConsentLink)...), nil // provider_consent.go
 }
 
@@ -439,10 +458,8 @@ func EnforcesReduceOnly(providerName string) bool {
 
 // providerID is the provider's client order id of a book order.
 func providerID(s *State, brokerOrderID string) string {
-	for pc, id := range s.Provider.Orders {
-		if id == brokerOrderID {
-			return pc
-		}
+	if w, ok := s.Working[brokerOrderID]; ok {
+		return providerKey(s.ID, w.Order)
 	}
 	return ""
 }
@@ -455,7 +472,7 @@ func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]eve
 		if c.Order == nil {
 			return nil, nil // settled already (by the stream, or a settlement before)
 		}
-		return observe(s, env, &providercmd.Observe{Cause: "answer", Orders: []providercmd.Order{*c.Order}}), nil
+		return observe(s, env, &providercmd.Observe{Cause: "answer", Orders: []providercmd.Order{*c.Order}})
 	}
 	o := &observer{s: s, env: env}
 	o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: c.Outcome, Code: c.Code, Reason: c.Reason, At: env.At})
@@ -474,7 +491,7 @@ func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]eve
 				StopPrice: in.Order.StopPrice, At: env.At})
 		}
 	}
-	return o.out, nil
+	return o.out, o.err
 }
 
 // observer turns observations into the book's events, folding each on a
@@ -484,6 +501,7 @@ type observer struct {
 	st  *State // s with out applied; nil until the first event
 	env commands.Envelope
 	out []events.Event
+	err error // an order's id could not be read back (the log's): nothing is decided
 }
 
 func (o *observer) state() *State {
@@ -574,12 +592,15 @@ func foldView(s *State, e events.Event) {
 	}
 }
 
-func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.Event {
+func observe(s *State, env commands.Envelope, c *providercmd.Observe) ([]events.Event, error) {
 	o := &observer{s: s, env: env}
 	seen := map[string]bool{}
 	for _, ob := range c.Orders {
 		seen[ob.ProviderClientOrderID] = true
 		o.order(ob)
+	}
+	if o.err != nil {
+		return nil, o.err
 	}
 	var why []string
 	if c.Complete && c.Cause != CauseLink {
@@ -621,7 +642,7 @@ func observe(s *State, env commands.Envelope, c *providercmd.Observe) []events.E
 		o.add(evacct.Reconciled{Cause: c.Cause, Orders: n, Positions: len(c.Positions), At: env.At})
 		o.hold(why)
 	}
-	return o.out
+	return o.out, nil
 }
 
 // order records one order as the provider reports it: an intent it
@@ -640,7 +661,14 @@ func (o *observer) order(ob providercmd.Order) {
 		o.add(evacct.OrderPlaced{Order: in.Order})
 		st = o.state()
 	}
-	id, known := st.Provider.Orders[ob.ProviderClientOrderID]
+	id, known := st.Provider.Orders[ob.ProviderClientOrderID] // working, or placed by this observation
+	if !known {
+		var err error
+		if id, known, err = o.s.providerOrderFor(ob.ProviderClientOrderID); err != nil { // ended
+			o.err = err
+			return
+		}
+	}
 	if !known {
 		if ob.Final() && ob.Filled.IsZero() {
 			return // an order placed elsewhere that ended without a fill: nothing to keep

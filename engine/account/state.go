@@ -70,8 +70,10 @@ func New(id string) *State {
 // so that states folded by the old rules are rebuilt from the log instead of
 // reused. A change of State's fields changes the shape by itself. 2: the
 // snapshot holds the history apart (history.go). 3: clientOrderIds as keys
-// (orderindex.go). 4: realized PnL a minute at a time (risk.go).
-const StateVersion = 4
+// (orderindex.go). 4: realized PnL a minute at a time (risk.go). 5: a
+// provider account keeps its working orders' provider ids and rejected
+// places only (provider.go).
+const StateVersion = 5
 
 // Apply folds one event into the state and returns it. Deterministic: replay of
 // the log rebuilds the live state exactly.
@@ -87,6 +89,9 @@ func Apply(s *State, e events.Event) *State {
 		s.addOrderKey(e.Order.ClientOrderID, e.Order.BrokerOrderID)
 		s.Working[e.Order.BrokerOrderID] = &Working{Order: e.Order, UpdatedAt: e.Order.CreatedAt}
 		applyProviderOrder(s, e.Order)
+		if s.Provider != nil {
+			s.addProviderKey(providerKey(s.ID, e.Order), e.Order.BrokerOrderID)
+		}
 	case evacct.OrderFilled:
 		s.Balance = e.Balance
 		s.Realized = s.Realized.Add(e.Realized)
@@ -100,12 +105,16 @@ func Apply(s *State, e events.Event) *State {
 		applyProviderFill(s, e) // provider.go
 		if w, ok := s.Working[e.BrokerOrderID]; ok {
 			if e.Done {
+				forgetProviderOrder(s, w.Order)
 				delete(s.Working, e.BrokerOrderID)
 			} else {
 				w.Filled, w.AvgPrice, w.UpdatedAt = e.OrderFilled, e.OrderAvgPrice, e.At
 			}
 		}
 	case evacct.OrderCanceled:
+		if w, ok := s.Working[e.BrokerOrderID]; ok {
+			forgetProviderOrder(s, w.Order)
+		}
 		delete(s.Working, e.BrokerOrderID)
 	case evacct.OrderReplaced:
 		if w, ok := s.Working[e.BrokerOrderID]; ok {

@@ -195,7 +195,8 @@ func TestStatesRoundTripWhole(t *testing.T) {
 // historyOf is the history Apply would have kept of a's maps, in key order
 // (the clientOrderId index's as Apply kept it).
 func historyOf(a *account.State) account.History {
-	h := account.History{Orders: a.History.Orders, OrderKeys: a.History.OrderKeys}
+	h := account.History{Orders: a.History.Orders, OrderKeys: a.History.OrderKeys,
+		ProviderOrders: a.History.ProviderOrders, ProviderKeys: a.History.ProviderKeys}
 	if len(h.Orders) != 1 || len(h.OrderKeys) != 1 {
 		panic("the clientOrderId index lacks the entries the test means to cover")
 	}
