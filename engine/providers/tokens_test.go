@@ -166,8 +166,11 @@ func TestLoginAccountResumesRenewsAndIsLost(t *testing.T) {
 	settled := func(id string) string {
 		out := ""
 		h.read(func(s *account.State, _ []events.Event) {
-			if st, ok := s.Provider.Placed[id]; ok {
+			if st, ok := s.Provider.Placed[id]; ok { // refused: the state keeps the provider's refusals
 				out = st.Outcome
+			}
+			if s.OrderID(id) != "" { // accepted: the order is in the book (or was, found by the index)
+				out = evacct.OutcomeAccepted
 			}
 			for _, in := range s.OpenIntents() {
 				if in.Order.ClientOrderID == id {
