@@ -34,10 +34,10 @@ import (
 // It also carries what is not state but folding and deciding need beside
 // it (State holds exported fields only: events.UnmarshalStored reads it).
 type OrderIndex struct {
-	orders   keyIndex  // clientOrderId: order or bracket id
-	provider keyIndex  // a provider's client order id: order id
-	seq      uint64 // the sequence of the commit Fold is applying; 0: none known
-	find     Finder // reads a commit back (UseFinder)
+	orders   keyIndex // clientOrderId: order or bracket id
+	provider keyIndex // a provider's client order id: order id
+	seq      uint64   // the sequence of the commit Fold is applying; 0: none known
+	find     Finder   // reads a commit back (UseFinder)
 }
 
 // keyIndex is one index: a key's hash to the sequence of the commit that

@@ -77,7 +77,7 @@ func (s *fakeSess) Events(ctx context.Context) (<-chan provider.Event, error) {
 	s.live.Store(true)
 	return nil, nil
 }
-func (s *fakeSess) Close() error                                          { return nil }
+func (s *fakeSess) Close() error { return nil }
 
 // intended is a linked account's state with one place intent committed.
 func intended(t *testing.T) *account.State {
