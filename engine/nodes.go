@@ -126,6 +126,8 @@ type ClusterConfig struct {
 	TTL      time.Duration
 	// Lead runs while this node leads (the duties the cluster runs once).
 	Lead func(ctx context.Context)
+	// Fit says whether this node can do the leader's duties now (cluster.Config.Fit).
+	Fit func() bool
 }
 
 // JoinCluster starts the node's membership: after Start, before serving.
@@ -135,7 +137,7 @@ func (e *Engine) JoinCluster(ctx context.Context, cc ClusterConfig) (*cluster.Cl
 	}
 	log := e.cfg.Log
 	cl, err := cluster.New(ctx, cluster.Config{Conn: log.Conn(), JS: log.JetStream(), Name: log.StreamName(), Node: e.cfg.Node,
-		Replicas: cc.Replicas, Partitions: e.partitions(), TTL: cc.TTL, Acquired: e.acquired, Released: e.released, Lead: cc.Lead,
+		Replicas: cc.Replicas, Partitions: e.partitions(), TTL: cc.TTL, Acquired: e.acquired, Released: e.released, Lead: cc.Lead, Fit: cc.Fit,
 		Moved: e.cfg.Metrics.leaseMoved})
 	if err != nil {
 		return nil, err

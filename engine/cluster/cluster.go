@@ -71,6 +71,14 @@ type Config struct {
 	// Lead runs while this node holds the leader lease; its ctx ends when the
 	// lease is lost or the node leaves. It must return once ctx ends.
 	Lead func(ctx context.Context)
+	// Fit, if set, says whether this node can do the leader's duties now
+	// (with PostgreSQL read models: it reaches the database and its
+	// projector writes). A leader that is not fit hands the lease over when
+	// another node is live (at most once per YieldEvery, so two unfit nodes
+	// do not pass it back and forth), and a node that is not fit takes a
+	// free lease only after it stayed free for a TTL, so a fit node takes it
+	// first. Nil: always fit.
+	Fit func() bool
 	// Metrics, if set, counts lease moves.
 	Moved func(kind string)
 }
@@ -81,15 +89,17 @@ type Cluster struct {
 	nodes  jetstream.KeyValue
 	leases jetstream.KeyValue
 
-	mu     sync.RWMutex
-	owners []owner              // partition -> owner, as the lease bucket last said
-	others []time.Time          // partition -> when another node last renewed or handed over its lease
-	held   []lease              // this node's leases by partition (rev 0: not held)
-	live   []string             // live nodes, sorted (settle)
-	since  map[string]time.Time // when each listed node was first listed without a break
-	leader lease                // this node's leader lease (rev 0: not held)
-	lead   context.CancelFunc
-	leadWG sync.WaitGroup
+	mu      sync.RWMutex
+	owners  []owner              // partition -> owner, as the lease bucket last said
+	others  []time.Time          // partition -> when another node last renewed or handed over its lease
+	held    []lease              // this node's leases by partition (rev 0: not held)
+	live    []string             // live nodes, sorted (settle)
+	since   map[string]time.Time // when each listed node was first listed without a break
+	leader  lease                // this node's leader lease (rev 0: not held)
+	yielded time.Time            // when this node last handed the leader lease over for being unfit
+	vacant  time.Time            // when this node, unfit, first saw the leader lease free (zero: not seen free)
+	lead    context.CancelFunc
+	leadWG  sync.WaitGroup
 
 	// The lease store's outage, as this node sees it: renewals that time out
 	// (the bucket's stream is electing a leader) rather than being refused.
@@ -550,11 +560,29 @@ func (c *Cluster) release(ctx context.Context, p int, l lease) {
 	}
 }
 
+// YieldEvery bounds how often an unfit leader hands the leader lease over.
+const YieldEvery = 30 * time.Second
+
 func (c *Cluster) tickLeader(ctx context.Context) {
 	c.mu.RLock()
 	l := c.leader
+	others := len(c.live) > 1
+	yielded := c.yielded
 	c.mu.RUnlock()
 	sent := time.Now()
+	fit := c.cfg.Fit == nil || c.cfg.Fit()
+	if fit {
+		c.mu.Lock()
+		c.vacant = time.Time{}
+		c.mu.Unlock()
+	}
+	if l.rev > 0 && !fit && others && sent.Sub(yielded) >= YieldEvery {
+		c.yield(ctx, l)
+		return
+	}
+	if l.rev == 0 && !fit && !c.freeForATTL(ctx, sent) {
+		return
+	}
 	if l.rev > 0 {
 		rev, err := c.leases.Update(ctx, leaderKey, c.value(), l.rev)
 		if err == nil {
@@ -605,6 +633,36 @@ func (c *Cluster) tickLeader(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// yield hands the leader lease over: this node cannot do the duties (Fit)
+// and another node is live to take it.
+func (c *Cluster) yield(ctx context.Context, l lease) {
+	slog.Warn("cluster: handing the leader lease over: this node cannot do the leader's duties now", "node", c.cfg.Node)
+	c.mu.Lock()
+	c.yielded = time.Now()
+	c.mu.Unlock()
+	c.stopLeading()
+	if err := c.leases.Delete(ctx, leaderKey, jetstream.LastRevision(l.rev)); err != nil {
+		slog.Debug("cluster: hand the leader lease over", "err", err) // it expires instead
+	}
+	c.moved("yielded")
+}
+
+// freeForATTL reports whether the leader lease has been free for a TTL as
+// this unfit node sees it: a fit node, which takes it at once, had its turn.
+func (c *Cluster) freeForATTL(ctx context.Context, now time.Time) bool {
+	_, err := c.leases.Get(ctx, leaderKey)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+		c.vacant = time.Time{} // held (or the store did not say)
+		return false
+	}
+	if c.vacant.IsZero() {
+		c.vacant = now
+	}
+	return now.Sub(c.vacant) >= c.cfg.TTL
 }
 
 func (c *Cluster) stopLeading() {

@@ -13,8 +13,13 @@ import (
 
 func node(t *testing.T, log *eventlog.Log, name string, leads *atomic.Int32) *cluster.Cluster {
 	t.Helper()
-	c, err := cluster.New(context.Background(), cluster.Config{Conn: log.Conn(), JS: log.JetStream(), Name: "T", Node: name, TTL: time.Second,
-		Lead: func(ctx context.Context) { leads.Add(1); <-ctx.Done(); leads.Add(-1) }})
+	return fitNode(t, log, "T", name, leads, nil)
+}
+
+func fitNode(t *testing.T, log *eventlog.Log, deployment, name string, leads *atomic.Int32, fit func() bool) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.New(context.Background(), cluster.Config{Conn: log.Conn(), JS: log.JetStream(), Name: deployment, Node: name, TTL: time.Second,
+		Lead: func(ctx context.Context) { leads.Add(1); <-ctx.Done(); leads.Add(-1) }, Fit: fit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +92,41 @@ func TestTwoNodesSplitThePartitionsAndOneTakesAllWhenTheOtherLeaves(t *testing.T
 			t.Fatalf("partition %d vacated at %v; a handed it over at about %v, TTL 1 s", p, v, before)
 		}
 	}
+}
+
+// A leader that cannot do the leader's duties (cut from the read models'
+// database) hands the lease to a live node that can, which keeps it; a
+// lone node leads whether fit or not, once the lease stayed free for a TTL.
+func TestAnUnfitLeaderHandsTheLeaseToAFitNode(t *testing.T) {
+	log, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var aFit, bFit atomic.Bool
+	aFit.Store(true)
+	bFit.Store(true)
+	var leadsA, leadsB atomic.Int32
+	a := fitNode(t, log, "F", "a", &leadsA, aFit.Load)
+	defer a.Close()
+	waitFor(t, "a leads alone", func() bool { return a.Status().Leading && leadsA.Load() == 1 })
+	b := fitNode(t, log, "F", "b", &leadsB, bFit.Load)
+	defer b.Close()
+	waitFor(t, "a sees b live", func() bool { return len(a.Status().Live) == 2 })
+	time.Sleep(2 * time.Second)
+	if !a.Status().Leading || b.Status().Leading {
+		t.Fatalf("the lease moved while both were fit: a %v, b %v", a.Status().Leading, b.Status().Leading)
+	}
+	aFit.Store(false)
+	waitFor(t, "b leads, a does not", func() bool {
+		return b.Status().Leading && leadsB.Load() == 1 && !a.Status().Leading && leadsA.Load() == 0
+	})
+	time.Sleep(3 * time.Second) // a TTL and more: a, unfit, does not take it back
+	if a.Status().Leading || !b.Status().Leading {
+		t.Fatalf("after the hand-over: a leads %v, b leads %v", a.Status().Leading, b.Status().Leading)
+	}
+	bFit.Store(false) // both unfit: b yields to a live node once, a takes the free lease after a TTL
+	waitFor(t, "someone leads while both are unfit", func() bool { return a.Status().Leading || b.Status().Leading })
+	b.Close()
+	waitFor(t, "a, unfit and alone, leads", func() bool { return a.Status().Leading && leadsA.Load() == 1 })
 }

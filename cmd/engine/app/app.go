@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,9 @@ type App struct {
 	Market    *Market
 	Registry  *prometheus.Registry
 	Now       func() time.Time
+	// storeAnswered is when the read-model store last answered the health
+	// probe (unix nanoseconds): a node that lost it does not lead (nodes.go).
+	storeAnswered atomic.Int64
 
 	bootLast  uint64
 	stopBG    context.CancelFunc

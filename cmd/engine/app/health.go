@@ -58,6 +58,9 @@ func (a *App) watchHealth(ctx context.Context, every time.Duration) {
 		_, err := a.Store.Checkpoint(pctx)
 		cancel()
 		now["store"] = err == nil
+		if err == nil {
+			a.storeAnswered.Store(time.Now().UnixNano())
+		}
 		for dep, ok := range now {
 			v := 0.0
 			if ok {

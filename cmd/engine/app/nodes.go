@@ -30,7 +30,12 @@ func (a *App) joinCluster(ctx context.Context) error {
 	// projector's writes, or no node would write at all.
 	var mu sync.Mutex
 	term := 0
-	_, err := a.Engine.JoinCluster(ctx, engine.ClusterConfig{Replicas: a.Cfg.Replicas, TTL: a.Cfg.LeaseTTL, Lead: func(lctx context.Context) {
+	a.storeAnswered.Store(time.Now().UnixNano()) // it answered the start
+	var fit func() bool
+	if shared {
+		fit = a.fitToLead
+	}
+	_, err := a.Engine.JoinCluster(ctx, engine.ClusterConfig{Replicas: a.Cfg.Replicas, TTL: a.Cfg.LeaseTTL, Fit: fit, Lead: func(lctx context.Context) {
 		mu.Lock()
 		term++
 		mine := term
@@ -61,6 +66,20 @@ func (a *App) joinCluster(ctx context.Context) error {
 	gauge("engine_cluster_live_nodes", "Nodes this node sees announcing themselves.", func(s cluster.Status) float64 { return float64(len(s.Live)) })
 	slog.Info("joined the cluster", "node", a.Cfg.Node)
 	return nil
+}
+
+// fitToLead reports whether this node can write the shared read models:
+// its store answered the health probe in the last three probes and its
+// projector is not stalled. A leader cut from PostgreSQL (or with the
+// server paused) would otherwise keep the lease, and with it the only
+// projector that writes: every node's reads and write answers wait for
+// read models nobody moves. It hands the lease to a node that reaches
+// the database instead (engine/cluster: Config.Fit).
+func (a *App) fitToLead() bool {
+	if since, _ := a.Projector.Stalled(); !since.IsZero() {
+		return false
+	}
+	return time.Since(time.Unix(0, a.storeAnswered.Load())) < 3*HealthEvery+time.Second
 }
 
 func b2f(b bool) float64 {
