@@ -104,6 +104,10 @@ type leaderWorker struct {
 	running bool
 	catchUp bool
 	done    uint64 // the last leader commit handled
+	// entries names the entry each of the leader's brackets came from
+	// (copier.Entries), from the commits handled: rebuilt by the catch-up,
+	// then kept by the worker's goroutine alone.
+	entries copier.Entries
 }
 
 // leaderCommit is what one leader commit did that followers mirror.
@@ -111,6 +115,7 @@ type leaderCommit struct {
 	seq     uint64
 	seen    time.Time
 	actions []copier.LeaderAction
+	ended   []string // the brackets it ended (copier.BracketActions)
 }
 
 func newCopiers(cfg Config, e *Engine) *copiers {
@@ -216,11 +221,22 @@ func (e *Engine) copyLeader(id string, s *account.State, cm events.Committed) {
 	if e.copier == nil || !e.copier.leads(id) || !e.owns(id) {
 		return
 	}
-	acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() }, brackets(s))
-	if len(acts) == 0 {
+	lc, ok := leaderActions(s, cm.Seq, cm.Commit)
+	if !ok {
 		return
 	}
-	e.copier.enqueue(e, id, leaderCommit{seq: cm.Seq, seen: time.Now(), actions: acts}, false)
+	lc.seen = time.Now()
+	e.copier.enqueue(e, id, lc, false)
+}
+
+// leaderActions is what the leader's commit c at seq did that followers
+// mirror (copier.Actions, then copier.BracketActions), s the leader's state
+// after it; ok false when it did nothing of it.
+func leaderActions(s *account.State, seq uint64, c events.Commit) (leaderCommit, bool) {
+	acts := copier.Actions(c.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() }, brackets(s))
+	bacts, ended := copier.BracketActions(c, brackets(s))
+	acts = append(acts, bacts...)
+	return leaderCommit{seq: seq, actions: acts, ended: ended}, len(acts) > 0 || len(ended) > 0
 }
 
 // brackets reads the account's active brackets by id (copier.Actions).
@@ -275,7 +291,7 @@ func (e *Engine) runLeader(w *leaderWorker) {
 		done := w.done
 		c.mu.Unlock()
 		if catchUp {
-			last := e.catchUpLeader(w.leader, done)
+			last := e.catchUpLeader(w, done)
 			c.mu.Lock()
 			w.done = max(w.done, last)
 			c.mu.Unlock()
@@ -284,7 +300,12 @@ func (e *Engine) runLeader(w *leaderWorker) {
 		if lc.seq <= done {
 			continue
 		}
-		e.mirrorCommit(w.leader, lc)
+		if w.entries == nil {
+			w.entries = copier.Entries{}
+		}
+		if lc.actions = w.entries.Resolve(lc.actions, lc.ended); len(lc.actions) > 0 {
+			e.mirrorCommit(w.leader, lc)
+		}
 		c.mu.Lock()
 		w.done = max(w.done, lc.seq)
 		c.mu.Unlock()
@@ -293,8 +314,10 @@ func (e *Engine) runLeader(w *leaderWorker) {
 
 // catchUpLeader mirrors the leader's commits in the log after done and
 // after its groups' mirroredThrough, in order; it answers the last commit
-// handled.
-func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
+// handled. The worker's entries are rebuilt from all of the leader's
+// commits.
+func (e *Engine) catchUpLeader(w *leaderWorker, done uint64) uint64 {
+	leader := w.leader
 	groups := e.copier.groupsOf(leader)
 	from := uint64(0)
 	for i, g := range groups {
@@ -306,6 +329,7 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 	// The leader's account is folded from its first commit, so each
 	// commit's actions see its positions after it, as the live hook does.
 	st := account.New(leader)
+	entries := copier.Entries{}
 	var pending []leaderCommit
 	loaded, err := e.cfg.Log.Load(e.copier.ctx, evacct.Subject(leader), func(m eventlog.Msg) error {
 		cm, err := e.reg.Decode(m.Data)
@@ -313,12 +337,14 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 			return err
 		}
 		st = account.Fold(st, m.Seq, cm.Events)
-		if m.Seq <= from {
+		lc, ok := leaderActions(st, m.Seq, cm)
+		if !ok {
 			return nil
 		}
-		acts := copier.Actions(cm.Events, func(inst string) events.Decimal { return st.Positions[inst].Quantity.Abs() }, brackets(st))
-		if len(acts) > 0 {
-			pending = append(pending, leaderCommit{seq: m.Seq, seen: time.Now(), actions: acts})
+		lc.actions = entries.Resolve(lc.actions, lc.ended)
+		if m.Seq > from && len(lc.actions) > 0 {
+			lc.seen = time.Now()
+			pending = append(pending, lc)
 		}
 		return nil
 	})
@@ -326,6 +352,7 @@ func (e *Engine) catchUpLeader(leader string, done uint64) uint64 {
 		slog.Warn("copier: the leader's commits could not be read to catch up; its next start tries again", "leader", leader, "err", err)
 		return done
 	}
+	w.entries = entries // the worker's goroutine: no live commit is handled meanwhile
 	for _, lc := range pending {
 		e.mirrorCommit(leader, lc)
 	}
@@ -654,8 +681,63 @@ func (e *Engine) mirrorOne(g *copier.State, f *copier.Follower, a copier.LeaderA
 		}
 		m.Quantity = &qty
 		return e.sendMirror(m, f.AccountID, &trading.ReplaceOrder{BrokerOrderID: w.BrokerOrderID, Quantity: &qty, LimitPrice: a.LimitPrice, StopPrice: a.StopPrice}, lc)
+	case evcopier.OpChangeBracket, evcopier.OpWithdrawBracket:
+		return e.mirrorBracket(m, f, a, lc)
 	}
 	return skipped(m, commands.CodeNotFound)
+}
+
+// mirrorBracket mirrors a change or withdrawal of the leader's bracket on
+// the follower's own bracket, the one its mirror of the bracket's entry
+// opened (found by the mirror's clientOrderId), as copier.FollowerBracket
+// says. A change is absolute (each leg to a level), so a repeat after a
+// crash finds the legs there and sends nothing; a withdrawal repeated finds
+// the bracket ended.
+func (e *Engine) mirrorBracket(m evcopier.Mirror, f *copier.Follower, a copier.LeaderAction, lc leaderCommit) evcopier.Mirror {
+	var mirrored bool
+	var fb *evacct.Bracket
+	if f.Direction != evcopier.DirectionInverse {
+		mirrored, fb = e.copyFollowerBracket(f.AccountID, m.ClientOrderID)
+	}
+	mv := copier.FollowerBracket(f.Follower, a, mirrored, fb)
+	if fb != nil {
+		m.BracketID, m.Instrument = fb.ID, fb.Instrument
+	}
+	switch {
+	case mv.Code != "":
+		m = skipped(m, mv.Code)
+		m.Reason = mv.Reason
+		return m
+	case mv.Done:
+		m.Status = evcopier.StatusMirrored
+		return m
+	}
+	var cmd commands.Command = &trading.WithdrawBracket{BracketID: fb.ID}
+	if a.Op == evcopier.OpChangeBracket {
+		cmd = &trading.ChangeBracket{BracketID: fb.ID, Legs: mv.Legs}
+	}
+	out := e.sendMirror(m, f.AccountID, cmd, lc)
+	if out.Status == evcopier.StatusSkipped && out.Code == string(commands.CodeNotFound) {
+		out.Reason = evcopier.ReasonBracketEnded // it ended between the read and the send
+	}
+	return out
+}
+
+// copyFollowerBracket reads a follower account: whether it took a mirror
+// under clientOrderID, and a copy of the active bracket that mirror opened
+// (nil: none).
+func (e *Engine) copyFollowerBracket(accountID, clientOrderID string) (mirrored bool, b *evacct.Bracket) {
+	ctx, cancel := context.WithTimeout(e.copier.ctx, copyTimeout)
+	defer cancel()
+	_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
+		_, mirrored, _ = s.OrderFor(clientOrderID)
+		if fb := copier.MirrorBracket(s.Brackets, clientOrderID); fb != nil {
+			cp := *fb
+			cp.Legs = slices.Clone(fb.Legs)
+			b = &cp
+		}
+	})
+	return mirrored, b
 }
 
 // sendEntry places the mirror of an exit plan's entry with the plan

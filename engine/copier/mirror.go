@@ -22,8 +22,8 @@ import (
 // LeaderAction is one thing a leader's commit did that followers mirror:
 // an order its venue accepted, or a cancel or change of one, accepted.
 type LeaderAction struct {
-	Op      string // evcopier.OpPlace, OpCancel or OpReplace
-	OrderID string // the leader's order
+	Op      string // evcopier.OpPlace, OpCancel, OpReplace, OpChangeBracket or OpWithdrawBracket
+	OrderID string // the leader's order (a bracket action: the entry its bracket came from)
 	// Order is the order placed (OpPlace).
 	Order evacct.Order
 	// Exit is, on the entry of an exit plan (OpPlace), the plan each
@@ -36,6 +36,10 @@ type LeaderAction struct {
 	// Quantity, LimitPrice and StopPrice are the order's new terms (OpReplace).
 	Quantity              events.Decimal
 	LimitPrice, StopPrice *events.Decimal
+	// BracketID is the leader's bracket (OpChangeBracket, OpWithdrawBracket).
+	BracketID string
+	// Legs are the bracket's moved legs at their new levels (OpChangeBracket).
+	Legs []LegLevel
 }
 
 // ownCancels are the cancel reasons a follower's own book decides for its
@@ -55,8 +59,9 @@ var ownCancels = map[string]bool{
 // An exit plan's entry is mirrored with the leader's bracket (Bracket), and
 // each follower's mirror carries a bracket of its own; the leader's
 // bracket's legs (their placements, the bracket's own cancels of them, a
-// change of their levels) are therefore not mirrored, so no follower's
-// position is closed twice.
+// change of their levels) are therefore not mirrored as orders, so no
+// follower's position is closed twice; a change of the leader's bracket, or
+// its withdrawal, is mirrored on the follower's bracket (BracketActions).
 func Actions(evs []events.Event, open func(instrument string) events.Decimal, bracket func(id string) *evacct.Bracket) []LeaderAction {
 	var out []LeaderAction
 	var legs map[string]bool

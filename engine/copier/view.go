@@ -58,6 +58,8 @@ type OutcomeView struct {
 	Quantity      *events.Decimal `json:"quantity,omitempty"`
 	ExitPlan      string          `json:"exitPlan,omitempty"`
 	ExitPlanCode  string          `json:"exitPlanCode,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	BracketID     string          `json:"bracketId,omitempty"`
 }
 
 // ActionView is one leader action and its followers' outcomes.
@@ -88,7 +90,7 @@ func ActionsView(rs []Recorded, leaderOrderID string, limit int) []ActionView {
 		for _, m := range r.Mirrors {
 			a.Followers = append(a.Followers, OutcomeView{AccountID: m.Follower, Status: m.Status, Code: m.Code, ClientOrderID: m.ClientOrderID,
 				BrokerOrderID: m.BrokerOrderID, Instrument: m.Instrument, Side: m.Side, Quantity: m.Quantity,
-				ExitPlan: m.ExitPlan, ExitPlanCode: m.ExitPlanCode})
+				ExitPlan: m.ExitPlan, ExitPlanCode: m.ExitPlanCode, Reason: m.Reason, BracketID: m.BracketID})
 		}
 		out = append(out, a)
 	}

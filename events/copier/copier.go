@@ -90,6 +90,13 @@ const (
 	OpPlace   = "place"   // an order the leader's venue accepted
 	OpCancel  = "cancel"  // a cancel of one, accepted
 	OpReplace = "replace" // a change of one, accepted
+	// OpChangeBracket: a change of the levels of the bracket an entry of
+	// the leader's opened (its LeaderOrderID), accepted; each follower's
+	// own bracket, from its mirror of the entry, takes the moved levels.
+	OpChangeBracket = "change_bracket"
+	// OpWithdrawBracket: a withdrawal of that bracket, accepted; each
+	// follower's own bracket is withdrawn.
+	OpWithdrawBracket = "withdraw_bracket"
 )
 
 // Mirror statuses.
@@ -125,7 +132,31 @@ type Mirror struct {
 	// left it partial or none.
 	ExitPlan     string `json:"exitPlan,omitempty"`
 	ExitPlanCode string `json:"exitPlanCode,omitempty"`
+	// Reason says, on a bracket action skipped, why nothing was sent
+	// (ReasonInverse, ReasonBracketEnded, ReasonNotMirrored, ReasonLegsEnded).
+	Reason string `json:"reason,omitempty"`
+	// BracketID is, on a bracket action, the follower's bracket it changed
+	// or withdrew.
+	BracketID string `json:"bracketId,omitempty"`
 }
+
+// Why a follower's bracket action sent nothing.
+const (
+	// ReasonInverse: the follower trades the other side, and the leader's
+	// levels cannot be translated to its bracket (code unsupported_value).
+	ReasonInverse = "direction_inverse"
+	// ReasonNotMirrored: the follower has no mirror of the leader's entry
+	// (code not_found).
+	ReasonNotMirrored = "entry_not_mirrored"
+	// ReasonBracketEnded: the follower's mirror of the entry carries no
+	// active bracket: it ended (its stop or targets filled, its position
+	// closed, withdrawn) or the mirror was placed without one (code
+	// not_found).
+	ReasonBracketEnded = "bracket_ended"
+	// ReasonLegsEnded: none of the follower's legs that match the leader's
+	// moved legs (by kind and place in the ladder) is open (code not_found).
+	ReasonLegsEnded = "legs_ended"
+)
 
 // What a mirrored entry carries of the leader's exit plan.
 const (

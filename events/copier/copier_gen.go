@@ -515,8 +515,8 @@ func (z *GroupCreated) Msgsize() (s int) {
 func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(12)
-	var zb0001Mask uint16 /* 12 bits */
+	zb0001Len := uint32(14)
+	var zb0001Mask uint16 /* 14 bits */
 	_ = zb0001Mask
 	if z.Code == "" {
 		zb0001Len--
@@ -557,6 +557,14 @@ func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ExitPlanCode == "" {
 		zb0001Len--
 		zb0001Mask |= 0x800
+	}
+	if z.Reason == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.BracketID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -642,6 +650,16 @@ func (z *Mirror) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "exitPlanCode"
 			o = append(o, 0xac, 0x65, 0x78, 0x69, 0x74, 0x50, 0x6c, 0x61, 0x6e, 0x43, 0x6f, 0x64, 0x65)
 			o = msgp.AppendString(o, z.ExitPlanCode)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "reason"
+			o = append(o, 0xa6, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.Reason)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "bracketId"
+			o = append(o, 0xa9, 0x62, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x74, 0x49, 0x64)
+			o = msgp.AppendString(o, z.BracketID)
 		}
 	}
 	return
@@ -770,6 +788,18 @@ func (z *Mirror) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ExitPlanCode")
 				return
 			}
+		case "reason":
+			z.Reason, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Reason")
+				return
+			}
+		case "bracketId":
+			z.BracketID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BracketID")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -802,7 +832,7 @@ func (z *Mirror) Msgsize() (s int) {
 	} else {
 		s += z.FollowerEquity.Msgsize()
 	}
-	s += 9 + msgp.StringPrefixSize + len(z.ExitPlan) + 13 + msgp.StringPrefixSize + len(z.ExitPlanCode)
+	s += 9 + msgp.StringPrefixSize + len(z.ExitPlan) + 13 + msgp.StringPrefixSize + len(z.ExitPlanCode) + 7 + msgp.StringPrefixSize + len(z.Reason) + 10 + msgp.StringPrefixSize + len(z.BracketID)
 	return
 }
 
