@@ -191,7 +191,9 @@ func TestFollowerBracket(t *testing.T) {
 		return copier.LeaderAction{Op: evcopier.OpChangeBracket, OrderID: "e1", BracketID: "b1", Legs: legs}
 	}
 	stop := func(p string) copier.LegLevel { return copier.LegLevel{Kind: evacct.LegStop, N: 0, Price: dec(p)} }
-	target := func(n int, p string) copier.LegLevel { return copier.LegLevel{Kind: evacct.LegTarget, N: n, Price: dec(p)} }
+	target := func(n int, p string) copier.LegLevel {
+		return copier.LegLevel{Kind: evacct.LegTarget, N: n, Price: dec(p)}
+	}
 	for _, tc := range []struct {
 		name     string
 		f        evcopier.Follower
