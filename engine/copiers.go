@@ -730,8 +730,9 @@ func (e *Engine) copyFollowerBracket(accountID, clientOrderID string) (mirrored 
 	ctx, cancel := context.WithTimeout(e.copier.ctx, copyTimeout)
 	defer cancel()
 	_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, _ uint64) {
-		_, mirrored, _ = s.OrderFor(clientOrderID)
-		if fb := copier.MirrorBracket(s.Brackets, clientOrderID); fb != nil {
+		var id string
+		id, mirrored, _ = s.OrderFor(clientOrderID)
+		if fb := copier.MirrorBracket(s.Brackets, clientOrderID, id); fb != nil {
 			cp := *fb
 			cp.Legs = slices.Clone(fb.Legs)
 			b = &cp

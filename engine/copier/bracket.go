@@ -1,6 +1,8 @@
 package copier
 
 import (
+	"github.com/oklog/ulid/v2"
+
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/commands/trading"
 	"github.com/svc/engine/events"
@@ -221,11 +223,22 @@ func nth(b *evacct.Bracket, kind string, n int) *evacct.BracketLeg {
 }
 
 // MirrorBracket is the follower's active bracket that its mirror of the
-// leader's entry opened: the one keyed by the mirror's clientOrderId; nil
-// when none is active.
-func MirrorBracket(brackets map[string]*evacct.Bracket, clientOrderID string) *evacct.Bracket {
+// leader's entry opened; nil when none is active. clientOrderID is the
+// mirror's, orderID the follower's order it placed: the bracket keyed by
+// the clientOrderId, or waiting on that order, or the one that order's
+// placement opened (an entry's bracket is the placing command's first
+// derived bracket id, commands.Envelope.DerivedID("b", 0), and the entry's
+// id is the command's own), which it stays after the entry filled.
+func MirrorBracket(brackets map[string]*evacct.Bracket, clientOrderID, orderID string) *evacct.Bracket {
+	opened := ""
+	if u, err := ulid.ParseStrict(orderID); err == nil {
+		opened = commands.Envelope{ID: u}.DerivedID("b", 0)
+	}
+	if b, ok := brackets[opened]; ok && opened != "" {
+		return b
+	}
 	for _, b := range brackets {
-		if b.ClientOrderID == clientOrderID {
+		if (clientOrderID != "" && b.ClientOrderID == clientOrderID) || (orderID != "" && b.EntryOrderID == orderID) {
 			return b
 		}
 	}

@@ -230,15 +230,26 @@ func TestFollowerBracket(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the mirror's bracket is found by its clientOrderId", func(t *testing.T) {
+	t.Run("the mirror's bracket", func(t *testing.T) {
+		const entry = "01M8XEYJHZH718SAKFHHKP9SA4" // the mirror's order: the id of the command that placed it
+		opened := fb
+		opened.ID, opened.ClientOrderID = entry+"-b0", ""
+		waiting := fb
+		waiting.ID, waiting.ClientOrderID, waiting.EntryOrderID = "w", "", "01M8XEYJHZH718SAKFHHKP9SA5"
 		other := fb
 		other.ID, other.ClientOrderID = "own", "mine-1"
-		bs := map[string]*evacct.Bracket{"own": &other, "fb": &fb}
-		if got := copier.MirrorBracket(bs, "cp-1"); got == nil || got.ID != "fb" {
-			t.Fatalf("bracket %+v", got)
-		}
-		if got := copier.MirrorBracket(bs, "cp-2"); got != nil {
-			t.Fatalf("bracket %+v for a mirror without one", got)
+		bs := map[string]*evacct.Bracket{"own": &other, "fb": &fb, opened.ID: &opened, "w": &waiting}
+		for _, tc := range []struct{ coid, order, want string }{
+			{"cp-1", "", "fb"},                          // keyed by the mirror's clientOrderId
+			{"cp-9", entry, opened.ID},                  // opened by the mirror's placement, armed since
+			{"cp-9", "01M8XEYJHZH718SAKFHHKP9SA5", "w"}, // waiting on the mirror's entry
+			{"cp-2", "01M8XEYJHZH718SAKFHHKP9SA6", ""},  // none: it ended, or there was none
+			{"cp-2", "not-a-ulid", ""},
+		} {
+			got := copier.MirrorBracket(bs, tc.coid, tc.order)
+			if (got == nil) != (tc.want == "") || (got != nil && got.ID != tc.want) {
+				t.Fatalf("%s %s: bracket %+v, want %q", tc.coid, tc.order, got, tc.want)
+			}
 		}
 	})
 }

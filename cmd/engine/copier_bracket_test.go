@@ -1,0 +1,214 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc/engine/engine/enginetest"
+)
+
+// TestCopierMirrorsBracketChanges drives the binary: a paper leader's
+// market entry with an exit plan (a stop and a target) is mirrored on two
+// paper followers, each with a bracket of its own. The leader moves its
+// stop: each follower's bracket shows the new level in its frame, and the
+// group records the change per leader order. The leader withdraws its
+// bracket: each follower's bracket ends, its position stays. After a kill
+// and a start nothing is mirrored again.
+func TestCopierMirrorsBracketChanges(t *testing.T) {
+	bin := build(t)
+	dir, addr := t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr)
+	c := readCreds(t, dir)
+	if len(c.Accounts) < 3 {
+		t.Fatalf("%d demo accounts", len(c.Accounts))
+	}
+	leader, f1, f2 := c.Accounts[0].AccountID, c.Accounts[1].AccountID, c.Accounts[2].AccountID
+	key := c.TradingKey
+	st, g, err := copierCall(p.base, key, "grp-b", "POST", "/api/copier/groups", map[string]any{"leaderAccountId": leader, "followers": []any{
+		map[string]any{"accountId": f1}, map[string]any{"accountId": f2, "sizing": map[string]any{"mode": "multiplier", "value": "2"}},
+	}})
+	if err != nil || st != 201 {
+		t.Fatalf("group: %d %v %v", st, g, err)
+	}
+	groupID := g["groupId"].(string)
+
+	// A stop 100 ticks and a target 200 ticks of BTC-PERP (0.5) from the entry.
+	st, pl := doJSON(t, p.base, key, "POST", "/api/exit-plans", map[string]any{"name": "copied", "stop": map[string]any{"ticks": 100},
+		"targets": []any{map[string]any{"distance": map[string]any{"ticks": 200}, "share": "1"}}})
+	if st != 201 {
+		t.Fatalf("plan: %d %v", st, pl)
+	}
+	planID, rev := pl["plan"].(map[string]any)["id"].(string), pl["plan"].(map[string]any)["revision"].(string)
+	order := map[string]any{"clientOrderId": "lead-b", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.01"}
+	pv := map[string]any{"planId": planID, "planRevision": rev}
+	for k, v := range order {
+		pv[k] = v
+	}
+	st, prev := doJSON(t, p.base, key, "POST", "/api/account/exit-plans/preview?account="+leader, pv)
+	if st != 200 {
+		t.Fatalf("preview: %d %v", st, prev)
+	}
+	order["exitPlan"] = map[string]any{"planId": planID, "planRevision": rev, "previewToken": prev["preview"].(map[string]any)["token"]}
+	st, o := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, order)
+	if st != 200 {
+		t.Fatalf("leader order: %d %v", st, o)
+	}
+	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
+	bracketID := o["bracket"].(map[string]any)["id"].(string)
+
+	// mirrors are the group's outcomes of the leader's entry, oldest first.
+	mirrors := func() []map[string]any {
+		_, m, _ := copierCall(p.base, key, "", "GET", "/api/copier/groups/"+groupID+"/mirrors?leaderOrderId="+lead, nil)
+		acts, _ := m["mirrors"].([]any)
+		var out []map[string]any
+		for i := len(acts) - 1; i >= 0; i-- {
+			out = append(out, acts[i].(map[string]any))
+		}
+		return out
+	}
+	// allMirrored checks the action's op and that both followers mirrored it.
+	allMirrored := func(a map[string]any, op string) error {
+		fs, _ := a["followers"].([]any)
+		if a["op"] != op || len(fs) != 2 {
+			return fmt.Errorf("action %v, want %s on 2 followers", a, op)
+		}
+		for _, f := range fs {
+			if f.(map[string]any)["status"] != "mirrored" {
+				return fmt.Errorf("outcome %v of %s", f, op)
+			}
+		}
+		return nil
+	}
+	enginetest.WaitFor(t, 20*time.Second, func() error {
+		ms := mirrors()
+		if len(ms) != 1 {
+			return fmt.Errorf("outcomes %v", ms)
+		}
+		return allMirrored(ms[0], "place")
+	})
+	// frameBracket is the account's one bracket in its frame (nil: none)
+	// and the frame's positions.
+	frameBracket := func(account string) (map[string]any, []any, error) {
+		st, f := doJSON(t, p.base, key, "GET", "/api/account/snapshot?account="+account, nil)
+		if st != 200 {
+			return nil, nil, fmt.Errorf("snapshot of %s: %d %v", account, st, f)
+		}
+		bs, _ := f["brackets"].([]any)
+		ps, _ := f["positions"].([]any)
+		switch len(bs) {
+		case 0:
+			return nil, ps, nil
+		case 1:
+			return bs[0].(map[string]any), ps, nil
+		}
+		return nil, nil, fmt.Errorf("%s's frame holds %d brackets", account, len(bs))
+	}
+	legOf := func(b map[string]any, kind string) map[string]any {
+		for _, l := range b["legs"].([]any) {
+			if l := l.(map[string]any); l["kind"] == kind {
+				return l
+			}
+		}
+		t.Fatalf("no %s leg in %v", kind, b)
+		return nil
+	}
+	targets := map[string]any{}
+	enginetest.WaitFor(t, 10*time.Second, func() error {
+		for _, a := range []string{leader, f1, f2} {
+			b, _, err := frameBracket(a)
+			if err != nil {
+				return err
+			}
+			if b == nil || legOf(b, "stop")["state"] != "working" {
+				return fmt.Errorf("%s's bracket is not armed: %v", a, b)
+			}
+			targets[a] = legOf(b, "target")["price"]
+		}
+		return nil
+	})
+	lb, _, _ := frameBracket(leader)
+	stop := legOf(lb, "stop")
+	oldStop := wholePrice(t, stop["price"].(string))
+	newStop := fmt.Sprintf("%d", oldStop+10) // 20 ticks closer
+
+	// The leader moves its stop: both followers' stops go to the same level,
+	// their targets stay where their own entries put them.
+	st, m := doJSON(t, p.base, key, "PATCH", "/api/trading/exits/"+bracketID+"?account="+leader,
+		map[string]any{"legs": []any{map[string]any{"id": stop["id"], "price": newStop}}})
+	if st != 200 {
+		t.Fatalf("change: %d %v", st, m)
+	}
+	enginetest.WaitFor(t, 10*time.Second, func() error {
+		for _, a := range []string{f1, f2} {
+			b, _, err := frameBracket(a)
+			if err != nil {
+				return err
+			}
+			if b == nil || fmt.Sprint(legOf(b, "stop")["price"]) != newStop || legOf(b, "target")["price"] != targets[a] {
+				return fmt.Errorf("%s's bracket %v, want its stop at %s, its target at %v; outcomes %v", a, b, newStop, targets[a], mirrors())
+			}
+		}
+		ms := mirrors()
+		if len(ms) != 2 {
+			return fmt.Errorf("outcomes %v", ms)
+		}
+		return allMirrored(ms[1], "change_bracket")
+	})
+
+	// The leader withdraws its bracket: the followers' brackets end, their
+	// positions stay.
+	st, m = doJSON(t, p.base, key, http.MethodDelete, "/api/trading/exits/"+bracketID+"?account="+leader, nil)
+	if st != 200 {
+		t.Fatalf("withdraw: %d %v", st, m)
+	}
+	ended := func() error {
+		for _, a := range []string{f1, f2} {
+			b, ps, err := frameBracket(a)
+			if err != nil {
+				return err
+			}
+			if b != nil || len(ps) != 1 {
+				return fmt.Errorf("%s after the withdrawal: bracket %v, positions %v", a, b, ps)
+			}
+		}
+		ms := mirrors()
+		if len(ms) != 3 {
+			return fmt.Errorf("outcomes %v", ms)
+		}
+		return allMirrored(ms[2], "withdraw_bracket")
+	}
+	enginetest.WaitFor(t, 10*time.Second, ended)
+
+	// A kill and a start: the catch-up mirrors nothing again.
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_, _ = p.cmd.Process.Wait()
+	p = start(t, bin, dir, addr)
+	time.Sleep(500 * time.Millisecond)
+	if err := ended(); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{f1, f2} {
+		var mirrored []copierOrder
+		for _, o := range listOrders(t, p.base, key, a) {
+			if o.LeaderOrderID != "" {
+				mirrored = append(mirrored, o)
+			}
+		}
+		if len(mirrored) != 1 || mirrored[0].LeaderOrderID != lead {
+			t.Fatalf("%s's mirrors: %+v", a, mirrored)
+		}
+	}
+}
+
+// wholePrice reads a price such as "60000" or "60000.5" (rounded down).
+func wholePrice(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+		t.Fatalf("price %q: %v", s, err)
+	}
+	return n
+}
