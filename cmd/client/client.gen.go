@@ -544,9 +544,11 @@ func (e ConnectWhiteLabelCurrency) Valid() bool {
 
 // Defines values for CopierActionOp.
 const (
-	CopierActionOpCancel  CopierActionOp = "cancel"
-	CopierActionOpPlace   CopierActionOp = "place"
-	CopierActionOpReplace CopierActionOp = "replace"
+	CopierActionOpCancel          CopierActionOp = "cancel"
+	CopierActionOpChangeBracket   CopierActionOp = "change_bracket"
+	CopierActionOpPlace           CopierActionOp = "place"
+	CopierActionOpReplace         CopierActionOp = "replace"
+	CopierActionOpWithdrawBracket CopierActionOp = "withdraw_bracket"
 )
 
 // Valid indicates whether the value is a known member of the CopierActionOp enum.
@@ -554,9 +556,13 @@ func (e CopierActionOp) Valid() bool {
 	switch e {
 	case CopierActionOpCancel:
 		return true
+	case CopierActionOpChangeBracket:
+		return true
 	case CopierActionOpPlace:
 		return true
 	case CopierActionOpReplace:
+		return true
+	case CopierActionOpWithdrawBracket:
 		return true
 	default:
 		return false
@@ -632,6 +638,30 @@ func (e CopierOutcomeExitPlan) Valid() bool {
 	case CopierOutcomeExitPlanNone:
 		return true
 	case CopierOutcomeExitPlanPartial:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CopierOutcomeReason.
+const (
+	CopierOutcomeReasonBracketEnded     CopierOutcomeReason = "bracket_ended"
+	CopierOutcomeReasonDirectionInverse CopierOutcomeReason = "direction_inverse"
+	CopierOutcomeReasonEntryNotMirrored CopierOutcomeReason = "entry_not_mirrored"
+	CopierOutcomeReasonLegsEnded        CopierOutcomeReason = "legs_ended"
+)
+
+// Valid indicates whether the value is a known member of the CopierOutcomeReason enum.
+func (e CopierOutcomeReason) Valid() bool {
+	switch e {
+	case CopierOutcomeReasonBracketEnded:
+		return true
+	case CopierOutcomeReasonDirectionInverse:
+		return true
+	case CopierOutcomeReasonEntryNotMirrored:
+		return true
+	case CopierOutcomeReasonLegsEnded:
 		return true
 	default:
 		return false
@@ -2743,16 +2773,20 @@ type ConnectWhiteLabelCurrency string
 
 // CopierAction defines model for CopierAction.
 type CopierAction struct {
-	At            time.Time       `json:"at"`
-	Followers     []CopierOutcome `json:"followers"`
-	LeaderOrderId string          `json:"leaderOrderId"`
+	At        time.Time       `json:"at"`
+	Followers []CopierOutcome `json:"followers"`
+
+	// LeaderOrderId The leader's order; on a bracket action, the entry whose bracket it changed or withdrew
+	LeaderOrderId string `json:"leaderOrderId"`
 
 	// LeaderRevision The leader account's commit that did it
-	LeaderRevision int            `json:"leaderRevision"`
-	Op             CopierActionOp `json:"op"`
+	LeaderRevision int `json:"leaderRevision"`
+
+	// Op `change_bracket`: the leader moved the levels of the bracket its entry opened, and each follower's own bracket (from its mirror of the entry) moves the same legs (matched by kind and place in the ladder) to the same prices; `withdraw_bracket`: the leader withdrew it, and each follower's is withdrawn.
+	Op CopierActionOp `json:"op"`
 }
 
-// CopierActionOp defines model for CopierAction.Op.
+// CopierActionOp `change_bracket`: the leader moved the levels of the bracket its entry opened, and each follower's own bracket (from its mirror of the entry) moves the same legs (matched by kind and place in the ladder) to the same prices; `withdraw_bracket`: the leader withdrew it, and each follower's is withdrawn.
 type CopierActionOp string
 
 // CopierFollower defines model for CopierFollower.
@@ -2823,7 +2857,10 @@ type CopierGroupIn struct {
 
 // CopierOutcome defines model for CopierOutcome.
 type CopierOutcome struct {
-	AccountId     string  `json:"accountId"`
+	AccountId string `json:"accountId"`
+
+	// BracketId On a bracket action, the follower's bracket it changed or withdrew
+	BracketId     *string `json:"bracketId,omitempty"`
 	BrokerOrderId *string `json:"brokerOrderId,omitempty"`
 	ClientOrderId *string `json:"clientOrderId,omitempty"`
 
@@ -2837,15 +2874,21 @@ type CopierOutcome struct {
 	ExitPlan *CopierOutcomeExitPlan `json:"exitPlan,omitempty"`
 
 	// ExitPlanCode The code of the follower's refusal of the plan that left it `partial` or `none`.
-	ExitPlanCode *ErrorCode          `json:"exitPlanCode,omitempty"`
-	Instrument   *string             `json:"instrument,omitempty"`
-	Quantity     *Decimal            `json:"quantity,omitempty"`
-	Side         *CopierOutcomeSide  `json:"side,omitempty"`
-	Status       CopierOutcomeStatus `json:"status"`
+	ExitPlanCode *ErrorCode `json:"exitPlanCode,omitempty"`
+	Instrument   *string    `json:"instrument,omitempty"`
+	Quantity     *Decimal   `json:"quantity,omitempty"`
+
+	// Reason On a bracket action `skipped`, why nothing was sent. `direction_inverse` (code `unsupported_value`): the follower trades the other side and the leader's levels cannot be translated to its bracket; `entry_not_mirrored` (`not_found`): it has no mirror of the entry; `bracket_ended` (`not_found`): its mirror carries no active bracket (it ended: a stop or targets filled, the position closed; or it was placed without one); `legs_ended` (`not_found`): none of its legs that match the moved ones is open.
+	Reason *CopierOutcomeReason `json:"reason,omitempty"`
+	Side   *CopierOutcomeSide   `json:"side,omitempty"`
+	Status CopierOutcomeStatus  `json:"status"`
 }
 
 // CopierOutcomeExitPlan On the mirror of a leader's exit-plan entry: what the follower's order carries of it. `followed`: a bracket of the follower's own, each level as far from its entry as the leader's from the leader's (on an inverse follower, on the other side), each target its share of the follower's quantity; `partial`: the same without the breakeven and trailing rules, which its account does not serve; `none`: no bracket, its account took no such plan.
 type CopierOutcomeExitPlan string
+
+// CopierOutcomeReason On a bracket action `skipped`, why nothing was sent. `direction_inverse` (code `unsupported_value`): the follower trades the other side and the leader's levels cannot be translated to its bracket; `entry_not_mirrored` (`not_found`): it has no mirror of the entry; `bracket_ended` (`not_found`): its mirror carries no active bracket (it ended: a stop or targets filled, the position closed; or it was placed without one); `legs_ended` (`not_found`): none of its legs that match the moved ones is open.
+type CopierOutcomeReason string
 
 // CopierOutcomeSide defines model for CopierOutcome.Side.
 type CopierOutcomeSide string
@@ -7323,13 +7366,15 @@ type ClientInterface interface {
 
 	// GetCopierMirrors The group's recent mirror outcomes, per leader order
 	//
-	// The leader's recent actions (its accepted orders, cancels and changes), newest
-	// first, each with every participating follower's outcome: `mirrored` (its order id
-	// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
-	// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
-	// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
-	// mirror of the order works any more, `position_not_closable` when the follower has
-	// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+	// The leader's recent actions (its accepted orders, cancels and changes, and the
+	// changes and withdrawals of its entries' brackets), newest first, each with every
+	// participating follower's outcome: `mirrored` (its order id in `brokerOrderId`; on a
+	// bracket action its bracket in `bracketId`), `refused` (`code` says why: the
+	// follower's risk lock, a hold, `feature_disabled`, margin, its provider's rejection)
+	// or `skipped` (nothing sent: `copy_quantity_too_small` when the size rounds to
+	// nothing, `not_found` when no mirror of the order works any more,
+	// `position_not_closable` when the follower has no position to reduce; on a bracket
+	// action `reason` says why). The group keeps its latest 200 actions; the log keeps all.
 	// `leaderOrderId` keeps one leader order's.
 	//
 	// Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
@@ -11700,13 +11745,15 @@ func (c *Client) PutCopierFollower(ctx context.Context, groupId CopierGroupId, a
 
 // GetCopierMirrors The group's recent mirror outcomes, per leader order
 //
-// The leader's recent actions (its accepted orders, cancels and changes), newest
-// first, each with every participating follower's outcome: `mirrored` (its order id
-// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
-// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
-// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
-// mirror of the order works any more, `position_not_closable` when the follower has
-// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+// The leader's recent actions (its accepted orders, cancels and changes, and the
+// changes and withdrawals of its entries' brackets), newest first, each with every
+// participating follower's outcome: `mirrored` (its order id in `brokerOrderId`; on a
+// bracket action its bracket in `bracketId`), `refused` (`code` says why: the
+// follower's risk lock, a hold, `feature_disabled`, margin, its provider's rejection)
+// or `skipped` (nothing sent: `copy_quantity_too_small` when the size rounds to
+// nothing, `not_found` when no mirror of the order works any more,
+// `position_not_closable` when the follower has no position to reduce; on a bracket
+// action `reason` says why). The group keeps its latest 200 actions; the log keeps all.
 // `leaderOrderId` keeps one leader order's.
 //
 // Corresponds with GET /api/copier/groups/{groupId}/mirrors (the `GetCopierMirrors` operationId).
@@ -26591,13 +26638,15 @@ type ClientWithResponsesInterface interface {
 
 	// GetCopierMirrorsWithResponse The group's recent mirror outcomes, per leader order
 	//
-	// The leader's recent actions (its accepted orders, cancels and changes), newest
-	// first, each with every participating follower's outcome: `mirrored` (its order id
-	// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
-	// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
-	// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
-	// mirror of the order works any more, `position_not_closable` when the follower has
-	// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+	// The leader's recent actions (its accepted orders, cancels and changes, and the
+	// changes and withdrawals of its entries' brackets), newest first, each with every
+	// participating follower's outcome: `mirrored` (its order id in `brokerOrderId`; on a
+	// bracket action its bracket in `bracketId`), `refused` (`code` says why: the
+	// follower's risk lock, a hold, `feature_disabled`, margin, its provider's rejection)
+	// or `skipped` (nothing sent: `copy_quantity_too_small` when the size rounds to
+	// nothing, `not_found` when no mirror of the order works any more,
+	// `position_not_closable` when the follower has no position to reduce; on a bracket
+	// action `reason` says why). The group keeps its latest 200 actions; the log keeps all.
 	// `leaderOrderId` keeps one leader order's.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -43805,13 +43854,15 @@ func (c *ClientWithResponses) PutCopierFollowerWithResponse(ctx context.Context,
 
 // GetCopierMirrorsWithResponse The group's recent mirror outcomes, per leader order
 //
-// The leader's recent actions (its accepted orders, cancels and changes), newest
-// first, each with every participating follower's outcome: `mirrored` (its order id
-// in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
-// `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
-// `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
-// mirror of the order works any more, `position_not_closable` when the follower has
-// no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+// The leader's recent actions (its accepted orders, cancels and changes, and the
+// changes and withdrawals of its entries' brackets), newest first, each with every
+// participating follower's outcome: `mirrored` (its order id in `brokerOrderId`; on a
+// bracket action its bracket in `bracketId`), `refused` (`code` says why: the
+// follower's risk lock, a hold, `feature_disabled`, margin, its provider's rejection)
+// or `skipped` (nothing sent: `copy_quantity_too_small` when the size rounds to
+// nothing, `not_found` when no mirror of the order works any more,
+// `position_not_closable` when the follower has no position to reduce; on a bracket
+// action `reason` says why). The group keeps its latest 200 actions; the log keeps all.
 // `leaderOrderId` keeps one leader order's.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -3124,13 +3124,15 @@ export interface paths {
         };
         /**
          * The group's recent mirror outcomes, per leader order
-         * @description The leader's recent actions (its accepted orders, cancels and changes), newest
-         *     first, each with every participating follower's outcome: `mirrored` (its order id
-         *     in `brokerOrderId`), `refused` (`code` says why: the follower's risk lock, a hold,
-         *     `feature_disabled`, margin, its provider's rejection) or `skipped` (nothing sent:
-         *     `copy_quantity_too_small` when the size rounds to nothing, `not_found` when no
-         *     mirror of the order works any more, `position_not_closable` when the follower has
-         *     no position to reduce). The group keeps its latest 200 actions; the log keeps all.
+         * @description The leader's recent actions (its accepted orders, cancels and changes, and the
+         *     changes and withdrawals of its entries' brackets), newest first, each with every
+         *     participating follower's outcome: `mirrored` (its order id in `brokerOrderId`; on a
+         *     bracket action its bracket in `bracketId`), `refused` (`code` says why: the
+         *     follower's risk lock, a hold, `feature_disabled`, margin, its provider's rejection)
+         *     or `skipped` (nothing sent: `copy_quantity_too_small` when the size rounds to
+         *     nothing, `not_found` when no mirror of the order works any more,
+         *     `position_not_closable` when the follower has no position to reduce; on a bracket
+         *     action `reason` says why). The group keeps its latest 200 actions; the log keeps all.
          *     `leaderOrderId` keeps one leader order's.
          */
         get: operations["getCopierMirrors"];
@@ -4596,9 +4598,13 @@ export interface components {
             createdAt: string;
         };
         CopierAction: {
+            /** @description The leader's order; on a bracket action, the entry whose bracket it changed or withdrew */
             leaderOrderId: string;
-            /** @enum {string} */
-            op: "place" | "cancel" | "replace";
+            /**
+             * @description `change_bracket`: the leader moved the levels of the bracket its entry opened, and each follower's own bracket (from its mirror of the entry) moves the same legs (matched by kind and place in the ladder) to the same prices; `withdraw_bracket`: the leader withdrew it, and each follower's is withdrawn.
+             * @enum {string}
+             */
+            op: "place" | "cancel" | "replace" | "change_bracket" | "withdraw_bracket";
             /** @description The leader account's commit that did it */
             leaderRevision: number;
             /** Format: date-time */
@@ -4623,6 +4629,13 @@ export interface components {
             exitPlan?: "followed" | "partial" | "none";
             /** @description The code of the follower's refusal of the plan that left it `partial` or `none`. */
             exitPlanCode?: components["schemas"]["ErrorCode"];
+            /**
+             * @description On a bracket action `skipped`, why nothing was sent. `direction_inverse` (code `unsupported_value`): the follower trades the other side and the leader's levels cannot be translated to its bracket; `entry_not_mirrored` (`not_found`): it has no mirror of the entry; `bracket_ended` (`not_found`): its mirror carries no active bracket (it ended: a stop or targets filled, the position closed; or it was placed without one); `legs_ended` (`not_found`): none of its legs that match the moved ones is open.
+             * @enum {string}
+             */
+            reason?: "direction_inverse" | "entry_not_mirrored" | "bracket_ended" | "legs_ended";
+            /** @description On a bracket action, the follower's bracket it changed or withdrew */
+            bracketId?: string;
         };
         Decimal: string;
         /** @description A decimal string or a JSON number */
