@@ -12,23 +12,25 @@ import (
 
 // TestCopierMirrorsBracketChanges drives the binary: a paper leader's
 // market entry with an exit plan (a stop and a target) is mirrored on two
-// paper followers, each with a bracket of its own. The leader moves its
-// stop: each follower's bracket shows the new level in its frame, and the
-// group records the change per leader order. The leader withdraws its
-// bracket: each follower's bracket ends, its position stays. After a kill
-// and a start nothing is mirrored again.
+// paper followers, and an inverse one, each with a bracket of its own. The
+// leader moves its stop: each same-side follower's bracket shows the new
+// level in its frame, and the group records the change per leader order;
+// the inverse follower's is left, recorded skipped with its reason. The
+// leader withdraws its bracket: the same-side followers' brackets end,
+// their positions stay. After a kill and a start nothing is mirrored again.
 func TestCopierMirrorsBracketChanges(t *testing.T) {
 	bin := build(t)
 	dir, addr := t.TempDir(), freePort(t)
 	p := start(t, bin, dir, addr)
 	c := readCreds(t, dir)
-	if len(c.Accounts) < 3 {
+	if len(c.Accounts) < 4 {
 		t.Fatalf("%d demo accounts", len(c.Accounts))
 	}
-	leader, f1, f2 := c.Accounts[0].AccountID, c.Accounts[1].AccountID, c.Accounts[2].AccountID
+	leader, f1, f2, inv := c.Accounts[0].AccountID, c.Accounts[1].AccountID, c.Accounts[2].AccountID, c.Accounts[3].AccountID
 	key := c.TradingKey
 	st, g, err := copierCall(p.base, key, "grp-b", "POST", "/api/copier/groups", map[string]any{"leaderAccountId": leader, "followers": []any{
 		map[string]any{"accountId": f1}, map[string]any{"accountId": f2, "sizing": map[string]any{"mode": "multiplier", "value": "2"}},
+		map[string]any{"accountId": inv, "direction": "inverse"},
 	}})
 	if err != nil || st != 201 {
 		t.Fatalf("group: %d %v %v", st, g, err)
@@ -69,14 +71,23 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 		}
 		return out
 	}
-	// allMirrored checks the action's op and that both followers mirrored it.
+	// allMirrored checks the action's op and that the same-side followers
+	// mirrored it; the inverse one mirrors a placement, and skips a bracket
+	// action, saying why.
 	allMirrored := func(a map[string]any, op string) error {
 		fs, _ := a["followers"].([]any)
-		if a["op"] != op || len(fs) != 2 {
-			return fmt.Errorf("action %v, want %s on 2 followers", a, op)
+		if a["op"] != op || len(fs) != 3 {
+			return fmt.Errorf("action %v, want %s on 3 followers", a, op)
 		}
 		for _, f := range fs {
-			if f.(map[string]any)["status"] != "mirrored" {
+			f := f.(map[string]any)
+			if f["accountId"] == inv && op != "place" {
+				if f["status"] != "skipped" || f["code"] != "unsupported_value" || f["reason"] != "direction_inverse" {
+					return fmt.Errorf("the inverse follower's outcome %v of %s", f, op)
+				}
+				continue
+			}
+			if f["status"] != "mirrored" || (op != "place" && f["bracketId"] == nil) {
 				return fmt.Errorf("outcome %v of %s", f, op)
 			}
 		}
@@ -115,9 +126,9 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 		t.Fatalf("no %s leg in %v", kind, b)
 		return nil
 	}
-	targets := map[string]any{}
+	targets, invStop := map[string]any{}, any(nil)
 	enginetest.WaitFor(t, 10*time.Second, func() error {
-		for _, a := range []string{leader, f1, f2} {
+		for _, a := range []string{leader, f1, f2, inv} {
 			b, _, err := frameBracket(a)
 			if err != nil {
 				return err
@@ -126,6 +137,9 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 				return fmt.Errorf("%s's bracket is not armed: %v", a, b)
 			}
 			targets[a] = legOf(b, "target")["price"]
+			if a == inv {
+				invStop = legOf(b, "stop")["price"]
+			}
 		}
 		return nil
 	})
@@ -157,6 +171,9 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 		}
 		return allMirrored(ms[1], "change_bracket")
 	})
+	if b, _, err := frameBracket(inv); err != nil || b == nil || legOf(b, "stop")["price"] != invStop {
+		t.Fatalf("the inverse follower's bracket %v (%v), want its stop left at %v", b, err, invStop)
+	}
 
 	// The leader withdraws its bracket: the followers' brackets end, their
 	// positions stay.
@@ -174,6 +191,9 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 				return fmt.Errorf("%s after the withdrawal: bracket %v, positions %v", a, b, ps)
 			}
 		}
+		if b, ps, err := frameBracket(inv); err != nil || b == nil || len(ps) != 1 {
+			return fmt.Errorf("the inverse follower after the withdrawal: bracket %v, positions %v (%v)", b, ps, err)
+		}
 		ms := mirrors()
 		if len(ms) != 3 {
 			return fmt.Errorf("outcomes %v", ms)
@@ -190,7 +210,7 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 	if err := ended(); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{f1, f2} {
+	for _, a := range []string{f1, f2, inv} {
 		var mirrored []copierOrder
 		for _, o := range listOrders(t, p.base, key, a) {
 			if o.LeaderOrderID != "" {
