@@ -148,6 +148,13 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 	oldStop := wholePrice(t, stop["price"].(string))
 	newStop := fmt.Sprintf("%d", oldStop+10) // 20 ticks closer
 
+	// A change the leader's account refuses (a level off the tick) is
+	// mirrored nowhere: the group records one change below, the accepted one.
+	if st, m := doJSON(t, p.base, key, "PATCH", "/api/trading/exits/"+bracketID+"?account="+leader,
+		map[string]any{"legs": []any{map[string]any{"id": stop["id"], "price": newStop + ".25"}}}); st < 400 {
+		t.Fatalf("a change off the tick: %d %v", st, m)
+	}
+
 	// The leader moves its stop: both followers' stops go to the same level,
 	// their targets stay where their own entries put them.
 	st, m := doJSON(t, p.base, key, "PATCH", "/api/trading/exits/"+bracketID+"?account="+leader,
