@@ -132,7 +132,7 @@ func orderCommand[T any, P interface {
 // shows the commit.
 func (h *Handlers) answerOrder(w http.ResponseWriter, r *http.Request, accountID string, res engine.Result, orderID string) error {
 	if o, ok := projections.OrderIn(accountID, res.Seq, res.Events, orderID); ok {
-		httpx.WriteJSON(w, http.StatusOK, map[string]any{"order": o})
+		httpx.WriteJSON(w, http.StatusOK, orderAnswer{&o})
 		return nil
 	}
 	if err := h.d.Settle(r.Context(), res); err != nil {
@@ -164,8 +164,14 @@ func (h *Handlers) writeOrder(w http.ResponseWriter, r *http.Request, accountID,
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"order": o})
+	httpx.WriteJSON(w, http.StatusOK, orderAnswer{&o})
 	return nil
+}
+
+// orderAnswer is the answer of an order route, {"order": ...}: written as
+// it is, without a map or a copy of the order boxed (an order's path).
+type orderAnswer struct {
+	Order *projections.Order `json:"order"`
 }
 
 // Flatten cancels the account's working orders and closes its positions
