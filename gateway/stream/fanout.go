@@ -36,8 +36,10 @@ type feed struct {
 // Run's fan-out to write; of payloads with one name, the newest revision wins.
 // It never blocks on a subscriber.
 func (h *Hub) Send(accountID string, p Payload) {
-	p.wire = p.Wire()
-	p.chunk = httpx.AppendChunk(make([]byte, 0, len(p.wire)+16), p.wire)
+	if p.chunk == nil { // else rendered with its chunk (render)
+		p.wire = p.Wire()
+		p.chunk = httpx.AppendChunk(make([]byte, 0, len(p.wire)+16), p.wire)
+	}
 	k := feedKey{accountID, p.Name}
 	h.fmu.Lock()
 	f := h.feeds[k]

@@ -1,7 +1,9 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -30,5 +32,32 @@ func TestAFramePanicIsAnError(t *testing.T) {
 	h := NewHub(store, panickyMarks{}, nil)
 	if _, err := h.Frame(ctx, "a1"); err == nil || !strings.Contains(err.Error(), "mark exploded") {
 		t.Fatalf("frame answered %v", err)
+	}
+}
+
+// A frame is rendered once into its chunk: its data is what encoding/json
+// writes, and its SSE form and chunk are those every other payload gets.
+func TestAFrameIsRenderedAsAnyPayload(t *testing.T) {
+	v := map[string]any{"accountId": "a1", "note": "<b>\n\"x\" & y</b>", "revision": 7}
+	p, err := render("account", 7, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Data, want) {
+		t.Fatalf("data %s, want %s", p.Data, want)
+	}
+	if p.Name != "account" || p.ID != "7" || p.Rev != 7 {
+		t.Fatalf("payload %q %q %d", p.Name, p.ID, p.Rev)
+	}
+	plain := Payload{Name: p.Name, ID: p.ID, Data: want, Rev: p.Rev}
+	if !bytes.Equal(p.Wire(), plain.Wire()) {
+		t.Fatalf("wire %q, want %q", p.Wire(), plain.Wire())
+	}
+	if !bytes.Equal(p.chunkBytes(), plain.chunkBytes()) {
+		t.Fatalf("chunk %q, want %q", p.chunkBytes(), plain.chunkBytes())
 	}
 }

@@ -4,6 +4,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -343,12 +344,64 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 	if err != nil {
 		return Payload{}, nil, err
 	}
-	b, err := gojson.Marshal(f) // what encoding/json writes, at half its CPU
+	p, err := render("account", f.Revision, f)
 	if err != nil {
 		return Payload{}, nil, err
 	}
-	return Payload{Name: "account", ID: strconv.FormatUint(f.Revision, 10), Data: b, Rev: f.Revision}, f.Follows, nil
+	return p, f.Follows, nil
 }
+
+// render encodes v as the payload of an event named name with the revision
+// rev as its id, in one buffer that is its chunk: Data and the SSE form are
+// parts of it, so the frame is one copy, shared by every subscriber.
+// The JSON is what encoding/json's Marshal writes (goccy/go-json, at half
+// its CPU), one line, so its SSE form is a single data line.
+func render(name string, rev uint64, v any) (Payload, error) {
+	j := encoders.Get().(*encoder)
+	defer func() {
+		if j.buf.Cap() <= maxEncodeBuf {
+			encoders.Put(j)
+		}
+	}()
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil {
+		return Payload{}, err
+	}
+	data := bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")) // Encode ends the value with a newline
+	var idb [20]byte
+	id := strconv.AppendUint(idb[:0], rev, 10)
+	// event: NAME\nid: ID\ndata: DATA\n\n, framed as an HTTP/1.1 chunk.
+	wireLen := len("event: \nid: \ndata: \n\n") + len(name) + len(id) + len(data)
+	var hex [16]byte
+	size := strconv.AppendUint(hex[:0], uint64(wireLen), 16)
+	chunk := make([]byte, 0, len(size)+2+wireLen+2)
+	chunk = append(append(chunk, size...), "\r\n"...)
+	w0 := len(chunk)
+	chunk = append(append(append(chunk, "event: "...), name...), '\n')
+	idAt := len(chunk) + len("id: ")
+	chunk = append(append(append(chunk, "id: "...), id...), '\n')
+	d0 := len(chunk) + len("data: ")
+	chunk = append(append(append(chunk, "data: "...), data...), "\n\n"...)
+	w1 := len(chunk)
+	chunk = append(chunk, "\r\n"...)
+	return Payload{Name: name, ID: string(chunk[idAt : idAt+len(id)]), Data: chunk[d0 : d0+len(data) : d0+len(data)], Rev: rev,
+		wire: chunk[w0:w1:w1], chunk: chunk}, nil
+}
+
+// encoder is a buffer a frame's JSON is encoded into, with its encoder.
+type encoder struct {
+	buf bytes.Buffer
+	enc *gojson.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	j := &encoder{}
+	j.enc = gojson.NewEncoder(&j.buf)
+	return j
+}}
+
+// maxEncodeBuf bounds a buffer kept for reuse (a rare large frame's is let go).
+const maxEncodeBuf = 256 << 10
 
 // list is the account's subscribers as a slice.
 func (h *Hub) list(accountID string) []*Sub {
