@@ -294,19 +294,54 @@ func (d *deployment) ownerOf(accountID string, idx []int) int {
 func (d *deployment) placeProvider(t *testing.T, i int, key, q string, body map[string]any) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	unknown := false // an earlier try's outcome is unknown (a cut connection, a 503): it may have placed the order
 	for {
 		code, b, err := call(d.engines[i].URL(), key, "POST", "/api/trading/order"+q, body)
-		if err == nil && code == http.StatusOK {
-			var m struct {
-				Order map[string]any `json:"order"`
-			}
-			if err := json.Unmarshal(b, &m); err != nil || m.Order == nil {
-				t.Fatalf("%s: %s %v", body["clientOrderId"], b, err)
+		var m struct {
+			Code  string         `json:"code"`
+			Order map[string]any `json:"order"`
+		}
+		if err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
+		switch {
+		case err == nil && code == http.StatusOK:
+			if m.Order == nil {
+				t.Fatalf("%s: %s", body["clientOrderId"], b)
 			}
 			return m.Order
-		}
-		if (err == nil && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+		case unknown && err == nil && code == http.StatusConflict && m.Code == string(commands.CodeIdempotencyConflict):
+			// The earlier try placed it (the spec's client rule: a retry of
+			// an unknown outcome with the same clientOrderId answers 409
+			// naming it): its state is the frame's.
+			t.Logf("%s through n%d: placed by a try whose answer was lost", body["clientOrderId"], i+1)
+			return d.frameOrder(t, i, key, q, body["clientOrderId"].(string))
+		case (err == nil && code != http.StatusServiceUnavailable) || time.Now().After(deadline):
 			t.Fatalf("%s through n%d: %d %s %v", body["clientOrderId"], i+1, code, b, err)
+		}
+		t.Logf("%s through n%d: %d %s %v; again", body["clientOrderId"], i+1, code, b, err)
+		unknown = true
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// frameOrder is the order clientOrderID in node i's frame of the account
+// ({clientOrderId, state}), waiting up to 15 s for it to show.
+func (d *deployment) frameOrder(t *testing.T, i int, key, q, clientOrderID string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var f providerFrame
+		code, b, err := call(d.engines[i].URL(), key, "GET", "/api/account/snapshot"+q, nil)
+		if err == nil && code == http.StatusOK && json.Unmarshal(b, &f) == nil {
+			for _, o := range f.Orders {
+				if o.ClientOrderID == clientOrderID {
+					return map[string]any{"clientOrderId": o.ClientOrderID, "state": o.State}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not in n%d's frame: %d %s %v", clientOrderID, i+1, code, b, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
