@@ -374,16 +374,53 @@ func Decode(r *http.Request, v any, limit int64) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	d := decoders.Get().(*decoder)
+	base := d.fed // where body begins in what the decoder has read
+	d.r.Reset(body)
+	if err := d.dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			se.Offset -= base
+		}
 		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "malformed JSON body: %s", describe(err))
 	}
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+	if len(bytes.TrimSpace(body[d.dec.InputOffset()-base:])) > 0 {
 		return Errorf(http.StatusBadRequest, commands.CodeInvalidRequest, "malformed JSON body: trailing data after the object")
+	}
+	if d.fed <= maxDecodeFed {
+		decoders.Put(d)
 	}
 	return nil
 }
+
+// decoder is a strict JSON decoder (unknown fields refused) reused across
+// requests, with the reader it reads bodies from: a json.Decoder and its
+// buffer are most of what a request's decoding allocates. A decoder goes
+// back to the pool only after a value decoded cleanly with nothing but
+// whitespace after it, so what it holds of its last body is whitespace,
+// which the next value skips; a failed one (its error sticks) is dropped.
+type decoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+	fed int64 // the bytes the decoder has read, over all its bodies
+}
+
+func (d *decoder) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.fed += int64(n)
+	return n, err
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := &decoder{}
+	d.dec = json.NewDecoder(d)
+	d.dec.DisallowUnknownFields()
+	return d
+}}
+
+// maxDecodeFed retires a decoder after this many bytes (its buffer keeps
+// the size of the largest body it read).
+const maxDecodeFed = 1 << 30
 
 // bodyBufs are the buffers request bodies are read into: the decoder
 // copies what it reads into its own, so a buffer is reused once Decode returns.

@@ -1,10 +1,13 @@
 package httpx_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,6 +162,32 @@ func TestFormatEventWritesOneDataLineForEachLine(t *testing.T) {
 	} {
 		if got := string(httpx.FormatEvent(tc.name, tc.id, []byte(tc.data))); got != tc.want {
 			t.Errorf("%q %q %q: %q, want %q", tc.name, tc.id, tc.data, got, tc.want)
+		}
+	}
+}
+
+// Decoders are reused across requests: a body decodes, and is refused with
+// the same sentence (a syntax error at its own byte), whatever was decoded
+// before it.
+func TestDecodeAnswersEachBodyAsIfAlone(t *testing.T) {
+	bad := `{"clientOrderId":"b",}`
+	fresh := json.NewDecoder(strings.NewReader(bad)).Decode(&order{})
+	var se *json.SyntaxError
+	if !errors.As(fresh, &se) {
+		t.Fatalf("encoding/json answered %v", fresh)
+	}
+	want := fmt.Sprintf("syntax error at byte %d", se.Offset)
+	for i := range 5 {
+		var v order
+		if err := httpx.Decode(post(`{"clientOrderId":"a`+strconv.Itoa(i)+`"}`+" \n\t "), &v, 0); err != nil || v.ClientOrderID != "a"+strconv.Itoa(i) {
+			t.Fatalf("body %d: %v, %+v", i, err, v)
+		}
+		var he *httpx.Error
+		if err := httpx.Decode(post(bad), &v, 0); !errors.As(err, &he) || !strings.Contains(he.Msg, want) {
+			t.Fatalf("bad body after %d: %v, want %q", i, err, want)
+		}
+		if err := httpx.Decode(post(`{"clientOrderId":"c"} {}`), &v, 0); !errors.As(err, &he) || !strings.Contains(he.Msg, "trailing data") {
+			t.Fatalf("trailing data after %d: %v", i, err)
 		}
 	}
 }
