@@ -340,7 +340,7 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 			err = fmt.Errorf("frame of %s panicked: %v", accountID, v)
 		}
 	}()
-	f, err := frames.Build(ctx, h.store, accountID, h.marks)
+	f, err := frames.BuildRef(ctx, h.store, accountID, h.marks)
 	if err != nil {
 		return Payload{}, nil, err
 	}
