@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -292,6 +293,29 @@ func (c *Cluster) WaitEngine(i int, d time.Duration) error {
 		return fmt.Errorf("jepsen: %s: %w\n%s", p.Name, err, p.Tail(30))
 	}
 	return nil
+}
+
+// Leader is the engine whose /metrics says it holds the leader lease
+// (engine_cluster_leader 1), 0 when none does.
+func (c *Cluster) Leader() int {
+	client := &http.Client{Timeout: time.Second}
+	for i, p := range c.Engines {
+		if !p.Running() {
+			continue
+		}
+		resp, err := client.Get(c.EngineURL(i) + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "engine_cluster_leader{") && strings.HasSuffix(line, " 1") {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 // dial reports whether addr takes a TCP connection.

@@ -39,6 +39,11 @@ var FaultKinds = []string{FaultKillEngine, FaultKillNATS, FaultPauseEngine, Faul
 // pgKinds are the kinds that strike PostgreSQL, drawn only when the cluster runs one.
 var pgKinds = []string{FaultPausePG, FaultKillPG, FaultCutPG}
 
+// TargetLeader, as a Fault's Target, strikes the engine that holds the
+// cluster's leader lease when the fault strikes (the PostgreSQL projector's
+// writer); engine 0 when none says it does.
+const TargetLeader = -1
+
 // Fault is one fault: its kind, the process it strikes (an index into the
 // engines or the nats-servers, as the kind says), when it starts after the
 // nemesis does and how long it lasts.
@@ -57,6 +62,9 @@ func (f Fault) String() string {
 func (f Fault) target() string {
 	if f.Host != "" {
 		return f.Host
+	}
+	if f.Target == TargetLeader {
+		return "the leader"
 	}
 	switch f.Kind {
 	case FaultPausePG, FaultKillPG:
@@ -139,6 +147,9 @@ func (n *Nemesis) Run(ctx context.Context, faults []Fault) {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Until(began.Add(f.At))):
+		}
+		if f.Target == TargetLeader {
+			f.Target = n.C.Leader()
 		}
 		w := Window{Fault: f, Start: n.H.Now()}
 		err := n.inject(f)
@@ -304,13 +315,7 @@ func FaultSummary(windows []Window, ops []Op, anomalies []Anomaly) string {
 	touches := func(op Op, a Anomaly) bool {
 		return op.Account == a.Account && (op.Key == a.Key || op.Kind == KindRead && strconv.FormatUint(op.Revision, 10) == a.Key)
 	}
-	var acks []time.Duration
-	for _, op := range ops {
-		if (op.Kind == KindPlace || op.Kind == KindCancel || op.Kind == KindBalance) && (op.Outcome == OK || op.Outcome == Dup) {
-			acks = append(acks, op.Return)
-		}
-	}
-	slices.Sort(acks)
+	acks := ackTimes(ops)
 	stats := map[string]*stat{}
 	for _, w := range windows {
 		s := stats[w.Fault.Kind]
@@ -336,15 +341,7 @@ func FaultSummary(windows []Window, ops []Op, anomalies []Anomaly) string {
 				}
 			}
 		}
-		last, until := w.Start, w.End+5*time.Second
-		for _, at := range acks {
-			if at <= w.Start || at > until {
-				continue
-			}
-			s.gap = max(s.gap, at-last)
-			last = at
-		}
-		s.gap = max(s.gap, until-last)
+		s.gap = max(s.gap, longestWithoutAck(w, acks))
 	}
 	var b strings.Builder
 	for _, k := range FaultKinds {
@@ -357,4 +354,46 @@ func FaultSummary(windows []Window, ops []Op, anomalies []Anomaly) string {
 			len(s.histories), len(s.anomalies), s.gap.Round(time.Millisecond))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// ackTimes are the times writes were acknowledged (ok or dup), in order.
+func ackTimes(ops []Op) []time.Duration {
+	var acks []time.Duration
+	for _, op := range ops {
+		if (op.Kind == KindPlace || op.Kind == KindCancel || op.Kind == KindBalance) && (op.Outcome == OK || op.Outcome == Dup) {
+			acks = append(acks, op.Return)
+		}
+	}
+	slices.Sort(acks)
+	return acks
+}
+
+// longestWithoutAck is the longest time without an acknowledged write from
+// the fault's start until 5 s after its heal.
+func longestWithoutAck(w Window, acks []time.Duration) time.Duration {
+	var gap time.Duration
+	last, until := w.Start, w.End+5*time.Second
+	for _, at := range acks {
+		if at <= w.Start || at > until {
+			continue
+		}
+		gap = max(gap, at-last)
+		last = at
+	}
+	return max(gap, until-last)
+}
+
+// AcksAfter is, per window, how many writes were acknowledged from grace
+// after the fault's start until its heal.
+func AcksAfter(windows []Window, ops []Op, grace time.Duration) []int {
+	acks := ackTimes(ops)
+	out := make([]int, len(windows))
+	for i, w := range windows {
+		for _, at := range acks {
+			if at > w.Start+grace && at <= w.End {
+				out[i]++
+			}
+		}
+	}
+	return out
 }
