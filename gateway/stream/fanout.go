@@ -119,27 +119,50 @@ func (h *Hub) pass(k feedKey, f *feed) {
 		return
 	}
 	start := f.cursor % n
-	var next atomic.Int64
-	work := func() {
-		for f.newest.Load() == p {
-			i := int(next.Add(fanoutBatch)) - fanoutBatch
-			if i >= n {
-				return
-			}
-			for j := i; j < min(i+fanoutBatch, n); j++ {
-				subs[(start+j)%n].offer(*p)
-			}
+	var done int
+	if extra := max(1, min(h.workers, n/fanoutShare)) - 1; extra == 0 {
+		ps := passShare{f: f, p: p, subs: subs, start: start} // on the stack: no goroutine shares it
+		ps.work()
+		done = ps.claimed()
+	} else {
+		ps := &passShare{f: f, p: p, subs: subs, start: start}
+		var wg sync.WaitGroup
+		for range extra {
+			wg.Go(ps.work)
 		}
+		ps.work()
+		wg.Wait()
+		done = ps.claimed()
 	}
-	var wg sync.WaitGroup
-	for range max(1, min(h.workers, n/fanoutShare)) - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
-	done := min(int(next.Load()), n) // every claimed subscriber was offered p
 	f.cursor = (start + done) % n
 	if done == n {
 		f.fanned = p
 	}
 }
+
+// passShare is one pass's subscribers, which its goroutines claim in
+// batches of fanoutBatch.
+type passShare struct {
+	f     *feed
+	p     *Payload
+	subs  []*Sub
+	start int
+	next  atomic.Int64
+}
+
+// work offers p to claimed batches until none is left or a newer payload arrives.
+func (ps *passShare) work() {
+	n := len(ps.subs)
+	for ps.f.newest.Load() == ps.p {
+		i := int(ps.next.Add(fanoutBatch)) - fanoutBatch
+		if i >= n {
+			return
+		}
+		for j := i; j < min(i+fanoutBatch, n); j++ {
+			ps.subs[(ps.start+j)%n].offer(*ps.p)
+		}
+	}
+}
+
+// claimed is how many subscribers were offered p: every claimed one was.
+func (ps *passShare) claimed() int { return min(int(ps.next.Load()), len(ps.subs)) }

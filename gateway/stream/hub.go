@@ -293,6 +293,7 @@ func (h *Hub) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { h.fan(ctx) })
 	defer wg.Wait()
+	spare := map[string]uint64{} // the dirty set Run took last, emptied: the two take turns
 	for {
 		select {
 		case <-ctx.Done():
@@ -301,7 +302,7 @@ func (h *Hub) Run(ctx context.Context) {
 		}
 		h.dmu.Lock()
 		dirty := h.dirty
-		h.dirty = map[string]uint64{}
+		h.dirty = spare
 		h.dmu.Unlock()
 		for id := range dirty {
 			p, err := h.streamed(ctx, id)
@@ -311,6 +312,8 @@ func (h *Hub) Run(ctx context.Context) {
 			}
 			h.Send(id, p)
 		}
+		clear(dirty)
+		spare = dirty
 	}
 }
 
