@@ -281,6 +281,35 @@ func TestLostCheckpointStopsUpdates(t *testing.T) {
 	}
 }
 
+// A node that followed another's writes (its store read the checkpoint at
+// 3) and then writes itself, after the database lost them (a crash with
+// asynchronous commits: the checkpoint back at 2), does not fold on top
+// of the gap: its first Update fails with ErrCheckpointLost, so its
+// projector folds 3 again. Before, only what a store committed itself
+// counted, and the new writer's commit 4 left 3's documents lost for good.
+func TestAFollowerThatWritesSeesTheCheckpointItFollowedLost(t *testing.T) {
+	url := pgtest.URL(t)
+	leader, follower := openURL(t, url), openURL(t, url)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := leader.Update(ctx, seq, func(tx projections.Tx) error { return tx.Put("c", "k", seq) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp, err := follower.Checkpoint(ctx); err != nil || cp != 3 {
+		t.Fatalf("the follower reads checkpoint %d: %v", cp, err)
+	}
+	if _, err := follower.Pool().Exec(ctx, `UPDATE checkpoints SET seq = 2`); err != nil { // the database lost 3
+		t.Fatal(err)
+	}
+	err := follower.Update(ctx, 4, func(tx projections.Tx) error { return tx.Put("c", "k", 4) })
+	if !errors.Is(err, postgres.ErrCheckpointLost) {
+		t.Fatalf("the new writer's Update past a checkpoint it saw lost: %v", err)
+	}
+	if err := follower.Update(ctx, 3, func(tx projections.Tx) error { return tx.Put("c", "k", 3) }); err != nil {
+		t.Fatalf("folding again from the checkpoint: %v", err)
+	}
+}
+
 func TestCommitsAreAsynchronousUnlessTheURLSaysOtherwise(t *testing.T) {
 	url := pgtest.URL(t)
 	for _, c := range []struct{ url, want string }{{url, "off"}, {url + "&synchronous_commit=on", "on"}} {

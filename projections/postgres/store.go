@@ -65,8 +65,16 @@ type Store struct {
 	// cache: such a read never sees the database ahead of the cache, so a
 	// reader's next hit is never older than what it just read.
 	visible   sync.RWMutex
-	committed uint64      // the last checkpoint this store committed
-	sole      atomic.Bool // this process is the only writer (SetSoleWriter)
+	committed uint64 // the last checkpoint this store committed
+	// seen is the highest checkpoint this store read (Checkpoint). A node
+	// that followed another's writes passed its listeners that far, so a
+	// database that lost them (a crash with asynchronous commits) is as
+	// much behind this store as behind one that committed them: when the
+	// follower becomes the writer, its Update finds the checkpoint behind
+	// seen and fails with ErrCheckpointLost, and its projector folds the
+	// lost commits again instead of folding on top of the gap.
+	seen atomic.Uint64
+	sole atomic.Bool // this process is the only writer (SetSoleWriter)
 }
 
 // Open connects to url, applies the migrations of schema/postgres and returns
@@ -143,6 +151,12 @@ func (s *Store) Checkpoint(ctx context.Context) (uint64, error) {
 	if err := s.pool.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1`, s.name).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("%w: postgres: checkpoint: %w", projections.ErrUnavailable, err)
 	}
+	for cp := uint64(seq); ; {
+		old := s.seen.Load()
+		if cp <= old || s.seen.CompareAndSwap(old, cp) {
+			break
+		}
+	}
 	return uint64(seq), nil
 }
 
@@ -198,6 +212,7 @@ func (s *Store) Reset(ctx context.Context) (int64, error) {
 	}
 	s.cache.reset()
 	s.committed = 0
+	s.seen.Store(0)
 	return n, nil
 }
 
@@ -444,11 +459,11 @@ func (s *Store) update(ctx context.Context, seq uint64, fn func(projections.Tx) 
 	if err := db.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE name = $1 FOR UPDATE`, s.name).Scan(&cp); err != nil {
 		return fmt.Errorf("postgres: checkpoint: %w", err)
 	}
-	if uint64(cp) < s.committed {
+	if lost := max(s.committed, s.seen.Load()); uint64(cp) < lost {
 		s.cache.reset()
-		lost := s.committed
 		s.committed = uint64(cp) // the projector folds again from here
-		return fmt.Errorf("%w: at %d, committed %d", ErrCheckpointLost, cp, lost)
+		s.seen.Store(uint64(cp))
+		return fmt.Errorf("%w: at %d, committed or seen %d", ErrCheckpointLost, cp, lost)
 	}
 	if seq <= uint64(cp) {
 		return nil
