@@ -1,9 +1,12 @@
 package auth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/svc/engine/gateway/httpx"
@@ -66,5 +69,22 @@ func TestStreamSlotsPerCredential(t *testing.T) {
 	}
 	if n := a.Streams(key); n != 1 {
 		t.Fatalf("%d open, want 1", n)
+	}
+}
+
+// A key's digest is the hex SHA-256 of the key, whatever its length.
+func TestDigestIsTheHexSHA256OfTheKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"abc": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		"":    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	} {
+		if got := Digest(key); got != want {
+			t.Fatalf("Digest(%q) = %s, want %s", key, got, want)
+		}
+	}
+	long := strings.Repeat("k", 300) // past the stack buffer
+	sum := sha256.Sum256([]byte(long))
+	if got, want := Digest(long), hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("Digest of a 300-byte key = %s, want %s", got, want)
 	}
 }
