@@ -182,6 +182,13 @@ func (e *Engine) acquired(p int) {
 				go e.forwardVerdicts(id, s.TenantID, s.Eval.Rules, s.Eval.Run, append([]account.EvalRow(nil), s.Eval.Rows...))
 			}
 		})
+		if e.copier.leads(id) {
+			// The mirrors its last owner had on their way (or never began)
+			// are finished here, each under its derived clientOrderId, so
+			// none twice; a node's own start reaches here too (it owns no
+			// partition before it joins).
+			e.copier.enqueue(e, id, leaderCommit{}, true)
+		}
 	}
 }
 
@@ -267,6 +274,13 @@ func (e *Engine) observeOne(m eventlog.Msg, decode func() (events.Commit, error)
 	if id, ok := events.SubjectID(m.Subject, events.KindAccount); ok {
 		e.index(id)
 		_, err := e.accounts.Observe(m.Subject, m.Seq, m.Prev, m.HasPrev, true, decode)
+		return err
+	}
+	if events.IsKind(m.Subject, events.KindCopier) {
+		// Every node holds every copier group: the node that owns a leader,
+		// now or after a takeover, mirrors it by its groups, wherever they
+		// were created.
+		_, err := e.copier.groups.Observe(m.Subject, m.Seq, m.Prev, m.HasPrev, true, decode)
 		return err
 	}
 	if events.IsKind(m.Subject, events.KindVenue) {
