@@ -224,7 +224,7 @@ func (l *Log) ensureStream(ctx context.Context, cfg Config) error {
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardOld,
-		Duplicates:  2 * time.Minute,
+		Duplicates:  DuplicateWindow,
 		AllowDirect: true,
 		// Atomic batches (group commit) need nats-server 2.12; the embedded
 		// one is 2.15, an external one says its version when we connect.
@@ -745,6 +745,12 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 	}
 	return errors.New("eventlog: the log's consumer stopped (connection closed)")
 }
+
+// DuplicateWindow is how long the stream remembers a commit's message id
+// to refuse it again (JetStream's duplicate window). A server that starts
+// loads the ids of the commits written that recently, whatever the log's
+// length.
+const DuplicateWindow = 2 * time.Minute
 
 // ErrStalled ends a read of the log whose consumer delivered nothing for
 // StallAfter while the stream held commits past the last one delivered
