@@ -45,19 +45,7 @@ func TestCopierMirrorsBracketChanges(t *testing.T) {
 	}
 	planID, rev := pl["plan"].(map[string]any)["id"].(string), pl["plan"].(map[string]any)["revision"].(string)
 	order := map[string]any{"clientOrderId": "lead-b", "instrument": "BTC-PERP", "side": "buy", "orderType": "market", "quantity": "0.01"}
-	pv := map[string]any{"planId": planID, "planRevision": rev}
-	for k, v := range order {
-		pv[k] = v
-	}
-	st, prev := doJSON(t, p.base, key, "POST", "/api/account/exit-plans/preview?account="+leader, pv)
-	if st != 200 {
-		t.Fatalf("preview: %d %v", st, prev)
-	}
-	order["exitPlan"] = map[string]any{"planId": planID, "planRevision": rev, "previewToken": prev["preview"].(map[string]any)["token"]}
-	st, o := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, order)
-	if st != 200 {
-		t.Fatalf("leader order: %d %v", st, o)
-	}
+	o := placeWithPlan(t, p.base, key, leader, planID, rev, order)
 	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
 	bracketID := o["bracket"].(map[string]any)["id"].(string)
 

@@ -188,21 +188,7 @@ func TestCopierProviderFollowerExitPlan(t *testing.T) {
 	planID, rev := pl["plan"].(map[string]any)["id"].(string), pl["plan"].(map[string]any)["revision"].(string)
 	order := map[string]any{"clientOrderId": "lead-x", "instrument": "BTC-PERP", "side": "buy", "orderType": "limit", "limitPrice": "55000",
 		"quantity": "0.01", "timeInForce": "gtc"}
-	pv := map[string]any{"planId": planID, "planRevision": rev}
-	for k, v := range order {
-		if k != "timeInForce" {
-			pv[k] = v
-		}
-	}
-	st, prev := doJSON(t, p.base, key, "POST", "/api/account/exit-plans/preview?account="+leader, pv)
-	if st != 200 {
-		t.Fatalf("preview: %d %v", st, prev)
-	}
-	order["exitPlan"] = map[string]any{"planId": planID, "planRevision": rev, "previewToken": prev["preview"].(map[string]any)["token"]}
-	st, o := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, order)
-	if st != 200 {
-		t.Fatalf("leader order: %d %v", st, o)
-	}
+	o := placeWithPlan(t, p.base, key, leader, planID, rev, order)
 	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
 
 	var outs []any
@@ -245,4 +231,27 @@ func TestCopierProviderFollowerExitPlan(t *testing.T) {
 			t.Fatalf("the exchange took %d orders of leg %s, want 1", n, id)
 		}
 	}
+}
+
+// placeWithPlan places order on account with the exit plan planID at rev,
+// previewed first (the preview takes the order's fields but its time in
+// force), and answers the placement's answer.
+func placeWithPlan(t *testing.T, base, key, account, planID, rev string, order map[string]any) map[string]any {
+	t.Helper()
+	pv := map[string]any{"planId": planID, "planRevision": rev}
+	for k, v := range order {
+		if k != "timeInForce" {
+			pv[k] = v
+		}
+	}
+	st, prev := doJSON(t, base, key, "POST", "/api/account/exit-plans/preview?account="+account, pv)
+	if st != 200 {
+		t.Fatalf("preview: %d %v", st, prev)
+	}
+	order["exitPlan"] = map[string]any{"planId": planID, "planRevision": rev, "previewToken": prev["preview"].(map[string]any)["token"]}
+	st, o := doJSON(t, base, key, "POST", "/api/trading/order?account="+account, order)
+	if st != 200 {
+		t.Fatalf("order with the plan: %d %v", st, o)
+	}
+	return o
 }

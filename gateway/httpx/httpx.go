@@ -277,22 +277,34 @@ func toError(err error) *Error {
 
 // WriteJSON writes v with status, and a newline.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	j := jsonBufs.Get().(*jsonBuf)
-	j.buf.Reset()
-	body := internalErrorBody
-	// What encoding/json writes (as Marshal, HTML escaped), at half its
-	// CPU: an order's answer is on its path.
-	if err := j.enc.Encode(v); err == nil {
-		body = j.buf.Bytes()
-	} else {
-		status = http.StatusInternalServerError
-	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-	if j.buf.Cap() <= maxJSONBuf {
-		jsonBufs.Put(j)
+	err := EncodeJSON(v, func(body []byte) {
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	})
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write(internalErrorBody)
 	}
+}
+
+// EncodeJSON encodes v as encoding/json's Marshal writes it (HTML escaped),
+// and a newline, at half its CPU (an order's answer and every frame are on
+// its path), into a reused buffer, and hands the bytes to use: they are
+// valid only during the call. An error writes nothing.
+func EncodeJSON(v any, use func([]byte)) error {
+	j := jsonBufs.Get().(*jsonBuf)
+	defer func() {
+		if j.buf.Cap() <= maxJSONBuf {
+			jsonBufs.Put(j)
+		}
+	}()
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil {
+		return err
+	}
+	use(j.buf.Bytes())
+	return nil
 }
 
 var internalErrorBody = []byte(`{"error":"internal error"}` + "\n")

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svc/engine/events"
@@ -360,17 +359,15 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 // The JSON is what encoding/json's Marshal writes (goccy/go-json, at half
 // its CPU), one line, so its SSE form is a single data line.
 func render(name string, rev uint64, v any) (Payload, error) {
-	j := encoders.Get().(*encoder)
-	defer func() {
-		if j.buf.Cap() <= maxEncodeBuf {
-			encoders.Put(j)
-		}
-	}()
-	j.buf.Reset()
-	if err := j.enc.Encode(v); err != nil {
-		return Payload{}, err
-	}
-	data := bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")) // Encode ends the value with a newline
+	var p Payload
+	err := httpx.EncodeJSON(v, func(b []byte) {
+		p = frame(name, rev, bytes.TrimSuffix(b, []byte("\n"))) // Encode ends the value with a newline
+	})
+	return p, err
+}
+
+// frame is the payload of the JSON data as the event name at rev.
+func frame(name string, rev uint64, data []byte) Payload {
 	var idb [20]byte
 	id := strconv.AppendUint(idb[:0], rev, 10)
 	// event: NAME\nid: ID\ndata: DATA\n\n, framed as an HTTP/1.1 chunk.
@@ -388,23 +385,8 @@ func render(name string, rev uint64, v any) (Payload, error) {
 	w1 := len(chunk)
 	chunk = append(chunk, "\r\n"...)
 	return Payload{Name: name, ID: string(chunk[idAt : idAt+len(id)]), Data: chunk[d0 : d0+len(data) : d0+len(data)], Rev: rev,
-		wire: chunk[w0:w1:w1], chunk: chunk}, nil
+		wire: chunk[w0:w1:w1], chunk: chunk}
 }
-
-// encoder is a buffer a frame's JSON is encoded into, with its encoder.
-type encoder struct {
-	buf bytes.Buffer
-	enc *gojson.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	j := &encoder{}
-	j.enc = gojson.NewEncoder(&j.buf)
-	return j
-}}
-
-// maxEncodeBuf bounds a buffer kept for reuse (a rare large frame's is let go).
-const maxEncodeBuf = 256 << 10
 
 // list is the account's subscribers as a slice.
 func (h *Hub) list(accountID string) []*Sub {
