@@ -300,6 +300,7 @@ func checkReplay(t *testing.T, log *eventlog.Log) {
 		actions []copier.LeaderAction
 	}
 	byLeaderSeq := map[uint64]decided{}
+	entries := map[string]copier.Entries{} // by leader
 	checked := 0
 	_, err := log.Replay(context.Background(), 0, func(m eventlog.Msg) error {
 		c, err := reg.Decode(m.Data)
@@ -315,8 +316,19 @@ func checkReplay(t *testing.T, log *eventlog.Log) {
 				s = account.Apply(s, ev)
 			}
 			leaders[id] = s
-			byLeaderSeq[m.Seq] = decided{copier.Actions(c.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() },
-				func(id string) *evacct.Bracket { return s.Brackets[id] })}
+			// The engine's rule: the commit's placements, cancels and
+			// replaces, then its bracket actions, named by their entries
+			// as the leader's commits so far give them.
+			bracket := func(id string) *evacct.Bracket { return s.Brackets[id] }
+			acts := copier.Actions(c.Events, func(inst string) events.Decimal { return s.Positions[inst].Quantity.Abs() }, bracket)
+			bacts, ended := copier.BracketActions(c, bracket)
+			if acts = append(acts, bacts...); len(acts) > 0 || len(ended) > 0 {
+				if entries[id] == nil {
+					entries[id] = copier.Entries{}
+				}
+				acts = entries[id].Resolve(acts, ended)
+			}
+			byLeaderSeq[m.Seq] = decided{acts}
 			return nil
 		}
 		id, ok := events.SubjectID(m.Subject, events.KindCopier)
