@@ -67,6 +67,7 @@ type opts struct {
 	provEvents   int
 	futures      futuresOpts
 	provPaced    int
+	provClosed   bool
 	cluster      clusterOpts
 	history      historyOpts // history.go
 	tmp          string
@@ -127,6 +128,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&o.brOrders, "brackets-orders", 40, "brackets: ordinary market orders per second over HTTP, and as many through the command path")
 	fs.IntVar(&o.provAccounts, "provider-accounts", 1000, "provider: linked Binance accounts with live streams on one engine (the first -workers place the orders)")
 	fs.IntVar(&o.provPaced, "provider-paced-rate", 128, "provider: orders a second, spread over the -workers clients, in the paced window (engine-added time below saturation; 0 skips it)")
+	fs.BoolVar(&o.provClosed, "provider-closed-loop", true, "provider: measure the closed loop of -workers clients before the paced window (false: the paced window alone, e.g. under -trace)")
 	fs.IntVar(&o.provEvents, "provider-events", 200, "provider: fills placed at the exchange outside the engine, each timed to its SSE frame")
 	futuresFlags(fs, &o.futures) // futures.go
 	historyFlags(fs, &o.history) // history.go

@@ -256,19 +256,21 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		added, answers, simTimes = append(added, took-st), append(answers, took), append(simTimes, st)
 		mu.Unlock()
 	}
-	n := window.Add(1)
-	s := drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
-		took, st, err := place(ctx, w, fmt.Sprintf("pb-%d-%d-%d", n, w, i), side(i))
-		if err == nil {
-			keep(took, st)
-		}
-		return err
-	})
-	res.answer, res.added, res.simTime = s, s, s
-	summarize(&res.answer, answers)
-	summarize(&res.added, added)
-	summarize(&res.simTime, simTimes)
-	progress("provider orders: answer %s; simulator %s; engine-added p50 %s p99 %s", res.answer, ms(res.simTime.P50), ms(res.added.P50), ms(res.added.P99))
+	if o.provClosed {
+		n := window.Add(1)
+		s := drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
+			took, st, err := place(ctx, w, fmt.Sprintf("pb-%d-%d-%d", n, w, i), side(i))
+			if err == nil {
+				keep(took, st)
+			}
+			return err
+		})
+		res.answer, res.added, res.simTime = s, s, s
+		summarize(&res.answer, answers)
+		summarize(&res.added, added)
+		summarize(&res.simTime, simTimes)
+		progress("provider orders: answer %s; simulator %s; engine-added p50 %s p99 %s", res.answer, ms(res.simTime.P50), ms(res.added.P50), ms(res.added.P99))
+	}
 
 	if o.provPaced > 0 {
 		// Each client places at rate/workers a second on its own schedule,
