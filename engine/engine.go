@@ -171,7 +171,7 @@ func New(cfg Config) (*Engine, error) {
 			e.react(id, s)
 			e.risk.Track(id, s, c.Seq)
 			e.afterAccount(id, s, c)
-			e.trackProvider(id, s, false)
+			e.trackProvider(id, s, c, false)
 			e.copyLeader(id, s, c) // copiers.go
 		},
 	}, cfg.Log, e.reg, cfg.Metrics)
@@ -387,7 +387,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.index(id)
 		e.react(id, s) // on a node of several, once its partition is acquired
 		e.risk.Track(id, s, accts.rev[id])
-		e.trackProvider(id, s, true) // open intents are settled by lookup, never sent again
+		e.trackProvider(id, s, events.Committed{}, true) // open intents are settled by lookup, never sent again
 	}
 	e.nodes.at.Store(last)
 	if err := e.startCopier(ctx); err != nil {

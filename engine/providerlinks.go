@@ -78,8 +78,9 @@ func (e *Engine) initProviders() {
 	})
 }
 
-// trackProvider hands a provider account's commit to the reactor on its owner.
-func (e *Engine) trackProvider(id string, s *account.State, resumed bool) {
+// trackProvider hands a provider account's commit to the reactor on its
+// owner; c is the commit (zero after a start or a takeover).
+func (e *Engine) trackProvider(id string, s *account.State, c events.Committed, resumed bool) {
 	if s.Provider == nil {
 		return
 	}
@@ -91,7 +92,7 @@ func (e *Engine) trackProvider(id string, s *account.State, resumed bool) {
 	if resumed {
 		e.prov.Resume(id, s)
 	} else {
-		e.prov.Track(id, s)
+		e.prov.TrackCommit(id, s, c)
 	}
 }
 
@@ -380,10 +381,19 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		})
 		return open
 	}
-	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
+	c, ok := e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait)
+	if !ok {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
 	read()
+	if c.Seq > res.Seq && c.Seq == rev {
+		// The commit that settled the intent is the account's newest, as
+		// this node applied it: the answer is made from its decision (the
+		// order as the read models will show it at c.Seq) and the caller's
+		// next read waits for it. A newer commit (a fill reported since):
+		// the answer reads the read models at that revision.
+		res.Events = append(slices.Clip(res.Events), c.Events...)
+	}
 	res.Seq = max(res.Seq, rev)
 	switch {
 	case known && settled.Outcome == evacct.OutcomeAccepted:

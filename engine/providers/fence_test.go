@@ -38,6 +38,8 @@ type fakeSess struct {
 	streamOpens chan struct{}
 	live        atomic.Bool
 	placedLive  atomic.Int32 // placements made while the stream was live
+	// finds, when set, makes a lookup find the order working.
+	finds bool
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
@@ -62,6 +64,9 @@ func (s *fakeSess) Replace(context.Context, provider.Replace) (provider.OrderSta
 }
 func (s *fakeSess) Lookup(context.Context, string, string) (provider.OrderState, error) {
 	s.lookups.Add(1)
+	if s.finds {
+		return provider.OrderState{ClientOrderID: "x", Instrument: "BTCUSDT", Status: provider.StatusWorking, Quantity: events.Int(1)}, nil
+	}
 	return provider.OrderState{}, provider.ErrNotFound
 }
 func (s *fakeSess) Executions(context.Context, string, provider.Cursor, int) ([]provider.Execution, provider.Cursor, error) {
@@ -205,5 +210,51 @@ func TestNothingSentBeforeTheStreamIsLive(t *testing.T) {
 	}
 	if n, live := sess.places.Load(), sess.placedLive.Load(); n != 1 || live != 1 {
 		t.Fatalf("%d placements, %d of them with the stream live; want 1 and 1", n, live)
+	}
+}
+
+// An order whose settlement could not be recorded (the log refused the
+// commit) is never sent again: the commits that follow find its intent
+// still open and look it up. A market order's client order id is free
+// again at the exchange once it filled, so a second send would place it
+// twice.
+func TestUnrecordedSettlementIsLookedUpNotResent(t *testing.T) {
+	sess := &fakeSess{finds: true}
+	var settles atomic.Int32
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec: func(_ context.Context, _ string, c commands.Command) error {
+			if _, ok := c.(*providercmd.Settle); ok {
+				settles.Add(1)
+				return context.DeadlineExceeded // the commit failed
+			}
+			return nil
+		},
+		NeverPlacedAfter: time.Hour,
+		Retry:            10 * time.Millisecond,
+	})
+	defer r.Close()
+	s := intended(t)
+	r.Track("a1", s)
+	deadline := time.Now().Add(3 * time.Second)
+	for settles.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; i < 5; i++ { // later commits of the account (stream observations, say)
+		time.Sleep(30 * time.Millisecond)
+		r.Track("a1", s)
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for sess.lookups.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := sess.places.Load(); n != 1 {
+		t.Fatalf("%d placements of one intent, want 1", n)
+	}
+	if n := sess.lookups.Load(); n < 2 {
+		t.Fatalf("the unsettled intent was looked up %d times, want one after each failed record", n)
 	}
 }

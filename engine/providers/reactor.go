@@ -60,10 +60,10 @@ type Reactor struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	links   map[string]*link            // by account id
-	waiters map[string][]chan struct{}  // by account id + "/" + intent key
-	pending map[string]provider.Session // sessions opened by a link, before its commit
-	logins  loginState                  // the logins lost (tokens.go)
+	links   map[string]*link                   // by account id
+	waiters map[string][]chan events.Committed // by account id + "/" + intent key; each gets the commit that settled it
+	pending map[string]provider.Session        // sessions opened by a link, before its commit
+	logins  loginState                         // the logins lost (tokens.go)
 }
 
 // link is one linked account's session and what is under way on it.
@@ -75,8 +75,13 @@ type link struct {
 	login     *loginLink       // an account linked through a login (tokens.go); nil for a key
 	ready     chan struct{}    // closed once sess is set (or the link ends)
 	busy      map[string]bool  // intent keys being sent or looked up
-	stop      context.CancelFunc
-	settings  evacct.ProviderSettings
+	// sent are the intent keys sent from this node while open: one whose
+	// settlement failed to commit is looked up from then on, never sent
+	// again (a market order's client order id is free again at the
+	// provider once it filled, so a second send would place it twice).
+	sent     map[string]bool
+	stop     context.CancelFunc
+	settings evacct.ProviderSettings
 	// known are the orders the log holds working and the place intents
 	// still open, as of the last commit: what a reconciliation looks up
 	// when the provider's working orders do not hold them.
@@ -109,7 +114,7 @@ func New(cfg Config) *Reactor {
 		cfg.Owns = func(string) bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{},
+	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan events.Committed{},
 		pending: map[string]provider.Session{}}
 }
 
@@ -151,13 +156,24 @@ func (r *Reactor) Drop(accountID string) {
 // its mailbox: it starts the session of a linked account, ends it on
 // unlinking, sends each intent committed since, and wakes the waiters of
 // the intents settled. It never blocks.
-func (r *Reactor) Track(accountID string, s *account.State) { r.track(accountID, s, false) }
+func (r *Reactor) Track(accountID string, s *account.State) {
+	r.track(accountID, s, events.Committed{}, false)
+}
+
+// TrackCommit is Track with the commit just applied: a waiter whose intent
+// it settled gets it (Wait), so the answer is made from the decision
+// without waiting for the read models.
+func (r *Reactor) TrackCommit(accountID string, s *account.State, c events.Committed) {
+	r.track(accountID, s, c, false)
+}
 
 // Resume is Track after a start or a takeover: every open intent may have
 // been sent by the node before, so each is settled by a lookup, never sent.
-func (r *Reactor) Resume(accountID string, s *account.State) { r.track(accountID, s, true) }
+func (r *Reactor) Resume(accountID string, s *account.State) {
+	r.track(accountID, s, events.Committed{}, true)
+}
 
-func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
+func (r *Reactor) track(accountID string, s *account.State, c events.Committed, resumed bool) {
 	p := s.Provider
 	if p == nil {
 		return
@@ -172,7 +188,7 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 	for k, ws := range r.waiters {
 		if len(k) > len(accountID) && k[:len(accountID)+1] == accountID+"/" && !open[k[len(accountID)+1:]] {
 			for _, w := range ws {
-				close(w)
+				w <- c // buffered: each waiter takes one
 			}
 			delete(r.waiters, k)
 		}
@@ -191,7 +207,7 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 	}
 	if l == nil {
 		ctx, stop := context.WithCancel(r.ctx)
-		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, stop: stop,
+		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, stop: stop,
 			settings: p.Settings, login: newLoginLink(p)}
 		r.links[accountID] = l
 		sess := r.pending[accountID]
@@ -210,13 +226,18 @@ func (r *Reactor) track(accountID string, s *account.State, resumed bool) {
 			l.known = append(l.known, ref{w.Instrument, pcoid})
 		}
 	}
+	for k := range l.sent {
+		if !open[k] {
+			delete(l.sent, k)
+		}
+	}
 	for _, in := range intents {
 		k := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
 		if l.busy[k] {
 			continue
 		}
 		l.busy[k] = true
-		go r.settle(l, in, !resumed)
+		go r.settle(l, in, !resumed && !l.sent[k])
 	}
 }
 
@@ -232,25 +253,45 @@ func (r *Reactor) Release(accountID string) {
 }
 
 // Wait waits until the intent key of the account is settled, ctx ends or d
-// passes; it reports whether it settled. The caller reads the outcome from
-// the account's state.
-func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) bool {
-	ch := make(chan struct{})
+// passes; it reports whether it settled, and the commit that settled it
+// when this node applied it while waiting (Seq 0: read the read models).
+// The caller reads the outcome from the account's state.
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) (events.Committed, bool) {
+	ch := make(chan events.Committed, 1)
+	wk := accountID + "/" + key
 	r.mu.Lock()
-	r.waiters[accountID+"/"+key] = append(r.waiters[accountID+"/"+key], ch)
+	r.waiters[wk] = append(r.waiters[wk], ch)
 	r.mu.Unlock()
+	forget := func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ws := r.waiters[wk]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(r.waiters, wk)
+		} else {
+			r.waiters[wk] = ws
+		}
+	}
 	if !open() {
-		return true
+		forget()
+		return events.Committed{}, true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
-		return true
+	case c := <-ch:
+		return c, true
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return !open()
+	forget()
+	return events.Committed{}, !open()
 }
 
 // Session is the provider session of accountID on this node, waiting for
@@ -514,6 +555,9 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	if !r.cfg.Owns(l.accountID) {
 		return false, false
 	}
+	r.mu.Lock()
+	l.sent[key] = true
+	r.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	var st provider.OrderState
 	var err error
@@ -530,17 +574,17 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	switch {
 	case err == nil:
 		o := fromState(st)
-		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o})
-		return true, true
+		return true, r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeAccepted, Order: &o}) == nil
 	case errors.As(err, &rej) && in.Op != evacct.IntentCancel: // a cancel refused is read: the order may have ended
-		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code})
-		return true, true
+		return true, r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeRejected, Code: rej.Code}) == nil
 	case notSent(err) != "":
-		_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)})
+		r.mu.Lock()
+		delete(l.sent, key) // nothing went out: a later try may send it
+		r.mu.Unlock()
 		r.loginRefused(l, err)
-		return true, true
+		return true, r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)}) == nil
 	}
-	return true, false
+	return true, false // unknown: looked up from here, never sent again
 }
 
 // lookupOnce reads the intent's order once and commits what settles it;
