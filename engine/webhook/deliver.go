@@ -320,9 +320,11 @@ func (r *Reactor) Ping(ctx context.Context, tenant, webhookID, target string) Ou
 }
 
 // Close stops taking work, lets attempts in flight finish for up to grace,
-// records them, saves the replay mark of a started reactor, and stops.
+// records them, saves the replay mark of a started reactor, and stops
+// (hearing its tail too).
 func (r *Reactor) Close(grace time.Duration) {
 	r.stop()
+	r.unlisten()
 	r.loops.Wait()
 	done := make(chan struct{})
 	go func() { r.flight.Wait(); close(done) }()

@@ -55,8 +55,19 @@ type Config struct {
 	// MarkEvery is how often the replay mark is saved when it advanced
 	// (mark.go); 0: DefaultMarkEvery.
 	MarkEvery time.Duration
-	Now       func() time.Time
-	Observer  mailbox.Observer
+	// Tail, when set, hands the reactor the commits another reader of the
+	// log in this process reads anyway (the projector's, cmd/engine/app): it
+	// calls fn for each, in stream order, from the reader's goroutine, until
+	// stop; fn never blocks. The reactor then reads the log itself only for
+	// the commits the tail does not give it (tail.go). nil: it follows the
+	// log itself.
+	Tail func(fn func(events.Committed)) (stop func())
+	// TailLag is how long a reactor with a Tail waits for the tail to move
+	// it on while the log holds more, before it reads them itself; 0:
+	// DefaultTailLag.
+	TailLag  time.Duration
+	Now      func() time.Time
+	Observer mailbox.Observer
 }
 
 // Validate reports every problem at once.
@@ -117,6 +128,9 @@ type Reactor struct {
 	rmu      sync.Mutex
 	records  map[string]*recorder // by ledger key
 	flight   sync.WaitGroup       // attempts in flight
+	tail     *tailQueue           // commits heard from Config.Tail; nil without one
+	untail   func()               // stops the tail; guarded by mu
+	bridged  atomic.Int64         // commits the router read from the log after Start, with a tail
 }
 
 // ledger is an endpoint's delivery ledger: the highest attempt number each
@@ -250,6 +264,9 @@ func New(cfg Config) (*Reactor, error) {
 	if cfg.MarkEvery <= 0 {
 		cfg.MarkEvery = DefaultMarkEvery
 	}
+	if cfg.TailLag <= 0 {
+		cfg.TailLag = DefaultTailLag
+	}
 	client, err := egress.Guard(cfg.Client, egress.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.Timeout, MaxIdleConnsPerHost: 16})
 	if err != nil {
 		return nil, fmt.Errorf("webhook: client: %w", err)
@@ -281,10 +298,18 @@ type pendingKey struct{ event, webhook string }
 // With a replay mark M (mark.go) it reads the firm subjects up to M-1 for
 // the endpoints alone, then the log from M on; without one, the whole log.
 // Of what it reads from M on, deliveries without a final attempt are due now
-// or at their recorded next attempt.
-func (r *Reactor) Start(ctx context.Context) error {
+// or at their recorded next attempt. With a Tail, the tail is heard from
+// before that read, and followed after it (tail.go).
+func (r *Reactor) Start(ctx context.Context) (err error) {
 	begun := time.Now()
-	var err error
+	if r.cfg.Tail != nil {
+		r.listen()
+		defer func() {
+			if err != nil {
+				r.unlisten()
+			}
+		}()
+	}
 	if r.marks, err = r.openMarks(ctx); err != nil {
 		slog.Warn("webhook: the replay mark is neither read nor saved; every start reads the whole log", "err", err)
 	}
@@ -296,7 +321,7 @@ func (r *Reactor) Start(ctx context.Context) error {
 	if mark > 1 {
 		err := r.cfg.Log.ReplaySubjects(ctx, []string{events.Subject(events.KindFirm, ">")}, mark-1, func(m eventlog.Msg) error {
 			r.reads.Add(1)
-			return r.contain(m, func() error {
+			return r.contain(m.Subject, m.Seq, func() error {
 				c, err := r.decode(m)
 				if err != nil {
 					return err
@@ -314,8 +339,8 @@ func (r *Reactor) Start(ctx context.Context) error {
 	var order []pendingKey
 	last, err := r.cfg.Log.Replay(ctx, from, func(m eventlog.Msg) error {
 		r.reads.Add(1)
-		return r.contain(m, func() error {
-			want, err := r.wants(ctx, m)
+		return r.contain(m.Subject, m.Seq, func() error {
+			want, err := r.wants(ctx, m.Subject, opens(m))
 			if err != nil || !want {
 				return err
 			}
@@ -390,7 +415,11 @@ func (r *Reactor) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	slog.Info("webhook: started", "mark", mark, "last", last, "read", r.reads.Load(), "took", time.Since(begun).Round(time.Millisecond).String())
 	r.loops.Add(1)
-	go r.follow(last)
+	if r.tail != nil {
+		go r.followTail(last)
+	} else {
+		go r.follow(last)
+	}
 	if r.marks != nil {
 		r.loops.Add(1)
 		go r.keepMark()
@@ -401,10 +430,9 @@ func (r *Reactor) Start(ctx context.Context) error {
 // wants reports whether a commit can matter to webhooks: firm, venue and
 // delivery-ledger commits always; an account's only while its firm has an
 // endpoint. An account not known yet is learnt first (learn), unless the
-// commit is its subject's first, which opens it. Other subjects are never
+// commit opens it (opening: its subject's first). Other subjects are never
 // decoded. Router goroutine only.
-func (r *Reactor) wants(ctx context.Context, m eventlog.Msg) (bool, error) {
-	subject := m.Subject
+func (r *Reactor) wants(ctx context.Context, subject string, opening bool) (bool, error) {
 	switch {
 	case events.IsKind(subject, events.KindFirm), events.IsKind(subject, events.KindWebhook),
 		events.IsKind(subject, evch.KindEnrollment), // an enrollment's lifecycle (challenge.go)
@@ -414,7 +442,7 @@ func (r *Reactor) wants(ctx context.Context, m eventlog.Msg) (bool, error) {
 		id := events.ID(subject, events.KindAccount)
 		a, known := r.accounts[id]
 		if !known {
-			if m.HasPrev && m.Prev == 0 {
+			if opening {
 				return true, nil
 			}
 			var err error
@@ -462,27 +490,13 @@ func (r *Reactor) decode(m eventlog.Msg) (events.Committed, error) {
 	return events.Committed{Subject: m.Subject, Seq: m.Seq, Commit: c}, nil
 }
 
-// follow feeds live commits to the router until Close, resuming after a failure.
+// follow feeds live commits to the router until Close, resuming after a
+// failure: the reactor without a Tail.
 func (r *Reactor) follow(from uint64) {
 	defer r.loops.Done()
 	for r.ctx.Err() == nil {
 		err := r.cfg.Log.Follow(r.ctx, from, func(m eventlog.Msg) error {
-			err := r.contain(m, func() error {
-				if events.IsKind(m.Subject, events.KindWebhook) {
-					return nil
-				}
-				want, err := r.wants(r.ctx, m)
-				if err != nil || !want {
-					return err
-				}
-				c, err := r.decode(m)
-				if err != nil {
-					return err
-				}
-				r.route(c, func(ep *endpoint, d *delivery) { ep.push(d) })
-				return nil
-			})
-			if err != nil {
+			if err := r.step(m); err != nil {
 				return err
 			}
 			from = m.Seq
@@ -498,6 +512,55 @@ func (r *Reactor) follow(from uint64) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// step is the router's work on one commit read from the log after Start's
+// replay: the deliveries it yields are queued on their endpoints.
+func (r *Reactor) step(m eventlog.Msg) error {
+	if events.IsKind(m.Subject, events.KindWebhook) {
+		return nil
+	}
+	return r.contain(m.Subject, m.Seq, func() error {
+		want, err := r.wants(r.ctx, m.Subject, opens(m))
+		if err != nil || !want {
+			return err
+		}
+		c, err := r.decode(m)
+		if err != nil {
+			return err
+		}
+		r.route(c, func(ep *endpoint, d *delivery) { ep.push(d) })
+		return nil
+	})
+}
+
+// stepCommitted is step for a commit the tail gave, decoded already.
+func (r *Reactor) stepCommitted(c events.Committed) error {
+	if events.IsKind(c.Subject, events.KindWebhook) {
+		return nil
+	}
+	return r.contain(c.Subject, c.Seq, func() error {
+		want, err := r.wants(r.ctx, c.Subject, holdsOpened(c))
+		if err != nil || !want {
+			return err
+		}
+		r.route(c, func(ep *endpoint, d *delivery) { ep.push(d) })
+		return nil
+	})
+}
+
+// opens reports whether m is its subject's first commit, as far as it says.
+func opens(m eventlog.Msg) bool { return m.HasPrev && m.Prev == 0 }
+
+// holdsOpened reports whether c opens an account (its subject's first
+// commit does, and only it).
+func holdsOpened(c events.Committed) bool {
+	for _, e := range c.Events {
+		if _, ok := e.(evacct.Opened); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // route applies one commit: endpoint changes, and the deliveries it yields.
@@ -563,10 +626,10 @@ func (r *Reactor) remove(tenant, id string) {
 // that commit: the panic is logged and the commit's deliveries are skipped,
 // rather than the process ending (the log client calls the router in its
 // own goroutine).
-func (r *Reactor) contain(m eventlog.Msg, f func() error) error {
+func (r *Reactor) contain(subject string, seq uint64, f func() error) error {
 	defer func() {
 		if v := recover(); v != nil {
-			slog.Error("webhook: routing a commit panicked; its deliveries are skipped", "subject", m.Subject, "seq", m.Seq,
+			slog.Error("webhook: routing a commit panicked; its deliveries are skipped", "subject", subject, "seq", seq,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -53,8 +55,54 @@ const DemoFirm = "demo-firm"
 type firmArea struct {
 	key     []byte
 	reactor *webhook.Reactor // the gateway's checks, secrets and pings; delivery runs its own
+	tail    commitTail       // the projector's commits, for the delivering reactor
 	stop    context.CancelFunc
 	done    chan struct{}
+}
+
+// commitTail hands the commits the projector applies to the webhook reactors
+// that listen (webhook.Config.Tail), so that delivery does not read every
+// commit from the log a second time. The projector keeps its listeners for
+// its life; a reactor listens from its Start to its Close (a leader starts
+// one each term).
+type commitTail struct {
+	mu  sync.Mutex                      // serializes listen and stop
+	fns atomic.Pointer[[]*commitTailFn] // read on every commit without a lock
+}
+
+type commitTailFn struct{ fn func(events.Committed) }
+
+// hear passes c to every listener; the projector calls it (Listen).
+func (t *commitTail) hear(c events.Committed) {
+	if fns := t.fns.Load(); fns != nil {
+		for _, f := range *fns {
+			f.fn(c)
+		}
+	}
+}
+
+// listen adds fn until stop.
+func (t *commitTail) listen(fn func(events.Committed)) (stop func()) {
+	f := &commitTailFn{fn}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var fns []*commitTailFn
+	if old := t.fns.Load(); old != nil {
+		fns = append(fns, *old...)
+	}
+	fns = append(fns, f)
+	t.fns.Store(&fns)
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		var left []*commitTailFn
+		for _, g := range *t.fns.Load() {
+			if g != f {
+				left = append(left, g)
+			}
+		}
+		t.fns.Store(&left)
+	}
 }
 
 // secretKey is the engine's secret key: 32 random bytes made at first start
@@ -100,6 +148,7 @@ func (a *App) startFirm(ctx context.Context, cfg Config) error {
 		slog.Warn("ENGINE_WEBHOOK_ALLOW_PRIVATE is on: webhooks and the news image proxy may reach private, loopback and link-local addresses inside this network; never run production like this")
 	}
 	a.firm = &firmArea{key: key}
+	a.Projector.Listen(a.firm.tail.hear)
 	r, err := a.newWebhooks()
 	if err != nil {
 		return err
@@ -111,7 +160,8 @@ func (a *App) startFirm(ctx context.Context, cfg Config) error {
 	// Delivery starts beside the service, not before it: its reactor reads
 	// the whole log to find what is still due, and a restart over a long log
 	// should not wait for that to answer traders. Nothing is missed meanwhile:
-	// it delivers what the log holds up to its start, then follows the log.
+	// it delivers what the log holds up to its start, then what the projector
+	// applies after it (webhook.Config.Tail).
 	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.firm.stop, a.firm.done = stop, make(chan struct{})
 	go func() {
@@ -121,11 +171,14 @@ func (a *App) startFirm(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// newWebhooks is a webhook reactor of the firm area's settings.
+// newWebhooks is a webhook reactor of the firm area's settings. Once
+// started it takes its commits from the projector (commitTail), reading the
+// log itself only for those the projector has not given it.
 func (a *App) newWebhooks() (*webhook.Reactor, error) {
 	bc := a.Cfg.Firm
 	return webhook.New(webhook.Config{Log: a.Log, Registry: engine.Registry(), Key: derive(a.firm.key, "webhook-secrets"),
-		Client: bc.WebhookClient, AllowPrivate: bc.WebhookAllowPrivate, Timeout: bc.WebhookTimeout, Backoff: bc.WebhookBackoff, Now: a.Now})
+		Client: bc.WebhookClient, AllowPrivate: bc.WebhookAllowPrivate, Timeout: bc.WebhookTimeout, Backoff: bc.WebhookBackoff, Now: a.Now,
+		Tail: a.firm.tail.listen})
 }
 
 func (a *App) stopFirm() {
