@@ -304,15 +304,21 @@ func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands
 	if err != nil {
 		if errors.As(err, &r) && r.Code == commands.CodeOutcomeUnknown {
 			if in, ok := e.openIntentOf(ctx, accountID, env.Cmd); ok { // still open: wait once more for it
-				return e.awaitOne(ctx, accountID, in, mailbox.Result{Events: []events.Event{in}})
+				return e.awaitOne(ctx, accountID, in, mailbox.Result{Events: []events.Event{in}}, true)
 			}
 		}
 		return res, err
 	}
 	var first error // a flatten records several intents: each is awaited, the first refusal answered
+	intents := 0
+	for _, ev := range res.Events {
+		if _, ok := ev.(evacct.OrderIntended); ok {
+			intents++
+		}
+	}
 	for _, ev := range res.Events {
 		if in, ok := ev.(evacct.OrderIntended); ok {
-			r, err := e.awaitOne(ctx, accountID, in, res)
+			r, err := e.awaitOne(ctx, accountID, in, res, intents == 1)
 			if err != nil {
 				first = cmp.Or(first, err)
 				continue
@@ -349,7 +355,15 @@ func (e *Engine) openIntentOf(ctx context.Context, accountID string, cmd command
 	return out, found
 }
 
-func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result) (mailbox.Result, error) {
+// answerGrace bounds how long an order answer waits for the provider's
+// answer to its request once the stream told of the order first.
+const answerGrace = time.Second
+
+// awaitOne waits for one intent's outcome; withCommit adds the events of
+// the commit that settled it to the answer's (a command of one intent,
+// whose answer is made from its decision; a flatten's answer reads each
+// order from the read models).
+func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result, withCommit bool) (mailbox.Result, error) {
 	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
 	var (
 		settled evacct.IntentSettled
@@ -385,8 +399,21 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 	if !ok {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
+	if answered := e.prov.Sending(accountID, key); answered != nil {
+		// The stream told of the order before the provider answered the
+		// request: wait a moment for that answer's record, which carries
+		// what the provider did at once (a market order's fill).
+		t := time.NewTimer(answerGrace)
+		select {
+		case <-answered:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		c = events.Committed{} // the answer's own commit follows: read the account as it stands
+	}
 	read()
-	if c.Seq > res.Seq && c.Seq == rev {
+	if withCommit && c.Seq > res.Seq && c.Seq == rev {
 		// The commit that settled the intent is the account's newest, as
 		// this node applied it: the answer is made from its decision (the
 		// order as the read models will show it at c.Seq) and the caller's

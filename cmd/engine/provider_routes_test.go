@@ -78,11 +78,14 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, func() bool { ps := positions(); return len(ps) == 1 && ps[0].(map[string]any)["quantity"] == "0.01" },
 		func() any { return positions() })
-	// The answer is the order as the exchange took it: filled, or working
-	// when the stream's report of its acceptance settled it before the
-	// answer (with its fill) was recorded; the position shows the fill.
+	// The answer is the order as the exchange answered it, filled, even
+	// when the user stream tells of the order (its acceptance) before the
+	// exchange's answer comes back.
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, AnswerDelay: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
 	st, m = do("POST", "/api/trading/reverse"+q, map[string]any{"instrument": "BTCUSDT", "clientOrderId": "r-1"})
-	if o := orderOf(m); st != 200 || o["side"] != "sell" || o["quantity"] != "0.02" || (o["state"] != "filled" && o["state"] != "working") {
+	if o := orderOf(m); st != 200 || o["side"] != "sell" || o["quantity"] != "0.02" || o["state"] != "filled" || o["filledQuantity"] != "0.02" {
 		t.Fatalf("reverse: %d %v\n%s", st, m, p.out)
 	}
 	waitUntil(t, 5*time.Second, func() bool {

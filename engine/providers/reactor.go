@@ -79,7 +79,11 @@ type link struct {
 	// settlement failed to commit is looked up from then on, never sent
 	// again (a market order's client order id is free again at the
 	// provider once it filled, so a second send would place it twice).
-	sent     map[string]bool
+	sent map[string]bool
+	// sending are the intent keys whose request is out: each channel
+	// closes once the provider's answer to it is recorded (or the request
+	// ended without one).
+	sending  map[string]chan struct{}
 	stop     context.CancelFunc
 	settings evacct.ProviderSettings
 	// known are the orders the log holds working and the place intents
@@ -207,7 +211,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	if l == nil {
 		ctx, stop := context.WithCancel(r.ctx)
-		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, stop: stop,
+		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, sending: map[string]chan struct{}{}, stop: stop,
 			settings: p.Settings, login: newLoginLink(p)}
 		r.links[accountID] = l
 		sess := r.pending[accountID]
@@ -292,6 +296,22 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	}
 	forget()
 	return events.Committed{}, !open()
+}
+
+// Sending is a channel that closes once the provider's answer to the
+// intent key's request is recorded, while the request is out; nil when
+// none is. The stream may report an order before that answer: an order
+// answer waits for it, so it shows what the provider answered (a market
+// order's fill), not only that the stream saw the order.
+func (r *Reactor) Sending(accountID, key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.links[accountID]; l != nil {
+		if ch, ok := l.sending[key]; ok {
+			return ch
+		}
+	}
+	return nil
 }
 
 // Session is the provider session of accountID on this node, waiting for
@@ -555,9 +575,16 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	if !r.cfg.Owns(l.accountID) {
 		return false, false
 	}
+	answered := make(chan struct{})
 	r.mu.Lock()
-	l.sent[key] = true
+	l.sent[key], l.sending[key] = true, answered
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(l.sending, key)
+		r.mu.Unlock()
+		close(answered)
+	}()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	var st provider.OrderState
 	var err error

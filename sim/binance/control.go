@@ -18,7 +18,7 @@ import (
 //	POST   /_sim/accounts/{key}/orders        {"symbol": ..., "side": ..., ...} PlaceOutside
 //	POST   /_sim/price                        {"symbol": "BTCUSDT", "price": "61000"}
 //	POST   /_sim/markprice                    {"symbol": "BTCUSDT", "price": "61000"}   SetMarkPrice
-//	POST   /_sim/faults                       {"route": "POST /fapi/v1/order", "times": 1, "drop": true, "latency": "300ms", "status": 503, "throttle": "10s", "ban": "1m"}
+//	POST   /_sim/faults                       {"route": "POST /fapi/v1/order", "times": 1, "drop": true, "latency": "300ms", "answerDelay": "200ms", "status": 503, "throttle": "10s", "ban": "1m"}
 //	DELETE /_sim/faults                                                     ClearFaults
 //	POST   /_sim/streams/faults               {"duplicate": true, "reorder": true, "reorderHold": "200ms", "balanceFirst": true}
 //	POST   /_sim/streams/disconnect                                         DisconnectStreams
@@ -58,13 +58,15 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 			Times, Status          int
 			Drop                   bool
 			Latency, Throttle, Ban string
+			AnswerDelay            string
 		}
 		if err := simkit.Decode(r, &b); err != nil {
 			return nil, err
 		}
 		var d simkit.Durations
 		f := Fault{Route: b.Route, Times: b.Times, Status: b.Status, Drop: b.Drop,
-			Latency: d.Parse("latency", b.Latency), Throttle: d.Parse("throttle", b.Throttle), Ban: d.Parse("ban", b.Ban)}
+			Latency: d.Parse("latency", b.Latency), AnswerDelay: d.Parse("answerDelay", b.AnswerDelay), Throttle: d.Parse("throttle", b.Throttle),
+			Ban: d.Parse("ban", b.Ban)}
 		if err := d.Err(); err != nil {
 			return nil, err
 		}

@@ -9,15 +9,18 @@ import (
 
 // Fault is one injected misbehaviour of the REST API. It applies to the requests of Route
 // ("POST /fapi/v1/order"; empty for every route), the next Times of them (0: until ClearFaults).
-// One fault may combine Latency with one of the others.
+// One fault may combine Latency and AnswerDelay with one of the others.
 type Fault struct {
-	Route    string        `json:"route,omitempty"`
-	Times    int           `json:"times,omitempty"`
-	Latency  time.Duration `json:"latency,omitempty"`  // wait this long before handling
-	Drop     bool          `json:"drop,omitempty"`     // handle it, then close the connection unanswered
-	Status   int           `json:"status,omitempty"`   // answer this 5xx with -1001, not handled
-	Throttle time.Duration `json:"throttle,omitempty"` // answer 429 -1003, Retry-After this long, and keep refusing the key so long
-	Ban      time.Duration `json:"ban,omitempty"`      // answer 418 -1003, Retry-After this long, and ban the key so long
+	Route   string        `json:"route,omitempty"`
+	Times   int           `json:"times,omitempty"`
+	Latency time.Duration `json:"latency,omitempty"` // wait this long before handling
+	// AnswerDelay: handle it, then wait this long before answering (the
+	// user stream tells of the order first, as on a slow way back)
+	AnswerDelay time.Duration `json:"answerDelay,omitempty"`
+	Drop        bool          `json:"drop,omitempty"`     // handle it, then close the connection unanswered
+	Status      int           `json:"status,omitempty"`   // answer this 5xx with -1001, not handled
+	Throttle    time.Duration `json:"throttle,omitempty"` // answer 429 -1003, Retry-After this long, and keep refusing the key so long
+	Ban         time.Duration `json:"ban,omitempty"`      // answer 418 -1003, Retry-After this long, and ban the key so long
 }
 
 func (f Fault) validate() error {
@@ -34,10 +37,10 @@ func (f Fault) validate() error {
 	if f.Status != 0 && (f.Status < 500 || f.Status > 599) {
 		errs = append(errs, errors.New("fault: status must be a 5xx"))
 	}
-	if f.Times < 0 || f.Latency < 0 || f.Throttle < 0 || f.Ban < 0 {
+	if f.Times < 0 || f.Latency < 0 || f.AnswerDelay < 0 || f.Throttle < 0 || f.Ban < 0 {
 		errs = append(errs, errors.New("fault: negative times or duration"))
 	}
-	if n == 0 && f.Latency == 0 {
+	if n == 0 && f.Latency == 0 && f.AnswerDelay == 0 {
 		errs = append(errs, errors.New("fault: nothing to inject"))
 	}
 	return errors.Join(errs...)

@@ -143,6 +143,9 @@ func (s *Sim) serveREST(w http.ResponseWriter, r *http.Request) {
 	drop := err == nil && f != nil && f.Drop
 	s.mu.Unlock()
 
+	if f != nil && f.AnswerDelay > 0 {
+		time.Sleep(f.AnswerDelay)
+	}
 	if drop {
 		simkit.DropConnection(w)
 		return
