@@ -28,12 +28,74 @@ import (
 // simTimer serves the Binance simulator through its Go handler and records
 // each order placement's service time (by the exchange's client order id) and
 // every answer's status, so the bench subtracts the simulator's own time from
-// the engine's answer and counts 429s and 418s.
+// the engine's answer and counts 429s and 418s. The service time is the
+// exchange's side of the exchange: from the request's first byte read off
+// the connection to its answer's last byte written (the simulator's HTTP
+// server reading, routing and writing, as a real exchange's front does),
+// besides the time inside the simulator's handler alone.
 type simTimer struct {
 	sim     *binance.Sim
 	mu      sync.Mutex
-	service map[string]time.Duration // newClientOrderId -> time inside the simulator
+	service map[string]time.Duration // newClientOrderId -> first byte in to last byte out
+	handler map[string]time.Duration // newClientOrderId -> time inside the simulator's handler
 	limited atomic.Int64             // answers 429 or 418
+}
+
+// wireConn notes when each request's first byte arrived: the first read
+// that returns data after an answer was written (or on a new connection).
+type wireConn struct {
+	net.Conn
+	mu      sync.Mutex
+	idle    bool // the last operation was a write, or none yet
+	arrived time.Time
+}
+
+func (c *wireConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		if c.idle {
+			c.arrived, c.idle = time.Now(), false
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *wireConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.mu.Lock()
+	c.idle = true
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *wireConn) arrival() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.arrived
+}
+
+// wireListener wraps each accepted connection in a wireConn.
+type wireListener struct{ net.Listener }
+
+func (l wireListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &wireConn{Conn: c, idle: true}, nil
+}
+
+type wireKey struct{}
+
+// serve serves h through a listener whose requests carry their arrival
+// (wireConn) in their context.
+func serveWire(ln net.Listener, h http.Handler) *http.Server {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, wireKey{}, c) }}
+	go srv.Serve(wireListener{ln})
+	return srv
 }
 
 type statusWriter struct {
@@ -71,9 +133,15 @@ func (t *simTimer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: 200}
 	start := time.Now()
 	t.sim.ServeHTTP(sw, r)
-	if d := time.Since(start); cid != "" {
+	inside := time.Since(start)
+	if cid != "" {
+		sw.Flush() // the answer's last byte written before the clock stops
+		wire := inside
+		if c, ok := r.Context().Value(wireKey{}).(*wireConn); ok && !c.arrival().IsZero() {
+			wire = time.Since(c.arrival())
+		}
 		t.mu.Lock()
-		t.service[cid] = d
+		t.service[cid], t.handler[cid] = wire, inside
 		t.mu.Unlock()
 	}
 	if sw.status == 429 || sw.status == 418 {
@@ -88,19 +156,29 @@ func (t *simTimer) serviceOf(cid string) (time.Duration, bool) {
 	return d, ok
 }
 
+// handlerOf is the time of cid's placement inside the simulator's handler.
+func (t *simTimer) handlerOf(cid string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.handler[cid]
+}
+
 // providerResult is what the provider phase measured.
 type providerResult struct {
 	added, answer, simTime sample
 	// paced: the same orders at -provider-paced-rate, below saturation.
 	paced, pacedAnswer, pacedSim sample
-	event                        sample
-	linked                       int
-	linkTime                     time.Duration
-	heapPerAccount               float64 // bytes
-	goroutinesPerAccount         float64
-	resync                       time.Duration
-	resynced                     bool
-	limited                      int64
+	// the same less only the time inside the simulator's handler (its
+	// HTTP server's reading and writing counted as the engine's)
+	addedHandler, pacedHandler sample
+	event                      sample
+	linked                     int
+	linkTime                   time.Duration
+	heapPerAccount             float64 // bytes
+	goroutinesPerAccount       float64
+	resync                     time.Duration
+	resynced                   bool
+	limited                    int64
 }
 
 func simKeyOf(i int) (string, string) {
@@ -112,13 +190,12 @@ func simKeyOf(i int) (string, string) {
 func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 	var res providerResult
 	sim := binance.New(binance.Options{})
-	timer := &simTimer{sim: sim, service: map[string]time.Duration{}}
+	timer := &simTimer{sim: sim, service: map[string]time.Duration{}, handler: map[string]time.Duration{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
 	}
-	srv := &http.Server{Handler: timer, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	srv := serveWire(ln, timer)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
 	sim.SetBaseURL(base)
@@ -220,7 +297,7 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 	cl := httpClient(o.workers)
 	// place places one market order on the worker's account and answers the
 	// engine's answer time and the simulator's service time of it.
-	place := func(ctx context.Context, w int, cid string, side string) (took, st time.Duration, err error) {
+	place := func(ctx context.Context, w int, cid string, side string) (took, st, inside time.Duration, err error) {
 		body := fmt.Sprintf(`{"clientOrderId":%q,"instrument":"BTCUSDT","side":%q,"orderType":"market","quantity":"0.002"}`, cid, side)
 		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/api/trading/order?broker=binance&account="+numbers[ids[w]], strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+svc.Key)
@@ -228,13 +305,13 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		t := time.Now()
 		resp, err := cl.Do(req)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		took = time.Since(t)
 		if resp.StatusCode != 200 {
-			return 0, 0, fmt.Errorf("order %d: %.200s", resp.StatusCode, b)
+			return 0, 0, 0, fmt.Errorf("order %d: %.200s", resp.StatusCode, b)
 		}
 		// The user stream may report the order before the REST answer, and
 		// the engine answers on whichever comes first: wait for the
@@ -245,23 +322,24 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 			st, ok = timer.serviceOf(provider.ClientOrderID(ids[w], cid))
 		}
 		if !ok {
-			return 0, 0, fmt.Errorf("order %s: the simulator saw no placement", cid)
+			return 0, 0, 0, fmt.Errorf("order %s: the simulator saw no placement", cid)
 		}
-		return took, min(st, took), nil
+		return took, min(st, took), min(timer.handlerOf(provider.ClientOrderID(ids[w], cid)), took), nil
 	}
 	var mu sync.Mutex
-	var added, answers, simTimes []time.Duration
-	keep := func(took, st time.Duration) {
+	var added, answers, simTimes, addedHandler []time.Duration
+	keep := func(took, st, inside time.Duration) {
 		mu.Lock()
 		added, answers, simTimes = append(added, took-st), append(answers, took), append(simTimes, st)
+		addedHandler = append(addedHandler, took-inside)
 		mu.Unlock()
 	}
 	if o.provClosed {
 		n := window.Add(1)
 		s := drive(ctx, o.workers, o.warm, o.dur, func(ctx context.Context, w, i int) error {
-			took, st, err := place(ctx, w, fmt.Sprintf("pb-%d-%d-%d", n, w, i), side(i))
+			took, st, inside, err := place(ctx, w, fmt.Sprintf("pb-%d-%d-%d", n, w, i), side(i))
 			if err == nil {
-				keep(took, st)
+				keep(took, st, inside)
 			}
 			return err
 		})
@@ -269,14 +347,16 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		summarize(&res.answer, answers)
 		summarize(&res.added, added)
 		summarize(&res.simTime, simTimes)
-		progress("provider orders: answer %s; simulator %s; engine-added p50 %s p99 %s", res.answer, ms(res.simTime.P50), ms(res.added.P50), ms(res.added.P99))
+		summarize(&res.addedHandler, addedHandler)
+		progress("provider orders: answer %s; simulator %s; engine-added p50 %s p99 %s (less the handler's time alone: %s / %s)", res.answer, ms(res.simTime.P50),
+			ms(res.added.P50), ms(res.added.P99), ms(res.addedHandler.P50), ms(res.addedHandler.P99))
 	}
 
 	if o.provPaced > 0 {
 		// Each client places at rate/workers a second on its own schedule,
 		// the clients' slots spread evenly, so the engine meets the orders
 		// one by one: its own time without queueing for the two cores.
-		added, answers, simTimes = nil, nil, nil
+		added, answers, simTimes, addedHandler = nil, nil, nil, nil
 		every := time.Duration(int64(o.workers) * int64(time.Second) / int64(o.provPaced))
 		t0 := time.Now()
 		from, end := t0.Add(o.warm), t0.Add(o.warm+o.dur)
@@ -294,13 +374,13 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 						return
 					}
 					time.Sleep(time.Until(at))
-					took, st, err := place(ctx, w, fmt.Sprintf("pp-%d-%d-%d", n, w, i), side(i))
+					took, st, inside, err := place(ctx, w, fmt.Sprintf("pp-%d-%d-%d", n, w, i), side(i))
 					switch {
 					case err != nil:
 						errs.Add(1)
 						first.CompareAndSwap(nil, err.Error())
 					case !at.Before(from):
-						keep(took, st)
+						keep(took, st, inside)
 					}
 				}
 			}()
@@ -313,8 +393,10 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		summarize(&res.paced, added)
 		summarize(&res.pacedAnswer, answers)
 		summarize(&res.pacedSim, simTimes)
-		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s); simulator p50 %s; engine-added p50 %s p99 %s",
-			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99))
+		summarize(&res.pacedHandler, addedHandler)
+		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s); simulator p50 %s; engine-added p50 %s p99 %s (less the handler's time alone: %s / %s)",
+			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99),
+			ms(res.pacedHandler.P50), ms(res.pacedHandler.P99))
 	}
 
 	// Provider event to SSE frame: an order placed at the exchange outside
