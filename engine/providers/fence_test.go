@@ -40,6 +40,8 @@ type fakeSess struct {
 	placedLive  atomic.Int32 // placements made while the stream was live
 	// finds, when set, makes a lookup find the order working.
 	finds bool
+	// stream, when set, is the account's stream.
+	stream chan provider.Event
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
@@ -80,6 +82,9 @@ func (s *fakeSess) Events(ctx context.Context) (<-chan provider.Event, error) {
 		}
 	}
 	s.live.Store(true)
+	if s.stream != nil {
+		return s.stream, nil
+	}
 	return nil, nil
 }
 func (s *fakeSess) Close() error { return nil }
@@ -256,5 +261,62 @@ func TestUnrecordedSettlementIsLookedUpNotResent(t *testing.T) {
 	}
 	if n := sess.lookups.Load(); n < 2 {
 		t.Fatalf("the unsettled intent was looked up %d times, want one after each failed record", n)
+	}
+}
+
+// Stream events that wait together are recorded in one commit (a market
+// order's acceptance, fill and account update), in their order; an order's
+// report after an account update starts a record of its own, since an
+// observation records its orders before its account updates.
+func TestStreamEventsWaitingTogetherAreOneRecord(t *testing.T) {
+	sess := &fakeSess{stream: make(chan provider.Event, 8)}
+	var mu sync.Mutex
+	var got []*providercmd.Observe
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec: func(_ context.Context, _ string, c commands.Command) error {
+			if o, ok := c.(*providercmd.Observe); ok && o.Cause == "stream" {
+				mu.Lock()
+				got = append(got, o)
+				mu.Unlock()
+			}
+			return nil
+		},
+		NeverPlacedAfter: time.Hour,
+		Retry:            10 * time.Millisecond,
+	})
+	defer r.Close()
+	order := func(status provider.Status) provider.Event {
+		return &provider.OrderUpdate{Order: provider.OrderState{ClientOrderID: "p-1", Instrument: "BTCUSDT", Status: status, Quantity: events.Int(1)}}
+	}
+	account := &provider.AccountUpdate{Balances: []provider.Balance{{Asset: "USDT", Wallet: events.Int(5)}}}
+	for _, e := range []provider.Event{order(provider.StatusWorking), order(provider.StatusFilled), account, order(provider.StatusWorking)} {
+		sess.stream <- e
+	}
+	r.Resume("a1", intended(t))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("%d records of four waiting events, want 2: %+v", len(got), got)
+	}
+	if o := got[0]; len(o.Orders) != 2 || o.Orders[0].Status != string(provider.StatusWorking) || o.Orders[1].Status != string(provider.StatusFilled) ||
+		len(o.Balances) != 1 {
+		t.Fatalf("the first record: %+v", o)
+	}
+	if o := got[1]; len(o.Orders) != 1 || len(o.Balances) != 0 {
+		t.Fatalf("the order reported after the account update: %+v", o)
 	}
 }

@@ -419,49 +419,109 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 	}
 	every := time.NewTicker(r.cfg.ReconcileEvery)
 	defer every.Stop()
+	var carry provider.Event // read while gathering, recorded next
 	for {
-		var ev provider.Event
-		select {
-		case <-ctx.Done():
-			return
-		case <-every.C:
-			r.reconcile(ctx, l, "periodic")
-			continue
-		case e, ok := <-evs: // a nil channel (no stream) never speaks
-			if !ok {
-				<-ctx.Done()
+		ev := carry
+		carry = nil
+		if ev == nil {
+			select {
+			case <-ctx.Done():
 				return
+			case <-every.C:
+				r.reconcile(ctx, l, "periodic")
+				continue
+			case e, ok := <-evs: // a nil channel (no stream) never speaks
+				if !ok {
+					<-ctx.Done()
+					return
+				}
+				ev = e
 			}
-			ev = e
 		}
-		var cmd *providercmd.Observe
-		switch e := ev.(type) {
-		case *provider.OrderUpdate:
-			o := fromState(e.Order)
-			if x := e.Execution; x != nil {
-				price, fee, pnl := x.Price, x.Fee, x.RealizedPnL
-				o.LastPrice, o.LastFee, o.LastPnL, o.LastTradeID, o.LastAt = &price, &fee, &pnl, x.ID, x.At
-			}
-			cmd = &providercmd.Observe{Cause: "stream", Orders: []providercmd.Order{o}}
-		case *provider.AccountUpdate:
-			cmd = &providercmd.Observe{Cause: "stream", Balances: balances(e.Balances), Positions: positions(e.Positions)}
-		case *provider.ConfigUpdate:
-			st := l.settings
-			if e.HedgeMode != nil {
-				st.HedgeMode = *e.HedgeMode
-			}
-			if e.MultiAssets != nil {
-				st.MultiAssets = *e.MultiAssets
-			}
-			cmd = &providercmd.Observe{Cause: "stream", Settings: &st}
-		case *provider.Gap:
+		if _, gap := ev.(*provider.Gap); gap {
 			r.reconcile(ctx, l, "gap")
 			continue
+		}
+		cmd := r.observation(l, ev)
+		// The events already waiting join this one's record (a market
+		// order's acceptance, fill and account update come together): one
+		// commit, not one each. Orders are recorded before account updates
+		// in one observation, so an order's report joins only a record
+		// that holds no account update yet.
+		closed := false
+	gather:
+		for n := 1; n < maxGathered && cmd != nil; n++ {
+			select {
+			case e, ok := <-evs:
+				if !ok {
+					closed = true
+					break gather
+				}
+				if !gathers(cmd, e) {
+					carry = e
+					break gather
+				}
+				next := r.observation(l, e)
+				cmd.Orders = append(cmd.Orders, next.Orders...)
+				cmd.Balances = append(cmd.Balances, next.Balances...)
+				cmd.Positions = append(cmd.Positions, next.Positions...)
+			default:
+				break gather
+			}
 		}
 		if cmd != nil {
 			_ = r.exec(l.accountID, cmd)
 		}
+		if closed {
+			<-ctx.Done()
+			return
+		}
 	}
+}
+
+// maxGathered bounds the stream events recorded in one commit.
+const maxGathered = 64
+
+// gathers reports whether e can join the record cmd: an order's report
+// joins one with no account update, an account update one with no
+// settings; settings and gaps stand alone.
+func gathers(cmd *providercmd.Observe, e provider.Event) bool {
+	if cmd.Settings != nil {
+		return false
+	}
+	switch e.(type) {
+	case *provider.OrderUpdate:
+		return len(cmd.Balances) == 0 && len(cmd.Positions) == 0
+	case *provider.AccountUpdate:
+		return true
+	}
+	return false
+}
+
+// observation is the record of one stream event; nil for none.
+func (r *Reactor) observation(l *link, ev provider.Event) *providercmd.Observe {
+	var cmd *providercmd.Observe
+	switch e := ev.(type) {
+	case *provider.OrderUpdate:
+		o := fromState(e.Order)
+		if x := e.Execution; x != nil {
+			price, fee, pnl := x.Price, x.Fee, x.RealizedPnL
+			o.LastPrice, o.LastFee, o.LastPnL, o.LastTradeID, o.LastAt = &price, &fee, &pnl, x.ID, x.At
+		}
+		cmd = &providercmd.Observe{Cause: "stream", Orders: []providercmd.Order{o}}
+	case *provider.AccountUpdate:
+		cmd = &providercmd.Observe{Cause: "stream", Balances: balances(e.Balances), Positions: positions(e.Positions)}
+	case *provider.ConfigUpdate:
+		st := l.settings
+		if e.HedgeMode != nil {
+			st.HedgeMode = *e.HedgeMode
+		}
+		if e.MultiAssets != nil {
+			st.MultiAssets = *e.MultiAssets
+		}
+		cmd = &providercmd.Observe{Cause: "stream", Settings: &st}
+	}
+	return cmd
 }
 
 // reconcile reads the provider's complete account, looks up every order
