@@ -504,6 +504,7 @@ func bench(ctx context.Context, o opts) error {
 			main.add(row{fmt.Sprintf("provider order paced at %d/s over %d clients, engine-added p50 / p99 (answer p50, simulator p50)", o.provPaced, o.workers),
 				"", fmt.Sprintf("%s / %s (%s, %s)", ms(r.paced.P50), ms(r.paced.P99), ms(r.pacedAnswer.P50), ms(r.pacedSim.P50)), "", "<= 1 / <= 5 ms", passIf(r.paced.P50 <= time.Millisecond && r.paced.P99 <= 5*time.Millisecond)})
 			main.add(row{"  the same less the simulator's handler time alone", "", fmt.Sprintf("%s / %s", ms(r.pacedHandler.P50), ms(r.pacedHandler.P99)), "", "", ""})
+			main.add(row{"  log commits an order (intent, outcome, the stream's observations)", "", fmt.Sprintf("%.2f", r.commitsPerOrder), "", "", ""})
 		}
 		main.add(row{"provider event to SSE frame p50 / p99", "", fmt.Sprintf("%s / %s", ms(r.event.P50), ms(r.event.P99)), "", "p99 <= 10 ms", passIf(r.event.P99 <= 10*time.Millisecond)})
 		main.add(row{fmt.Sprintf("memory per linked account (%d linked, live streams)", r.linked), "", fmt.Sprintf("%.0f KiB heap, %.1f goroutines", r.heapPerAccount/1024, r.goroutinesPerAccount), "", "", ""})

@@ -171,6 +171,7 @@ type providerResult struct {
 	// the same less only the time inside the simulator's handler (its
 	// HTTP server's reading and writing counted as the engine's)
 	addedHandler, pacedHandler sample
+	commitsPerOrder            float64 // log commits per order in the paced window (intent, outcome, observations)
 	event                      sample
 	linked                     int
 	linkTime                   time.Duration
@@ -357,6 +358,8 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		// the clients' slots spread evenly, so the engine meets the orders
 		// one by one: its own time without queueing for the two cores.
 		added, answers, simTimes, addedHandler = nil, nil, nil, nil
+		seq0, _ := a.Log.LastSeq(ctx)
+		var placedN atomic.Int64
 		every := time.Duration(int64(o.workers) * int64(time.Second) / int64(o.provPaced))
 		t0 := time.Now()
 		from, end := t0.Add(o.warm), t0.Add(o.warm+o.dur)
@@ -375,6 +378,7 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 					}
 					time.Sleep(time.Until(at))
 					took, st, inside, err := place(ctx, w, fmt.Sprintf("pp-%d-%d-%d", n, w, i), side(i))
+					placedN.Add(1)
 					switch {
 					case err != nil:
 						errs.Add(1)
@@ -389,13 +393,17 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		if e := errs.Load(); e > 0 {
 			return res, fmt.Errorf("paced orders: %d errors, first: %s", e, first.Load())
 		}
+		time.Sleep(200 * time.Millisecond) // the last orders' stream reports
+		if seq1, err := a.Log.LastSeq(ctx); err == nil && placedN.Load() > 0 {
+			res.commitsPerOrder = float64(seq1-seq0) / float64(placedN.Load())
+		}
 		res.pacedAnswer.Window = o.dur
 		summarize(&res.paced, added)
 		summarize(&res.pacedAnswer, answers)
 		summarize(&res.pacedSim, simTimes)
 		summarize(&res.pacedHandler, addedHandler)
-		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s); simulator p50 %s; engine-added p50 %s p99 %s (less the handler's time alone: %s / %s)",
-			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99),
+		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s, %.2f commits an order); simulator p50 %s; engine-added p50 %s p99 %s (less the handler's time alone: %s / %s)",
+			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, res.commitsPerOrder, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99),
 			ms(res.pacedHandler.P50), ms(res.pacedHandler.P99))
 	}
 
