@@ -70,6 +70,7 @@ type opts struct {
 	provClosed   bool
 	cluster      clusterOpts
 	history      historyOpts // history.go
+	streams      streamsOpts // streams.go
 	tmp          string
 	profile      string
 	trace        time.Duration // with profile: an execution trace of each profiled phase's first this long
@@ -82,6 +83,9 @@ func main() {
 	run := run
 	if len(os.Args) > 1 && os.Args[1] == "sse-client" {
 		run = func(_ context.Context, args []string) error { return sseClient(args[1:]) }
+	}
+	if len(os.Args) > 1 && os.Args[1] == "streams-client" {
+		run = func(_ context.Context, args []string) error { return streamsClientMain(args[1:]) }
 	}
 	if len(os.Args) > 1 && os.Args[1] == "http-load" {
 		run = func(_ context.Context, args []string) error { return httpLoad(args[1:]) }
@@ -105,7 +109,7 @@ func run(ctx context.Context, args []string) error {
 	var o opts
 	var phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43), futures (linked Tradovate logins against the in-process simulator: engine-added futures order latency, closed loop and paced; issue 44), history (heap and resident memory per order of history after a restart with PostgreSQL read models, restart time, a heap profile, order and repeated-clientOrderId latency; issue 46; needs -database-url)")
+	fs.StringVar(&phases, "phases", "load,probes,sse,cold", "comma-separated: load (baseline, command path, HTTP), probes, sse, cold, cold-probes (the projector at other GC settings on the first fifth of the log, in the bench process, with cold), brackets (trailing stops under a quote stream, issue 14), pg (HTTP orders with PostgreSQL read models against memory's, issue 22), cluster (real engine and nats-server processes: one node against three, kill -9 failover, lease traffic, raw R1/R3 append), restart (the service's restart to ready over the cold-start log with PostgreSQL read models at their checkpoint, with aggregate snapshots and without, issue 22; needs -database-url), provider (linked Binance accounts against the in-process simulator: engine-added order latency, exchange event to SSE frame, memory per linked account, resubscription after a simulator restart; issue 43), futures (linked Tradovate logins against the in-process simulator: engine-added futures order latency, closed loop and paced; issue 44), history (heap and resident memory per order of history after a restart with PostgreSQL read models, restart time, a heap profile, order and repeated-clientOrderId latency; issue 46; needs -database-url), streams (market orders over HTTP round robin over -streams-accounts accounts without stream subscribers, with -streams-subs per account, and without again: rate, CPU and allocations per order, frame after the answer; issue 49)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of baseline, command path and HTTP")
 	fs.IntVar(&o.workers, "workers", 64, "concurrent publishers, accounts and HTTP clients")
 	fs.DurationVar(&o.warm, "warmup", 500*time.Millisecond, "warm-up before each measured window")
@@ -132,6 +136,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.provEvents, "provider-events", 200, "provider: fills placed at the exchange outside the engine, each timed to its SSE frame")
 	futuresFlags(fs, &o.futures) // futures.go
 	historyFlags(fs, &o.history) // history.go
+	streamsFlags(fs, &o.streams) // streams.go
 	fs.DurationVar(&o.cluster.warm, "cluster-warmup", 2*time.Second, "cluster: warm-up before each load window")
 	fs.DurationVar(&o.cluster.dur, "cluster-dur", 10*time.Second, "cluster: each load window (single node, three nodes)")
 	fs.IntVar(&o.cluster.rounds, "cluster-rounds", 3, "cluster: kill -9 rounds, each killing the next node and starting it again")
@@ -519,6 +524,12 @@ func bench(ctx context.Context, o opts) error {
 
 	if o.phases["copier"] {
 		if err := copierPhase(ctx, o, main); err != nil { // copier.go (issue 45)
+			return err
+		}
+	}
+
+	if o.phases["streams"] {
+		if err := streamsPhase(ctx, o, main); err != nil { // streams.go (issue 49)
 			return err
 		}
 	}
