@@ -59,10 +59,15 @@ const seqHeader = "X-Engine-Seq"
 type streamsWindow struct {
 	sample
 	Bytes, Objects float64
+	Subscribers    time.Duration // the subscribers' process's CPU per order (window B)
 }
 
 func (w streamsWindow) String() string {
-	return fmt.Sprintf("%s, %.1f KB and %.0f objects allocated/op", w.sample, w.Bytes/1024, w.Objects)
+	s := fmt.Sprintf("%s, %.1f KB and %.0f objects allocated/op", w.sample, w.Bytes/1024, w.Objects)
+	if w.Subscribers > 0 {
+		s += fmt.Sprintf(", subscribers' process %.0fus CPU/op", float64(w.Subscribers)/1e3)
+	}
+	return s
 }
 
 // frameResult is the subscribers' account of window B, from the child.
@@ -125,11 +130,11 @@ func runStreams(ctx context.Context, o opts) (streamsResult, error) {
 	// next numbers the orders of the whole run: order k goes to account
 	// k mod accounts, buying and selling in turn on each account.
 	var next atomic.Uint64
-	orders := func(acks [][]ack) streamsWindow {
-		return streamsOrders(ctx, o, conns, paths, &next, acks)
+	orders := func(acks [][]ack, other func() time.Duration) streamsWindow {
+		return streamsOrders(ctx, o, conns, paths, &next, acks, other)
 	}
 
-	res.A = orders(nil)
+	res.A = orders(nil, nil)
 	progress("streams A, no subscribers:       %s", res.A)
 	if err := sampleErr("streams A", []sample{res.A.sample}); err != nil {
 		return res, err
@@ -146,7 +151,7 @@ func runStreams(ctx context.Context, o opts) (streamsResult, error) {
 	}
 	progress("streams: %d subscribers connected in %s", c.subs, c.connect.Round(time.Millisecond))
 	acks := make([][]ack, o.workers)
-	res.B = orders(acks)
+	res.B = orders(acks, c.cpu)
 	progress("streams B, %d subscribers:    %s", c.subs, res.B)
 	if err := sampleErr("streams B", []sample{res.B.sample}); err != nil {
 		return res, err
@@ -166,7 +171,7 @@ func runStreams(ctx context.Context, o opts) (streamsResult, error) {
 	}
 	res.Lingered = s.App.Hub.Subscribers()
 
-	res.C = orders(nil)
+	res.C = orders(nil, nil)
 	progress("streams C, no subscribers:       %s", res.C)
 	if err := sampleErr("streams C", []sample{res.C.sample}); err != nil {
 		return res, err
@@ -176,21 +181,29 @@ func runStreams(ctx context.Context, o opts) (streamsResult, error) {
 
 // streamsOrders is one window of closed-loop market orders from conns (a
 // client each), round robin over paths' accounts. With acks, each client's
-// orders of the measured window are appended to acks[client].
-func streamsOrders(ctx context.Context, o opts, conns []keepAlive, paths []string, next *atomic.Uint64, acks [][]ack) streamsWindow {
+// orders of the measured window are appended to acks[client]; with other,
+// the CPU of that process over the window is its Subscribers.
+func streamsOrders(ctx context.Context, o opts, conns []keepAlive, paths []string, next *atomic.Uint64, acks [][]ack, other func() time.Duration) streamsWindow {
 	n := "st-" + strconv.FormatInt(window.Add(1), 10) + "-"
 	accounts := uint64(len(paths))
 	runtime.GC() // each window starts from a collected heap
 	from := time.Now().Add(o.warm)
 	end := from.Add(o.dur)
 	var m0, m1 runtime.MemStats
+	var sub0, sub1 time.Duration
 	mem := make(chan struct{})
 	go func() {
 		defer close(mem)
 		time.Sleep(time.Until(from))
 		runtime.ReadMemStats(&m0)
+		if other != nil {
+			sub0 = other()
+		}
 		time.Sleep(time.Until(end))
 		runtime.ReadMemStats(&m1)
+		if other != nil {
+			sub1 = other()
+		}
 	}()
 	s := driveAt(ctx, len(conns), from, end, func(ctx context.Context, w, _ int) error {
 		k := next.Add(1) - 1
@@ -218,6 +231,7 @@ func streamsOrders(ctx context.Context, o opts, conns []keepAlive, paths []strin
 	if s.N > 0 {
 		out.Bytes = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(s.N)
 		out.Objects = float64(m1.Mallocs-m0.Mallocs) / float64(s.N)
+		out.Subscribers = (sub1 - sub0) / time.Duration(s.N)
 	}
 	return out
 }
@@ -368,6 +382,16 @@ func (c *streamsClient) finish(acks [][]ack) (frameResult, error) {
 	r.P50, r.P99, r.Max = time.Duration(p50), time.Duration(p99), time.Duration(mx)
 	err := c.close()
 	return r, err
+}
+
+// cpu is the CPU time (user and system) the child has used so far, in
+// ticks of 10 ms.
+func (c *streamsClient) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	return statCPU(b)
 }
 
 // close ends the child's input and waits for it to exit (at most until
@@ -585,6 +609,7 @@ func streamsRows(t *table, r streamsResult, o opts) {
 		fmt.Sprintf("%s / %s", ms(r.B.P50), ms(r.B.P99)), f2(float64(r.B.P99)/max(1, float64(r.A.P99+r.C.P99)/2)) + "x", "-", "-"})
 	t.add(row{"  process CPU per order (us; the engine and its in-process clients)", fmt.Sprintf("%.0f (A %.0f, C %.0f)", mean(cpu), cpu(r.A), cpu(r.C)), f0(cpu(r.B)), "-", "-", "-"})
 	t.add(row{"  streams' engine CPU per order (us; B less the mean of A and C)", "", f1(extra), "", "<= 15 us", passIf(extra <= 15)})
+	t.add(row{"  the subscribers' process's CPU per order (us; a child on the same cores)", "", f0(float64(r.B.Subscribers) / 1e3), "", "-", "-"})
 	t.add(row{"  allocated per order (KB / objects; the engine and its in-process clients)", fmt.Sprintf("%.1f / %.0f (A %.1f, C %.1f)", mean(kb), mean(objs), kb(r.A), kb(r.C)),
 		fmt.Sprintf("%.1f / %.0f", kb(r.B), objs(r.B)), "-", "-", "-"})
 	f := r.Frames
