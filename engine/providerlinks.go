@@ -395,8 +395,7 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		})
 		return open
 	}
-	c, ok := e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait)
-	if !ok {
+	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
 	if answered := e.prov.Sending(accountID, key); answered != nil {
@@ -410,16 +409,16 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		case <-ctx.Done():
 		}
 		t.Stop()
-		c = events.Committed{} // the answer's own commit follows: read the account as it stands
 	}
 	read()
-	if withCommit && c.Seq > res.Seq && c.Seq == rev {
-		// The commit that settled the intent is the account's newest, as
-		// this node applied it: the answer is made from its decision (the
-		// order as the read models will show it at c.Seq) and the caller's
-		// next read waits for it. A newer commit (a fill reported since):
-		// the answer reads the read models at that revision.
-		res.Events = append(slices.Clip(res.Events), c.Events...)
+	if withCommit && rev > res.Seq {
+		// The answer is made from the decisions since the intent, as this
+		// node applied them (the order as the read models will show it at
+		// rev), and the caller's next read waits for them; where this node
+		// does not hold them all, the answer reads the read models at rev.
+		if evs, ok := e.prov.Since(accountID, res.Seq, rev); ok {
+			res.Events = append(slices.Clip(res.Events), evs...)
+		}
 	}
 	res.Seq = max(res.Seq, rev)
 	switch {

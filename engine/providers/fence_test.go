@@ -2,6 +2,8 @@ package providers_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/providers"
 	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // fakeProv is a provider whose session counts what is sent and looked up.
@@ -318,5 +321,63 @@ func TestStreamEventsWaitingTogetherAreOneRecord(t *testing.T) {
 	}
 	if o := got[1]; len(o.Orders) != 1 || len(o.Balances) != 0 {
 		t.Fatalf("the order reported after the account update: %+v", o)
+	}
+}
+
+// Since answers the events of an account's commits after one it holds up
+// to another, only when it holds every commit between them (an order's
+// answer is made from them; otherwise it reads the read models).
+func TestSinceHoldsTheCommitsBetween(t *testing.T) {
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: &fakeSess{}}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec:             func(context.Context, string, commands.Command) error { return nil },
+		NeverPlacedAfter: time.Hour,
+	})
+	defer r.Close()
+	s := intended(t)
+	commit := func(seq uint64) events.Committed {
+		return events.Committed{Subject: "evt.account.a1", Seq: seq, Commit: events.Commit{Events: []events.Event{evacct.IntentSettled{ProviderClientOrderID: fmt.Sprint(seq)}}}}
+	}
+	for _, seq := range []uint64{10, 14, 15} {
+		r.TrackCommit("a1", s, commit(seq))
+	}
+	reasons := func(evs []events.Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.(evacct.IntentSettled).ProviderClientOrderID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		from, to uint64
+		want     []string
+		ok       bool
+	}{
+		{10, 15, []string{"14", "15"}, true},
+		{10, 14, []string{"14"}, true},
+		{14, 15, []string{"15"}, true},
+		{15, 15, nil, true},
+		{9, 15, nil, false},  // the intent's commit is not held
+		{10, 16, nil, false}, // a commit past those held
+	} {
+		evs, ok := r.Since("a1", tc.from, tc.to)
+		if ok != tc.ok || (ok && !slices.Equal(reasons(evs), tc.want)) {
+			t.Errorf("Since(%d, %d) = %v, %v; want %v, %v", tc.from, tc.to, reasons(evs), ok, tc.want, tc.ok)
+		}
+	}
+	for _, seq := range []uint64{16, 17, 18} { // the commit at 10 leaves the last four
+		r.TrackCommit("a1", s, commit(seq))
+	}
+	if _, ok := r.Since("a1", 10, 18); ok {
+		t.Error("Since answered from a commit no longer held")
+	}
+	if evs, ok := r.Since("a1", 15, 18); !ok || len(evs) != 3 {
+		t.Errorf("Since(15, 18) = %d events, %v", len(evs), ok)
+	}
+	r.Resume("a1", s) // a takeover: nothing before it is known here
+	if _, ok := r.Since("a1", 17, 18); ok {
+		t.Error("Since answered across a resume")
 	}
 }

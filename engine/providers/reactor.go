@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,10 +61,11 @@ type Reactor struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	links   map[string]*link                   // by account id
-	waiters map[string][]chan events.Committed // by account id + "/" + intent key; each gets the commit that settled it
-	pending map[string]provider.Session        // sessions opened by a link, before its commit
-	logins  loginState                         // the logins lost (tokens.go)
+	links   map[string]*link              // by account id
+	waiters map[string][]chan struct{}    // by account id + "/" + intent key
+	recent  map[string][]events.Committed // by account id: its last commits, oldest first (Since)
+	pending map[string]provider.Session   // sessions opened by a link, before its commit
+	logins  loginState                    // the logins lost (tokens.go)
 }
 
 // link is one linked account's session and what is under way on it.
@@ -118,7 +120,7 @@ func New(cfg Config) *Reactor {
 		cfg.Owns = func(string) bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan events.Committed{},
+	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{}, recent: map[string][]events.Committed{},
 		pending: map[string]provider.Session{}}
 }
 
@@ -164,9 +166,9 @@ func (r *Reactor) Track(accountID string, s *account.State) {
 	r.track(accountID, s, events.Committed{}, false)
 }
 
-// TrackCommit is Track with the commit just applied: a waiter whose intent
-// it settled gets it (Wait), so the answer is made from the decision
-// without waiting for the read models.
+// TrackCommit is Track with the commit just applied, kept among the
+// account's last (Since) so an order's answer is made from the decisions
+// since its intent, without waiting for the read models.
 func (r *Reactor) TrackCommit(accountID string, s *account.State, c events.Committed) {
 	r.track(accountID, s, c, false)
 }
@@ -189,10 +191,19 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if c.Seq > 0 {
+		cs := r.recent[accountID]
+		if len(cs) == recentCommits {
+			cs = append(cs[:0], cs[1:]...)
+		}
+		r.recent[accountID] = append(cs, c)
+	} else {
+		delete(r.recent, accountID) // a start or a takeover: what came before is not known here
+	}
 	for k, ws := range r.waiters {
 		if len(k) > len(accountID) && k[:len(accountID)+1] == accountID+"/" && !open[k[len(accountID)+1:]] {
 			for _, w := range ws {
-				w <- c // buffered: each waiter takes one
+				close(w)
 			}
 			delete(r.waiters, k)
 		}
@@ -254,14 +265,14 @@ func (r *Reactor) Release(accountID string) {
 		l.stop()
 		delete(r.links, accountID)
 	}
+	delete(r.recent, accountID)
 }
 
 // Wait waits until the intent key of the account is settled, ctx ends or d
-// passes; it reports whether it settled, and the commit that settled it
-// when this node applied it while waiting (Seq 0: read the read models).
-// The caller reads the outcome from the account's state.
-func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) (events.Committed, bool) {
-	ch := make(chan events.Committed, 1)
+// passes; it reports whether it settled. The caller reads the outcome from
+// the account's state.
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) bool {
+	ch := make(chan struct{})
 	wk := accountID + "/" + key
 	r.mu.Lock()
 	r.waiters[wk] = append(r.waiters[wk], ch)
@@ -284,18 +295,46 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	}
 	if !open() {
 		forget()
-		return events.Committed{}, true
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case c := <-ch:
-		return c, true
+	case <-ch:
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	forget()
-	return events.Committed{}, !open()
+	return !open()
+}
+
+// recentCommits is how many of an account's last commits Since can read:
+// an order's intent, the stream's report and the exchange's answer, and
+// one more.
+const recentCommits = 4
+
+// Since is the events of the account's commits after the one at from up to
+// the one at to, as this node applied them; false when it does not hold
+// them all (the commit at from among them), and the caller reads the read
+// models at to instead.
+func (r *Reactor) Since(accountID string, from, to uint64) ([]events.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs := r.recent[accountID]
+	i := slices.IndexFunc(cs, func(c events.Committed) bool { return c.Seq == from })
+	if i < 0 {
+		return nil, false
+	}
+	var evs []events.Event
+	for _, c := range cs[i+1:] {
+		if c.Seq > to {
+			break
+		}
+		evs = append(evs, c.Events...)
+		from = c.Seq
+	}
+	return evs, from == to
 }
 
 // Sending is a channel that closes once the provider's answer to the
