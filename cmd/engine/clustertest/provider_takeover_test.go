@@ -66,6 +66,11 @@ func TestProviderAccountTakeover(t *testing.T) {
 	owner := d.ownerOf(accountID, []int{0, 1})
 	other := 1 - owner
 	t.Logf("linked %s; n%d owns it (%v in)", accountID, owner+1, time.Since(began).Round(100*time.Millisecond))
+	// Another node's read models show the link a moment later (a client
+	// that needs it at once sends back the link's X-Engine-Seq).
+	for _, i := range []int{owner, other} {
+		d.waitListed(t, i, key, accountID)
+	}
 	q := "?broker=binance&account=" + number
 	atExchange := func(coid string) int {
 		return sim.OrdersByClientID(takeoverKey, provider.ClientOrderID(accountID, coid))
@@ -268,6 +273,22 @@ func (s *session) link(t *testing.T, d *deployment) (string, string) {
 		}
 		if st != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			t.Fatalf("link through n1: %d %v", st, m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitListed waits up to 20 s until node i lists accountID to key.
+func (d *deployment) waitListed(t *testing.T, i int, key, accountID string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, b, err := call(d.engines[i].URL(), key, "GET", "/api/account/list", nil)
+		if err == nil && code == http.StatusOK && bytes.Contains(b, []byte(accountID)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n%d does not list %s after 20 s: %d %s %v", i+1, accountID, code, b, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
