@@ -367,6 +367,88 @@ func ssePhase(ctx context.Context, o opts, syncMode string) (sseResult, error) {
 	return res, nil
 }
 
+// subscriberSet is n open streams read by GOMAXPROCS epoll readers.
+type subscriberSet struct {
+	subs    []*sseSub
+	readers []*sseReader
+	stop    atomic.Bool
+	rwg     sync.WaitGroup
+}
+
+// halt stops the readers: what each subscriber got stays as it is.
+func (s *subscriberSet) halt() {
+	s.stop.Store(true)
+	s.rwg.Wait()
+}
+
+// close halts the readers and closes every socket.
+func (s *subscriberSet) close() {
+	s.halt()
+	for _, sub := range s.subs {
+		if sub != nil {
+			syscall.Close(sub.fd)
+		}
+	}
+	for _, r := range s.readers {
+		syscall.Close(r.ep)
+	}
+}
+
+// openSubscribers opens n streams, subscriber i on path(i), 64 dials at a
+// time, and waits (60 s at most) until every one has read its first frame;
+// it answers how long that took. The caller closes the set.
+func openSubscribers(addr, key string, n int, path func(i int) string) (*subscriberSet, time.Duration, error) {
+	set := &subscriberSet{subs: make([]*sseSub, n)}
+	for range runtime.GOMAXPROCS(0) {
+		r, err := newSSEReader(n)
+		if err != nil {
+			set.close()
+			return nil, 0, err
+		}
+		set.readers = append(set.readers, r)
+	}
+	for _, r := range set.readers {
+		set.rwg.Go(func() { r.run(&set.stop) })
+	}
+	idx := make(chan int)
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := range idx {
+				sub, err := dialStream(addr, path(i), key)
+				if err == nil {
+					set.subs[i] = sub
+					err = set.readers[i%len(set.readers)].add(i, sub)
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	for i := range set.subs {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		set.close()
+		return nil, 0, fmt.Errorf("connect: %w", err)
+	}
+	deadline := time.After(60 * time.Second)
+	for _, sub := range set.subs {
+		select {
+		case <-sub.first:
+		case <-deadline:
+			set.close()
+			return nil, 0, errors.New("subscribers did not all read their first frame within 60s")
+		}
+	}
+	return set, time.Since(start), nil
+}
+
 // sseClient is the child process of ssePhase: it opens the streams, says
 // "ready", reads the commits' acks ("ack <rev> <unixnano>" ... "end") from
 // stdin, waits for the last revision to reach everyone, and prints
@@ -393,67 +475,14 @@ func sseClient(args []string) error {
 		}
 		defer stop()
 	}
-	subs := make([]*sseSub, *n)
-	readers := make([]*sseReader, runtime.GOMAXPROCS(0))
-	for k := range readers {
-		r, err := newSSEReader(*n)
-		if err != nil {
-			return err
-		}
-		defer syscall.Close(r.ep)
-		readers[k] = r
+	streamPath := *path
+	set, took, err := openSubscribers(*addr, key, *n, func(int) string { return streamPath })
+	if err != nil {
+		return err
 	}
-	var stop atomic.Bool
-	var rwg sync.WaitGroup
-	for _, r := range readers {
-		rwg.Go(func() { r.run(&stop) })
-	}
-	defer func() {
-		stop.Store(true)
-		rwg.Wait()
-		for _, sub := range subs {
-			if sub != nil {
-				syscall.Close(sub.fd)
-			}
-		}
-	}()
-	idx := make(chan int)
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range idx {
-				sub, err := dialStream(*addr, *path, key)
-				if err == nil {
-					subs[i] = sub
-					err = readers[i%len(readers)].add(i, sub)
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
-	for i := range subs {
-		idx <- i
-	}
-	close(idx)
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	deadline := time.After(60 * time.Second)
-	for _, sub := range subs {
-		select {
-		case <-sub.first:
-		case <-deadline:
-			return errors.New("subscribers did not all read their first frame within 60s")
-		}
-	}
-	fmt.Printf("ready %d %d\n", len(subs), time.Since(start).Nanoseconds())
+	defer set.close()
+	subs := set.subs
+	fmt.Printf("ready %d %d\n", len(subs), took.Nanoseconds())
 
 	var acks []recv
 	in := bufio.NewScanner(os.Stdin)
@@ -474,8 +503,7 @@ func sseClient(args []string) error {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	stop.Store(true)
-	rwg.Wait()
+	set.halt()
 	var r sseResult
 	lats := make([]time.Duration, 0, len(subs)*len(acks))
 	for _, sub := range subs {

@@ -18,9 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -443,65 +441,13 @@ func streamsClientMain(args []string) error {
 		defer stop()
 	}
 	// Subscriber i streams account i / per.
-	subs := make([]*sseSub, n)
-	readers := make([]*sseReader, runtime.GOMAXPROCS(0))
-	for k := range readers {
-		r, err := newSSEReader(n)
-		if err != nil {
-			return err
-		}
-		defer syscall.Close(r.ep)
-		readers[k] = r
+	set, took, err := openSubscribers(*addr, key, n, func(i int) string { return "/api/account/stream?account=" + numbers[i / *per] })
+	if err != nil {
+		return err
 	}
-	var stop atomic.Bool
-	var rwg sync.WaitGroup
-	for _, r := range readers {
-		rwg.Go(func() { r.run(&stop) })
-	}
-	defer func() {
-		stop.Store(true)
-		rwg.Wait()
-		for _, sub := range subs {
-			if sub != nil {
-				syscall.Close(sub.fd)
-			}
-		}
-	}()
-	idx := make(chan int)
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range 64 {
-		wg.Go(func() {
-			for i := range idx {
-				sub, err := dialStream(*addr, "/api/account/stream?account="+numbers[i / *per], key)
-				if err == nil {
-					subs[i] = sub
-					err = readers[i%len(readers)].add(i, sub)
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	for i := range subs {
-		idx <- i
-	}
-	close(idx)
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	deadline := time.After(60 * time.Second)
-	for _, sub := range subs {
-		select {
-		case <-sub.first:
-		case <-deadline:
-			return errors.New("subscribers did not all read their first frame within 60s")
-		}
-	}
-	fmt.Printf("ready %d %d\n", len(subs), time.Since(start).Nanoseconds())
+	defer set.close()
+	subs := set.subs
+	fmt.Printf("ready %d %d\n", len(subs), took.Nanoseconds())
 
 	acks := make([][]recv, len(numbers)) // by account
 	in := bufio.NewScanner(os.Stdin)
@@ -528,8 +474,7 @@ func streamsClientMain(args []string) error {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	stop.Store(true)
-	rwg.Wait()
+	set.halt()
 	var r frameResult
 	var lags []time.Duration
 	for i, sub := range subs {
