@@ -316,9 +316,16 @@ func (e *Engine) awaitIntent(ctx context.Context, accountID string, env commands
 			intents++
 		}
 	}
+	oneOrder := false // a command answered with its one order, made from the decisions
+	switch c := env.Cmd.(type) {
+	case *trading.PlaceOrder:
+		oneOrder = intents == 1 && c.ExitPlan == nil // an exit plan's answer reads its bracket from the events
+	case *trading.ClosePosition, *trading.Reverse, *trading.CancelOrder, *trading.ReplaceOrder:
+		oneOrder = intents == 1
+	}
 	for _, ev := range res.Events {
 		if in, ok := ev.(evacct.OrderIntended); ok {
-			r, err := e.awaitOne(ctx, accountID, in, res, intents == 1)
+			r, err := e.awaitOne(ctx, accountID, in, res, oneOrder)
 			if err != nil {
 				first = cmp.Or(first, err)
 				continue
@@ -360,9 +367,10 @@ func (e *Engine) openIntentOf(ctx context.Context, accountID string, cmd command
 const answerGrace = time.Second
 
 // awaitOne waits for one intent's outcome; withCommit adds the events of
-// the commit that settled it to the answer's (a command of one intent,
-// whose answer is made from its decision; a flatten's answer reads each
-// order from the read models).
+// the commits since the intent to the answer's (a command answered with
+// its one order, made from the decisions; a flatten's answer, even of one
+// order, and a bracket's read the read models, and would count an order
+// twice).
 func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result, withCommit bool) (mailbox.Result, error) {
 	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
 	var (

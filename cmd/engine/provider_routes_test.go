@@ -141,4 +141,14 @@ func TestProviderRoutesThroughTheBinary(t *testing.T) {
 	if c, _ := m["canceled"].([]any); st != 200 || len(c) != 0 || len(m["orders"].([]any)) != 0 {
 		t.Fatalf("flatten of nothing: %d %v", st, m)
 	}
+	// A flatten of one position alone (one order to place) answers that order once.
+	if st, m := do("POST", "/api/trading/order"+q, map[string]any{"clientOrderId": "m-2", "instrument": "BTCUSDT", "side": "buy",
+		"orderType": "market", "quantity": "0.01"}); st != 200 {
+		t.Fatalf("market: %d %v", st, m)
+	}
+	st, m = do("POST", "/api/trading/flatten"+q, map[string]any{"clientOrderId": "f-2"})
+	if c, _ := m["canceled"].([]any); st != 200 || len(c) != 0 || len(m["orders"].([]any)) != 1 ||
+		m["orders"].([]any)[0].(map[string]any)["clientOrderId"] != "f-2" {
+		t.Fatalf("a flatten of one position: %d %v", st, m)
+	}
 }
