@@ -74,8 +74,8 @@ type Config struct {
 	// Fit, if set, says whether this node can do the leader's duties now
 	// (with PostgreSQL read models: it reaches the database and its
 	// projector writes). A leader that is not fit hands the lease over when
-	// another node is live (at most once per YieldEvery, so two unfit nodes
-	// do not pass it back and forth), and a node that is not fit takes a
+	// another node is live (at most once per YieldEvery while it stays
+	// unfit, so two unfit nodes do not pass it back and forth), and a node that is not fit takes a
 	// free lease only after it stayed free for a TTL, so a fit node takes it
 	// first. Nil: always fit.
 	Fit func() bool
@@ -560,7 +560,9 @@ func (c *Cluster) release(ctx context.Context, p int, l lease) {
 	}
 }
 
-// YieldEvery bounds how often an unfit leader hands the leader lease over.
+// YieldEvery bounds how often a leader that stays unfit hands the leader
+// lease over; one found fit since its last hand-over may hand it over at
+// once.
 const YieldEvery = 30 * time.Second
 
 func (c *Cluster) tickLeader(ctx context.Context) {
@@ -574,6 +576,10 @@ func (c *Cluster) tickLeader(ctx context.Context) {
 	if fit {
 		c.mu.Lock()
 		c.vacant = time.Time{}
+		// Fit again since its last hand-over: a new spell of unfitness
+		// may hand the lease over at once (the bound is for a node that
+		// stays unfit, so two such nodes do not pass it back and forth).
+		c.yielded = time.Time{}
 		c.mu.Unlock()
 	}
 	if l.rev > 0 && !fit && others && sent.Sub(yielded) >= YieldEvery {

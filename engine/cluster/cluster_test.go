@@ -130,3 +130,37 @@ func TestAnUnfitLeaderHandsTheLeaseToAFitNode(t *testing.T) {
 	b.Close()
 	waitFor(t, "a, unfit and alone, leads", func() bool { return a.Status().Leading && leadsA.Load() == 1 })
 }
+
+// A leader that handed the lease over for being unfit, then was fit again
+// and leads again, hands it over at once when it is unfit again (a new
+// spell: PostgreSQL cut from it minutes after a partition healed), not only
+// YieldEvery after its first hand-over.
+func TestALeaderFitAgainHandsTheLeaseOverAtOnceWhenUnfitAgain(t *testing.T) {
+	log, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var aFit, bFit atomic.Bool
+	aFit.Store(true)
+	bFit.Store(true)
+	var leadsA, leadsB atomic.Int32
+	a := fitNode(t, log, "G", "a", &leadsA, aFit.Load)
+	defer a.Close()
+	waitFor(t, "a leads alone", func() bool { return a.Status().Leading && leadsA.Load() == 1 })
+	b := fitNode(t, log, "G", "b", &leadsB, bFit.Load)
+	defer b.Close()
+	waitFor(t, "a sees b live", func() bool { return len(a.Status().Live) == 2 })
+	aFit.Store(false) // a's first hand-over
+	waitFor(t, "b leads", func() bool { return b.Status().Leading && !a.Status().Leading })
+	aFit.Store(true)
+	bFit.Store(false) // b hands it back to a, fit again
+	waitFor(t, "a leads again", func() bool { return a.Status().Leading && !b.Status().Leading })
+	bFit.Store(true)
+	aFit.Store(false) // well inside YieldEvery of a's first hand-over
+	start := time.Now()
+	waitFor(t, "b leads again", func() bool { return b.Status().Leading && !a.Status().Leading })
+	if d := time.Since(start); d >= cluster.YieldEvery/3 {
+		t.Fatalf("a, unfit again, handed the lease over after %v", d)
+	}
+}
