@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svc/engine/gateway/api"
 )
 
 // httpPath measures POST /api/trading/order market orders from one keep-alive
@@ -159,10 +161,17 @@ type keepAlive struct {
 
 // post sends body as JSON to path and answers the status and the body.
 func (k *keepAlive) post(ctx context.Context, path, body string) (int, []byte, error) {
+	status, _, b, err := k.postSeq(ctx, path, body)
+	return status, b, err
+}
+
+// postSeq is post answering also the log sequence the write was committed
+// at, from the answer's X-Engine-Seq (0 when it has none).
+func (k *keepAlive) postSeq(ctx context.Context, path, body string) (int, uint64, []byte, error) {
 	if k.c == nil {
 		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", k.addr)
 		if err != nil {
-			return 0, nil, err
+			return 0, 0, nil, err
 		}
 		k.c, k.br = c, bufio.NewReaderSize(c, 4096)
 	}
@@ -180,26 +189,30 @@ func (k *keepAlive) post(ctx context.Context, path, body string) (int, []byte, e
 	if d, ok := ctx.Deadline(); ok {
 		_ = k.c.SetDeadline(d)
 	}
-	status, b, reuse, err := k.exchange(r)
+	status, seq, b, reuse, err := k.exchange(r)
 	if err != nil || !reuse {
 		k.close()
 	}
-	return status, b, err
+	return status, seq, b, err
 }
 
-// exchange writes req and reads its answer, and whether the connection
-// stays open for the next.
-func (k *keepAlive) exchange(req []byte) (int, []byte, bool, error) {
+// exchange writes req and reads its answer: the status, the X-Engine-Seq,
+// the body, and whether the connection stays open for the next.
+func (k *keepAlive) exchange(req []byte) (int, uint64, []byte, bool, error) {
 	if _, err := k.c.Write(req); err != nil {
-		return 0, nil, false, err
+		return 0, 0, nil, false, err
 	}
 	resp, err := http.ReadResponse(k.br, nil)
 	if err != nil {
-		return 0, nil, false, err
+		return 0, 0, nil, false, err
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, b, !resp.Close, err
+	var seq uint64
+	if v := resp.Header.Get(api.SeqHeader); v != "" {
+		seq, _ = strconv.ParseUint(v, 10, 64)
+	}
+	return resp.StatusCode, seq, b, !resp.Close, err
 }
 
 func (k *keepAlive) close() {

@@ -9,8 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/svc/engine/gateway/api"
 )
 
 // The streams phase (issue 49) is the cost of account streams to market
@@ -46,10 +46,6 @@ func streamsFlags(fs *flag.FlagSet, o *streamsOpts) {
 	fs.IntVar(&o.accounts, "streams-accounts", 1000, "streams: demo accounts the market orders go round robin over")
 	fs.IntVar(&o.subs, "streams-subs", 2, "streams: subscribers of /api/account/stream per account in the streamed window (opened by a child process)")
 }
-
-// seqHeader is the answer's header with the log sequence its write
-// committed at (gateway/api.SeqHeader).
-const seqHeader = "X-Engine-Seq"
 
 // streamsWindow is one window of the streams phase: the orders' sample (its
 // CPU the bench process's per order) and what the process allocated per
@@ -215,7 +211,7 @@ func streamsOrders(ctx context.Context, o opts, conns []keepAlive, paths []strin
 			return err
 		}
 		if seq == 0 {
-			return fmt.Errorf("order: no %s in the answer", seqHeader)
+			return fmt.Errorf("order: no %s in the answer", api.SeqHeader)
 		}
 		if acks != nil && !t0.Before(from) {
 			if t1 := time.Now(); !t1.After(end) {
@@ -232,59 +228,6 @@ func streamsOrders(ctx context.Context, o opts, conns []keepAlive, paths []strin
 		out.Subscribers = (sub1 - sub0) / time.Duration(s.N)
 	}
 	return out
-}
-
-// postSeq is post answering as well the log sequence the write committed
-// at, from the answer's X-Engine-Seq (0 when it has none).
-func (k *keepAlive) postSeq(ctx context.Context, path, body string) (int, uint64, []byte, error) {
-	if k.c == nil {
-		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", k.addr)
-		if err != nil {
-			return 0, 0, nil, err
-		}
-		k.c, k.br = c, bufio.NewReaderSize(c, 4096)
-	}
-	r := append(k.req[:0], "POST "...)
-	r = append(r, path...)
-	r = append(r, " HTTP/1.1\r\nHost: "...)
-	r = append(r, k.addr...)
-	r = append(r, "\r\nAuthorization: Bearer "...)
-	r = append(r, k.key...)
-	r = append(r, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	r = strconv.AppendInt(r, int64(len(body)), 10)
-	r = append(r, "\r\n\r\n"...)
-	r = append(r, body...)
-	k.req = r
-	if d, ok := ctx.Deadline(); ok {
-		_ = k.c.SetDeadline(d)
-	}
-	status, seq, b, err := k.exchangeSeq(r)
-	if err != nil {
-		k.close()
-	}
-	return status, seq, b, err
-}
-
-// exchangeSeq is exchange answering the X-Engine-Seq; it closes the
-// connection the service closes.
-func (k *keepAlive) exchangeSeq(req []byte) (int, uint64, []byte, error) {
-	if _, err := k.c.Write(req); err != nil {
-		return 0, 0, nil, err
-	}
-	resp, err := http.ReadResponse(k.br, nil)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var seq uint64
-	if v := resp.Header.Get(seqHeader); v != "" {
-		seq, _ = strconv.ParseUint(v, 10, 64)
-	}
-	if resp.Close && err == nil {
-		k.close()
-	}
-	return resp.StatusCode, seq, b, err
 }
 
 // streamsClient is the parent's end of a streams-client child.
