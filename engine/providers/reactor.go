@@ -218,6 +218,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 			l.stop()
 			delete(r.links, accountID)
 		}
+		delete(r.recent, accountID) // no answer waits on an unlinked account
 		return
 	}
 	if l == nil {
