@@ -21,7 +21,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -132,10 +131,6 @@ type lease struct {
 
 type leaseValue struct {
 	Node string `json:"node"`
-	// Unfit: the node's announcement says it cannot do the leader's duties
-	// now (Config.Fit); an unfit leader hands the lease over at once when a
-	// live node is not (absent, as from an older node: fit).
-	Unfit bool `json:"unfit,omitempty"`
 }
 
 // New checks cfg and opens (creating when missing) the two buckets.
@@ -404,8 +399,7 @@ func (c *Cluster) tick(ctx context.Context) {
 	}
 	c.tried = time.Now()
 	c.mu.Unlock()
-	announce, _ := json.Marshal(leaseValue{Node: c.cfg.Node, Unfit: c.cfg.Fit != nil && !c.cfg.Fit()})
-	if _, err := c.nodes.Put(tctx, "n."+c.cfg.Node, announce); err != nil {
+	if _, err := c.nodes.Put(tctx, "n."+c.cfg.Node, c.value()); err != nil {
 		slog.Warn("cluster: announce", "node", c.cfg.Node, "err", err)
 	}
 	listed, err := c.liveNodes(tctx)
@@ -566,29 +560,6 @@ func (c *Cluster) release(ctx context.Context, p int, l lease) {
 	}
 }
 
-// fitPeer reports whether another live node announced itself fit: an
-// unfit leader hands the lease to it at once, whenever it last handed it
-// over (a fit node does not hand it back).
-func (c *Cluster) fitPeer(ctx context.Context) bool {
-	c.mu.RLock()
-	live := slices.Clone(c.live)
-	c.mu.RUnlock()
-	for _, n := range live {
-		if n == c.cfg.Node {
-			continue
-		}
-		e, err := c.nodes.Get(ctx, "n."+n)
-		if err != nil {
-			continue
-		}
-		var v leaseValue
-		if json.Unmarshal(e.Value(), &v) == nil && !v.Unfit {
-			return true
-		}
-	}
-	return false
-}
-
 // YieldEvery bounds how often a leader that stays unfit hands the leader
 // lease over; one found fit since its last hand-over may hand it over at
 // once.
@@ -611,7 +582,7 @@ func (c *Cluster) tickLeader(ctx context.Context) {
 		c.yielded = time.Time{}
 		c.mu.Unlock()
 	}
-	if l.rev > 0 && !fit && others && (sent.Sub(yielded) >= YieldEvery || c.fitPeer(ctx)) {
+	if l.rev > 0 && !fit && others && sent.Sub(yielded) >= YieldEvery {
 		c.yield(ctx, l)
 		return
 	}

@@ -164,34 +164,3 @@ func TestALeaderFitAgainHandsTheLeaseOverAtOnceWhenUnfitAgain(t *testing.T) {
 		t.Fatalf("a, unfit again, handed the lease over after %v", d)
 	}
 }
-
-// A leader that stayed unfit since it last handed the lease over hands it
-// at once to a live node that announces itself fit (the bound between
-// hand-overs is for when no node is fit).
-func TestAnUnfitLeaderHandsTheLeaseToAFitPeerAtOnce(t *testing.T) {
-	log, err := eventlog.Open(context.Background(), eventlog.Config{DataDir: t.TempDir(), Sync: "interval", Replicas: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	var aFit, bFit atomic.Bool
-	aFit.Store(true)
-	bFit.Store(true)
-	var leadsA, leadsB atomic.Int32
-	a := fitNode(t, log, "H", "a", &leadsA, aFit.Load)
-	defer a.Close()
-	waitFor(t, "a leads alone", func() bool { return a.Status().Leading && leadsA.Load() == 1 })
-	b := fitNode(t, log, "H", "b", &leadsB, bFit.Load)
-	defer b.Close()
-	waitFor(t, "a sees b live", func() bool { return len(a.Status().Live) == 2 })
-	aFit.Store(false) // a hands the lease over and stays unfit
-	waitFor(t, "b leads", func() bool { return b.Status().Leading && !a.Status().Leading })
-	bFit.Store(false) // b hands it over too; a, unfit, takes it once it stayed free
-	waitFor(t, "a leads, unfit", func() bool { return a.Status().Leading && !b.Status().Leading })
-	bFit.Store(true)
-	start := time.Now()
-	waitFor(t, "b, fit, leads", func() bool { return b.Status().Leading && !a.Status().Leading })
-	if d := time.Since(start); d >= cluster.YieldEvery/3 {
-		t.Fatalf("a handed the lease to the fit b after %v", d)
-	}
-}
