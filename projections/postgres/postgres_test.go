@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -361,5 +362,75 @@ func TestBindingSurvivesReopenAndResetEmpties(t *testing.T) {
 	}
 	if err := s.Update(ctx, 4, func(tx projections.Tx) error { return nil }); !errors.Is(err, postgres.ErrCheckpointLost) {
 		t.Fatalf("Update of a store the database was reset under: %v", err)
+	}
+}
+
+// A writer whose client goes silent in the middle of an Update (a leader
+// cut from the database, or paused) does not keep the checkpoint's row lock
+// for as long as it stays silent: the server ends its transaction after
+// IdleInTransaction, and the next writer (the node that leads now) folds.
+// Before, the server kept the transaction open, and the new leader's
+// Update waited on the lock until the cut healed: the short fault run's
+// deployment acknowledged 0 writes in the cut's last 6 s while every
+// write waited for read models nobody could write (docs/faults.md).
+func TestASilentWriterDoesNotHoldTheCheckpoint(t *testing.T) {
+	url := pgtest.URL(t)
+	old, next := openURL(t, url), openURL(t, url)
+	if err := old.Update(ctx, 1, func(tx projections.Tx) error { return tx.Put("c", "k", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	inTx, silent := make(chan struct{}), make(chan struct{})
+	oldDone := make(chan error, 1)
+	go func() {
+		oldDone <- old.Update(ctx, 2, func(tx projections.Tx) error {
+			if err := tx.Put("c", "k", 2); err != nil {
+				return err
+			}
+			close(inTx)
+			<-silent // the client sends nothing more: cut off, paused
+			return nil
+		})
+	}()
+	defer func() {
+		select {
+		case <-silent:
+		default:
+			close(silent)
+		}
+	}()
+	<-inTx
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 2*postgres.IdleInTransaction+3*time.Second)
+	defer cancel()
+	if err := next.Update(wctx, 3, func(tx projections.Tx) error { return tx.Put("c", "k", 3) }); err != nil {
+		t.Fatalf("the next writer's Update while the old one is silent in its transaction, after %v: %v", time.Since(began).Round(time.Millisecond), err)
+	}
+	t.Logf("the next writer folded after %v", time.Since(began).Round(time.Millisecond))
+	close(silent)
+	if err := <-oldDone; err == nil {
+		t.Fatal("the silent writer's Update committed after the server ended its transaction")
+	}
+	var k int
+	if ok, err := next.Get(ctx, "c", "k", &k); err != nil || !ok || k != 3 {
+		t.Fatalf("k = %d (%v %v), want 3", k, ok, err)
+	}
+	// The old writer's store works again on a new session: it skips what the
+	// checkpoint holds.
+	if err := old.Update(ctx, 3, func(tx projections.Tx) error { return tx.Put("c", "k", 33) }); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := old.Checkpoint(ctx); err != nil || cp != 3 {
+		t.Fatalf("checkpoint %d: %v", cp, err)
+	}
+}
+
+func TestIdleTransactionsEndUnlessTheURLSaysOtherwise(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, c := range []struct{ url, want string }{{url, "2s"}, {url + "&idle_in_transaction_session_timeout=0", "0"}} {
+		s := openURL(t, c.url)
+		var got string
+		if err := s.Pool().QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil || got != c.want {
+			t.Errorf("idle_in_transaction_session_timeout %q, want %q: %v", got, c.want, err)
+		}
 	}
 }

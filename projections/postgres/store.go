@@ -19,6 +19,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,22 @@ type Store struct {
 	sole atomic.Bool // this process is the only writer (SetSoleWriter)
 }
 
+// ConnectTimeout bounds opening a connection to PostgreSQL.
+const ConnectTimeout = 2 * time.Second
+
+// IdleInTransaction is how long the server keeps a transaction of the
+// store's sessions open while its client sends nothing
+// (idle_in_transaction_session_timeout), unless url sets it. An Update
+// holds the checkpoint's row lock until it commits; a writer cut from the
+// server or paused in the middle of one is not gone for the server, which
+// would keep its transaction, and the lock, until the client came back,
+// and every other node's Update (the leader that took over its writes)
+// would wait on it. Ended by the server, the silent writer's Update fails
+// when it comes back and its projector folds again from the checkpoint.
+// No transaction of the store waits on its client between statements for
+// anywhere near this long.
+const IdleInTransaction = 2 * time.Second
+
 // Open connects to url, applies the migrations of schema/postgres and returns
 // the store of the projection named Projection. Tables are created in the
 // first schema of the connection's search_path (e.g. ?search_path=s in url);
@@ -92,9 +109,9 @@ type Store struct {
 // engine runs again until the store answers). A store
 // that sees the checkpoint behind what it committed itself fails with
 // ErrCheckpointLost rather than fold on top of a gap.
-// ConnectTimeout bounds opening a connection to PostgreSQL.
-const ConnectTimeout = 2 * time.Second
-
+//
+// A transaction whose client sends nothing for IdleInTransaction is ended
+// by the server unless url sets idle_in_transaction_session_timeout.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -108,6 +125,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
