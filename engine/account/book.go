@@ -32,16 +32,18 @@ type book struct {
 	env       commands.Envelope
 	mkt       trading.Market
 	balance   events.Decimal
-	positions map[string]evacct.Position
+	positions []evacct.Position // the decision's own, by instrument: few, so a slice, not a map
 	fills     int
 	out       []events.Event
-	terms     *trading.Terms // of the venue group the account was issued into, if any
-	through   []string       // stops an earlier quote traded through (FillWorking.TradedThrough)
-	touched   []string       // limits an earlier quote touched (FillWorking.Touched)
+	terms     *trading.Terms     // of the venue group the account was issued into, if any
+	through   []string           // stops an earlier quote traded through (FillWorking.TradedThrough)
+	touched   []string           // limits an earlier quote touched (FillWorking.Touched)
+	pos1      [1]evacct.Position // positions' first entry, in the book's own allocation
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
-	b := &book{s: s, env: env, mkt: m, balance: s.Balance, positions: map[string]evacct.Position{}}
+	b := &book{s: s, env: env, mkt: m, balance: s.Balance}
+	b.positions = b.pos1[:0]
 	if s.GroupID != "" {
 		b.terms = m.Terms[s.VenueID+"/"+s.GroupID]
 	}
@@ -51,10 +53,23 @@ func newBook(s *State, env commands.Envelope, m trading.Market) *book {
 func (b *book) add(e events.Event) { b.out = append(b.out, e) }
 
 func (b *book) position(instrument string) evacct.Position {
-	if p, ok := b.positions[instrument]; ok {
-		return p
+	for _, p := range b.positions {
+		if p.Instrument == instrument {
+			return p
+		}
 	}
 	return b.s.Positions[instrument]
+}
+
+// setPosition records the position p the decision leaves on its instrument.
+func (b *book) setPosition(p evacct.Position) {
+	for i := range b.positions {
+		if b.positions[i].Instrument == p.Instrument {
+			b.positions[i] = p
+			return
+		}
+	}
+	b.positions = append(b.positions, p)
 }
 
 // market places and fully fills a market order at the touch in this commit.
@@ -118,7 +133,7 @@ func (b *book) fill(w *Working, qty, price events.Decimal, q trading.Quote) {
 			np.AvgPrice = price
 		}
 	}
-	b.positions[w.Instrument] = np
+	b.setPosition(np)
 	b.balance = b.balance.Add(realized)
 	var fee *events.Decimal
 	if c := commission(b.terms, p, w.Side, qty, w.Filled.IsZero(), b.s.Currency); c.Sign() > 0 {
