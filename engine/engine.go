@@ -104,6 +104,7 @@ type Engine struct {
 	plans     *mailbox.Group[*plan.State]               // saved exit plans (plans.go)
 	venues    *mailbox.Group[*venue.State]              // venues, their keys and provider versions (venues.go)
 	terms     atomic.Pointer[map[string]*trading.Terms] // every venue group's terms (setTerms)
+	quoted    atomic.Pointer[map[string]trading.Quote]  // the map of quotes market answered last (quotes)
 	holds     liveHolds                                 // the venues' holds on live trading (live.go)
 	termsMu   sync.Mutex
 	firms     *mailbox.Group[*firm.State] // firm area (firm.go)
@@ -514,7 +515,7 @@ func (e *Engine) setTerms(venueID string, terms map[string]*trading.Terms) {
 }
 
 func (e *Engine) market() trading.Market {
-	m := trading.Market{Quotes: make(map[string]trading.Quote, len(e.priced)), Specs: e.specs}
+	m := trading.Market{Specs: e.specs}
 	var stacks map[string]*evmark.Stack
 	if e.marksOn() {
 		stacks = e.markStacks()
@@ -522,7 +523,29 @@ func (e *Engine) market() trading.Market {
 	if t := e.terms.Load(); t != nil {
 		m.Terms = *t
 	}
-	for _, in := range e.priced {
+	m.Quotes = e.quotes(stacks)
+	return m
+}
+
+// quotes is every priced instrument's newest quote with its mark stack, as
+// a map no one changes: while every quote and stack is the one in the map
+// quotes answered last, it answers that map again (a command holds the map
+// it was given and never changes it; withUserFutures copies it first).
+func (e *Engine) quotes(stacks map[string]*evmark.Stack) map[string]trading.Quote {
+	last := e.quoted.Load()
+	out, ok := e.buildQuotes(stacks, last)
+	if ok {
+		return *last
+	}
+	e.quoted.Store(&out)
+	return out
+}
+
+// buildQuotes makes the map of quotes, or reports that it would be last's.
+func (e *Engine) buildQuotes(stacks map[string]*evmark.Stack, last *map[string]trading.Quote) (map[string]trading.Quote, bool) {
+	var out map[string]trading.Quote
+	same := 0 // the quotes so far, all as in last while out is nil
+	for i, in := range e.priced {
 		src := e.cfg.Feed
 		if in.AssetClass == "futures" {
 			src = e.cfg.Futures
@@ -530,11 +553,44 @@ func (e *Engine) market() trading.Market {
 		if src == nil {
 			continue
 		}
-		if q, ok := src.Quote(in.Symbol); ok {
-			m.Quotes[in.Symbol] = trading.Quote{Instrument: q.Instrument, Bid: q.Bid, Ask: q.Ask, At: q.At, Marks: stacks[in.Symbol]}
+		q, ok := src.Quote(in.Symbol)
+		if !ok {
+			continue
 		}
+		tq := trading.Quote{Instrument: q.Instrument, Bid: q.Bid, Ask: q.Ask, At: q.At, Marks: stacks[in.Symbol]}
+		if out == nil && last != nil {
+			if old, ok := (*last)[in.Symbol]; ok && sameQuote(old, tq) {
+				same++
+				continue
+			}
+		}
+		if out == nil { // the first that differs: the ones before it are as in last
+			out = make(map[string]trading.Quote, len(e.priced))
+			if same > 0 {
+				for _, prev := range e.priced[:i] {
+					if old, ok := (*last)[prev.Symbol]; ok {
+						out[prev.Symbol] = old
+					}
+				}
+			}
+		}
+		out[in.Symbol] = tq
 	}
-	return m
+	switch {
+	case out != nil:
+		return out, false
+	case last != nil && same == len(*last):
+		return nil, true
+	case last != nil: // a quote in last is gone: build it afresh
+		return e.buildQuotes(stacks, nil)
+	}
+	return map[string]trading.Quote{}, false
+}
+
+// sameQuote reports whether a and b, quotes as market makes them (no
+// touches, no path), are the same quote, to the digit.
+func sameQuote(a, b trading.Quote) bool {
+	return a.Instrument == b.Instrument && a.At == b.At && a.Marks == b.Marks && a.Bid.Same(b.Bid) && a.Ask.Same(b.Ask)
 }
 
 // futuresUnserved refuses an order on a futures symbol when no futures

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -345,6 +346,11 @@ func futuresRefusal(instrument string, err error) error {
 // symbol (ESZ6, ES1!) from its product's.
 func (e *Engine) withUserFutures(m *trading.Market, quotes map[string]trading.Quote) {
 	var specs map[string]trading.Spec
+	if len(quotes) > 0 { // m.Quotes is market's, shared: the owner's go into a copy
+		qs := make(map[string]trading.Quote, len(m.Quotes)+len(quotes))
+		maps.Copy(qs, m.Quotes)
+		m.Quotes = qs
+	}
 	for inst, q := range quotes {
 		m.Quotes[inst] = q
 		if _, ok := m.Specs[inst]; ok {

@@ -434,6 +434,14 @@ func (d Decimal) Cmp(e Decimal) int {
 	return d.v.Cmp(&e.v)
 }
 
+// Same reports whether d and e are the same decimal as written: equal, with
+// the same exponent and sign (1.0 is not 1.00, -0 is not 0), so they encode
+// alike.
+func (d Decimal) Same(e Decimal) bool {
+	return d.v.Form == e.v.Form && d.v.Negative == e.v.Negative && d.v.Exponent == e.v.Exponent &&
+		d.v.Coeff.Cmp(&e.v.Coeff) == 0
+}
+
 // cmpSmall is x's order against y when both coefficients, aligned to the
 // smaller exponent, fit in an int64 (apd's Cmp goes through big numbers
 // to align them): prices against prices on a trailing stop's walk. Zero
