@@ -35,15 +35,13 @@ type book struct {
 	positions []evacct.Position // the decision's own, by instrument: few, so a slice, not a map
 	fills     int
 	out       []events.Event
-	terms     *trading.Terms     // of the venue group the account was issued into, if any
-	through   []string           // stops an earlier quote traded through (FillWorking.TradedThrough)
-	touched   []string           // limits an earlier quote touched (FillWorking.Touched)
-	pos1      [1]evacct.Position // positions' first entry, in the book's own allocation
+	terms     *trading.Terms // of the venue group the account was issued into, if any
+	through   []string       // stops an earlier quote traded through (FillWorking.TradedThrough)
+	touched   []string       // limits an earlier quote touched (FillWorking.Touched)
 }
 
 func newBook(s *State, env commands.Envelope, m trading.Market) *book {
 	b := &book{s: s, env: env, mkt: m, balance: s.Balance}
-	b.positions = b.pos1[:0]
 	if s.GroupID != "" {
 		b.terms = m.Terms[s.VenueID+"/"+s.GroupID]
 	}
