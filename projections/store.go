@@ -9,6 +9,8 @@ package projections
 import (
 	"context"
 	"errors"
+	"reflect"
+	"sync"
 )
 
 // ErrNotFound is returned by typed reads for a missing record.
@@ -109,26 +111,49 @@ func View(ctx context.Context, s Store, fn func(Store) error) error {
 	return fn(s)
 }
 
-// ListInto collects the documents selected by q as values of T.
+// ListInto collects the documents selected by q as values of T. Each is
+// decoded in its place in the slice answered, not copied there.
 func ListInto[T any](ctx context.Context, s Store, coll string, q Query) ([]T, error) {
 	var out []T
 	err := s.List(ctx, coll, q, func(_ string, decode func(any) error) error {
-		var v T
-		if err := decode(&v); err != nil {
+		var zero T
+		out = append(out, zero)
+		if err := decode(&out[len(out)-1]); err != nil {
+			out = out[:len(out)-1]
 			return err
 		}
-		out = append(out, v)
 		return nil
 	})
 	return out, err
 }
 
-// GetInto reads one document as a value of T, or ErrNotFound.
+// GetInto reads one document as a value of T, or ErrNotFound. A Store
+// copies the document into the pointer it is given and keeps nothing of it
+// (Tx, Store.Get), so GetInto reads into a T it reuses rather than one
+// made for each read.
 func GetInto[T any](ctx context.Context, s Store, coll, key string) (T, error) {
-	var v T
-	ok, err := s.Get(ctx, coll, key, &v)
+	pool := readPool[T]()
+	p := pool.Get().(*T)
+	ok, err := s.Get(ctx, coll, key, p)
+	v := *p
+	var zero T
+	*p = zero // hold nothing the value refers to
+	pool.Put(p)
 	if err == nil && !ok {
 		err = ErrNotFound
 	}
 	return v, err
+}
+
+// readPools is GetInto's reusable values, a *sync.Pool of *T by T's type.
+var readPools sync.Map
+
+// readPool is the pool of GetInto's values of type T.
+func readPool[T any]() *sync.Pool {
+	t := reflect.TypeFor[T]()
+	if p, ok := readPools.Load(t); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := readPools.LoadOrStore(t, &sync.Pool{New: func() any { return new(T) }})
+	return p.(*sync.Pool)
 }
