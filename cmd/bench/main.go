@@ -87,6 +87,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "streams-client" {
 		run = func(_ context.Context, args []string) error { return streamsClientMain(args[1:]) }
 	}
+	if len(os.Args) > 1 && os.Args[1] == "write-sink" {
+		run = func(_ context.Context, args []string) error { return writeSinkMain(args[1:]) }
+	}
 	if len(os.Args) > 1 && os.Args[1] == "http-load" {
 		run = func(_ context.Context, args []string) error { return httpLoad(args[1:]) }
 	}
