@@ -106,7 +106,17 @@ func start(t *testing.T, bin, dir, addr string, extra ...string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, base: "http://" + addr, out: out}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		if t.Failed() { // what the engine warned of tells why (it logs at warn)
+			tail := out.String()
+			if len(tail) > 16<<10 {
+				tail = "..." + tail[len(tail)-16<<10:]
+			}
+			t.Logf("the engine's log (%s):\n%s", addr, tail)
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if r, err := http.Get(p.base + "/readyz"); err == nil {
