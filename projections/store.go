@@ -145,6 +145,19 @@ func GetInto[T any](ctx context.Context, s Store, coll, key string) (T, error) {
 	return v, err
 }
 
+// TxGetInto is GetInto within a transaction: the document as a value of T
+// and whether there is one, read into a T it reuses.
+func TxGetInto[T any](tx Tx, coll, key string) (T, bool, error) {
+	pool := readPool[T]()
+	p := pool.Get().(*T)
+	ok, err := tx.Get(coll, key, p)
+	v := *p
+	var zero T
+	*p = zero
+	pool.Put(p)
+	return v, ok, err
+}
+
 // readPools is GetInto's reusable values, a *sync.Pool of *T by T's type.
 var readPools sync.Map
 

@@ -144,8 +144,8 @@ func Fold(tx projections.Tx, c events.Committed) error {
 }
 
 func foldAccount(tx projections.Tx, id string, c events.Committed) error {
-	var a projections.Account
-	if ok, err := tx.Get(projections.CollAccount, id, &a); err != nil || !ok {
+	a, ok, err := projections.TxGetInto[projections.Account](tx, projections.CollAccount, id)
+	if err != nil || !ok {
 		return err
 	}
 	var f Account
@@ -196,8 +196,7 @@ func foldAccount(tx projections.Tx, id string, c events.Committed) error {
 func foldUsage(tx projections.Tx, a projections.Account, e evacct.OrderFilled) error {
 	month := e.At.UTC().Format("2006-01")
 	key := a.TenantID + "/" + month + "/" + a.AccountID
-	var u Usage
-	ok, err := tx.Get(CollUsage, key, &u)
+	u, ok, err := projections.TxGetInto[Usage](tx, CollUsage, key)
 	if err != nil {
 		return err
 	}
