@@ -186,7 +186,7 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 			"ENGINE_DEPLOYMENT="+c.Deployment,
 			"ENGINE_ENV=sandbox",
 			"ENGINE_STREAM_REPLICAS=3",
-			"ENGINE_LOG_LEVEL=warn",
+			"ENGINE_LOG_LEVEL="+engineLogLevel(),
 			"ENGINE_NODE="+h.Name,
 			"ENGINE_DEMO_ACCOUNTS="+strconv.Itoa(opts.DemoAccounts),
 			"ENGINE_RATE_LIMIT=0",
@@ -211,6 +211,17 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 		return c, fmt.Errorf("jepsen: dev-credentials.json: %w", err)
 	}
 	return c, nil
+}
+
+// engineLogLevel is the engines' ENGINE_LOG_LEVEL: JEPSEN_ENGINE_LOG_LEVEL
+// (debug, info, ...) when set, else info: the leases' hand-overs and the
+// projector's stalls a missed serving floor is read from (a few lines a
+// fault).
+func engineLogLevel() string {
+	if l := os.Getenv("JEPSEN_ENGINE_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "info"
 }
 
 // Close kills every process, then removes the network.

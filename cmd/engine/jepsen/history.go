@@ -75,6 +75,10 @@ type History struct {
 // NewHistory starts a history's clock.
 func NewHistory() *History { return &History{start: time.Now()} }
 
+// Start is when the history's clock began (the engines' logs are in wall
+// time).
+func (h *History) Start() time.Time { return h.start }
+
 // Now is the time since the history began.
 func (h *History) Now() time.Duration { return time.Since(h.start) }
 

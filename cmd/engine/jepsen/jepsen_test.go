@@ -72,8 +72,9 @@ func runFaults(t *testing.T, r run) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keep := false // a missed serving floor keeps the directory too
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || keep {
 			t.Logf("the cluster's configs, stores and logs: %s", dir)
 			return
 		}
@@ -140,6 +141,8 @@ func runFaults(t *testing.T, r run) *Report {
 			got := AcksAfter([]Window{w}, h.Ops(), f.grace)[0]
 			t.Logf("%s: %d writes acknowledged from %v into it until its heal", w.Fault, got, f.grace)
 			if got < f.min {
+				keep = true
+				t.Logf("missed: %s\n%s", w.Fault, MissDetail(c, h, w, f.grace))
 				misses = append(misses, fmt.Sprintf("%s: %d writes acknowledged from %v into it until its heal, want at least %d", w.Fault, got, f.grace, f.min))
 			}
 		}

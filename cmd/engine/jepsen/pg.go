@@ -123,7 +123,10 @@ func (c *Cluster) startPostgres(dir string) error {
 		// server loses nothing the kernel holds; the projector folds again
 		// from the checkpoint whatever an unflushed commit lost).
 		"-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "log_min_messages=warning", "-c", "log_connections=off")
+		"-c", "log_min_messages=warning", "-c", "log_connections=off",
+		// A missed serving floor is read from the lock waits too
+		// (MissDetail): a session waiting a second for a lock is logged.
+		"-c", "log_lock_waits=on", "-c", "log_line_prefix=%m [%p] ")
 	p := &Proc{Name: pgHost, ns: h.NS, path: "setpriv", args: args, env: childEnv(), logPath: filepath.Join(dir, "postgres.log"), wholeNS: true}
 	c.PG = p
 	if err := p.Start(); err != nil {
