@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -178,4 +180,58 @@ func (r *rawLog) batched(ctx context.Context, o opts, payload []byte, inflight i
 		last[w] = res.seq
 		return nil
 	}), nil
+}
+
+// pairFloor is the floor of a provider order's two commits in a row (its
+// intent before anything is sent, then the provider's answer), paced as
+// the provider phase paces its orders: rate pairs a second in all over
+// workers clients on their own slots, each pair two appends of payload in
+// a row to the client's own subject of a fresh log opened as the engine
+// opens its own (same sync, same disk). The sample is each pair's time.
+func pairFloor(ctx context.Context, o opts, rate int, payload []byte) (sample, error) {
+	r, err := openRaw(ctx, o, o.sync)
+	if err != nil {
+		return sample{}, err
+	}
+	defer r.Close()
+	js, last := r.log.JetStream(), r.lastSeqs("pair", o.workers)
+	every := time.Duration(int64(o.workers) * int64(time.Second) / int64(rate))
+	t0 := time.Now()
+	from, end := t0.Add(o.warm), t0.Add(o.warm+o.dur)
+	lats := make([][]time.Duration, o.workers)
+	errs := make([]error, o.workers)
+	var wg sync.WaitGroup
+	for w := range o.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			subject := "evt.bench.pair." + strconv.Itoa(w)
+			for i := 0; ; i++ {
+				at := t0.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(o.workers))
+				if !at.Before(end) || ctx.Err() != nil {
+					return
+				}
+				time.Sleep(time.Until(at))
+				start := time.Now()
+				for range 2 {
+					ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: payload}, jetstream.WithExpectLastSequencePerSubject(last[w]))
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					last[w] = ack.Sequence
+				}
+				if !at.Before(from) {
+					lats[w] = append(lats[w], time.Since(start))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return sample{}, fmt.Errorf("pair floor: %w", err)
+	}
+	s := sample{Window: o.dur}
+	summarize(&s, slices.Concat(lats...))
+	return s, nil
 }

@@ -171,15 +171,18 @@ type providerResult struct {
 	// the same less only the time inside the simulator's handler (its
 	// HTTP server's reading and writing counted as the engine's)
 	addedHandler, pacedHandler sample
-	commitsPerOrder            float64 // log commits per order in the paced window (intent, outcome, observations)
-	event                      sample
-	linked                     int
-	linkTime                   time.Duration
-	heapPerAccount             float64 // bytes
-	goroutinesPerAccount       float64
-	resync                     time.Duration
-	resynced                   bool
-	limited                    int64
+	// pacedFloor: two durable appends in a row on a log of their own,
+	// paced the same (pairFloor): the design's floor of the paced order
+	pacedFloor           sample
+	commitsPerOrder      float64 // log commits per order in the paced window (intent, outcome, observations)
+	event                sample
+	linked               int
+	linkTime             time.Duration
+	heapPerAccount       float64 // bytes
+	goroutinesPerAccount float64
+	resync               time.Duration
+	resynced             bool
+	limited              int64
 }
 
 func simKeyOf(i int) (string, string) {
@@ -405,6 +408,11 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		progress("provider orders paced at %d/s: answer p50 %s p99 %s (n=%d, %.0f/s, %.2f commits an order); simulator p50 %s; engine-added p50 %s p99 %s (less the handler's time alone: %s / %s)",
 			o.provPaced, ms(res.pacedAnswer.P50), ms(res.pacedAnswer.P99), res.pacedAnswer.N, res.pacedAnswer.Rate, res.commitsPerOrder, ms(res.pacedSim.P50), ms(res.paced.P50), ms(res.paced.P99),
 			ms(res.pacedHandler.P50), ms(res.pacedHandler.P99))
+		if res.pacedFloor, err = pairFloor(ctx, o, o.provPaced, make([]byte, 625)); err != nil {
+			return res, err
+		}
+		progress("provider orders paced: their floor, two durable appends in a row at the same pace: p50 %s p99 %s (n=%d)",
+			ms(res.pacedFloor.P50), ms(res.pacedFloor.P99), res.pacedFloor.N)
 	}
 
 	// Provider event to SSE frame: an order placed at the exchange outside
