@@ -342,8 +342,12 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 			err = fmt.Errorf("frame of %s panicked: %v", accountID, v)
 		}
 	}()
-	f, err := frames.BuildRef(ctx, h.store, accountID, h.marks)
-	if err != nil {
+	f := framePool.Get().(*frames.Frame)
+	defer func() {
+		*f = frames.Frame{} // hold nothing the frame refers to
+		framePool.Put(f)
+	}()
+	if err := frames.BuildInto(ctx, h.store, accountID, h.marks, f); err != nil {
 		return Payload{}, nil, err
 	}
 	p, err := render("account", f.Revision, f)
@@ -352,6 +356,10 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 	}
 	return p, f.Follows, nil
 }
+
+// framePool is the frames frame builds and renders: only the rendered
+// payload outlives a build, so the frame itself is reused.
+var framePool = sync.Pool{New: func() any { return new(frames.Frame) }}
 
 // render encodes v as the payload of an event named name with the revision
 // rev as its id, in one buffer that is its chunk: Data and the SSE form are

@@ -139,29 +139,29 @@ func Unrealized(p projections.Position, m events.Decimal) events.Decimal {
 // commit's orders (the fault harness saw a frame named 6870 list an order
 // commit 6872 placed; issue 47).
 func Build(ctx context.Context, s projections.Store, accountID string, marks Marks) (Frame, error) {
-	f, err := BuildRef(ctx, s, accountID, marks)
-	if err != nil {
+	f := new(Frame)
+	if err := BuildInto(ctx, s, accountID, marks, f); err != nil {
 		return Frame{}, err
 	}
 	return *f, nil
 }
 
-// BuildRef is Build answering the frame it made rather than a copy: the
-// stream renders it through an interface without copying it again.
-func BuildRef(ctx context.Context, s projections.Store, accountID string, marks Marks) (*Frame, error) {
-	f := new(Frame)
-	err := projections.View(ctx, s, func(s projections.Store) error {
+// BuildInto is Build into f, a frame the caller may reuse: the stream
+// renders it through an interface without copying it again. On an error f
+// is left as it is.
+func BuildInto(ctx context.Context, s projections.Store, accountID string, marks Marks, f *Frame) error {
+	return projections.View(ctx, s, func(s projections.Store) error {
 		a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
 		if err != nil {
 			return err
 		}
-		*f, err = build(ctx, s, a, marks)
-		return err
+		g, err := build(ctx, s, a, marks)
+		if err != nil {
+			return err
+		}
+		*f = g
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 // build reads the rest of the frame of account a.
