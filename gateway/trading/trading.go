@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/svc/engine/commands"
 	plancmd "github.com/svc/engine/commands/plan"
@@ -132,7 +133,11 @@ func orderCommand[T any, P interface {
 // shows the commit.
 func (h *Handlers) answerOrder(w http.ResponseWriter, r *http.Request, accountID string, res engine.Result, orderID string) error {
 	if o, ok := projections.OrderIn(accountID, res.Seq, res.Events, orderID); ok {
-		httpx.WriteJSON(w, http.StatusOK, orderAnswer{&o})
+		p := answerOrders.Get().(*projections.Order)
+		*p = o
+		httpx.WriteJSON(w, http.StatusOK, orderAnswer{p}) // encodes it before it returns
+		*p = projections.Order{}
+		answerOrders.Put(p)
 		return nil
 	}
 	if err := h.d.Settle(r.Context(), res); err != nil {
@@ -140,6 +145,10 @@ func (h *Handlers) answerOrder(w http.ResponseWriter, r *http.Request, accountID
 	}
 	return h.writeOrder(w, r, accountID, orderID)
 }
+
+// answerOrders is the orders answerOrder encodes: only the bytes written
+// outlive an answer, so the order itself is reused.
+var answerOrders = sync.Pool{New: func() any { return new(projections.Order) }}
 
 func noKey[P any](P) string { return "" }
 
