@@ -415,9 +415,48 @@ func (d Decimal) Mul(e Decimal) Decimal { return op(opMul, d, e) }
 
 // Quo returns d/e rounded to 34 digits, trailing zeros removed; e must not be zero.
 func (d Decimal) Quo(e Decimal) Decimal {
+	if z, ok := quoSmall(&d.v, &e.v); ok {
+		return z
+	}
 	q := op(opQuo, d, e)
 	q.v.Reduce(&q.v)
 	return q
+}
+
+// quoSmall is x/y with trailing zeros removed when both coefficients are
+// int64s, neither is zero and x's times some 10^k within an int64 is a
+// multiple of y's: an average price of quantities and prices, without
+// apd's big-number division. The quotient is then exact in at most 19
+// digits, as apd's 34 give it, and with its trailing zeros removed there is
+// only one form of it.
+func quoSmall(x, y *apd.Decimal) (Decimal, bool) {
+	if x.Form != apd.Finite || y.Form != apd.Finite || !x.Coeff.IsInt64() || !y.Coeff.IsInt64() {
+		return Decimal{}, false
+	}
+	a, b := x.Coeff.Int64(), y.Coeff.Int64()
+	if a <= 0 || b <= 0 {
+		return Decimal{}, false
+	}
+	exp := int64(x.Exponent) - int64(y.Exponent)
+	for a%b != 0 {
+		if a > math.MaxInt64/10 {
+			return Decimal{}, false
+		}
+		a *= 10
+		exp--
+	}
+	c := a / b
+	for c%10 == 0 {
+		c /= 10
+		exp++
+	}
+	if exp < -1000 || exp > 1000 { // far from money: apd's bounds are apd's to apply
+		return Decimal{}, false
+	}
+	var z Decimal
+	z.v.SetFinite(c, int32(exp))
+	z.v.Negative = x.Negative != y.Negative
+	return z, true
 }
 
 // Neg returns -d.

@@ -4,6 +4,7 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -264,6 +265,46 @@ func TestAddSubAgreeWithApd(t *testing.T) {
 			if got.v.Cmp(&want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative || got.v.Form != want.Form {
 				t.Fatalf("%s %v %s = %+v (%s), apd %+v (%s)", a, map[bool]string{false: "+", true: "-"}[sub], b, got.v, got.v.String(), want, want.String())
 			}
+		}
+	}
+}
+
+// The int64 path of Quo must give exactly what apd gives, reduced: the
+// same value, exponent and sign, for exact quotients (an average price)
+// and the others (which take apd's path).
+func TestQuoAgreesWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	vals := []string{"0", "-0", "0.00", "1", "-1", "3", "4", "0.25", "-12.50", "1e3", "100", "0.01", "9223372036854775807",
+		"-9223372036854775807", "123456789012345678901234", "1e-30", "7", "0.07", "50000.5", "0.0003"}
+	vals = appendRandomDecimals(r, vals, 5000)
+	for range 5000 { // exact quotients: a multiple of a divisor, at any exponents
+		b := r.Int64N(1 << uint(1+r.IntN(31)))
+		q := r.Int64N(1 << uint(1+r.IntN(31)))
+		if b == 0 || q > math.MaxInt64/max(b, 1) {
+			continue
+		}
+		vals = append(vals, apd.New(b, int32(r.IntN(19)-12)).String(), apd.New(b*q, int32(r.IntN(19)-12)).String())
+	}
+	for i := range 60000 {
+		a, b := raw(vals[r.IntN(len(vals))]), raw(vals[r.IntN(len(vals))])
+		switch {
+		case i < 400:
+			a, b = raw(vals[i%20]), raw(vals[i/20])
+		case i < 20000: // a pair made to divide exactly
+			j := 20 + 5000 + 2*r.IntN((len(vals)-5020)/2)
+			a, b = raw(vals[j+1]), raw(vals[j])
+		}
+		if b.IsZero() {
+			continue
+		}
+		var want apd.Decimal
+		if _, err := Ctx.Quo(&want, &a.v, &b.v); err != nil {
+			t.Fatal(err)
+		}
+		want.Reduce(&want)
+		got := a.Quo(b)
+		if got.v.Cmp(&want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative || got.v.Form != want.Form {
+			t.Fatalf("%s / %s = %+v (%s), apd %+v (%s)", a, b, got.v, got.v.String(), want, want.String())
 		}
 	}
 }
