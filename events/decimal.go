@@ -601,35 +601,45 @@ func (d Decimal) Int64() (int64, error) {
 // fractional zeros ("64998.50" is "64998.5", "50000.00" is "50000"): equal
 // values have one text, so a replay of the log renders what the live state did.
 func (d Decimal) String() string {
-	var r apd.Decimal
-	r.Reduce(&d.v)
-	return r.Text('f') // one text per value: 10.00, 10.0 and 1E+1 are all "10"
+	var buf [40]byte
+	return string(d.appendText(buf[:0]))
 }
 
-// codecText is the text a commit holds for d, or a *DecimalBoundError when
-// d is outside the codec's bounds: exactly when setText would refuse the text.
-func (d Decimal) codecText() (string, error) {
+// appendText appends String's text of d to b: apd's Text('f') of d
+// reduced, one text per value (10.00, 10.0 and 1E+1 are all "10").
+func (d Decimal) appendText(b []byte) []byte {
+	var r apd.Decimal
+	r.Reduce(&d.v)
+	return r.Append(b, 'f')
+}
+
+// appendCodec appends the text a commit holds for d to b, or answers b and
+// a *DecimalBoundError when d is outside the codec's bounds: exactly when
+// setText would refuse the text.
+func (d Decimal) appendCodec(b []byte) ([]byte, error) {
 	if d.v.Form != apd.Finite {
-		return "", &DecimalBoundError{Text: d.v.String(), Reason: "not finite"}
+		return b, &DecimalBoundError{Text: d.v.String(), Reason: "not finite"}
 	}
-	s := d.String()
-	if len(s) > 64 { // a plain text of up to 64 bytes is within the bounds
-		if _, err := parseSlow(s, &codecLimits); err != nil {
-			return "", err
+	n := len(b)
+	b = d.appendText(b)
+	if len(b)-n > 64 { // a plain text of up to 64 bytes is within the bounds
+		if _, err := parseSlow(b[n:], &codecLimits); err != nil {
+			return b[:n], err
 		}
 	}
-	return s, nil
+	return b, nil
 }
 
 // MarshalText writes the decimal's text; in JSON it is a string. (Text rather
 // than MarshalJSON spares encoding/json its validation pass over the output.)
 // A decimal outside the codec's bounds is an error.
 func (d Decimal) MarshalText() ([]byte, error) {
-	s, err := d.codecText()
+	var buf [48]byte
+	t, err := d.appendCodec(buf[:0])
 	if err != nil {
 		return nil, err
 	}
-	return []byte(s), nil
+	return bytes.Clone(t), nil
 }
 
 // UnmarshalJSON reads a decimal string or a JSON number, exactly, within the
@@ -685,11 +695,12 @@ func (d *Decimal) setText(b []byte) error {
 // JSON carries, so a commit replays to the same value in either encoding. A
 // decimal outside the codec's bounds is an error.
 func (d Decimal) MarshalMsg(b []byte) ([]byte, error) {
-	s, err := d.codecText()
+	var buf [48]byte
+	t, err := d.appendCodec(buf[:0])
 	if err != nil {
 		return b, err
 	}
-	return msgp.AppendString(b, s), nil
+	return msgp.AppendStringFromBytes(b, t), nil
 }
 
 // UnmarshalMsg reads a decimal written by MarshalMsg.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // raw makes a Decimal of any finite text apd reads, past every bound.
@@ -305,6 +306,30 @@ func TestQuoAgreesWithApd(t *testing.T) {
 		got := a.Quo(b)
 		if got.v.Cmp(&want) != 0 || got.v.Exponent != want.Exponent || got.v.Negative != want.Negative || got.v.Form != want.Form {
 			t.Fatalf("%s / %s = %+v (%s), apd %+v (%s)", a, b, got.v, got.v.String(), want, want.String())
+		}
+	}
+}
+
+// String, MarshalText and MarshalMsg write apd's Text('f') of the reduced
+// decimal, whatever its size.
+func TestTextAgreesWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	vals := []string{"0", "-0", "0.00", "-0.0", "1", "-1", "10.00", "1e1", "1E+5", "64998.50", "-0.000000000000000001",
+		"9223372036854775807", "123456789012345678901234", "1e-30", "-12345678901234567890.123456789"}
+	vals = appendRandomDecimals(r, vals, 20000)
+	for _, v := range vals {
+		d := raw(v)
+		var red apd.Decimal
+		red.Reduce(&d.v)
+		want := red.Text('f')
+		if got := d.String(); got != want {
+			t.Fatalf("String of %s = %q, apd %q", v, got, want)
+		}
+		if got, err := d.MarshalText(); err != nil || string(got) != want {
+			t.Fatalf("MarshalText of %s = %q, %v; apd %q", v, got, err, want)
+		}
+		if got, err := d.MarshalMsg([]byte{7}); err != nil || string(got) != string(msgp.AppendString([]byte{7}, want)) {
+			t.Fatalf("MarshalMsg of %s = %q, %v; apd %q", v, got, err, want)
 		}
 	}
 }
