@@ -313,6 +313,41 @@ func (d Decimal) Steps(step Decimal, rounding apd.Rounder) Decimal {
 	return Decimal{v: q}
 }
 
+// MultipleOf reports whether d is a whole multiple of step; a step of zero
+// or less admits everything, and a quotient too large to compute (apd's Rem
+// fails) is no multiple.
+func (d Decimal) MultipleOf(step Decimal) bool {
+	if step.Sign() <= 0 {
+		return true
+	}
+	if m, ok := multipleSmall(&d.v, &step.v); ok {
+		return m
+	}
+	var rem apd.Decimal
+	if _, err := Ctx.Rem(&rem, &d.v, &step.v); err != nil {
+		return false
+	}
+	return rem.IsZero()
+}
+
+// multipleSmall is MultipleOf when both coefficients, aligned to the smaller
+// exponent, fit in an int64 (the quotient then has at most 19 digits, and
+// apd's Rem computes it): whether step's divides x's.
+func multipleSmall(x, step *apd.Decimal) (multiple, ok bool) {
+	if x.Form != apd.Finite || step.Form != apd.Finite || !x.Coeff.IsInt64() || !step.Coeff.IsInt64() {
+		return false, false
+	}
+	a, b := x.Coeff.Int64(), step.Coeff.Int64()
+	exp := min(x.Exponent, step.Exponent)
+	if a, ok = scaleSmall(a, x.Exponent-exp); !ok {
+		return false, false
+	}
+	if b, ok = scaleSmall(b, step.Exponent-exp); !ok || b == 0 {
+		return false, false
+	}
+	return a%b == 0, true
+}
+
 // The operations of op.
 const (
 	opAdd = iota

@@ -334,6 +334,40 @@ func TestTextAgreesWithApd(t *testing.T) {
 	}
 }
 
+// MultipleOf's int64 path must answer as apd's Rem does.
+func TestMultipleOfAgreesWithApd(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	vals := []string{"0", "-0", "0.00", "1", "-1", "0.01", "0.25", "0.5", "5", "10", "1e3", "0.001", "-12.50", "9223372036854775807",
+		"123456789012345678901234", "1e-30", "3"}
+	vals = appendRandomDecimals(r, vals, 5000)
+	steps := []string{"0.01", "0.25", "0.5", "1", "5", "0.001", "0.1", "1e-8", "100", "3", "7"}
+	for i := range 40000 {
+		a := raw(vals[r.IntN(len(vals))])
+		b := raw(steps[r.IntN(len(steps))])
+		switch {
+		case i < len(vals)*len(steps) && i < 200:
+			a, b = raw(vals[i%len(vals)]), raw(steps[i%len(steps)])
+		case i%3 == 0: // a multiple of b, at times off by one of its last digit
+			q := raw(strconv.FormatInt(r.Int64N(1_000_000)-500_000, 10))
+			a = b.Mul(q)
+			if i%2 == 0 {
+				a = a.Add(raw("1e-9"))
+			}
+		case i%3 == 1:
+			b = raw(vals[r.IntN(len(vals))])
+		}
+		if b.Sign() <= 0 {
+			continue
+		}
+		var rem apd.Decimal
+		_, err := Ctx.Rem(&rem, &a.v, &b.v)
+		want := err == nil && rem.IsZero()
+		if got := a.MultipleOf(b); got != want {
+			t.Fatalf("%s MultipleOf %s = %v, apd %v (%v)", a, b, got, want, err)
+		}
+	}
+}
+
 // The int64 paths of Steps and Cmp must give exactly what apd gives: the
 // same value, exponent and sign (Steps), the same order (Cmp), for values
 // inside and outside their bounds.

@@ -1,24 +1,13 @@
 package trading
 
 import (
-	"github.com/cockroachdb/apd/v3"
-
 	"github.com/svc/engine/commands"
 	"github.com/svc/engine/events"
 )
 
 // multipleOf reports whether x is a whole multiple of step; a step of zero or
 // less admits everything. A quotient too large to compute is no multiple.
-func multipleOf(x, step events.Decimal) bool {
-	if step.Sign() <= 0 {
-		return true
-	}
-	var rem apd.Decimal
-	if _, err := events.Ctx.Rem(&rem, x.Apd(), step.Apd()); err != nil {
-		return false
-	}
-	return rem.IsZero()
-}
+func multipleOf(x, step events.Decimal) bool { return x.MultipleOf(step) }
 
 // checkPrice refuses a limit or stop price off the instrument's tick: 422
 // invalid_request with params.field and params.tickSize.
@@ -34,6 +23,20 @@ func checkPrice(sp Spec, field string, px *events.Decimal) error {
 // lot step: 422 invalid_request with params.field quantity, params.lotStep and
 // params.minQuantity (those the instrument states).
 func checkQuantity(sp Spec, qty events.Decimal) error {
+	switch {
+	case sp.MinQuantity.Sign() > 0 && qty.Cmp(sp.MinQuantity) < 0:
+		return commands.InvalidField("quantity", quantityParams(sp),
+			"quantity %s is below the instrument's minimum %s", qty, sp.MinQuantity)
+	case !multipleOf(qty, sp.LotStep):
+		return commands.InvalidField("quantity", quantityParams(sp),
+			"quantity %s is not a multiple of the instrument's lot step %s", qty, sp.LotStep)
+	}
+	return nil
+}
+
+// quantityParams are the params of checkQuantity's refusals, made only
+// for a refusal.
+func quantityParams(sp Spec) map[string]any {
 	params := map[string]any{"instrument": sp.Symbol}
 	if sp.LotStep.Sign() > 0 {
 		params["lotStep"] = sp.LotStep.String()
@@ -41,15 +44,7 @@ func checkQuantity(sp Spec, qty events.Decimal) error {
 	if sp.MinQuantity.Sign() > 0 {
 		params["minQuantity"] = sp.MinQuantity.String()
 	}
-	switch {
-	case sp.MinQuantity.Sign() > 0 && qty.Cmp(sp.MinQuantity) < 0:
-		return commands.InvalidField("quantity", params,
-			"quantity %s is below the instrument's minimum %s", qty, sp.MinQuantity)
-	case !multipleOf(qty, sp.LotStep):
-		return commands.InvalidField("quantity", params,
-			"quantity %s is not a multiple of the instrument's lot step %s", qty, sp.LotStep)
-	}
-	return nil
+	return params
 }
 
 // CheckOrder refuses an order whose quantity (when set) or prices do not fit
