@@ -376,6 +376,7 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 	var (
 		settled evacct.IntentSettled
 		known   bool
+		ended   bool // the order placed has ended (filled, canceled, expired): nothing the provider answers can move it
 		rev     uint64
 		name    string
 	)
@@ -392,9 +393,12 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 			switch {
 			case in.Op == evacct.IntentPlace:
 				settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
-				if _, placed, _ := s.OrderFor(in.Order.ClientOrderID); !known && placed && !open {
+				id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
+				if !known && placed && !open {
 					settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
 				}
+				_, working := s.Working[id]
+				ended = placed && !working
 			case in.Op == evacct.IntentReplace && !open:
 				settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
 			default:
@@ -406,15 +410,26 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
-	if answered := e.prov.Sending(accountID, key); answered != nil {
+	if answered := e.prov.Sending(accountID, key); answered != nil && !ended {
 		// The stream told of the order before the provider answered the
 		// request: wait a moment for that answer's record, which carries
-		// what the provider did at once (a market order's fill).
+		// what the provider did at once (a market order's fill), unless
+		// the stream tells of the order's end (its fill) first.
 		t := time.NewTimer(answerGrace)
-		select {
-		case <-answered:
-		case <-t.C:
-		case <-ctx.Done():
+		for waiting := true; waiting; {
+			changed := e.prov.Changed(accountID)
+			if read(); ended {
+				break
+			}
+			select {
+			case <-answered:
+				waiting = false
+			case <-changed:
+			case <-t.C:
+				waiting = false
+			case <-ctx.Done():
+				waiting = false
+			}
 		}
 		t.Stop()
 	}

@@ -64,6 +64,7 @@ type Reactor struct {
 	links   map[string]*link              // by account id
 	waiters map[string][]chan struct{}    // by account id + "/" + intent key
 	recent  map[string][]events.Committed // by account id: its last commits, oldest first (Since)
+	changed map[string]chan struct{}      // by account id: closed at its next commit here (Changed)
 	pending map[string]provider.Session   // sessions opened by a link, before its commit
 	logins  loginState                    // the logins lost (tokens.go)
 }
@@ -121,7 +122,7 @@ func New(cfg Config) *Reactor {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{}, recent: map[string][]events.Committed{},
-		pending: map[string]provider.Session{}}
+		changed: map[string]chan struct{}{}, pending: map[string]provider.Session{}}
 }
 
 // Provider is the provider of the name, if served.
@@ -191,6 +192,10 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ch, ok := r.changed[accountID]; ok {
+		close(ch)
+		delete(r.changed, accountID)
+	}
 	if c.Seq > 0 {
 		cs := r.recent[accountID]
 		if len(cs) == recentCommits {
@@ -352,6 +357,21 @@ func (r *Reactor) Sending(accountID, key string) <-chan struct{} {
 		}
 	}
 	return nil
+}
+
+// Changed is a channel that closes when the account's state next changes
+// on this node (a commit applied, a start or a takeover): a caller
+// watching for something in the state takes it before reading the state,
+// so no change between the reading and its wait is missed.
+func (r *Reactor) Changed(accountID string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.changed[accountID]
+	if !ok {
+		ch = make(chan struct{})
+		r.changed[accountID] = ch
+	}
+	return ch
 }
 
 // Session is the provider session of accountID on this node, waiting for
