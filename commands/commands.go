@@ -4,6 +4,7 @@ package commands
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -33,7 +34,11 @@ func (e Envelope) DerivedID(kind string, n int) string {
 	if n == 0 && kind == "" {
 		return e.ID.String()
 	}
-	return fmt.Sprintf("%s-%s%d", e.ID.String(), kind, n)
+	var buf [64]byte // ID-kindN, in one string
+	b := buf[:ulid.EncodedSize]
+	_ = e.ID.MarshalTextTo(b) // fails only on a short buffer
+	b = append(append(b, '-'), kind...)
+	return string(strconv.AppendInt(b, int64(n), 10))
 }
 
 // Refusal is a decision not to record anything, in domain terms: the spec's
