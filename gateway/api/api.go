@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -34,7 +35,7 @@ type Deps struct {
 	Hub       *stream.Hub
 	Env       string // sandbox or production
 
-	writes sync.Map // credential -> the sequence of its last write answered from its decision (Wrote)
+	writes sync.Map // credential -> *atomic.Uint64, the sequence of its last write answered from its decision (Wrote)
 }
 
 // DefaultBroker is the broker of the engine's own paper book.
@@ -379,11 +380,12 @@ func (d *Deps) Wrote(r *http.Request, seq uint64) {
 		return
 	}
 	c := p.Credential()
-	for {
-		old, loaded := d.writes.LoadOrStore(c, seq)
-		if !loaded || old.(uint64) >= seq || d.writes.CompareAndSwap(c, old, seq) {
-			return
-		}
+	v, ok := d.writes.Load(c)
+	if !ok {
+		v, _ = d.writes.LoadOrStore(c, new(atomic.Uint64))
+	}
+	last := v.(*atomic.Uint64)
+	for old := last.Load(); old < seq && !last.CompareAndSwap(old, seq); old = last.Load() {
 	}
 }
 
@@ -392,7 +394,7 @@ func (d *Deps) Wrote(r *http.Request, seq uint64) {
 func (d *Deps) LastWrite() uint64 {
 	var last uint64
 	d.writes.Range(func(_, v any) bool {
-		last = max(last, v.(uint64))
+		last = max(last, v.(*atomic.Uint64).Load())
 		return true
 	})
 	return last
@@ -422,7 +424,7 @@ func (d *Deps) CatchUp(next http.Handler) http.Handler {
 			if p, ok := httpx.PrincipalOf(r); ok {
 				if seq, ok := d.writes.Load(p.Credential()); ok {
 					ctx, cancel := context.WithTimeout(r.Context(), SettleTimeout)
-					err := d.Projector.WaitFor(ctx, seq.(uint64))
+					err := d.Projector.WaitFor(ctx, seq.(*atomic.Uint64).Load())
 					cancel()
 					if err != nil && r.Context().Err() == nil {
 						httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable(commands.CodeReadModelsBehind,
