@@ -537,7 +537,9 @@ func (e *Engine) quotes(stacks map[string]*evmark.Stack) map[string]trading.Quot
 	if ok {
 		return *last
 	}
-	e.quoted.Store(&out)
+	p := new(map[string]trading.Quote) // not &out: out would escape on every call
+	*p = out
+	e.quoted.Store(p)
 	return out
 }
 
