@@ -116,7 +116,7 @@ func (e *Engine) paperTriggers(s *account.State) map[string][]paper.Trigger {
 	if e.pf.src == nil || e.cfg.Futures != nil || s.Provider != nil {
 		return ts
 	}
-	fa := futuresAccount{owner: s.TenantID, working: map[string]bool{}, held: map[string]bool{}}
+	fa := futuresAccount{owner: s.TenantID} // its maps made at their first entry: most accounts hold no futures
 	for inst, list := range ts {
 		if !e.futuresSymbol(inst) {
 			continue
@@ -130,11 +130,17 @@ func (e *Engine) paperTriggers(s *account.State) map[string][]paper.Trigger {
 		}
 		if len(keep) > 0 && s.TenantID != "" {
 			ts[scope(s.TenantID, inst)] = keep
+			if fa.working == nil {
+				fa.working = map[string]bool{}
+			}
 			fa.working[inst] = true
 		}
 	}
 	for inst, p := range s.Positions {
 		if !p.Quantity.IsZero() && e.futuresSymbol(inst) {
+			if fa.held == nil {
+				fa.held = map[string]bool{}
+			}
 			fa.held[inst] = true
 		}
 	}
