@@ -344,7 +344,8 @@ func (h *Hub) frame(ctx context.Context, accountID string) (_ Payload, _ []strin
 	}()
 	f := framePool.Get().(*frames.Frame)
 	defer func() {
-		*f = frames.Frame{} // hold nothing the frame refers to
+		clear(f.Positions)
+		*f = frames.Frame{Positions: f.Positions[:0]} // hold nothing the frame refers to; keep the positions' room
 		framePool.Put(f)
 	}()
 	if err := frames.BuildInto(ctx, h.store, accountID, h.marks, f); err != nil {

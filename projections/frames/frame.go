@@ -147,15 +147,16 @@ func Build(ctx context.Context, s projections.Store, accountID string, marks Mar
 }
 
 // BuildInto is Build into f, a frame the caller may reuse: the stream
-// renders it through an interface without copying it again. On an error f
-// is left as it is.
+// renders it through an interface without copying it again. f's Positions,
+// emptied, are where the positions go (a reused frame keeps their room).
+// On an error f is left as it is.
 func BuildInto(ctx context.Context, s projections.Store, accountID string, marks Marks, f *Frame) error {
 	return projections.View(ctx, s, func(s projections.Store) error {
 		a, err := projections.GetInto[projections.Account](ctx, s, projections.CollAccount, accountID)
 		if err != nil {
 			return err
 		}
-		g, err := build(ctx, s, a, marks)
+		g, err := build(ctx, s, a, marks, f.Positions[:0])
 		if err != nil {
 			return err
 		}
@@ -165,7 +166,10 @@ func BuildInto(ctx context.Context, s projections.Store, accountID string, marks
 }
 
 // build reads the rest of the frame of account a.
-func build(ctx context.Context, s projections.Store, a projections.Account, marks Marks) (Frame, error) {
+func build(ctx context.Context, s projections.Store, a projections.Account, marks Marks, positions []Position) (Frame, error) {
+	if positions == nil {
+		positions = []Position{} // [] in JSON, not null
+	}
 	accountID := a.AccountID
 	ps, err := projections.ListInto[projections.Position](ctx, s, projections.CollPosition, projections.Query{Prefix: accountID + "/"})
 	if err != nil {
@@ -184,7 +188,7 @@ func build(ctx context.Context, s projections.Store, a projections.Account, mark
 		return Frame{}, err
 	}
 	f := Frame{AccountID: a.AccountID, Revision: st.Revision(a.Revision), Clock: ClockOf(a), PositionModel: "net",
-		Capabilities: CapabilitiesOf(a), Positions: []Position{}, Orders: orders, Brackets: bs, ManagedExits: managed,
+		Capabilities: CapabilitiesOf(a), Positions: positions, Orders: orders, Brackets: bs, ManagedExits: managed,
 		Follows: follows}
 	unreal := events.Int(0)
 	for _, p := range ps {
