@@ -45,6 +45,8 @@ type fakeSess struct {
 	finds bool
 	// stream, when set, is the account's stream.
 	stream chan provider.Event
+	// place, when set, answers a placement (after the counting).
+	place func(provider.Order) (provider.OrderState, error)
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
@@ -58,6 +60,9 @@ func (s *fakeSess) Place(_ context.Context, o provider.Order) (provider.OrderSta
 	s.places.Add(1)
 	if s.live.Load() {
 		s.placedLive.Add(1)
+	}
+	if s.place != nil {
+		return s.place(o)
 	}
 	return provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: provider.StatusWorking, Quantity: o.Quantity}, nil
 }
@@ -379,5 +384,61 @@ func TestSinceHoldsTheCommitsBetween(t *testing.T) {
 	r.Resume("a1", s) // a takeover: nothing before it is known here
 	if _, ok := r.Since("a1", 17, 18); ok {
 		t.Error("Since answered across a resume")
+	}
+}
+
+// The stream's reports of an order whose request is out (a market order's
+// acceptance, then its fill a moment later) are one record, not one each,
+// when the fill comes before the provider's answer: the order's answer
+// waits for one commit of the stream, not two.
+func TestAnOrdersReportsWhileItsRequestIsOutAreOneRecord(t *testing.T) {
+	sess := &fakeSess{stream: make(chan provider.Event, 8)}
+	release := make(chan struct{})
+	sess.place = func(o provider.Order) (provider.OrderState, error) {
+		report := func(st provider.Status) {
+			sess.stream <- &provider.OrderUpdate{Order: provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: st, Quantity: o.Quantity}}
+		}
+		report(provider.StatusWorking)
+		time.Sleep(time.Millisecond) // the fill comes apart from the acceptance
+		report(provider.StatusFilled)
+		<-release // the provider's answer comes later still
+		return provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: provider.StatusFilled, Quantity: o.Quantity}, nil
+	}
+	var mu sync.Mutex
+	var got []*providercmd.Observe
+	r := providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+		},
+		Exec: func(_ context.Context, _ string, c commands.Command) error {
+			if o, ok := c.(*providercmd.Observe); ok && o.Cause == "stream" {
+				mu.Lock()
+				got = append(got, o)
+				mu.Unlock()
+			}
+			return nil
+		},
+		NeverPlacedAfter: time.Hour,
+		Retry:            10 * time.Millisecond,
+	})
+	defer r.Close()
+	defer close(release)
+	r.Track("a1", intended(t))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // a second record, if any
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || len(got[0].Orders) != 2 || got[0].Orders[0].Status != string(provider.StatusWorking) || got[0].Orders[1].Status != string(provider.StatusFilled) {
+		t.Fatalf("the records of an order's acceptance and fill while its request is out: %+v", got)
 	}
 }

@@ -521,13 +521,13 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 					carry = e
 					break gather
 				}
-				next := r.observation(l, e)
-				cmd.Orders = append(cmd.Orders, next.Orders...)
-				cmd.Balances = append(cmd.Balances, next.Balances...)
-				cmd.Positions = append(cmd.Positions, next.Positions...)
+				join(cmd, r.observation(l, e))
 			default:
 				break gather
 			}
+		}
+		if !closed && carry == nil && cmd != nil {
+			carry, closed = r.hold(ctx, l, cmd, evs)
 		}
 		if cmd != nil {
 			_ = r.exec(l.accountID, cmd)
@@ -541,6 +541,84 @@ func (r *Reactor) run(ctx context.Context, l *link, sess provider.Session, resum
 
 // maxGathered bounds the stream events recorded in one commit.
 const maxGathered = 64
+
+// join adds the observation next to cmd.
+func join(cmd, next *providercmd.Observe) {
+	cmd.Orders = append(cmd.Orders, next.Orders...)
+	cmd.Balances = append(cmd.Balances, next.Balances...)
+	cmd.Positions = append(cmd.Positions, next.Positions...)
+}
+
+// holdAtMost bounds how long a stream record waits for the rest of an
+// order's news while the provider's answer to its request is out (hold).
+const holdAtMost = 5 * time.Millisecond
+
+// hold keeps the record cmd back while it reports an order whose request
+// to the provider is out and has not ended yet (a market order's
+// acceptance): the order's next reports (its fill) and the account's
+// update come a moment later and join it, until the order ends, the
+// provider's answer is recorded, an event cannot join, or holdAtMost
+// passes. The order's answer then waits for one record of the stream, not
+// one a report (and the account's frames show it once). It answers an
+// event read that could not join (recorded next) and whether the stream
+// closed.
+func (r *Reactor) hold(ctx context.Context, l *link, cmd *providercmd.Observe, evs <-chan provider.Event) (provider.Event, bool) {
+	answered := r.inFlight(l, cmd)
+	if answered == nil {
+		return nil, false
+	}
+	t := time.NewTimer(holdAtMost)
+	defer t.Stop()
+	for n := len(cmd.Orders) + len(cmd.Balances); n < maxGathered; n++ {
+		select {
+		case e, ok := <-evs:
+			if !ok {
+				return nil, true
+			}
+			if !gathers(cmd, e) {
+				return e, false
+			}
+			join(cmd, r.observation(l, e))
+			if answered = r.inFlight(l, cmd); answered == nil {
+				return nil, false
+			}
+		case <-answered:
+			return nil, false
+		case <-t.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// inFlight is the answer channel of a request out to the provider (a
+// place) for an order cmd reports, whose last report there has not ended
+// it; nil when there is none.
+func (r *Reactor) inFlight(l *link, cmd *providercmd.Observe) <-chan struct{} {
+	if len(cmd.Orders) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(l.sending) == 0 {
+		return nil
+	}
+	for i, o := range cmd.Orders {
+		if o.Final() || slices.ContainsFunc(cmd.Orders[i+1:], func(later providercmd.Order) bool {
+			return later.ProviderClientOrderID == o.ProviderClientOrderID
+		}) {
+			continue // ended, or a later report of it stands
+		}
+		for _, op := range [...]string{evacct.IntentPlace, account.IntentExit} {
+			if ch, ok := l.sending[providercmd.IntentKey(op, o.ProviderClientOrderID)]; ok {
+				return ch
+			}
+		}
+	}
+	return nil
+}
 
 // gathers reports whether e can join the record cmd: an order's report
 // joins one with no account update, an account update one with no
