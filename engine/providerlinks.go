@@ -373,79 +373,67 @@ const answerGrace = time.Second
 // twice).
 func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result, withCommit bool) (mailbox.Result, error) {
 	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
-	// The intent's state is taken at each commit of the account as the
-	// owner applies it (Watch), and once now: the answer goes out at the
-	// commit that settles it, with no read of its own queued behind the
-	// account's next commit (the provider's answer's record, say).
-	var mu sync.Mutex
-	cur := intentView{open: true} // until the state is read
-	look := func(s *account.State, rev uint64) {
-		v := viewIntent(s, rev, in, key)
-		mu.Lock()
-		cur = v
-		mu.Unlock()
-	}
-	stop := e.prov.Watch(accountID, look)
-	defer stop()
-	changed := e.prov.Changed(accountID)
-	_ = e.accounts.Inspect(ctx, accountID, look)
-	view := func() intentView {
-		mu.Lock()
-		defer mu.Unlock()
-		return cur
-	}
-	outcome := time.NewTimer(e.cfg.Providers.OutcomeWait)
-	defer outcome.Stop()
-	var answered <-chan struct{} // the provider's answer to the request, while it is out
-	var grace *time.Timer
-	defer func() {
-		if grace != nil {
-			grace.Stop()
-		}
-	}()
-	var v intentView
-wait:
-	for {
-		if v = view(); !v.open {
-			if v.ended {
-				break // nothing the provider answers can move an ended order
+	var (
+		settled evacct.IntentSettled
+		known   bool
+		ended   bool // the order placed has ended (filled, canceled, expired): nothing the provider answers can move it
+		rev     uint64
+		name    string
+	)
+	read := func() bool {
+		open := true
+		_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, v uint64) {
+			rev = v
+			if s.Provider == nil {
+				open = false
+				return
 			}
-			if answered == nil {
-				// The stream told of the order before the provider answered
-				// the request: wait a moment for that answer's record, which
-				// carries what the provider did at once (a market order's
-				// fill), unless the stream tells of the order's end first.
-				if answered = e.prov.Sending(accountID, key); answered == nil {
-					break
+			name = s.Provider.Name
+			_, open = s.Provider.Intents[key]
+			switch {
+			case in.Op == evacct.IntentPlace:
+				settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
+				id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
+				if !known && placed && !open {
+					settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
 				}
-				grace = time.NewTimer(answerGrace)
+				_, working := s.Working[id]
+				ended = placed && !working
+			case in.Op == evacct.IntentReplace && !open:
+				settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
+			default:
+				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
 			}
-		}
-		var graceC <-chan time.Time
-		if grace != nil {
-			graceC = grace.C
-		}
-		select {
-		case <-changed:
-			changed = e.prov.Changed(accountID)
-		case <-answered:
-			v = view() // as of the answer's record
-			break wait
-		case <-graceC:
-			break wait
-		case <-outcome.C:
-			if v = view(); v.open {
-				return mailbox.Result{}, account.OutcomeUnknown()
-			}
-			break wait
-		case <-ctx.Done():
-			if v = view(); v.open {
-				return mailbox.Result{}, account.OutcomeUnknown()
-			}
-			break wait
-		}
+		})
+		return open
 	}
-	settled, known, rev, name := v.settled, v.known, v.rev, v.name
+	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
+		return mailbox.Result{}, account.OutcomeUnknown()
+	}
+	if answered := e.prov.Sending(accountID, key); answered != nil && !ended {
+		// The stream told of the order before the provider answered the
+		// request: wait a moment for that answer's record, which carries
+		// what the provider did at once (a market order's fill), unless
+		// the stream tells of the order's end (its fill) first.
+		t := time.NewTimer(answerGrace)
+		for waiting := true; waiting; {
+			changed := e.prov.Changed(accountID)
+			if read(); ended {
+				break
+			}
+			select {
+			case <-answered:
+				waiting = false
+			case <-changed:
+			case <-t.C:
+				waiting = false
+			case <-ctx.Done():
+				waiting = false
+			}
+		}
+		t.Stop()
+	}
+	read()
 	if withCommit && rev > res.Seq {
 		// The answer is made from the decisions since the intent, as this
 		// node applied them (the order as the read models will show it at
@@ -469,43 +457,6 @@ wait:
 	}
 	return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
 		"the order did not reach the provider; nothing was placed: send it again with the same clientOrderId", map[string]any{"provider": name})
-}
-
-// intentView is what an order's answer reads of its intent in the
-// account's state at one revision.
-type intentView struct {
-	open    bool                 // not settled yet
-	settled evacct.IntentSettled // how it settled, where known
-	known   bool
-	ended   bool // the order placed has ended (filled, canceled, expired)
-	rev     uint64
-	name    string // the provider's
-}
-
-// viewIntent reads intent in (its key key) in s at rev.
-func viewIntent(s *account.State, rev uint64, in evacct.OrderIntended, key string) intentView {
-	v := intentView{open: true, rev: rev}
-	if s.Provider == nil {
-		v.open = false
-		return v
-	}
-	v.name = s.Provider.Name
-	_, v.open = s.Provider.Intents[key]
-	switch {
-	case in.Op == evacct.IntentPlace:
-		v.settled, v.known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
-		id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
-		if !v.known && placed && !v.open {
-			v.settled, v.known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
-		}
-		_, working := s.Working[id]
-		v.ended = placed && !working
-	case in.Op == evacct.IntentReplace && !v.open:
-		v.settled, v.known = s.Provider.Replaced[in.ProviderClientOrderID]
-	default:
-		v.settled, v.known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !v.open
-	}
-	return v
 }
 
 // Secret is a provider secret as the gateway hands it over: it never prints.

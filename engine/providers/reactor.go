@@ -62,7 +62,7 @@ type Reactor struct {
 
 	mu      sync.Mutex
 	links   map[string]*link              // by account id
-	watch   map[string][]*watcher         // by account id (Watch)
+	waiters map[string][]chan struct{}    // by account id + "/" + intent key
 	recent  map[string][]events.Committed // by account id: its last commits, oldest first (Since)
 	changed map[string]chan struct{}      // by account id: closed at its next commit here (Changed)
 	pending map[string]provider.Session   // sessions opened by a link, before its commit
@@ -121,7 +121,7 @@ func New(cfg Config) *Reactor {
 		cfg.Owns = func(string) bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, watch: map[string][]*watcher{}, recent: map[string][]events.Committed{},
+	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{}, recent: map[string][]events.Committed{},
 		changed: map[string]chan struct{}{}, pending: map[string]provider.Session{}}
 }
 
@@ -192,11 +192,6 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c.Seq > 0 {
-		for _, w := range r.watch[accountID] {
-			w.fn(s, c.Seq)
-		}
-	}
 	if ch, ok := r.changed[accountID]; ok {
 		close(ch)
 		delete(r.changed, accountID)
@@ -209,6 +204,14 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 		r.recent[accountID] = append(cs, c)
 	} else {
 		delete(r.recent, accountID) // a start or a takeover: what came before is not known here
+	}
+	for k, ws := range r.waiters {
+		if len(k) > len(accountID) && k[:len(accountID)+1] == accountID+"/" && !open[k[len(accountID)+1:]] {
+			for _, w := range ws {
+				close(w)
+			}
+			delete(r.waiters, k)
+		}
 	}
 	goOn, resumed := r.trackLogin(accountID, p, resumed) // tokens.go
 	if !goOn {
@@ -271,32 +274,45 @@ func (r *Reactor) Release(accountID string) {
 	delete(r.recent, accountID)
 }
 
-// watcher is one Watch.
-type watcher struct {
-	fn func(*account.State, uint64)
-}
-
-// Watch runs fn on the account's state after each of its commits applied
-// on this node, with the commit's sequence, until stop is called. fn runs
-// in the account's mailbox goroutine, before Changed's channel closes for
-// the commit, so a caller waiting for something in the state learns of it
-// at the commit that brings it, without a read of its own queued behind
-// the account's next commit. fn must not block.
-func (r *Reactor) Watch(accountID string, fn func(s *account.State, rev uint64)) (stop func()) {
-	w := &watcher{fn: fn}
+// Wait waits until the intent key of the account is settled, ctx ends or d
+// passes; it reports whether it settled. The caller reads the outcome from
+// the account's state.
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) bool {
+	ch := make(chan struct{})
+	wk := accountID + "/" + key
 	r.mu.Lock()
-	r.watch[accountID] = append(r.watch[accountID], w)
+	r.waiters[wk] = append(r.waiters[wk], ch)
 	r.mu.Unlock()
-	return func() {
+	forget := func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		ws := slices.DeleteFunc(r.watch[accountID], func(x *watcher) bool { return x == w })
+		ws := r.waiters[wk]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i:i], ws[i+1:]...)
+				break
+			}
+		}
 		if len(ws) == 0 {
-			delete(r.watch, accountID)
+			delete(r.waiters, wk)
 		} else {
-			r.watch[accountID] = ws
+			r.waiters[wk] = ws
 		}
 	}
+	if !open() {
+		forget()
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	forget()
+	return !open()
 }
 
 // recentCommits is how many of an account's last commits Since can read:
