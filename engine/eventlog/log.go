@@ -341,8 +341,19 @@ func (l *Log) StreamName() string { return l.name }
 // "evt.account.x", whatever prefix the log keeps it under.
 func (l *Log) Subject(body string) string { return events.SubjectRoot + "." + body }
 
-// Connected reports whether the log's connection is up.
-func (l *Log) Connected() bool { return l.nc != nil && l.nc.IsConnected() }
+// Connected reports whether the log's connection is up and appends may be
+// sent on it: after a reconnect, only once the new connection's context is
+// in place (nats.go reports the connection up before its reconnect
+// handler has run; until then an append is refused, ErrLogUnavailable).
+func (l *Log) Connected() bool {
+	if l.nc == nil || !l.nc.IsConnected() {
+		return false
+	}
+	l.connMu.Lock()
+	conn := l.conn
+	l.connMu.Unlock()
+	return conn == nil || conn.Err() == nil
+}
 
 // lost ends the appends waiting on the connection that broke (nats.go keeps
 // a request waiting across a reconnect, for an ack that will never come).
