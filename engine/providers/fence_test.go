@@ -278,24 +278,7 @@ func TestUnrecordedSettlementIsLookedUpNotResent(t *testing.T) {
 // observation records its orders before its account updates.
 func TestStreamEventsWaitingTogetherAreOneRecord(t *testing.T) {
 	sess := &fakeSess{stream: make(chan provider.Event, 8)}
-	var mu sync.Mutex
-	var got []*providercmd.Observe
-	r := providers.New(providers.Config{
-		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
-		Exec: func(_ context.Context, _ string, c commands.Command) error {
-			if o, ok := c.(*providercmd.Observe); ok && o.Cause == "stream" {
-				mu.Lock()
-				got = append(got, o)
-				mu.Unlock()
-			}
-			return nil
-		},
-		NeverPlacedAfter: time.Hour,
-		Retry:            10 * time.Millisecond,
-	})
+	r, records := streamRecords(sess)
 	defer r.Close()
 	order := func(status provider.Status) provider.Event {
 		return &provider.OrderUpdate{Order: provider.OrderState{ClientOrderID: "p-1", Instrument: "BTCUSDT", Status: status, Quantity: events.Int(1)}}
@@ -305,18 +288,7 @@ func TestStreamEventsWaitingTogetherAreOneRecord(t *testing.T) {
 		sess.stream <- e
 	}
 	r.Resume("a1", intended(t))
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := records(2, 0)
 	if len(got) != 2 {
 		t.Fatalf("%d records of four waiting events, want 2: %+v", len(got), got)
 	}
@@ -404,6 +376,20 @@ func TestAnOrdersReportsWhileItsRequestIsOutAreOneRecord(t *testing.T) {
 		<-release // the provider's answer comes later still
 		return provider.OrderState{ClientOrderID: o.ClientOrderID, Instrument: o.Instrument, Status: provider.StatusFilled, Quantity: o.Quantity}, nil
 	}
+	r, records := streamRecords(sess)
+	defer r.Close()
+	defer close(release)
+	r.Track("a1", intended(t))
+	got := records(1, 20*time.Millisecond) // and a second, if any
+	if len(got) != 1 || len(got[0].Orders) != 2 || got[0].Orders[0].Status != string(provider.StatusWorking) || got[0].Orders[1].Status != string(provider.StatusFilled) {
+		t.Fatalf("the records of an order's acceptance and fill while its request is out: %+v", got)
+	}
+}
+
+// streamRecords is a reactor on sess and what it recorded of the stream:
+// records waits (at most 3 s) until it recorded n, then linger more, and
+// answers them.
+func streamRecords(sess *fakeSess) (*providers.Reactor, func(n int, linger time.Duration) []*providercmd.Observe) {
 	var mu sync.Mutex
 	var got []*providercmd.Observe
 	r := providers.New(providers.Config{
@@ -422,23 +408,18 @@ func TestAnOrdersReportsWhileItsRequestIsOutAreOneRecord(t *testing.T) {
 		NeverPlacedAfter: time.Hour,
 		Retry:            10 * time.Millisecond,
 	})
-	defer r.Close()
-	defer close(release)
-	r.Track("a1", intended(t))
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 1 || time.Now().After(deadline) {
-			break
+	return r, func(n int, linger time.Duration) []*providercmd.Observe {
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // a second record, if any
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || len(got[0].Orders) != 2 || got[0].Orders[0].Status != string(provider.StatusWorking) || got[0].Orders[1].Status != string(provider.StatusFilled) {
-		t.Fatalf("the records of an order's acceptance and fill while its request is out: %+v", got)
+		for deadline := time.Now().Add(3 * time.Second); count() < n && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(linger)
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
