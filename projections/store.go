@@ -132,13 +132,7 @@ func ListInto[T any](ctx context.Context, s Store, coll string, q Query) ([]T, e
 // (Tx, Store.Get), so GetInto reads into a T it reuses rather than one
 // made for each read.
 func GetInto[T any](ctx context.Context, s Store, coll, key string) (T, error) {
-	pool := readPool[T]()
-	p := pool.Get().(*T)
-	ok, err := s.Get(ctx, coll, key, p)
-	v := *p
-	var zero T
-	*p = zero // hold nothing the value refers to
-	pool.Put(p)
+	v, ok, err := pooledGet[T](func(dst any) (bool, error) { return s.Get(ctx, coll, key, dst) })
 	if err == nil && !ok {
 		err = ErrNotFound
 	}
@@ -148,9 +142,15 @@ func GetInto[T any](ctx context.Context, s Store, coll, key string) (T, error) {
 // TxGetInto is GetInto within a transaction: the document as a value of T
 // and whether there is one, read into a T it reuses.
 func TxGetInto[T any](tx Tx, coll, key string) (T, bool, error) {
+	return pooledGet[T](func(dst any) (bool, error) { return tx.Get(coll, key, dst) })
+}
+
+// pooledGet reads with get into a T from its pool and answers a copy; the
+// pooled T is emptied before it goes back, holding nothing the copy refers to.
+func pooledGet[T any](get func(dst any) (bool, error)) (T, bool, error) {
 	pool := readPool[T]()
 	p := pool.Get().(*T)
-	ok, err := tx.Get(coll, key, p)
+	ok, err := get(p)
 	v := *p
 	var zero T
 	*p = zero

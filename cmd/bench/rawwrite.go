@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -143,11 +142,8 @@ func writeSinkMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(*addr, "127.0.0.1:") {
-		return fmt.Errorf("write sink: %s is not on 127.0.0.1", *addr)
-	}
-	if lim, err := raiseNoFile(uint64(*n + 1024)); lim < uint64(*n+64) {
-		return fmt.Errorf("open files limit %d is too low for %d connections: %v", lim, *n, err)
+	if err := loopbackChild("write sink", *addr, *n); err != nil {
+		return err
 	}
 	for range *n {
 		c, err := net.Dial("tcp", *addr)

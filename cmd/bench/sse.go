@@ -449,6 +449,19 @@ func openSubscribers(addr, key string, n int, path func(i int) string) (*subscri
 	return set, time.Since(start), nil
 }
 
+// loopbackChild checks a child process's flags: who connects only to
+// addr on 127.0.0.1, and may open conns connections (raising its open
+// files limit for them).
+func loopbackChild(who, addr string, conns int) error {
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		return fmt.Errorf("%s: %s is not on 127.0.0.1", who, addr)
+	}
+	if lim, err := raiseNoFile(uint64(conns + 1024)); lim < uint64(conns+64) {
+		return fmt.Errorf("%s: open files limit %d is too low for %d connections: %v", who, lim, conns, err)
+	}
+	return nil
+}
+
 // sseClient is the child process of ssePhase: it opens the streams, says
 // "ready", reads the commits' acks ("ack <rev> <unixnano>" ... "end") from
 // stdin, waits for the last revision to reach everyone, and prints
@@ -461,11 +474,8 @@ func sseClient(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(*addr, "127.0.0.1:") {
-		return fmt.Errorf("sse client: %s is not on 127.0.0.1", *addr)
-	}
-	if lim, err := raiseNoFile(uint64(*n + 1024)); lim < uint64(*n+64) {
-		return fmt.Errorf("open files limit %d is too low for %d subscribers: %v", lim, *n, err)
+	if err := loopbackChild("sse client", *addr, *n); err != nil {
+		return err
 	}
 	key := os.Getenv("BENCH_SSE_KEY")
 	if path := os.Getenv("BENCH_SSE_CPUPROFILE"); path != "" {

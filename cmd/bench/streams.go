@@ -373,16 +373,13 @@ func streamsClientMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(*addr, "127.0.0.1:") {
-		return fmt.Errorf("streams client: %s is not on 127.0.0.1", *addr)
-	}
 	numbers := strings.Split(*accounts, ",")
 	if *accounts == "" || *per < 1 {
 		return errors.New("streams client: accounts and subs are required")
 	}
 	n := len(numbers) * *per
-	if lim, err := raiseNoFile(uint64(n + 1024)); lim < uint64(n+64) {
-		return fmt.Errorf("open files limit %d is too low for %d subscribers: %v", lim, n, err)
+	if err := loopbackChild("streams client", *addr, n); err != nil {
+		return err
 	}
 	key := os.Getenv("BENCH_SSE_KEY")
 	if path := os.Getenv("BENCH_SSE_CPUPROFILE"); path != "" {

@@ -272,6 +272,10 @@ func (r *Reactor) Release(accountID string) {
 		delete(r.links, accountID)
 	}
 	delete(r.recent, accountID)
+	if ch, ok := r.changed[accountID]; ok { // a waiter reads the state once more, and no commit here will close it
+		close(ch)
+		delete(r.changed, accountID)
+	}
 }
 
 // Wait waits until the intent key of the account is settled, ctx ends or d
