@@ -57,6 +57,10 @@ type Refusal struct {
 	Conflict bool
 	Params   map[string]any
 	Msg      string
+	// RetryAfter, in seconds, replaces the catalogue's Retry-After of a
+	// retry-safe code when the refusal knows the wait (a provider's rate
+	// limit); 0 keeps the catalogue's.
+	RetryAfter int
 }
 
 func (r *Refusal) Error() string { return r.Msg }

@@ -434,6 +434,7 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		t.Stop()
 	}
 	read()
+	intentSeq := res.Seq
 	if withCommit && rev > res.Seq {
 		// The answer is made from the decisions since the intent, as this
 		// node applied them (the order as the read models will show it at
@@ -451,12 +452,43 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		return mailbox.Result{}, account.OrderRejected(name)
 	case in.Op == evacct.IntentCancel:
 		return res, nil // the cancel was not carried out: the answer shows the order as it stands
-	case in.Op == evacct.IntentReplace:
+	}
+	params := map[string]any{"provider": name}
+	if wait, ok := e.throttled(accountID, in, intentSeq, rev); ok {
+		msg := "the provider's rate limit for this account holds; the order was not sent: send it again with the same clientOrderId after Retry-After seconds"
+		if in.Op == evacct.IntentReplace {
+			msg = "the provider's rate limit for this account holds; the change was not sent and the order rests unchanged: send the replace again after Retry-After seconds"
+		}
+		return mailbox.Result{}, &commands.Refusal{Code: commands.CodeProviderRateLimited, RetryAfter: wait, Params: params, Msg: msg}
+	}
+	if in.Op == evacct.IntentReplace {
 		return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
-			"the change did not reach the provider; the order rests unchanged: send the replace again", map[string]any{"provider": name})
+			"the change did not reach the provider; the order rests unchanged: send the replace again", params)
 	}
 	return mailbox.Result{}, commands.Refuse(commands.CodeProviderUnavailable,
-		"the order did not reach the provider; nothing was placed: send it again with the same clientOrderId", map[string]any{"provider": name})
+		"the order did not reach the provider; nothing was placed: send it again with the same clientOrderId", params)
+}
+
+// throttled finds, among the commits after the intent's (seq) up to rev,
+// the intent's settlement as not sent because the provider's rate limit
+// held, and the seconds it held for. Where this node does not hold those
+// commits it finds nothing, and the answer says only that the request
+// did not reach the provider.
+func (e *Engine) throttled(accountID string, in evacct.OrderIntended, seq, rev uint64) (int, bool) {
+	if rev <= seq {
+		return 0, false
+	}
+	evs, ok := e.prov.Since(accountID, seq, rev)
+	if !ok {
+		return 0, false
+	}
+	for _, ev := range evs {
+		if s, ok := ev.(evacct.IntentSettled); ok && s.ProviderClientOrderID == in.ProviderClientOrderID &&
+			s.Outcome == evacct.OutcomeNotSent && s.Reason == "throttled" {
+			return s.RetryAfter, true
+		}
+	}
+	return 0, false
 }
 
 // Secret is a provider secret as the gateway hands it over: it never prints.

@@ -8542,7 +8542,10 @@ type ClientInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// 503 `provider_rate_limited` when the provider's published request limit for
+	// the account (or its answer 429/418) held the order back: nothing was sent, and
+	// `Retry-After` says in how many seconds the limit lets it through, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order: while the outcome is
@@ -8595,7 +8598,10 @@ type ClientInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// 503 `provider_rate_limited` when the provider's published request limit for
+	// the account (or its answer 429/418) held the order back: nothing was sent, and
+	// `Retry-After` says in how many seconds the limit lets it through, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order: while the outcome is
@@ -14011,7 +14017,10 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// 503 `provider_rate_limited` when the provider's published request limit for
+// the account (or its answer 429/418) held the order back: nothing was sent, and
+// `Retry-After` says in how many seconds the limit lets it through, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order: while the outcome is
@@ -14074,7 +14083,10 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// 503 `provider_rate_limited` when the provider's published request limit for
+// the account (or its answer 429/418) held the order back: nothing was sent, and
+// `Retry-After` says in how many seconds the limit lets it through, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order: while the outcome is
@@ -27908,7 +27920,10 @@ type ClientWithResponsesInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// 503 `provider_rate_limited` when the provider's published request limit for
+	// the account (or its answer 429/418) held the order back: nothing was sent, and
+	// `Retry-After` says in how many seconds the limit lets it through, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order: while the outcome is
@@ -27961,7 +27976,10 @@ type ClientWithResponsesInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// 503 `provider_rate_limited` when the provider's published request limit for
+	// the account (or its answer 429/418) held the order back: nothing was sent, and
+	// `Retry-After` says in how many seconds the limit lets it through, and
 	// 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 	// time: the order may rest at the provider; retry with the same
 	// `clientOrderId`, which never places a second order: while the outcome is
@@ -45778,7 +45796,10 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// 503 `provider_rate_limited` when the provider's published request limit for
+// the account (or its answer 429/418) held the order back: nothing was sent, and
+// `Retry-After` says in how many seconds the limit lets it through, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order: while the outcome is
@@ -45837,7 +45858,10 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// 503 `provider_rate_limited` when the provider's published request limit for
+// the account (or its answer 429/418) held the order back: nothing was sent, and
+// `Retry-After` says in how many seconds the limit lets it through, and
 // 503 `outcome_unknown` without `Retry-After` when the answer did not come in
 // time: the order may rest at the provider; retry with the same
 // `clientOrderId`, which never places a second order: while the outcome is

@@ -159,6 +159,27 @@ func TestProviderExchangeDown(t *testing.T) {
 		t.Fatalf("an order with the exchange up: %d %v", st, m)
 	}
 
+	// Throttled: the exchange answers 429 with Retry-After 3 and refuses
+	// the key so long; the engine answers its own code with the wait, and
+	// sends nothing more until it ends.
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, Throttle: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"busy-1", "busy-2"} {
+		a := rawCall(t, p.base, key, "/api/trading/order"+q, order(id))
+		m := jsonOf(t, a.body)
+		params, _ := m["params"].(map[string]any)
+		if ra, _ := strconv.Atoi(a.retryAfter); a.status != 503 || m["code"] != "provider_rate_limited" || ra < 2 || ra > 3 || params["provider"] != "binance-futures" {
+			t.Fatalf("%s under the exchange's limit: %d Retry-After %q %s", id, a.status, a.retryAfter, a.body)
+		}
+		if n := count(id); n != 0 {
+			t.Fatalf("the exchange holds %d of %s while its limit holds", n, id)
+		}
+	}
+	if st, m := settle("busy-2"); st != 200 || count("busy-2") != 1 {
+		t.Fatalf("busy-2 once the limit ended: %d %v, the exchange holds %d", st, m, count("busy-2"))
+	}
+
 	// Unreachable: refused before anything was written.
 	door.down()
 	time.Sleep(300 * time.Millisecond) // the engine's pooled connections see the close

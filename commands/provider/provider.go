@@ -103,13 +103,15 @@ func (o Order) Final() bool {
 
 // Settle records the end of an intent: Outcome is one of evacct's Outcome
 // constants; Order is the order as the provider answered (accepted), nil
-// otherwise. Key names the intent (IntentKey).
+// otherwise. Key names the intent (IntentKey). RetryAfter is, on a
+// throttled not_sent, the whole seconds the provider's limit holds.
 type Settle struct {
-	Key     string
-	Outcome string
-	Code    int64
-	Reason  string
-	Order   *Order
+	Key        string
+	Outcome    string
+	Code       int64
+	Reason     string
+	RetryAfter int
+	Order      *Order
 }
 
 // Validate checks the shape.

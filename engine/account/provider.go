@@ -475,7 +475,7 @@ func decideSettle(s *State, env commands.Envelope, c *providercmd.Settle) ([]eve
 		return observe(s, env, &providercmd.Observe{Cause: "answer", Orders: []providercmd.Order{*c.Order}})
 	}
 	o := &observer{s: s, env: env}
-	o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: c.Outcome, Code: c.Code, Reason: c.Reason, At: env.At})
+	o.add(evacct.IntentSettled{ProviderClientOrderID: in.ProviderClientOrderID, Outcome: c.Outcome, Code: c.Code, Reason: c.Reason, RetryAfter: c.RetryAfter, At: env.At})
 	if c.Outcome == evacct.OutcomeAccepted && (in.Op == evacct.IntentPlace || in.Op == IntentExit) {
 		o.add(evacct.OrderPlaced{Order: in.Order})
 	}

@@ -811,7 +811,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		delete(l.sent, key) // nothing went out: a later try may send it
 		r.mu.Unlock()
 		r.loginRefused(l, err)
-		return true, r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err)}) == nil
+		return true, r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: notSent(err), RetryAfter: retryAfter(err, r.cfg.Now())}) == nil
 	}
 	return true, false // unknown: looked up from here, never sent again
 }
@@ -859,6 +859,24 @@ func notSent(err error) string {
 		return "unavailable"
 	}
 	return ""
+}
+
+// retryAfter is how many whole seconds, at least one, a throttled
+// request's limit holds from now (the provider's Retry-After, or the end
+// of its ban); 0 for other errors.
+func retryAfter(err error, now time.Time) int {
+	var rl *provider.RateLimited
+	var bn *provider.Banned
+	var d time.Duration
+	switch {
+	case errors.As(err, &rl):
+		d = rl.RetryAfter
+	case errors.As(err, &bn):
+		d = bn.Until.Sub(now)
+	default:
+		return 0
+	}
+	return max(1, int((d+time.Second-1)/time.Second))
 }
 
 func toOrder(in evacct.OrderIntended) provider.Order {

@@ -114,12 +114,14 @@ const (
 
 // IntentSettled records how an intent ended. Code is the provider's own
 // error code on a rejection (for logs; its text is never kept); Reason a
-// fixed word on a not_sent (unavailable, throttled).
+// fixed word on a not_sent (unavailable, throttled); RetryAfter, on a
+// throttled one, the whole seconds the provider's limit still held then.
 type IntentSettled struct {
 	ProviderClientOrderID string    `json:"providerClientOrderId"`
 	Outcome               string    `json:"outcome"`
 	Code                  int64     `json:"code,omitempty"`
 	Reason                string    `json:"reason,omitempty"`
+	RetryAfter            int       `json:"retryAfter,omitempty"`
 	At                    time.Time `json:"at"`
 }
 

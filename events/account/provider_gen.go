@@ -121,8 +121,8 @@ func (z *BalanceObserved) Msgsize() (s int) {
 func (z *IntentSettled) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(5)
-	var zb0001Mask uint8 /* 5 bits */
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	if z.Code == 0 {
 		zb0001Len--
@@ -131,6 +131,10 @@ func (z *IntentSettled) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Reason == "" {
 		zb0001Len--
 		zb0001Mask |= 0x8
+	}
+	if z.RetryAfter == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -152,6 +156,11 @@ func (z *IntentSettled) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "reason"
 			o = append(o, 0xa6, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.Reason)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "retryAfter"
+			o = append(o, 0xaa, 0x72, 0x65, 0x74, 0x72, 0x79, 0x41, 0x66, 0x74, 0x65, 0x72)
+			o = msgp.AppendInt(o, z.RetryAfter)
 		}
 		// string "at"
 		o = append(o, 0xa2, 0x61, 0x74)
@@ -202,6 +211,12 @@ func (z *IntentSettled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
+		case "retryAfter":
+			z.RetryAfter, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RetryAfter")
+				return
+			}
 		case "at":
 			z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
 			if err != nil {
@@ -222,7 +237,7 @@ func (z *IntentSettled) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *IntentSettled) Msgsize() (s int) {
-	s = 1 + 22 + msgp.StringPrefixSize + len(z.ProviderClientOrderID) + 8 + msgp.StringPrefixSize + len(z.Outcome) + 5 + msgp.Int64Size + 7 + msgp.StringPrefixSize + len(z.Reason) + 3 + msgp.TimeSize
+	s = 1 + 22 + msgp.StringPrefixSize + len(z.ProviderClientOrderID) + 8 + msgp.StringPrefixSize + len(z.Outcome) + 5 + msgp.Int64Size + 7 + msgp.StringPrefixSize + len(z.Reason) + 11 + msgp.IntSize + 3 + msgp.TimeSize
 	return
 }
 

@@ -253,7 +253,7 @@ func toError(err error) *Error {
 	case errors.As(err, &he):
 		return he
 	case errors.As(err, &ref):
-		e := &Error{Status: ref.Status(), Code: ref.Code, Msg: ref.Msg, Params: ref.Params}
+		e := &Error{Status: ref.Status(), Code: ref.Code, Msg: ref.Msg, Params: ref.Params, RetryAfter: ref.RetryAfter}
 		if f, ok := ref.Params["field"].(string); ok {
 			e.Field = f // the venue shape names it at the top level too
 		}

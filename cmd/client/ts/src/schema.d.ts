@@ -149,7 +149,10 @@ export interface paths {
          *     linked through (sign in to it again), 422 `hedge_position_mode`,
          *     `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
          *     not trade, 403 `feature_disabled` while the user's live trading switch is
-         *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent, and
+         *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+         *     503 `provider_rate_limited` when the provider's published request limit for
+         *     the account (or its answer 429/418) held the order back: nothing was sent, and
+         *     `Retry-After` says in how many seconds the limit lets it through, and
          *     503 `outcome_unknown` without `Retry-After` when the answer did not come in
          *     time: the order may rest at the provider; retry with the same
          *     `clientOrderId`, which never places a second order: while the outcome is
