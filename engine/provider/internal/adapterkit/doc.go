@@ -3,5 +3,5 @@
 // call and what a lost answer of each means (Op, SendError, CleanCause),
 // the streams' goroutines and their reconnect with backoff (Go, Redial,
 // Sleep, Send), and the HTTP plumbing of their budgets and sockets
-// (RetryAfter, HeaderInt, Later, Every, TraceWrite, Dial).
+// (Window and Take, Hold, RetryAfter, HeaderInt, Later, TraceWrite, Dial).
 package adapterkit

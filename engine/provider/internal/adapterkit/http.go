@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/time/rate"
 
 	"github.com/svc/engine/engine/provider"
 )
@@ -47,9 +46,6 @@ func Later(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-// Every is n events per window (n > 0) as a token rate.
-func Every(n int, window time.Duration) rate.Limit { return rate.Every(window / time.Duration(n)) }
 
 // TraceWrite returns req traced, and the flag the trace sets once the
 // request was written in full: from then on the provider may act on it.

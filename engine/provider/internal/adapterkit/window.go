@@ -1,6 +1,11 @@
 package adapterkit
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/svc/engine/engine/provider"
+)
 
 // windowSlots is how many slots one Window keeps per span (one more is kept
 // for the slot the span's start falls in): memory is small and constant
@@ -144,4 +149,23 @@ func Take(now time.Time, needs ...Need) (time.Duration, bool) {
 		n.W.add(now, n.N)
 	}
 	return 0, true
+}
+
+// Hold waits d, the wait a budget gave a call, before the call tries the
+// budget again. It refuses the call at once instead, sending nothing, with
+// *provider.RateLimited{RetryAfter: d}, when d is more than left (what a
+// write may still wait; negative: no bound) or ctx's deadline comes first;
+// and with what was left of d when ctx ends during the wait.
+func Hold(ctx context.Context, d, left time.Duration) error {
+	if left >= 0 && d > left {
+		return &provider.RateLimited{RetryAfter: d}
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return &provider.RateLimited{RetryAfter: d}
+	}
+	start := time.Now()
+	if !Sleep(ctx, nil, d) {
+		return &provider.RateLimited{RetryAfter: max(d-time.Since(start), 0)}
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package adapterkit
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/svc/engine/engine/provider"
 )
 
 var t0 = time.Date(2030, 1, 1, 12, 0, 0, 123456789, time.UTC)
@@ -205,6 +209,36 @@ func TestWindowNeverExceedsTheLimit(t *testing.T) {
 		// outside the pauses.
 		if elapsed := now.Sub(t0) - paused; 2*int64(admitted)*int64(tc.span) < int64(tc.limit)*int64(elapsed) {
 			t.Errorf("limit %d/%s: only %d admitted in %s", tc.limit, tc.span, admitted, elapsed)
+		}
+	}
+}
+
+// Hold refuses at once, with the wait, what may not wait so long, and
+// sleeps the rest.
+func TestHold(t *testing.T) {
+	ctx := context.Background()
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		d, left time.Duration
+		refused bool
+	}{
+		{"a write within its bound", ctx, 30 * time.Millisecond, 250 * time.Millisecond, false},
+		{"a write past its bound", ctx, 10 * time.Second, 250 * time.Millisecond, true},
+		{"a read within its context", short, 20 * time.Millisecond, -1, false},
+		{"a read past its context's deadline", short, 10 * time.Second, -1, true},
+	} {
+		start := time.Now()
+		err := Hold(tc.ctx, tc.d, tc.left)
+		took := time.Since(start)
+		var rl *provider.RateLimited
+		switch {
+		case tc.refused && (!errors.As(err, &rl) || rl.RetryAfter != tc.d || took > 20*time.Millisecond):
+			t.Errorf("%s: %v after %s, want RateLimited %s at once", tc.name, err, took, tc.d)
+		case !tc.refused && (err != nil || took < tc.d):
+			t.Errorf("%s: %v after %s, want a wait of %s", tc.name, err, took, tc.d)
 		}
 	}
 }
