@@ -10,19 +10,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
-// Limits are the exchange's request budgets, per credential (and one more
-// for the unsigned public reads). The zero value takes the exchange's
-// published USDⓈ-M limits.
+// Limits are the exchange's request limits, per credential (and one more
+// set for the unsigned public reads), and how long a write may wait for
+// them. The zero value takes the exchange's published USDⓈ-M limits.
+//
+// The engine models each as a rolling window at the published number (any
+// span of the window's length holds at most that many), so a trader gets
+// every request the exchange would take and none it would refuse: the
+// exchange counts in windows fixed to the clock, and a rolling window is
+// never looser than a fixed one (every fixed window is one of its spans).
 type Limits struct {
-	WeightPerMinute int // request weight per minute: 2400
-	OrdersPerMinute int // new and changed orders per minute: 1200
-	OrdersPer10s    int // per ten seconds: 300
+	WeightPerMinute int // request weight in any minute: 2400
+	OrdersPerMinute int // new and changed orders in any minute: 1200
+	OrdersPer10s    int // in any ten seconds: 300
+	// MaxWriteWait is the longest a write (a place, change or cancel) waits
+	// for the limits; one that would wait longer is refused at once,
+	// unsent, with *provider.RateLimited and the real wait, so a market
+	// order never sits in the engine. 250 ms when zero.
+	MaxWriteWait time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -35,21 +44,28 @@ func (l Limits) withDefaults() Limits {
 	if l.OrdersPer10s <= 0 {
 		l.OrdersPer10s = 300
 	}
+	if l.MaxWriteWait <= 0 {
+		l.MaxWriteWait = 250 * time.Millisecond
+	}
 	return l
 }
 
-// budget is one credential's share of the exchange: its own queue (token
-// buckets) for weight and orders, the exchange's own count from the answer
-// headers, a back-off after 429 and a stop after 418. A budget is shared by
-// every session of its credential and by nothing else, so one trader's
-// burst never spends another's limits. Safe for concurrent use.
+// budget is one credential's share of the exchange: rolling windows of its
+// weight and orders at the published limits, the exchange's own count from
+// the answer headers (a count at a limit pauses every call to the end of
+// the exchange's window), a back-off after 429 and a stop after 418. A read
+// waits for the budget within its context; a write waits at most
+// MaxWriteWait. A budget is shared by every session of its credential and
+// by nothing else, so one trader's burst never spends another's limits.
+// Safe for concurrent use.
 type budget struct {
 	limits Limits
-	weight *rate.Limiter
-	orders *rate.Limiter
 	now    func() time.Time
 
 	mu          sync.Mutex
+	weight      *adapterkit.Window
+	orders1m    *adapterkit.Window
+	orders10s   *adapterkit.Window
 	backoff     time.Time // 429: nothing is sent before it
 	bannedUntil time.Time // 418: nothing is sent before it
 	pauseUntil  time.Time // the exchange's count reached a limit: wait for its window
@@ -57,50 +73,65 @@ type budget struct {
 }
 
 func newBudget(l Limits, now func() time.Time) *budget {
-	l = l.withDefaults() // every limit positive, as adapterkit.Every needs
+	l = l.withDefaults()
 	return &budget{
-		limits: l,
-		// Bursts of a tenth of the minute's budget; the exchange's own
-		// count (the headers) is the final word.
-		weight: rate.NewLimiter(adapterkit.Every(l.WeightPerMinute, time.Minute), max(l.WeightPerMinute/10, 50)),
-		orders: rate.NewLimiter(min(adapterkit.Every(l.OrdersPerMinute, time.Minute), adapterkit.Every(l.OrdersPer10s, 10*time.Second)), max(l.OrdersPer10s/3, 10)),
-		now:    now,
+		limits:    l,
+		weight:    adapterkit.NewWindow(l.WeightPerMinute, time.Minute),
+		orders1m:  adapterkit.NewWindow(l.OrdersPerMinute, time.Minute),
+		orders10s: adapterkit.NewWindow(l.OrdersPer10s, 10*time.Second),
+		now:       now,
 	}
 }
 
-// admit waits for the budget to allow a call of weight w (and one order
-// when order) and refuses at once, sending nothing, while the credential is
-// banned or backing off.
-func (b *budget) admit(ctx context.Context, w int, order bool) error {
+// admit admits a call of weight w (and one order when order) once the
+// budget allows it, counting it. It refuses at once, sending nothing,
+// while the credential is banned or backing off; a write that would wait
+// more than MaxWriteWait, or a call whose context ends before its wait,
+// is *provider.RateLimited with that wait.
+func (b *budget) admit(ctx context.Context, w int, order, write bool) error {
+	start := time.Now() // the waits are slept on the real clock
+	for {
+		wait, err := b.take(w, order)
+		if err != nil || wait == 0 {
+			return err
+		}
+		left := time.Duration(-1)
+		if write {
+			left = max(b.limits.MaxWriteWait-time.Since(start), 0)
+		}
+		if err := adapterkit.Hold(ctx, wait, left); err != nil {
+			return err
+		}
+	}
+}
+
+// take counts a call now if the budget allows it (0), else returns how long
+// it must wait, or the ban's or back-off's error.
+func (b *budget) take(w int, order bool) (time.Duration, error) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	now := b.now()
-	banned, backoff, pause := b.bannedUntil, b.backoff, b.pauseUntil
-	b.mu.Unlock()
-	if now.Before(banned) {
-		return &provider.Banned{Until: banned}
+	switch {
+	case now.Before(b.bannedUntil):
+		return 0, &provider.Banned{Until: b.bannedUntil}
+	case now.Before(b.backoff):
+		return 0, &provider.RateLimited{RetryAfter: b.backoff.Sub(now)}
+	case now.Before(b.pauseUntil):
+		return b.pauseUntil.Sub(now), nil
 	}
-	if now.Before(backoff) {
-		return &provider.RateLimited{RetryAfter: backoff.Sub(now)}
-	}
-	if now.Before(pause) {
-		t := time.NewTimer(pause.Sub(now))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	if err := b.weight.WaitN(ctx, min(w, b.weight.Burst())); err != nil {
-		return &provider.RateLimited{RetryAfter: time.Second}
-	}
+	var wait time.Duration
+	var ok bool
 	if order {
-		if err := b.orders.Wait(ctx); err != nil {
-			return &provider.RateLimited{RetryAfter: time.Second}
-		}
+		wait, ok = adapterkit.Take(now, adapterkit.Need{W: b.weight, N: w},
+			adapterkit.Need{W: b.orders1m, N: 1}, adapterkit.Need{W: b.orders10s, N: 1})
+	} else {
+		wait, ok = adapterkit.Take(now, adapterkit.Need{W: b.weight, N: w})
+	}
+	if !ok {
+		return wait, nil
 	}
 	b.sent.Add(1)
-	return nil
+	return 0, nil
 }
 
 // observe reads an answer's headers: the exchange's count of used weight
@@ -130,6 +161,20 @@ func (b *budget) observe(status int, h http.Header) error {
 		return &provider.Banned{Until: b.bannedUntil}
 	}
 	return nil
+}
+
+// isWrite reports whether a call places, changes or cancels orders: it
+// waits at most Limits.MaxWriteWait for the budget.
+func isWrite(method, path string) bool {
+	if method == http.MethodGet {
+		return false
+	}
+	switch path {
+	case "/fapi/v1/order", "/fapi/v1/algoOrder", "/fapi/v1/batchOrders",
+		"/fapi/v1/allOpenOrders", "/fapi/v1/algoOpenOrders":
+		return true
+	}
+	return false
 }
 
 // weightOf is the exchange's request weight of a call and whether it counts
@@ -168,7 +213,7 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w, order := weightOf(req.Method, req.URL.Path, req.URL.RawQuery)
-	if err := t.b.admit(req.Context(), w, order); err != nil {
+	if err := t.b.admit(req.Context(), w, order, isWrite(req.Method, req.URL.Path)); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}

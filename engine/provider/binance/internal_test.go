@@ -210,11 +210,11 @@ func TestBudgetBackOffAndBan(t *testing.T) {
 		t.Fatalf("429: %v", err)
 	}
 	clk.t = clk.t.Add(time.Second)
-	if err := b.admit(ctx, 1, true); !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second {
+	if err := b.admit(ctx, 1, true, true); !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second {
 		t.Fatalf("during the back-off: %v", err)
 	}
 	clk.t = clk.t.Add(2 * time.Second)
-	if err := b.admit(ctx, 1, true); err != nil {
+	if err := b.admit(ctx, 1, true, true); err != nil {
 		t.Fatalf("after the back-off: %v", err)
 	}
 	h.Set("Retry-After", "120")
@@ -223,11 +223,11 @@ func TestBudgetBackOffAndBan(t *testing.T) {
 		t.Fatalf("418: %v", err)
 	}
 	clk.t = clk.t.Add(119 * time.Second)
-	if err := b.admit(ctx, 1, false); !errors.Is(err, provider.ErrBanned) {
+	if err := b.admit(ctx, 1, false, false); !errors.Is(err, provider.ErrBanned) {
 		t.Fatalf("during the ban: %v", err)
 	}
 	clk.t = clk.t.Add(time.Second)
-	if err := b.admit(ctx, 1, false); err != nil {
+	if err := b.admit(ctx, 1, false, false); err != nil {
 		t.Fatalf("after the ban: %v", err)
 	}
 	if b.sent.Load() != 2 {
@@ -246,12 +246,114 @@ func TestBudgetPausesAtTheExchangeCount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	// The minute's weight is spent: the next call waits for the window,
-	// and a caller that cannot wait gets its context's end, not a send.
-	if err := b.admit(ctx, 1, false); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("admit at the limit: %v", err)
+	// and a caller that cannot wait so long is refused at once with the
+	// wait, not sent.
+	untilMinute := clk.t.Truncate(time.Minute).Add(time.Minute).Sub(clk.t)
+	var rl *provider.RateLimited
+	if err := b.admit(ctx, 1, false, false); !errors.As(err, &rl) || rl.RetryAfter != untilMinute {
+		t.Fatalf("admit at the limit: %v, want RateLimited %s", err, untilMinute)
+	}
+	if err := b.admit(context.Background(), 1, true, true); !errors.As(err, &rl) || rl.RetryAfter != untilMinute {
+		t.Fatalf("a write at the limit: %v, want RateLimited %s", err, untilMinute)
 	}
 	if b.sent.Load() != 0 {
 		t.Fatal("a call went out past the exchange's count")
+	}
+}
+
+// The defaults are the exchange's published USDⓈ-M limits.
+func TestLimitsDefaultToThePublishedOnes(t *testing.T) {
+	l := Limits{}.withDefaults()
+	if l != (Limits{WeightPerMinute: 2400, OrdersPerMinute: 1200, OrdersPer10s: 300, MaxWriteWait: 250 * time.Millisecond}) {
+		t.Fatalf("defaults = %+v", l)
+	}
+	b := newBudget(Limits{}, time.Now)
+	if b.weight.Limit() != 2400 || b.orders1m.Limit() != 1200 || b.orders10s.Limit() != 300 {
+		t.Fatalf("windows %d %d %d", b.weight.Limit(), b.orders1m.Limit(), b.orders10s.Limit())
+	}
+}
+
+// A credential gets every order the exchange would take at once: the
+// published 300 in ten seconds go through without a wait; the 301st write
+// is refused at once with the time until the first leaves the window, and
+// a read (no order) still goes; 1200 a minute and 2400 weight likewise.
+func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)}
+	b := newBudget(Limits{}, clk.now)
+	ctx := context.Background()
+	start := clk.t
+	for i := range 300 {
+		if err := b.admit(ctx, 1, true, true); err != nil {
+			t.Fatalf("order %d: %v", i+1, err)
+		}
+	}
+	clk.t = clk.t.Add(4 * time.Second)
+	var rl *provider.RateLimited
+	began := time.Now()
+	if err := b.admit(ctx, 1, true, true); !errors.As(err, &rl) || rl.RetryAfter != 6*time.Second {
+		t.Fatalf("order 301: %v, want RateLimited 6s", err)
+	}
+	if waited := time.Since(began); waited > 50*time.Millisecond {
+		t.Fatalf("the refused write waited %s in the engine", waited)
+	}
+	if err := b.admit(ctx, 1, false, false); err != nil {
+		t.Fatalf("a read beside the full order window: %v", err)
+	}
+	// Every ten seconds 300 more, up to 1200 in the minute.
+	for w := 1; w < 4; w++ {
+		clk.t = start.Add(time.Duration(w) * 10 * time.Second)
+		for i := range 300 {
+			if err := b.admit(ctx, 1, true, true); err != nil {
+				t.Fatalf("window %d order %d: %v", w, i+1, err)
+			}
+		}
+	}
+	clk.t = start.Add(40 * time.Second)
+	if err := b.admit(ctx, 1, true, true); !errors.As(err, &rl) || rl.RetryAfter != 20*time.Second {
+		t.Fatalf("order 1201 in the minute: %v, want RateLimited 20s", err)
+	}
+	// Weight: 1200 orders and one read spent 1201; 1199 more fit.
+	for i := range 1199 {
+		if err := b.admit(ctx, 1, false, false); err != nil {
+			t.Fatalf("weight %d: %v", 1201+i+1, err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := b.admit(short, 1, false, false); !errors.As(err, &rl) || rl.RetryAfter != 20*time.Second {
+		t.Fatalf("weight 2401: %v, want RateLimited 20s", err)
+	}
+	if got := b.sent.Load(); got != 2400 {
+		t.Fatalf("%d calls let through, want 2400", got)
+	}
+}
+
+// A write waits a short wait (within MaxWriteWait) and is sent; a read
+// waits a longer one within its context.
+func TestBudgetWaitsShortWaits(t *testing.T) {
+	b := newBudget(Limits{OrdersPer10s: 1, MaxWriteWait: time.Second}, time.Now)
+	ctx := context.Background()
+	if err := b.admit(ctx, 1, true, true); err != nil {
+		t.Fatal(err)
+	}
+	var rl *provider.RateLimited
+	if err := b.admit(ctx, 1, true, true); !errors.As(err, &rl) || rl.RetryAfter < 9*time.Second {
+		t.Fatalf("a write 10 s early: %v", err)
+	}
+	b = newBudget(Limits{WeightPerMinute: 1, MaxWriteWait: time.Second}, time.Now)
+	b.weight = adapterkit.NewWindow(1, 200*time.Millisecond)
+	if err := b.admit(ctx, 1, true, true); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := b.admit(ctx, 1, true, true); err != nil || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("a write 200 ms early: %v after %s", err, time.Since(start))
+	}
+	b.weight = adapterkit.NewWindow(1, 2*time.Second)
+	_ = b.admit(ctx, 1, false, false)
+	start = time.Now()
+	if err := b.admit(ctx, 1, false, false); err != nil || time.Since(start) < 1900*time.Millisecond {
+		t.Fatalf("a read 2 s early: %v after %s", err, time.Since(start))
 	}
 }
 
