@@ -6,23 +6,28 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/internal/adapterkit"
 	"github.com/svc/engine/events"
 )
 
-// Limits are the API's request budgets, per login. The zero value takes
-// the published limits: 1000 requests a second, 5000 a minute and 5000 an
-// hour on the general endpoints. The access token request comes before any
-// login: the provider limits it per caller address (its endpoint limit
-// counts only failed requests; its penalties hold every login's requests
-// from that address) under the anonymous user-level limits, 100 a second
-// and 1000 a minute and an hour, which AnonPerSecond, AnonPerMinute and
-// AnonPerHour take as the engine-wide cap of one environment; each login
-// name has a budget of its own within it, LoginsPerMinute (10, burst 3),
-// so one login's retries never slow another's sign-in.
+// Limits are the API's request limits, per login, and how long a write
+// may wait for them. The zero value takes the published limits: 1000
+// requests a second, 5000 a minute and 5000 an hour on the general
+// endpoints. The access token request comes before any login: the provider
+// limits it per caller address (its endpoint limit counts only failed
+// requests; its penalties hold every login's requests from that address)
+// under the anonymous user-level limits, 100 a second and 1000 a minute
+// and an hour, which AnonPerSecond, AnonPerMinute and AnonPerHour take as
+// the engine-wide cap of one environment; each login name has a budget of
+// its own within it, LoginsPerMinute (10), so one login's retries never
+// slow another's sign-in.
+//
+// The engine models each as a rolling window at its number (any second,
+// minute or hour holds at most that many), so a trader gets every request
+// the provider would take and none it would refuse, whether the provider's
+// windows roll or are fixed to the clock: a rolling window is never looser
+// than either.
 type Limits struct {
 	PerSecond, PerMinute, PerHour             int
 	LoginsPerMinute                           int
@@ -33,8 +38,14 @@ type Limits struct {
 	LockOut time.Duration
 	// MaxPenaltyWait is the longest p-time a read waits out before it sends
 	// again with the ticket; a longer one is *provider.RateLimited at once.
-	// Writes never wait: they answer *provider.RateLimited. 10 s when zero.
+	// Writes never wait out a penalty: they answer *provider.RateLimited.
+	// 10 s when zero.
 	MaxPenaltyWait time.Duration
+	// MaxWriteWait is the longest a write (a place, change or cancel) waits
+	// for the windows; one that would wait longer is refused at once,
+	// unsent, with *provider.RateLimited and the real wait, so a market
+	// order never sits in the engine. 250 ms when zero.
+	MaxWriteWait time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -65,47 +76,36 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxPenaltyWait <= 0 {
 		l.MaxPenaltyWait = 10 * time.Second
 	}
+	if l.MaxWriteWait <= 0 {
+		l.MaxWriteWait = 250 * time.Millisecond
+	}
 	return l
 }
 
-// budget is one login's share of the API: token buckets for each window,
-// the lock-out after a 429, the back-off after a 423, and the penalty
-// tickets (p-ticket, p-time) per endpoint: an endpoint under penalty gets
-// nothing until its p-time has passed, and its next request carries the
-// ticket. A budget is shared by every session of its login and by nothing
-// else, so one trader's burst never spends another's. Safe for concurrent use.
+// budget is one login's share of the API: a rolling window for each of
+// its limits, the lock-out after a 429, the back-off after a 423, and the
+// penalty tickets (p-ticket, p-time) per endpoint: an endpoint under
+// penalty gets nothing until its p-time has passed, and its next request
+// carries the ticket. A read waits for the windows within its context; a
+// write waits at most MaxWriteWait. A budget is shared by every session of
+// its login and by nothing else, so one trader's burst never spends
+// another's. Safe for concurrent use.
 type budget struct {
-	limits  Limits
-	windows []*rate.Limiter
-	now     func() time.Time
+	limits Limits
+	now    func() time.Time
 
 	// shared, when set, is the budget of the caller's address this one
-	// spends within: it is admitted first, and holds the penalties and
-	// lock-outs the provider gives the address (a login's token requests).
+	// spends within: a request is admitted by both windows or neither, and
+	// shared holds the penalties and lock-outs the provider gives the
+	// address (a login's token requests). Its mutex is taken after this
+	// one's, never before.
 	shared *budget
 
 	mu          sync.Mutex
+	windows     []*adapterkit.Window
 	lockedUntil time.Time // 429 or a captcha: nothing is sent before it
 	backoff     time.Time // 423: nothing is sent before it
 	pens        map[string]pen
-	spent       time.Time // the last request admitted through the windows
-}
-
-// windowSpan is the longest span of any budget's windows (an hour): a
-// budget none of whose windows was spent for it is full again.
-const windowSpan = time.Hour
-
-// spend waits for every window to allow one request and notes when.
-func (b *budget) spend(ctx context.Context) error {
-	for _, w := range b.windows {
-		if err := w.Wait(ctx); err != nil {
-			return &provider.RateLimited{RetryAfter: time.Second}
-		}
-	}
-	b.mu.Lock()
-	b.spent = b.now()
-	b.mu.Unlock()
-	return nil
 }
 
 // pen is an endpoint's penalty: its ticket and the end of its wait.
@@ -117,10 +117,10 @@ type pen struct {
 func newBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{},
-		windows: []*rate.Limiter{
-			rate.NewLimiter(adapterkit.Every(l.PerSecond, time.Second), max(l.PerSecond/10, 10)),
-			rate.NewLimiter(adapterkit.Every(l.PerMinute, time.Minute), max(l.PerMinute/10, 10)),
-			rate.NewLimiter(adapterkit.Every(l.PerHour, time.Hour), max(l.PerHour/10, 10)),
+		windows: []*adapterkit.Window{
+			adapterkit.NewWindow(l.PerSecond, time.Second),
+			adapterkit.NewWindow(l.PerMinute, time.Minute),
+			adapterkit.NewWindow(l.PerHour, time.Hour),
 		}}
 }
 
@@ -130,10 +130,10 @@ func newBudget(l Limits, now func() time.Time) *budget {
 func newAddressBudget(l Limits, now func() time.Time) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{},
-		windows: []*rate.Limiter{
-			rate.NewLimiter(adapterkit.Every(l.AnonPerSecond, time.Second), max(l.AnonPerSecond/10, 1)),
-			rate.NewLimiter(adapterkit.Every(l.AnonPerMinute, time.Minute), max(l.AnonPerMinute/10, 1)),
-			rate.NewLimiter(adapterkit.Every(l.AnonPerHour, time.Hour), max(l.AnonPerHour/10, 1)),
+		windows: []*adapterkit.Window{
+			adapterkit.NewWindow(l.AnonPerSecond, time.Second),
+			adapterkit.NewWindow(l.AnonPerMinute, time.Minute),
+			adapterkit.NewWindow(l.AnonPerHour, time.Hour),
 		}}
 }
 
@@ -142,57 +142,84 @@ func newAddressBudget(l Limits, now func() time.Time) *budget {
 func newLoginBudget(l Limits, now func() time.Time, shared *budget) *budget {
 	l = l.withDefaults()
 	return &budget{limits: l, now: now, pens: map[string]pen{}, shared: shared,
-		windows: []*rate.Limiter{rate.NewLimiter(adapterkit.Every(l.LoginsPerMinute, time.Minute), max(l.LoginsPerMinute/3, 1))}}
+		windows: []*adapterkit.Window{adapterkit.NewWindow(l.LoginsPerMinute, time.Minute)}}
 }
 
-// idle reports whether the budget is as a new one would be: no request
-// through its windows for windowSpan (every window full again) and nothing
-// held, so it can be dropped.
+// idle reports whether the budget is as a new one would be: nothing left
+// in its windows and nothing held, so it can be dropped.
 func (b *budget) idle() bool {
-	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return now.Sub(b.spent) >= windowSpan && len(b.pens) == 0 && !now.Before(b.lockedUntil) && !now.Before(b.backoff)
+	now := b.now()
+	for _, w := range b.windows {
+		if !w.Empty(now) {
+			return false
+		}
+	}
+	return len(b.pens) == 0 && !now.Before(b.lockedUntil) && !now.Before(b.backoff)
 }
 
-// admit waits for the budget to allow one request to endpoint and returns
-// the penalty ticket the request must carry ("" for none). It refuses at
-// once, sending nothing, while the login is locked out or backing off;
-// an endpoint under penalty is waited out when wait is set and its p-time
-// ends within MaxPenaltyWait, else refused.
-func (b *budget) admit(ctx context.Context, endpoint string, wait bool) (string, error) {
-	if b.shared != nil {
-		ticket, err := b.shared.admit(ctx, endpoint, wait)
-		if err != nil {
+// admit admits one request to endpoint once the budget allows it, counting
+// it, and returns the penalty ticket the request must carry ("" for none).
+// It refuses at once, sending nothing, while the login is locked out or
+// backing off. An endpoint under penalty is waited out by a read whose
+// p-time ends within MaxPenaltyWait, else refused. A write that would wait
+// for the windows more than MaxWriteWait, or a request whose context ends
+// before its wait, is *provider.RateLimited with that wait.
+func (b *budget) admit(ctx context.Context, endpoint string, write bool) (string, error) {
+	start := time.Now() // the waits are slept on the real clock
+	for {
+		ticket, wait, err := b.take(endpoint, write)
+		if err != nil || wait == 0 {
+			return ticket, err
+		}
+		left := time.Duration(-1)
+		if write {
+			left = max(b.limits.MaxWriteWait-time.Since(start), 0)
+		}
+		if err := adapterkit.Hold(ctx, wait, left); err != nil {
 			return "", err
 		}
-		if err := b.spend(ctx); err != nil {
-			return "", err
-		}
-		return ticket, nil
 	}
+}
+
+// take counts a request to endpoint now if the budget allows it (a zero
+// wait, and its ticket), else returns how long it must wait, or the
+// error that refuses it.
+func (b *budget) take(endpoint string, write bool) (string, time.Duration, error) {
+	h := b // holds the lock-outs and penalties
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shared != nil {
+		h = b.shared
+		h.mu.Lock()
+		defer h.mu.Unlock()
+	}
 	now := b.now()
-	locked, backoff, p := b.lockedUntil, b.backoff, b.pens[endpoint]
-	b.mu.Unlock()
-	if now.Before(locked) {
-		return "", &provider.Banned{Until: locked}
+	p := h.pens[endpoint]
+	switch d := p.until.Sub(now); {
+	case now.Before(h.lockedUntil):
+		return "", 0, &provider.Banned{Until: h.lockedUntil}
+	case now.Before(h.backoff):
+		return "", 0, &provider.RateLimited{RetryAfter: h.backoff.Sub(now)}
+	case d > 0 && (write || d > b.limits.MaxPenaltyWait):
+		return "", 0, &provider.RateLimited{RetryAfter: d}
+	case d > 0:
+		return "", d, nil
 	}
-	if now.Before(backoff) {
-		return "", &provider.RateLimited{RetryAfter: backoff.Sub(now)}
+	needs := make([]adapterkit.Need, 0, 4)
+	for _, w := range b.windows {
+		needs = append(needs, adapterkit.Need{W: w, N: 1})
 	}
-	if d := p.until.Sub(now); d > 0 {
-		if !wait || d > b.limits.MaxPenaltyWait {
-			return "", &provider.RateLimited{RetryAfter: d}
+	if h != b {
+		for _, w := range h.windows {
+			needs = append(needs, adapterkit.Need{W: w, N: 1})
 		}
-		if !adapterkit.Sleep(ctx, nil, d) {
-			return "", &provider.RateLimited{RetryAfter: d}
-		}
 	}
-	if err := b.spend(ctx); err != nil {
-		return "", err
+	if wait, ok := adapterkit.Take(now, needs...); !ok {
+		return "", wait, nil
 	}
-	return p.ticket, nil
+	return p.ticket, 0, nil
 }
 
 // observe reads an answer's status and headers: 429 locks the login out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,20 +177,20 @@ func TestBudgetPenaltiesAndLockOuts(t *testing.T) {
 	if !errors.As(err, &rl) || rl.RetryAfter != 15*time.Second {
 		t.Fatalf("penalize = %v", err)
 	}
-	if _, err := b.admit(ctx, "/order/placeorder", false); !errors.As(err, &rl) || rl.RetryAfter != 15*time.Second {
+	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != 15*time.Second {
 		t.Fatalf("a write under penalty = %v, want RateLimited 15s", err)
 	}
-	if tk, err := b.admit(ctx, "/order/list", true); err != nil || tk != "" {
+	if tk, err := b.admit(ctx, "/order/list", false); err != nil || tk != "" {
 		t.Fatalf("another endpoint = %q %v", tk, err)
 	}
 	// Once p-time has passed, the next request carries the ticket until an
 	// answer without a penalty takes it.
 	c.t = c.t.Add(15 * time.Second)
-	if tk, err := b.admit(ctx, "/order/placeorder", false); err != nil || tk != "tk" {
+	if tk, err := b.admit(ctx, "/order/placeorder", true); err != nil || tk != "tk" {
 		t.Fatalf("after p-time = %q %v, want the ticket", tk, err)
 	}
 	b.served("/order/placeorder")
-	if tk, _ := b.admit(ctx, "/order/placeorder", false); tk != "" {
+	if tk, _ := b.admit(ctx, "/order/placeorder", true); tk != "" {
 		t.Fatalf("after the answer the ticket is still sent: %q", tk)
 	}
 
@@ -198,7 +199,7 @@ func TestBudgetPenaltiesAndLockOuts(t *testing.T) {
 	if err := b.penalize("/auth/accesstokenrequest", penalty{Ticket: "c", Captcha: true}); !errors.As(err, &bn) || !bn.Until.Equal(c.t.Add(time.Hour)) {
 		t.Fatalf("captcha = %v", err)
 	}
-	if _, err := b.admit(ctx, "/order/list", true); !errors.As(err, &bn) {
+	if _, err := b.admit(ctx, "/order/list", false); !errors.As(err, &bn) {
 		t.Fatalf("locked out, admit = %v", err)
 	}
 	c.t = c.t.Add(time.Hour)
@@ -217,8 +218,148 @@ func TestBudgetPenaltiesAndLockOuts(t *testing.T) {
 	if err := b.observe(http.StatusLocked, nil); !errors.As(err, &rl) || rl.RetryAfter != time.Minute {
 		t.Fatalf("423 = %v", err)
 	}
-	if _, err := b.admit(ctx, "/order/list", true); !errors.As(err, &rl) {
+	if _, err := b.admit(ctx, "/order/list", false); !errors.As(err, &rl) {
 		t.Fatalf("backing off, admit = %v", err)
+	}
+}
+
+// The defaults are the published limits.
+func TestLimitsDefaultToThePublishedOnes(t *testing.T) {
+	l := Limits{}.withDefaults()
+	want := Limits{PerSecond: 1000, PerMinute: 5000, PerHour: 5000, LoginsPerMinute: 10,
+		AnonPerSecond: 100, AnonPerMinute: 1000, AnonPerHour: 1000,
+		LockOut: time.Hour, MaxPenaltyWait: 10 * time.Second, MaxWriteWait: 250 * time.Millisecond}
+	if l != want {
+		t.Fatalf("defaults = %+v", l)
+	}
+	limits := func(b *budget) []int {
+		var out []int
+		for _, w := range b.windows {
+			out = append(out, w.Limit())
+		}
+		return out
+	}
+	if got := limits(newBudget(Limits{}, time.Now)); !slices.Equal(got, []int{1000, 5000, 5000}) {
+		t.Errorf("a login's windows = %v", got)
+	}
+	if got := limits(newAddressBudget(Limits{}, time.Now)); !slices.Equal(got, []int{100, 1000, 1000}) {
+		t.Errorf("the address's windows = %v", got)
+	}
+	if got := limits(newLoginBudget(Limits{}, time.Now, nil)); !slices.Equal(got, []int{10}) {
+		t.Errorf("a login name's windows = %v", got)
+	}
+}
+
+// A login gets every request the provider would take: 1000 in a second,
+// then 5000 in the hour, with no wait; the next write is refused at once
+// with the time until they leave the hour (the five seconds share one of
+// the hour's 3-minute slots, which leaves with its latest), and so is a
+// read that cannot wait so long.
+func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 15, 0, 0, 0, time.UTC)}
+	b := newBudget(Limits{}, c.now)
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
+			t.Fatalf("order %d: %v", i+1, err)
+		}
+	}
+	var rl *provider.RateLimited
+	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("order 1001 in the second: %v, want RateLimited 1s", err)
+	}
+	for s := 1; s < 5; s++ {
+		c.t = c.t.Add(time.Second)
+		for i := range 1000 {
+			if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
+				t.Fatalf("second %d order %d: %v", s, i+1, err)
+			}
+		}
+	}
+	c.t = c.t.Add(10 * time.Minute)
+	began := time.Now()
+	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
+		t.Fatalf("order 5001 in the hour: %v, want RateLimited 50m", err)
+	}
+	if waited := time.Since(began); waited > 50*time.Millisecond {
+		t.Fatalf("the refused write waited %s in the engine", waited)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := b.admit(short, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
+		t.Fatalf("a read past the hour's limit: %v", err)
+	}
+	if b.idle() {
+		t.Fatal("a spent budget reads as idle")
+	}
+	c.t = c.t.Add(50*time.Minute - time.Second)
+	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("a second before the hour's first requests left it: %v", err)
+	}
+	c.t = c.t.Add(time.Second)
+	if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
+		t.Fatalf("once the hour's first requests left it: %v", err)
+	}
+}
+
+// A write waits a wait within MaxWriteWait and is sent; a read waits a
+// longer one within its context (the clock is real here).
+func TestBudgetWaitsShortWaits(t *testing.T) {
+	b := newBudget(Limits{PerSecond: 1, MaxWriteWait: 2 * time.Second}, time.Now)
+	ctx := context.Background()
+	if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := b.admit(ctx, "/order/placeorder", true); err != nil || time.Since(start) < 900*time.Millisecond {
+		t.Fatalf("a write a second early: %v after %s", err, time.Since(start))
+	}
+	b = newBudget(Limits{PerSecond: 1}, time.Now)
+	_, _ = b.admit(ctx, "/order/placeorder", true)
+	var rl *provider.RateLimited
+	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter < 900*time.Millisecond {
+		t.Fatalf("a write past MaxWriteWait: %v", err)
+	}
+	start = time.Now()
+	if _, err := b.admit(ctx, "/order/list", false); err != nil || time.Since(start) < 900*time.Millisecond {
+		t.Fatalf("a read a second early: %v after %s", err, time.Since(start))
+	}
+}
+
+// A login name's token request spends its own window and the address's
+// together, or neither: a name whose own window is full spends nothing of
+// the address's.
+func TestSignInBudgetsSpendTogether(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 15, 0, 0, 0, time.UTC)}
+	l := Limits{LoginsPerMinute: 2, AnonPerSecond: 3}
+	addr := newAddressBudget(l, c.now)
+	a, b := newLoginBudget(l, c.now, addr), newLoginBudget(l, c.now, addr)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := a.admit(ctx, "/auth/accesstokenrequest", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rl *provider.RateLimited
+	if _, err := a.admit(ctx, "/auth/accesstokenrequest", true); !errors.As(err, &rl) || rl.RetryAfter != time.Minute {
+		t.Fatalf("a's third: %v, want RateLimited 1m", err)
+	}
+	if _, err := b.admit(ctx, "/auth/accesstokenrequest", true); err != nil {
+		t.Fatalf("b's first (the address had room for one): %v", err)
+	}
+	if _, err := b.admit(ctx, "/auth/accesstokenrequest", true); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("b's second beyond the address's second: %v, want RateLimited 1s", err)
+	}
+	c.t = c.t.Add(time.Second)
+	if _, err := b.admit(ctx, "/auth/accesstokenrequest", true); err != nil {
+		t.Fatalf("b's second after a second: %v", err)
+	}
+	if a.idle() || !newLoginBudget(l, c.now, addr).idle() {
+		t.Fatal("idle")
+	}
+	c.t = c.t.Add(time.Minute)
+	if !a.idle() {
+		t.Fatal("a login name's budget a minute on is not idle")
 	}
 }
 
@@ -228,7 +369,7 @@ func TestBudgetReadWaitsAShortPenalty(t *testing.T) {
 	b := newBudget(Limits{MaxPenaltyWait: time.Second}, time.Now)
 	_ = b.penalize("/fill/list", penalty{Ticket: "tk", Time: numOf(dec("1"))})
 	start := time.Now()
-	tk, err := b.admit(context.Background(), "/fill/list", true)
+	tk, err := b.admit(context.Background(), "/fill/list", false)
 	if err != nil || tk != "tk" || time.Since(start) < 900*time.Millisecond {
 		t.Fatalf("admit = %q %v after %s", tk, err, time.Since(start))
 	}

@@ -41,7 +41,7 @@ func (p *Provider) send(ctx context.Context, b *budget, bearer string, r request
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		ticket, err := b.admit(ctx, r.path, !r.op.Write())
+		ticket, err := b.admit(ctx, r.path, r.op.Write())
 		if err != nil {
 			return err
 		}
