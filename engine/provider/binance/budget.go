@@ -106,7 +106,8 @@ func (b *budget) admit(ctx context.Context, w int, order, write bool) error {
 }
 
 // take counts a call now if the budget allows it (0), else returns how long
-// it must wait, or the ban's or back-off's error.
+// it must wait (the longest of the exchange's pause and the windows), or
+// the ban's or back-off's error.
 func (b *budget) take(w int, order bool) (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -116,18 +117,20 @@ func (b *budget) take(w int, order bool) (time.Duration, error) {
 		return 0, &provider.Banned{Until: b.bannedUntil}
 	case now.Before(b.backoff):
 		return 0, &provider.RateLimited{RetryAfter: b.backoff.Sub(now)}
-	case now.Before(b.pauseUntil):
-		return b.pauseUntil.Sub(now), nil
 	}
-	var wait time.Duration
-	var ok bool
+	all := [...]adapterkit.Need{{W: b.weight, N: w}, {W: b.orders1m, N: 1}, {W: b.orders10s, N: 1}}
+	needs := all[:1]
 	if order {
-		wait, ok = adapterkit.Take(now, adapterkit.Need{W: b.weight, N: w},
-			adapterkit.Need{W: b.orders1m, N: 1}, adapterkit.Need{W: b.orders10s, N: 1})
-	} else {
-		wait, ok = adapterkit.Take(now, adapterkit.Need{W: b.weight, N: w})
+		needs = all[:]
 	}
-	if !ok {
+	if now.Before(b.pauseUntil) {
+		wait := b.pauseUntil.Sub(now)
+		for _, n := range needs {
+			wait = max(wait, n.W.Wait(now, n.N))
+		}
+		return wait, nil
+	}
+	if wait, ok := adapterkit.Take(now, needs...); !ok {
 		return wait, nil
 	}
 	b.sent.Add(1)
