@@ -15,9 +15,8 @@ const windowSlots = 20
 // Window is a rolling request limit: at most Limit units in ANY interval
 // Span long, as a provider publishes "N requests per minute". It never
 // admits more than that: units are kept in windowSlots slots per span, and
-// a slot's units all count until the latest of them is Span old, so the
-// count over-estimates the true one by at most a slot's worth of early
-// units and never under-estimates it. A rolling window is never looser
+// a slot's units all count until the latest of them is Span old, so a unit
+// counts at most a slot (Span/20) longer than it must, never shorter. A rolling window is never looser
 // than the provider's own, rolling or fixed to the clock: every fixed
 // window is one of the intervals it bounds.
 //
@@ -31,7 +30,7 @@ type Window struct {
 	ring  [windowSlots + 1]slot
 	head  int64 // the newest slot's number (time / slot)
 	total int   // the units of every slot in the ring
-	late  time.Time
+	late  time.Time // the latest time read
 }
 
 // slot is the units admitted within one slot's time and when the latest of
