@@ -28,8 +28,8 @@ type Window struct {
 	span  time.Duration
 	slot  time.Duration // span / windowSlots
 	ring  [windowSlots + 1]slot
-	head  int64 // the newest slot's number (time / slot)
-	total int   // the units of every slot in the ring
+	head  int64     // the newest slot's number (time / slot)
+	total int       // the units of every slot in the ring
 	late  time.Time // the latest time read
 }
 
