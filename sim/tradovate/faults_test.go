@@ -180,6 +180,40 @@ func TestRequestRateLimit(t *testing.T) {
 	}
 }
 
+// The user-level limits hold in any second and any hour too, not only a minute: the provider
+// documents 1000 a second and 5000 an hour for an authenticated user.
+func TestRequestRateLimitEverySpan(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts tradovate.Options
+		gap  time.Duration // between requests: the fourth would be within the minute limit
+	}{
+		{"second", tradovate.Options{RequestsPerSecond: 3, LockoutFor: time.Minute}, 100 * time.Millisecond},
+		{"hour", tradovate.Options{RequestsPerHour: 3, LockoutFor: time.Minute}, 10 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.opts)
+			tok := e.token(liveLogin)
+			for i := 0; i < 3; i++ {
+				e.list(tok, "account/list")
+				e.clock.Advance(c.gap)
+			}
+			if st, _ := e.call(tok, "account/list", nil); st != 429 {
+				t.Fatalf("fourth request within the %s: %d", c.name, st)
+			}
+		})
+	}
+	e := newEnv(t, tradovate.Options{})
+	tok := e.token(liveLogin)
+	for i := 0; i < 3; i++ {
+		e.list(tok, "account/list")
+		e.clock.Advance(10 * time.Minute)
+	}
+	if st, _ := e.call(tok, "account/list", nil); st != 200 {
+		t.Fatalf("the published limits refused four requests in 30 minutes: %d", st)
+	}
+}
+
 func TestFaultValidation(t *testing.T) {
 	e := newEnv(t, tradovate.Options{})
 	for _, f := range []tradovate.Fault{{}, {Status: 404}, {Drop: true, Status: 500}, {Times: -1, Drop: true}} {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -189,15 +190,42 @@ func (s *Sim) gate(req *request, f *Fault, early *ticket, tv string, now time.Ti
 		}
 		sess = tok.sess
 	}
-	if s.opts.RequestsPerMinute > 0 {
-		w := s.rate("req:"+strconv.FormatInt(u.id, 10), now)
-		if len(w.times) >= s.opts.RequestsPerMinute {
-			s.lockouts[who] = now.Add(s.opts.LockoutFor)
-			return tooMany()
-		}
-		w.times = append(w.times, now)
+	if !s.userAdmits(u.id, now) {
+		s.lockouts[who] = now.Add(s.opts.LockoutFor)
+		return tooMany()
 	}
 	return s.dispatch(req, sess, now)
+}
+
+// userAdmits counts one request of user id at now against the user-level limits (any second,
+// minute and hour, rolling) and reports whether it is within all of them; one over any is not
+// counted.
+func (s *Sim) userAdmits(id int64, now time.Time) bool {
+	limits := []struct {
+		n    int
+		span time.Duration
+	}{{s.opts.RequestsPerSecond, time.Second}, {s.opts.RequestsPerMinute, time.Minute}, {s.opts.RequestsPerHour, time.Hour}}
+	keep := time.Duration(0)
+	for _, l := range limits {
+		if l.n > 0 {
+			keep = l.span
+		}
+	}
+	if keep == 0 {
+		return true
+	}
+	w := s.window("req:"+strconv.FormatInt(id, 10), keep, now)
+	for _, l := range limits {
+		if l.n <= 0 {
+			continue
+		}
+		from := sort.Search(len(w.times), func(i int) bool { return w.times[i].After(now.Add(-l.span)) })
+		if len(w.times)-from >= l.n {
+			return false
+		}
+	}
+	w.times = append(w.times, now)
+	return true
 }
 
 // dispatch runs an authenticated request's endpoint with s.mu held.

@@ -64,10 +64,13 @@ type Options struct {
 	// a third-party application). 3 when zero; negative: never.
 	LoginFailures int
 	CaptchaFor    time.Duration
-	// RequestsPerMinute is how many requests one user may make a minute before every further
-	// request answers 429 for LockoutFor; the provider documents 5000 a minute and an hour's wait.
-	// Negative: no limit.
+	// RequestsPerMinute, RequestsPerHour and RequestsPerSecond are how many requests one user may
+	// make in any minute, hour and second (rolling) before every further request answers 429 for
+	// LockoutFor; the provider documents 5000 a minute, 5000 an hour and 1000 a second for an
+	// authenticated user, and an hour's wait. Zero takes those; negative: no limit.
 	RequestsPerMinute int
+	RequestsPerHour   int
+	RequestsPerSecond int
 	LockoutFor        time.Duration
 	// HeartbeatInterval is how often the sockets send the 'h' frame: 2.5s, as the provider documents.
 	HeartbeatInterval time.Duration
@@ -120,6 +123,12 @@ func (o *Options) defaults() {
 	}
 	if o.RequestsPerMinute == 0 {
 		o.RequestsPerMinute = 5000
+	}
+	if o.RequestsPerHour == 0 {
+		o.RequestsPerHour = 5000
+	}
+	if o.RequestsPerSecond == 0 {
+		o.RequestsPerSecond = 1000
 	}
 	if o.LockoutFor <= 0 {
 		o.LockoutFor = time.Hour
