@@ -67,6 +67,13 @@ func TestHeaders(t *testing.T) {
 	if d := adapterkit.RetryAfter(nil, time.Second); d != time.Second {
 		t.Errorf("no headers %v", d)
 	}
+	// A number that would overflow a duration is a week, never a negative
+	// or wrapped wait that lets the next request through at once.
+	for _, v := range []string{"9223372036854775807", "99999999999"} {
+		if d := adapterkit.RetryAfter(http.Header{"Retry-After": {v}}, time.Second); d != 7*24*time.Hour {
+			t.Errorf("Retry-After %s read as %v", v, d)
+		}
+	}
 	a, b := time.Unix(10, 0), time.Unix(20, 0)
 	if !adapterkit.Later(a, b).Equal(b) || !adapterkit.Later(b, a).Equal(b) {
 		t.Error("Later")

@@ -15,10 +15,14 @@ import (
 	"github.com/svc/engine/engine/provider"
 )
 
-// RetryAfter reads Retry-After in seconds, or def.
+// maxRetryAfter bounds a provider's Retry-After: Binance's bans grow to
+// three days; a larger or overflowing number is read as this.
+const maxRetryAfter = 7 * 24 * time.Hour
+
+// RetryAfter reads Retry-After in seconds (at most maxRetryAfter), or def.
 func RetryAfter(h http.Header, def time.Duration) time.Duration {
 	if s, ok := HeaderInt(h, "Retry-After"); ok && s >= 0 {
-		return time.Duration(s) * time.Second
+		return time.Duration(min(int64(s), int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	return def
 }
