@@ -68,7 +68,8 @@ type budget struct {
 	orders10s   *adapterkit.Window
 	backoff     time.Time // 429: nothing is sent before it
 	bannedUntil time.Time // 418: nothing is sent before it
-	pauseUntil  time.Time // the exchange's count reached a limit: wait for its window
+	pauseUntil  time.Time // the exchange's weight count reached its limit: every call waits for its window
+	orderPause  time.Time // its order count reached a limit: orders wait for that window, reads go on
 	sent        atomic.Int64
 }
 
@@ -123,8 +124,12 @@ func (b *budget) take(w int, order bool) (time.Duration, error) {
 	if order {
 		needs = all[:]
 	}
-	if now.Before(b.pauseUntil) {
-		wait := b.pauseUntil.Sub(now)
+	pause := b.pauseUntil
+	if order {
+		pause = adapterkit.Later(pause, b.orderPause)
+	}
+	if now.Before(pause) {
+		wait := pause.Sub(now)
 		for _, n := range needs {
 			wait = max(wait, n.W.Wait(now, n.N))
 		}
@@ -138,7 +143,8 @@ func (b *budget) take(w int, order bool) (time.Duration, error) {
 }
 
 // observe reads an answer's headers: the exchange's count of used weight
-// and orders (a count at its limit pauses the queue to the window's end),
+// and orders (a count at its limit pauses the calls it counts to the
+// window's end: the weight every call, an order count the orders),
 // and 429/418 with Retry-After. It returns the typed error for 429 and 418.
 func (b *budget) observe(status int, h http.Header) error {
 	now := b.now()
@@ -147,11 +153,13 @@ func (b *budget) observe(status int, h http.Header) error {
 	if used, ok := adapterkit.HeaderInt(h, "X-Mbx-Used-Weight-1m"); ok && used >= b.limits.WeightPerMinute {
 		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
 	}
+	// The order counts hold orders only: the lookups that settle an order
+	// whose answer was lost, and the reconciliations, go on meanwhile.
 	if n, ok := adapterkit.HeaderInt(h, "X-Mbx-Order-Count-1m"); ok && n >= b.limits.OrdersPerMinute {
-		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(time.Minute).Add(time.Minute))
+		b.orderPause = adapterkit.Later(b.orderPause, now.Truncate(time.Minute).Add(time.Minute))
 	}
 	if n, ok := adapterkit.HeaderInt(h, "X-Mbx-Order-Count-10s"); ok && n >= b.limits.OrdersPer10s {
-		b.pauseUntil = adapterkit.Later(b.pauseUntil, now.Truncate(10*time.Second).Add(10*time.Second))
+		b.orderPause = adapterkit.Later(b.orderPause, now.Truncate(10*time.Second).Add(10*time.Second))
 	}
 	switch status {
 	case http.StatusTooManyRequests:

@@ -261,6 +261,31 @@ func TestBudgetPausesAtTheExchangeCount(t *testing.T) {
 	}
 }
 
+// The exchange's order count at its limit holds orders until its window
+// ends, and nothing else: the lookup that settles an order whose answer
+// was lost is a read, and goes at once.
+func TestOrderCountPausesOrdersOnly(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 3, 0, time.UTC)}
+	b := newBudget(Limits{}, clk.now)
+	h := http.Header{}
+	h.Set("X-MBX-ORDER-COUNT-10S", "300")
+	if err := b.observe(http.StatusOK, h); err != nil {
+		t.Fatal(err)
+	}
+	var rl *provider.RateLimited
+	if err := b.admit(context.Background(), 1, true, true); !errors.As(err, &rl) || rl.RetryAfter != 7*time.Second {
+		t.Fatalf("an order at the exchange's count: %v, want RateLimited 7s", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := b.admit(ctx, 1, false, false); err != nil {
+		t.Fatalf("a read at the exchange's order count: %v", err)
+	}
+	if b.sent.Load() != 1 {
+		t.Fatalf("%d calls went out, want the read alone", b.sent.Load())
+	}
+}
+
 // The defaults are the exchange's published USDⓈ-M limits.
 func TestLimitsDefaultToThePublishedOnes(t *testing.T) {
 	l := Limits{}.withDefaults()
