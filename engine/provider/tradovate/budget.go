@@ -24,10 +24,11 @@ import (
 // slow another's sign-in.
 //
 // The engine models each as a rolling window at its number (any second,
-// minute or hour holds at most that many), so a trader gets every request
-// the provider would take and none it would refuse, whether the provider's
-// windows roll or are fixed to the clock: a rolling window is never looser
-// than either.
+// minute or hour holds at most that many), so the engine sends none the
+// provider would refuse, whether the provider's windows roll or are fixed
+// to the clock: a rolling window is never looser than either. A login's
+// writes take all but a twentieth of each window (readReserve), which
+// stays for the reads that settle and reconcile them.
 type Limits struct {
 	PerSecond, PerMinute, PerHour             int
 	LoginsPerMinute                           int
@@ -207,6 +208,11 @@ func (b *budget) take(endpoint string, write bool) (string, time.Duration, error
 	case d > 0:
 		return "", d, nil
 	}
+	if write {
+		if wait := b.keepReserve(now); wait > 0 {
+			return "", wait, nil
+		}
+	}
 	needs := make([]adapterkit.Need, 0, 4)
 	for _, w := range b.windows {
 		needs = append(needs, adapterkit.Need{W: w, N: 1})
@@ -220,6 +226,23 @@ func (b *budget) take(endpoint string, write bool) (string, time.Duration, error
 		return "", wait, nil
 	}
 	return p.ticket, 0, nil
+}
+
+// readReserve is the share of each of a login's windows that writes leave
+// to reads (1/20): the provider counts every request of a user together,
+// and a trader whose orders spent an hour's 5,000 would otherwise leave the
+// engine unable, for the rest of that hour, to look up an order whose
+// answer was lost, to reconcile the account or to read its snapshot.
+const readReserve = 20
+
+// keepReserve is how long a write must wait so that every window of the
+// login keeps its reads' reserve after it (0: it may go now).
+func (b *budget) keepReserve(now time.Time) time.Duration {
+	var wait time.Duration
+	for _, w := range b.windows {
+		wait = max(wait, w.Wait(now, 1+w.Limit()/readReserve))
+	}
+	return wait
 }
 
 // observe reads an answer's status and headers: 429 locks the login out

@@ -259,18 +259,37 @@ func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
 	c := &clock{t: time.Date(2025, 1, 2, 15, 0, 0, 0, time.UTC)}
 	b := newBudget(Limits{}, c.now)
 	ctx := context.Background()
-	for i := range 1000 {
+	// Writes take all but a twentieth of each window: 950 orders in the
+	// second, and the 951st is refused at once for the second's end.
+	for i := range 950 {
 		if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
 			t.Fatalf("order %d: %v", i+1, err)
 		}
 	}
 	var rl *provider.RateLimited
 	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
-		t.Fatalf("order 1001 in the second: %v, want RateLimited 1s", err)
+		t.Fatalf("order 951 in the second: %v, want RateLimited 1s", err)
 	}
+	// The rest is the reads': the second's 1,000 in all.
+	for i := range 50 {
+		if _, err := b.admit(ctx, "/order/list", false); err != nil {
+			t.Fatalf("read %d after the second's orders: %v", i+1, err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.admit(short, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("read 1001 in the second: %v, want RateLimited 1s", err)
+	}
+	// Four more seconds of orders spend the writes' share of the minute
+	// and the hour: 4,750 requests with the first second's 50 reads.
 	for s := 1; s < 5; s++ {
 		c.t = c.t.Add(time.Second)
-		for i := range 1000 {
+		n := 950
+		if s == 4 {
+			n = 900 // the hour's writes' share less the first second's reads
+		}
+		for i := range n {
 			if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
 				t.Fatalf("second %d order %d: %v", s, i+1, err)
 			}
@@ -279,15 +298,21 @@ func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
 	c.t = c.t.Add(10 * time.Minute)
 	began := time.Now()
 	if _, err := b.admit(ctx, "/order/placeorder", true); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
-		t.Fatalf("order 5001 in the hour: %v, want RateLimited 50m", err)
+		t.Fatalf("an order past the writes' share of the hour: %v, want RateLimited 50m", err)
 	}
 	if waited := time.Since(began); waited > 50*time.Millisecond {
 		t.Fatalf("the refused write waited %s in the engine", waited)
 	}
-	short, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if _, err := b.admit(short, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
-		t.Fatalf("a read past the hour's limit: %v", err)
+	// A lookup still goes: the hour keeps its reserve for reads.
+	for i := range 250 {
+		if _, err := b.admit(ctx, "/order/list", false); err != nil {
+			t.Fatalf("read %d with the hour's orders spent: %v", i+1, err)
+		}
+	}
+	short2, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel2()
+	if _, err := b.admit(short2, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
+		t.Fatalf("a read past the hour's 5,000: %v", err)
 	}
 	if b.idle() {
 		t.Fatal("a spent budget reads as idle")
