@@ -271,16 +271,7 @@ func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
 		t.Fatalf("order 951 in the second: %v, want RateLimited 1s", err)
 	}
 	// The rest is the reads': the second's 1,000 in all.
-	for i := range 50 {
-		if _, err := b.admit(ctx, "/order/list", false); err != nil {
-			t.Fatalf("read %d after the second's orders: %v", i+1, err)
-		}
-	}
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := b.admit(short, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
-		t.Fatalf("read 1001 in the second: %v, want RateLimited 1s", err)
-	}
+	readsUpTo(t, b, 50, time.Second)
 	// Four more seconds of orders spend the writes' share of the minute
 	// and the hour: 4,750 requests with the first second's 50 reads.
 	for s := 1; s < 5; s++ {
@@ -304,16 +295,7 @@ func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
 		t.Fatalf("the refused write waited %s in the engine", waited)
 	}
 	// A lookup still goes: the hour keeps its reserve for reads.
-	for i := range 250 {
-		if _, err := b.admit(ctx, "/order/list", false); err != nil {
-			t.Fatalf("read %d with the hour's orders spent: %v", i+1, err)
-		}
-	}
-	short2, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel2()
-	if _, err := b.admit(short2, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != 50*time.Minute {
-		t.Fatalf("a read past the hour's 5,000: %v", err)
-	}
+	readsUpTo(t, b, 250, 50*time.Minute)
 	if b.idle() {
 		t.Fatal("a spent budget reads as idle")
 	}
@@ -324,6 +306,23 @@ func TestBudgetAdmitsThePublishedWindows(t *testing.T) {
 	c.t = c.t.Add(time.Second)
 	if _, err := b.admit(ctx, "/order/placeorder", true); err != nil {
 		t.Fatalf("once the hour's first requests left it: %v", err)
+	}
+}
+
+// readsUpTo checks that b admits n reads at once and refuses the next
+// with a wait of want (a read that cannot wait so long).
+func readsUpTo(t *testing.T, b *budget, n int, want time.Duration) {
+	t.Helper()
+	for i := range n {
+		if _, err := b.admit(context.Background(), "/order/list", false); err != nil {
+			t.Fatalf("read %d of %d: %v", i+1, n, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var rl *provider.RateLimited
+	if _, err := b.admit(ctx, "/order/list", false); !errors.As(err, &rl) || rl.RetryAfter != want {
+		t.Fatalf("read %d: %v, want RateLimited %s", n+1, err, want)
 	}
 }
 
