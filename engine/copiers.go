@@ -831,6 +831,11 @@ func (e *Engine) sendMirrorOnce(m evcopier.Mirror, accountID string, cmd command
 		case isRef && !commands.RetrySafe(ref.Code) && ref.Code != commands.CodeOutcomeUnknown:
 			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
 			return m, false
+		case isRef && time.Now().Add(retryAfterOf(ref)).After(deadline):
+			// The refusal's own wait (a provider's rate limit) outlasts the
+			// retries: refused now, not after retries the limit refuses too.
+			m.Status, m.Code = evcopier.StatusRefused, string(ref.Code)
+			return m, false
 		case e.copier.ctx.Err() != nil || time.Now().After(deadline):
 			m.Status, m.Code = evcopier.StatusRefused, string(commands.CodeOutcomeUnknown)
 			if isRef {
@@ -838,9 +843,19 @@ func (e *Engine) sendMirrorOnce(m evcopier.Mirror, accountID string, cmd command
 			}
 			return m, false
 		}
-		sleepCtx(e.copier.ctx, wait)
+		pause := wait
+		if isRef {
+			pause = max(pause, retryAfterOf(ref))
+		}
+		sleepCtx(e.copier.ctx, pause)
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// retryAfterOf is the wait a refusal names itself (a provider's rate
+// limit), 0 for none.
+func retryAfterOf(ref *commands.Refusal) time.Duration {
+	return time.Duration(ref.RetryAfter) * time.Second
 }
 
 // placedOrderID is the order a placement's commit placed (or intended, on

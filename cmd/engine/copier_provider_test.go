@@ -236,6 +236,58 @@ func TestCopierProviderFollowerExitPlan(t *testing.T) {
 // placeWithPlan places order on account with the exit plan planID at rev,
 // previewed first (the preview takes the order's fields but its time in
 // force), and answers the placement's answer.
+// A provider follower whose exchange limits the key for a minute: the
+// mirror is refused at once with provider_rate_limited, the outcome says
+// so, and the copier does not send it again for the 30 s of its retries
+// (each a refusal the limit answers too).
+func TestCopierProviderFollowerRateLimited(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
+	const apiKey, secret = "copierKEY0002limited", "copierSECRET0002limited"
+	sim := startSim(t, binance.Account{APIKey: apiKey, Secret: secret})
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
+	b, key := signedIn(t, p, dir, "limited@example.com")
+	follower, _ := linkBinance(t, p, b, apiKey, secret)
+	st, m, err := copierCall(p.base, key, "demo-l", "POST", "/api/account/demo", map[string]any{})
+	if err != nil || st != 201 {
+		t.Fatalf("demo: %d %v %v", st, m, err)
+	}
+	leader := m["account"].(map[string]any)["accountId"].(string)
+	st, g, err := copierCall(p.base, key, "grp-l", "POST", "/api/copier/groups", map[string]any{"leaderAccountId": leader, "followers": []any{
+		map[string]any{"accountId": follower, "sizing": map[string]any{"mode": "fixed", "value": "0.002"}, "instrumentMap": map[string]any{"BTC-PERP": "BTCUSDT"}},
+	}})
+	if err != nil || st != 201 {
+		t.Fatalf("group: %d %v %v", st, g, err)
+	}
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/order", Times: 1, Throttle: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	before := sim.RequestCount("POST /fapi/v1/order")
+	st, o := doJSON(t, p.base, key, "POST", "/api/trading/order?account="+leader, map[string]any{"clientOrderId": "lead-l",
+		"instrument": "BTC-PERP", "side": "buy", "orderType": "limit", "limitPrice": "55000", "quantity": "0.01", "timeInForce": "gtc"})
+	if st != 200 {
+		t.Fatalf("leader order: %d %v", st, o)
+	}
+	lead := o["order"].(map[string]any)["brokerOrderId"].(string)
+	var out map[string]any
+	waitUntil(t, 10*time.Second, func() bool {
+		_, m, _ := copierCall(p.base, key, "", "GET", "/api/copier/groups/"+g["groupId"].(string)+"/mirrors?leaderOrderId="+lead, nil)
+		if ms, _ := m["mirrors"].([]any); len(ms) == 1 {
+			if fs, _ := ms[0].(map[string]any)["followers"].([]any); len(fs) == 1 {
+				out = fs[0].(map[string]any)
+				return out["status"] != nil && out["status"] != "pending"
+			}
+		}
+		return false
+	}, func() any { return out })
+	if out["status"] != "refused" || out["code"] != "provider_rate_limited" {
+		t.Fatalf("the mirror's outcome under the exchange's limit: %v", out)
+	}
+	if n := sim.RequestCount("POST /fapi/v1/order") - before; n != 1 {
+		t.Fatalf("the exchange saw %d placements of the mirror, want the one it limited", n)
+	}
+}
+
 func placeWithPlan(t *testing.T, base, key, account, planID, rev string, order map[string]any) map[string]any {
 	t.Helper()
 	pv := map[string]any{"planId": planID, "planRevision": rev}
