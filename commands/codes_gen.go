@@ -156,7 +156,7 @@ const (
 	CodeProviderKeyRefused Code = "provider_key_refused"
 	// CodeProviderNotSupported: The engine links no provider of that name; params.providers lists those it does.
 	CodeProviderNotSupported Code = "provider_not_supported"
-	// CodeProviderRateLimited: The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry after the wait.
+	// CodeProviderRateLimited: The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry-After is the seconds until the limit lets the request through (1 where the provider did not say).
 	CodeProviderRateLimited Code = "provider_rate_limited"
 	// CodeProviderReadFailed: A provider read failed partway through an account snapshot; no partial snapshot is served. Read again.
 	CodeProviderReadFailed Code = "provider_read_failed"
@@ -310,7 +310,7 @@ var catalogue = map[Code]CodeSpec{
 	CodeProviderCredentialsRefused: {Code: CodeProviderCredentialsRefused, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider did not take the API key and secret (unknown key, wrong secret or signature, or the key may not read the account)."},
 	CodeProviderKeyRefused:         {Code: CodeProviderKeyRefused, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "reason"}, Description: "The key works but the engine will not hold it: params.reason is can_withdraw (make a key without withdrawals), cannot_trade, no_futures or unreadable."},
 	CodeProviderNotSupported:       {Code: CodeProviderNotSupported, Status: []int{422}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider", "providers"}, Description: "The engine links no provider of that name; params.providers lists those it does."},
-	CodeProviderRateLimited:        {Code: CodeProviderRateLimited, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry after the wait."},
+	CodeProviderRateLimited:        {Code: CodeProviderRateLimited, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider's rate limit (or a ban) for this credential holds; nothing was sent. Retry-After is the seconds until the limit lets the request through (1 where the provider did not say)."},
 	CodeProviderReadFailed:         {Code: CodeProviderReadFailed, Status: []int{502}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "A provider read failed partway through an account snapshot; no partial snapshot is served. Read again."},
 	CodeProviderRelinkRequired:     {Code: CodeProviderRelinkRequired, Status: []int{409}, RetrySafe: false, RetryAfter: 0, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider no longer takes the tokens of the login this account was linked through (they expired, or were revoked, before the engine could renew them): nothing was sent. Link the login again with its password (POST /api/account/providers); the same account resumes."},
 	CodeProviderUnavailable:        {Code: CodeProviderUnavailable, Status: []int{503}, RetrySafe: true, RetryAfter: 1, RetryAfterOnRoute: false, Params: []string{"provider"}, Description: "The provider could not be reached, or failed, before anything was sent or done; nothing was recorded."},
