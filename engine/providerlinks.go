@@ -484,7 +484,7 @@ func (e *Engine) throttled(accountID string, in evacct.OrderIntended, seq, rev u
 	}
 	for _, ev := range evs {
 		if s, ok := ev.(evacct.IntentSettled); ok && s.ProviderClientOrderID == in.ProviderClientOrderID &&
-			s.Outcome == evacct.OutcomeNotSent && s.Reason == "throttled" {
+			s.Outcome == evacct.OutcomeNotSent && s.Reason == evacct.ReasonThrottled {
 			return s.RetryAfter, true
 		}
 	}

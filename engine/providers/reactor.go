@@ -851,12 +851,12 @@ func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session
 func notSent(err error) string {
 	switch {
 	case errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrBanned):
-		return "throttled"
+		return evacct.ReasonThrottled
 	case errors.Is(err, provider.ErrUnknown):
 		return ""
 	case errors.Is(err, provider.ErrUnavailable), errors.Is(err, provider.ErrUnauthorized),
 		errors.Is(err, provider.ErrUnsupported), errors.Is(err, provider.ErrModeUnsupported):
-		return "unavailable"
+		return evacct.ReasonUnavailable
 	}
 	return ""
 }

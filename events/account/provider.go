@@ -112,6 +112,16 @@ const (
 	OutcomeNeverPlaced = "never_placed"
 )
 
+// Reasons of a not_sent outcome.
+const (
+	// ReasonThrottled: the provider's rate limit (or a ban) held it back;
+	// IntentSettled.RetryAfter says how long.
+	ReasonThrottled = "throttled"
+	// ReasonUnavailable: the provider could not be reached, or refused the
+	// credential, before anything was sent.
+	ReasonUnavailable = "unavailable"
+)
+
 // IntentSettled records how an intent ended. Code is the provider's own
 // error code on a rejection (for logs; its text is never kept); Reason a
 // fixed word on a not_sent (unavailable, throttled); RetryAfter, on a
