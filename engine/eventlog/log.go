@@ -514,7 +514,7 @@ type Msg struct {
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	info, err := l.stream.Info(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("eventlog: stream info: %w", err)
+		return 0, fmt.Errorf("eventlog: stream info: %w", l.readErr(err))
 	}
 	return info.State.LastSeq, nil
 }
@@ -533,6 +533,22 @@ func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStream
 	return retryNoResponders(ctx, directGetWait, func() (*jetstream.RawStreamMsg, error) {
 		return l.stream.GetLastMsgForSubject(ctx, subject)
 	})
+}
+
+// readErr marks err, a direct read's failure, as ErrLogUnavailable as
+// well when the log could not be reached (the connection down or
+// reconnecting, no server to answer): nothing was read, and a command that
+// needed the read answers log_unavailable, safe to retry, instead of
+// failing on its own account (a fail-closed 503 holds_unreadable).
+func (l *Log) readErr(err error) error {
+	if err == nil || errors.Is(err, ErrLogUnavailable) {
+		return err
+	}
+	if !l.nc.IsConnected() || errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("%w: %w", err, ErrLogUnavailable)
+	}
+	return err
 }
 
 // retryNoResponders calls get until it answers other than nats.ErrNoResponders,
@@ -559,7 +575,7 @@ func (l *Log) LastSubjectSeq(ctx context.Context, subject string) (uint64, error
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("eventlog: last of %s: %w", subject, err)
+		return 0, fmt.Errorf("eventlog: last of %s: %w", subject, l.readErr(err))
 	}
 	return m.Sequence, nil
 }
@@ -571,7 +587,7 @@ func (l *Log) Last(ctx context.Context, subject string) (Msg, bool, error) {
 		return Msg{}, false, nil
 	}
 	if err != nil {
-		return Msg{}, false, fmt.Errorf("eventlog: last of %s: %w", subject, err)
+		return Msg{}, false, fmt.Errorf("eventlog: last of %s: %w", subject, l.readErr(err))
 	}
 	return Msg{Subject: subject, Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, true, nil
 }
@@ -583,7 +599,7 @@ func (l *Log) At(ctx context.Context, seq uint64) (Msg, error) {
 		return l.stream.GetMsg(ctx, seq)
 	})
 	if err != nil {
-		return Msg{}, fmt.Errorf("eventlog: commit %d: %w", seq, err)
+		return Msg{}, fmt.Errorf("eventlog: commit %d: %w", seq, l.readErr(err))
 	}
 	return Msg{Subject: l.logical(m.Subject), Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, nil
 }
@@ -619,7 +635,7 @@ func (l *Log) First(ctx context.Context, subject string) (Msg, bool, error) {
 		return Msg{}, false, nil
 	}
 	if err != nil {
-		return Msg{}, false, fmt.Errorf("eventlog: first of %s: %w", subject, err)
+		return Msg{}, false, fmt.Errorf("eventlog: first of %s: %w", subject, l.readErr(err))
 	}
 	return Msg{Subject: subject, Seq: m.Sequence, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}, true, nil
 }

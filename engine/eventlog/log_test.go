@@ -443,3 +443,40 @@ func TestACommitContextEndsWithItsConnection(t *testing.T) {
 		t.Fatalf("append on the new connection's context: %v", err)
 	}
 }
+
+// A read while the log cannot be reached is ErrLogUnavailable: a command
+// that needed it (an account's load) answers log_unavailable, safe to
+// retry, not a failure of its own.
+func TestAReadWhileTheLogIsDownIsUnavailable(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	subj := l.Subject("account.r" + ulid.Make().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	if _, _, err := l.Last(ctx, subj); !errors.Is(err, eventlog.ErrLogUnavailable) {
+		t.Fatalf("last with the log down: %v", err)
+	}
+	if _, err := l.LastSubjectSeq(ctx, subj); !errors.Is(err, eventlog.ErrLogUnavailable) {
+		t.Fatalf("last sequence with the log down: %v", err)
+	}
+	if _, err := l.At(ctx, 1); !errors.Is(err, eventlog.ErrLogUnavailable) {
+		t.Fatalf("a commit by sequence with the log down: %v", err)
+	}
+}
