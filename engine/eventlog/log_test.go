@@ -358,20 +358,7 @@ func TestASecondStreamOnTheSameSubjectsIsRefusedNamingTheFirst(t *testing.T) {
 // with ErrLogUnavailable: never buffered to leave after a reconnect, never an
 // unknown outcome.
 func TestAnAppendWhileTheServerIsGoneIsRefusedAtOnce(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	s, l := logOnItsOwnServer(t)
 	s.Shutdown()
 	s.WaitForShutdown()
 	// The client notices the loss (an append caught in flight at that moment
@@ -448,20 +435,7 @@ func TestACommitContextEndsWithItsConnection(t *testing.T) {
 // that needed it (an account's load) answers log_unavailable, safe to
 // retry, not a failure of its own.
 func TestAReadWhileTheLogIsDownIsUnavailable(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	s, l := logOnItsOwnServer(t)
 	subj := l.Subject("account.r" + ulid.Make().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -479,4 +453,26 @@ func TestAReadWhileTheLogIsDownIsUnavailable(t *testing.T) {
 	if _, err := l.At(ctx, 1); !errors.Is(err, eventlog.ErrLogUnavailable) {
 		t.Fatalf("a commit by sequence with the log down: %v", err)
 	}
+}
+
+// logOnItsOwnServer opens a log on a nats-server of its own (fsync always),
+// which the test may shut down; the log closes at the test's end.
+func logOnItsOwnServer(t *testing.T) (*server.Server, *eventlog.Log) {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return s, l
 }
