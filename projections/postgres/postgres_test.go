@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -432,5 +433,34 @@ func TestIdleTransactionsEndUnlessTheURLSaysOtherwise(t *testing.T) {
 		if err := s.Pool().QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil || got != c.want {
 			t.Errorf("idle_in_transaction_session_timeout %q, want %q: %v", got, c.want, err)
 		}
+	}
+}
+
+// The store's sessions tell the server to find a client gone from the
+// network within seconds (keepalives after 1 s, unacknowledged data for
+// 3 s), so a writer cut partway through a message cannot hold the
+// checkpoint's lock until TCP gives up; a URL's own setting stands.
+func TestSessionsFindADeadClientInSeconds(t *testing.T) {
+	url := pgtest.URL(t)
+	show := func(s *postgres.Store, name string) string {
+		var v string
+		if err := s.Pool().QueryRow(ctx, "SHOW "+name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	s := openURL(t, url)
+	for name, want := range map[string]string{"tcp_keepalives_idle": "1", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "2", "tcp_user_timeout": "3000"} {
+		if got := show(s, name); got != want {
+			t.Errorf("%s = %s, want %s", name, got, want)
+		}
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	own := openURL(t, url+sep+"tcp_keepalives_idle=30")
+	if got := show(own, "tcp_keepalives_idle"); got != "30" {
+		t.Errorf("the URL's tcp_keepalives_idle = %s, want its own 30", got)
 	}
 }

@@ -94,6 +94,32 @@ const ConnectTimeout = 2 * time.Second
 // anywhere near this long.
 const IdleInTransaction = 2 * time.Second
 
+// deadPeerSettings make the server find a session's client gone within
+// about 3 s when it stops answering at the network (a cut drops packets
+// silently), unless the URL sets them: keepalive probes after a second of
+// silence, and data the server sent left unacknowledged for 3 s. A writer
+// cut while the server waits for the rest of its message, or while the
+// server sends it an answer, is not idle in a transaction
+// (IdleInTransaction), and without these its transaction, and the
+// checkpoint's lock, would stay until TCP gave up, many minutes later.
+var deadPeerSettings = [...][2]string{
+	{"tcp_keepalives_idle", "1"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "2"}, {"tcp_user_timeout", "3000"},
+}
+
+// deadPeers sets deadPeerSettings on each new session the URL does not set
+// them for. A server that does not support one (tcp_user_timeout is
+// Linux's) refuses it, and the session goes on without it.
+func deadPeers(set map[string]string) func(context.Context, *pgx.Conn) error {
+	return func(ctx context.Context, c *pgx.Conn) error {
+		for _, kv := range deadPeerSettings {
+			if _, ok := set[kv[0]]; !ok {
+				_, _ = c.Exec(ctx, "SET "+kv[0]+" = "+kv[1])
+			}
+		}
+		return nil
+	}
+}
+
 // Open connects to url, applies the migrations of schema/postgres and returns
 // the store of the projection named Projection. Tables are created in the
 // first schema of the connection's search_path (e.g. ?search_path=s in url);
@@ -129,6 +155,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
 	}
+	cfg.AfterConnect = deadPeers(cfg.ConnConfig.RuntimeParams)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
