@@ -215,7 +215,12 @@ func TestExternal(t *testing.T) {
 // tcpServer is a nats-server of this module's version on a free port of
 // 127.0.0.1, outside the engine's process connection: an external server
 // new enough for atomic batches.
-func tcpServer(t *testing.T) string {
+func tcpServer(t *testing.T) string { return natsServer(t).ClientURL() }
+
+// natsServer is that server itself (fsync always), which a test may shut
+// down; it is shut down at the test's end.
+func natsServer(t *testing.T) *server.Server {
+	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -226,7 +231,7 @@ func tcpServer(t *testing.T) string {
 		t.Fatal("nats-server not ready")
 	}
 	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
+	return s
 }
 
 // An external server of 2.12 or later gets group commit: every append
@@ -455,20 +460,11 @@ func TestAReadWhileTheLogIsDownIsUnavailable(t *testing.T) {
 	}
 }
 
-// logOnItsOwnServer opens a log on a nats-server of its own (fsync always),
-// which the test may shut down; the log closes at the test's end.
+// logOnItsOwnServer opens a log on a natsServer of its own, which the test
+// may shut down; the log closes at the test's end.
 func logOnItsOwnServer(t *testing.T) (*server.Server, *eventlog.Log) {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(s.Shutdown)
+	s := natsServer(t)
 	l, err := eventlog.Open(context.Background(), eventlog.Config{URL: s.ClientURL(), Sync: "always", Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
