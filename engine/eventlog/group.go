@@ -200,7 +200,9 @@ func (g *grouper) commit(batch []groupReq) {
 	case err == nil:
 		// A batch's messages take consecutive sequences ending at the ack's.
 		for i, r := range batch {
-			r.done <- groupRes{seq: last - uint64(len(batch)-1-i)}
+			seq := last - uint64(len(batch)-1-i)
+			g.l.keep(seq, r.subject, r.id, r.expected, r.data)
+			r.done <- groupRes{seq: seq}
 		}
 	case errors.Is(err, ErrOutcomeUnknown):
 		for _, r := range batch {

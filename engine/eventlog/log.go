@@ -49,6 +49,13 @@ type Config struct {
 	// embedded server and on an external one of nats-server 2.12 or later);
 	// 0: DefaultGroupAbove; below 0: every append is grouped.
 	GroupAbove int
+	// SoleWriter says no other process appends to this log (one engine, not
+	// a node of a cluster): FollowCommits then hands out the commits this
+	// log appended from its own tail (tail.go) instead of having the server
+	// deliver them back, and reads from the log only what the tail lacks.
+	// Another writer's commits are still delivered, in order, only later
+	// (tailGap, tailIdle).
+	SoleWriter bool
 	// ReadOnly opens an existing log to read it (engine log, engine backup):
 	// a missing stream is an error, and Open neither changes the stream nor
 	// writes the log's identity into a log that has none.
@@ -82,6 +89,7 @@ type Log struct {
 	id     string // the log's identity (identity.go)
 	recent *events.Recent
 	group  *grouper // nil: no group commit
+	tail   *tail    // nil: FollowCommits reads every commit from the server (Config.SoleWriter)
 	// natsDir is the embedded server's store directory (empty: an external
 	// server); staging is the directory in memory where it stages atomic
 	// batches (staging.go; empty: on disk).
@@ -150,6 +158,9 @@ func (c Config) withDefaults() (Config, error) {
 // cfg.URL is set), and connects; it does not touch the stream.
 func dial(cfg Config) (*Log, error) {
 	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
+	if cfg.SoleWriter && !cfg.ReadOnly {
+		l.tail = newTail(tailSize)
+	}
 	l.conn, l.lose = l.newConn()
 	track := []nats.Option{nats.DisconnectErrHandler(l.lost), nats.ReconnectHandler(l.reconnected)}
 	var err error
@@ -369,6 +380,9 @@ func (l *Log) reconnected(*nats.Conn) {
 	defer l.connMu.Unlock()
 	l.lose(errConnectionLost)
 	l.conn, l.lose = l.newConn()
+	if l.tail != nil {
+		l.tail.clear()
+	}
 }
 
 // connKey is the key of the log whose connection a context ends with
@@ -494,6 +508,7 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 		// the earlier append stands and is the answer.
 		return ack.Sequence, nil
 	}
+	l.keep(ack.Sequence, subject, msgID, expected, data)
 	return ack.Sequence, nil
 }
 
@@ -819,6 +834,12 @@ func (l *Log) watchStall(ctx context.Context, done <-chan struct{}, stalled chan
 }
 
 // FollowCommits is Follow in the shape projections.Source asks for.
+// A log that keeps a tail (Config.SoleWriter) hands out its own commits
+// from it.
 func (l *Log) FollowCommits(ctx context.Context, from uint64, fn func(subject string, seq uint64, id string, data []byte) error) error {
-	return l.Follow(ctx, from, func(m Msg) error { return fn(m.Subject, m.Seq, m.ID, m.Data) })
+	each := func(m Msg) error { return fn(m.Subject, m.Seq, m.ID, m.Data) }
+	if l.tail != nil {
+		return l.followTail(ctx, from, each)
+	}
+	return l.Follow(ctx, from, each)
 }

@@ -130,7 +130,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*App, error) {
 	var err error
 	phase(PhaseLog)
 	a.Log, err = eventlog.Open(ctx, eventlog.Config{URL: cfg.NatsURL, DataDir: cfg.DataDir, Sync: cfg.Sync, Replicas: cfg.Replicas, Stream: cfg.Stream, Prefix: cfg.Deployment.CommitPrefix(),
-		Recent: events.NewRecent(16384)})
+		Recent: events.NewRecent(16384), SoleWriter: cfg.Node == ""})
 	if errors.Is(err, eventlog.ErrSubjectsTaken) {
 		return nil, fmt.Errorf("%w (set ENGINE_DEPLOYMENT to a name of this deployment's own)", err)
 	}
