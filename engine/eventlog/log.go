@@ -481,11 +481,7 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 
 // publish appends one commit on its own.
 func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
-	msg := &nats.Msg{Subject: l.phys(subject), Data: data, Header: nats.Header{}}
-	ack, err := l.js.PublishMsg(ctx, msg,
-		jetstream.WithExpectLastSequencePerSubject(expected),
-		jetstream.WithMsgID(msgID),
-		jetstream.WithExpectStream(l.name))
+	seq, duplicate, err := l.request(ctx, subject, expected, msgID, data)
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
@@ -503,13 +499,13 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 		}
 		return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
 	}
-	if ack.Duplicate {
+	if duplicate {
 		// The same command id was already appended within the dedupe window:
 		// the earlier append stands and is the answer.
-		return ack.Sequence, nil
+		return seq, nil
 	}
-	l.keep(ack.Sequence, subject, msgID, expected, data)
-	return ack.Sequence, nil
+	l.keep(seq, subject, msgID, expected, data)
+	return seq, nil
 }
 
 // Msg is one commit as read from the log.
