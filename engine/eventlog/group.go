@@ -195,13 +195,14 @@ func (g *grouper) commit(batch []groupReq) {
 	for i, r := range batch {
 		msgs[i] = BatchMsg{Subject: g.l.phys(r.subject), Expected: r.expected, ID: r.id, Data: r.data}
 	}
+	gen := g.l.tail.generation()
 	last, err := PublishBatch(ctx, g.l.nc, msgs)
 	switch {
 	case err == nil:
 		// A batch's messages take consecutive sequences ending at the ack's.
 		for i, r := range batch {
 			seq := last - uint64(len(batch)-1-i)
-			g.l.keep(seq, r.subject, r.id, r.expected, r.data)
+			g.l.keep(gen, seq, r.subject, r.id, r.expected, r.data)
 			r.done <- groupRes{seq: seq}
 		}
 	case errors.Is(err, ErrOutcomeUnknown):

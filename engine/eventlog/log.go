@@ -481,6 +481,7 @@ func (l *Log) Append(ctx context.Context, subject string, expected uint64, msgID
 
 // publish appends one commit on its own.
 func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (uint64, error) {
+	gen := l.tail.generation()
 	seq, duplicate, err := l.request(ctx, subject, expected, msgID, data)
 	if err != nil {
 		var apiErr *jetstream.APIError
@@ -504,7 +505,7 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 		// the earlier append stands and is the answer.
 		return seq, nil
 	}
-	l.keep(seq, subject, msgID, expected, data)
+	l.keep(gen, seq, subject, msgID, expected, data)
 	return seq, nil
 }
 

@@ -47,7 +47,19 @@ type tail struct {
 	mu    sync.Mutex
 	ring  []tailEntry // the entry of sequence s at s % len(ring)
 	top   uint64      // the highest sequence held
+	gen   uint64      // raised by every clear
 	waits map[chan struct{}]struct{}
+}
+
+// generation is what an append reads before it sends (put takes it back):
+// an ack that comes in a connection older than the last clear is not kept.
+func (t *tail) generation() uint64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gen
 }
 
 func newTail(n int) *tail {
@@ -55,11 +67,15 @@ func newTail(n int) *tail {
 }
 
 // put keeps the commit stored at seq (an append's ack, never a duplicate's)
-// and wakes the followers.
-func (t *tail) put(seq uint64, subject, id string, prev uint64, data []byte) {
+// and wakes the followers; not when the tail was cleared since the append
+// read gen (generation).
+func (t *tail) put(gen, seq uint64, subject, id string, prev uint64, data []byte) {
 	e := tailEntry{seq: seq, subject: subject, id: id, prev: prev, data: append([]byte(nil), data...)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if gen != t.gen {
+		return
+	}
 	slot := &t.ring[seq%uint64(len(t.ring))]
 	if slot.seq < seq {
 		*slot = e
@@ -89,6 +105,7 @@ func (t *tail) clear() {
 	defer t.mu.Unlock()
 	clear(t.ring)
 	t.top = 0
+	t.gen++
 	for ch := range t.waits {
 		select {
 		case ch <- struct{}{}:
@@ -110,10 +127,10 @@ func (t *tail) unwatch(ch chan struct{}) {
 }
 
 // keep records a commit this process appended at seq, when the log keeps
-// a tail.
-func (l *Log) keep(seq uint64, subject, id string, prev uint64, data []byte) {
+// a tail; gen is the tail's generation read before the append was sent.
+func (l *Log) keep(gen, seq uint64, subject, id string, prev uint64, data []byte) {
 	if l.tail != nil {
-		l.tail.put(seq, subject, id, prev, data)
+		l.tail.put(gen, seq, subject, id, prev, data)
 	}
 }
 

@@ -198,8 +198,17 @@ func TestAReconnectClearsTheTail(t *testing.T) {
 	if _, top, _ := l.tail.get(2); top != 2 {
 		t.Fatalf("tail top %d after the first append", top)
 	}
+	gen := l.tail.generation() // an append sent before the reconnect, its ack handled after it
 	l.reconnected(l.nc)
 	if e, top, ok := l.tail.get(2); ok || top != 0 || e.data != nil {
 		t.Fatalf("after a reconnect the tail still holds %d (top %d)", e.seq, top)
+	}
+	l.keep(gen, 3, l.Subject("account.c"), "late", 2, []byte("y"))
+	if e, _, ok := l.tail.get(3); ok {
+		t.Fatalf("an ack of the connection before the reconnect was kept: %d %q", e.seq, e.id)
+	}
+	l.keep(l.tail.generation(), 3, l.Subject("account.c"), "now", 2, []byte("y"))
+	if e, _, ok := l.tail.get(3); !ok || e.id != "now" {
+		t.Fatal("an ack of the new connection was not kept")
 	}
 }
