@@ -149,10 +149,14 @@ func (l *Log) followTail(ctx context.Context, from uint64, fn func(Msg) error) e
 	defer timer.Stop()
 	next := from + 1
 	var missing time.Time // since when next is missing while later ones are held
+	// The first commit missing is read from the log at once: a read that
+	// starts behind (a projector restarting from its checkpoint) has no
+	// append of this process's to wait for.
+	behind := true
 	for {
 		e, top, ok := t.get(next)
 		if ok {
-			missing = time.Time{}
+			missing, behind = time.Time{}, false
 			if err := fn(Msg{Subject: e.subject, Seq: e.seq, ID: e.id, Data: e.data, Prev: e.prev, HasPrev: true}); err != nil {
 				return err
 			}
@@ -166,7 +170,9 @@ func (l *Log) followTail(ctx context.Context, from uint64, fn func(Msg) error) e
 			return errClosed
 		}
 		wait := tailIdle
-		if top > next {
+		if behind || top >= next+uint64(len(t.ring)) { // the tail cannot hold it
+			wait = 0
+		} else if top > next {
 			now := time.Now()
 			if missing.IsZero() {
 				missing = now
@@ -187,10 +193,19 @@ func (l *Log) followTail(ctx context.Context, from uint64, fn func(Msg) error) e
 			}
 		}
 		// Waited long enough: read what the log holds past next-1.
-		missing = time.Time{}
+		missing, behind = time.Time{}, false
 		last, err := l.LastSeq(ctx)
-		if err != nil || last < next {
-			continue // nothing to read yet, or the log cannot be asked now: wait again
+		if err != nil { // the log cannot be asked now: ask again a little later
+			timer.Reset(tailGap)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+			}
+			continue
+		}
+		if last < next {
+			continue // nothing to read yet: wait again
 		}
 		err = l.follow(ctx, nil, next-1, last, func(m Msg) error {
 			next = m.Seq + 1
