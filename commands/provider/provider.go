@@ -119,8 +119,15 @@ func (c *Settle) Validate() error {
 	if c.Key == "" || c.Outcome == "" {
 		return commands.Invalid("settle needs an intent and an outcome")
 	}
+	if c.RetryAfter < 0 || c.RetryAfter > MaxRetryAfter {
+		return commands.Invalid("settle's retryAfter is outside 0..%d seconds", MaxRetryAfter)
+	}
 	return nil
 }
+
+// MaxRetryAfter bounds a settlement's RetryAfter in seconds: a week, the
+// longest wait the adapters read from a provider.
+const MaxRetryAfter = 7 * 24 * 60 * 60
 
 // IntentKey names an intent in the account's state: its op and the
 // provider's client order id (a place and the cancel of the same order are

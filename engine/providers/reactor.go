@@ -861,9 +861,9 @@ func notSent(err error) string {
 	return ""
 }
 
-// retryAfter is how many whole seconds, at least one, a throttled
-// request's limit holds from now (the provider's Retry-After, or the end
-// of its ban); 0 for other errors.
+// retryAfter is how many whole seconds, at least one and at most
+// providercmd.MaxRetryAfter, a throttled request's limit holds from now
+// (the provider's Retry-After, or the end of its ban); 0 for other errors.
 func retryAfter(err error, now time.Time) int {
 	var rl *provider.RateLimited
 	var bn *provider.Banned
@@ -876,7 +876,7 @@ func retryAfter(err error, now time.Time) int {
 	default:
 		return 0
 	}
-	return max(1, int((d+time.Second-1)/time.Second))
+	return min(max(1, int((d+time.Second-1)/time.Second)), providercmd.MaxRetryAfter)
 }
 
 func toOrder(in evacct.OrderIntended) provider.Order {

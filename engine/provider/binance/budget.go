@@ -90,20 +90,11 @@ func newBudget(l Limits, now func() time.Time) *budget {
 // more than MaxWriteWait, or a call whose context ends before its wait,
 // is *provider.RateLimited with that wait.
 func (b *budget) admit(ctx context.Context, w int, order, write bool) error {
-	start := time.Now() // the waits are slept on the real clock
-	for {
-		wait, err := b.take(w, order)
-		if err != nil || wait == 0 {
-			return err
-		}
-		left := time.Duration(-1)
-		if write {
-			left = max(b.limits.MaxWriteWait-time.Since(start), 0)
-		}
-		if err := adapterkit.Hold(ctx, wait, left); err != nil {
-			return err
-		}
+	maxWait := time.Duration(-1)
+	if write {
+		maxWait = b.limits.MaxWriteWait
 	}
+	return adapterkit.Admit(ctx, maxWait, func() (time.Duration, error) { return b.take(w, order) })
 }
 
 // take counts a call now if the budget allows it (0), else returns how long

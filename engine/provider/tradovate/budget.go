@@ -168,20 +168,19 @@ func (b *budget) idle() bool {
 // for the windows more than MaxWriteWait, or a request whose context ends
 // before its wait, is *provider.RateLimited with that wait.
 func (b *budget) admit(ctx context.Context, endpoint string, write bool) (string, error) {
-	start := time.Now() // the waits are slept on the real clock
-	for {
-		ticket, wait, err := b.take(endpoint, write)
-		if err != nil || wait == 0 {
-			return ticket, err
-		}
-		left := time.Duration(-1)
-		if write {
-			left = max(b.limits.MaxWriteWait-time.Since(start), 0)
-		}
-		if err := adapterkit.Hold(ctx, wait, left); err != nil {
-			return "", err
-		}
+	maxWait := time.Duration(-1)
+	if write {
+		maxWait = b.limits.MaxWriteWait
 	}
+	var ticket string
+	err := adapterkit.Admit(ctx, maxWait, func() (wait time.Duration, err error) {
+		ticket, wait, err = b.take(endpoint, write)
+		return wait, err
+	})
+	if err != nil {
+		return "", err
+	}
+	return ticket, nil
 }
 
 // take counts a request to endpoint now if the budget allows it (a zero

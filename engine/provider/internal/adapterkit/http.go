@@ -12,12 +12,14 @@ import (
 
 	"github.com/coder/websocket"
 
+	providercmd "github.com/svc/engine/commands/provider"
 	"github.com/svc/engine/engine/provider"
 )
 
 // maxRetryAfter bounds a provider's Retry-After: Binance's bans grow to
-// three days; a larger or overflowing number is read as this.
-const maxRetryAfter = 7 * 24 * time.Hour
+// three days; a larger or overflowing number is read as this, the longest
+// wait a settlement records (providercmd.MaxRetryAfter).
+const maxRetryAfter = providercmd.MaxRetryAfter * time.Second
 
 // RetryAfter reads Retry-After in seconds (at most maxRetryAfter), or def.
 func RetryAfter(h http.Header, def time.Duration) time.Duration {

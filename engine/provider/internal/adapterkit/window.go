@@ -16,9 +16,9 @@ const windowSlots = 20
 // Span long, as a provider publishes "N requests per minute". It never
 // admits more than that: units are kept in windowSlots slots per span, and
 // a slot's units all count until the latest of them is Span old, so a unit
-// counts at most a slot (Span/20) longer than it must, never shorter. A rolling window is never looser
-// than the provider's own, rolling or fixed to the clock: every fixed
-// window is one of the intervals it bounds.
+// counts at most a slot (Span/20) longer than it must, never shorter. A
+// rolling window is never looser than the provider's own, rolling or fixed
+// to the clock: every fixed window is one of the intervals it bounds.
 //
 // A Window is not safe for concurrent use: its budget holds a mutex around
 // it. A clock that goes backwards is read as the latest time seen, so it
@@ -148,6 +148,28 @@ func Take(now time.Time, needs ...Need) (time.Duration, bool) {
 		n.W.add(now, n.N)
 	}
 	return 0, true
+}
+
+// Admit calls take until it admits a call (a zero wait) or refuses it (an
+// error), holding each wait take gives before it asks again (Hold): a write
+// (maxWait 0 or more) waits at most maxWait in all, a read (maxWait below 0)
+// as long as ctx allows. The waits are slept on the real clock, whatever
+// clock take reads.
+func Admit(ctx context.Context, maxWait time.Duration, take func() (time.Duration, error)) error {
+	start := time.Now()
+	for {
+		wait, err := take()
+		if err != nil || wait == 0 {
+			return err
+		}
+		left := time.Duration(-1)
+		if maxWait >= 0 {
+			left = max(maxWait-time.Since(start), 0)
+		}
+		if err := Hold(ctx, wait, left); err != nil {
+			return err
+		}
+	}
 }
 
 // Hold waits d, the wait a budget gave a call, before the call tries the
