@@ -42,12 +42,22 @@ type pubAck struct {
 	Error     *jetstream.APIError `json:"error"`
 }
 
+// appendTimeout bounds the wait for an append's ack when its context has no
+// deadline of its own: jetstream's default API timeout (5 s), which PublishMsg
+// applies the same way.
+var appendTimeout = 5 * time.Second
+
 // request sends one append, guarded by the subject's expected last sequence
 // and the stream's name, under msgID, and reads its ack: what jetstream's
 // PublishMsg does with those options, the same headers and errors
 // (*jetstream.APIError for the stream's refusal, jetstream.ErrNoStreamResponse
 // when no stream answered after its retries), without building them anew.
 func (l *Log) request(ctx context.Context, subject string, expected uint64, msgID string, data []byte) (seq uint64, duplicate bool, err error) {
+	if _, ok := ctx.Deadline(); !ok { // as PublishMsg: an ack never waited for without end
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, appendTimeout)
+		defer cancel()
+	}
 	p := pubMsgs.Get().(*pubMsg)
 	p.m.Subject, p.m.Data = l.phys(subject), data
 	p.id[0], p.stream[0], p.expected[0] = msgID, l.name, strconv.FormatUint(expected, 10)

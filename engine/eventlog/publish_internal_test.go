@@ -46,3 +46,36 @@ func TestAnAppendRetriesAStreamThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("no stream answered in %v: not retried", took)
 	}
 }
+
+// An append whose context has no deadline still ends when no ack comes
+// (jetstream's default timeout, as PublishMsg), as an outcome unknown:
+// here the stream is gone and something else answers nothing on its
+// subject.
+func TestAnAppendWithoutADeadlineEndsWhenNoAckComes(t *testing.T) {
+	l := soleWriter(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { appendTimeout = d }(appendTimeout)
+	appendTimeout = 300 * time.Millisecond
+	if err := l.js.DeleteStream(ctx, l.stream.CachedInfo().Config.Name); err != nil {
+		t.Fatal(err)
+	}
+	subj := l.Subject("account.silent")
+	sub, err := l.nc.SubscribeSync(l.phys(subj)) // takes the request, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("x"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			t.Fatalf("append with no ack: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append without a deadline waited for an ack without end")
+	}
+}
