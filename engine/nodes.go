@@ -72,6 +72,31 @@ type nodes struct {
 	at    atomic.Uint64        // the last commit observe handed to the mailboxes (Start's replay end before)
 }
 
+// Observed waits until this node's aggregates hold the log up to seq, or
+// ctx ends. On a node of several, the commits other nodes make reach its
+// aggregates through observe, apart from the read models, which may be
+// ahead: a read of an aggregate's live state (the risk lock) after a read
+// model showed seq waits for this. On a single node every commit is its
+// own and they hold it at once.
+func (e *Engine) Observed(ctx context.Context, seq uint64) error {
+	if !e.clustered() || e.nodes.at.Load() >= seq {
+		return nil
+	}
+	t := time.NewTicker(observedPoll)
+	defer t.Stop()
+	for e.nodes.at.Load() < seq {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// observedPoll is how often Observed looks at how far observe has come.
+const observedPoll = 2 * time.Millisecond
+
 // clustered reports whether the engine runs as one node of several.
 func (e *Engine) clustered() bool { return e.cfg.Node != "" }
 

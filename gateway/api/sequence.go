@@ -12,8 +12,8 @@ import (
 
 // Read-your-writes across nodes. Every answer to a write that committed
 // carries the commit's log sequence in X-Engine-Seq; a request that sends
-// X-Engine-After: N is served only once this node's read models show the log
-// up to N (at most SettleTimeout, then 503 read_models_behind with
+// X-Engine-After: N is served only once this node's read models, and its
+// state of the aggregates, show the log up to N (at most SettleTimeout, then 503 read_models_behind with
 // Retry-After). A client that writes through one node and reads through
 // another sends back the newest X-Engine-Seq it was given. On one node the
 // credential's own writes are waited for without it (CatchUp).
@@ -100,6 +100,11 @@ func (d *Deps) Sequenced(next http.Handler) http.Handler {
 				}
 			}
 			err = d.Projector.WaitFor(ctx, seq)
+			if err == nil {
+				// A read of an aggregate's live state (the risk lock) sees
+				// seq too: on a node of several it follows the log apart.
+				err = d.Engine.Observed(ctx, seq)
+			}
 			cancel()
 			if err != nil && r.Context().Err() == nil {
 				httpx.WriteError(w, r, httpx.Trading, httpx.Unavailable(commands.CodeReadModelsBehind,

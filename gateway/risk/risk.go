@@ -113,16 +113,31 @@ func Read(ctx context.Context, e *engine.Engine, accountID string) (engine.LockV
 	return e.RiskLock(ctx, accountID)
 }
 
-// OnConnect sends a new subscriber of the account stream the current lock.
-func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string) []stream.Payload {
-	return func(ctx context.Context, accountID string) []stream.Payload {
-		v, rev, err := Read(ctx, e, accountID)
+// OnConnect sends a new subscriber of the account stream the current lock,
+// as of the frame it was just sent or later (at rev, the frame's revision,
+// if the lock changed no later): on a node of several the frame comes from
+// the read models, which may be ahead of this node's state of the account,
+// and the lock waits for it (engine.Observed) at most ConnectWait. A lock
+// read without it keeps its own revision.
+func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string, rev uint64) []stream.Payload {
+	return func(ctx context.Context, accountID string, rev uint64) []stream.Payload {
+		wait, cancel := context.WithTimeout(ctx, ConnectWait)
+		caught := e.Observed(wait, rev) == nil
+		cancel()
+		v, at, err := Read(ctx, e, accountID)
 		if err != nil {
 			return nil
 		}
-		return []stream.Payload{Payload(rev, v)}
+		if caught {
+			at = max(at, rev)
+		}
+		return []stream.Payload{Payload(at, v)}
 	}
 }
+
+// ConnectWait bounds how long a new subscriber's lock waits for this node's
+// state of the account to reach the frame it was sent (OnConnect).
+const ConnectWait = 2 * time.Second
 
 type Handlers struct{ d *api.Deps }
 

@@ -70,7 +70,7 @@ type Hub struct {
 	workers int
 	gauge   prometheus.Gauge
 	count   atomic.Int64
-	extras  []func(ctx context.Context, accountID string) []Payload
+	extras  []func(ctx context.Context, accountID string, rev uint64) []Payload
 	done    chan struct{}
 	once    sync.Once
 	stacks  follows
@@ -130,8 +130,12 @@ func NewHub(store projections.Store, marks frames.Marks, reg prometheus.Register
 	return h
 }
 
-// OnConnect registers a source of extra payloads sent to a new subscriber after the frame (a lock event, say).
-func (h *Hub) OnConnect(fn func(ctx context.Context, accountID string) []Payload) {
+// OnConnect registers a source of extra payloads sent to a new subscriber
+// after the frame (a lock event, say). rev is the revision of that frame:
+// fn's payloads show the account as of rev or later and name such a
+// revision, so a stream's ids never go back (a client resuming from the
+// newest id it saw, or folding by it, is never taken backwards).
+func (h *Hub) OnConnect(fn func(ctx context.Context, accountID string, rev uint64) []Payload) {
 	h.extras = append(h.extras, fn)
 }
 
@@ -481,7 +485,7 @@ func (h *Hub) Subscribe(ctx context.Context, accountID string) (*Sub, func(), er
 	}
 	s.offer(p)
 	for _, fn := range h.extras {
-		for _, x := range fn(ctx, accountID) {
+		for _, x := range fn(ctx, accountID, p.Rev) {
 			s.offer(x)
 		}
 	}
