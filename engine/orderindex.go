@@ -9,6 +9,7 @@ import (
 	"github.com/svc/engine/engine/account"
 	"github.com/svc/engine/engine/eventlog"
 	"github.com/svc/engine/events"
+	evacct "github.com/svc/engine/events/account"
 )
 
 // The accounts' clientOrderId indexes keep a hash and a sequence for each
@@ -81,4 +82,18 @@ func (e *Engine) findCommit(seq uint64) ([]events.Event, error) {
 	}
 	e.commits.put(seq, c.Events)
 	return c.Events, nil
+}
+
+// keepPlacing keeps the events of a provider account's commit that placed
+// an order in the cache of commits read back: the order's answer names
+// the order by its clientOrderId at once (awaitOne), and so does the
+// stream's report of its end a moment later; both would otherwise read
+// the commit back from the log on the account's goroutine.
+func (e *Engine) keepPlacing(c events.Committed) {
+	for _, ev := range c.Events {
+		if _, ok := ev.(evacct.OrderPlaced); ok {
+			e.commits.put(c.Seq, c.Events)
+			return
+		}
+	}
 }

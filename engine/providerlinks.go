@@ -92,6 +92,7 @@ func (e *Engine) trackProvider(id string, s *account.State, c events.Committed, 
 	if resumed {
 		e.prov.Resume(id, s)
 	} else {
+		e.keepPlacing(c) // orderindex.go
 		e.prov.TrackCommit(id, s, c)
 	}
 }
@@ -380,34 +381,39 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		rev     uint64
 		name    string
 	)
+	open := true
+	// look reads the intent's outcome from the account's state at v: on
+	// its goroutine, through Inspect (read) or as the commit that settles
+	// the intent is applied (Wait).
+	look := func(s *account.State, v uint64) {
+		open, rev = true, v
+		if s.Provider == nil {
+			open = false
+			return
+		}
+		name = s.Provider.Name
+		_, open = s.Provider.Intents[key]
+		switch {
+		case in.Op == evacct.IntentPlace:
+			settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
+			id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
+			if !known && placed && !open {
+				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
+			}
+			_, working := s.Working[id]
+			ended = placed && !working
+		case in.Op == evacct.IntentReplace && !open:
+			settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
+		default:
+			settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
+		}
+	}
 	read := func() bool {
-		open := true
-		_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, v uint64) {
-			rev = v
-			if s.Provider == nil {
-				open = false
-				return
-			}
-			name = s.Provider.Name
-			_, open = s.Provider.Intents[key]
-			switch {
-			case in.Op == evacct.IntentPlace:
-				settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
-				id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
-				if !known && placed && !open {
-					settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
-				}
-				_, working := s.Working[id]
-				ended = placed && !working
-			case in.Op == evacct.IntentReplace && !open:
-				settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
-			default:
-				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
-			}
-		})
+		_ = e.accounts.Inspect(ctx, accountID, look)
 		return open
 	}
-	if !e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait) {
+	settledHere, current := e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait, look)
+	if !settledHere {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
 	if answered := e.prov.Sending(accountID, key); answered != nil && !ended {
@@ -432,8 +438,11 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 			}
 		}
 		t.Stop()
+		current = false
 	}
-	read()
+	if !current {
+		read()
+	}
 	intentSeq := res.Seq
 	if withCommit && rev > res.Seq {
 		// The answer is made from the decisions since the intent, as this

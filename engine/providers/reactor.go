@@ -17,6 +17,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ type Reactor struct {
 
 	mu      sync.Mutex
 	links   map[string]*link              // by account id
-	waiters map[string][]chan struct{}    // by account id + "/" + intent key
+	waiters map[string][]*waiter          // by account id + "/" + intent key
 	recent  map[string][]events.Committed // by account id: its last commits, oldest first (Since)
 	changed map[string]chan struct{}      // by account id: closed at its next commit here (Changed)
 	pending map[string]provider.Session   // sessions opened by a link, before its commit
@@ -86,7 +87,10 @@ type link struct {
 	// sending are the intent keys whose request is out: each channel
 	// closes once the provider's answer to it is recorded (or the request
 	// ended without one).
-	sending  map[string]chan struct{}
+	sending map[string]chan struct{}
+	// answered are the keys of sending whose answer is being recorded:
+	// the commit that settles one closes its channel (track).
+	answered map[string]bool
 	stop     context.CancelFunc
 	settings evacct.ProviderSettings
 	// known are the orders the log holds working and the place intents
@@ -121,7 +125,7 @@ func New(cfg Config) *Reactor {
 		cfg.Owns = func(string) bool { return true }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]chan struct{}{}, recent: map[string][]events.Committed{},
+	return &Reactor{cfg: cfg, ctx: ctx, cancel: cancel, links: map[string]*link{}, waiters: map[string][]*waiter{}, recent: map[string][]events.Committed{},
 		changed: map[string]chan struct{}{}, pending: map[string]provider.Session{}}
 }
 
@@ -190,6 +194,16 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	for _, in := range intents {
 		open[providercmd.IntentKey(in.Op, in.ProviderClientOrderID)] = true
 	}
+	var wake []*waiter // woken once the lock is let go: look may read the log (OrderFor)
+	defer func() {
+		for _, w := range wake {
+			if w.look != nil && c.Seq > 0 {
+				w.look(s, c.Seq)
+				w.shown = true
+			}
+			close(w.ch)
+		}
+	}()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ch, ok := r.changed[accountID]; ok {
@@ -205,11 +219,30 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	} else {
 		delete(r.recent, accountID) // a start or a takeover: what came before is not known here
 	}
+	if l := r.links[accountID]; l != nil && c.Seq > 0 {
+		// An outcome this commit records, once the provider's answer to a
+		// request out is in hand (answered), is that answer's record: what
+		// waits for it (a stream record held back, an order's answer) goes
+		// on at once, not once the sender has heard of the commit. (A
+		// stream record settling the intent just before the answer's own
+		// record counts as it: the answer then shows the order as that
+		// record left it.)
+		for _, ev := range c.Events {
+			st, ok := ev.(evacct.IntentSettled)
+			if !ok {
+				continue
+			}
+			for k := range l.answered {
+				if ch, out := l.sending[k]; out && !open[k] && strings.HasSuffix(k, ":"+st.ProviderClientOrderID) {
+					close(ch)
+					delete(l.sending, k)
+				}
+			}
+		}
+	}
 	for k, ws := range r.waiters {
 		if len(k) > len(accountID) && k[:len(accountID)+1] == accountID+"/" && !open[k[len(accountID)+1:]] {
-			for _, w := range ws {
-				close(w)
-			}
+			wake = append(wake, ws...)
 			delete(r.waiters, k)
 		}
 	}
@@ -228,7 +261,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	if l == nil {
 		ctx, stop := context.WithCancel(r.ctx)
-		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, sending: map[string]chan struct{}{}, stop: stop,
+		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, sending: map[string]chan struct{}{}, answered: map[string]bool{}, stop: stop,
 			settings: p.Settings, login: newLoginLink(p)}
 		r.links[accountID] = l
 		sess := r.pending[accountID]
@@ -278,21 +311,34 @@ func (r *Reactor) Release(accountID string) {
 	}
 }
 
+// waiter is one Wait for an intent's settlement.
+type waiter struct {
+	ch    chan struct{}                // closed once settled
+	look  func(*account.State, uint64) // nil, or shown the state that settled it, before ch closes
+	shown bool                         // look was shown it
+}
+
 // Wait waits until the intent key of the account is settled, ctx ends or d
 // passes; it reports whether it settled. The caller reads the outcome from
-// the account's state.
-func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration) bool {
-	ch := make(chan struct{})
+// the account's state: look, when not nil, is shown the state (and its
+// revision) of the commit that settled it, on the account's goroutine
+// before Wait returns, so the caller need not ask the account again.
+// current reports that the caller holds the state Wait ended on: look was
+// shown it, or open (which reads it) was called last; false when the
+// intent settled otherwise than by a commit here (a start, a takeover).
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration, look func(*account.State, uint64)) (settled, current bool) {
+	w0 := &waiter{ch: make(chan struct{}), look: look}
+	ch := w0.ch
 	wk := accountID + "/" + key
 	r.mu.Lock()
-	r.waiters[wk] = append(r.waiters[wk], ch)
+	r.waiters[wk] = append(r.waiters[wk], w0)
 	r.mu.Unlock()
 	forget := func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		ws := r.waiters[wk]
 		for i, w := range ws {
-			if w == ch {
+			if w == w0 {
 				ws = append(ws[:i:i], ws[i+1:]...)
 				break
 			}
@@ -305,18 +351,18 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	}
 	if !open() {
 		forget()
-		return true
+		return true, true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ch:
-		return true
+		return true, w0.shown
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	forget()
-	return !open()
+	return !open(), true
 }
 
 // recentCommits is how many of an account's last commits Since can read:
@@ -783,9 +829,12 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		delete(l.sending, key)
+		delete(l.answered, key)
+		if l.sending[key] == answered { // not closed yet by the outcome's commit (track)
+			delete(l.sending, key)
+			close(answered)
+		}
 		r.mu.Unlock()
-		close(answered)
 	}()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	var st provider.OrderState
@@ -799,6 +848,9 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		st, err = sess.Cancel(cctx, in.Order.Instrument, in.ProviderClientOrderID)
 	}
 	cancel()
+	r.mu.Lock()
+	l.answered[key] = true
+	r.mu.Unlock()
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
