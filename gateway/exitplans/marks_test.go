@@ -1,7 +1,11 @@
 package exitplans_test
 
 import (
+	"bufio"
 	"context"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +88,14 @@ func trailingFollowsMarks(t *testing.T, e env) {
 	if now := committed(); now != last {
 		t.Fatalf("the account committed for the move: its last commit %d -> %d", last, now)
 	}
+	// A new subscriber is sent that frame, then the lock as of it: the
+	// lock's id is the frame's revision, not the account's last commit
+	// behind it (a stream's ids never go back).
+	if got := streamIDs(t, e, 2); got[0].name != "account" || got[0].id != uint64(f["revision"].(float64)) ||
+		got[1].name != "lock" || got[1].id < got[0].id {
+		t.Fatalf("a new subscriber's first events %v, want the frame at %v, then the lock at an id not behind it (the account's last commit: %d)",
+			got, f["revision"], last)
+	}
 
 	// A dip to the derived level fills the stop; the recorded one was 59980.5.
 	e.quote("60095", "60095.5")
@@ -97,4 +109,45 @@ func trailingFollowsMarks(t *testing.T, e env) {
 	if ps := f["positions"].([]any); len(ps) != 0 {
 		t.Fatalf("positions %v", ps)
 	}
+}
+
+// sseEvent is an event's name and id as a stream sent it.
+type sseEvent struct {
+	name string
+	id   uint64
+}
+
+// streamIDs opens the account stream and returns its first n events' names
+// and ids.
+func streamIDs(t *testing.T, e env, n int) []sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+"/api/account/stream?broker=paper", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []sseEvent
+	name := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for len(out) < n && sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			name = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			id, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("event %s: id %q", name, v)
+			}
+			out = append(out, sseEvent{name, id})
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("the stream sent %d events (%v), want %d", len(out), out, n)
+	}
+	return out
 }
