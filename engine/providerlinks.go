@@ -363,6 +363,17 @@ func (e *Engine) openIntentOf(ctx context.Context, accountID string, cmd command
 	return out, found
 }
 
+// intentView is what an order's answer reads of its intent's outcome from
+// the account's state (awaitOne).
+type intentView struct {
+	settled evacct.IntentSettled
+	known   bool
+	ended   bool // the order placed has ended (filled, canceled, expired): nothing the provider answers can move it
+	open    bool
+	rev     uint64
+	name    string
+}
+
 // answerGrace bounds how long an order answer waits for the provider's
 // answer to its request once the stream told of the order first.
 const answerGrace = time.Second
@@ -374,49 +385,50 @@ const answerGrace = time.Second
 // twice).
 func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.OrderIntended, res mailbox.Result, withCommit bool) (mailbox.Result, error) {
 	key := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
-	var (
-		settled evacct.IntentSettled
-		known   bool
-		ended   bool // the order placed has ended (filled, canceled, expired): nothing the provider answers can move it
-		rev     uint64
-		name    string
-	)
-	open := true
-	// look reads the intent's outcome from the account's state at v: on
-	// its goroutine, through Inspect (read) or as the commit that settles
-	// the intent is applied (Wait).
-	look := func(s *account.State, v uint64) {
-		open, rev = true, v
+	// see reads the intent's outcome from the account's state at v, on the
+	// account's goroutine: through Inspect (read), or as the commit that
+	// settles the intent is applied (Wait's look, into woke: read here only
+	// once Wait has returned on that wake).
+	see := func(s *account.State, v uint64) (o intentView) {
+		o.open, o.rev = true, v
 		if s.Provider == nil {
-			open = false
-			return
+			o.open = false
+			return o
 		}
-		name = s.Provider.Name
-		_, open = s.Provider.Intents[key]
+		o.name = s.Provider.Name
+		_, o.open = s.Provider.Intents[key]
 		switch {
 		case in.Op == evacct.IntentPlace:
-			settled, known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
+			o.settled, o.known = s.Provider.Placed[in.Order.ClientOrderID] // rejected
 			id, placed, _ := s.OrderFor(in.Order.ClientOrderID)
-			if !known && placed && !open {
-				settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
+			if !o.known && placed && !o.open {
+				o.settled, o.known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, true
 			}
 			_, working := s.Working[id]
-			ended = placed && !working
-		case in.Op == evacct.IntentReplace && !open:
-			settled, known = s.Provider.Replaced[in.ProviderClientOrderID]
+			o.ended = placed && !working
+		case in.Op == evacct.IntentReplace && !o.open:
+			o.settled, o.known = s.Provider.Replaced[in.ProviderClientOrderID]
 		default:
-			settled, known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !open
+			o.settled, o.known = evacct.IntentSettled{Outcome: evacct.OutcomeAccepted}, !o.open
 		}
+		return o
 	}
+	var cur, woke intentView
 	read := func() bool {
-		_ = e.accounts.Inspect(ctx, accountID, look)
-		return open
+		_ = e.accounts.Inspect(ctx, accountID, func(s *account.State, v uint64) { cur = see(s, v) })
+		return cur.open
 	}
-	settledHere, current := e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait, look)
+	settledHere, shown := e.prov.Wait(ctx, accountID, key, read, e.cfg.Providers.OutcomeWait,
+		func(s *account.State, v uint64) { woke = see(s, v) })
 	if !settledHere {
 		return mailbox.Result{}, account.OutcomeUnknown()
 	}
-	if answered := e.prov.Sending(accountID, key); answered != nil && !ended {
+	if shown {
+		cur = woke
+	} else {
+		read() // settled before Wait, or otherwise than by a commit here: read it as it stands
+	}
+	if answered := e.prov.Sending(accountID, key); answered != nil && !cur.ended {
 		// The stream told of the order before the provider answered the
 		// request: wait a moment for that answer's record, which carries
 		// what the provider did at once (a market order's fill), unless
@@ -424,7 +436,7 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 		t := time.NewTimer(answerGrace)
 		for waiting := true; waiting; {
 			changed := e.prov.Changed(accountID)
-			if read(); ended {
+			if read(); cur.ended {
 				break
 			}
 			select {
@@ -438,11 +450,9 @@ func (e *Engine) awaitOne(ctx context.Context, accountID string, in evacct.Order
 			}
 		}
 		t.Stop()
-		current = false
-	}
-	if !current {
 		read()
 	}
+	settled, known, rev, name := cur.settled, cur.known, cur.rev, cur.name
 	intentSeq := res.Seq
 	if withCommit && rev > res.Seq {
 		// The answer is made from the decisions since the intent, as this

@@ -323,10 +323,12 @@ type waiter struct {
 // the account's state: look, when not nil, is shown the state (and its
 // revision) of the commit that settled it, on the account's goroutine
 // before Wait returns, so the caller need not ask the account again.
-// current reports that the caller holds the state Wait ended on: look was
-// shown it, or open (which reads it) was called last; false when the
-// intent settled otherwise than by a commit here (a start, a takeover).
-func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration, look func(*account.State, uint64)) (settled, current bool) {
+// shown reports that Wait returned on that wake, look shown the state:
+// what look stored may be read then, and only then (look may run while
+// Wait returns otherwise); when it is false the caller reads the state
+// again (the intent settled before Wait looked, or otherwise than by a
+// commit here: a start, a takeover).
+func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() bool, d time.Duration, look func(*account.State, uint64)) (settled, shown bool) {
 	w0 := &waiter{ch: make(chan struct{}), look: look}
 	ch := w0.ch
 	wk := accountID + "/" + key
@@ -351,7 +353,7 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	}
 	if !open() {
 		forget()
-		return true, true
+		return true, false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -362,7 +364,7 @@ func (r *Reactor) Wait(ctx context.Context, accountID, key string, open func() b
 	case <-ctx.Done():
 	}
 	forget()
-	return !open(), true
+	return !open(), false
 }
 
 // recentCommits is how many of an account's last commits Since can read:
