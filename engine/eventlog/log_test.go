@@ -419,6 +419,15 @@ func TestACommitContextEndsWithItsConnection(t *testing.T) {
 	}
 	s.Shutdown()
 	s.WaitForShutdown()
+	// The client notices the broken connection on its own goroutine: until
+	// then it reports itself connected, and an append sent meanwhile meets
+	// the break in flight (an unknown outcome, rightly). The context ends
+	// once it has noticed.
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit context did not end with its connection")
+	}
 	s = start(port)
 	defer s.Shutdown()
 	for deadline := time.Now().Add(10 * time.Second); !l.Connected(); time.Sleep(10 * time.Millisecond) {
