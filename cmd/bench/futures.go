@@ -38,7 +38,10 @@ func futuresFlags(fs *flag.FlagSet, o *futuresOpts) {
 // tvTimer serves the Tradovate simulator through its Go handler and
 // records when each order placement (by its clOrdId) entered and left the
 // simulator, and counts 429 answers, so the bench subtracts the
-// simulator's own time from the engine's answer. The engine may answer
+// simulator's own time from the engine's answer. As for the Binance
+// simulator (simTimer), the placement's time is the provider's side of the
+// exchange: from its request's first byte read off the connection to its
+// answer's last byte written. The engine may answer
 // before the placement's REST answer is back (the user-data socket can
 // report the order first): only the simulator's time inside the answer
 // is subtracted.
@@ -75,6 +78,10 @@ func (t *tvTimer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	t.sim.ServeHTTP(sw, r)
 	if sp != nil {
+		sw.Flush() // the answer's last byte written before the clock stops
+		if c, ok := r.Context().Value(wireKey{}).(*wireConn); ok && !c.arrival().IsZero() {
+			start = c.arrival()
+		}
 		sp.start, sp.end = start, time.Now()
 		close(sp.done)
 	}
@@ -166,8 +173,7 @@ func runFutures(ctx context.Context, o opts) (futuresResult, error) {
 	if err != nil {
 		return res, err
 	}
-	srv := &http.Server{Handler: timer, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	srv := serveWire(ln, timer) // the placement's time from its first byte read (provider.go)
 	defer sim.Close()
 	defer srv.Close()
 	sim.SetBaseURL("http://" + ln.Addr().String())
