@@ -17,7 +17,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -88,9 +87,10 @@ type link struct {
 	// closes once the provider's answer to it is recorded (or the request
 	// ended without one).
 	sending map[string]chan struct{}
-	// answered are the keys of sending whose answer is being recorded:
-	// the commit that settles one closes its channel (track).
-	answered map[string]bool
+	// answered are the keys of sending whose answer is being recorded,
+	// each with its provider client order id: the commit that settles one
+	// closes its channel (track).
+	answered map[string]string
 	stop     context.CancelFunc
 	settings evacct.ProviderSettings
 	// known are the orders the log holds working and the place intents
@@ -232,8 +232,8 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 			if !ok {
 				continue
 			}
-			for k := range l.answered {
-				if ch, out := l.sending[k]; out && !open[k] && strings.HasSuffix(k, ":"+st.ProviderClientOrderID) {
+			for k, pcoid := range l.answered {
+				if ch, out := l.sending[k]; out && !open[k] && pcoid == st.ProviderClientOrderID {
 					close(ch)
 					delete(l.sending, k)
 				}
@@ -261,7 +261,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 	}
 	if l == nil {
 		ctx, stop := context.WithCancel(r.ctx)
-		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, sending: map[string]chan struct{}{}, answered: map[string]bool{}, stop: stop,
+		l = &link{accountID: accountID, name: p.Name, sealed: p.Sealed, ready: make(chan struct{}), busy: map[string]bool{}, sent: map[string]bool{}, sending: map[string]chan struct{}{}, answered: map[string]string{}, stop: stop,
 			settings: p.Settings, login: newLoginLink(p)}
 		r.links[accountID] = l
 		sess := r.pending[accountID]
@@ -851,7 +851,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	}
 	cancel()
 	r.mu.Lock()
-	l.answered[key] = true
+	l.answered[key] = in.ProviderClientOrderID
 	r.mu.Unlock()
 	var rej *provider.Rejected
 	switch {

@@ -117,11 +117,11 @@ func Read(ctx context.Context, e *engine.Engine, accountID string) (engine.LockV
 // as of the frame it was just sent or later (at rev, the frame's revision,
 // if the lock changed no later): on a node of several the frame comes from
 // the read models, which may be ahead of this node's state of the account,
-// and the lock waits for it (engine.Observed) at most ConnectWait. A lock
+// and the lock waits for it (engine.Observed) at most connectWait. A lock
 // read without it keeps its own revision.
 func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string, rev uint64) []stream.Payload {
 	return func(ctx context.Context, accountID string, rev uint64) []stream.Payload {
-		wait, cancel := context.WithTimeout(ctx, ConnectWait)
+		wait, cancel := context.WithTimeout(ctx, connectWait)
 		caught := e.Observed(wait, rev) == nil
 		cancel()
 		v, at, err := Read(ctx, e, accountID)
@@ -135,9 +135,9 @@ func OnConnect(e *engine.Engine) func(ctx context.Context, accountID string, rev
 	}
 }
 
-// ConnectWait bounds how long a new subscriber's lock waits for this node's
+// connectWait bounds how long a new subscriber's lock waits for this node's
 // state of the account to reach the frame it was sent (OnConnect).
-const ConnectWait = 2 * time.Second
+const connectWait = 2 * time.Second
 
 type Handlers struct{ d *api.Deps }
 
