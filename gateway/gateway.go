@@ -43,7 +43,10 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	root := mux.NewRouter()
+	// A path that is not clean ("//", "/./", "/../", a segment's %2F) is
+	// no route: it answers the JSON 404, never a 301 with no body that a
+	// client would follow with its write turned into a GET.
+	root := mux.NewRouter().SkipClean(true)
 	ls := layers{root: {mws: []mux.MiddlewareFunc{d.Sequenced}}}
 	root.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

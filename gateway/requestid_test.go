@@ -43,7 +43,9 @@ func (s *syncBuffer) line(id string) map[string]any {
 }
 
 // Every answer carries X-Request-Id and is logged under that id; every error
-// body repeats it as requestId, and 404 and 405 answers carry a code.
+// body repeats it as requestId, and 404 and 405 answers carry a code. A
+// path that is not clean is no route (no redirect a client would follow
+// with its write turned into a GET).
 func TestEveryAnswerHasARequestIDThatErrorsAndTheLogRepeat(t *testing.T) {
 	logs := &syncBuffer{}
 	prev := slog.Default()
@@ -60,6 +62,7 @@ func TestEveryAnswerHasARequestIDThatErrorsAndTheLogRepeat(t *testing.T) {
 		{name: "an answer that is no error", method: "GET", path: "/healthz", status: 200, route: "/healthz"},
 		{name: "no such route", method: "GET", path: "/api/nowhere", status: 404, code: "not_found", route: "/api/nowhere"},
 		{name: "no such route under a credential's prefix", method: "GET", path: "/api/partner/nowhere", status: 404, code: "not_found", route: "/api/partner/nowhere"},
+		{name: "a path that is not clean", method: "POST", path: "/api//trading/order", body: `{}`, key: true, status: 404, code: "not_found", route: "/api//trading/order"},
 		{name: "a method the route does not take", method: "DELETE", path: "/api/account/list", status: 405, code: "method_not_allowed", route: "/api/account/list", allow: "GET"},
 		{name: "a route of two methods", method: "PATCH", path: "/api/risk", status: 405, code: "method_not_allowed", route: "/api/risk", allow: "GET, PUT"},
 		{name: "a missing key", method: "GET", path: "/api/account/list", status: 401, code: "invalid_key", route: "/api/account/list"},

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +101,7 @@ func FuzzBrackets(f *testing.F) {
 		}
 		body = strings.NewReplacer("%coid", coid, "%plan", planID, "%rev", rev, "%tok", tok, "%entry", entry,
 			"%bracket", bracket, "%leg", leg).Replace(body)
-		path := strings.NewReplacer("%bracket", bracket, "%path", url.PathEscape(body)).Replace(r.path)
+		path := strings.NewReplacer("%bracket", bracket, "%path", pathSegment(body)).Replace(r.path)
 		var send []byte
 		if r.method != "DELETE" {
 			send = []byte(body)

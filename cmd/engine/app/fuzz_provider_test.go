@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 
 	"github.com/svc/engine/cmd/engine/app/apptest"
@@ -60,7 +59,7 @@ func FuzzProviderBodies(f *testing.F) {
 		case 2:
 			method, target, body = "GET", "/api/account/live-trading", nil
 		default:
-			method, target, body = "DELETE", "/api/account/providers/"+url.PathEscape(string(body)), nil
+			method, target, body = "DELETE", "/api/account/providers/"+pathSegment(string(body)), nil
 		}
 		r := httptest.NewRequest(method, target, bytes.NewReader(body))
 		if body != nil {

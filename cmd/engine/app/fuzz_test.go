@@ -129,6 +129,18 @@ func (fe *fuzzEngine) readBack(t testing.TB) {
 
 func str(v any) string { s, _ := v.(string); return s }
 
+// pathSegment escapes fuzzed text as one path segment that keeps the
+// request on the route under test: an empty segment, "." or ".." would
+// name another route (or be cleaned into one), which the fuzz target does
+// not aim at.
+func pathSegment(s string) string {
+	switch s {
+	case "", ".", "..":
+		return "_" + s
+	}
+	return url.PathEscape(s)
+}
+
 func addSeeds(f *testing.F, seeds ...string) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
