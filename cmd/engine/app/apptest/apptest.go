@@ -25,6 +25,7 @@ import (
 	validatorerrors "github.com/pb33f/libopenapi-validator/errors"
 
 	"github.com/svc/engine/cmd/engine/app"
+	"github.com/svc/engine/commands"
 	"github.com/svc/engine/engine"
 	"github.com/svc/engine/engine/enginetest"
 	"github.com/svc/engine/engine/eventlog"
@@ -379,5 +380,5 @@ func noSuchRoute(status int, body []byte, errs []*validatorerrors.ValidationErro
 	var e struct {
 		Code, Error, RequestID string
 	}
-	return json.Unmarshal(body, &e) == nil && e.Code == "not_found" && e.Error != "" && e.RequestID != ""
+	return json.Unmarshal(body, &e) == nil && e.Code == string(commands.CodeNotFound) && e.Error != "" && e.RequestID != ""
 }
