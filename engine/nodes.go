@@ -69,7 +69,64 @@ type nodes struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	fwd   func(outcome string) // metrics
-	at    atomic.Uint64        // the last commit observe handed to the mailboxes (Start's replay end before)
+	at    seen                 // the last commit observe handed to the mailboxes (Start's replay end before)
+}
+
+// seen is how far a follower of the log has come, which readers can wait
+// for: each advance wakes every waiter then waiting, and costs the follower
+// one atomic load while none waits.
+type seen struct {
+	seq     atomic.Uint64
+	waiting atomic.Bool   // a waiter holds wake
+	mu      sync.Mutex    // guards wake
+	wake    chan struct{} // closed at the next advance; nil while none waits
+}
+
+// Load is the last sequence stored.
+func (s *seen) Load() uint64 { return s.seq.Load() }
+
+// Store records seq and wakes the waiters.
+func (s *seen) Store(seq uint64) {
+	s.seq.Store(seq)
+	if !s.waiting.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
+	s.waiting.Store(false)
+	s.mu.Unlock()
+}
+
+// next is a channel closed at the next Store. A caller loads the sequence
+// after taking it: a Store before that load is seen in it, one after closes
+// the channel (both sides' atomics are sequentially consistent).
+func (s *seen) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	s.waiting.Store(true)
+	return s.wake
+}
+
+// wait blocks until the sequence reaches seq or ctx ends.
+func (s *seen) wait(ctx context.Context, seq uint64) error {
+	for s.Load() < seq {
+		ch := s.next()
+		if s.Load() >= seq {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+	return nil
 }
 
 // Observed waits until this node's aggregates hold the log up to seq, or
@@ -79,23 +136,11 @@ type nodes struct {
 // model showed seq waits for this. On a single node every commit is its
 // own and they hold it at once.
 func (e *Engine) Observed(ctx context.Context, seq uint64) error {
-	if !e.clustered() || e.nodes.at.Load() >= seq {
+	if !e.clustered() {
 		return nil
 	}
-	t := time.NewTicker(observedPoll)
-	defer t.Stop()
-	for e.nodes.at.Load() < seq {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
+	return e.nodes.at.wait(ctx, seq)
 }
-
-// observedPoll is how often Observed looks at how far observe has come.
-const observedPoll = 2 * time.Millisecond
 
 // clustered reports whether the engine runs as one node of several.
 func (e *Engine) clustered() bool { return e.cfg.Node != "" }
