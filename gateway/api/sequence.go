@@ -13,10 +13,11 @@ import (
 // Read-your-writes across nodes. Every answer to a write that committed
 // carries the commit's log sequence in X-Engine-Seq; a request that sends
 // X-Engine-After: N is served only once this node's read models, and its
-// state of the aggregates, show the log up to N (at most SettleTimeout, then 503 read_models_behind with
-// Retry-After). A client that writes through one node and reads through
-// another sends back the newest X-Engine-Seq it was given. On one node the
-// credential's own writes are waited for without it (CatchUp).
+// state of the aggregates, show the log up to N (at most SettleTimeout,
+// then 503 read_models_behind with Retry-After). A client that writes
+// through one node and reads through another sends back the newest
+// X-Engine-Seq it was given. On one node the credential's own writes are
+// waited for without it (CatchUp).
 const (
 	SeqHeader   = "X-Engine-Seq"
 	AfterHeader = "X-Engine-After"
