@@ -6,7 +6,9 @@ import (
 	"github.com/svc/engine/commands"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -110,7 +112,8 @@ func Handler(d *api.Deps, o Options) http.Handler {
 		tr = ls.sub(root, root.NewRoute().Subrouter(), d.Auth.Origin, d.Auth.Require(httpx.Trading, "trading", "venue"),
 			venuegw.New(d, nil).ActAsTrader, d.Auth.Writes(httpx.Trading), d.CatchUp)
 	}
-	f := routes(d, o.Areas, id, tr, firm, open)
+	var g guarded
+	f := routes(d, o.Areas, id, &g, tr, firm, open)
 	venueRoutes(d, f, venues, partnerVenues, backOffice)
 	if cn != nil {
 		connectRoutes(d, ls, cn, id, root, open)
@@ -128,7 +131,7 @@ func Handler(d *api.Deps, o Options) http.Handler {
 	})
 	// The log wraps the router, not a middleware of it: mux runs no middleware
 	// for the not-found and method-not-allowed answers, and those are logged too.
-	return BoundWrites(o.WriteTimeout, logRequests(dispatch(root)))
+	return BoundWrites(o.WriteTimeout, logRequests(dispatch(root, staticRoutes(root, g))))
 }
 
 // layers are the middleware of each router of the route table and the
@@ -191,9 +194,15 @@ func namedRoute(tpl string, next http.Handler) http.Handler {
 // them: mux puts the route (which bake made unneeded) and the variables in
 // the request's context, a copy of the request each. Variables are read
 // as ever with mux.Vars. A path mux would redirect to its clean form, and
-// a request root matches no handler for, root serves itself.
-func dispatch(root *mux.Router) http.Handler {
+// a request root matches no handler for, root serves itself. A method and
+// path of the static table (staticRoutes) is served from it without asking
+// root, whose match tries the routes in turn, a regular expression each.
+func dispatch(root *mux.Router, static statics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := static[r.Method][r.URL.Path]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
 		var m mux.RouteMatch
 		if muxClean(r.URL.Path) != r.URL.Path || !root.Match(r, &m) || m.Handler == nil {
 			root.ServeHTTP(w, r)
@@ -204,6 +213,64 @@ func dispatch(root *mux.Router) http.Handler {
 		}
 		m.Handler.ServeHTTP(w, r)
 	})
+}
+
+// guarded are the routes whose match depends on more than the method and
+// the path (a matcher of the request's headers): the static table leaves
+// out every path one of them could take. A route gets such a matcher only
+// through only (TestMatchersOnlyThroughGuarded).
+type guarded []*mux.Route
+
+// only makes route match only when f holds of the request, and records it.
+func (g *guarded) only(route *mux.Route, f mux.MatcherFunc) {
+	*g = append(*g, route.MatcherFunc(f))
+}
+
+// statics is root's answer for each method and path of a route without
+// variables: method, then path, to the handler root would serve.
+type statics map[string]map[string]http.Handler
+
+// staticRoutes works out, once, the handler root serves for each method
+// and clean path of a route without variables, by asking root itself with
+// that method and path: so an earlier route that takes the path (one with
+// variables, registered first) keeps it, and a path only some method takes
+// is absent for the others (mux's 405). The paths are the table's own
+// templates, so the table is as big as the route table and no request adds
+// to it. A path a guarded route could take is left out: its answer
+// depends on the request's headers.
+func staticRoutes(root *mux.Router, g guarded) statics {
+	var guards []*regexp.Regexp
+	for _, route := range g {
+		if re, err := route.GetPathRegexp(); err == nil {
+			guards = append(guards, regexp.MustCompile(re))
+		}
+	}
+	out := statics{}
+	_ = root.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, err := route.GetPathTemplate()
+		methods, merr := route.GetMethods()
+		if route.GetHandler() == nil || err != nil || merr != nil || strings.ContainsAny(tpl, "{}") || muxClean(tpl) != tpl {
+			return nil
+		}
+		for _, re := range guards {
+			if re.MatchString(tpl) {
+				return nil
+			}
+		}
+		for _, method := range methods {
+			req := &http.Request{Method: method, URL: &url.URL{Path: tpl}, Header: http.Header{}}
+			var m mux.RouteMatch
+			if !root.Match(req, &m) || m.Route != route || m.Handler == nil || m.MatchErr != nil || len(m.Vars) > 0 {
+				continue
+			}
+			if out[method] == nil {
+				out[method] = map[string]http.Handler{}
+			}
+			out[method][tpl] = m.Handler
+		}
+		return nil
+	})
+	return out
 }
 
 // muxClean is the clean form of a path that mux.Router.ServeHTTP

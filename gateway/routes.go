@@ -57,7 +57,7 @@ type Areas struct {
 //
 // It answers the firm area's handlers (nil when the area is not served): the
 // venue routes' twins of the partner routes run them too.
-func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Router) *firmgw.Handlers {
+func routes(d *api.Deps, a Areas, id *identity.Handlers, g *guarded, key, firm, open *mux.Router) *firmgw.Handlers {
 	serve := func(h httpx.Handler) http.Handler { return httpx.Serve(httpx.Trading, h) }
 	get := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodGet) }
 	post := func(r *mux.Router, path string, h http.Handler) { r.Handle(path, h).Methods(http.MethodPost) }
@@ -208,7 +208,7 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 	get(key, "/api/risk", serve(rk.Get))
 	put(key, "/api/risk", serve(rk.Put))
 	post(key, "/api/risk/unlock", serve(rk.Unlock))
-	copierRoutes(d, id != nil, key, open)
+	copierRoutes(d, id != nil, g, key, open)
 	return f
 }
 
@@ -217,7 +217,7 @@ func routes(d *api.Deps, a Areas, id *identity.Handlers, key, firm, open *mux.Ro
 // app key acting for its trader) when the request carries Authorization,
 // else, with identity served, a signed-in session; writes keyed by
 // Idempotency-Key.
-func copierRoutes(d *api.Deps, sessions bool, key, open *mux.Router) {
+func copierRoutes(d *api.Deps, sessions bool, g *guarded, key, open *mux.Router) {
 	cp := copier.New(d)
 	const groups = "/api/copier/groups"
 	keyed := func(h idem.Handler) http.Handler { return idem.Require(httpx.Trading)(idem.Serve(httpx.Trading, h)) }
@@ -237,9 +237,9 @@ func copierRoutes(d *api.Deps, sessions bool, key, open *mux.Router) {
 		{http.MethodPut, groups + "/{groupId}/followers/{accountId}", keyed(cp.PutFollower)},
 		{http.MethodDelete, groups + "/{groupId}/followers/{accountId}", keyed(cp.RemoveFollower)},
 	} {
-		key.Handle(rt.path, rt.h).Methods(rt.method).MatcherFunc(hasKey)
+		g.only(key.Handle(rt.path, rt.h).Methods(rt.method), hasKey)
 		if sessions {
-			open.Handle(rt.path, session(rt.h)).Methods(rt.method).MatcherFunc(noKey)
+			g.only(open.Handle(rt.path, session(rt.h)).Methods(rt.method), noKey)
 		}
 	}
 }
