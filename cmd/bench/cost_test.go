@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -57,6 +59,15 @@ func BenchmarkHTTPMarketOrderCost(b *testing.B) {
 func benchOrderCost(b *testing.B, subs int) {
 	ctx := context.Background()
 	const accounts = 8
+	// The request log as cmd/engine writes it at its default level: a JSON
+	// line per request, to a file.
+	logFile, err := os.Create(filepath.Join(b.TempDir(), "engine.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close()
+	logTo(logFile, slog.LevelInfo)
+	defer logTo(io.Discard, slog.LevelWarn)
 	s, err := startService(ctx, opts{tmp: b.TempDir()}, "interval", accounts, subs > 0, "")
 	if err != nil {
 		b.Fatal(err)
