@@ -80,9 +80,11 @@ func (l *Log) request(ctx context.Context, subject string, expected uint64, msgI
 	if err != nil {
 		return 0, false, err
 	}
-	var ack pubAck
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return 0, false, jetstream.ErrInvalidJSAck
+	ack, ok := storedAck(resp.Data)
+	if !ok {
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return 0, false, jetstream.ErrInvalidJSAck
+		}
 	}
 	if ack.Error != nil {
 		return 0, false, fmt.Errorf("nats: %w", ack.Error)
@@ -92,3 +94,49 @@ func (l *Log) request(ctx context.Context, subject string, expected uint64, msgI
 	}
 	return ack.Seq, ack.Duplicate, nil
 }
+
+// storedAck reads the ack the server writes for a stored message without
+// decoding JSON: {"stream":"NAME","seq":N}, or with ,"duplicate": true (or
+// without the space) before the brace, N of 1 to 19 digits and NAME of
+// printable ASCII without a backslash. ok is false for anything else (a refusal, a domain,
+// another spelling), which the caller decodes as JSON. Its Stream is
+// streamNamed, not the name: the caller asks only whether the ack named a
+// stream, and this one did.
+func storedAck(b []byte) (ack pubAck, ok bool) {
+	const streamKey, seqKey = `{"stream":"`, `","seq":`
+	if len(b) < len(streamKey) || string(b[:len(streamKey)]) != streamKey {
+		return pubAck{}, false
+	}
+	b = b[len(streamKey):]
+	name := 0
+	for name < len(b) && b[name] != '"' {
+		if c := b[name]; c < 0x20 || c > 0x7e || c == '\\' {
+			return pubAck{}, false // only printable ASCII, no escape
+		}
+		name++
+	}
+	if name == 0 || len(b)-name < len(seqKey) || string(b[name:name+len(seqKey)]) != seqKey {
+		return pubAck{}, false
+	}
+	b = b[name+len(seqKey):]
+	digits := 0
+	for digits < len(b) && b[digits] >= '0' && b[digits] <= '9' {
+		ack.Seq = ack.Seq*10 + uint64(b[digits]-'0')
+		digits++
+	}
+	if digits == 0 || digits > 19 || (digits > 1 && b[0] == '0') {
+		return pubAck{}, false
+	}
+	switch string(b[digits:]) {
+	case "}":
+	case `,"duplicate": true}`, `,"duplicate":true}`:
+		ack.Duplicate = true
+	default:
+		return pubAck{}, false
+	}
+	ack.Stream = streamNamed
+	return ack, true
+}
+
+// streamNamed stands for the stream's name in an ack storedAck read.
+const streamNamed = "-"
