@@ -399,12 +399,15 @@ func (l *Log) newConn() (context.Context, context.CancelCauseFunc) {
 // connection in use now breaks, whichever comes first (cause
 // errConnectionLost). Append takes it as it is, instead of making a context
 // of its own for that (onConnection): one context an append rather than
-// three. cancel must be called once the appends are done.
+// three, and that one reused (commitCtx). cancel must be called once, when
+// the appends are done, and the context not used after it: it may serve
+// another append then.
 func (l *Log) CommitContext(deadline time.Time) (context.Context, context.CancelFunc) {
 	l.connMu.Lock()
 	conn := l.conn
 	l.connMu.Unlock()
-	return context.WithDeadline(conn, deadline)
+	c := commitCtxs.get(conn, deadline)
+	return c, c.cancel
 }
 
 // onConn reports whether ctx ends when a connection of this log breaks
