@@ -95,7 +95,8 @@ type Trace struct {
 type state struct {
 	context.Context
 	trace     Trace
-	principal any // the admitted Principal (SetPrincipal); nil before
+	principal Principal // the admitted principal (SetPrincipal), when admitted
+	admitted  bool
 	seq       atomic.Uint64
 }
 
@@ -109,7 +110,7 @@ func (s *state) Value(key any) any {
 	case stateKey:
 		return s
 	case principalKey:
-		if s.principal != nil {
+		if s.admitted {
 			return s.principal
 		}
 	}
@@ -156,14 +157,19 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func SetPrincipal(r *http.Request, p Principal) *http.Request {
 	ctx := r.Context()
 	if s, ok := ctx.Value(stateKey).(*state); ok && ctx.Value(principalKey) == nil {
-		s.principal = p
+		s.principal, s.admitted = p, true
 		return r
 	}
 	return r.WithContext(WithPrincipal(ctx, p))
 }
 
-// PrincipalOf returns the request's resolved principal.
+// PrincipalOf returns the request's resolved principal: the state's
+// without boxing it when the request's context is the state itself (no
+// value was stored in a context made from it).
 func PrincipalOf(r *http.Request) (Principal, bool) {
+	if s, ok := r.Context().(*state); ok {
+		return s.principal, s.admitted
+	}
 	p, ok := r.Context().Value(principalKey).(Principal)
 	return p, ok
 }
