@@ -768,5 +768,8 @@ func FailClosed(err error) error {
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
+	// The answer says nothing was recorded: the cause is logged, so an
+	// answer that turns out wrong (a fault test's) can be traced to it.
+	slog.Warn("holds unreadable", "err", err)
 	return unreadable{Refusal: HoldsUnreadable(), cause: err}
 }
