@@ -487,21 +487,7 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 	gen := l.tail.generation()
 	seq, duplicate, err := l.request(ctx, subject, expected, msgID, data)
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			switch apiErr.ErrorCode {
-			case 10071, 10164:
-				return 0, fmt.Errorf("append %s at %d: %w", subject, expected, ErrConcurrency)
-			}
-			return 0, fmt.Errorf("append %s: %w", subject, err)
-		}
-		if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) {
-			return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrLogUnavailable) // not sent: no reconnect buffer
-		}
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, context.Canceled) {
-			return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
-		}
-		return 0, fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
+		return 0, appendError(subject, expected, err)
 	}
 	if duplicate {
 		// The same command id was already appended within the dedupe window:
@@ -510,6 +496,33 @@ func (l *Log) publish(ctx context.Context, subject string, expected uint64, msgI
 	}
 	l.keep(gen, seq, subject, msgID, expected, data)
 	return seq, nil
+}
+
+// appendError is what an append whose request failed with err answers:
+// ErrConcurrency when the stream refused it for its expected sequence,
+// ErrLogUnavailable when it was never sent, the stream's refusal as it is
+// when the stream refused it for itself, and ErrOutcomeUnknown for
+// everything that leaves open whether it was stored.
+func appendError(subject string, expected uint64, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case 10071, 10164:
+			return fmt.Errorf("append %s at %d: %w", subject, expected, ErrConcurrency)
+		case 10158:
+			// "duplicate message id is in process": a message with this
+			// commit's id (an earlier send of it, a batch that carried it)
+			// is being stored, and this commit's outcome is that one's:
+			// answered as refused, the caller would be told nothing was
+			// recorded of a commit that may be.
+			return fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown)
+		}
+		return fmt.Errorf("append %s: %w", subject, err)
+	}
+	if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) {
+		return fmt.Errorf("append %s: %v: %w", subject, err, ErrLogUnavailable) // not sent: no reconnect buffer
+	}
+	return fmt.Errorf("append %s: %v: %w", subject, err, ErrOutcomeUnknown) // a timeout, a lost connection, no stream answering: sent or not
 }
 
 // Msg is one commit as read from the log.
