@@ -147,6 +147,12 @@ func (p *commitCtxPool) get(conn context.Context, deadline time.Time) *commitCtx
 	c.mu.Lock()
 	c.live, c.deadline = true, deadline
 	c.mu.Unlock()
+	if conn.Err() != nil {
+		// Broken before its watch ran (context.AfterFunc calls it on a
+		// goroutine of its own): ended now, as WithDeadline of a broken
+		// connection's context is, so the append is refused before sending.
+		c.end(context.Canceled)
+	}
 	c.timer.Reset(time.Until(deadline))
 	return c
 }

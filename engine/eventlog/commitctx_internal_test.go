@@ -110,3 +110,23 @@ func TestCommitContextsUnderConcurrentAppends(t *testing.T) {
 		t.Fatalf("%d contexts kept", kept)
 	}
 }
+
+// A context asked for on a connection that already broke is ended when it
+// is handed out, kept one or new, as WithDeadline of that connection's is:
+// an append on it is refused before anything is sent.
+func TestCommitContextOfABrokenConnectionIsEndedAtOnce(t *testing.T) {
+	for range 200 {
+		commitCtxs = commitCtxPool{}
+		conn, lose := context.WithCancelCause(context.WithValue(context.Background(), connKey{}, "log"))
+		kept := commitCtxs.get(conn, time.Now().Add(time.Minute))
+		kept.cancel()
+		lose(errConnectionLost)
+		for i := range 2 { // the kept one (its watch may not have run yet), then a new one
+			c := commitCtxs.get(conn, time.Now().Add(time.Minute))
+			if c.Err() == nil || !errors.Is(context.Cause(c), errConnectionLost) {
+				t.Fatalf("get %d on a broken connection: err %v, cause %v", i, c.Err(), context.Cause(c))
+			}
+			c.cancel()
+		}
+	}
+}
