@@ -95,8 +95,7 @@ type Trace struct {
 type state struct {
 	context.Context
 	trace     Trace
-	principal Principal // the admitted principal (SetPrincipal), when admitted
-	admitted  bool
+	principal any // the admitted Principal (SetPrincipal); nil before
 	seq       atomic.Uint64
 }
 
@@ -110,7 +109,7 @@ func (s *state) Value(key any) any {
 	case stateKey:
 		return s
 	case principalKey:
-		if s.admitted {
+		if s.principal != nil {
 			return s.principal
 		}
 	}
@@ -157,19 +156,14 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func SetPrincipal(r *http.Request, p Principal) *http.Request {
 	ctx := r.Context()
 	if s, ok := ctx.Value(stateKey).(*state); ok && ctx.Value(principalKey) == nil {
-		s.principal, s.admitted = p, true
+		s.principal = p
 		return r
 	}
 	return r.WithContext(WithPrincipal(ctx, p))
 }
 
-// PrincipalOf returns the request's resolved principal: the state's
-// without boxing it when the request's context is the state itself (no
-// value was stored in a context made from it).
+// PrincipalOf returns the request's resolved principal.
 func PrincipalOf(r *http.Request) (Principal, bool) {
-	if s, ok := r.Context().(*state); ok {
-		return s.principal, s.admitted
-	}
 	p, ok := r.Context().Value(principalKey).(Principal)
 	return p, ok
 }
