@@ -98,6 +98,8 @@ type Log struct {
 	connMu sync.Mutex
 	conn   context.Context // ends when the connection in use breaks; a new one per reconnect
 	lose   context.CancelCauseFunc
+
+	drops chan struct{} // deletions of ended reads' consumers in flight (dropReader)
 }
 
 // errConnectionLost is why an append in flight ends when the connection
@@ -157,7 +159,7 @@ func (c Config) withDefaults() (Config, error) {
 // dial locks the data directory and starts the embedded server (unless
 // cfg.URL is set), and connects; it does not touch the stream.
 func dial(cfg Config) (*Log, error) {
-	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent}
+	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent, drops: make(chan struct{}, maxDrops)}
 	if cfg.SoleWriter && !cfg.ReadOnly {
 		l.tail = newTail(tailSize)
 	}
@@ -714,7 +716,8 @@ func (l *Log) Follow(ctx context.Context, from uint64, fn func(Msg) error) error
 }
 
 func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, fn func(Msg) error) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverAllPolicy}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
+		InactiveThreshold: readerIdle}
 	if from > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from + 1
@@ -772,6 +775,7 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 	if err != nil {
 		return fmt.Errorf("eventlog: consume: %w", err)
 	}
+	defer l.dropReader(cons)
 	defer cc.Stop()
 	stalled := make(chan struct{})
 	if len(filter) == 0 { // a whole-stream read: the stream's head tells what is left to deliver
@@ -799,6 +803,38 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 		return ctx.Err()
 	}
 	return errors.New("eventlog: the log's consumer stopped (connection closed)")
+}
+
+// readerIdle is how long the server keeps a read's consumer that nobody pulls
+// from. A read deletes its consumer when it ends (dropReader); this bounds
+// those it could not delete (a crash, a lost connection). nats.go's own
+// default is 5 minutes, and nats-server allows 1,000 consumers a stream by
+// default: a node loading aggregates after a restart makes one a load, and
+// a few restarts within 5 minutes reached the limit, refusing every read.
+const readerIdle = 30 * time.Second
+
+// maxDrops bounds the deletions of ended reads' consumers in flight; past
+// it a consumer is left to readerIdle.
+const maxDrops = 16
+
+// dropReader deletes the server's consumer of an ended read, off the read's
+// path: a read that ended waits for no round trip.
+func (l *Log) dropReader(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	select {
+	case l.drops <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-l.drops }()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.js.DeleteConsumer(ctx, l.name, info.Name)
+	}()
 }
 
 // DuplicateWindow is how long the stream remembers a commit's message id

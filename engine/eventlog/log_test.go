@@ -481,3 +481,47 @@ func logOnItsOwnServer(t *testing.T) (*server.Server, *eventlog.Log) {
 	t.Cleanup(l.Close)
 	return s, l
 }
+
+// Every read of the log makes a consumer on the server, and the server
+// allows 1,000 a stream by default. A read that ended must not leave its
+// consumer behind for minutes: a node loading its aggregates after a few
+// restarts reached the limit and was refused every read.
+func TestEndedReadsLeaveNoConsumers(t *testing.T) {
+	ctx := context.Background()
+	l := embedded(t.TempDir())(t)
+	defer l.Close()
+	var subjects []string
+	for i := range 40 {
+		subj := l.Subject(fmt.Sprintf("account.r%d", i))
+		if _, err := l.Append(ctx, subj, 0, ulid.Make().String(), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, subj)
+	}
+	for _, subj := range subjects {
+		if _, err := l.Load(ctx, subj, func(eventlog.Msg) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Replay(ctx, 0, func(eventlog.Msg) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := l.JetStream().Stream(ctx, l.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d consumers left 5 s after 41 reads ended", info.State.Consumers)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
