@@ -99,7 +99,7 @@ type Log struct {
 	conn   context.Context // ends when the connection in use breaks; a new one per reconnect
 	lose   context.CancelCauseFunc
 
-	drops chan struct{} // deletions of ended reads' consumers in flight (dropReader)
+	reads chan struct{} // bounded reads in flight (maxReads)
 }
 
 // errConnectionLost is why an append in flight ends when the connection
@@ -159,7 +159,7 @@ func (c Config) withDefaults() (Config, error) {
 // dial locks the data directory and starts the embedded server (unless
 // cfg.URL is set), and connects; it does not touch the stream.
 func dial(cfg Config) (*Log, error) {
-	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent, drops: make(chan struct{}, maxDrops)}
+	l := &Log{name: cfg.Stream, prefix: cfg.Prefix, recent: cfg.Recent, reads: make(chan struct{}, maxReads)}
 	if cfg.SoleWriter && !cfg.ReadOnly {
 		l.tail = newTail(tailSize)
 	}
@@ -716,6 +716,14 @@ func (l *Log) Follow(ctx context.Context, from uint64, fn func(Msg) error) error
 }
 
 func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, fn func(Msg) error) error {
+	slot := until > 0 // a read to an end waits for a slot (maxReads)
+	if slot {
+		select {
+		case l.reads <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 		InactiveThreshold: readerIdle}
 	if from > 0 {
@@ -724,6 +732,9 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 	}
 	cons, err := l.stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
+		if slot {
+			<-l.reads
+		}
 		return fmt.Errorf("eventlog: consumer: %w", err)
 	}
 	// Consume hands each message to the handler on the subscription's own
@@ -772,10 +783,10 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 			end(nil)
 		}
 	}, jetstream.PullMaxMessages(4096))
+	defer l.dropReader(cons, slot) // after Consume failed too: it may have made the consumer
 	if err != nil {
 		return fmt.Errorf("eventlog: consume: %w", err)
 	}
-	defer l.dropReader(cons)
 	defer cc.Stop()
 	stalled := make(chan struct{})
 	if len(filter) == 0 { // a whole-stream read: the stream's head tells what is left to deliver
@@ -813,27 +824,31 @@ func (l *Log) follow(ctx context.Context, filter []string, from, until uint64, f
 // a few restarts within 5 minutes reached the limit, refusing every read.
 const readerIdle = 30 * time.Second
 
-// maxDrops bounds the deletions of ended reads' consumers in flight; past
-// it a consumer is left to readerIdle.
-const maxDrops = 16
+// maxReads bounds the reads to an end (Load, Replay, ReplaySubjects) in
+// flight, each with a consumer on the server; more wait for a slot. A burst
+// of aggregates loading at once (a takeover, a restart under load) would
+// otherwise pass the server's 1,000 consumers a stream and be refused.
+const maxReads = 256
 
-// dropReader deletes the server's consumer of an ended read, off the read's
-// path: a read that ended waits for no round trip.
-func (l *Log) dropReader(cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	select {
-	case l.drops <- struct{}{}:
-	default:
-		return
+// dropReader deletes the server's consumer of an ended read off the read's
+// path (a read that ended waits for no round trip), then frees the read's
+// slot, if it held one: the consumers on the server are no more than the
+// slots, even when reads end faster than their consumers are deleted.
+func (l *Log) dropReader(cons jetstream.Consumer, slot bool) {
+	var name string
+	if info := cons.CachedInfo(); info != nil {
+		name = info.Name
 	}
 	go func() {
-		defer func() { <-l.drops }()
+		if slot {
+			defer func() { <-l.reads }()
+		}
+		if name == "" {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = l.js.DeleteConsumer(ctx, l.name, info.Name)
+		_ = l.js.DeleteConsumer(ctx, l.name, name)
 	}()
 }
 

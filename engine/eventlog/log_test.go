@@ -525,3 +525,35 @@ func TestEndedReadsLeaveNoConsumers(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// More reads at once than the server's 1,000 consumers a stream all
+// succeed: they wait their turn rather than being refused.
+func TestABurstOfReadsPastTheConsumerLimitSucceeds(t *testing.T) {
+	ctx := context.Background()
+	l := embedded(t.TempDir())(t)
+	defer l.Close()
+	const n = 1200
+	subjects := make([]string, n)
+	for i := range n {
+		subjects[i] = l.Subject(fmt.Sprintf("account.b%d", i))
+		if _, err := l.Append(ctx, subjects[i], 0, ulid.Make().String(), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, n)
+	for _, subj := range subjects {
+		go func() {
+			var got int
+			_, err := l.Load(ctx, subj, func(eventlog.Msg) error { got++; return nil })
+			if err == nil && got != 1 {
+				err = fmt.Errorf("%s: %d commits read, want 1", subj, got)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
