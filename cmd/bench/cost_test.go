@@ -213,6 +213,12 @@ func (w *costWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
+// SetWriteDeadline takes the write deadline every request sets
+// (gateway.BoundWrites), as net/http's own writer does on its connection.
+// Without it the response controller formatted an error not supported an
+// order: about 60 bytes and 2 objects that no request to a server makes.
+func (w *costWriter) SetWriteDeadline(time.Time) error { return nil }
+
 // openStreams opens subs streams of /api/account/stream for each of the
 // service's accounts over real connections to its server, and drains them
 // into read (bytes) until stop.
