@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -161,6 +162,58 @@ func (e *Engine) Cont() {
 // nil for status 0, an *exec.ExitError otherwise, or an error saying the
 // engine had to be killed or was not running.
 func (e *Engine) Term() error { return e.proc.term(engineTerm) }
+
+// Stacks ends the engine with SIGQUIT, which makes the Go runtime write
+// every goroutine's stack before it exits, and returns the goroutines that
+// had been blocked for at least a minute and run the engine's own code: where
+// a test's write that was never answered is waiting. Only for a test that
+// has already failed: the engine is gone afterwards.
+func (e *Engine) Stacks() string {
+	before := len(e.proc.log())
+	if err := e.proc.signal(syscall.SIGQUIT); err != nil {
+		return err.Error()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.proc.running() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.proc.kill()
+	log := e.proc.log()
+	if len(log) < before {
+		return ""
+	}
+	return stuckGoroutines(log[before:], 25)
+}
+
+// stuckGoroutines picks from a Go traceback the goroutines blocked for a
+// minute or more ("[chan receive, 2 minutes]") with a frame of the engine's
+// own packages, at most max of them, each as its header and the engine's
+// frames.
+func stuckGoroutines(dump string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, g := range strings.Split(dump, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(g), "\n")
+		if len(lines) == 0 || !strings.HasPrefix(lines[0], "goroutine ") || !strings.Contains(lines[0], " minutes]") {
+			continue
+		}
+		var own []string
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "github.com/svc/engine/") {
+				own = append(own, "    "+l)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		if n++; n > max {
+			fmt.Fprintf(&b, "(more goroutines left out)\n")
+			break
+		}
+		b.WriteString(lines[0] + "\n" + strings.Join(own, "\n") + "\n")
+	}
+	return b.String()
+}
 
 // Running reports whether the engine's process is running (a stopped one is).
 func (e *Engine) Running() bool { return e.proc.running() }

@@ -294,6 +294,11 @@ func (h *history) pause(t *testing.T) {
 			for i, e := range h.d.engines {
 				t.Logf("n%d running: %v", i+1, e.Running())
 			}
+			// Where the unanswered writes wait: the engines' goroutines
+			// blocked a minute or more (this ends the engines).
+			for i, e := range h.d.engines {
+				t.Logf("n%d goroutines blocked a minute or more:\n%s", i+1, e.Stacks())
+			}
 			t.Fatalf("%d writes still unanswered a minute after the round: the deployment did not recover", n)
 		}
 		time.Sleep(10 * time.Millisecond)
