@@ -165,9 +165,10 @@ func (e *Engine) Term() error { return e.proc.term(engineTerm) }
 
 // Stacks ends the engine with SIGQUIT, which makes the Go runtime write
 // every goroutine's stack before it exits, and returns the goroutines that
-// had been blocked for at least a minute and run the engine's own code: where
-// a test's write that was never answered is waiting. Only for a test that
-// has already failed: the engine is gone afterwards.
+// run the engine's own code and are serving a request or had been blocked
+// for a minute or more: where a test's write that was never answered is
+// waiting. Only for a test that has already failed: the engine is gone
+// afterwards.
 func (e *Engine) Stacks() string {
 	before := len(e.proc.log())
 	if err := e.proc.signal(syscall.SIGQUIT); err != nil {
@@ -185,16 +186,18 @@ func (e *Engine) Stacks() string {
 	return stuckGoroutines(log[before:], 25)
 }
 
-// stuckGoroutines picks from a Go traceback the goroutines blocked for a
-// minute or more ("[chan receive, 2 minutes]") with a frame of the engine's
-// own packages, at most max of them, each as its header and the engine's
-// frames.
+// stuckGoroutines picks from a Go traceback the goroutines with a frame of
+// the engine's own packages that serve an HTTP request or were blocked for a
+// minute or more ("[chan receive, 2 minutes]"; the runtime knows how long
+// only of goroutines a collection found blocked), at most max of them, each
+// as its header and the engine's frames.
 func stuckGoroutines(dump string, max int) string {
 	var b strings.Builder
 	n := 0
 	for _, g := range strings.Split(dump, "\n\n") {
 		lines := strings.Split(strings.TrimSpace(g), "\n")
-		if len(lines) == 0 || !strings.HasPrefix(lines[0], "goroutine ") || !strings.Contains(lines[0], " minutes]") {
+		if len(lines) == 0 || !strings.HasPrefix(lines[0], "goroutine ") ||
+			!strings.Contains(lines[0], " minutes]") && !strings.Contains(g, "\nnet/http.(*conn).serve(") {
 			continue
 		}
 		var own []string
