@@ -295,9 +295,11 @@ func (h *history) pause(t *testing.T) {
 				t.Logf("n%d running: %v", i+1, e.Running())
 			}
 			// Where the unanswered writes wait: the engines' goroutines
-			// serving a request or blocked a minute or more (this ends the engines).
+			// serving a request or blocked a minute or more. That ends the
+			// engines; they start again for the rounds after this one.
 			for i, e := range h.d.engines {
 				t.Logf("n%d goroutines serving a request or blocked a minute or more:\n%s", i+1, e.Stacks())
+				e.Start(t)
 			}
 			t.Fatalf("%d writes still unanswered a minute after the round: the deployment did not recover", n)
 		}
