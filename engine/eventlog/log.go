@@ -827,8 +827,9 @@ const readerIdle = 30 * time.Second
 // maxReads bounds the reads to an end (Load, Replay, ReplaySubjects) in
 // flight, each with a consumer on the server; more wait for a slot. A burst
 // of aggregates loading at once (a takeover, a restart under load) would
-// otherwise pass the server's 1,000 consumers a stream and be refused.
-const maxReads = 256
+// otherwise pass the server's 1,000 consumers a stream and be refused; at
+// 128 a node, seven nodes' bursts stay under it.
+const maxReads = 128
 
 // dropReader deletes the server's consumer of an ended read off the read's
 // path (a read that ended waits for no round trip), then frees the read's
