@@ -189,9 +189,9 @@ func (e *Engine) Stacks() string {
 // stuckGoroutines picks from a Go traceback the goroutines with a frame of
 // the engine's own packages that serve an HTTP request or were blocked for a
 // minute or more ("[chan receive, 2 minutes]"; the runtime knows how long
-// only of goroutines a collection found blocked), at most max of them, each
+// only of goroutines a collection found blocked), at most most of them, each
 // as its header and the engine's frames.
-func stuckGoroutines(dump string, max int) string {
+func stuckGoroutines(dump string, most int) string {
 	var b strings.Builder
 	n := 0
 	for _, g := range strings.Split(dump, "\n\n") {
@@ -209,7 +209,7 @@ func stuckGoroutines(dump string, max int) string {
 		if len(own) == 0 {
 			continue
 		}
-		if n++; n > max {
+		if n++; n > most {
 			fmt.Fprintf(&b, "(more goroutines left out)\n")
 			break
 		}
