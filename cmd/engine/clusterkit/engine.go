@@ -189,7 +189,7 @@ func (e *Engine) Stacks() string {
 // stuckGoroutines picks from a Go traceback the goroutines with a frame of
 // the engine's own packages that serve an HTTP request or were blocked for a
 // minute or more ("[chan receive, 2 minutes]"; the runtime knows how long
-// only of goroutines a collection found blocked), at most most of them, each
+// only of goroutines a collection found blocked), no more than most of them, each
 // as its header and the engine's frames.
 func stuckGoroutines(dump string, most int) string {
 	var b strings.Builder
