@@ -277,6 +277,7 @@ func (p *Projector) Run(ctx context.Context, src Source) error {
 		case ch <- pending{events.Committed{Subject: subject, Seq: seq, Commit: c}}:
 			return nil
 		case err := <-done:
+			done <- err // Run reads the fold's outcome below, once more: nothing else sends
 			return err
 		}
 	})

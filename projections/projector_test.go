@@ -522,3 +522,60 @@ func TestAStoreFailureEndsRunAtOnceAndRunAgainResumes(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// stuckStore holds every Update while held, then fails it, as PostgreSQL
+// does with a transaction it ends (idle in transaction too long).
+type stuckStore struct {
+	projections.Store
+	held    atomic.Bool
+	release chan struct{}
+	entered chan struct{} // told once an Update is held
+}
+
+func (s *stuckStore) Update(ctx context.Context, seq uint64, fn func(projections.Tx) error) error {
+	if s.held.Load() {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		<-s.release
+		return errDown
+	}
+	return s.Store.Update(ctx, seq, fn)
+}
+
+// A store that fails while the live loop's queue is full (the log runs
+// ahead of a store that hangs, then fails) still ends Run with ErrStore, so
+// that it can run again: it once waited forever for the fold's error that
+// the log's callback had already taken, and the node's read models stayed
+// where they were until it restarted.
+func TestAStoreFailureWithTheQueueFullEndsRun(t *testing.T) {
+	reg := evacct.Registry()
+	subjects, data := accountCommits(t, reg, 1, 4*projections.MaxBatch+200)
+	store := &stuckStore{Store: memory.New(), release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	p := projections.NewProjector(store, reg, projections.Core)
+	log := &logSource{more: make(chan struct{})}
+	log.add(subjects[0], data[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, log) }()
+	if err := p.WaitFor(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	store.held.Store(true)
+	for i := 1; i < len(data); i++ {
+		log.add(subjects[i], data[i])
+	}
+	<-store.entered
+	time.Sleep(200 * time.Millisecond) // the log fills the queue behind the held Update
+	close(store.release)
+	select {
+	case err := <-done:
+		if !errors.Is(err, projections.ErrStore) {
+			t.Fatalf("Run on a failing store = %v, want ErrStore", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run never returned after its store failed with the queue full: the projector can never run again")
+	}
+}
