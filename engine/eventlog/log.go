@@ -194,7 +194,7 @@ func dial(cfg Config) (*Log, error) {
 			l.Close()
 			return nil, errors.New("eventlog: embedded server not ready")
 		}
-		l.nc, err = nats.Connect("", append(track, nats.InProcessServer(l.srv), nats.MaxReconnects(-1))...)
+		l.nc, err = nats.Connect("", append(track, nats.InProcessServer(inProcess{l.srv}), nats.MaxReconnects(-1))...)
 	} else {
 		// No reconnect buffer: a publish while disconnected fails at once
 		// (ErrLogUnavailable) instead of leaving after a reconnect.
