@@ -309,14 +309,31 @@ func allowed(root *mux.Router, r *http.Request) string {
 // reaches into the connection's next request.
 func BoundWrites(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+		_ = setWriteDeadline(w, time.Now().Add(d))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setWriteDeadline is http.ResponseController's SetWriteDeadline without
+// the controller (made on the heap for every request): the first writer of
+// the Unwrap chain that sets a write deadline does.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) error {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			return x.SetWriteDeadline(t)
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return http.ErrNotSupported
+		}
+	}
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	id     [1]string // the X-Request-Id header's values
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -348,9 +365,10 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 func logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, tr := httpx.Begin(r, ulid.Make().String())
-		w.Header().Set(httpx.RequestIDHeader, tr.ID)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		sw.id[0] = tr.ID
+		w.Header()[httpx.RequestIDHeader] = sw.id[:1:1] // the writer's own: no slice made for the header
 		next.ServeHTTP(sw, r)
 		route := tr.Route
 		if route == "" {

@@ -50,7 +50,8 @@ func raise(h *atomic.Uint64, seq uint64) {
 // seqWriter sets X-Engine-Seq before the status goes out.
 type seqWriter struct {
 	http.ResponseWriter
-	h *atomic.Uint64
+	h   *atomic.Uint64
+	seq [1]string // the header's values
 }
 
 func (w *seqWriter) WriteHeader(code int) {
@@ -65,7 +66,8 @@ func (w *seqWriter) Write(b []byte) (int, error) {
 
 func (w *seqWriter) stamp() {
 	if seq := w.h.Load(); seq > 0 && w.Header().Get(SeqHeader) == "" {
-		w.Header().Set(SeqHeader, strconv.FormatUint(seq, 10))
+		w.seq[0] = strconv.FormatUint(seq, 10)
+		w.Header()[SeqHeader] = w.seq[:1:1]
 	}
 }
 

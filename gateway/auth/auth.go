@@ -284,7 +284,7 @@ func credential(p httpx.Principal) string { return p.Credential() }
 // and its stream, if it starts one, bounded (429 too_many_streams) and ended
 // when the credential ends or at until (its expiry; zero: none).
 func (a *Auth) admit(w http.ResponseWriter, r *http.Request, fam httpx.Family, p httpx.Principal, until time.Time, next http.Handler) {
-	id := credential(p)
+	id := p.KeepCredential()
 	if wait, ok := a.allow(id, a.cfg.RatePerSecond, a.cfg.Burst); !ok {
 		httpx.WriteError(w, r, fam, &httpx.Error{Status: http.StatusTooManyRequests, Code: commands.CodeRateLimited, Msg: "rate limit exceeded; wait for Retry-After", RetryAfter: wait})
 		return

@@ -34,11 +34,15 @@ type Principal struct {
 	Session string      // the session id, for Kind session and dashboard
 	Venue   *VenueGrant // for Kind venue
 	App     *AppGrant   // for Kind connect
+	cred    string      // Credential, once KeepCredential made it
 }
 
 // Credential names what the principal counts against (rate limits, stream
 // bounds, its writes): a registered origin, a signed-in user, or a key.
 func (p Principal) Credential() string {
+	if p.cred != "" {
+		return p.cred
+	}
 	switch p.Kind {
 	case "origin":
 		return "origin:" + p.Origin
@@ -46,6 +50,13 @@ func (p Principal) Credential() string {
 		return "user:" + p.UserID
 	}
 	return "key:" + p.KeyID
+}
+
+// KeepCredential makes p's Credential once, for every later call on p and
+// on its copies (the admitted principal of a request asks it more than once).
+func (p *Principal) KeepCredential() string {
+	p.cred = p.Credential()
+	return p.cred
 }
 
 // AppGrant is what a Connect app key grants: one app in one environment,
@@ -95,7 +106,8 @@ type Trace struct {
 type state struct {
 	context.Context
 	trace     Trace
-	principal any // the admitted Principal (SetPrincipal); nil before
+	principal Principal // the admitted principal (SetPrincipal)
+	admitted  bool      // principal is set
 	seq       atomic.Uint64
 }
 
@@ -109,8 +121,8 @@ func (s *state) Value(key any) any {
 	case stateKey:
 		return s
 	case principalKey:
-		if s.principal != nil {
-			return s.principal
+		if s.admitted {
+			return &s.principal // a pointer into s: no copy of the principal an order
 		}
 	}
 	return s.Context.Value(key)
@@ -145,9 +157,10 @@ func CommitSeq(ctx context.Context) *atomic.Uint64 {
 	return nil
 }
 
-// WithPrincipal stores p in ctx.
+// WithPrincipal stores p in ctx. Under principalKey a context holds a
+// *Principal, as the gateway's state (Begin) answers it.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey, p)
+	return context.WithValue(ctx, principalKey, &p)
 }
 
 // SetPrincipal is r with p as its principal (PrincipalOf): r itself when it
@@ -156,7 +169,7 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func SetPrincipal(r *http.Request, p Principal) *http.Request {
 	ctx := r.Context()
 	if s, ok := ctx.Value(stateKey).(*state); ok && ctx.Value(principalKey) == nil {
-		s.principal = p
+		s.principal, s.admitted = p, true
 		return r
 	}
 	return r.WithContext(WithPrincipal(ctx, p))
@@ -164,8 +177,11 @@ func SetPrincipal(r *http.Request, p Principal) *http.Request {
 
 // PrincipalOf returns the request's resolved principal.
 func PrincipalOf(r *http.Request) (Principal, bool) {
-	p, ok := r.Context().Value(principalKey).(Principal)
-	return p, ok
+	p, ok := r.Context().Value(principalKey).(*Principal)
+	if !ok {
+		return Principal{}, false
+	}
+	return *p, true
 }
 
 // Family selects the error shape of a route family.
@@ -277,7 +293,7 @@ func toError(err error) *Error {
 
 // WriteJSON writes v with status, and a newline.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	err := EncodeJSON(v, func(body []byte) {
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
@@ -287,6 +303,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		_, _ = w.Write(internalErrorBody)
 	}
 }
+
+// jsonContentType is every JSON answer's Content-Type value, shared rather
+// than made for each answer: nothing changes a header's values in place, and
+// its capacity is its length, so an Add appends to a copy.
+var jsonContentType = []string{"application/json"}[:1:1]
 
 // EncodeJSON encodes v as encoding/json's Marshal writes it (HTML escaped),
 // and a newline, at half its CPU (an order's answer and every frame are on
