@@ -90,6 +90,7 @@ type Log struct {
 	recent *events.Recent
 	group  *grouper // nil: no group commit
 	tail   *tail    // nil: FollowCommits reads every commit from the server (Config.SoleWriter)
+	sole   bool     // Config.SoleWriter
 	// natsDir is the embedded server's store directory (empty: an external
 	// server); staging is the directory in memory where it stages atomic
 	// batches (staging.go; empty: on disk).
@@ -163,6 +164,7 @@ func dial(cfg Config) (*Log, error) {
 	if cfg.SoleWriter && !cfg.ReadOnly {
 		l.tail = newTail(tailSize)
 	}
+	l.sole = cfg.SoleWriter
 	l.conn, l.lose = l.newConn()
 	track := []nats.Option{nats.DisconnectErrHandler(l.lost), nats.ReconnectHandler(l.reconnected)}
 	var err error
@@ -327,6 +329,10 @@ func notWhole(err error) bool {
 	}
 	return false
 }
+
+// SoleWriter reports whether no other process appends to this log
+// (Config.SoleWriter): what this process decided on is then the log's last word.
+func (l *Log) SoleWriter() bool { return l.sole }
 
 // GroupCommit reports whether appends beyond the in-flight threshold travel
 // as atomic batches (the server and the stream allow them).

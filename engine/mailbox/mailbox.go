@@ -363,6 +363,25 @@ func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 	return nil
 }
 
+// behind reports whether the log holds a commit of b's subject after the
+// state's revision; never on a log this process alone appends to.
+func (g *Group[S]) behind(b *box[S], deadline time.Time) (bool, error) {
+	if g.log.SoleWriter() {
+		return false, nil
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	last, err := g.log.LastSubjectSeq(ctx, g.kind.Subject(b.id))
+	if err != nil {
+		g.observe("unavailable", 0)
+		if !g.log.Connected() && !errors.Is(err, eventlog.ErrLogUnavailable) {
+			err = fmt.Errorf("%w: %w", err, eventlog.ErrLogUnavailable)
+		}
+		return false, fmt.Errorf("confirm %s %s is current: %w", g.kind.Name, b.id, err)
+	}
+	return last > b.rev, nil
+}
+
 func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, error) {
 	// A commit in flight finishes even if its caller has gone: it is bounded by
 	// its own deadline, not the request's.
@@ -388,6 +407,23 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 			return Result{}, r.ctx.Err() // the caller left before anything was decided
 		}
 		evs, err := g.kind.Decide(b.state, r.env)
+		if err != nil || r.dry {
+			// A refusal (or a dry run's answer) appends nothing, so the log's
+			// guard never checks the state it came from: on a log other
+			// processes append to, that state may lag the log (a node's warm
+			// state just after a lease moved to it, while its follow of the
+			// log catches up), so it is given only once the subject's last
+			// commit is the state's own. A command that changes nothing is
+			// answered as it is: what it found done stays done.
+			behind, cerr := g.behind(b, deadline)
+			switch {
+			case cerr != nil:
+				return Result{}, cerr
+			case behind && attempt < MaxRetries:
+				b.stale = true
+				continue
+			}
+		}
 		if err != nil {
 			g.observe("refused", 0)
 			return Result{}, err

@@ -40,6 +40,9 @@ func kind() mailbox.Kind[*counter] {
 			if s.total+c.N > max {
 				return nil, commands.Refuse("over", "over the maximum", nil)
 			}
+			if s.total+c.N < 0 {
+				return nil, commands.Refuse("under", "below zero", nil)
+			}
 			return []events.Event{added{N: c.N}}, nil
 		},
 		Apply: func(s *counter, e events.Event) *counter { s.total += e.(added).N; return s },
@@ -258,5 +261,36 @@ func TestAPanicFailsOneCommandAndTheMailboxServesOn(t *testing.T) {
 	defer obs.mu.Unlock()
 	if obs.outcomes["panic"] != 4 {
 		t.Fatalf("panics counted %d, want 4", obs.outcomes["panic"])
+	}
+}
+
+// Two groups on one log, as two nodes: a refusal is decided on the state
+// only once the log holds nothing newer on the aggregate. A group that saw
+// the aggregate at 0, asked to take 5 after the other added 10, reloads and
+// takes it, instead of refusing on what it held (a refusal appends nothing,
+// so the log's guard never sees it).
+func TestARefusalIsNeverDecidedOnAStaleState(t *testing.T) {
+	l := open(t)
+	a := mailbox.NewGroup(kind(), l, reg, nil)
+	b := mailbox.NewGroup(kind(), l, reg, nil)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := a.Execute(ctx, "c9", env(-1)); err == nil { // a now holds the aggregate, at 0
+		t.Fatal("taking 1 from 0 was not refused")
+	}
+	if _, err := b.Execute(ctx, "c9", env(10)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Execute(ctx, "c9", env(-5))
+	if err != nil {
+		t.Fatalf("taking 5 after the other group added 10: %v (decided on the state it held)", err)
+	}
+	if got := total(t, l, "c9"); got != 5 || res.Seq == 0 {
+		t.Fatalf("the log holds %d at %d, want 5", got, res.Seq)
+	}
+	// And a refusal that stands on the current state still stands.
+	if _, err := b.Execute(ctx, "c9", env(-6)); err == nil {
+		t.Fatal("taking 6 from 5 was not refused")
 	}
 }
