@@ -407,14 +407,15 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 			return Result{}, r.ctx.Err() // the caller left before anything was decided
 		}
 		evs, err := g.kind.Decide(b.state, r.env)
-		if err != nil || r.dry {
-			// A refusal (or a dry run's answer) appends nothing, so the log's
-			// guard never checks the state it came from: on a log other
-			// processes append to, that state may lag the log (a node's warm
-			// state just after a lease moved to it, while its follow of the
-			// log catches up), so it is given only once the subject's last
-			// commit is the state's own. A command that changes nothing is
-			// answered as it is: what it found done stays done.
+		if err != nil || r.dry || (len(evs) == 0 && r.env.Principal.System == "") {
+			// A refusal, a dry run's answer or a caller's command that
+			// changes nothing appends nothing, so the log's guard never
+			// checks the state it came from: on a log other processes append
+			// to, that state may lag the log (a node's warm state just after
+			// a lease moved to it, while its follow of the log catches up),
+			// so it is given only once the subject's last commit is the
+			// state's own. A reactor's command that changes nothing (a check
+			// that found nothing due) is let be: its reactor comes again.
 			behind, cerr := g.behind(b, deadline)
 			switch {
 			case cerr != nil:

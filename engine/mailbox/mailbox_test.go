@@ -43,6 +43,9 @@ func kind() mailbox.Kind[*counter] {
 			if s.total+c.N < 0 {
 				return nil, commands.Refuse("under", "below zero", nil)
 			}
+			if c.N == 0 {
+				return nil, nil // nothing to change
+			}
 			return []events.Event{added{N: c.N}}, nil
 		},
 		Apply: func(s *counter, e events.Event) *counter { s.total += e.(added).N; return s },
@@ -289,8 +292,17 @@ func TestARefusalIsNeverDecidedOnAStaleState(t *testing.T) {
 	if got := total(t, l, "c9"); got != 5 || res.Seq == 0 {
 		t.Fatalf("the log holds %d at %d, want 5", got, res.Seq)
 	}
+	// A caller's command that changes nothing answers at the log's revision
+	// too, not at the one a stale state held.
+	seq, err := b.Execute(ctx, "c9", env(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.Execute(ctx, "c9", env(0)); err != nil || res.Seq != seq.Seq {
+		t.Fatalf("a command changing nothing answered at %d (%v), want the aggregate's last commit %d", res.Seq, err, seq.Seq)
+	}
 	// And a refusal that stands on the current state still stands.
-	if _, err := b.Execute(ctx, "c9", env(-6)); err == nil {
-		t.Fatal("taking 6 from 5 was not refused")
+	if _, err := b.Execute(ctx, "c9", env(-7)); err == nil {
+		t.Fatal("taking 7 from 6 was not refused")
 	}
 }
