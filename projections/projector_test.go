@@ -473,16 +473,7 @@ func TestAStoreFailureEndsRunAtOnceAndRunAgainResumes(t *testing.T) {
 	reg := evacct.Registry()
 	subjects, data := accountCommits(t, reg, 1, 2)
 	store := &downStore{Store: memory.New()}
-	p := projections.NewProjector(store, reg, projections.Core)
-	log := &logSource{more: make(chan struct{})}
-	log.add(subjects[0], data[0])
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, log) }()
-	if err := p.WaitFor(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	p, log, ctx, cancel, done := running(t, store, reg, subjects, data)
 	store.down.Store(true)
 	log.add(subjects[1], data[1])
 	select {
@@ -553,16 +544,7 @@ func TestAStoreFailureWithTheQueueFullEndsRun(t *testing.T) {
 	reg := evacct.Registry()
 	subjects, data := accountCommits(t, reg, 1, 4*projections.MaxBatch+200)
 	store := &stuckStore{Store: memory.New(), release: make(chan struct{}), entered: make(chan struct{}, 1)}
-	p := projections.NewProjector(store, reg, projections.Core)
-	log := &logSource{more: make(chan struct{})}
-	log.add(subjects[0], data[0])
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, log) }()
-	if err := p.WaitFor(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	_, log, _, _, done := running(t, store, reg, subjects, data)
 	store.held.Store(true)
 	for i := 1; i < len(data); i++ {
 		log.add(subjects[i], data[i])
@@ -578,4 +560,23 @@ func TestAStoreFailureWithTheQueueFullEndsRun(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run never returned after its store failed with the queue full: the projector can never run again")
 	}
+}
+
+// running starts a projector's Run over store on a log holding the first
+// of the commits, and waits until that one is applied; done gets what Run
+// returns, cancel ends it (the test's end does too).
+func running(t *testing.T, store projections.Store, reg events.Registry, subjects []string, data [][]byte) (
+	p *projections.Projector, log *logSource, ctx context.Context, cancel context.CancelFunc, done chan error) {
+	t.Helper()
+	p = projections.NewProjector(store, reg, projections.Core)
+	log = &logSource{more: make(chan struct{})}
+	log.add(subjects[0], data[0])
+	ctx, cancel = context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done = make(chan error, 1)
+	go func() { done <- p.Run(ctx, log) }()
+	if err := p.WaitFor(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return p, log, ctx, cancel, done
 }
