@@ -542,7 +542,7 @@ func (s *stuckStore) Update(ctx context.Context, seq uint64, fn func(projections
 // where they were until it restarted.
 func TestAStoreFailureWithTheQueueFullEndsRun(t *testing.T) {
 	reg := evacct.Registry()
-	subjects, data := accountCommits(t, reg, 1, 4*projections.MaxBatch+200)
+	subjects, data := accountCommits(t, reg, 1, 5*projections.MaxBatch+200) // more than the queue and a held batch take
 	store := &stuckStore{Store: memory.New(), release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	_, log, _, _, done := running(t, store, reg, subjects, data)
 	store.held.Store(true)
