@@ -54,6 +54,8 @@ func (p Principal) Credential() string {
 
 // KeepCredential makes p's Credential once, for every later call on p and
 // on its copies (the admitted principal of a request asks it more than once).
+// A copy may change OnBehalfOf (a venue or Connect key naming its trader),
+// never the fields the credential is made of: Kind, Origin, UserID, KeyID.
 func (p *Principal) KeepCredential() string {
 	p.cred = p.Credential()
 	return p.cred
