@@ -95,6 +95,16 @@ type box[S any] struct {
 	rev   uint64
 	seen  atomic.Uint64 // rev, for readers outside the mailbox goroutine
 	stale bool          // state may be behind the log: reload before the next decision
+	subj  string        // the aggregate's subject, once its goroutine first needed it (subject)
+}
+
+// subject is the aggregate's subject on the log, made once: only b's
+// goroutine calls it.
+func (g *Group[S]) subject(b *box[S]) string {
+	if b.subj == "" {
+		b.subj = g.kind.Subject(b.id)
+	}
+	return b.subj
 }
 
 // NewGroup makes the group of one aggregate kind.
@@ -337,7 +347,7 @@ func (g *Group[S]) safeHandle(b *box[S], r *request[S]) (res Result, err error) 
 
 func (g *Group[S]) reload(ctx context.Context, b *box[S]) error {
 	s := g.kind.New(b.id)
-	last, err := g.log.Load(ctx, g.kind.Subject(b.id), func(m eventlog.Msg) (err error) {
+	last, err := g.log.Load(ctx, g.subject(b), func(m eventlog.Msg) (err error) {
 		// The log client calls this in its own goroutine: a panic here would end the process.
 		defer func() {
 			if v := recover(); v != nil {
@@ -371,7 +381,7 @@ func (g *Group[S]) behind(b *box[S], deadline time.Time) (bool, error) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	last, err := g.log.LastSubjectSeq(ctx, g.kind.Subject(b.id))
+	last, err := g.log.LastSubjectSeq(ctx, g.subject(b))
 	if err != nil {
 		g.observe("unavailable", 0)
 		if !g.log.Connected() && !errors.Is(err, eventlog.ErrLogUnavailable) {
@@ -445,7 +455,7 @@ func (g *Group[S]) handle(b *box[S], r *request[S], committed *Result) (Result, 
 				return Result{}, err
 			}
 		}
-		subject := g.kind.Subject(b.id)
+		subject := g.subject(b)
 		start := time.Now()
 		g.log.Recent().Put(c)
 		ctx, cancel := g.log.CommitContext(deadline) // ends early if the log's connection breaks
