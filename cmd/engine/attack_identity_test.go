@@ -320,35 +320,21 @@ func TestResetAndResendTakeTheSameTimeForEveryAddress(t *testing.T) {
 			t.Fatalf("signup %s: %d %v", known[i], a.status, a.body)
 		}
 	}
+	// A round whose medians differ by more than the bound is measured again,
+	// up to three rounds: a machine busy with other tests (CI runs packages
+	// side by side) can slow one side of a single round, while a difference
+	// the handler makes shows in every round.
+	const rounds = 3
 	for k, path := range []string{"/api/auth/password-reset", "/api/auth/verify/resend"} {
-		var mine, none []time.Duration
-		var q peer
-		for i := range users {
-			// Ten pairs from each address, on one connection, interleaved and
-			// in turns first, so both see the same machine.
-			if i%10 == 0 {
-				q = from(t, p.base, fmt.Sprintf("127.0.8.%d", 10*k+i/10+1))
-				q.do("GET", "/healthz", nil)
+		for round := range rounds {
+			m, n := resetTimes(t, p.base, path, known, 10*(rounds*k+round))
+			t.Logf("%s: median %v for a registered address, %v for an unknown one", path, m, n)
+			if m <= 2*n+200*time.Microsecond && n <= 2*m+200*time.Microsecond {
+				break
 			}
-			var a, b reply
-			knownBody := map[string]string{"email": known[i]}
-			other := map[string]string{"email": fmt.Sprintf("unknown%d-%d@attack.example", k, i)}
-			if i%2 == 0 {
-				a, b = q.do("POST", path, knownBody), q.do("POST", path, other)
-			} else {
-				b, a = q.do("POST", path, other), q.do("POST", path, knownBody)
+			if round == rounds-1 {
+				t.Fatalf("%s: median %v for a registered address, %v for an unknown one; want them within a factor of 2 (in any of %d rounds)", path, m, n, rounds)
 			}
-			if a.status != 202 || b.status != 202 {
-				t.Fatalf("%s: %d %v, %d %v", path, a.status, a.body, b.status, b.body)
-			}
-			mine, none = append(mine, a.took), append(none, b.took)
-		}
-		slices.Sort(mine)
-		slices.Sort(none)
-		m, n := mine[users/2], none[users/2]
-		t.Logf("%s: median %v for a registered address, %v for an unknown one", path, m, n)
-		if m > 2*n+200*time.Microsecond || n > 2*m+200*time.Microsecond {
-			t.Fatalf("%s: median %v for a registered address, %v for an unknown one; want them within a factor of 2", path, m, n)
 		}
 	}
 	// The work was done after the answers: the registered addresses got their links.
@@ -437,4 +423,35 @@ func TestOrganizationAndVenueCaps(t *testing.T) {
 	if a := as("POST", "/api/back-office/venues", "venue-other", map[string]string{"orgId": orgs[1], "name": "Elsewhere"}); a.status != 201 {
 		t.Fatalf("a venue of another organization: %d %v", a.status, a.body)
 	}
+}
+
+// resetTimes is the median time of path's answer for the registered
+// addresses known and for as many unknown ones, in pairs from fresh source
+// addresses (127.0.8.base+1 and on, ten pairs each, on one connection),
+// interleaved and in turns first, so both see the same machine.
+func resetTimes(t *testing.T, base, path string, known []string, at int) (registered, unknown time.Duration) {
+	t.Helper()
+	var mine, none []time.Duration
+	var q peer
+	for i := range known {
+		if i%10 == 0 {
+			q = from(t, base, fmt.Sprintf("127.0.8.%d", at+i/10+1))
+			q.do("GET", "/healthz", nil)
+		}
+		var a, b reply
+		knownBody := map[string]string{"email": known[i]}
+		other := map[string]string{"email": fmt.Sprintf("unknown%d-%d@attack.example", at, i)}
+		if i%2 == 0 {
+			a, b = q.do("POST", path, knownBody), q.do("POST", path, other)
+		} else {
+			b, a = q.do("POST", path, other), q.do("POST", path, knownBody)
+		}
+		if a.status != 202 || b.status != 202 {
+			t.Fatalf("%s: %d %v, %d %v", path, a.status, a.body, b.status, b.body)
+		}
+		mine, none = append(mine, a.took), append(none, b.took)
+	}
+	slices.Sort(mine)
+	slices.Sort(none)
+	return mine[len(mine)/2], none[len(none)/2]
 }
