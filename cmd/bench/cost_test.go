@@ -22,6 +22,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // BenchmarkHTTPMarketOrderCost is the cost of one market order over the
@@ -42,7 +45,9 @@ import (
 //
 // Sub-benchmarks: none, no stream open; sse, 2 subscribers of
 // /api/account/stream per account over real connections (the engine
-// renders and writes their frames; the harness drains the sockets).
+// renders and writes their frames; the harness drains the sockets); raw,
+// the floor the log sets: no engine, only the append every order makes
+// (BenchmarkRawAppendCost's, measured in the same run).
 //
 // With -memprofilerate 512 (or lower) it logs where the bytes go, by stage
 // (costStages); COST_PROFILE=DIR writes the process's allocation profile
@@ -53,6 +58,77 @@ import (
 func BenchmarkHTTPMarketOrderCost(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchOrderCost(b, 0) })
 	b.Run("sse", func(b *testing.B) { benchOrderCost(b, 2) })
+	b.Run("raw", benchRawAppendCost)
+}
+
+// benchRawAppendCost is the cost of the one append a market order makes,
+// and nothing else: an embedded log opened as the engine opens its own
+// (same server options, same stream, sync interval as above), a message of
+// one encoded market-order commit published through nats.go with the three
+// headers every commit carries (its id, the stream's name, the subject's
+// expected last sequence), one at a time round robin over 8 subjects, the
+// ack waited for. Its message, header map and ids are made before the
+// timer, so what is counted is the client library and the server: the
+// floor under the engine's figures, which the engine's own code cannot go
+// below without leaving JetStream.
+func benchRawAppendCost(b *testing.B) {
+	ctx := context.Background()
+	raw, err := openRaw(ctx, opts{tmp: b.TempDir()}, "interval")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	payload, err := sampleCommit()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const subjects = 8
+	subs := make([]string, subjects)
+	for k := range subs {
+		subs[k] = "evt.cost." + strconv.Itoa(k)
+	}
+	id, stream, expected := make([]string, 1), []string{"EVT"}, make([]string, 1)
+	m := &nats.Msg{Data: payload, Header: nats.Header{
+		jetstream.MsgIDHeader: id, jetstream.ExpectedStreamHeader: stream, jetstream.ExpectedLastSubjSeqHeader: expected}}
+	nc := raw.log.Conn()
+	last := make([]uint64, subjects)
+	warm, ids := 200, make([]string, 200+b.N)
+	for i := range ids {
+		ids[i] = "cost-" + strconv.Itoa(i)
+	}
+	send := func(i int) {
+		k := i % subjects
+		m.Subject, id[0], expected[0] = subs[k], ids[i], strconv.FormatUint(last[k], 10)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := nc.RequestMsgWithContext(ctx, m)
+		cancel()
+		if err != nil {
+			b.Fatalf("append %d: %v", i, err)
+		}
+		seq := ackSeq(resp.Data)
+		if seq == 0 {
+			b.Fatalf("append %d: %s", i, resp.Data)
+		}
+		last[k] = seq
+	}
+	for i := range warm {
+		send(i)
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		send(warm + i)
+	}
+	b.StopTimer()
+	time.Sleep(100 * time.Millisecond) // what the server does after the ack (its flush)
+	cpu = cpuTime() - cpu
+	runtime.ReadMemStats(&m1)
+	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(b.N), "alloc-B/order")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N), "allocs/order")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/order")
 }
 
 // benchOrderCost measures orders with subs stream subscribers per account.
@@ -137,6 +213,23 @@ func benchOrderCost(b *testing.B, subs int) {
 	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(b.N), "alloc-B/order")
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N), "allocs/order")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/order")
+}
+
+// ackSeq is the sequence of a stored message's ack ({"stream":"EVT","seq":N}),
+// read without decoding JSON as the engine reads it; 0 for anything else.
+func ackSeq(b []byte) uint64 {
+	i := bytes.Index(b, []byte(`"seq":`))
+	if i < 0 || bytes.Contains(b, []byte(`"error"`)) {
+		return 0
+	}
+	var n uint64
+	for _, c := range b[i+len(`"seq":`):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
 }
 
 // orderPlacer places market order i on account i%accounts through the
