@@ -30,6 +30,10 @@ type simDoor struct {
 	srv     *http.Server
 	hang    atomic.Bool
 	release chan struct{}
+	// keyed, when set, drops every request that carries an API key (the
+	// account's calls) unanswered and unhandled, the public ones (exchange
+	// information, prices) served: a session cannot open.
+	keyed atomic.Bool
 }
 
 func newSimDoor(t *testing.T, sim *binance.Sim) *simDoor {
@@ -41,6 +45,9 @@ func newSimDoor(t *testing.T, sim *binance.Sim) *simDoor {
 }
 
 func (d *simDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d.keyed.Load() && r.Header.Get("X-MBX-APIKEY") != "" {
+		panic(http.ErrAbortHandler)
+	}
 	if d.hang.Load() {
 		d.mu.Lock()
 		release := d.release
@@ -287,4 +294,67 @@ func releaseLine(t *testing.T, out string) map[string]any {
 	}
 	t.Fatalf("engine admin release-hold printed no action line:\n%s", out)
 	return nil
+}
+
+// An engine started while the exchange takes none of the account's calls
+// cannot open the linked account's session. An order placed then is answered at once that
+// nothing was placed (503 provider_unavailable, Retry-After 1), and it is
+// never sent later: when the exchange comes back and the session opens,
+// the exchange still holds none of it, and the trader's retry with the
+// same clientOrderId places it once. Sent when the session came, it would
+// have been carried out long after its answer, and after a lookup could
+// have settled it as never placed.
+func TestProviderDownAtStartNeverSendsLate(t *testing.T) {
+	t.Parallel() // waits on its binary and simulator more than it computes
+	const k, s = "lateKEY0001neversentlate", "lateSECRET0001neversentlate"
+	sim := binance.New(binance.Options{})
+	t.Cleanup(func() { _ = sim.Close() })
+	if err := sim.AddAccount(binance.Account{APIKey: k, Secret: s}); err != nil {
+		t.Fatal(err)
+	}
+	door := newSimDoor(t, sim)
+	bin, dir, addr := build(t), t.TempDir(), freePort(t)
+	env := providerEnv(t, sim)
+	p := start(t, bin, dir, addr, env...)
+	b, key := signedIn(t, p, dir, "trader@example.com")
+	accountID, q := linkBinance(t, p, b, k, s)
+	order := func(id string) map[string]any {
+		return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
+			"quantity": "0.002", "limitPrice": "55000"}
+	}
+	count := func(id string) int { return sim.OrdersByClientID(k, provider.ClientOrderID(accountID, id)) }
+	if st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("before-1")); st != 200 {
+		t.Fatalf("an order with the exchange up: %d %v", st, m)
+	}
+
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	door.keyed.Store(true)
+	p = start(t, bin, dir, addr, env...)
+	began := time.Now()
+	a := rawCall(t, p.base, key, "/api/trading/order"+q, order("late-1"))
+	if a.status != 503 || jsonOf(t, a.body)["code"] != "provider_unavailable" || a.retryAfter != "1" {
+		t.Fatalf("an order with no session: %d %q %s\n%s", a.status, a.retryAfter, a.body, p.out)
+	}
+	if took := time.Since(began); took > 4*time.Second {
+		t.Fatalf("the answer took %s: it waited for the exchange", took)
+	}
+	door.keyed.Store(false)
+	// The session opens: an order of another id goes through it.
+	waitUntil(t, 20*time.Second, func() bool {
+		st, _ := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("after-1"))
+		return st == 200
+	}, func() any { return p.out.String() })
+	time.Sleep(500 * time.Millisecond)
+	if n := count("late-1"); n != 0 {
+		t.Fatalf("the exchange holds %d of late-1: it was sent when the session opened", n)
+	}
+	if st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("late-1")); st != 200 {
+		t.Fatalf("late-1's retry: %d %v", st, m)
+	}
+	for _, id := range []string{"before-1", "late-1", "after-1"} {
+		if n := count(id); n != 1 {
+			t.Fatalf("the exchange holds %d of %s, want 1", n, id)
+		}
+	}
 }

@@ -47,6 +47,10 @@ type fakeSess struct {
 	stream chan provider.Event
 	// place, when set, answers a placement (after the counting).
 	place func(provider.Order) (provider.OrderState, error)
+	// hold, when set, holds a placement this long before it would leave,
+	// then makes the adapter's last check (provider.SendByPassed): one
+	// past its moment is not sent, nor counted.
+	hold time.Duration
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
@@ -56,7 +60,13 @@ func (s *fakeSess) Snapshot(context.Context) (provider.Snapshot, error) {
 	s.snapshots.Add(1)
 	return provider.Snapshot{}, nil
 }
-func (s *fakeSess) Place(_ context.Context, o provider.Order) (provider.OrderState, error) {
+func (s *fakeSess) Place(ctx context.Context, o provider.Order) (provider.OrderState, error) {
+	if s.hold > 0 {
+		time.Sleep(s.hold)
+		if err := provider.SendByPassed(ctx, time.Now()); err != nil {
+			return provider.OrderState{}, err
+		}
+	}
 	s.places.Add(1)
 	if s.live.Load() {
 		s.placedLive.Add(1)
@@ -421,5 +431,67 @@ func streamRecords(sess *fakeSess) (*providers.Reactor, func(n int, linger time.
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(got)
+	}
+}
+
+// An intent goes out within SendWithin of its decision or never: one whose
+// session connects later (the provider was down at a start) settles as not
+// sent at that moment, without waiting for the session, and one whose
+// request is held past it before it leaves is not sent either (the
+// trader's 503 provider_unavailable: nothing was placed). Sent late, it could be carried out after a lookup had found
+// nothing and settled it as never placed.
+func TestAnIntentIsNeverSentLate(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		connectsIn  time.Duration
+		hold        time.Duration
+		wantPlace   int32
+		wantOutcome string
+	}{
+		{"a session that connects in time sends it once", 20 * time.Millisecond, 0, 1, evacct.OutcomeAccepted},
+		{"a session that connects after the moment sends nothing", 400 * time.Millisecond, 0, 0, evacct.OutcomeNotSent},
+		{"a request held past the moment before it leaves is not sent", 0, 400 * time.Millisecond, 0, evacct.OutcomeNotSent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opens := make(chan struct{})
+			sess := &fakeSess{streamOpens: opens, hold: tc.hold}
+			time.AfterFunc(tc.connectsIn, func() { close(opens) })
+			settles := make(chan *providercmd.Settle, 4)
+			r := providers.New(providers.Config{
+				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+				Open: func(context.Context, string, []byte) (provider.Credentials, error) {
+					return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+				},
+				Exec: func(_ context.Context, _ string, c commands.Command) error {
+					if st, ok := c.(*providercmd.Settle); ok {
+						settles <- st
+					}
+					return nil
+				},
+				SendWithin:       200 * time.Millisecond,
+				NeverPlacedAfter: time.Hour,
+				Retry:            10 * time.Millisecond,
+			})
+			defer r.Close()
+			r.Track("a1", intended(t))
+			select {
+			case st := <-settles:
+				if st.Outcome != tc.wantOutcome {
+					t.Fatalf("settled %q (%q), want %q", st.Outcome, st.Reason, tc.wantOutcome)
+				}
+				if tc.wantOutcome == evacct.OutcomeNotSent && st.Reason != evacct.ReasonUnavailable {
+					t.Fatalf("not sent for %q, want %q", st.Reason, evacct.ReasonUnavailable)
+				}
+				if tc.connectsIn > 0 && tc.wantOutcome == evacct.OutcomeNotSent && sess.live.Load() {
+					t.Fatal("settled only once the session connected: the trader waited for the provider")
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("the intent was not settled in 3 s")
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := sess.places.Load(); n != tc.wantPlace {
+				t.Fatalf("%d placements, want %d", n, tc.wantPlace)
+			}
+		})
 	}
 }

@@ -37,9 +37,18 @@ type Config struct {
 	// Exec runs a command on the account (as the system) and commits it.
 	Exec func(ctx context.Context, accountID string, cmd commands.Command) error
 	Now  func() time.Time
+	// SendWithin is how long after its intent a request may still leave
+	// for the provider: one that could not leave by then (the session not
+	// connected yet, the process held) is not sent at all and settles as
+	// not sent, never late. The adapter checks it as the last thing before
+	// the request goes out (provider.WithSendBy). 1 s when zero.
+	SendWithin time.Duration
 	// NeverPlacedAfter is how long after its intent an order the provider
-	// does not know was never placed: the provider refuses a request older
-	// than its receive window. 5 s + 2 s margin when zero.
+	// does not know was never placed. A request leaves at most SendWithin
+	// after its intent, and the provider refuses one older than its receive
+	// window (Binance: 5 s, and 1 s more for a clock ahead of the
+	// exchange's), so none can be carried out after that.
+	// SendWithin + 6 s when zero.
 	NeverPlacedAfter time.Duration
 	// Retry is the wait between two lookups or two connects; 250 ms when zero.
 	Retry time.Duration
@@ -107,10 +116,19 @@ type link struct {
 // ref names an order at the provider.
 type ref struct{ instrument, clientOrderID string }
 
+// receiveWindow is how long after a request leaves the provider may still
+// carry it out: Binance refuses a request whose signed timestamp is more
+// than its recvWindow (5 s, the adapter's) behind the exchange's clock, or
+// more than 1 s ahead of it.
+const receiveWindow = 6 * time.Second
+
 // New makes a reactor.
 func New(cfg Config) *Reactor {
+	if cfg.SendWithin <= 0 {
+		cfg.SendWithin = time.Second
+	}
 	if cfg.NeverPlacedAfter <= 0 {
-		cfg.NeverPlacedAfter = 7 * time.Second
+		cfg.NeverPlacedAfter = cfg.SendWithin + receiveWindow
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = 250 * time.Millisecond
@@ -792,16 +810,28 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 		delete(l.busy, key)
 		r.mu.Unlock()
 	}()
+	if send {
+		// The session is waited for only until the intent's moment to be
+		// sent: with none by then (the provider unreachable at a start) it
+		// is settled as not sent at once, a definite answer for the
+		// trader, rather than sent whenever the session comes.
+		sctx, cancel := context.WithDeadline(ctx, in.At.Add(r.cfg.SendWithin))
+		sess, ok := l.session(sctx)
+		cancel()
+		var sent, done bool
+		if ok {
+			sent, done = r.sendOnce(ctx, l, sess, in, key)
+		} else if ctx.Err() == nil {
+			sent, done = r.late(l, key)
+		}
+		if !sent || done {
+			return // deposed before sending (the new owner settles it by lookup), ended, or settled
+		}
+		// Unknown (or a cancel refused or not found): what happened is read, never sent again.
+	}
 	sess, ok := l.session(ctx)
 	if !ok {
 		return
-	}
-	if send {
-		sent, done := r.sendOnce(ctx, l, sess, in, key)
-		if !sent || done {
-			return // deposed before sending (the new owner settles it by lookup), or settled
-		}
-		// Unknown (or a cancel refused or not found): what happened is read, never sent again.
 	}
 	for {
 		if !r.cfg.Owns(l.accountID) {
@@ -816,6 +846,25 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 	}
 }
 
+// late settles the intent key as not sent, its moment to be sent having
+// passed with no session, while this node owns the account (sent false:
+// it does not); done reports the outcome committed (else the caller looks
+// the intent up, which finds nothing, and settles it never placed).
+func (r *Reactor) late(l *link, key string) (sent, done bool) {
+	l.gate.RLock()
+	defer l.gate.RUnlock()
+	if !r.cfg.Owns(l.accountID) {
+		return false, false
+	}
+	return true, r.settleNotSent(l, key)
+}
+
+// settleNotSent commits the intent key settled as not sent, its moment to be
+// sent passed; false when the commit failed.
+func (r *Reactor) settleNotSent(l *link, key string) bool {
+	return r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNotSent, Reason: evacct.ReasonUnavailable}) == nil
+}
+
 // sendOnce sends the intent while this node owns the account (sent
 // false: it does not, nothing went out) and commits the outcome when the
 // answer settles it (done).
@@ -824,6 +873,10 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 	defer l.gate.RUnlock()
 	if !r.cfg.Owns(l.accountID) {
 		return false, false
+	}
+	sendBy := in.At.Add(r.cfg.SendWithin)
+	if r.cfg.Now().After(sendBy) { // its moment passed (the process held): never sent late
+		return true, r.settleNotSent(l, key)
 	}
 	answered := make(chan struct{})
 	r.mu.Lock()
@@ -838,7 +891,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		}
 		r.mu.Unlock()
 	}()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(provider.WithSendBy(ctx, sendBy), 10*time.Second)
 	var st provider.OrderState
 	var err error
 	switch in.Op {

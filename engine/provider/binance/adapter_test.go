@@ -574,3 +574,44 @@ func TestExitLegsRestAndTriggerOnTheMark(t *testing.T) {
 		t.Fatalf("the exchange took %d take profits", n)
 	}
 }
+
+// A write whose moment to leave passed (provider.WithSendBy) is signed by
+// the library but never reaches the exchange: it is not sent (Unavailable,
+// ErrSendByPassed), the exchange holds no order and saw no write; reads
+// under the same context still go. One within its moment goes out once.
+func TestAWritePastItsMomentIsNotSent(t *testing.T) {
+	e := newEnv(t, binancesim.Options{}, binance.Limits{})
+	s := e.link(t, binancesim.Account{APIKey: "k1"})
+	late := provider.WithSendBy(context.Background(), time.Now().Add(-time.Millisecond))
+	for _, o := range []provider.Order{market("late-1", provider.Buy, "0.01"), limit("late-2", provider.Buy, "0.01", "50000"),
+		{ClientOrderID: provider.ClientOrderID("acc", "late-3"), Instrument: "BTCUSDT", Side: provider.Sell, Type: provider.Stop,
+			Quantity: d("0.01"), StopPrice: pd("40000")}} {
+		before := e.sim.Requests()
+		_, err := s.Place(late, o)
+		if !errors.Is(err, provider.ErrUnavailable) || !errors.Is(err, provider.ErrSendByPassed) {
+			t.Fatalf("%s %s past its moment: %v", o.Type, o.ClientOrderID, err)
+		}
+		if after := e.sim.Requests(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("%s: a write reached the exchange: %v then %v", o.Type, before, after)
+		}
+		if n := e.sim.OrdersByClientID("k1", o.ClientOrderID); n != 0 {
+			t.Fatalf("%s: the exchange holds %d orders", o.Type, n)
+		}
+		if _, err := s.Lookup(late, "BTCUSDT", o.ClientOrderID); !errors.Is(err, provider.ErrNotFound) {
+			t.Fatalf("a read under the same context: %v", err)
+		}
+	}
+	working := limit("in-time-1", provider.Buy, "0.01", "50000")
+	if _, err := s.Place(provider.WithSendBy(context.Background(), time.Now().Add(time.Minute)), working); err != nil {
+		t.Fatalf("within its moment: %v", err)
+	}
+	if n := e.sim.OrdersByClientID("k1", working.ClientOrderID); n != 1 {
+		t.Fatalf("within its moment: the exchange holds %d orders", n)
+	}
+	if _, err := s.Cancel(late, "BTCUSDT", working.ClientOrderID); !errors.Is(err, provider.ErrSendByPassed) {
+		t.Fatalf("a cancel past its moment: %v", err)
+	}
+	if st, err := s.Lookup(context.Background(), "BTCUSDT", working.ClientOrderID); err != nil || st.Status != provider.StatusWorking {
+		t.Fatalf("after the cancel that was not sent: %+v, %v", st, err)
+	}
+}

@@ -215,7 +215,15 @@ type transport struct {
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w, order := weightOf(req.Method, req.URL.Path, req.URL.RawQuery)
-	if err := t.b.admit(req.Context(), w, order, isWrite(req.Method, req.URL.Path)); err != nil {
+	write := isWrite(req.Method, req.URL.Path)
+	err := t.b.admit(req.Context(), w, order, write)
+	if err == nil && write && provider.SendByPassed(req.Context(), t.b.now()) != nil {
+		// Checked here, after the library signed the request and the
+		// budget let it go: past this point the exchange's receive window
+		// (its timestamp plus recvWindow) bounds when it can be carried out.
+		err = &adapterkit.SendError{Provider: "binance", Err: provider.ErrSendByPassed}
+	}
+	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}

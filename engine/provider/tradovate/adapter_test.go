@@ -691,3 +691,47 @@ func TestConnectOpensALoginsOnlyAccount(t *testing.T) {
 		t.Fatalf("a wrong password: %v", err)
 	}
 }
+
+// A write whose moment to leave passed (provider.WithSendBy) is not sent:
+// Unavailable (ErrSendByPassed), no place, cancel or modify request reaches
+// the provider; reads under the same context still go.
+func TestAWritePastItsMomentIsNotSent(t *testing.T) {
+	e := newEnv(t, tradovatesim.Options{}, tradovate.Options{})
+	tok, acct, name := e.login(t, tradovatesim.Login{Name: "late", Kind: "live"})
+	s := e.session(t, tok, acct, nil)
+	es := e.sim.FrontContract("ES")
+	late := provider.WithSendBy(context.Background(), time.Now().Add(-time.Millisecond))
+	o := provider.Order{ClientOrderID: clientID("late"), Instrument: es, Side: provider.Buy, Type: provider.Limit, TIF: provider.GTC,
+		Quantity: dec("1"), LimitPrice: ptr("4990")}
+	if _, err := s.Place(late, o); !errors.Is(err, provider.ErrUnavailable) || !errors.Is(err, provider.ErrSendByPassed) {
+		t.Fatalf("a place past its moment: %v", err)
+	}
+	if n, sent := e.sim.OrdersByClOrdID(name, o.ClientOrderID), e.sim.RequestCount("order/placeorder"); n != 0 || sent != 0 {
+		t.Fatalf("%d orders, %d placements sent", n, sent)
+	}
+	if _, err := s.Lookup(late, es, o.ClientOrderID); !errors.Is(err, provider.ErrNotFound) {
+		t.Fatalf("a read under the same context: %v", err)
+	}
+	if _, err := s.Place(provider.WithSendBy(context.Background(), time.Now().Add(time.Minute)), o); err != nil {
+		t.Fatalf("within its moment: %v", err)
+	}
+	if _, err := s.Replace(late, provider.Replace{Instrument: es, ClientOrderID: o.ClientOrderID, Side: provider.Buy, Quantity: dec("2"),
+		LimitPrice: dec("4995")}); !errors.Is(err, provider.ErrSendByPassed) {
+		t.Fatalf("a modify past its moment: %v", err)
+	}
+	if _, err := s.Cancel(late, es, o.ClientOrderID); !errors.Is(err, provider.ErrSendByPassed) {
+		t.Fatalf("a cancel past its moment: %v", err)
+	}
+	for _, ep := range []string{"order/modifyorder", "order/cancelorder"} {
+		if n := e.sim.RequestCount(ep); n != 0 {
+			t.Fatalf("%d requests of %s reached the provider", n, ep)
+		}
+	}
+	st, err := s.Lookup(context.Background(), es, o.ClientOrderID)
+	if err != nil || st.Status != provider.StatusWorking || st.Quantity.Cmp(dec("1")) != 0 {
+		t.Fatalf("after the writes that were not sent: %+v, %v", st, err)
+	}
+	if n, sent := e.sim.OrdersByClOrdID(name, o.ClientOrderID), e.sim.RequestCount("order/placeorder"); n != 1 || sent != 1 {
+		t.Fatalf("%d orders, %d placements sent", n, sent)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/internal/adapterkit"
 )
 
@@ -95,6 +96,12 @@ func (p *Provider) roundTrip(ctx context.Context, b *budget, bearer string, r re
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if r.op.Write() && provider.SendByPassed(ctx, p.opts.Now()) != nil {
+		// The last check before the write goes out (its budget waited
+		// already). Tradovate has no receive window: a write that left by
+		// then is bounded only by the network's delivery.
+		return nil, 0, &adapterkit.SendError{Provider: "tradovate", Err: provider.ErrSendByPassed}
 	}
 	req, wrote := adapterkit.TraceWrite(req)
 	resp, err := (&http.Client{Transport: p.opts.HTTP, CheckRedirect: noRedirect}).Do(req)
