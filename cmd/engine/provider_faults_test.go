@@ -357,4 +357,27 @@ func TestProviderDownAtStartNeverSendsLate(t *testing.T) {
 			t.Fatalf("the exchange holds %d of %s, want 1", n, id)
 		}
 	}
+
+	// A restart while the exchange is unreachable altogether (its
+	// maintenance): the engine starts with the instruments it read before,
+	// answers that nothing can be placed, and trades again once the
+	// exchange is back.
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	door.down()
+	p = start(t, bin, dir, addr, env...)
+	if !strings.Contains(p.out.String(), "starting with those read earlier") {
+		t.Fatalf("the start did not say it used the instruments read earlier:\n%s", p.out)
+	}
+	if a := rawCall(t, p.base, key, "/api/trading/order"+q, order("down-1")); a.status != 503 || jsonOf(t, a.body)["code"] != "provider_unavailable" {
+		t.Fatalf("an order with the exchange unreachable: %d %s", a.status, a.body)
+	}
+	door.up()
+	waitUntil(t, 20*time.Second, func() bool {
+		st, _ := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("down-1"))
+		return st == 200
+	}, func() any { return p.out.String() })
+	if n := count("down-1"); n != 1 {
+		t.Fatalf("the exchange holds %d of down-1, want 1", n)
+	}
 }
