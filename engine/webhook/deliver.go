@@ -127,7 +127,7 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 		return
 	}
 	out := r.safeSend(r.sendCtx, ep.tenant, ep.id, ep.url, d.ev.Type, n, d.body)
-	d.attempts = n
+	d.attempts, d.claim = n, "" // the next attempt is claimed anew
 	a := evfirm.DeliveryAttempted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, EventType: d.ev.Type,
 		Attempt: d.attempts, Status: out.Status, At: r.cfg.Now().UTC()}
 	fill(&a, out)
@@ -143,12 +143,20 @@ func (r *Reactor) attempt(ep *endpoint, d *delivery) {
 
 // claim takes attempt n of d in the endpoint's ledger before it is sent, and
 // returns once that is committed (ErrAttemptTaken: another node has it).
+// Every try of one claim carries the same Claim (d.claim), so a try whose
+// commit was stored while its answer was lost (the stream's leader killed
+// at that moment) is known as this node's by the next try, which goes on
+// to send, rather than as another node's, which would leave the delivery
+// to nobody until a leader's replay.
 func (r *Reactor) claim(ep *endpoint, d *delivery, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	now := r.cfg.Now().UTC()
+	if d.claim == "" {
+		d.claim = ulid.Make().String()
+	}
 	env := commands.Envelope{ID: ulid.Make(), At: now, Principal: events.Principal{System: "webhook"},
-		Cmd: &firmcmd.StartAttempt{Start: evfirm.DeliveryStarted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, Attempt: n, At: now}}}
+		Cmd: &firmcmd.StartAttempt{Start: evfirm.DeliveryStarted{DeliveryID: d.ev.ID, TenantID: ep.tenant, WebhookID: ep.id, Attempt: n, At: now, Claim: d.claim}}}
 	_, err := r.ledger.Execute(ctx, ep.tenant+"."+ep.id, env)
 	return err
 }

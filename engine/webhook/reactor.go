@@ -134,8 +134,11 @@ type Reactor struct {
 }
 
 // ledger is an endpoint's delivery ledger: the highest attempt number each
-// delivery has taken (started or recorded).
-type ledger struct{ taken map[string]int }
+// delivery has taken (started or recorded), and the claim that started it.
+type ledger struct {
+	taken  map[string]int
+	claims map[string]string // delivery -> the Claim of its highest started attempt
+}
 
 // ErrAttemptTaken refuses a start of an attempt the ledger holds already.
 // It never reaches a client: the reactor drops the delivery, which another
@@ -145,7 +148,11 @@ var ErrAttemptTaken = errors.New("webhook: this attempt of the delivery was take
 func decideLedger(l *ledger, env commands.Envelope) ([]events.Event, error) {
 	switch c := env.Cmd.(type) {
 	case *firmcmd.StartAttempt:
-		if l.taken[c.Start.DeliveryID] >= c.Start.Attempt {
+		id := c.Start.DeliveryID
+		if l.taken[id] >= c.Start.Attempt {
+			if c.Start.Claim != "" && l.taken[id] == c.Start.Attempt && l.claims[id] == c.Start.Claim {
+				return nil, nil // this claim's own try, stored before its answer was lost: it holds the attempt
+			}
 			return nil, ErrAttemptTaken
 		}
 		return []events.Event{c.Start}, nil
@@ -162,9 +169,19 @@ func decideLedger(l *ledger, env commands.Envelope) ([]events.Event, error) {
 func applyLedger(l *ledger, e events.Event) *ledger {
 	switch e := e.(type) {
 	case evfirm.DeliveryStarted:
-		l.taken[e.DeliveryID] = max(l.taken[e.DeliveryID], e.Attempt)
+		if e.Attempt > l.taken[e.DeliveryID] {
+			l.taken[e.DeliveryID] = e.Attempt
+			if e.Claim != "" {
+				l.claims[e.DeliveryID] = e.Claim
+			} else {
+				delete(l.claims, e.DeliveryID)
+			}
+		}
 	case evfirm.DeliveryAttempted:
-		l.taken[e.DeliveryID] = max(l.taken[e.DeliveryID], e.Attempt)
+		if e.Attempt >= l.taken[e.DeliveryID] {
+			l.taken[e.DeliveryID] = e.Attempt
+			delete(l.claims, e.DeliveryID) // made: no claim of it goes on
+		}
 	}
 	return l
 }
@@ -175,6 +192,10 @@ type delivery struct {
 	body     []byte
 	attempts int
 	nextAt   time.Time
+	// claim names this node's claim of attempt attempts+1, kept from its
+	// first try to the next: a try answered with an error may have been
+	// stored, and the one after it must be known as the same claim.
+	claim string
 }
 
 type endpoint struct {
@@ -277,7 +298,7 @@ func New(cfg Config) (*Reactor, error) {
 	r.ledger = mailbox.NewGroup(mailbox.Kind[*ledger]{
 		Name:    "webhook",
 		Subject: evfirm.DeliverySubject,
-		New:     func(string) *ledger { return &ledger{taken: map[string]int{}} },
+		New:     func(string) *ledger { return &ledger{taken: map[string]int{}, claims: map[string]string{}} },
 		Decide:  decideLedger,
 		Apply:   applyLedger,
 	}, cfg.Log, cfg.Registry, cfg.Observer)

@@ -104,6 +104,12 @@ type DeliveryStarted struct {
 	WebhookID  string    `json:"webhookId"`
 	Attempt    int       `json:"attempt"`
 	At         time.Time `json:"at"`
+	// Claim names the claimant's own try at the attempt (one value for
+	// every try of one claim): a try whose commit was stored but whose
+	// answer was lost, tried again, finds its own claim and goes on,
+	// instead of taking the attempt for another node's. Empty in commits
+	// made before it existed.
+	Claim string `json:"claim,omitempty"`
 }
 
 // DeliveryAttempted records one attempt to deliver a webhook event to an

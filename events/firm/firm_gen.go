@@ -207,22 +207,40 @@ func (z *DeliveryAttempted) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DeliveryStarted) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 5
-	// string "deliveryId"
-	o = append(o, 0x85, 0xaa, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64)
-	o = msgp.AppendString(o, z.DeliveryID)
-	// string "tenantId"
-	o = append(o, 0xa8, 0x74, 0x65, 0x6e, 0x61, 0x6e, 0x74, 0x49, 0x64)
-	o = msgp.AppendString(o, z.TenantID)
-	// string "webhookId"
-	o = append(o, 0xa9, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64)
-	o = msgp.AppendString(o, z.WebhookID)
-	// string "attempt"
-	o = append(o, 0xa7, 0x61, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74)
-	o = msgp.AppendInt(o, z.Attempt)
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTimeExt(o, z.At)
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Claim == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "deliveryId"
+		o = append(o, 0xaa, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64)
+		o = msgp.AppendString(o, z.DeliveryID)
+		// string "tenantId"
+		o = append(o, 0xa8, 0x74, 0x65, 0x6e, 0x61, 0x6e, 0x74, 0x49, 0x64)
+		o = msgp.AppendString(o, z.TenantID)
+		// string "webhookId"
+		o = append(o, 0xa9, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64)
+		o = msgp.AppendString(o, z.WebhookID)
+		// string "attempt"
+		o = append(o, 0xa7, 0x61, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74)
+		o = msgp.AppendInt(o, z.Attempt)
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTimeExt(o, z.At)
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "claim"
+			o = append(o, 0xa5, 0x63, 0x6c, 0x61, 0x69, 0x6d)
+			o = msgp.AppendString(o, z.Claim)
+		}
+	}
 	return
 }
 
@@ -274,6 +292,12 @@ func (z *DeliveryStarted) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "At")
 				return
 			}
+		case "claim":
+			z.Claim, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Claim")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -288,7 +312,7 @@ func (z *DeliveryStarted) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *DeliveryStarted) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.DeliveryID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 10 + msgp.StringPrefixSize + len(z.WebhookID) + 8 + msgp.IntSize + 3 + msgp.TimeSize
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.DeliveryID) + 9 + msgp.StringPrefixSize + len(z.TenantID) + 10 + msgp.StringPrefixSize + len(z.WebhookID) + 8 + msgp.IntSize + 3 + msgp.TimeSize + 6 + msgp.StringPrefixSize + len(z.Claim)
 	return
 }
 
