@@ -110,6 +110,47 @@ func (d *simDoor) silent(on bool) {
 	}
 }
 
+// behindDoor is an engine with a trader's Binance account linked, the
+// simulator served behind a door the test opens and shuts.
+type behindDoor struct {
+	sim                 *binance.Sim
+	door                *simDoor
+	p                   *proc
+	bin, dir, addr, key string
+	q                   string // the query naming the account
+	env                 []string
+	accountID, apiKey   string
+}
+
+// linkedBehindDoor starts the simulator with the account of apiKey and
+// secret behind a door, the engine, a signed-in trader, and links it.
+func linkedBehindDoor(t *testing.T, apiKey, secret string) *behindDoor {
+	t.Helper()
+	e := &behindDoor{sim: binance.New(binance.Options{}), apiKey: apiKey}
+	t.Cleanup(func() { _ = e.sim.Close() })
+	if err := e.sim.AddAccount(binance.Account{APIKey: apiKey, Secret: secret}); err != nil {
+		t.Fatal(err)
+	}
+	e.door = newSimDoor(t, e.sim)
+	e.bin, e.dir, e.addr, e.env = build(t), t.TempDir(), freePort(t), providerEnv(t, e.sim)
+	e.p = start(t, e.bin, e.dir, e.addr, e.env...)
+	b, key := signedIn(t, e.p, e.dir, "trader@example.com")
+	e.key = key
+	e.accountID, e.q = linkBinance(t, e.p, b, apiKey, secret)
+	return e
+}
+
+// order is a limit buy below the market with clientOrderId id.
+func (e *behindDoor) order(id string) map[string]any {
+	return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
+		"quantity": "0.002", "limitPrice": "55000"}
+}
+
+// count is how many orders of clientOrderId id the exchange took.
+func (e *behindDoor) count(id string) int {
+	return e.sim.OrdersByClientID(e.apiKey, provider.ClientOrderID(e.accountID, id))
+}
+
 // The exchange goes away twice while a trader places orders on a linked
 // Binance account, and comes back each time; every order ends at the
 // exchange exactly once.
@@ -125,22 +166,8 @@ func (d *simDoor) silent(on bool) {
 //     clientOrderId places it then, once.
 func TestProviderExchangeDown(t *testing.T) {
 	t.Parallel() // waits on its binary and simulator more than it computes
-	const k, s = "downKEY0001unreachable", "downSECRET0001unreachable"
-	sim := binance.New(binance.Options{})
-	t.Cleanup(func() { _ = sim.Close() })
-	if err := sim.AddAccount(binance.Account{APIKey: k, Secret: s}); err != nil {
-		t.Fatal(err)
-	}
-	door := newSimDoor(t, sim)
-	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	p := start(t, bin, dir, addr, providerEnv(t, sim)...)
-	b, key := signedIn(t, p, dir, "trader@example.com")
-	accountID, q := linkBinance(t, p, b, k, s)
-	order := func(id string) map[string]any {
-		return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
-			"quantity": "0.002", "limitPrice": "55000"}
-	}
-	count := func(id string) int { return sim.OrdersByClientID(k, provider.ClientOrderID(accountID, id)) }
+	e := linkedBehindDoor(t, "downKEY0001unreachable", "downSECRET0001unreachable")
+	sim, door, p, key, q, order, count := e.sim, e.door, e.p, e.key, e.q, e.order, e.count
 	// settle retries the order with the same clientOrderId, as a client
 	// does, until a definite answer, waiting Retry-After when given.
 	settle := func(id string) (int, map[string]any) {
@@ -306,23 +333,9 @@ func releaseLine(t *testing.T, out string) map[string]any {
 // have settled it as never placed.
 func TestProviderDownAtStartNeverSendsLate(t *testing.T) {
 	t.Parallel() // waits on its binary and simulator more than it computes
-	const k, s = "lateKEY0001neversentlate", "lateSECRET0001neversentlate"
-	sim := binance.New(binance.Options{})
-	t.Cleanup(func() { _ = sim.Close() })
-	if err := sim.AddAccount(binance.Account{APIKey: k, Secret: s}); err != nil {
-		t.Fatal(err)
-	}
-	door := newSimDoor(t, sim)
-	bin, dir, addr := build(t), t.TempDir(), freePort(t)
-	env := providerEnv(t, sim)
-	p := start(t, bin, dir, addr, env...)
-	b, key := signedIn(t, p, dir, "trader@example.com")
-	accountID, q := linkBinance(t, p, b, k, s)
-	order := func(id string) map[string]any {
-		return map[string]any{"clientOrderId": id, "instrument": "BTCUSDT", "side": "buy", "orderType": "limit",
-			"quantity": "0.002", "limitPrice": "55000"}
-	}
-	count := func(id string) int { return sim.OrdersByClientID(k, provider.ClientOrderID(accountID, id)) }
+	e := linkedBehindDoor(t, "lateKEY0001neversentlate", "lateSECRET0001neversentlate")
+	door, p, key, q, order, count := e.door, e.p, e.key, e.q, e.order, e.count
+	bin, dir, addr, env := e.bin, e.dir, e.addr, e.env
 	if st, m := doJSON(t, p.base, key, "POST", "/api/trading/order"+q, order("before-1")); st != 200 {
 		t.Fatalf("an order with the exchange up: %d %v", st, m)
 	}

@@ -107,6 +107,11 @@ func (s *fakeSess) Events(ctx context.Context) (<-chan provider.Event, error) {
 }
 func (s *fakeSess) Close() error { return nil }
 
+// openFake opens every sealed credential as the fake provider's.
+func openFake(context.Context, string, []byte) (provider.Credentials, error) {
+	return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
+}
+
 // intended is a linked account's state with one place intent committed.
 func intended(t *testing.T) *account.State {
 	t.Helper()
@@ -148,9 +153,7 @@ func TestDeposedOwnerDoesNotSend(t *testing.T) {
 			var settled []commands.Command
 			r := providers.New(providers.Config{
 				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-				Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-					return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-				},
+				Open:      openFake,
 				Exec: func(_ context.Context, _ string, c commands.Command) error {
 					mu.Lock()
 					settled = append(settled, c)
@@ -180,9 +183,7 @@ func TestPeriodicReconciliation(t *testing.T) {
 	var recorded atomic.Int32
 	r := providers.New(providers.Config{
 		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
+		Open:      openFake,
 		Exec: func(_ context.Context, _ string, c commands.Command) error {
 			if o, ok := c.(*providercmd.Observe); ok && o.Complete {
 				recorded.Add(1)
@@ -214,11 +215,9 @@ func TestNothingSentBeforeTheStreamIsLive(t *testing.T) {
 	sess := &fakeSess{streamOpens: make(chan struct{})}
 	r := providers.New(providers.Config{
 		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
-		Exec:  func(context.Context, string, commands.Command) error { return nil },
-		Retry: 10 * time.Millisecond,
+		Open:      openFake,
+		Exec:      func(context.Context, string, commands.Command) error { return nil },
+		Retry:     10 * time.Millisecond,
 	})
 	defer r.Close()
 	r.Track("a1", intended(t))
@@ -246,9 +245,7 @@ func TestUnrecordedSettlementIsLookedUpNotResent(t *testing.T) {
 	var settles atomic.Int32
 	r := providers.New(providers.Config{
 		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
+		Open:      openFake,
 		Exec: func(_ context.Context, _ string, c commands.Command) error {
 			if _, ok := c.(*providercmd.Settle); ok {
 				settles.Add(1)
@@ -316,10 +313,8 @@ func TestStreamEventsWaitingTogetherAreOneRecord(t *testing.T) {
 // answer is made from them; otherwise it reads the read models).
 func TestSinceHoldsTheCommitsBetween(t *testing.T) {
 	r := providers.New(providers.Config{
-		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: &fakeSess{}}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
+		Providers:        map[string]provider.Provider{"fake": &fakeProv{sess: &fakeSess{}}},
+		Open:             openFake,
 		Exec:             func(context.Context, string, commands.Command) error { return nil },
 		NeverPlacedAfter: time.Hour,
 	})
@@ -404,9 +399,7 @@ func streamRecords(sess *fakeSess) (*providers.Reactor, func(n int, linger time.
 	var got []*providercmd.Observe
 	r := providers.New(providers.Config{
 		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
+		Open:      openFake,
 		Exec: func(_ context.Context, _ string, c commands.Command) error {
 			if o, ok := c.(*providercmd.Observe); ok && o.Cause == "stream" {
 				mu.Lock()
@@ -459,9 +452,7 @@ func TestAnIntentIsNeverSentLate(t *testing.T) {
 			settles := make(chan *providercmd.Settle, 4)
 			r := providers.New(providers.Config{
 				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-				Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-					return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-				},
+				Open:      openFake,
 				Exec: func(_ context.Context, _ string, c commands.Command) error {
 					if st, ok := c.(*providercmd.Settle); ok {
 						settles <- st

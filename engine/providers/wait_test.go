@@ -54,9 +54,7 @@ func TestAnAnswerIsShownTheCommitThatSettledItsIntent(t *testing.T) {
 	atCommit := make(chan bool, 1) // whether the request's channel was still open once its answer's record was applied
 	r = providers.New(providers.Config{
 		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: &fakeSess{}}},
-		Open: func(context.Context, string, []byte) (provider.Credentials, error) {
-			return provider.Credentials{APIKey: "k", Secret: []byte("s")}, nil
-		},
+		Open:      openFake,
 		// Exec does what the account's mailbox does: decide, apply, then
 		// hand the commit to the reactor (the account's After hook).
 		Exec: func(_ context.Context, id string, c commands.Command) error {
