@@ -815,7 +815,7 @@ func (r *Reactor) settle(l *link, in evacct.OrderIntended, send bool) {
 		// sent: with none by then (the provider unreachable at a start) it
 		// is settled as not sent at once, a definite answer for the
 		// trader, rather than sent whenever the session comes.
-		sctx, cancel := context.WithDeadline(ctx, in.At.Add(r.cfg.SendWithin))
+		sctx, cancel := context.WithTimeout(ctx, in.At.Add(r.cfg.SendWithin).Sub(r.cfg.Now())) // by the reactor's clock, as the check
 		sess, ok := l.session(sctx)
 		cancel()
 		var sent, done bool
