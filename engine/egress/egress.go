@@ -405,6 +405,14 @@ type Options struct {
 	Timeout time.Duration
 	// MaxIdleConnsPerHost; 0: net/http's default.
 	MaxIdleConnsPerHost int
+	// ResetOnClose closes every connection with a reset (SO_LINGER 0) and
+	// speaks HTTP/1.1 only, where a request given up (its context ended)
+	// closes its connection (HTTP/2 would only end the stream, its frames
+	// still on their way): what is still unsent then is dropped, never
+	// delivered later by the kernel's retransmissions. For a provider
+	// without a receive window, it is what bounds when a request given up
+	// can still arrive.
+	ResetOnClose bool
 }
 
 func (o Options) timeout() time.Duration {
@@ -427,8 +435,12 @@ func (o Options) dialer() *net.Dialer {
 // (unless AllowPrivate). It uses no proxy: a proxy would dial on the
 // caller's behalf, past the check.
 func NewTransport(o Options) *http.Transport {
+	dial := o.dialer().DialContext
+	if o.ResetOnClose {
+		dial = resetOnClose(dial)
+	}
 	t := &http.Transport{
-		DialContext:            o.dialer().DialContext,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           100,
 		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
@@ -441,7 +453,29 @@ func NewTransport(o Options) *http.Transport {
 	if o.TLS != nil {
 		t.TLSClientConfig = o.TLS.Clone()
 	}
+	if o.ResetOnClose {
+		t.ForceAttemptHTTP2 = false
+		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // no HTTP/2
+	}
 	return t
+}
+
+// resetOnClose wraps dial so that each TCP connection it makes is closed
+// with a reset, its unsent data dropped (SO_LINGER 0).
+func resetOnClose(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			if err := tc.SetLinger(0); err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+		}
+		return c, nil
+	}
 }
 
 // NewClient is a client over NewTransport that follows no redirect (a 3xx

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,9 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/svc/engine/engine/egress"
 )
@@ -306,5 +309,53 @@ func TestGuardRefusesATransportItCannotGuard(t *testing.T) {
 	}
 	if _, err := egress.Guard(&http.Client{Transport: roundTripper{}}, egress.Options{AllowPrivate: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A transport made with ResetOnClose closes a connection with a reset when
+// a request on it is given up: the provider's end reads ECONNRESET, not the
+// end of the stream, so what was left unsent is dropped, never delivered
+// afterwards. Without it, the close is an orderly one.
+func TestResetOnCloseGivesUpWithAReset(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reset bool
+	}{{"reset on close", true}, {"an orderly close", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan error, 1)
+			go func() { // a provider that reads the request and never answers
+				c, err := ln.Accept()
+				if err != nil {
+					got <- err
+					return
+				}
+				defer c.Close()
+				_, err = io.ReadAll(c)
+				got <- err
+			}()
+			tr := egress.NewTransport(egress.Options{AllowPrivate: true, ResetOnClose: tc.reset})
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/order/placeorder", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (&http.Client{Transport: tr}).Do(req); err == nil {
+				t.Fatal("a request never answered was answered")
+			}
+			select {
+			case err = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the connection was not closed")
+			}
+			if reset := errors.Is(err, syscall.ECONNRESET); reset != tc.reset {
+				t.Fatalf("the provider's end read %v; want a reset: %v", err, tc.reset)
+			}
+		})
 	}
 }

@@ -42,3 +42,11 @@ func SendByPassed(ctx context.Context, now time.Time) error {
 	}
 	return nil
 }
+
+// Windowed is a provider that bounds how long after a request leaves this
+// process the provider may still carry it out. Past the intent's moment to
+// be sent and that window, an order the provider does not know was never
+// placed, and a lookup that finds nothing may say so.
+type Windowed interface {
+	ReceiveWindow() time.Duration
+}

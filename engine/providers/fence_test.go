@@ -486,3 +486,47 @@ func TestAnIntentIsNeverSentLate(t *testing.T) {
 		})
 	}
 }
+
+// windowedProv is fakeProv with a receive window of its own.
+type windowedProv struct {
+	fakeProv
+	window time.Duration
+}
+
+func (p *windowedProv) ReceiveWindow() time.Duration { return p.window }
+
+// An order the provider does not know is settled as never placed only once
+// its moment to be sent and the provider's own receive window have both
+// passed since its intent (provider.Windowed): never before a request of it
+// could still be carried out.
+func TestNeverPlacedWaitsForTheProvidersWindow(t *testing.T) {
+	for _, window := range []time.Duration{300 * time.Millisecond, 900 * time.Millisecond} {
+		t.Run(window.String(), func(t *testing.T) {
+			settles := make(chan time.Time, 4)
+			r := providers.New(providers.Config{
+				Providers: map[string]provider.Provider{"fake": &windowedProv{fakeProv: fakeProv{sess: &fakeSess{}}, window: window}},
+				Open:      openFake,
+				Exec: func(_ context.Context, _ string, c commands.Command) error {
+					if st, ok := c.(*providercmd.Settle); ok && st.Outcome == evacct.OutcomeNeverPlaced {
+						settles <- time.Now()
+					}
+					return nil
+				},
+				SendWithin: 100 * time.Millisecond,
+				Retry:      10 * time.Millisecond,
+			})
+			defer r.Close()
+			s := intended(t)
+			at := s.OpenIntents()[0].At
+			r.Resume("a1", s) // looked up, never sent
+			select {
+			case got := <-settles:
+				if after, least := got.Sub(at), 100*time.Millisecond+window; after < least || after > least+time.Second {
+					t.Fatalf("settled never placed %v after its intent, want from %v", after, least)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("not settled in 5 s")
+			}
+		})
+	}
+}

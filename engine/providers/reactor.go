@@ -45,10 +45,12 @@ type Config struct {
 	SendWithin time.Duration
 	// NeverPlacedAfter is how long after its intent an order the provider
 	// does not know was never placed. A request leaves at most SendWithin
-	// after its intent, and the provider refuses one older than its receive
-	// window (Binance: 5 s, and 1 s more for a clock ahead of the
-	// exchange's), so none can be carried out after that.
-	// SendWithin + 6 s when zero.
+	// after its intent, and the provider carries none out later than its
+	// receive window after it left (provider.Windowed: Binance refuses a
+	// request older than 5 s, or 1 s ahead of its clock; Tradovate's
+	// connection is reset when a request is given up), so none can be
+	// carried out after that. When zero: SendWithin and the provider's
+	// window (the send's timeout and 1 s for a provider that names none).
 	NeverPlacedAfter time.Duration
 	// Retry is the wait between two lookups or two connects; 250 ms when zero.
 	Retry time.Duration
@@ -116,19 +118,25 @@ type link struct {
 // ref names an order at the provider.
 type ref struct{ instrument, clientOrderID string }
 
-// receiveWindow is how long after a request leaves the provider may still
-// carry it out: Binance refuses a request whose signed timestamp is more
-// than its recvWindow (5 s, the adapter's) behind the exchange's clock, or
-// more than 1 s ahead of it.
-const receiveWindow = 6 * time.Second
+// sendTimeout bounds one request to the provider.
+const sendTimeout = 10 * time.Second
+
+// neverPlacedAfter is NeverPlacedAfter for the link's provider.
+func (r *Reactor) neverPlacedAfter(l *link) time.Duration {
+	if r.cfg.NeverPlacedAfter > 0 {
+		return r.cfg.NeverPlacedAfter
+	}
+	window := sendTimeout + time.Second
+	if p, ok := r.cfg.Providers[l.name].(provider.Windowed); ok {
+		window = p.ReceiveWindow()
+	}
+	return r.cfg.SendWithin + window
+}
 
 // New makes a reactor.
 func New(cfg Config) *Reactor {
 	if cfg.SendWithin <= 0 {
 		cfg.SendWithin = time.Second
-	}
-	if cfg.NeverPlacedAfter <= 0 {
-		cfg.NeverPlacedAfter = cfg.SendWithin + receiveWindow
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = 250 * time.Millisecond
@@ -891,7 +899,7 @@ func (r *Reactor) sendOnce(ctx context.Context, l *link, sess provider.Session, 
 		}
 		r.mu.Unlock()
 	}()
-	cctx, cancel := context.WithTimeout(provider.WithSendBy(ctx, sendBy), 10*time.Second)
+	cctx, cancel := context.WithTimeout(provider.WithSendBy(ctx, sendBy), sendTimeout)
 	var st provider.OrderState
 	var err error
 	switch in.Op {
@@ -936,7 +944,7 @@ func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session
 		switch {
 		case err == nil:
 			undone := (in.Op == evacct.IntentCancel && !st.Status.Final()) || (in.Op == evacct.IntentReplace && !replaced(in, st))
-			if undone && r.cfg.Now().Sub(in.At) < r.cfg.NeverPlacedAfter {
+			if undone && r.cfg.Now().Sub(in.At) < r.neverPlacedAfter(l) {
 				break // the cancel or replace may still be carried out: look again
 			}
 			o := fromState(st)
@@ -946,7 +954,7 @@ func (r *Reactor) lookupOnce(ctx context.Context, l *link, sess provider.Session
 			}
 			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: outcome, Order: &o})
 			return true
-		case errors.Is(err, provider.ErrNotFound) && r.cfg.Now().Sub(in.At) > r.cfg.NeverPlacedAfter:
+		case errors.Is(err, provider.ErrNotFound) && r.cfg.Now().Sub(in.At) > r.neverPlacedAfter(l):
 			_ = r.exec(l.accountID, &providercmd.Settle{Key: key, Outcome: evacct.OutcomeNeverPlaced})
 			return true
 		}

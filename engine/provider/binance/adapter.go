@@ -164,6 +164,12 @@ func (p *Provider) Name() string { return Name }
 // Capabilities implements provider.Provider.
 func (p *Provider) Capabilities() provider.Capabilities { return capabilities() }
 
+// ReceiveWindow implements provider.Windowed: the exchange refuses a
+// signed request whose timestamp is more than recvWindow (5 s, the
+// exchange's default, which the library sends) behind its clock, or more
+// than 1 s ahead of it.
+func (p *Provider) ReceiveWindow() time.Duration { return 6 * time.Second }
+
 // budget returns the credential's budget, shared by all its sessions.
 func (p *Provider) budget(c provider.Credentials) *budget {
 	p.mu.Lock()

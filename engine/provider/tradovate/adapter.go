@@ -141,7 +141,9 @@ func (o Options) withDefaults() Options {
 	def(&o.WSURL, LiveWSURL, DemoWSURL)
 	def(&o.MDURL, LiveMDURL, DemoMDURL)
 	if o.HTTP == nil {
-		o.HTTP = egress.NewTransport(egress.Options{AllowPrivate: o.AllowPrivate, MaxIdleConnsPerHost: 64})
+		// A request given up resets its connection: with no receive window
+		// at the provider, that bounds when it can still arrive (ReceiveWindow).
+		o.HTTP = egress.NewTransport(egress.Options{AllowPrivate: o.AllowPrivate, MaxIdleConnsPerHost: 64, ResetOnClose: true})
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
@@ -232,6 +234,13 @@ func (p *Provider) Environment() string {
 }
 
 // Capabilities implements provider.Provider.
+// ReceiveWindow implements provider.Windowed. Tradovate has no receive
+// window of its own: a request given up at its timeout resets its
+// connection (egress.Options.ResetOnClose, HTTP/1.1), so nothing of it is
+// delivered afterwards; 1 s more for what the network already carries.
+// Valid for the default transport only (Options.HTTP nil).
+func (p *Provider) ReceiveWindow() time.Duration { return p.opts.RequestTimeout + time.Second }
+
 func (p *Provider) Capabilities() provider.Capabilities {
 	return provider.Capabilities{
 		Accounts:             true,
