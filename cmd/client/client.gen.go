@@ -8542,7 +8542,10 @@ type ClientInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+	// (also for an order that could not leave for the provider within a second
+	// of being accepted, as while the account's connection to the provider
+	// opens: it is never sent later),
 	// 503 `provider_rate_limited` when the provider's published request limit for
 	// the account (or its answer 429/418) held the order back: nothing was sent, and
 	// `Retry-After` says in how many seconds the limit lets it through, and
@@ -8598,7 +8601,10 @@ type ClientInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+	// (also for an order that could not leave for the provider within a second
+	// of being accepted, as while the account's connection to the provider
+	// opens: it is never sent later),
 	// 503 `provider_rate_limited` when the provider's published request limit for
 	// the account (or its answer 429/418) held the order back: nothing was sent, and
 	// `Retry-After` says in how many seconds the limit lets it through, and
@@ -14017,7 +14023,10 @@ func (c *Client) FlattenAccount(ctx context.Context, params *FlattenAccountParam
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+// (also for an order that could not leave for the provider within a second
+// of being accepted, as while the account's connection to the provider
+// opens: it is never sent later),
 // 503 `provider_rate_limited` when the provider's published request limit for
 // the account (or its answer 429/418) held the order back: nothing was sent, and
 // `Retry-After` says in how many seconds the limit lets it through, and
@@ -14083,7 +14092,10 @@ func (c *Client) PlaceOrderWithBody(ctx context.Context, params *PlaceOrderParam
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+// (also for an order that could not leave for the provider within a second
+// of being accepted, as while the account's connection to the provider
+// opens: it is never sent later),
 // 503 `provider_rate_limited` when the provider's published request limit for
 // the account (or its answer 429/418) held the order back: nothing was sent, and
 // `Retry-After` says in how many seconds the limit lets it through, and
@@ -27920,7 +27932,10 @@ type ClientWithResponsesInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+	// (also for an order that could not leave for the provider within a second
+	// of being accepted, as while the account's connection to the provider
+	// opens: it is never sent later),
 	// 503 `provider_rate_limited` when the provider's published request limit for
 	// the account (or its answer 429/418) held the order back: nothing was sent, and
 	// `Retry-After` says in how many seconds the limit lets it through, and
@@ -27976,7 +27991,10 @@ type ClientWithResponsesInterface interface {
 	// linked through (sign in to it again), 422 `hedge_position_mode`,
 	// `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 	// not trade, 403 `feature_disabled` while the user's live trading switch is
-	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+	// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+	// (also for an order that could not leave for the provider within a second
+	// of being accepted, as while the account's connection to the provider
+	// opens: it is never sent later),
 	// 503 `provider_rate_limited` when the provider's published request limit for
 	// the account (or its answer 429/418) held the order back: nothing was sent, and
 	// `Retry-After` says in how many seconds the limit lets it through, and
@@ -45796,7 +45814,10 @@ func (c *ClientWithResponses) FlattenAccountWithResponse(ctx context.Context, pa
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+// (also for an order that could not leave for the provider within a second
+// of being accepted, as while the account's connection to the provider
+// opens: it is never sent later),
 // 503 `provider_rate_limited` when the provider's published request limit for
 // the account (or its answer 429/418) held the order back: nothing was sent, and
 // `Retry-After` says in how many seconds the limit lets it through, and
@@ -45858,7 +45879,10 @@ func (c *ClientWithResponses) PlaceOrderWithBodyWithResponse(ctx context.Context
 // linked through (sign in to it again), 422 `hedge_position_mode`,
 // `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
 // not trade, 403 `feature_disabled` while the user's live trading switch is
-// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+// off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+// (also for an order that could not leave for the provider within a second
+// of being accepted, as while the account's connection to the provider
+// opens: it is never sent later),
 // 503 `provider_rate_limited` when the provider's published request limit for
 // the account (or its answer 429/418) held the order back: nothing was sent, and
 // `Retry-After` says in how many seconds the limit lets it through, and

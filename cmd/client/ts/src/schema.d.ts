@@ -149,7 +149,10 @@ export interface paths {
          *     linked through (sign in to it again), 422 `hedge_position_mode`,
          *     `multi_assets_mode` or `portfolio_margin` for an account mode the engine does
          *     not trade, 403 `feature_disabled` while the user's live trading switch is
-         *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent,
+         *     off, 503 `provider_unavailable` with `Retry-After` when nothing was sent
+         *     (also for an order that could not leave for the provider within a second
+         *     of being accepted, as while the account's connection to the provider
+         *     opens: it is never sent later),
          *     503 `provider_rate_limited` when the provider's published request limit for
          *     the account (or its answer 429/418) held the order back: nothing was sent, and
          *     `Retry-After` says in how many seconds the limit lets it through, and
