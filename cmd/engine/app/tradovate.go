@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/svc/engine/engine"
-	"github.com/svc/engine/engine/egress"
 	"github.com/svc/engine/engine/provider"
 	"github.com/svc/engine/engine/provider/tradovate"
 )
@@ -108,8 +107,10 @@ func openTradovate(c TradovateConfig, allowPrivate bool) (provider.Provider, eng
 	app := tradovate.App{ID: c.AppID, Version: c.AppVersion, CID: c.CID, Secret: c.Sec, DeviceID: c.DeviceID}
 	lp := engine.LoginProvider{Environments: map[string]provider.TokenProvider{}, Default: envs[0]}
 	for _, e := range envs {
+		// The adapter's own transport: a request it gives up resets its
+		// connection, which its never-placed rule counts on (ReceiveWindow).
 		o := tradovate.Options{App: app, Demo: e == provider.EnvDemo, RestURL: c.REST, WSURL: c.WS, MDURL: c.MD,
-			HTTP: egress.NewTransport(egress.Options{AllowPrivate: allowPrivate, MaxIdleConnsPerHost: 64})}
+			AllowPrivate: allowPrivate}
 		if o.Demo {
 			o.RestURL, o.WSURL, o.MDURL = c.DemoREST, c.DemoWS, c.DemoMD
 		}

@@ -106,7 +106,9 @@ type Options struct {
 	// Limits are the per-login budgets; zero takes the published limits.
 	Limits Limits
 	// HTTP is the transport of every call and socket; nil: the egress
-	// guard's transport (public addresses only unless AllowPrivate).
+	// guard's transport (public addresses only unless AllowPrivate), which
+	// resets the connection of a request given up. A transport given here
+	// must do the same for ReceiveWindow to hold (tests, benchmarks).
 	HTTP http.RoundTripper
 	// AllowPrivate lets the default transport reach private and loopback
 	// addresses (local development, tests against the simulator).
