@@ -100,7 +100,8 @@ func (p *Provider) roundTrip(ctx context.Context, b *budget, bearer string, r re
 	if r.op.Write() && provider.SendByPassed(ctx, p.opts.Now()) != nil {
 		// The last check before the write goes out (its budget waited
 		// already). Tradovate has no receive window: a write that left by
-		// then is bounded only by the network's delivery.
+		// then is bounded by its timeout, at which its connection is reset
+		// (ReceiveWindow).
 		return nil, 0, &adapterkit.SendError{Provider: "tradovate", Err: provider.ErrSendByPassed}
 	}
 	req, wrote := adapterkit.TraceWrite(req)
