@@ -2554,10 +2554,13 @@ type BracketLeg struct {
 	ParentOrderId *string `json:"parentOrderId"`
 
 	// Price null for the runner
-	Price    *string         `json:"price"`
-	Quantity string          `json:"quantity"`
-	Share    *string         `json:"share"`
-	State    BracketLegState `json:"state"`
+	Price    *string `json:"price"`
+	Quantity string  `json:"quantity"`
+
+	// RetryAt Provider accounts only, and only while it applies: the leg is working but its order could not reach the provider (unreachable, rate limited, or its request lost and never placed), so nothing rests for it now; the engine places it again at this time, waiting 1 s, then 2, 4 ... up to 60 s (at least the provider's Retry-After) between tries, until it rests or the bracket ends. The provider's own refusal of a leg cancels it instead. Absent otherwise
+	RetryAt *time.Time      `json:"retryAt,omitempty"`
+	Share   *string         `json:"share"`
+	State   BracketLegState `json:"state"`
 }
 
 // BracketLegKind defines model for BracketLeg.Kind.

@@ -238,4 +238,38 @@ func TestProviderExitsThroughTheBinary(t *testing.T) {
 	if f := snapshot(); len(open()) != 0 || len(f["brackets"].([]any)) != 0 || m["stuck"].(float64) != 0 {
 		t.Fatalf("withdrawn again: %v, at the exchange %v", m, open())
 	}
+
+	// The exchange throttles the key as a protection's legs go out: nothing
+	// rests for them, yet they stay working, each with the time it is
+	// placed again (retryAt, the exchange's Retry-After); then both rest,
+	// once each, and the bracket protects the position.
+	pos := snapshot()["positions"].([]any)
+	if len(pos) != 1 {
+		t.Fatalf("positions %v", pos)
+	}
+	if err := sim.SetPrice("BTCUSDT", pos[0].(map[string]any)["avgPrice"].(string)); err != nil { // the legs' basis: neither triggers
+		t.Fatal(err)
+	}
+	placed := sim.RequestCount("POST /fapi/v1/algoOrder")
+	if err := sim.AddFault(binance.Fault{Route: "POST /fapi/v1/algoOrder", Times: 1, Throttle: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	st, m = do("POST", "/api/trading/exits"+q, map[string]any{"clientOrderId": "pr-3", "instrument": "BTCUSDT", "planId": id, "planRevision": rev})
+	if st != 200 || m["bracket"].(map[string]any)["state"] != "active" || len(open()) != 0 {
+		t.Fatalf("a protection while the exchange throttles: %d %v, at the exchange %v\n%s", st, m, open(), p.out)
+	}
+	bs = brackets()
+	for _, kind := range []string{"stop", "target"} {
+		if lg := legOf(bs[0], kind); len(bs) != 1 || lg["state"] != "working" || lg["retryAt"] == nil {
+			t.Fatalf("the %s leg while throttled: %v", kind, bs)
+		}
+	}
+	waitUntil(t, 10*time.Second, func() bool {
+		bs := brackets()
+		return len(bs) == 1 && len(open()) == 2 && legOf(bs[0], "stop")["retryAt"] == nil && legOf(bs[0], "target")["retryAt"] == nil &&
+			legOf(bs[0], "stop")["state"] == "working" && legOf(bs[0], "target")["state"] == "working"
+	}, func() any { return fmt.Sprint(brackets(), open()) })
+	if n := sim.RequestCount("POST /fapi/v1/algoOrder") - placed; n < 3 || n > 4 {
+		t.Fatalf("the exchange had %d leg placements, want the throttled ones and one more each", n)
+	}
 }

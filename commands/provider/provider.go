@@ -149,3 +149,12 @@ type Observe struct {
 
 // Validate checks the shape.
 func (c *Observe) Validate() error { return nil }
+
+// RetryExits places again, on a provider account, every working bracket
+// leg whose order did not reach the provider and whose retry time
+// (BracketLeg.RetryAt) has come. The reactor sends it at that time; it
+// changes nothing when none is due.
+type RetryExits struct{}
+
+// Validate checks the shape.
+func (c *RetryExits) Validate() error { return nil }

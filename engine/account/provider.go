@@ -211,6 +211,9 @@ func decideProvider(s *State, env commands.Envelope) ([]events.Event, bool, erro
 	if !ok || err != nil || s.Provider == nil {
 		return evs, ok, err
 	}
+	if _, retry := env.Cmd.(*providercmd.RetryExits); retry {
+		return retryExits(s, env), true, nil
+	}
 	return providerExits(s, env, evs), true, nil
 }
 
@@ -238,6 +241,8 @@ func decideProviderCommand(s *State, env commands.Envelope) (evs []events.Event,
 	case *providercmd.Observe:
 		evs, err = observe(s, env, c)
 		return evs, true, err
+	case *providercmd.RetryExits:
+		return nil, true, nil // the exit pass places the legs due (decideProvider)
 	case *trading.PlaceOrder:
 		evs, err = decideProviderPlace(s, env, c)
 		return evs, true, err

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -46,8 +47,11 @@ import (
 //     the new one rests, so the position is never left without it;
 //   - a leg the provider refuses (or that could not be sent) is refused: a
 //     changed leg stays as its order rests (a refused change leaves the
-//     bracket as it was), a new one is canceled (that part of the position
-//     shows unprotected; the other legs rest);
+//     bracket as it was); a new one that did not reach the provider for a
+//     passing reason (unreachable, throttled, never placed) stays working
+//     and is placed again at its RetryAt (RetryExits), one the provider
+//     refused is canceled (that part of the position shows unprotected;
+//     the other legs rest);
 //   - a cancel the provider would not carry out leaves its order resting
 //     (Provider.Stuck): the bracket keeps it, is not ended while it rests,
 //     and the pass does not cancel it again by itself (a withdrawal does);
@@ -245,8 +249,7 @@ func providerExits(s *State, env commands.Envelope, evs []events.Event) []events
 	if len(evs) == 0 || !s.Provider.Linked || (len(s.Brackets) == 0 && !opensBracket(evs)) {
 		return evs
 	}
-	x := &exits{s: s, v: view(s), env: env, bs: map[string]*evacct.Bracket{}, set: map[string]bool{}, opened: map[string]bool{},
-		ending: map[string]string{}}
+	x := newExits(s, env)
 	for _, e := range evs {
 		switch e := e.(type) {
 		case evacct.BracketSet: // recorded once, whole, at the end
@@ -272,6 +275,37 @@ func providerExits(s *State, env commands.Envelope, evs []events.Event) []events
 	x.closed()
 	x.reconcile()
 	return x.out
+}
+
+func newExits(s *State, env commands.Envelope) *exits {
+	return &exits{s: s, v: view(s), env: env, bs: map[string]*evacct.Bracket{}, set: map[string]bool{}, opened: map[string]bool{},
+		ending: map[string]string{}}
+}
+
+// retryExits is the exit pass alone (RetryExits): it places the legs whose
+// retry time has come, and nothing when none has.
+func retryExits(s *State, env commands.Envelope) []events.Event {
+	if !s.Provider.Linked || len(s.Brackets) == 0 {
+		return nil
+	}
+	x := newExits(s, env)
+	x.reconcile()
+	return x.out
+}
+
+// RetryDue is the earliest retry time of the account's working bracket
+// legs that wait to be placed again (zero when none waits): when the
+// reactor sends RetryExits.
+func RetryDue(s *State) time.Time {
+	var due time.Time
+	for _, b := range s.Brackets {
+		for _, lg := range b.Legs {
+			if lg.State == evacct.LegWorking && lg.RetryAt != nil && (due.IsZero() || lg.RetryAt.Before(due)) {
+				due = *lg.RetryAt
+			}
+		}
+	}
+	return due
 }
 
 // get is bracket id as the pass changes it (a copy), nil when it is not active.
@@ -392,10 +426,13 @@ func (x *exits) before(e events.Event) {
 		}
 	case evacct.IntentSettled:
 		if e.Outcome == evacct.OutcomeAccepted {
+			if in, ok := x.v.Provider.Intents[providercmd.IntentKey(IntentExit, e.ProviderClientOrderID)]; ok {
+				x.reached(in.Order)
+			}
 			return
 		}
 		if in, ok := x.v.Provider.Intents[providercmd.IntentKey(IntentExit, e.ProviderClientOrderID)]; ok {
-			x.refused(in.Order)
+			x.refused(in.Order, e)
 		} else if in, ok := x.v.Provider.Intents[providercmd.IntentKey(evacct.IntentPlace, e.ProviderClientOrderID)]; ok && in.Order.BracketID != "" {
 			if b := x.entryOf(in.Order.BrokerOrderID); b != nil {
 				x.entryDone(b) // the entry was never placed: nothing armed, the bracket ends
@@ -515,10 +552,45 @@ func (x *exits) legFilled(b *evacct.Bracket, i int, qty events.Decimal) {
 	}
 }
 
+// passing reports whether a leg's placement that settled so may be placed
+// again: it never reached the provider for a reason that passes (the
+// provider unreachable or throttled, or the request lost and never
+// placed), not the provider's own refusal or a refused credential.
+func passing(e evacct.IntentSettled) bool {
+	return e.Outcome == evacct.OutcomeNeverPlaced ||
+		(e.Outcome == evacct.OutcomeNotSent && (e.Reason == evacct.ReasonUnavailable || e.Reason == evacct.ReasonThrottled))
+}
+
+// retryWait is how long a leg waits before it is placed again after its
+// retries-th placement in a row did not reach the provider: 1 s doubling
+// up to MaxLegRetryWait, and at least what the provider's limit holds.
+func retryWait(retries int, e evacct.IntentSettled) time.Duration {
+	d := evacct.MaxLegRetryWait
+	if retries <= 6 {
+		d = min(time.Second<<(retries-1), evacct.MaxLegRetryWait)
+	}
+	return max(d, time.Duration(e.RetryAfter)*time.Second)
+}
+
+// reached is a leg's placement the provider accepted: the leg's count of
+// placements that did not reach it starts again.
+func (x *exits) reached(o evacct.Order) {
+	b := x.bracket(o.BracketID)
+	if b == nil {
+		return
+	}
+	if i := legIndex(b, o.ClientOrderID); i >= 0 && (b.Legs[i].Retries != 0 || b.Legs[i].RetryAt != nil) {
+		lg := &x.get(o.BracketID).Legs[i]
+		lg.Retries, lg.RetryAt = 0, nil
+	}
+}
+
 // refused is a leg's placement the provider refused or that was never
-// placed: the leg stays as an order of it rests (a change refused), or
-// with none it is canceled, and the bracket ends when nothing else rests.
-func (x *exits) refused(o evacct.Order) {
+// placed (settled e): the leg stays as an order of it rests (a change
+// refused); with none, a placement that did not reach the provider for a
+// passing reason is placed again after a wait (RetryAt), and any other
+// leaves the leg canceled, the bracket ending when nothing else rests.
+func (x *exits) refused(o evacct.Order, e evacct.IntentSettled) {
 	if x.bracket(o.BracketID) == nil || x.ending[o.BracketID] != "" {
 		return
 	}
@@ -537,6 +609,12 @@ func (x *exits) refused(o evacct.Order) {
 	}
 	if keep != nil {
 		lg.Price, lg.Quantity = level(keep.Order), keep.Quantity.Sub(keep.Filled).Add(lg.Filled)
+		return
+	}
+	if passing(e) {
+		lg.Retries++
+		at := x.env.At.Add(retryWait(lg.Retries, e))
+		lg.RetryAt = &at
 		return
 	}
 	lg.State = evacct.LegCanceled
@@ -679,6 +757,13 @@ func (x *exits) reconcile() {
 			if match < 0 {
 				if slices.ContainsFunc(ls, func(l live) bool { return !l.resting }) {
 					continue // one placement of a leg at a time: the one under way settles first
+				}
+				if lg.RetryAt != nil {
+					if x.env.At.Before(*lg.RetryAt) {
+						continue // its last placement did not reach the provider: placed again at RetryAt
+					}
+					x.get(id).Legs[i].RetryAt = nil
+					b = x.bracket(id)
 				}
 				l := x.place(b, lg, rest)
 				ls = append(ls, l)

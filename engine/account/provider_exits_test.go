@@ -49,6 +49,7 @@ type pacct struct {
 	s   *account.State
 	n   int
 	evs []events.Event // the last decision's
+	at  time.Duration  // the decisions' time, after t0
 }
 
 func linked(t *testing.T) *pacct {
@@ -60,7 +61,9 @@ func linked(t *testing.T) *pacct {
 func (p *pacct) decide(cmd commands.Command) ([]events.Event, error) {
 	p.t.Helper()
 	p.n++
-	evs, err := account.Decide(p.s, env(p.n, cmd))
+	e := env(p.n, cmd)
+	e.At = e.At.Add(p.at)
+	evs, err := account.Decide(p.s, e)
 	if err != nil {
 		return nil, err
 	}
@@ -642,4 +645,147 @@ func TestProviderExitsReplay(t *testing.T) {
 		t.Fatalf("brackets %d", len(r.Live().Brackets))
 	}
 	r.Check()
+}
+
+func TestALegThatDidNotReachTheProviderIsPlacedAgain(t *testing.T) {
+	stopOf := func(t *testing.T, ins []evacct.OrderIntended) (stop evacct.OrderIntended, others []evacct.OrderIntended) {
+		t.Helper()
+		for _, in := range ins {
+			if in.Order.StopPrice != nil {
+				stop = in
+			} else {
+				others = append(others, in)
+			}
+		}
+		if stop.ProviderClientOrderID == "" {
+			t.Fatalf("no stop among %+v", ins)
+		}
+		return stop, others
+	}
+	settle := func(p *pacct, in evacct.OrderIntended, outcome, reason string, retryAfter int) []events.Event {
+		p.t.Helper()
+		return p.do(&providercmd.Settle{Key: providercmd.IntentKey(in.Op, in.ProviderClientOrderID), Outcome: outcome, Reason: reason, RetryAfter: retryAfter})
+	}
+	// waiting checks the stop leg is working, rests nowhere and is placed
+	// again at t0+at after retries placements that did not reach the provider.
+	waiting := func(p *pacct, at time.Duration, retries int) {
+		p.t.Helper()
+		lg := legOf(p.bracket(), evacct.LegStop, 0)
+		if lg.State != evacct.LegWorking || lg.RetryAt == nil || !lg.RetryAt.Equal(t0.Add(at)) || lg.Retries != retries {
+			p.t.Fatalf("stop leg %+v, want working, retry at t0+%v after %d", lg, at, retries)
+		}
+		if got := account.RetryDue(p.s); !got.Equal(t0.Add(at)) {
+			p.t.Fatalf("RetryDue %v, want t0+%v", got, at)
+		}
+		if got := p.resting(); !slices.Equal(got, []string{"limit@60020 0.01"}) {
+			p.t.Fatalf("resting %v", got)
+		}
+	}
+	// retry decides RetryExits at t0+at and returns its leg intents.
+	retry := func(p *pacct, at time.Duration) []evacct.OrderIntended {
+		p.t.Helper()
+		p.at = at
+		return intents(p.do(&providercmd.RetryExits{}), account.IntentExit)
+	}
+
+	t.Run("unreachable: placed again after 1 s, then 2 s, under new ids; accepted, the count starts again", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		if evs := settle(p, stop, evacct.OutcomeNotSent, evacct.ReasonUnavailable, 0); len(intents(evs, account.IntentExit)) != 0 {
+			t.Fatalf("placed again at once: %v", evs)
+		}
+		waiting(p, time.Second, 1)
+		if got := retry(p, 999*time.Millisecond); len(got) != 0 || len(p.evs) != 0 {
+			t.Fatalf("before its time: %v", p.evs)
+		}
+		again := retry(p, time.Second)
+		if len(again) != 1 || again[0].ProviderClientOrderID == stop.ProviderClientOrderID || again[0].Order.StopPrice.String() != "59990" ||
+			again[0].Order.Quantity.String() != "0.01" || !again[0].Order.ReduceOnly {
+			t.Fatalf("placed again %+v (first %s)", again, stop.ProviderClientOrderID)
+		}
+		if lg := legOf(p.bracket(), evacct.LegStop, 0); lg.RetryAt != nil || lg.Retries != 1 || !account.RetryDue(p.s).IsZero() {
+			t.Fatalf("leg while its placement is out %+v", lg)
+		}
+		settle(p, again[0], evacct.OutcomeNotSent, evacct.ReasonUnavailable, 0)
+		waiting(p, 3*time.Second, 2)
+		third := retry(p, 3*time.Second)
+		p.settleAll(third, evacct.OutcomeAccepted)
+		lg := legOf(p.bracket(), evacct.LegStop, 0)
+		if lg.State != evacct.LegWorking || lg.RetryAt != nil || lg.Retries != 0 {
+			t.Fatalf("leg once it rests %+v", lg)
+		}
+		if got := p.resting(); !slices.Equal(got, []string{"limit@60020 0.01", "stop@59990 0.01"}) {
+			t.Fatalf("resting %v", got)
+		}
+		if got := retry(p, time.Hour); len(p.evs) != 0 {
+			t.Fatalf("nothing due, yet %v %v", got, p.evs)
+		}
+	})
+
+	t.Run("the wait doubles up to a minute", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		at := time.Duration(0)
+		for n, want := range []time.Duration{1, 2, 4, 8, 16, 32, 60, 60} {
+			settle(p, stop, evacct.OutcomeNotSent, evacct.ReasonUnavailable, 0)
+			at += want * time.Second
+			waiting(p, at, n+1)
+			again := retry(p, at)
+			if len(again) != 1 {
+				t.Fatalf("try %d: %v", n+2, p.evs)
+			}
+			stop = again[0]
+		}
+	})
+
+	t.Run("throttled: it waits at least what the provider's limit holds", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		settle(p, stop, evacct.OutcomeNotSent, evacct.ReasonThrottled, 5)
+		waiting(p, 5*time.Second, 1)
+	})
+
+	t.Run("a request lost and never placed is placed again", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		settle(p, stop, evacct.OutcomeNeverPlaced, "", 0)
+		waiting(p, time.Second, 1)
+	})
+
+	for _, tc := range []struct{ outcome, reason string }{
+		{evacct.OutcomeRejected, ""},
+		{evacct.OutcomeNotSent, evacct.ReasonRefused},
+	} {
+		t.Run("refused ("+tc.outcome+" "+tc.reason+"): the leg is canceled, never placed again", func(t *testing.T) {
+			p, legs := entered(t, oneTarget(), "0.01", "60000")
+			stop, target := stopOf(t, legs)
+			p.settleAll(target, evacct.OutcomeAccepted)
+			settle(p, stop, tc.outcome, tc.reason, 0)
+			if lg := legOf(p.bracket(), evacct.LegStop, 0); lg.State != evacct.LegCanceled || lg.RetryAt != nil || !account.RetryDue(p.s).IsZero() {
+				t.Fatalf("stop leg %+v", lg)
+			}
+			if got := retry(p, time.Hour); len(got) != 0 {
+				t.Fatalf("placed again: %v", got)
+			}
+		})
+	}
+
+	t.Run("the position closed while it waits: the bracket ends and nothing is placed", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		settle(p, stop, evacct.OutcomeNotSent, evacct.ReasonUnavailable, 0)
+		evs := p.do(&providercmd.Observe{Cause: "stream", Positions: []evacct.Position{{Instrument: "BTCUSDT", Quantity: dec("0")}}})
+		p.settleAll(intents(evs, evacct.IntentCancel), evacct.OutcomeAccepted)
+		if len(p.s.Brackets) != 0 || !account.RetryDue(p.s).IsZero() {
+			t.Fatalf("brackets %d, due %v", len(p.s.Brackets), account.RetryDue(p.s))
+		}
+		if got := retry(p, time.Hour); len(got) != 0 {
+			t.Fatalf("placed again: %v", got)
+		}
+	})
 }

@@ -104,6 +104,10 @@ type link struct {
 	answered map[string]string
 	stop     context.CancelFunc
 	settings evacct.ProviderSettings
+	// retryDue is when the account's next bracket leg that did not reach
+	// the provider is placed again (zero: none waits), retry its timer.
+	retryDue time.Time
+	retry    *time.Timer
 	// known are the orders the log holds working and the place intents
 	// still open, as of the last commit: what a reconciliation looks up
 	// when the provider's working orders do not hold them.
@@ -295,6 +299,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 		go r.run(ctx, l, sess, resumed)
 	}
 	l.settings = p.Settings
+	r.scheduleRetry(l, account.RetryDue(s))
 	l.known = l.known[:0]
 	for _, in := range intents {
 		if in.Op == evacct.IntentPlace || in.Op == account.IntentExit {
@@ -318,6 +323,44 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 		}
 		l.busy[k] = true
 		go r.settle(l, in, !resumed && !l.sent[k])
+	}
+}
+
+// scheduleRetry sends RetryExits to the account at due, the retry time of
+// its next bracket leg that did not reach the provider (zero: none), with
+// r.mu held.
+func (r *Reactor) scheduleRetry(l *link, due time.Time) {
+	if due.Equal(l.retryDue) {
+		return
+	}
+	if l.retry != nil {
+		l.retry.Stop()
+		l.retry = nil
+	}
+	l.retryDue = due
+	if due.IsZero() {
+		return
+	}
+	l.retry = time.AfterFunc(max(due.Sub(r.cfg.Now()), 0)+time.Millisecond, func() { r.retryExits(l, due) })
+}
+
+// retryExits places the account's legs due at due again, while this node
+// owns it; when no commit moved the next retry time on (the command found
+// nothing due by the engine's clock, or did not commit), it is tried again
+// a second later.
+func (r *Reactor) retryExits(l *link, due time.Time) {
+	r.mu.Lock()
+	current := r.links[l.accountID] == l && l.retryDue.Equal(due)
+	r.mu.Unlock()
+	if !current || !r.cfg.Owns(l.accountID) {
+		return
+	}
+	_ = r.exec(l.accountID, &providercmd.RetryExits{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.links[l.accountID] == l && l.retryDue.Equal(due) {
+		l.retryDue = time.Time{}
+		r.scheduleRetry(l, r.cfg.Now().Add(time.Second))
 	}
 }
 
@@ -491,6 +534,8 @@ func commandName(cmd commands.Command) string {
 		return "settle"
 	case *providercmd.Observe:
 		return "observe"
+	case *providercmd.RetryExits:
+		return "retry exits"
 	}
 	return "command"
 }
@@ -969,9 +1014,10 @@ func notSent(err error) string {
 		return evacct.ReasonThrottled
 	case errors.Is(err, provider.ErrUnknown):
 		return ""
-	case errors.Is(err, provider.ErrUnavailable), errors.Is(err, provider.ErrUnauthorized),
-		errors.Is(err, provider.ErrUnsupported), errors.Is(err, provider.ErrModeUnsupported):
+	case errors.Is(err, provider.ErrUnavailable):
 		return evacct.ReasonUnavailable
+	case errors.Is(err, provider.ErrUnauthorized), errors.Is(err, provider.ErrUnsupported), errors.Is(err, provider.ErrModeUnsupported):
+		return evacct.ReasonRefused
 	}
 	return ""
 }

@@ -38,7 +38,20 @@ type BracketLeg struct {
 	Share         *events.Decimal `json:"share,omitempty"` // a target's share of the protected quantity
 	Filled        events.Decimal  `json:"filled"`          // closed by this leg so far
 	ParentOrderID string          `json:"parentOrderId,omitempty"`
+	// RetryAt: a provider account's working leg whose order did not reach
+	// the provider for a passing reason (unreachable, throttled, never
+	// placed) and rests nowhere: it is placed again at this time. Nil
+	// otherwise.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
+	// Retries are the leg's placements in a row that did not reach the
+	// provider (the wait before the next doubles with each, up to
+	// MaxLegRetryWait); back to zero once one is accepted.
+	Retries int `json:"retries,omitempty"`
 }
+
+// MaxLegRetryWait is the longest wait before a leg whose order did not
+// reach the provider is placed again (the first waits 1 s, then 2, 4 ...).
+const MaxLegRetryWait = time.Minute
 
 // Breakeven is a priced breakeven rule: once the touch reaches Trigger the
 // stop moves to StopPrice (entry plus the plan's ticks), once.

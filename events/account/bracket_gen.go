@@ -3,6 +3,8 @@
 package account
 
 import (
+	"time"
+
 	"github.com/svc/engine/events"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -518,8 +520,8 @@ func (z BracketEnd) Msgsize() (s int) {
 func (z *BracketLeg) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(8)
-	var zb0001Mask uint8 /* 8 bits */
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
 	_ = zb0001Mask
 	if z.Share == nil {
 		zb0001Len--
@@ -528,6 +530,14 @@ func (z *BracketLeg) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ParentOrderID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
+	}
+	if z.RetryAt == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.Retries == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -585,6 +595,20 @@ func (z *BracketLeg) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "parentOrderId"
 			o = append(o, 0xad, 0x70, 0x61, 0x72, 0x65, 0x6e, 0x74, 0x4f, 0x72, 0x64, 0x65, 0x72, 0x49, 0x64)
 			o = msgp.AppendString(o, z.ParentOrderID)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "retryAt"
+			o = append(o, 0xa7, 0x72, 0x65, 0x74, 0x72, 0x79, 0x41, 0x74)
+			if z.RetryAt == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendTimeExt(o, *z.RetryAt)
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "retries"
+			o = append(o, 0xa7, 0x72, 0x65, 0x74, 0x72, 0x69, 0x65, 0x73)
+			o = msgp.AppendInt(o, z.Retries)
 		}
 	}
 	return
@@ -678,6 +702,29 @@ func (z *BracketLeg) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ParentOrderID")
 				return
 			}
+		case "retryAt":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.RetryAt = nil
+			} else {
+				if z.RetryAt == nil {
+					z.RetryAt = new(time.Time)
+				}
+				*z.RetryAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "RetryAt")
+					return
+				}
+			}
+		case "retries":
+			z.Retries, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Retries")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -704,7 +751,13 @@ func (z *BracketLeg) Msgsize() (s int) {
 	} else {
 		s += z.Share.Msgsize()
 	}
-	s += 7 + z.Filled.Msgsize() + 14 + msgp.StringPrefixSize + len(z.ParentOrderID)
+	s += 7 + z.Filled.Msgsize() + 14 + msgp.StringPrefixSize + len(z.ParentOrderID) + 8
+	if z.RetryAt == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.TimeSize
+	}
+	s += 8 + msgp.IntSize
 	return
 }
 

@@ -117,9 +117,14 @@ const (
 	// ReasonThrottled: the provider's rate limit (or a ban) held it back;
 	// IntentSettled.RetryAfter says how long.
 	ReasonThrottled = "throttled"
-	// ReasonUnavailable: the provider could not be reached, or refused the
-	// credential, before anything was sent.
+	// ReasonUnavailable: the provider could not be reached (or the request
+	// could not leave within its moment) before anything was sent: passing.
 	ReasonUnavailable = "unavailable"
+	// ReasonRefused: the provider refused the credential, the account's
+	// mode or what was asked, before anything was sent: it holds until the
+	// trader changes something. (Commits before this reason existed
+	// recorded these as unavailable.)
+	ReasonRefused = "refused"
 )
 
 // IntentSettled records how an intent ended. Code is the provider's own

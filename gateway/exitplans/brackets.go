@@ -74,8 +74,9 @@ func answer(w http.ResponseWriter, bracketID string, evs []events.Event) {
 // them; the read models show their outcome): the bracket as it stands (it
 // ends only once none of its orders rests), refused order_rejected when a
 // leg it placed does not rest (the provider refused it, or it could not be
-// sent: that part of the position is unprotected, a changed leg stays where
-// it rested), stuck the orders it asked to cancel that still rest, and the
+// sent: that part of the position is unprotected, until the engine places
+// a leg that did not reach the provider again at its retryAt; a changed leg
+// stays where it rested), stuck the orders it asked to cancel that still rest, and the
 // entry a bracket waits on (entryID), which rests on unchanged.
 func (h *Handlers) answerProvider(ctx context.Context, w http.ResponseWriter, accountID, bracketID, entryID string, evs []events.Event) error {
 	var refused any

@@ -21,6 +21,9 @@ type BracketLeg struct {
 	Share         *events.Decimal `json:"share"`
 	Filled        events.Decimal  `json:"filledQuantity"`
 	ParentOrderID *string         `json:"parentOrderId"`
+	// RetryAt: a provider account's working leg whose order could not
+	// reach the provider rests nowhere now; it is placed again then.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
 }
 
 // Bracket is an active bracket as read: the frame's brackets and the items of GET /api/account/brackets.
@@ -74,7 +77,7 @@ func BracketView(b evacct.Bracket) Bracket {
 		CreatedAt: b.CreatedAt.UTC(), UpdatedAt: b.UpdatedAt.UTC()}
 	for _, l := range b.Legs {
 		v.Legs = append(v.Legs, BracketLeg{ID: l.ID, Kind: l.Kind, State: l.State, Price: l.Price, Quantity: l.Quantity,
-			Share: l.Share, Filled: l.Filled, ParentOrderID: opt(l.ParentOrderID)})
+			Share: l.Share, Filled: l.Filled, ParentOrderID: opt(l.ParentOrderID), RetryAt: utc(l.RetryAt)})
 	}
 	return v
 }
@@ -146,4 +149,13 @@ func brackets(ctx context.Context, s projections.Store, st *projections.Stops, a
 		managed = append(managed, ManagedExitsOf(d)...)
 	}
 	return brackets, managed, follows, nil
+}
+
+// utc is t in UTC, nil for nil.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -4242,6 +4242,11 @@ export interface components {
             filledQuantity: string;
             /** @description The entry while pre_armed; null once the leg protects a position */
             parentOrderId: string | null;
+            /**
+             * Format: date-time
+             * @description Provider accounts only, and only while it applies: the leg is working but its order could not reach the provider (unreachable, rate limited, or its request lost and never placed), so nothing rests for it now; the engine places it again at this time, waiting 1 s, then 2, 4 ... up to 60 s (at least the provider's Retry-After) between tries, until it rests or the bracket ends. The provider's own refusal of a leg cancels it instead. Absent otherwise
+             */
+            retryAt?: string;
         };
         Bracket: {
             id: string;
