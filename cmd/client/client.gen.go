@@ -8403,7 +8403,10 @@ type ClientInterface interface {
 	// provider in the same step and the answer waits for the provider's answers:
 	// `refused` is `order_rejected` when a leg does not rest (refused by the
 	// provider, or not sent), that part of the position shows unprotected and the
-	// other legs rest. A resting entry rests on unchanged at the provider
+	// other legs rest. A leg that did not reach the provider (unreachable, rate
+	// limited) stays `working` with its `retryAt`, and the engine places it again
+	// then, until it rests or the bracket ends; one the provider refused is
+	// `canceled`. A resting entry rests on unchanged at the provider
 	// (`entryOrderId` names it); the legs go out once it fills.
 	//
 	// Takes any type of body and a specified content type.
@@ -8426,7 +8429,10 @@ type ClientInterface interface {
 	// provider in the same step and the answer waits for the provider's answers:
 	// `refused` is `order_rejected` when a leg does not rest (refused by the
 	// provider, or not sent), that part of the position shows unprotected and the
-	// other legs rest. A resting entry rests on unchanged at the provider
+	// other legs rest. A leg that did not reach the provider (unreachable, rate
+	// limited) stays `working` with its `retryAt`, and the engine places it again
+	// then, until it rests or the bracket ends; one the provider refused is
+	// `canceled`. A resting entry rests on unchanged at the provider
 	// (`entryOrderId` names it); the legs go out once it fills.
 	//
 	// Takes a body of the `application/json` content type.
@@ -13814,7 +13820,10 @@ func (c *Client) ClosePosition(ctx context.Context, params *ClosePositionParams,
 // provider in the same step and the answer waits for the provider's answers:
 // `refused` is `order_rejected` when a leg does not rest (refused by the
 // provider, or not sent), that part of the position shows unprotected and the
-// other legs rest. A resting entry rests on unchanged at the provider
+// other legs rest. A leg that did not reach the provider (unreachable, rate
+// limited) stays `working` with its `retryAt`, and the engine places it again
+// then, until it rests or the bracket ends; one the provider refused is
+// `canceled`. A resting entry rests on unchanged at the provider
 // (`entryOrderId` names it); the legs go out once it fills.
 //
 // Takes any type of body and a specified content type.
@@ -13847,7 +13856,10 @@ func (c *Client) ProtectWithPlanWithBody(ctx context.Context, params *ProtectWit
 // provider in the same step and the answer waits for the provider's answers:
 // `refused` is `order_rejected` when a leg does not rest (refused by the
 // provider, or not sent), that part of the position shows unprotected and the
-// other legs rest. A resting entry rests on unchanged at the provider
+// other legs rest. A leg that did not reach the provider (unreachable, rate
+// limited) stays `working` with its `retryAt`, and the engine places it again
+// then, until it rests or the bracket ends; one the provider refused is
+// `canceled`. A resting entry rests on unchanged at the provider
 // (`entryOrderId` names it); the legs go out once it fills.
 //
 // Takes a body of the `application/json` content type.
@@ -27791,7 +27803,10 @@ type ClientWithResponsesInterface interface {
 	// provider in the same step and the answer waits for the provider's answers:
 	// `refused` is `order_rejected` when a leg does not rest (refused by the
 	// provider, or not sent), that part of the position shows unprotected and the
-	// other legs rest. A resting entry rests on unchanged at the provider
+	// other legs rest. A leg that did not reach the provider (unreachable, rate
+	// limited) stays `working` with its `retryAt`, and the engine places it again
+	// then, until it rests or the bracket ends; one the provider refused is
+	// `canceled`. A resting entry rests on unchanged at the provider
 	// (`entryOrderId` names it); the legs go out once it fills.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -27814,7 +27829,10 @@ type ClientWithResponsesInterface interface {
 	// provider in the same step and the answer waits for the provider's answers:
 	// `refused` is `order_rejected` when a leg does not rest (refused by the
 	// provider, or not sent), that part of the position shows unprotected and the
-	// other legs rest. A resting entry rests on unchanged at the provider
+	// other legs rest. A leg that did not reach the provider (unreachable, rate
+	// limited) stays `working` with its `retryAt`, and the engine places it again
+	// then, until it rests or the bracket ends; one the provider refused is
+	// `canceled`. A resting entry rests on unchanged at the provider
 	// (`entryOrderId` names it); the legs go out once it fills.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -45631,7 +45649,10 @@ func (c *ClientWithResponses) ClosePositionWithResponse(ctx context.Context, par
 // provider in the same step and the answer waits for the provider's answers:
 // `refused` is `order_rejected` when a leg does not rest (refused by the
 // provider, or not sent), that part of the position shows unprotected and the
-// other legs rest. A resting entry rests on unchanged at the provider
+// other legs rest. A leg that did not reach the provider (unreachable, rate
+// limited) stays `working` with its `retryAt`, and the engine places it again
+// then, until it rests or the bracket ends; one the provider refused is
+// `canceled`. A resting entry rests on unchanged at the provider
 // (`entryOrderId` names it); the legs go out once it fills.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -45660,7 +45681,10 @@ func (c *ClientWithResponses) ProtectWithPlanWithBodyWithResponse(ctx context.Co
 // provider in the same step and the answer waits for the provider's answers:
 // `refused` is `order_rejected` when a leg does not rest (refused by the
 // provider, or not sent), that part of the position shows unprotected and the
-// other legs rest. A resting entry rests on unchanged at the provider
+// other legs rest. A leg that did not reach the provider (unreachable, rate
+// limited) stays `working` with its `retryAt`, and the engine places it again
+// then, until it rests or the bracket ends; one the provider refused is
+// `canceled`. A resting entry rests on unchanged at the provider
 // (`entryOrderId` names it); the legs go out once it fills.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

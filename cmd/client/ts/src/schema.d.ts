@@ -208,7 +208,10 @@ export interface paths {
          *     provider in the same step and the answer waits for the provider's answers:
          *     `refused` is `order_rejected` when a leg does not rest (refused by the
          *     provider, or not sent), that part of the position shows unprotected and the
-         *     other legs rest. A resting entry rests on unchanged at the provider
+         *     other legs rest. A leg that did not reach the provider (unreachable, rate
+         *     limited) stays `working` with its `retryAt`, and the engine places it again
+         *     then, until it rests or the bracket ends; one the provider refused is
+         *     `canceled`. A resting entry rests on unchanged at the provider
          *     (`entryOrderId` names it); the legs go out once it fills.
          */
         post: operations["protectWithPlan"];
