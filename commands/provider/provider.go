@@ -153,8 +153,12 @@ func (c *Observe) Validate() error { return nil }
 // RetryExits places again, on a provider account, every working bracket
 // leg whose order did not reach the provider and whose retry time
 // (BracketLeg.RetryAt) has come. The reactor sends it at that time; it
-// changes nothing when none is due.
-type RetryExits struct{}
+// changes nothing when none is due. Now places every such leg whatever its
+// time: the provider answers again (a complete reading of the account
+// after the stream's gap, or at a start).
+type RetryExits struct {
+	Now bool
+}
 
 // Validate checks the shape.
 func (c *RetryExits) Validate() error { return nil }

@@ -211,8 +211,8 @@ func decideProvider(s *State, env commands.Envelope) ([]events.Event, bool, erro
 	if !ok || err != nil || s.Provider == nil {
 		return evs, ok, err
 	}
-	if _, retry := env.Cmd.(*providercmd.RetryExits); retry {
-		return retryExits(s, env), true, nil
+	if c, retry := env.Cmd.(*providercmd.RetryExits); retry {
+		return retryExits(s, env, c.Now), true, nil
 	}
 	return providerExits(s, env, evs), true, nil
 }

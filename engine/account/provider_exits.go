@@ -240,6 +240,9 @@ type exits struct {
 	opened map[string]bool            // brackets the decision opened
 	ending map[string]string          // reason, by bracket id: ends once none of its orders rests
 	n      int                        // orders the pass placed again under new ids
+	// retryNow places every leg waiting to be placed again, whatever its
+	// RetryAt (RetryExits.Now).
+	retryNow bool
 }
 
 // providerExits runs the exit pass over the events of a provider decision
@@ -283,12 +286,13 @@ func newExits(s *State, env commands.Envelope) *exits {
 }
 
 // retryExits is the exit pass alone (RetryExits): it places the legs whose
-// retry time has come, and nothing when none has.
-func retryExits(s *State, env commands.Envelope) []events.Event {
+// retry time has come (every one waiting, now), and nothing when none has.
+func retryExits(s *State, env commands.Envelope, now bool) []events.Event {
 	if !s.Provider.Linked || len(s.Brackets) == 0 {
 		return nil
 	}
 	x := newExits(s, env)
+	x.retryNow = now
 	x.reconcile()
 	return x.out
 }
@@ -759,7 +763,7 @@ func (x *exits) reconcile() {
 					continue // one placement of a leg at a time: the one under way settles first
 				}
 				if lg.RetryAt != nil {
-					if x.env.At.Before(*lg.RetryAt) {
+					if !x.retryNow && x.env.At.Before(*lg.RetryAt) {
 						continue // its last placement did not reach the provider: placed again at RetryAt
 					}
 					x.get(id).Legs[i].RetryAt = nil

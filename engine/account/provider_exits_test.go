@@ -723,6 +723,19 @@ func TestALegThatDidNotReachTheProviderIsPlacedAgain(t *testing.T) {
 		}
 	})
 
+	t.Run("now: the provider answers again, every waiting leg is placed before its time", func(t *testing.T) {
+		p, legs := entered(t, oneTarget(), "0.01", "60000")
+		stop, target := stopOf(t, legs)
+		p.settleAll(target, evacct.OutcomeAccepted)
+		settle(p, stop, evacct.OutcomeNotSent, evacct.ReasonThrottled, 30)
+		waiting(p, 30*time.Second, 1)
+		p.at = time.Second
+		again := intents(p.do(&providercmd.RetryExits{Now: true}), account.IntentExit)
+		if len(again) != 1 || again[0].Order.StopPrice.String() != "59990" || !account.RetryDue(p.s).IsZero() {
+			t.Fatalf("placed now %+v, due %v", again, account.RetryDue(p.s))
+		}
+	})
+
 	t.Run("the wait doubles up to a minute", func(t *testing.T) {
 		p, legs := entered(t, oneTarget(), "0.01", "60000")
 		stop, target := stopOf(t, legs)

@@ -364,6 +364,23 @@ func (r *Reactor) retryExits(l *link, due time.Time) {
 	}
 }
 
+// retryExitsNow places the account's bracket legs waiting to be placed
+// again at once, after a complete reading of the account at a start or
+// after the stream's gap (cause): the provider answers again, and a stop
+// that could not be placed during its outage should not wait out its
+// backoff (up to a minute) once it is back.
+func (r *Reactor) retryExitsNow(l *link, cause string) {
+	if cause != "start" && cause != "gap" {
+		return
+	}
+	r.mu.Lock()
+	waiting := r.links[l.accountID] == l && !l.retryDue.IsZero()
+	r.mu.Unlock()
+	if waiting && r.cfg.Owns(l.accountID) {
+		_ = r.exec(l.accountID, &providercmd.RetryExits{Now: true})
+	}
+}
+
 // Release stops the account's session on a node that no longer owns it:
 // nothing more is sent or recorded from here; the new owner resumes.
 func (r *Reactor) Release(accountID string) {
@@ -792,7 +809,11 @@ func (r *Reactor) observation(l *link, ev provider.Event) *providercmd.Observe {
 func (r *Reactor) reconcile(ctx context.Context, l *link, cause string) {
 	for {
 		ok, err := r.reconcileOnce(ctx, l, cause)
-		if ok || r.loginRefused(l, err) {
+		if ok {
+			r.retryExitsNow(l, cause)
+			return
+		}
+		if r.loginRefused(l, err) {
 			return
 		}
 		if err != nil {
