@@ -195,6 +195,35 @@ func pairFloor(ctx context.Context, o opts, rate int, payload []byte) (sample, e
 	}
 	defer r.Close()
 	js, last := r.log.JetStream(), r.lastSeqs("pair", o.workers)
+	s, err := pacedOps(ctx, o, rate, func(ctx context.Context, w int) error {
+		for range 2 {
+			if err := appendTo(ctx, js, "evt.bench.pair."+strconv.Itoa(w), payload, &last[w]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return sample{}, fmt.Errorf("pair floor: %w", err)
+	}
+	return s, nil
+}
+
+// appendTo appends payload to subject durably, expecting *last as the
+// subject's last sequence, and moves *last on.
+func appendTo(ctx context.Context, js jetstream.JetStream, subject string, payload []byte, last *uint64) error {
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: payload}, jetstream.WithExpectLastSequencePerSubject(*last))
+	if err != nil {
+		return err
+	}
+	*last = ack.Sequence
+	return nil
+}
+
+// pacedOps runs op at rate ops a second in all over o.workers clients,
+// each on its own slots, for o.warm then o.dur; the sample is the time of
+// each op of the measured window.
+func pacedOps(ctx context.Context, o opts, rate int, op func(ctx context.Context, w int) error) (sample, error) {
 	every := time.Duration(int64(o.workers) * int64(time.Second) / int64(rate))
 	t0 := time.Now()
 	from, end := t0.Add(o.warm), t0.Add(o.warm+o.dur)
@@ -205,7 +234,6 @@ func pairFloor(ctx context.Context, o opts, rate int, payload []byte) (sample, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			subject := "evt.bench.pair." + strconv.Itoa(w)
 			for i := 0; ; i++ {
 				at := t0.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(o.workers))
 				if !at.Before(end) || ctx.Err() != nil {
@@ -213,13 +241,9 @@ func pairFloor(ctx context.Context, o opts, rate int, payload []byte) (sample, e
 				}
 				time.Sleep(time.Until(at))
 				start := time.Now()
-				for range 2 {
-					ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: payload}, jetstream.WithExpectLastSequencePerSubject(last[w]))
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					last[w] = ack.Sequence
+				if err := op(ctx, w); err != nil {
+					errs[w] = err
+					return
 				}
 				if !at.Before(from) {
 					lats[w] = append(lats[w], time.Since(start))
@@ -229,7 +253,7 @@ func pairFloor(ctx context.Context, o opts, rate int, payload []byte) (sample, e
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return sample{}, fmt.Errorf("pair floor: %w", err)
+		return sample{}, err
 	}
 	s := sample{Window: o.dur}
 	summarize(&s, slices.Concat(lats...))

@@ -173,7 +173,11 @@ type providerResult struct {
 	addedHandler, pacedHandler sample
 	// pacedFloor: two durable appends in a row on a log of their own,
 	// paced the same (pairFloor): the design's floor of the paced order
-	pacedFloor           sample
+	pacedFloor sample
+	// hopFloor2, hopFloor1: the floor with the order's two HTTP hops
+	// (hopFloor), with this design's two appends and with one (any design
+	// that commits the intent before sending), paced the same
+	hopFloor2, hopFloor1 sample
 	commitsPerOrder      float64 // log commits per order in the paced window (intent, outcome, observations)
 	event                sample
 	linked               int
@@ -413,6 +417,16 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		}
 		progress("provider orders paced: their floor, two durable appends in a row at the same pace: p50 %s p99 %s (n=%d)",
 			ms(res.pacedFloor.P50), ms(res.pacedFloor.P99), res.pacedFloor.N)
+		for _, f := range []struct {
+			appends int
+			s       *sample
+		}{{2, &res.hopFloor2}, {1, &res.hopFloor1}} {
+			if *f.s, err = hopFloor(ctx, o, o.provPaced, f.appends, make([]byte, 625)); err != nil {
+				return res, err
+			}
+			progress("provider orders paced: their floor with both HTTP hops (in, and out to a provider answering at once) and %d durable append(s): p50 %s p99 %s (n=%d)",
+				f.appends, ms(f.s.P50), ms(f.s.P99), f.s.N)
+		}
 	}
 
 	// Provider event to SSE frame: an order placed at the exchange outside
