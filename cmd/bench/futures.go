@@ -145,7 +145,9 @@ type futuresResult struct {
 	loaded   futWindow // closed loop: every client as fast as it goes
 	paced    futWindow // the same orders at a fixed total rate
 	floor    sample    // two durable appends in a row, paced the same (pairFloor)
-	limited  int64
+	// the floor with both HTTP hops and two appends, and one (hopFloor)
+	hopFloor2, hopFloor1 sample
+	limited              int64
 }
 
 // benchPassword is the simulator logins' password: each login has its own.
@@ -340,6 +342,9 @@ func runFutures(ctx context.Context, o opts) (futuresResult, error) {
 			return res, err
 		}
 		progress("futures orders paced: their floor, two durable appends in a row at the same pace: p50 %s p99 %s (n=%d)", ms(res.floor.P50), ms(res.floor.P99), res.floor.N)
+		if res.hopFloor2, res.hopFloor1, err = hopFloors(ctx, fo, o.futures.paced, "futures orders"); err != nil {
+			return res, err
+		}
 	}
 	res.limited = timer.limited.Load() - limited
 	return res, nil
@@ -448,6 +453,7 @@ func futuresRows(t *table, r futuresResult, o opts) {
 			fmt.Sprintf("%s / %s", ms(r.floor.P50), ms(r.floor.P99)),
 			fmt.Sprintf("%s / %s (%s / %s, %s, %s)", ms(r.paced.added.P50), ms(r.paced.added.P99), ms(r.paced.answer.P50), ms(r.paced.answer.P99), ms(r.paced.sim.P50), ms(r.paced.answer.CPU)),
 			f2(float64(r.paced.added.P50)/max(1, float64(r.floor.P50))) + "x", "<= 1 / <= 5 ms", goal(r.paced)})
+		hopRows(t, r.paced.added.P50, r.hopFloor2, r.hopFloor1)
 	}
 	t.add(row{fmt.Sprintf("linking %d Tradovate logins (8 at a time), answers 429 during the orders", r.linked), "",
 		fmt.Sprintf("%s, %d", r.linkTime.Round(time.Millisecond), r.limited), "", "", ""})

@@ -78,6 +78,31 @@ func hopFloor(ctx context.Context, o opts, rate, appends int, payload []byte) (s
 	return s, nil
 }
 
+// hopFloors measures hopFloor paced at rate with two appends and with one,
+// saying each under what (the orders it is the floor of).
+func hopFloors(ctx context.Context, o opts, rate int, what string) (two, one sample, err error) {
+	for _, f := range []struct {
+		appends int
+		s       *sample
+	}{{2, &two}, {1, &one}} {
+		if *f.s, err = hopFloor(ctx, o, rate, f.appends, make([]byte, 625)); err != nil {
+			return two, one, err
+		}
+		progress("%s paced: their floor with both HTTP hops (in, and out to a provider answering at once) and %d durable append(s): p50 %s p99 %s (n=%d)",
+			what, f.appends, ms(f.s.P50), ms(f.s.P99), f.s.N)
+	}
+	return two, one, nil
+}
+
+// hopRows adds the hop floors' rows under a paced order's row, whose
+// engine-added p50 is added.
+func hopRows(t *table, added time.Duration, two, one sample) {
+	t.add(row{"  its floor with both HTTP hops and two durable appends (this design), p50 / p99; engine-added against it", "",
+		fmt.Sprintf("%s / %s", ms(two.P50), ms(two.P99)), f2(float64(added)/max(1, float64(two.P50))) + "x", "", ""})
+	t.add(row{"  the same with one append (any design that commits the intent before sending), p50 / p99", "",
+		fmt.Sprintf("%s / %s", ms(one.P50), ms(one.P99)), "", "<= 1 ms p50", passIf(one.P50 <= time.Millisecond)})
+}
+
 // loopback is an HTTP server on a loopback port of its own.
 type loopback struct {
 	URL string

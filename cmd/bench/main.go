@@ -515,10 +515,7 @@ func bench(ctx context.Context, o opts) error {
 				fmt.Sprintf("%s / %s", ms(r.pacedFloor.P50), ms(r.pacedFloor.P99)), fmt.Sprintf("%s / %s (%s, %s)", ms(r.paced.P50), ms(r.paced.P99), ms(r.pacedAnswer.P50), ms(r.pacedSim.P50)),
 				f2(float64(r.paced.P50)/max(1, float64(r.pacedFloor.P50))) + "x", "<= 1 / <= 5 ms", passIf(r.paced.P50 <= time.Millisecond && r.paced.P99 <= 5*time.Millisecond)})
 			main.add(row{"  the same less the simulator's handler time alone", "", fmt.Sprintf("%s / %s", ms(r.pacedHandler.P50), ms(r.pacedHandler.P99)), "", "", ""})
-			main.add(row{"  its floor with both HTTP hops and two durable appends (this design), p50 / p99; engine-added against it", "",
-				fmt.Sprintf("%s / %s", ms(r.hopFloor2.P50), ms(r.hopFloor2.P99)), f2(float64(r.paced.P50)/max(1, float64(r.hopFloor2.P50))) + "x", "", ""})
-			main.add(row{"  the same with one append (any design that commits the intent before sending), p50 / p99", "",
-				fmt.Sprintf("%s / %s", ms(r.hopFloor1.P50), ms(r.hopFloor1.P99)), "", "<= 1 ms p50", passIf(r.hopFloor1.P50 <= time.Millisecond)})
+			hopRows(main, r.paced.P50, r.hopFloor2, r.hopFloor1)
 			main.add(row{"  log commits an order (intent, outcome, the stream's observations)", "", fmt.Sprintf("%.2f", r.commitsPerOrder), "", "", ""})
 		}
 		main.add(row{"provider event to SSE frame p50 / p99", "", fmt.Sprintf("%s / %s", ms(r.event.P50), ms(r.event.P99)), "", "p99 <= 10 ms", passIf(r.event.P99 <= 10*time.Millisecond)})

@@ -417,15 +417,8 @@ func providerPhase(ctx context.Context, o opts) (providerResult, error) {
 		}
 		progress("provider orders paced: their floor, two durable appends in a row at the same pace: p50 %s p99 %s (n=%d)",
 			ms(res.pacedFloor.P50), ms(res.pacedFloor.P99), res.pacedFloor.N)
-		for _, f := range []struct {
-			appends int
-			s       *sample
-		}{{2, &res.hopFloor2}, {1, &res.hopFloor1}} {
-			if *f.s, err = hopFloor(ctx, o, o.provPaced, f.appends, make([]byte, 625)); err != nil {
-				return res, err
-			}
-			progress("provider orders paced: their floor with both HTTP hops (in, and out to a provider answering at once) and %d durable append(s): p50 %s p99 %s (n=%d)",
-				f.appends, ms(f.s.P50), ms(f.s.P99), f.s.N)
+		if res.hopFloor2, res.hopFloor1, err = hopFloors(ctx, o, o.provPaced, "provider orders"); err != nil {
+			return res, err
 		}
 	}
 
