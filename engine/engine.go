@@ -168,13 +168,8 @@ func New(cfg Config) (*Engine, error) {
 		Decide:  account.Decide,
 		Apply:   account.Apply,
 		Fold:    account.Fold,
-		After: func(id string, s *account.State, c events.Committed) {
-			e.react(id, s)
-			e.risk.Track(id, s, c.Seq)
-			e.afterAccount(id, s, c)
-			e.trackProvider(id, s, c, false)
-			e.copyLeader(id, s, c) // copiers.go
-		},
+		After:    e.afterAccountCommit(false),
+		Observed: e.afterAccountCommit(true),
 	}, cfg.Log, e.reg, cfg.Metrics)
 	if e.clustered() {
 		e.nodes.parts = make([]map[string]struct{}, e.partitions())
@@ -388,7 +383,7 @@ func (e *Engine) StartFrom(ctx context.Context, tapFrom uint64, tap func(events.
 		e.index(id)
 		e.react(id, s) // on a node of several, once its partition is acquired
 		e.risk.Track(id, s, accts.rev[id])
-		e.trackProvider(id, s, events.Committed{}, true) // open intents are settled by lookup, never sent again
+		e.trackProvider(id, s, events.Committed{}, true, false) // open intents are settled by lookup, never sent again
 	}
 	e.nodes.at.Store(last)
 	if err := e.startCopier(ctx); err != nil {

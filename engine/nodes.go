@@ -302,7 +302,7 @@ func (e *Engine) takeOver(id string, s *account.State, rev uint64, since time.Ti
 	e.paper.Take(id, e.paperTriggers(s), since)
 	e.rebase(id, s)
 	e.risk.Take(id, s, rev, since)
-	e.trackProvider(id, s, events.Committed{}, true) // resume the provider session: open intents settled by lookup, then a reconciliation
+	e.trackProvider(id, s, events.Committed{}, true, false) // resume the provider session: open intents settled by lookup, then a reconciliation
 	if s.Eval.Bound {
 		e.ch.reactor.Track(id, s)
 		e.ch.reactor.Check(id)

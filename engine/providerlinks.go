@@ -78,9 +78,25 @@ func (e *Engine) initProviders() {
 	})
 }
 
+// afterAccountCommit is the account's hook after each commit applied:
+// this node's own, or (observed) one another node made.
+func (e *Engine) afterAccountCommit(observed bool) func(id string, s *account.State, c events.Committed) {
+	return func(id string, s *account.State, c events.Committed) {
+		e.react(id, s)
+		e.risk.Track(id, s, c.Seq)
+		e.afterAccount(id, s, c)
+		e.trackProvider(id, s, c, false, observed)
+		e.copyLeader(id, s, c) // copiers.go
+	}
+}
+
 // trackProvider hands a provider account's commit to the reactor on its
-// owner; c is the commit (zero after a start or a takeover).
-func (e *Engine) trackProvider(id string, s *account.State, c events.Committed, resumed bool) {
+// owner; c is the commit (zero after a start or a takeover), observed
+// when another node made it: an intent it opened is that node's to send,
+// and this one only looks it up (two nodes that both believe they own
+// the account, a partition's owner and one cut from the cluster that has
+// not yet heard it lost its lease, would otherwise both send it).
+func (e *Engine) trackProvider(id string, s *account.State, c events.Committed, resumed, observed bool) {
 	if s.Provider == nil {
 		return
 	}
@@ -93,7 +109,11 @@ func (e *Engine) trackProvider(id string, s *account.State, c events.Committed, 
 		e.prov.Resume(id, s)
 	} else {
 		e.keepPlacing(c) // orderindex.go
-		e.prov.TrackCommit(id, s, c)
+		if observed {
+			e.prov.TrackObserved(id, s, c)
+		} else {
+			e.prov.TrackCommit(id, s, c)
+		}
 	}
 }
 

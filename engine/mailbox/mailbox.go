@@ -33,6 +33,11 @@ type Kind[S any] struct {
 	// After, if set, runs in the mailbox goroutine after each commit is
 	// applied: its own, and one another node made that Observe applied.
 	After func(id string, s S, c events.Committed)
+	// Observed, if set, runs instead of After for a commit another node
+	// made (Observe applied it): what this node decided and what it only
+	// saw may differ in what it does about them (a provider account's
+	// intent is sent only by the node whose append committed it).
+	Observed func(id string, s S, c events.Committed)
 	// Admit, if set, runs before each append: an error refuses the command
 	// with nothing sent (a node that no longer owns the aggregate).
 	Admit func(id string) error
@@ -298,7 +303,10 @@ func (g *Group[S]) safeObserve(b *box[S], o *observed) {
 	b.state = g.fold(b.state, o.c.Seq, o.c.Events)
 	b.rev = o.c.Seq
 	b.seen.Store(b.rev)
-	if g.kind.After != nil {
+	switch {
+	case g.kind.Observed != nil:
+		g.kind.Observed(b.id, b.state, o.c)
+	case g.kind.After != nil:
 		g.kind.After(b.id, b.state, o.c)
 	}
 }

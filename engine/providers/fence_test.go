@@ -51,13 +51,18 @@ type fakeSess struct {
 	// then makes the adapter's last check (provider.SendByPassed): one
 	// past its moment is not sent, nor counted.
 	hold time.Duration
+	// onSnapshot, when set, runs inside the nth reading of the account.
+	onSnapshot func(n int32)
 }
 
 func (s *fakeSess) Settings(context.Context) (provider.Settings, error) {
 	return provider.Settings{}, nil
 }
 func (s *fakeSess) Snapshot(context.Context) (provider.Snapshot, error) {
-	s.snapshots.Add(1)
+	n := s.snapshots.Add(1)
+	if s.onSnapshot != nil {
+		s.onSnapshot(n)
+	}
 	return provider.Snapshot{}, nil
 }
 func (s *fakeSess) Place(ctx context.Context, o provider.Order) (provider.OrderState, error) {

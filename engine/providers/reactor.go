@@ -108,6 +108,10 @@ type link struct {
 	// the provider is placed again (zero: none waits), retry its timer.
 	retryDue time.Time
 	retry    *time.Timer
+	// observed counts the commits of the account another node made that
+	// reached this node (TrackObserved): a reconciliation whose reading
+	// one of them overtook judges again, on a fresh reading.
+	observed uint64
 	// known are the orders the log holds working and the place intents
 	// still open, as of the last commit: what a reconciliation looks up
 	// when the provider's working orders do not hold them.
@@ -198,23 +202,34 @@ func (r *Reactor) Drop(accountID string) {
 // unlinking, sends each intent committed since, and wakes the waiters of
 // the intents settled. It never blocks.
 func (r *Reactor) Track(accountID string, s *account.State) {
-	r.track(accountID, s, events.Committed{}, false)
+	r.track(accountID, s, events.Committed{}, false, false)
 }
 
 // TrackCommit is Track with the commit just applied, kept among the
 // account's last (Since) so an order's answer is made from the decisions
 // since its intent, without waiting for the read models.
 func (r *Reactor) TrackCommit(accountID string, s *account.State, c events.Committed) {
-	r.track(accountID, s, c, false)
+	r.track(accountID, s, c, false, false)
+}
+
+// TrackObserved is TrackCommit with a commit another node made: the
+// intents it opened are that node's to send (its append committed them),
+// and are only looked up here, never sent. Two nodes may both believe
+// they own the account for a while (one cut from the cluster keeps its
+// leases until it hears otherwise): each sends only what it committed,
+// so the log's guard, which lets one append through, is what lets one
+// request out.
+func (r *Reactor) TrackObserved(accountID string, s *account.State, c events.Committed) {
+	r.track(accountID, s, c, false, true)
 }
 
 // Resume is Track after a start or a takeover: every open intent may have
 // been sent by the node before, so each is settled by a lookup, never sent.
 func (r *Reactor) Resume(accountID string, s *account.State) {
-	r.track(accountID, s, events.Committed{}, true)
+	r.track(accountID, s, events.Committed{}, true, false)
 }
 
-func (r *Reactor) track(accountID string, s *account.State, c events.Committed, resumed bool) {
+func (r *Reactor) track(accountID string, s *account.State, c events.Committed, resumed, observed bool) {
 	p := s.Provider
 	if p == nil {
 		return
@@ -299,6 +314,9 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 		go r.run(ctx, l, sess, resumed)
 	}
 	l.settings = p.Settings
+	if observed {
+		l.observed++
+	}
 	r.scheduleRetry(l, account.RetryDue(s))
 	l.known = l.known[:0]
 	for _, in := range intents {
@@ -322,7 +340,7 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 			continue
 		}
 		l.busy[k] = true
-		go r.settle(l, in, !resumed && !l.sent[k])
+		go r.settle(l, in, !resumed && !observed && !l.sent[k])
 	}
 }
 
@@ -831,6 +849,14 @@ func (r *Reactor) reconcileOnce(ctx context.Context, l *link, cause string) (boo
 	if !r.cfg.Owns(l.accountID) {
 		return true, nil // deposed: the new owner reconciles
 	}
+	// The gate keeps this node's own outcomes apart from the reading, not
+	// another node's commits: one that reaches this node while the reading
+	// is under way (a node that still believes it owns the account after a
+	// cut healed) may record a fill the reading predates, and the reading
+	// would then contradict the log for nothing (a reconciliation_hold).
+	r.mu.Lock()
+	seen := l.observed
+	r.mu.Unlock()
 	snap, err := l.sess.Snapshot(ctx)
 	if err != nil {
 		return false, err
@@ -861,8 +887,18 @@ func (r *Reactor) reconcileOnce(ctx context.Context, l *link, cause string) (boo
 			return false, err // never a partial reading
 		}
 	}
+	r.mu.Lock()
+	overtaken := l.observed != seen
+	r.mu.Unlock()
+	if overtaken {
+		return false, errOvertaken
+	}
 	return r.exec(l.accountID, &c) == nil, nil
 }
+
+// errOvertaken: a commit another node made reached this node during a
+// reconciliation's reading; it reads again.
+var errOvertaken = errors.New("providers: another node's commit overtook the reading; reading again")
 
 // SnapshotObservation is the observation of a complete snapshot.
 func SnapshotObservation(snap provider.Snapshot, cause string) providercmd.Observe {
