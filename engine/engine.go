@@ -162,12 +162,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.risk = risk.New(cfg.Now, e.riskExec, e.mark)
 	e.accounts = mailbox.NewGroup(mailbox.Kind[*account.State]{
-		Name:    "account",
-		Subject: evacct.Subject,
-		New:     e.newAccount,
-		Decide:  account.Decide,
-		Apply:   account.Apply,
-		Fold:    account.Fold,
+		Name:     "account",
+		Subject:  evacct.Subject,
+		New:      e.newAccount,
+		Decide:   account.Decide,
+		Apply:    account.Apply,
+		Fold:     account.Fold,
 		After:    e.afterAccountCommit(false),
 		Observed: e.afterAccountCommit(true),
 	}, cfg.Log, e.reg, cfg.Metrics)
