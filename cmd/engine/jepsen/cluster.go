@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -48,6 +49,10 @@ type Options struct {
 	// (DATABASE_URL); else each engine keeps its read models in memory.
 	Postgres bool
 	Env      map[string]string // more engine settings
+	// NetEnv, when set, is called once the network is made, before the
+	// engines start: more engine settings that need it (a service the test
+	// runs on Net.ClientIP, which every namespace reaches).
+	NetEnv func(n *Net) (map[string]string, error)
 }
 
 // Cluster is three nats-servers (c1..c3, one R3 JetStream cluster), the
@@ -146,6 +151,18 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 		dbURL = c.PGURL()
 		t.Logf("jepsen: PostgreSQL ready at %v", time.Since(began).Round(time.Millisecond))
 	}
+	extra := opts.Env
+	if opts.NetEnv != nil {
+		more, err := opts.NetEnv(nw)
+		if err != nil {
+			return c, err
+		}
+		extra = maps.Clone(extra)
+		if extra == nil {
+			extra = map[string]string{}
+		}
+		maps.Copy(extra, more)
+	}
 	key := clusterkit.NewSecretKey()
 	self, err := os.Executable()
 	if err != nil {
@@ -191,7 +208,7 @@ func StartCluster(t testing.TB, opts Options) (*Cluster, error) {
 			"ENGINE_DEMO_ACCOUNTS="+strconv.Itoa(opts.DemoAccounts),
 			"ENGINE_RATE_LIMIT=0",
 		)
-		for k, v := range opts.Env {
+		for k, v := range extra {
 			env = append(env, k+"="+v)
 		}
 		p := &Proc{Name: h.Name, ns: h.NS, path: engineBin, env: env, logPath: filepath.Join(dir, "engine.log")}

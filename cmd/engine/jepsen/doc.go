@@ -19,6 +19,10 @@
 //   - nemesis.go: the fault kinds and a seeded schedule of them.
 //   - workload.go, history.go: the clients and what they saw.
 //   - model.go, check.go: the porcupine models and the invariants.
+//   - provider.go: linked provider accounts (the Binance simulator, run
+//     on the bridge's root address, reachable from every namespace whatever
+//     the partitions), their clients and the exchange's count of each
+//     clientOrderId as the checker (TestProviderFaults, opt-in).
 //   - proxy.go: the deliberately broken deployment, a NATS proxy that takes
 //     the fencing headers off every publish, which the checkers must catch.
 //
