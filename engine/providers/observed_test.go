@@ -18,14 +18,18 @@ import (
 // also believes it owns the account (one cut from the cluster that has not
 // yet heard it lost its lease, after the cut heals) only looks it up, and
 // records what the lookup finds; the same intent in a commit of its own
-// is sent, once. (Found by TestProviderFaults: after a split healed, both
-// nodes sent the new owner's intents, and each market order filled twice.)
+// is sent, once; one open in the node's state from an earlier commit (the
+// state read again from the log after its append was refused) only looked
+// up. (Found by TestProviderFaults: after a split healed, both nodes sent
+// the new owner's intents, and each market order filled twice.)
 func TestAnIntentAnotherNodeCommittedIsLookedUpNeverSent(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		observed  bool
 		wantPlace int32
-	}{{"committed here: sent once", false, 1}, {"committed by another node: looked up, never sent", true, 0}} {
+		earlier   bool // the intent opened by an earlier commit (a state read again), not this one
+	}{{"committed here: sent once", false, 1, false}, {"committed by another node: looked up, never sent", true, 0, false},
+		{"open in this node's state from an earlier commit: looked up, never sent", false, 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sess := &fakeSess{finds: true}
 			var mu sync.Mutex
@@ -47,11 +51,17 @@ func TestAnIntentAnotherNodeCommittedIsLookedUpNeverSent(t *testing.T) {
 				Retry:            10 * time.Millisecond,
 			})
 			defer r.Close()
+			s := intended(t)
 			c := events.Committed{Seq: 7}
+			for _, in := range s.OpenIntents() {
+				if !tc.earlier {
+					c.Events = append(c.Events, in)
+				}
+			}
 			if tc.observed {
-				r.TrackObserved("a1", intended(t), c)
+				r.TrackObserved("a1", s, c)
 			} else {
-				r.TrackCommit("a1", intended(t), c)
+				r.TrackCommit("a1", s, c)
 			}
 			deadline := time.Now().Add(3 * time.Second)
 			for {
@@ -72,7 +82,7 @@ func TestAnIntentAnotherNodeCommittedIsLookedUpNeverSent(t *testing.T) {
 			if len(settled) == 0 || settled[0].Outcome != evacct.OutcomeAccepted {
 				t.Fatalf("settled %+v, want the order accepted", settled)
 			}
-			if tc.observed && sess.lookups.Load() == 0 {
+			if tc.wantPlace == 0 && sess.lookups.Load() == 0 {
 				t.Fatal("the intent was settled without a lookup")
 			}
 		})

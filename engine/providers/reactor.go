@@ -200,14 +200,21 @@ func (r *Reactor) Drop(accountID string) {
 // Track is called after each commit of an account on the owning node, in
 // its mailbox: it starts the session of a linked account, ends it on
 // unlinking, sends each intent committed since, and wakes the waiters of
-// the intents settled. It never blocks.
+// the intents settled. It never blocks. Track takes every intent open in s
+// as opened by this node's commit (one it has not sent yet is sent); the
+// engine calls TrackCommit, which sends only those the commit opened.
 func (r *Reactor) Track(accountID string, s *account.State) {
-	r.track(accountID, s, events.Committed{}, false, false)
+	var c events.Committed
+	for _, in := range s.OpenIntents() {
+		c.Events = append(c.Events, in)
+	}
+	r.track(accountID, s, c, false, false)
 }
 
 // TrackCommit is Track with the commit just applied, kept among the
 // account's last (Since) so an order's answer is made from the decisions
-// since its intent, without waiting for the read models.
+// since its intent, without waiting for the read models. Only the intents
+// the commit opened are sent; any other open one is looked up.
 func (r *Reactor) TrackCommit(accountID string, s *account.State, c events.Committed) {
 	r.track(accountID, s, c, false, false)
 }
@@ -334,13 +341,26 @@ func (r *Reactor) track(accountID string, s *account.State, c events.Committed, 
 			delete(l.sent, k)
 		}
 	}
+	// An intent is sent only by the node whose own commit opened it, as it
+	// applies that commit: one this node only saw (another node's commit,
+	// a state read again from the log) or an earlier commit's is looked up.
+	// (A node that took an account back after a cut healed sent the other
+	// node's intents, still open in its state, at its next own commit.)
+	opened := map[string]bool{}
+	if !resumed && !observed {
+		for _, ev := range c.Events {
+			if in, ok := ev.(evacct.OrderIntended); ok {
+				opened[providercmd.IntentKey(in.Op, in.ProviderClientOrderID)] = true
+			}
+		}
+	}
 	for _, in := range intents {
 		k := providercmd.IntentKey(in.Op, in.ProviderClientOrderID)
 		if l.busy[k] {
 			continue
 		}
 		l.busy[k] = true
-		go r.settle(l, in, !resumed && !observed && !l.sent[k])
+		go r.settle(l, in, opened[k] && !l.sent[k])
 	}
 }
 
