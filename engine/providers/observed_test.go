@@ -34,21 +34,12 @@ func TestAnIntentAnotherNodeCommittedIsLookedUpNeverSent(t *testing.T) {
 			sess := &fakeSess{finds: true}
 			var mu sync.Mutex
 			var settled []*providercmd.Settle
-			r := providers.New(providers.Config{
-				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-				Open:      openFake,
-				Exec: func(_ context.Context, _ string, c commands.Command) error {
-					if c, ok := c.(*providercmd.Settle); ok {
-						mu.Lock()
-						settled = append(settled, c)
-						mu.Unlock()
-					}
-					return nil
-				},
-				Owns:             func(string) bool { return true },
-				ReconcileEvery:   time.Hour,
-				NeverPlacedAfter: time.Hour,
-				Retry:            10 * time.Millisecond,
+			r := quietReactor(sess, true, func(c commands.Command) {
+				if c, ok := c.(*providercmd.Settle); ok {
+					mu.Lock()
+					settled = append(settled, c)
+					mu.Unlock()
+				}
 			})
 			defer r.Close()
 			s := intended(t)
@@ -104,21 +95,12 @@ func TestAReadingOvertakenByAnotherNodesCommitIsReadAgain(t *testing.T) {
 			r.TrackObserved("a1", intended(t), events.Committed{Seq: 9})
 		}
 	}
-	r = providers.New(providers.Config{
-		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
-		Open:      openFake,
-		Exec: func(_ context.Context, _ string, c commands.Command) error {
-			if o, ok := c.(*providercmd.Observe); ok && o.Complete {
-				mu.Lock()
-				complete = append(complete, sess.snapshots.Load())
-				mu.Unlock()
-			}
-			return nil
-		},
-		Owns:             func(string) bool { return true },
-		ReconcileEvery:   time.Hour,
-		NeverPlacedAfter: time.Hour,
-		Retry:            10 * time.Millisecond,
+	r = quietReactor(sess, true, func(c commands.Command) {
+		if o, ok := c.(*providercmd.Observe); ok && o.Complete {
+			mu.Lock()
+			complete = append(complete, sess.snapshots.Load())
+			mu.Unlock()
+		}
 	})
 	defer r.Close()
 	r.Resume("a1", intended(t))
@@ -137,4 +119,26 @@ func TestAReadingOvertakenByAnotherNodesCommitIsReadAgain(t *testing.T) {
 	if len(complete) != 1 || complete[0] != 2 {
 		t.Fatalf("complete observations made of readings %v, want one, of the second", complete)
 	}
+}
+
+// quietReactor is a reactor on the fake provider's session sess that owns
+// the account as owns says and hands exec what it records (with the
+// recording's lock held: exec keeps its own state); no periodic reading,
+// and no lookup concludes never placed within a test.
+func quietReactor(sess *fakeSess, owns bool, exec func(commands.Command)) *providers.Reactor {
+	var mu sync.Mutex
+	return providers.New(providers.Config{
+		Providers: map[string]provider.Provider{"fake": &fakeProv{sess: sess}},
+		Open:      openFake,
+		Exec: func(_ context.Context, _ string, c commands.Command) error {
+			mu.Lock()
+			defer mu.Unlock()
+			exec(c)
+			return nil
+		},
+		Owns:             func(string) bool { return owns },
+		ReconcileEvery:   time.Hour,
+		NeverPlacedAfter: time.Hour,
+		Retry:            10 * time.Millisecond,
+	})
 }

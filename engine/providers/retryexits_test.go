@@ -1,7 +1,6 @@
 package providers_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +8,6 @@ import (
 	"github.com/svc/engine/commands"
 	providercmd "github.com/svc/engine/commands/provider"
 	"github.com/svc/engine/engine/account"
-	"github.com/svc/engine/engine/provider"
-	"github.com/svc/engine/engine/providers"
 	evacct "github.com/svc/engine/events/account"
 )
 
@@ -44,24 +41,15 @@ func TestTheOwnerPlacesAWaitingLegAgain(t *testing.T) {
 			var mu sync.Mutex
 			var got []bool
 			var at time.Time
-			r := providers.New(providers.Config{
-				Providers: map[string]provider.Provider{"fake": &fakeProv{sess: &fakeSess{}}},
-				Open:      openFake,
-				Exec: func(_ context.Context, _ string, c commands.Command) error {
-					if c, ok := c.(*providercmd.RetryExits); ok {
-						mu.Lock()
-						got = append(got, c.Now)
-						if at.IsZero() {
-							at = time.Now()
-						}
-						mu.Unlock()
+			r := quietReactor(&fakeSess{}, tc.owns, func(c commands.Command) {
+				if c, ok := c.(*providercmd.RetryExits); ok {
+					mu.Lock()
+					got = append(got, c.Now)
+					if at.IsZero() {
+						at = time.Now()
 					}
-					return nil
-				},
-				Owns:             func(string) bool { return tc.owns },
-				ReconcileEvery:   time.Hour,
-				NeverPlacedAfter: time.Hour,
-				Retry:            10 * time.Millisecond,
+					mu.Unlock()
+				}
 			})
 			defer r.Close()
 			began := time.Now()
