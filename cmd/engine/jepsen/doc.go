@@ -22,7 +22,7 @@
 //   - provider.go: linked provider accounts (the Binance simulator, run
 //     on the bridge's root address, reachable from every namespace whatever
 //     the partitions), their clients and the exchange's count of each
-//     clientOrderId as the checker (TestProviderFaults, opt-in).
+//     clientOrderId as the checker (TestProviderFaults).
 //   - proxy.go: the deliberately broken deployment, a NATS proxy that takes
 //     the fencing headers off every publish, which the checkers must catch.
 //

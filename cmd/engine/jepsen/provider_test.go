@@ -2,7 +2,6 @@ package jepsen
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/svc/engine/events"
 )
 
-var providerRun = flag.Bool("faults.provider", false, "TestProviderFaults: run it (also JEPSEN_PROVIDER=1); it is not in the normal suite")
 
 // Provider accounts under partitions and pauses (provider.go): four
 // traders, two owned by each node, each with a linked account at the
@@ -31,12 +29,10 @@ var providerRun = flag.Bool("faults.provider", false, "TestProviderFaults: run i
 // answers: never more than once; once for a 200 (or a 409 naming it);
 // never when every answer said nothing was placed (a retry-safe 503 such
 // as provider_unavailable, a 4xx), not even later; 0 or 1 for an unknown,
-// as its retry's definite answer says. Opt-in (-faults.provider or
-// JEPSEN_PROVIDER=1): about 90 s.
+// as its retry's definite answer says. In the suite, about 70 s; not
+// parallel with the other runs here, so its clients and theirs do not
+// share the two cores.
 func TestProviderFaults(t *testing.T) {
-	if !*providerRun && os.Getenv("JEPSEN_PROVIDER") != "1" {
-		t.Skip("skipped: set -faults.provider (or JEPSEN_PROVIDER=1)")
-	}
 	need(t, Available())
 	dir, err := os.MkdirTemp("", "jepsen-provider-")
 	if err != nil {
