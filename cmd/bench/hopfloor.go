@@ -38,7 +38,7 @@ func hopFloor(ctx context.Context, o opts, rate, appends int, payload []byte) (s
 		return sample{}, err
 	}
 	defer prov.Close()
-	out := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.workers}, Timeout: 10 * time.Second}
+	out := httpClient(o.workers)
 	engine, err := loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		wk, err := strconv.Atoi(req.URL.Query().Get("w"))
@@ -68,7 +68,7 @@ func hopFloor(ctx context.Context, o opts, rate, appends int, payload []byte) (s
 		return sample{}, err
 	}
 	defer engine.Close()
-	in := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.workers}, Timeout: 10 * time.Second}
+	in := httpClient(o.workers)
 	s, err := pacedOps(ctx, o, rate, func(ctx context.Context, w int) error {
 		return post(ctx, in, engine.URL+"/api/trading/order?w="+strconv.Itoa(w), http.StatusOK)
 	})
