@@ -11,7 +11,6 @@ import (
 	"github.com/svc/engine/events"
 )
 
-
 // Provider accounts under partitions and pauses (provider.go): four
 // traders, two owned by each node, each with a linked account at the
 // Binance simulator, which the test runs (behind a recorder of every order
